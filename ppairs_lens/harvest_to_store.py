@@ -1,0 +1,110 @@
+"""Run a dataset through a model into an activation store, resumably and shard by shard."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from tqdm.auto import tqdm
+
+from .errors import StoreError
+from .harvest import HarvestSettings, harvest_pairs, hook_names
+from .models import model_name
+from .prompts import Template, build_contrast_pairs, default_template, template_hash
+from .records import Comparison, Dataset
+from .store import ActivationStore
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def default_store_path(root: str | Path, model: str, dataset: Dataset, template: Template) -> Path:
+    """``root/<model>/<dataset>-<fingerprint>-<template hash>``: one folder per harvest."""
+    return (Path(root) / _slug(Path(model).name if Path(model).exists() else model)
+            / f"{_slug(dataset.name)}-{dataset.fingerprint()[:8]}-{template_hash(template)[:8]}")
+
+
+def pair_info(dataset: Dataset) -> list[dict]:
+    """What analyses need per pair without the model: ids, label, context, gold scores."""
+    labels, contexts = dataset.labels(), dataset.context_ids()
+    info = []
+    for rec, label, ctx in zip(dataset.records, labels, contexts):
+        row = {"pair_id": rec.pair_id, "label": label, "context_id": ctx}
+        if isinstance(rec, Comparison):
+            row.update(item1_id=rec.item1_id, item2_id=rec.item2_id,
+                       score1=rec.score1, score2=rec.score2)
+        info.append(row)
+    return info
+
+
+def parse_shard(spec: str | None) -> tuple[int, int]:
+    """'i/n' -> (i, n), 0-based; None -> (0, 1), the whole harvest."""
+    if not spec:
+        return 0, 1
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
+    if not m or not int(m[1]) < int(m[2]):
+        raise ValueError(f"--shard must be i/n with 0 <= i < n, got {spec!r}")
+    return int(m[1]), int(m[2])
+
+
+def harvest_dataset(
+    bridge,
+    dataset: Dataset,
+    out: str | Path,
+    *,
+    template: Template | None = None,
+    shard_size: int = 256,
+    shard: tuple[int, int] = (0, 1),
+    settings: HarvestSettings = HarvestSettings(),
+    progress: bool = True,
+) -> ActivationStore:
+    """Harvest ``dataset`` into the store at ``out`` and return it.
+
+    Shards already complete are skipped, so a killed harvest resumes where it stopped.
+    ``shard=(i, n)`` does only the store shards ``k`` with ``k % n == i``: n processes (a SLURM
+    array, a shell loop) fill one store without collisions. Two harvests of the same shard
+    spec at once are refused by a lock rather than interleaved.
+    """
+    template = template or default_template(dataset)
+    pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
+    meta = {
+        "model": model_name(bridge),
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint(),
+        "dataset_source": dataset.source,
+        "aspect": dataset.aspect,
+        "kind": dataset.kind,
+        "template": template.describe(),
+        "template_hash": template_hash(template),
+        "hook_names": hook_names(bridge.cfg.n_layers),
+        "n_layers": bridge.cfg.n_layers,
+        "d_model": bridge.cfg.d_model,
+        "dtype": str(settings.out_dtype).removeprefix("torch."),
+        "shard_size": shard_size,
+        "harvest_settings": {k: str(v) for k, v in asdict(settings).items()},
+    }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    i, n = shard
+    lock = FileLock(out / f".harvest-{i}-of-{n}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise StoreError(f"{out} is being written by another harvest (shard {i}/{n}; lock file "
+                         f"{lock.lock_file}); wait for it, or give this one another --shard") from None
+    try:
+        store = ActivationStore.create(out, meta, pair_info(dataset))
+        todo = [k for k in store.missing_shards() if k % n == i]
+        total = sum(store.shard_range(k)[1] - store.shard_range(k)[0] for k in todo)
+        bar = tqdm(total=total, desc=f"harvest {dataset.name}", unit="pair", disable=not progress)
+        for k in todo:
+            start, stop = store.shard_range(k)
+            acts = harvest_pairs(bridge, pairs[start:stop], settings, progress=bar.update)
+            store.write_shard(k, acts)
+        bar.close()
+    finally:
+        lock.release()
+    return store

@@ -1,0 +1,173 @@
+"""Prompt templates that turn records into contrast pairs of token ids.
+
+A contrast pair is two prompts that are identical except for their final token ("... is Choice
+1" vs "... is Choice 2", or "... is True" vs "... is False"). We check that at the token level,
+because a tokenizer that merges the final token with what precedes it would silently give two
+prompts that differ in more than the choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+from .errors import TemplateError
+from .records import Comparison, Dataset, Statement
+
+#: Aspect descriptions in the spirit of the paper's appendix (SummEval / HANNA aspects).
+ASPECT_DESCRIPTIONS: dict[str, str] = {
+    "coherent": "Coherence: the collective quality of all sentences; a well-structured, "
+                "well-organised text that builds from sentence to sentence.",
+    "consistent": "Consistency: the factual alignment between the text and its source; no "
+                  "hallucinated facts.",
+    "fluent": "Fluency: the quality of individual sentences: grammar, spelling, word choice.",
+    "relevant": "Relevance: selection of the important content from the source.",
+    "empathetic": "Empathy: how well the reader understands the characters' emotions.",
+    "surprising": "Surprise: how surprising the end of the story is.",
+    "engaging": "Engagement: how much the reader engages with the story.",
+    "complex": "Complexity: how elaborate the story is.",
+}
+
+
+@dataclass(frozen=True)
+class ContrastPair:
+    """Token ids of one contrast pair: ``prefix_ids + [final_ids[0]]`` vs ``+ [final_ids[1]]``.
+
+    Side 0 is the prompt that names item 1 (or "True"); ``label`` is 1, 2 or 0 (tie).
+    ``group`` marks pairs that share a context, so the harvester can run it once.
+    """
+
+    pair_id: str
+    prefix_ids: tuple[int, ...]
+    final_ids: tuple[int, int]
+    group: str
+    label: int
+
+
+def comparative(aspect: str) -> str:
+    """'coherent' -> 'more coherent'; already comparative phrases ('larger', 'more X') as is."""
+    first = aspect.split()[0].lower() if aspect.strip() else ""
+    if first in {"more", "less", "better", "worse"} or (first.endswith("er") and len(first) > 4):
+        return aspect
+    return f"more {aspect}"
+
+
+@dataclass(frozen=True)
+class ComparisonTemplate:
+    """The paper's comparison prompt as a chat user turn plus an assistant prefix.
+
+    The user turn asks which item is more <aspect>; the assistant turn is pre-filled with
+    "Between Choice 1 and Choice 2, the more <aspect> <item> is Choice " and the final token
+    is the choice. Fields in braces are filled from the dataset and record.
+    """
+
+    user: str = ("{context_block}{Item} Choice 1:\n{item1}\n\n{Item} Choice 2:\n{item2}\n\n"
+                 "Which {item} is {comparative}?{description} Answers must be a single choice.")
+    context_block: str = "Consider the following {context_name}:\n{context}\n\n"
+    no_context_block: str = "Consider the following two {item}s.\n\n"
+    assistant: str = "Between Choice 1 and Choice 2, the {comparative} {item} is Choice "
+    choices: tuple[str, str] = ("1", "2")
+    system: str | None = None
+    include_description: bool = True
+
+    def describe(self) -> dict:
+        return {"kind": "comparison", **asdict(self)}
+
+
+@dataclass(frozen=True)
+class StatementTemplate:
+    """A single statement followed by a true/false completion (the thesis's formulation)."""
+
+    user: str = "Is the following statement true or false?\n{statement}"
+    assistant: str = "The statement is"
+    choices: tuple[str, str] = (" True", " False")
+    system: str | None = None
+
+    def describe(self) -> dict:
+        return {"kind": "statement", **asdict(self)}
+
+
+Template = ComparisonTemplate | StatementTemplate
+
+
+def template_hash(template: Template) -> str:
+    return hashlib.sha256(json.dumps(template.describe(), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def default_template(dataset: Dataset) -> Template:
+    return StatementTemplate() if dataset.kind == "statement" else ComparisonTemplate()
+
+
+def _chat_text(tokenizer, system: str | None, user: str) -> str:
+    messages = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": user}]
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return user + "\n"  # a base model without a chat template gets the plain text
+
+
+def render_comparison(template: ComparisonTemplate, dataset: Dataset, rec: Comparison) -> tuple[str, str]:
+    """The user turn and the assistant prefix (without the choice) for one comparison."""
+    item = dataset.item_name
+    desc = ""
+    if template.include_description:
+        d = dataset.aspect_description or ASPECT_DESCRIPTIONS.get(dataset.aspect)
+        desc = f" ({d})" if d else ""
+    fields = dict(item=item, Item=item[:1].upper() + item[1:], comparative=comparative(dataset.aspect),
+                  context_name=dataset.context_name, item1=rec.item1, item2=rec.item2,
+                  description=desc)
+    block = (template.context_block.format(context_name=dataset.context_name, context=rec.context)
+             if rec.context else template.no_context_block.format(**fields))
+    user = template.user.format(context_block=block, **fields)
+    return user, template.assistant.format(**fields)
+
+
+def render_statement(template: StatementTemplate, rec: Statement) -> tuple[str, str]:
+    return template.user.format(statement=rec.statement), template.assistant
+
+
+def prompt_prefix_text(tokenizer, template: Template, dataset: Dataset, rec) -> str:
+    """The full prompt text up to (not including) the choice token."""
+    if isinstance(template, StatementTemplate):
+        user, assistant = render_statement(template, rec)
+    else:
+        user, assistant = render_comparison(template, dataset, rec)
+    return _chat_text(tokenizer, template.system, user) + assistant
+
+
+def _split_final(tokenizer, prefix_text: str, template: Template) -> tuple[list[int], tuple[int, int]]:
+    ids = [tokenizer(prefix_text + c, add_special_tokens=False).input_ids for c in template.choices]
+    a, b = ids
+    name = type(template).__name__
+    if len(a) != len(b) or a[:-1] != b[:-1] or a[-1] == b[-1]:
+        raise TemplateError(
+            f"{name}: the two prompts of a contrast pair must be identical except for their "
+            f"final token, but choices {template.choices!r} tokenize to "
+            f"{[tokenizer.convert_ids_to_tokens(x[-4:]) for x in ids]} (last 4 tokens each). "
+            "Choose choice strings that are single tokens after the assistant prefix.")
+    pre = tokenizer(prefix_text, add_special_tokens=False).input_ids
+    if pre != a[:-1]:
+        raise TemplateError(
+            f"{name}: the tokenizer merges the choice {template.choices[0]!r} with the text before "
+            f"it (prefix ends {tokenizer.convert_ids_to_tokens(pre[-3:])}, full prompt ends "
+            f"{tokenizer.convert_ids_to_tokens(a[-3:])}); the prefix would not be a prompt the "
+            "model sees. End the assistant prefix where the choice starts a new token.")
+    return a[:-1], (a[-1], b[-1])
+
+
+def build_contrast_pairs(tokenizer, dataset: Dataset, template: Template | None = None) -> list[ContrastPair]:
+    """Contrast pairs for every record of ``dataset`` (ties included, labelled 0)."""
+    template = template or default_template(dataset)
+    if (dataset.kind == "statement") != isinstance(template, StatementTemplate):
+        raise TemplateError(f"{type(template).__name__} does not fit a {dataset.kind} dataset "
+                            f"({dataset.name})")
+    labels = dataset.labels()
+    pairs = []
+    for rec, label in zip(dataset.records, labels):
+        prefix, finals = _split_final(tokenizer, prompt_prefix_text(tokenizer, template, dataset, rec),
+                                      template)
+        # Comparisons with a context share it; everything else shares the instruction text.
+        group = rec.context_id if (isinstance(rec, Comparison) and rec.context) else "__all__"
+        pairs.append(ContrastPair(rec.pair_id, tuple(prefix), finals, str(group), label))
+    return pairs

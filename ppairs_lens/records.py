@@ -1,0 +1,108 @@
+"""Plain records for the two kinds of data PPairS reads: pairwise comparisons and statements."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+#: Label values of a comparison: item 1 is "more X", item 2 is, or neither (a tie).
+ITEM1: int = 1
+ITEM2: int = 2
+TIE: int = 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pairwise comparison: which of ``item1`` / ``item2`` is more <aspect>.
+
+    ``label`` is 1 (item 1 more), 2 (item 2 more) or 0 (tie; ties are kept in datasets but left
+    out of probe fitting and scoring). ``context`` is the optional shared text both items refer
+    to (an article, a story prompt, an instruction); comparisons with the same ``context_id``
+    share it, which splits and the harvester's prefix sharing rely on. ``score1``/``score2`` are
+    gold scores where the data has them (scored-items datasets), used by ranking analyses.
+    """
+
+    pair_id: str
+    item1: str
+    item2: str
+    label: int
+    context: str | None = None
+    context_id: str | None = None
+    item1_id: str | None = None
+    item2_id: str | None = None
+    score1: float | None = None
+    score2: float | None = None
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A single statement with a truth label; becomes a contrast pair True vs False."""
+
+    pair_id: str
+    statement: str
+    label: bool
+    context_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """One item with a gold score (SummEval summary, HANNA story, ClimateX statement).
+
+    Items with the same ``context_id`` are compared with each other; ``context`` is the shared
+    text (article, story prompt) or None when items stand alone (ClimateX).
+    """
+
+    item_id: str
+    text: str
+    score: float
+    context_id: str | None = None
+    context: str | None = None
+    split: str | None = None
+
+
+Record = Comparison | Statement
+
+
+@dataclass
+class Dataset:
+    """A named list of records of one kind, plus what the comparison asks about.
+
+    ``aspect`` is the adjective of the question ("more coherent", "larger"), ``item_name`` what
+    an item is ("summary", "number"), ``context_name`` what the shared context is ("article"),
+    ``aspect_description`` an optional definition (as in the paper's appendix).
+    """
+
+    name: str
+    kind: Literal["comparison", "statement"]
+    records: list[Comparison] | list[Statement]
+    aspect: str = "better"
+    item_name: str = "item"
+    context_name: str = "context"
+    aspect_description: str | None = None
+    source: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def fingerprint(self) -> str:
+        """A content hash: two datasets with the same records and question hash the same."""
+        h = hashlib.sha256()
+        head = {k: getattr(self, k) for k in
+                ("kind", "aspect", "item_name", "context_name", "aspect_description")}
+        h.update(json.dumps(head, sort_keys=True).encode())
+        for r in self.records:
+            h.update(json.dumps(asdict(r), sort_keys=True, default=str).encode())
+        return h.hexdigest()[:16]
+
+    def labels(self) -> list[int]:
+        """Labels as 1 / 2 / 0 (tie); a true statement counts as 1 (the 'True' side)."""
+        if self.kind == "statement":
+            return [ITEM1 if r.label else ITEM2 for r in self.records]
+        return [r.label for r in self.records]
+
+    def context_ids(self) -> list[str]:
+        """The group each record belongs to (its context, else its own id)."""
+        return [r.context_id if r.context_id is not None else r.pair_id for r in self.records]

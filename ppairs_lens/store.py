@@ -1,0 +1,245 @@
+"""Where activations are kept: one folder per (model, dataset, template).
+
+Layout::
+
+    store/
+      metadata.json          what was harvested: model, read-outs, d_model, dtype, template,
+                             dataset fingerprint, shard size, package version, creation time
+      pairs.jsonl            one line per pair: id, label, context and item ids, gold scores
+      shards/shard-00003.safetensors   tensors "layer_00" .. "layer_NN", each [n, 2, d_model]
+      shards/shard-00003.json          written last: pair range and a sha256 per tensor
+
+A shard counts only once its sidecar JSON exists; both files are written to a temporary name
+and renamed, so a crash never leaves a half shard that is read later, and a restarted harvest
+redoes only the missing shards. Per-tensor checksums let a reader verify exactly the layers it
+reads, without reading the whole store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from jaxtyping import Float, Int
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import Tensor
+
+from . import __version__
+from .errors import StoreError
+
+#: Fields that must agree between a store on disk and a harvest that wants to write into it.
+IDENTITY_FIELDS = ("model", "dataset_fingerprint", "template_hash", "hook_names", "d_model",
+                   "dtype", "n_pairs", "shard_size")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _tensor_sha(t: Tensor) -> str:
+    return hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+class ActivationStore:
+    """An activation store on disk. Use :meth:`create` to start or resume, :meth:`open` to read."""
+
+    def __init__(self, path: Path, meta: dict):
+        self.path = Path(path)
+        self.meta = meta
+
+    # ---- creation and opening -------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | Path, meta: dict, pairs: Sequence[dict]) -> ActivationStore:
+        """Start a store, or reopen one whose identity fields all match ``meta``.
+
+        A store for another model, template or dataset is refused with the fields that differ.
+        """
+        path = Path(path)
+        # Normalise through JSON (tuples become lists) so the comparison below sees what a
+        # reader of metadata.json sees.
+        meta = json.loads(json.dumps({**meta, "n_pairs": len(pairs)}))
+        if (path / "metadata.json").exists():
+            store = cls.open(path)
+            diffs = [f"{k}: store has {store.meta.get(k)!r}, this harvest has {meta.get(k)!r}"
+                     for k in IDENTITY_FIELDS if store.meta.get(k) != meta.get(k)]
+            if diffs:
+                raise StoreError(f"{path} holds a different harvest; differing fields: "
+                                 + "; ".join(diffs)
+                                 + ". Use another output folder, or delete this one.")
+            return store
+        full = {**meta, "package_version": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        atomic_write_text(path / "pairs.jsonl", "".join(json.dumps(p) + "\n" for p in pairs))
+        atomic_write_text(path / "metadata.json", json.dumps(full, indent=2))
+        return cls(path, full)
+
+    @classmethod
+    def open(cls, path: str | Path) -> ActivationStore:
+        path = Path(path)
+        mfile = path / "metadata.json"
+        if not mfile.is_file():
+            raise StoreError(f"{path} is not an activation store (no metadata.json)")
+        try:
+            meta = json.loads(mfile.read_text("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise StoreError(f"{mfile} is corrupt: {e}") from e
+        missing = [k for k in IDENTITY_FIELDS if k not in meta]
+        if missing:
+            raise StoreError(f"{mfile} lacks fields {missing}")
+        return cls(path, meta)
+
+    # ---- shape and per-pair information ------------------------------------------------------
+    @property
+    def n_pairs(self) -> int:
+        return int(self.meta["n_pairs"])
+
+    @property
+    def hook_names(self) -> list[str]:
+        return list(self.meta["hook_names"])
+
+    @property
+    def n_readouts(self) -> int:
+        """Number of stored read-outs: every block's resid_post plus the final norm's output."""
+        return len(self.meta["hook_names"])
+
+    @property
+    def d_model(self) -> int:
+        return int(self.meta["d_model"])
+
+    def pairs(self) -> list[dict]:
+        lines = (self.path / "pairs.jsonl").read_text("utf-8").splitlines()
+        return [json.loads(line) for line in lines if line]
+
+    def labels(self) -> Int[Tensor, " pair"]:
+        return torch.tensor([p["label"] for p in self.pairs()], dtype=torch.long)
+
+    # ---- shards -----------------------------------------------------------------------------
+    @property
+    def n_shards(self) -> int:
+        return -(-self.n_pairs // int(self.meta["shard_size"]))
+
+    def shard_range(self, i: int) -> tuple[int, int]:
+        size = int(self.meta["shard_size"])
+        return i * size, min((i + 1) * size, self.n_pairs)
+
+    def _shard_paths(self, i: int) -> tuple[Path, Path]:
+        base = self.path / "shards" / f"shard-{i:05d}"
+        return base.with_suffix(".safetensors"), base.with_suffix(".json")
+
+    def shard_done(self, i: int) -> bool:
+        return self._shard_paths(i)[1].is_file()
+
+    def missing_shards(self) -> list[int]:
+        return [i for i in range(self.n_shards) if not self.shard_done(i)]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing_shards()
+
+    def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"]) -> None:
+        start, stop = self.shard_range(i)
+        expect = (stop - start, 2, self.n_readouts, self.d_model)
+        if tuple(acts.shape) != expect:
+            raise StoreError(f"shard {i} of {self.path}: got shape {tuple(acts.shape)}, "
+                             f"expected {expect}")
+        dtype = getattr(torch, self.meta["dtype"])
+        tensors = {f"layer_{l:02d}": acts[:, :, l].to(dtype).contiguous()
+                   for l in range(self.n_readouts)}
+        data_path, side_path = self._shard_paths(i)
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=data_path.parent)
+        os.close(fd)
+        try:
+            save_file(tensors, tmp, metadata={"start": str(start), "stop": str(stop)})
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, data_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        side = {"start": start, "stop": stop, "bytes": data_path.stat().st_size,
+                "sha256": {k: _tensor_sha(v) for k, v in tensors.items()}}
+        atomic_write_text(side_path, json.dumps(side))  # the shard counts from here on
+
+    def _read_shard(self, i: int, layers: Sequence[int], verify: bool) -> list[Tensor]:
+        data_path, side_path = self._shard_paths(i)
+        try:
+            side = json.loads(side_path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise StoreError(f"shard sidecar {side_path} is unreadable: {e}") from e
+        if not data_path.is_file() or data_path.stat().st_size != side["bytes"]:
+            size = data_path.stat().st_size if data_path.is_file() else "missing"
+            raise StoreError(f"shard {data_path} is truncated or missing (size {size}, expected "
+                             f"{side['bytes']} bytes); delete it and its .json and re-run the "
+                             "harvest to redo this shard")
+        try:
+            with safe_open(str(data_path), framework="pt") as f:
+                out = []
+                for l in layers:
+                    key = f"layer_{l:02d}"
+                    t = f.get_tensor(key)
+                    if verify and _tensor_sha(t) != side["sha256"][key]:
+                        raise StoreError(f"shard {data_path} is corrupt: checksum of {key} "
+                                         "differs; delete the shard and its .json and re-run "
+                                         "the harvest to redo it")
+                    out.append(t)
+        except StoreError:
+            raise
+        except Exception as e:  # the safetensors header itself is damaged
+            raise StoreError(f"shard {data_path} is corrupt: {e}") from e
+        return out
+
+    def load(
+        self,
+        layers: Sequence[int] | int | None = None,
+        *,
+        dtype: torch.dtype = torch.float32,
+        verify: bool = True,
+    ) -> Float[Tensor, "pair side layer d_model"]:
+        """Activations ``[n_pairs, 2, len(layers), d_model]``; only the asked layers are read.
+
+        ``layers`` indexes read-outs (negative counts from the end: -1 is the final norm's
+        output, -2 the last block's resid_post); an int returns ``[n_pairs, 2, d_model]``.
+        """
+        single = isinstance(layers, int)
+        idx = list(range(self.n_readouts)) if layers is None else ([layers] if single else list(layers))
+        idx = [l % self.n_readouts if -self.n_readouts <= l < self.n_readouts else l for l in idx]
+        bad = [l for l in idx if not 0 <= l < self.n_readouts]
+        if bad:
+            raise StoreError(f"{self.path} has read-outs 0..{self.n_readouts - 1}; asked for {bad}")
+        missing = self.missing_shards()
+        if missing:
+            raise StoreError(f"{self.path} is incomplete: shards {missing[:10]} of {self.n_shards} "
+                             "are missing; re-run the harvest to finish it")
+        out = torch.empty(self.n_pairs, 2, len(idx), self.d_model, dtype=dtype)
+        for i in range(self.n_shards):
+            start, stop = self.shard_range(i)
+            for j, t in enumerate(self._read_shard(i, idx, verify)):
+                out[start:stop, :, j] = t.to(dtype)
+        return out[:, :, 0] if single else out

@@ -1,0 +1,464 @@
+"""Fit every probe kind on every layer at once, batched in torch.
+
+A layer sweep fits one probe per layer; with ~30 layers, three kinds and a few seeds or
+splits, a Python loop over scikit-learn dominates an analysis. Here the layer axis is a batch
+axis: the supervised probe is the *same* objective as scikit-learn's
+``LogisticRegression(C, fit_intercept=False, class_weight="balanced")``, i.e. per layer
+
+    min_w  C * sum_i c_i * logloss(y_i, <w, x_i>) + 0.5 * ||w||^2,   c_i = n / (2 * n_{y_i}),
+
+solved for all layers together by a damped Newton method in float64 (a strongly convex
+problem: Newton with backtracking converges globally and quadratically, to a far tighter
+tolerance than lbfgs's default). Each step solves ``(I + X^T diag(h) X) s = -g``:
+
+* ``d <= n``: the ``d x d`` Hessian per layer, Cholesky (``newton`` solver);
+* ``n < d``: Woodbury with the ``n x n`` kernel ``X X^T``, computed once (the dual form);
+* ``min(n, d) > direct_max``: preconditioned conjugate gradients on Hessian-vector products
+  (``newton-cg``), which needs no ``d x d`` or ``n x n`` matrix.
+
+PCA and mass-mean use the batched helpers of :mod:`ppairs_lens.probes`, so
+``SweepProbes.to_probe(kind, layer)`` returns an estimator identical to what that module fits.
+
+Layers whose contrast differences are all zero (an embedding layer at the answer token is the
+same for every pair) cannot be probed: they are marked in ``degenerate[kind]`` with a warning,
+and their probabilities are NaN, rather than failing the whole sweep.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.features import as_acts, contrast_features, labels_to_targets, side_means
+from ppairs_lens.probes import (
+    PROBE_KINDS,
+    check_classes,
+    fit_logistic_scale,
+    is_degenerate,
+    make_probe,
+    orient_to_targets,
+    top_principal_direction,
+)
+
+__all__ = ["SweepProbes", "fit_sweep", "batched_logistic_regression"]
+
+Solver = Literal["auto", "newton", "newton-cg"]
+
+
+# --------------------------------------------------------------------------------------------
+# Batched L2 logistic regression (no intercept, sample weights)
+# --------------------------------------------------------------------------------------------
+
+def _bmv(x: Float[Tensor, "l n d"], w: Float[Tensor, "l d"]) -> Float[Tensor, "l n"]:
+    return (x @ w.unsqueeze(-1)).squeeze(-1)
+
+
+def _bmv_t(x: Float[Tensor, "l n d"], r: Float[Tensor, "l n"]) -> Float[Tensor, "l d"]:
+    return (x.mT @ r.unsqueeze(-1)).squeeze(-1)
+
+
+def _cholesky(a: Float[Tensor, "l m m"]) -> Float[Tensor, "l m m"]:
+    """Cholesky factor; the matrices are I + PSD, so failure only comes from round-off."""
+    chol, info = torch.linalg.cholesky_ex(a)
+    if bool((info != 0).any()):
+        jitter = 1e-10 * a.diagonal(dim1=-2, dim2=-1).mean(-1).clamp_min(1.0)
+        chol, info = torch.linalg.cholesky_ex(
+            a + jitter[:, None, None] * torch.eye(a.shape[-1], dtype=a.dtype, device=a.device))
+        if bool((info != 0).any()):
+            raise ProbeError("Newton system is not positive definite even with jitter: the "
+                             "activations are too large to solve in float64 (rescale them)")
+    return chol
+
+
+def _pcg(hvp, b: Float[Tensor, "l d"], precond: Float[Tensor, "l d"], rtol: Float[Tensor, "l"],
+         max_iter: int) -> Float[Tensor, "l d"]:
+    """Batched preconditioned CG for ``H x = b``, each layer stopping at its own tolerance."""
+    x = torch.zeros_like(b)
+    r = b.clone()
+    z = r / precond
+    p = z.clone()
+    rz = (r * z).sum(-1)
+    target = rtol * b.norm(dim=-1)
+    for _ in range(max_iter):
+        active = r.norm(dim=-1) > target
+        if not bool(active.any()):
+            break
+        hp = hvp(p)
+        php = (p * hp).sum(-1)
+        alpha = torch.where(active, rz / torch.where(php > 0, php, torch.ones_like(php)),
+                            torch.zeros_like(php))
+        x = x + alpha[:, None] * p
+        r = r - alpha[:, None] * hp
+        z = r / precond
+        rz_new = (r * z).sum(-1)
+        beta = torch.where(active, rz_new / torch.where(rz != 0, rz, torch.ones_like(rz)),
+                           torch.zeros_like(rz))
+        p = z + beta[:, None] * p
+        rz = rz_new
+    return x
+
+
+def batched_logistic_regression(
+    x: Float[Tensor, "l n d"], y: Float[Tensor, "n"], C: float = 1.0, *,
+    class_weight: Literal["balanced"] | None = "balanced", solver: Solver = "auto",
+    tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048, cg_max_iter: int = 250,
+) -> tuple[Float[Tensor, "l d"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
+    """sklearn's ``LogisticRegression(C, fit_intercept=False, class_weight)`` for a batch.
+
+    Minimises ``C * sum_i c_i logloss_i + ||w||^2 / 2`` independently for every leading index
+    of ``x`` with damped Newton steps (Armijo backtracking) until ``||grad|| <= tol *
+    ||grad at 0||``. Returns ``(w, n_iter, converged)``. Computes in ``x``'s dtype and device
+    (use float64).
+    """
+    n_layers, n, d = x.shape
+    y = y.to(x)
+    if class_weight == "balanced":
+        n1 = y.sum()
+        sw = torch.where(y > 0.5, n / (2 * n1), n / (2 * (n - n1)))
+    elif class_weight is None:
+        sw = torch.ones_like(y)
+    else:
+        raise ProbeError(f"class_weight must be 'balanced' or None, got {class_weight!r}")
+    cw = C * sw
+    sign = 2 * y - 1
+    if solver == "auto":
+        solver = "newton" if min(n, d) <= direct_max else "newton-cg"
+    if solver not in ("newton", "newton-cg"):
+        raise ProbeError(f"unknown solver {solver!r}; use 'auto', 'newton' or 'newton-cg'")
+    dual = solver == "newton" and n < d
+    kernel_all = x @ x.mT if dual else None          # [l, n, n], once (the dual form)
+
+    def objective(xa, wa):
+        z = _bmv(xa, wa)
+        return (cw * F.softplus(-sign * z)).sum(-1) + 0.5 * (wa * wa).sum(-1), z
+
+    w = torch.zeros(n_layers, d, dtype=x.dtype, device=x.device)
+    n_iter = torch.zeros(n_layers, dtype=torch.long)
+    converged = torch.zeros(n_layers, dtype=torch.bool)
+    active = torch.arange(n_layers, device=x.device)
+    xa, kernel = x, kernel_all
+    wa = w.clone()
+    f, z = objective(xa, wa)
+    g0 = None
+    for it in range(max_iter + 1):
+        p = torch.sigmoid(z)
+        g = _bmv_t(xa, cw * (p - y)) + wa
+        gn = g.norm(dim=-1)
+        if g0 is None:
+            g0 = gn.clone()
+        done = gn <= tol * g0[active]
+        n_iter[active.cpu()] = it
+        converged[active[done].cpu()] = True
+        if it == max_iter:
+            break
+        if bool(done.any()):
+            keep = ~done
+            if not bool(keep.any()):
+                break
+            active, xa, wa, g, z, f, p, gn = (t[keep] for t in (active, xa, wa, g, z, f, p, gn))
+            if kernel is not None:
+                kernel = kernel[keep]
+        h = cw * p * (1 - p)                          # [la, n], Hessian weights
+        if solver == "newton-cg":
+            def hvp(v, xa=xa, h=h):
+                return v + _bmv_t(xa, h * _bmv(xa, v))
+            precond = 1 + (xa * xa).mT.matmul(h.unsqueeze(-1)).squeeze(-1)
+            rtol = torch.clamp(torch.sqrt(gn / g0[active]), max=0.1)
+            step = -_pcg(hvp, g, precond, rtol, cg_max_iter)
+        elif dual:
+            s = h.sqrt()
+            m = s[:, :, None] * kernel * s[:, None, :]
+            m.diagonal(dim1=-2, dim2=-1).add_(1.0)
+            sol = torch.cholesky_solve((s * _bmv(xa, g)).unsqueeze(-1), _cholesky(m))
+            step = -(g - _bmv_t(xa, s * sol.squeeze(-1)))
+        else:
+            xs = xa * h.sqrt().unsqueeze(-1)
+            hess = xs.mT @ xs
+            hess.diagonal(dim1=-2, dim2=-1).add_(1.0)
+            step = -torch.cholesky_solve(g.unsqueeze(-1), _cholesky(hess)).squeeze(-1)
+        slope = (g * step).sum(-1)                     # < 0: a descent direction
+        t = torch.ones_like(f)
+        for _ in range(40):
+            f_new, z_new = objective(xa, wa + t[:, None] * step)
+            ok = f_new <= f + 1e-4 * t * slope
+            if bool(ok.all()):
+                break
+            t = torch.where(ok, t, 0.5 * t)
+        stalled = ~ok | (f_new >= f)                  # no decrease left at float64 precision
+        wa = wa + torch.where(ok, t, torch.zeros_like(t))[:, None] * step
+        f = torch.where(ok, f_new, f)
+        z = torch.where(ok[:, None], z_new, z)
+        w[active] = wa
+        if bool(stalled.any()):
+            # At the numerical optimum the line search cannot decrease f; accept if the
+            # gradient is small, stop either way.
+            converged[active[stalled].cpu()] = (gn[stalled] <= 1e-5 * g0[active][stalled]).cpu()
+            keep = ~stalled
+            if not bool(keep.any()):
+                break
+            active, xa, wa, z, f = (t_[keep] for t_ in (active, xa, wa, z, f))
+            if kernel is not None:
+                kernel = kernel[keep]
+    return w, n_iter, converged
+
+
+# --------------------------------------------------------------------------------------------
+# The sweep
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class SweepProbes:
+    """Probes of every kind for every layer, as stacked parameters (CPU, float64).
+
+    ``P(item 1 preferred)`` for layer ``l`` and kind ``k`` is
+    ``sigmoid(scales[k][l] * <diff_l, directions[k][l]> + intercepts[k][l])`` where ``diff_l``
+    is the contrast difference centred by the training means ``mu_pos[l]``, ``mu_neg[l]``.
+    Axis 0 of every tensor is the layer axis of the training activations; ``layers`` holds
+    the label of each position (the model's layer numbers, by default ``0..L-1``).
+    """
+
+    kinds: tuple[str, ...]
+    layers: tuple[int, ...]
+    mu_pos: Float[Tensor, "layer d"]
+    mu_neg: Float[Tensor, "layer d"]
+    directions: dict[str, Float[Tensor, "layer d"]]
+    scales: dict[str, Float[Tensor, "layer"]]
+    intercepts: dict[str, Float[Tensor, "layer"]]
+    degenerate: dict[str, Bool[Tensor, "layer"]]
+    C: float = 1.0
+    model_name: str | None = None
+    n_train: int = 0
+    n_iter: Int[Tensor, "layer"] | None = None
+    converged: Bool[Tensor, "layer"] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.mu_pos.shape[0])
+
+    @property
+    def d_model(self) -> int:
+        return int(self.mu_pos.shape[1])
+
+    def coef(self, kind: str) -> Float[Tensor, "layer d"]:
+        """Weight vectors ``scale * direction`` of ``kind``, ``[layer, d]``."""
+        self._check_kind(kind)
+        return self.directions[kind] * self.scales[kind][:, None]
+
+    def _check_kind(self, kind: str) -> None:
+        if kind not in self.kinds:
+            raise ProbeError(f"this sweep has no {kind!r} probes; it has {self.kinds}")
+
+    def decision_function(self, acts: Float[Tensor, "n 2 layer d"] | np.ndarray, *,
+                          model_name: str | None = None, layer_batch: int | None = None
+                          ) -> dict[str, np.ndarray]:
+        """Logits of P(item 1 preferred): ``{kind: [layer, n]}`` (NaN on degenerate layers)."""
+        if (model_name is not None and self.model_name is not None
+                and model_name != self.model_name):
+            raise ProbeError(f"sweep was fitted on model {self.model_name!r}, asked to apply it "
+                             f"to activations of model {model_name!r}")
+        x_all = _check_sweep_acts(acts, "input")
+        n, _, n_layers, d = x_all.shape
+        if (n_layers, d) != (self.n_layers, self.d_model):
+            raise ProbeError(
+                f"sweep was fitted on {self.n_layers} layers with d_model={self.d_model}, got "
+                f"activations with {n_layers} layers and d_model={d}")
+        out = {k: np.empty((n_layers, n)) for k in self.kinds}
+        step = layer_batch or _layer_batch(n, d, x_all.element_size())
+        for l0 in range(0, n_layers, step):
+            sl = slice(l0, min(l0 + step, n_layers))
+            x = x_all[:, :, sl].to(torch.float64)
+            _check_finite(x, l0)
+            diffs = rearrange(contrast_features(x, self.mu_pos[sl], self.mu_neg[sl]),
+                              "n l d -> l n d")
+            for k in self.kinds:
+                logit = _bmv(diffs, self.coef(k)[sl]) + self.intercepts[k][sl, None]
+                out[k][sl] = logit.numpy()
+        return out
+
+    def predict_proba(self, acts: Float[Tensor, "n 2 layer d"] | np.ndarray, **kw: Any
+                      ) -> dict[str, np.ndarray]:
+        """``{kind: [layer, n]}`` of P(item 1 preferred) (NaN on degenerate layers)."""
+        return {k: 1.0 / (1.0 + np.exp(-np.clip(v, -700, 700)))
+                for k, v in self.decision_function(acts, **kw).items()}
+
+    def predict(self, acts: Float[Tensor, "n 2 layer d"] | np.ndarray, **kw: Any
+                ) -> dict[str, np.ndarray]:
+        """``{kind: [layer, n]}`` predicted labels 1 / 2 (degenerate layers: 0)."""
+        return {k: np.where(np.isnan(v), 0, np.where(v >= 0, 1, 2))
+                for k, v in self.decision_function(acts, **kw).items()}
+
+    def score(self, acts: Float[Tensor, "n 2 layer d"] | np.ndarray, labels: Any, **kw: Any
+              ) -> dict[str, np.ndarray]:
+        """``{kind: [layer]}`` accuracy against labels 1 / 2 (NaN on degenerate layers)."""
+        y = labels_to_targets(labels).numpy() == 1
+        out = {}
+        for k, v in self.decision_function(acts, **kw).items():
+            if v.shape[1] != len(y):
+                raise ProbeError(f"{v.shape[1]} activation pairs but {len(y)} labels")
+            acc = ((v >= 0) == y[None, :]).mean(axis=1)
+            out[k] = np.where(self.degenerate[k].numpy(), np.nan, acc)
+        return out
+
+    def to_probe(self, kind: str, layer: int):
+        """The single-layer estimator (from :mod:`ppairs_lens.probes`) of ``kind`` at position
+        ``layer`` of the layer axis, fitted attributes filled in from the sweep (no refit).
+
+        Its ``layer_`` is ``self.layers[layer]``, the label of that position.
+        """
+        self._check_kind(kind)
+        if not -self.n_layers <= layer < self.n_layers:
+            raise ProbeError(f"layer index {layer} out of range for {self.n_layers} layers")
+        if bool(self.degenerate[kind][layer]):
+            raise ProbeError(f"the {kind!r} probe of layer {self.layers[layer]} is degenerate "
+                             f"(no pair-specific signal there); it cannot be used")
+        probe = make_probe(kind, C=self.C) if kind == "supervised" else make_probe(kind)
+        direction = self.directions[kind][layer].clone()
+        scale = float(self.scales[kind][layer])
+        probe.mu_pos_ = self.mu_pos[layer].numpy().copy()
+        probe.mu_neg_ = self.mu_neg[layer].numpy().copy()
+        probe.direction_ = direction.numpy()
+        probe.scale_ = scale
+        probe.coef_ = (direction * scale).numpy()
+        probe.intercept_ = float(self.intercepts[kind][layer])
+        probe.n_features_in_ = self.d_model
+        probe.classes_ = np.array([2, 1])
+        probe.layer_ = self.layers[layer]
+        probe.model_name_ = self.model_name
+        if kind == "supervised" and self.n_iter is not None:
+            probe.n_iter_ = int(self.n_iter[layer])
+        return probe
+
+
+def _check_sweep_acts(acts: Any, what: str) -> Float[Tensor, "n 2 layer d"]:
+    t = as_acts(acts)
+    if t.ndim != 4:
+        raise ProbeError(f"a sweep takes activations of all layers [n, 2, layer, d], got shape "
+                         f"{tuple(t.shape)} (for one layer use acts[:, :, None])")
+    return t
+
+
+def _check_finite(x: Tensor, layer_offset: int) -> None:
+    bad = ~torch.isfinite(x)
+    if bool(bad.any()):
+        layers = torch.nonzero(bad.any(dim=(0, 1, 3))).flatten() + layer_offset
+        raise ProbeError(f"activations contain {int(bad.sum())} non-finite value(s) (NaN/inf) "
+                         f"in layer position(s) {layers.tolist()}")
+
+
+def _layer_batch(n: int, d: int, itemsize: int, budget: int = 1 << 30) -> int:
+    """Layers per chunk so that the float64 working set of one chunk stays near ``budget``."""
+    m = min(n, d)
+    per_layer = 8 * (4 * n * d + 3 * m * m) + itemsize * 2 * n * d
+    return max(1, budget // per_layer)
+
+
+def fit_sweep(
+    acts: Float[Tensor, "n 2 layer d"] | np.ndarray, labels: Any,
+    kinds: Sequence[str] = PROBE_KINDS, C: float = 1.0, *,
+    layers: Sequence[int] | None = None, model_name: str | None = None,
+    solver: Solver = "auto", tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048,
+    device: str | torch.device | None = None, layer_batch: int | None = None,
+) -> SweepProbes:
+    """Fit ``kinds`` probes on every layer of ``acts`` (``[n, 2, layer, d]``) at once.
+
+    ``labels`` are 1 / 2 (no ties; see :func:`ppairs_lens.features.drop_ties`). ``C`` is the
+    supervised probe's inverse regularisation, as in scikit-learn. Work runs in float64 on
+    ``device`` (default: where ``acts`` are), ``layer_batch`` layers at a time (default: as
+    many as fit in about 1 GiB), so half-precision activations are never copied whole.
+    ``layers`` labels the layer axis (default ``range(L)``); ``solver`` / ``tol`` /
+    ``max_iter`` / ``direct_max`` go to :func:`batched_logistic_regression`.
+    """
+    kinds = tuple(kinds)
+    for k in kinds:
+        if k not in PROBE_KINDS:
+            raise ProbeError(f"unknown probe kind {k!r}; choose from {PROBE_KINDS}")
+    if not kinds:
+        raise ProbeError("no probe kinds requested")
+    x_all = _check_sweep_acts(acts, "training")
+    n, _, n_layers, d = x_all.shape
+    y_int = labels_to_targets(labels)
+    if y_int.numel() != n:
+        raise ProbeError(f"{n} activation pairs but {y_int.numel()} labels")
+    check_classes(y_int)
+    layers = tuple(range(n_layers)) if layers is None else tuple(int(v) for v in layers)
+    if len(layers) != n_layers:
+        raise ProbeError(f"{len(layers)} layer labels for {n_layers} layers of activations")
+    dev = torch.device(device) if device is not None else x_all.device
+    y = y_int.to(dev, torch.float64)
+    pos = y_int.to(dev).bool()
+
+    mu_pos = torch.empty(n_layers, d, dtype=torch.float64)
+    mu_neg = torch.empty_like(mu_pos)
+    directions = {k: torch.full((n_layers, d), float("nan"), dtype=torch.float64) for k in kinds}
+    scales = {k: torch.full((n_layers,), float("nan"), dtype=torch.float64) for k in kinds}
+    flat = torch.zeros(n_layers, dtype=torch.bool)
+    n_iter = torch.zeros(n_layers, dtype=torch.long)
+    converged = torch.ones(n_layers, dtype=torch.bool)
+
+    step = layer_batch or _layer_batch(n, d, x_all.element_size())
+    for l0 in range(0, n_layers, step):
+        sl = slice(l0, min(l0 + step, n_layers))
+        x = x_all[:, :, sl].to(dev, torch.float64)
+        _check_finite(x, l0)
+        mp, mn = side_means(x)
+        diffs = rearrange(contrast_features(x, mp, mn), "n l d -> l n d").contiguous()
+        del x
+        mu_pos[sl], mu_neg[sl] = mp.cpu(), mn.cpu()
+        peak = x_all[:, :, sl].abs().amax(dim=(0, 1, 3)).to(dev, torch.float64)
+        flat[sl] = is_degenerate(diffs, peak).cpu()
+        for k in kinds:
+            if k == "supervised":
+                w, it, conv = batched_logistic_regression(
+                    diffs, y, C, solver=solver, tol=tol, max_iter=max_iter,
+                    direct_max=direct_max)
+                norm = w.norm(dim=-1)
+                directions[k][sl] = (w / norm[:, None]).cpu()
+                scales[k][sl] = norm.cpu()
+                n_iter[sl], converged[sl] = it, conv
+            else:
+                if k == "pca":
+                    v = top_principal_direction(diffs)
+                else:
+                    v = diffs[:, pos].mean(1) - diffs[:, ~pos].mean(1)
+                    v = v / v.norm(dim=-1, keepdim=True)
+                v, proj = orient_to_targets(v, diffs, y)
+                directions[k][sl] = v.cpu()
+                scales[k][sl] = fit_logistic_scale(proj, y).cpu()
+        del diffs
+
+    if bool(flat.all()):
+        raise ProbeError("all contrast differences are zero on every layer: the two prompts of "
+                         "every pair give the same activations up to a constant")
+    degenerate = {}
+    for k in kinds:
+        bad = flat | ~torch.isfinite(scales[k]) | (scales[k] <= 0) \
+            | ~torch.isfinite(directions[k]).all(dim=-1)
+        directions[k][bad] = float("nan")
+        scales[k][bad] = float("nan")
+        degenerate[k] = bad
+        if bool(bad.any()):
+            warnings.warn(f"{k} probes are degenerate (no pair-specific signal) on layer(s) "
+                          f"{[layers[i] for i in torch.nonzero(bad).flatten().tolist()]}; "
+                          f"their probabilities are NaN", stacklevel=2)
+    if "supervised" in kinds and not bool(converged[~flat].all()):
+        bad_layers = [layers[i] for i in torch.nonzero(~converged & ~flat).flatten().tolist()]
+        warnings.warn(f"supervised probe did not converge in {max_iter} Newton steps on "
+                      f"layer(s) {bad_layers}", stacklevel=2)
+    intercepts = {k: torch.zeros(n_layers, dtype=torch.float64) for k in kinds}
+    return SweepProbes(kinds=kinds, layers=layers, mu_pos=mu_pos, mu_neg=mu_neg,
+                       directions=directions, scales=scales, intercepts=intercepts,
+                       degenerate=degenerate, C=float(C), model_name=model_name, n_train=n,
+                       n_iter=n_iter if "supervised" in kinds else None,
+                       converged=converged if "supervised" in kinds else None)
+

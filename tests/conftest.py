@@ -1,0 +1,54 @@
+"""Shared fixtures: a tiny random model (fast unit tests) and the embedded SmolLM2 (integration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from ppairs_lens.models import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny(tokenizer):
+    """A 2-layer, d_model 64 random Llama with the real tokenizer and chat template."""
+    from ppairs_lens.models import tiny_model
+
+    return tiny_model(seed=0, tokenizer=tokenizer)
+
+
+@pytest.fixture(scope="session")
+def smol():
+    """The embedded SmolLM2-135M-Instruct (dequantized once into the user cache)."""
+    from ppairs_lens.models import load_model
+
+    return load_model()
+
+
+@pytest.fixture
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip("../shared/datasets is not present beside the repository: real-data test skipped")
+    return SHARED_DATASETS
+
+
+def small_comparisons(n: int = 10, with_context: bool = True):
+    """A handful of comparisons, half sharing two contexts, with varied item lengths."""
+    from ppairs_lens.records import Comparison, Dataset
+
+    recs = []
+    for i in range(n):
+        a, b = (i * 37) % 101, (i * 53 + 7) % 97 * (10 ** (i % 3))
+        ctx = f"A note on numbers, part {i % 2}. " * (1 + i % 2) if with_context and i < n // 2 else None
+        recs.append(Comparison(f"p{i}", str(a), str(b), 1 if a > b else (2 if b > a else 0),
+                               context=ctx, context_id=f"c{i % 2}" if ctx else None))
+    return Dataset("small", "comparison", recs, aspect="larger", item_name="number",
+                   context_name="note")

@@ -1,0 +1,63 @@
+import pytest
+import torch
+
+from ppairs_lens.harvest import (HarvestSettings, NonFiniteActivationError, harvest_pairs,
+                                 hook_names, reference_activations)
+from ppairs_lens.prompts import build_contrast_pairs
+
+from .conftest import small_comparisons
+
+
+def _max_rel_err(bridge, pairs, acts):
+    worst = 0.0
+    for i, p in enumerate(pairs):
+        for side in range(2):
+            ref = reference_activations(bridge, list(p.prefix_ids) + [p.final_ids[side]])
+            err = (acts[i, side] - ref).norm(dim=-1) / ref.norm(dim=-1)
+            worst = max(worst, err.max().item())
+    return worst
+
+
+@pytest.mark.parametrize("budget", [10_000, 150])  # one big batch; many small padded batches
+def test_harvest_equals_unbatched_unpadded_runs(tiny, budget):
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(12))
+    acts = harvest_pairs(tiny, pairs, HarvestSettings(token_budget=budget))
+    assert acts.shape == (12, 2, tiny.cfg.n_layers + 1, tiny.cfg.d_model)
+    assert _max_rel_err(tiny, pairs, acts) < 1e-4
+
+
+def test_prefix_sharing_changes_nothing(tiny):
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(8))
+    shared = harvest_pairs(tiny, pairs, HarvestSettings(share_prefixes=True))
+    alone = harvest_pairs(tiny, pairs, HarvestSettings(share_prefixes=False))
+    torch.testing.assert_close(shared, alone, rtol=1e-4, atol=1e-4)
+
+
+def test_sides_differ_and_last_readout_is_final_norm(tiny):
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
+    acts = harvest_pairs(tiny, pairs)
+    assert not torch.allclose(acts[:, 0], acts[:, 1])
+    assert hook_names(2) == ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post",
+                             "ln_final.hook_out"]
+
+
+def test_non_finite_activation_is_named(tiny):
+    # Overflow in the last MLP, as a half-precision model can: the harvest must name where.
+    overflow = ("blocks.1.hook_mlp_out", lambda x, hook: x * float("inf"))
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(3))
+    with tiny.hooks(fwd_hooks=[overflow]):
+        with pytest.raises(NonFiniteActivationError, match=r"pair p\d .*blocks\.1\.hook_resid_post"):
+            harvest_pairs(tiny, pairs)
+
+
+@pytest.mark.integration
+def test_embedded_model_harvest_matches_reference(smol):
+    from ppairs_lens.data import builtin_dataset
+
+    for name in ("larger_number", "capital_true"):
+        ds = builtin_dataset(name, seed=0)
+        ds.records = ds.records[:4]
+        pairs = build_contrast_pairs(smol.tokenizer, ds)
+        acts = harvest_pairs(smol, pairs, HarvestSettings(token_budget=400))
+        assert acts.shape == (4, 2, 31, 576)
+        assert _max_rel_err(smol, pairs, acts) < 1e-3
