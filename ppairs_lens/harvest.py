@@ -16,7 +16,7 @@ equal an unbatched, unpadded run of each full prompt.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -56,93 +56,117 @@ def _common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
     return n
 
 
-def _groups(pairs: Sequence[ContrastPair], share: bool) -> Iterator[tuple[list[int], int]]:
-    """(pair indices, shared-prefix length) for each group of pairs that share a prefix."""
+def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
+            ) -> Iterator[tuple[list[int], int]]:
+    """(row indices, shared-prefix length) for each group of rows that share a prefix."""
     if not share:
-        for i, p in enumerate(pairs):
-            yield [i], len(p.prefix_ids) - 1
+        for i, p in enumerate(prefixes):
+            yield [i], len(p) - 1
         return
     by_group: dict[str, list[int]] = {}
-    for i, p in enumerate(pairs):
-        by_group.setdefault(p.group, []).append(i)
+    for i, k in enumerate(keys):
+        by_group.setdefault(k, []).append(i)
     for idx in by_group.values():
-        c = _common_prefix_len([pairs[i].prefix_ids for i in idx])
-        if c == 0:  # nothing shared: every pair is its own group
+        c = _common_prefix_len([prefixes[i] for i in idx])
+        if c == 0:  # nothing shared: every row is its own group
             for i in idx:
-                yield [i], len(pairs[i].prefix_ids) - 1
+                yield [i], len(prefixes[i]) - 1
         else:
-            # Keep at least one token per pair in its own part, so every row has a real
-            # position before the final token (simplifies the masks below).
-            yield idx, min(c, min(len(pairs[i].prefix_ids) for i in idx) - 1)
+            # Keep at least one token per row in its own part, so every row has a real
+            # position before its branch tokens (simplifies the masks below).
+            yield idx, min(c, min(len(prefixes[i]) for i in idx) - 1)
 
 
 def _device(bridge) -> torch.device:
     return next(bridge.parameters()).device
 
 
-def _check_context_length(bridge, pairs: Sequence[ContrastPair]) -> None:
+def _check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:
     n_ctx = getattr(bridge.cfg, "n_ctx", None)
     if not n_ctx:
         return
-    for p in pairs:
-        if len(p.prefix_ids) + 1 > n_ctx:
-            raise DataError(f"the prompt is {len(p.prefix_ids) + 1} tokens, longer than the "
-                            f"model's context of {n_ctx} tokens; shorten or drop this pair",
-                            row=None, field=f"pair {p.pair_id}")
+    for pid, p in zip(pair_ids, prefixes):
+        if len(p) + 1 > n_ctx:
+            raise DataError(f"the prompt is {len(p) + 1} tokens, longer than the model's "
+                            f"context of {n_ctx} tokens; shorten or drop this pair",
+                            field=f"pair {pid}")
+
+
+Hook = tuple[str, Callable]
+
+
+@dataclass
+class BranchOutputs:
+    """What :func:`run_branches` read at each branch token."""
+
+    acts: Float[Tensor, "row branch readout d_model"] | None
+    logits: Float[Tensor, "row branch n_ids"] | None
 
 
 @torch.inference_mode()
-def harvest_pairs(
+def run_branches(
     bridge,
-    pairs: Sequence[ContrastPair],
+    prefixes: Sequence[Sequence[int]],
+    branches: Sequence[Sequence[int]],
+    groups: Sequence[str],
+    *,
+    names: Sequence[str] = (),
+    logit_ids: Sequence[int] | None = None,
+    hooks: Sequence[Hook] = (),
+    final_hooks: Sequence[Hook] = (),
     settings: HarvestSettings = HarvestSettings(),
-    progress=None,
-) -> Float[Tensor, "pair side layer d_model"]:
-    """Residual stream at the final token of both prompts of each pair, for every layer.
+    progress: Callable[[int], None] | None = None,
+) -> BranchOutputs:
+    """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
+    appended to it (each branch alone, all from the same prefix cache).
 
-    Returns ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype``; index
-    ``n_layers`` is the final norm's output. ``progress`` is an optional callable taking the
-    number of pairs just finished.
+    Rows with the same ``groups`` key share their common token prefix, which is run once.
+    ``names`` are hook points read at the branch token; ``logit_ids`` selects next-token logits
+    read there. ``hooks`` act on every forward pass, ``final_hooks`` only on the branch step
+    (its sequence is that one token, so position -1 is the read-out position).
     """
-    _check_context_length(bridge, pairs)
-    names = hook_names(bridge.cfg.n_layers)
-    out = torch.empty(len(pairs), 2, len(names), bridge.cfg.d_model, dtype=settings.out_dtype)
+    n_branch = len(branches[0])
+    if any(len(b) != n_branch for b in branches):
+        raise ValueError("every row needs the same number of branch tokens")
     dev = _device(bridge)
-    for idx, c in _groups(pairs, settings.share_prefixes):
-        ctx = torch.tensor([pairs[idx[0]].prefix_ids[:c]], device=dev)
-        _, ctx_cache = bridge(ctx, return_type="logits_and_cache", logits_to_keep=1,
-                              position_ids=torch.arange(c, device=dev)[None])
-        # Longest first: a chunk's padding is set by its first row.
-        idx = sorted(idx, key=lambda i: -len(pairs[i].prefix_ids))
-        start = 0
-        while start < len(idx):
-            s_max = len(pairs[idx[start]].prefix_ids) - c
-            rows = max(1, min(len(idx) - start, settings.token_budget // (c + s_max + 1)))
-            chunk = idx[start:start + rows]
-            out[chunk] = _run_chunk(bridge, [pairs[i] for i in chunk], c, ctx_cache, names, dev
-                                    ).to(settings.out_dtype)
-            start += rows
-            if progress is not None:
-                progress(len(chunk))
-    bad = ~torch.isfinite(out)
-    if bad.any():
-        p, side, layer, _ = bad.nonzero()[0].tolist()
-        raise NonFiniteActivationError(
-            f"non-finite activation at pair {pairs[p].pair_id} (index {p}), side {side}, "
-            f"read-out {names[layer]}; a half-precision overflow? Load the model in float32.")
-    return out
+    acts = (torch.empty(len(prefixes), n_branch, len(names), bridge.cfg.d_model,
+                        dtype=settings.out_dtype) if names else None)
+    logits = (torch.empty(len(prefixes), n_branch, len(logit_ids)) if logit_ids is not None
+              else None)
+    with bridge.hooks(fwd_hooks=list(hooks)):
+        for idx, c in _groups(prefixes, groups, settings.share_prefixes):
+            ctx = torch.tensor([list(prefixes[idx[0]][:c])], device=dev)
+            _, ctx_cache = bridge(ctx, return_type="logits_and_cache", logits_to_keep=1,
+                                  position_ids=torch.arange(c, device=dev)[None])
+            idx = sorted(idx, key=lambda i: -len(prefixes[i]))  # a chunk's padding = its first row
+            start = 0
+            while start < len(idx):
+                s_max = len(prefixes[idx[start]]) - c
+                rows = max(1, min(len(idx) - start, settings.token_budget // (c + s_max + 1)))
+                chunk = idx[start:start + rows]
+                a, lg = _run_chunk(bridge, [prefixes[i] for i in chunk],
+                                   [branches[i] for i in chunk], c, ctx_cache, names,
+                                   logit_ids, final_hooks, dev)
+                if acts is not None:
+                    acts[chunk] = a.to(settings.out_dtype)
+                if logits is not None:
+                    logits[chunk] = lg
+                start += rows
+                if progress is not None:
+                    progress(len(chunk))
+    return BranchOutputs(acts, logits)
 
 
-def _run_chunk(bridge, chunk: list[ContrastPair], c: int, ctx_cache, names: list[str],
-               dev: torch.device) -> Float[Tensor, "pair side layer d_model"]:
-    rows = len(chunk)
-    lens = [len(p.prefix_ids) - c for p in chunk]
+def _run_chunk(bridge, prefixes, branches, c: int, ctx_cache, names, logit_ids, final_hooks,
+               dev: torch.device):
+    rows, n_branch = len(prefixes), len(branches[0])
+    lens = [len(p) - c for p in prefixes]
     s = max(lens)
     suffix = torch.zeros(rows, s, dtype=torch.long, device=dev)
     mask = torch.zeros(rows, c + s, dtype=torch.long, device=dev)
     mask[:, :c] = 1
-    for r, p in enumerate(chunk):
-        suffix[r, :lens[r]] = torch.tensor(p.prefix_ids[c:], device=dev)
+    for r, p in enumerate(prefixes):
+        suffix[r, :lens[r]] = torch.tensor(p[c:], device=dev)
         mask[r, c:c + lens[r]] = 1
     # The context cache is extended in place by each forward pass: copy it per chunk.
     cache = copy.deepcopy(ctx_cache)
@@ -151,15 +175,56 @@ def _run_chunk(bridge, chunk: list[ContrastPair], c: int, ctx_cache, names: list
     _, cache = bridge(suffix, return_type="logits_and_cache", logits_to_keep=1,
                       past_key_values=cache, attention_mask=mask,
                       position_ids=(c + torch.arange(s, device=dev))[None].expand(rows, s))
-    cache.batch_repeat_interleave(2)
-    final = torch.tensor([t for p in chunk for t in p.final_ids], device=dev)[:, None]
-    mask2 = torch.cat([mask.repeat_interleave(2, 0),
-                       torch.ones(2 * rows, 1, dtype=torch.long, device=dev)], 1)
-    pos = (c + torch.tensor(lens, device=dev)).repeat_interleave(2)[:, None]
-    _, acts = bridge.run_with_cache(final, names_filter=lambda n: n in names,
-                                    past_key_values=cache, attention_mask=mask2, position_ids=pos)
-    stacked = torch.stack([acts[n][:, -1].float().cpu() for n in names], 1)  # [2*rows, layer, d]
-    return stacked.view(rows, 2, len(names), -1)
+    if n_branch > 1:
+        cache.batch_repeat_interleave(n_branch)
+    final = torch.tensor([t for b in branches for t in b], device=dev)[:, None]
+    mask2 = torch.cat([mask.repeat_interleave(n_branch, 0),
+                       torch.ones(n_branch * rows, 1, dtype=torch.long, device=dev)], 1)
+    pos = (c + torch.tensor(lens, device=dev)).repeat_interleave(n_branch)[:, None]
+    kwargs = dict(past_key_values=cache, attention_mask=mask2, position_ids=pos)
+    with bridge.hooks(fwd_hooks=list(final_hooks)):
+        if names:
+            out, cached = bridge.run_with_cache(final, names_filter=lambda n: n in names, **kwargs)
+            acts = torch.stack([cached[n][:, -1].float().cpu() for n in names], 1)
+            acts = acts.view(rows, n_branch, len(names), -1)
+        else:
+            out, acts = bridge(final, **kwargs), None
+    lg = None
+    if logit_ids is not None:
+        lg = out[:, -1, list(logit_ids)].float().cpu().view(rows, n_branch, len(logit_ids))
+    return acts, lg
+
+
+@torch.inference_mode()
+def harvest_pairs(
+    bridge,
+    pairs: Sequence[ContrastPair],
+    settings: HarvestSettings = HarvestSettings(),
+    progress: Callable[[int], None] | None = None,
+    *,
+    hooks: Sequence[Hook] = (),
+    final_hooks: Sequence[Hook] = (),
+) -> Float[Tensor, "pair side layer d_model"]:
+    """Residual stream at the final token of both prompts of each pair, for every layer.
+
+    Returns ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype``; index
+    ``n_layers`` is the final norm's output. ``progress`` is an optional callable taking the
+    number of pairs just finished. ``hooks``/``final_hooks`` (e.g. ablations) act during the
+    harvest as in :func:`run_branches`.
+    """
+    prefixes = [p.prefix_ids for p in pairs]
+    _check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
+    names = hook_names(bridge.cfg.n_layers)
+    out = run_branches(bridge, prefixes, [p.final_ids for p in pairs], [p.group for p in pairs],
+                       names=names, hooks=hooks, final_hooks=final_hooks, settings=settings,
+                       progress=progress).acts
+    bad = ~torch.isfinite(out)
+    if bad.any():
+        p, side, layer, _ = bad.nonzero()[0].tolist()
+        raise NonFiniteActivationError(
+            f"non-finite activation at pair {pairs[p].pair_id} (index {p}), side {side}, "
+            f"read-out {names[layer]}; a half-precision overflow? Load the model in float32.")
+    return out
 
 
 @torch.inference_mode()

@@ -34,8 +34,8 @@ from .builtin import BUILTIN, builtin_dataset
 PathLike = str | os.PathLike[str]
 
 __all__ = [
-    "CLIMATEX_LEVELS", "FORMATS", "DataWarning", "PathLike", "comparisons_within_contexts", "load_climatex",
-    "load_dataset", "load_mctaco", "load_pairwise_json", "load_scored_items",
+    "CLIMATEX_LEVELS", "FORMATS", "DataWarning", "PathLike", "comparisons_within_contexts",
+    "load_climatex", "load_dataset", "load_mctaco", "load_pairwise_json", "load_scored_items",
     "load_story_cloze", "load_true_false_csv", "read_climatex", "read_scored_items",
     "scored_item_aspects", "sniff_format",
 ]
@@ -115,6 +115,14 @@ def _split_header(line: str, delimiter: str, quoted: bool) -> list[str]:
     return [c.strip() for c in line.rstrip("\r\n").split(delimiter)]
 
 
+def _split_lines(data: bytes) -> list[bytes]:
+    """Lines ending in b"\n" (kept). A bare carriage return is not a line break: it may sit
+    inside a quoted CSV field, and CRLF endings are stripped where values are read."""
+    parts = data.split(b"\n")
+    lines = [part + b"\n" for part in parts[:-1]]
+    return lines + [parts[-1]] if parts[-1] else lines
+
+
 def _read_lines(path: Path, field_at: _FieldAt | None = None) -> list[str]:
     """Decode the file one line at a time so a bad byte is reported at its line and field.
 
@@ -131,7 +139,7 @@ def _read_lines(path: Path, field_at: _FieldAt | None = None) -> list[str]:
     except OSError as e:
         raise DataError(f"cannot read the file ({e.strerror or e})", file=file) from None
     lines: list[str] = []
-    for lineno, raw in enumerate(data.splitlines(keepends=True), 1):
+    for lineno, raw in enumerate(_split_lines(data), 1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -397,12 +405,14 @@ def _detect_scored_fields(rows: Sequence[tuple[int, dict[str, Any]]], file: str,
         if len(candidates) == 1:
             ctx_id = candidates[0]
         elif len(candidates) > 1:
-            def score(k: str) -> tuple[float, bool]:
-                pool = [t for t in text_keys if t != item_field] or [None]
-                best = max((_constancy(rows, k, t) if t else 0.0) for t in pool)
-                return best, _stem(k) in text_keys
+            def score(k: str) -> float:
+                # A same-named text ("doc" for "doc_id") decides; else any text it fixes.
+                if _stem(k) in text_keys:
+                    return _constancy(rows, k, _stem(k))
+                pool = [t for t in text_keys if t != item_field]
+                return max((_constancy(rows, k, t) for t in pool), default=0.0)
             ranked = sorted(candidates, key=score, reverse=True)
-            if score(ranked[0])[0] <= 0.5 or score(ranked[0]) == score(ranked[1]):
+            if score(ranked[0]) <= 0.5 or score(ranked[0]) == score(ranked[1]):
                 raise DataError(f"cannot tell which of {', '.join(candidates)} is the context "
                                 "id; pass context_id_field=", file=file, row=first_row)
             ctx_id = ranked[0]

@@ -1,0 +1,85 @@
+"""Built-in datasets: deterministic, balanced, large enough, and right about their answers."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from ppairs_lens.data import BUILTIN, builtin_dataset, load_dataset
+from ppairs_lens.data.builtin import CAPITALS, WORDS
+from ppairs_lens.errors import DataError
+from ppairs_lens.records import ITEM1, ITEM2, Comparison
+
+
+def winner(r: Comparison) -> str:
+    return r.item1 if r.label == ITEM1 else r.item2
+
+
+def loser(r: Comparison) -> str:
+    return r.item2 if r.label == ITEM1 else r.item1
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_builtin_basics(name: str) -> None:
+    ds = builtin_dataset(name)
+    assert len(BUILTIN) >= 4 and ds.name == name and ds.kind == "comparison"
+    assert len(ds) >= 200
+    labels = Counter(ds.labels())
+    assert set(labels) == {ITEM1, ITEM2} and abs(labels[ITEM1] - labels[ITEM2]) <= 1
+    assert len({r.pair_id for r in ds.records}) == len(ds)
+    assert all(r.item1 != r.item2 for r in ds.records)
+    assert all((r.score1 > r.score2) == (r.label == ITEM1) for r in ds.records)
+    assert ds.aspect and ds.item_name != "item"
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_builtin_deterministic_per_seed(name: str) -> None:
+    assert builtin_dataset(name, seed=3).fingerprint() == BUILTIN[name](3).fingerprint()
+    assert builtin_dataset(name, seed=3).fingerprint() != builtin_dataset(name, 4).fingerprint()
+    assert len(builtin_dataset(name, n=50)) == 50
+    assert len(builtin_dataset(name, n=51)) == 51
+
+
+def test_larger_number_is_right() -> None:
+    for r in builtin_dataset("larger_number").records:
+        assert int(winner(r)) > int(loser(r))
+
+
+def test_capital_true_is_right() -> None:
+    capitals = dict(CAPITALS)
+    ds = builtin_dataset("capital_true")
+    assert len(CAPITALS) >= 60 and len(set(capitals.values())) == len(CAPITALS)
+    for r in ds.records:
+        country = r.context_id.split(":", 1)[1]
+        assert winner(r) == f"The capital of {country} is {capitals[country]}."
+        assert loser(r).startswith(f"The capital of {country} is ") and r.context is None
+    assert len({r.context_id for r in ds.records}) == len(CAPITALS)  # every country used
+
+
+def test_alphabetical_is_right() -> None:
+    assert len(set(WORDS)) == len(WORDS) and all(w.isalpha() and w.islower() for w in WORDS)
+    for r in builtin_dataset("alphabetical").records:
+        assert winner(r) < loser(r)
+
+
+def test_story_sentiment_shares_contexts() -> None:
+    ds = builtin_dataset("story_sentiment")
+    groups: dict[str, list[Comparison]] = {}
+    for r in ds.records:
+        groups.setdefault(r.context_id, []).append(r)
+    assert all(len(g) == 6 for g in groups.values())
+    assert all(len({r.context for r in g}) == 1 and g[0].context for g in groups.values())
+    assert len({g[0].context for g in groups.values()}) == len(groups)
+    assert ds.context_name == "passage"
+
+
+def test_builtin_errors() -> None:
+    with pytest.raises(DataError, match="unknown built-in"):
+        builtin_dataset("nope")
+    with pytest.raises(DataError, match="between 1 and"):
+        builtin_dataset("capital_true", n=10**6)
+    with pytest.raises(DataError):
+        builtin_dataset("larger_number", n=0)
+    assert load_dataset("alphabetical", n=20).fingerprint() == builtin_dataset(
+        "alphabetical", n=20).fingerprint()
