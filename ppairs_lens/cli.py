@@ -70,7 +70,7 @@ def _cmd_datasets(_args) -> None:
 def _cmd_harvest(args) -> None:
     import torch
 
-    from .data import load_dataset_spec
+    from .study import load_dataset_spec
     from .harvest import HarvestSettings
     from .harvest_to_store import default_store_path, harvest_dataset, parse_shard
     from .models import load_model, model_name

@@ -80,17 +80,21 @@ def _cholesky(a: Float[Tensor, "l m m"]) -> Float[Tensor, "l m m"]:
     return chol
 
 
-def _pcg(hvp, b: Float[Tensor, "l d"], precond: Float[Tensor, "l d"], rtol: Float[Tensor, "l"],
-         max_iter: int) -> Float[Tensor, "l d"]:
-    """Batched preconditioned CG for ``H x = b``, each layer stopping at its own tolerance."""
+def _pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max_iter: int
+         ) -> tuple[Float[Tensor, "l d"], Bool[Tensor, "l"]]:
+    """Batched preconditioned CG for ``H x = b``, each layer stopping at its own tolerance.
+
+    ``apply_pinv(r)`` applies the inverse preconditioner. Returns ``(x, reached)``; CG
+    iterates from 0 are descent directions, so an unfinished ``x`` is still usable.
+    """
     x = torch.zeros_like(b)
     r = b.clone()
-    z = r / precond
+    z = apply_pinv(r)
     p = z.clone()
     rz = (r * z).sum(-1)
     target = rtol * b.norm(dim=-1)
+    active = r.norm(dim=-1) > target
     for _ in range(max_iter):
-        active = r.norm(dim=-1) > target
         if not bool(active.any()):
             break
         hp = hvp(p)
@@ -99,26 +103,36 @@ def _pcg(hvp, b: Float[Tensor, "l d"], precond: Float[Tensor, "l d"], rtol: Floa
                             torch.zeros_like(php))
         x = x + alpha[:, None] * p
         r = r - alpha[:, None] * hp
-        z = r / precond
+        z = apply_pinv(r)
         rz_new = (r * z).sum(-1)
         beta = torch.where(active, rz_new / torch.where(rz != 0, rz, torch.ones_like(rz)),
                            torch.zeros_like(rz))
         p = z + beta[:, None] * p
         rz = rz_new
-    return x
+        active = active & (r.norm(dim=-1) > target)
+    return x, ~active
 
 
 def batched_logistic_regression(
     x: Float[Tensor, "l n d"], y: Float[Tensor, "n"], C: float = 1.0, *,
     class_weight: Literal["balanced"] | None = "balanced", solver: Solver = "auto",
     tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048, cg_max_iter: int = 250,
+    reuse_cg_iter: int = 8,
 ) -> tuple[Float[Tensor, "l d"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
     """sklearn's ``LogisticRegression(C, fit_intercept=False, class_weight)`` for a batch.
 
     Minimises ``C * sum_i c_i logloss_i + ||w||^2 / 2`` independently for every leading index
     of ``x`` with damped Newton steps (Armijo backtracking) until ``||grad|| <= tol *
-    ||grad at 0||``. Returns ``(w, n_iter, converged)``. Computes in ``x``'s dtype and device
-    (use float64).
+    ||grad at 0||``; a layer leaves the batch when it converges. Returns ``(w, n_iter,
+    converged)``. Computes in ``x``'s dtype and device (use float64).
+
+    Solvers: ``newton`` forms the Hessian (``d <= n``; ``d x d``) or uses Woodbury with the
+    kernel ``X X^T`` computed once (``n < d``; ``n x n``); ``newton-cg`` needs neither (PCG with
+    a Jacobi preconditioner on Hessian-vector products); ``auto`` picks ``newton`` when
+    ``min(n, d) <= direct_max``. In the ``d <= n`` case a factorised Hessian is reused as the
+    preconditioner of a few CG steps on later iterations (the weights ``p(1-p)`` change less
+    and less), and refreshed when ``reuse_cg_iter`` CG steps no longer suffice: forming the
+    Hessian costs ``2 n d^2`` per layer, a CG step ``4 n d``.
     """
     n_layers, n, d = x.shape
     y = y.to(x)
@@ -136,7 +150,6 @@ def batched_logistic_regression(
     if solver not in ("newton", "newton-cg"):
         raise ProbeError(f"unknown solver {solver!r}; use 'auto', 'newton' or 'newton-cg'")
     dual = solver == "newton" and n < d
-    kernel_all = x @ x.mT if dual else None          # [l, n, n], once (the dual form)
 
     def objective(xa, wa):
         z = _bmv(xa, wa)
@@ -145,48 +158,74 @@ def batched_logistic_regression(
     w = torch.zeros(n_layers, d, dtype=x.dtype, device=x.device)
     n_iter = torch.zeros(n_layers, dtype=torch.long)
     converged = torch.zeros(n_layers, dtype=torch.bool)
-    active = torch.arange(n_layers, device=x.device)
-    xa, kernel = x, kernel_all
-    wa = w.clone()
-    f, z = objective(xa, wa)
+    # Per-active-layer state; rows leave together when a layer converges or stalls.
+    st: dict[str, Tensor] = {"idx": torch.arange(n_layers, device=x.device), "x": x,
+                             "w": w.clone()}
+    if dual:
+        st["kernel"] = x @ x.mT                       # [l, n, n], once (the dual form)
+    st["f"], st["z"] = objective(st["x"], st["w"])
+    factor_fresh = False
+
+    def drop(mask: Tensor) -> bool:
+        """Remove rows where ``mask``; False when no layer is left."""
+        keep = ~mask
+        for k in list(st):
+            st[k] = st[k][keep]
+        return bool(keep.any())
+
     g0 = None
     for it in range(max_iter + 1):
-        p = torch.sigmoid(z)
+        xa, wa = st["x"], st["w"]
+        p = torch.sigmoid(st["z"])
         g = _bmv_t(xa, cw * (p - y)) + wa
         gn = g.norm(dim=-1)
         if g0 is None:
             g0 = gn.clone()
-        done = gn <= tol * g0[active]
-        n_iter[active.cpu()] = it
-        converged[active[done].cpu()] = True
+        g0a = g0[st["idx"]]
+        done = gn <= tol * g0a
+        n_iter[st["idx"].cpu()] = it
+        converged[st["idx"][done].cpu()] = True
         if it == max_iter:
             break
         if bool(done.any()):
             keep = ~done
-            if not bool(keep.any()):
+            if not drop(done):
                 break
-            active, xa, wa, g, z, f, p, gn = (t[keep] for t in (active, xa, wa, g, z, f, p, gn))
-            if kernel is not None:
-                kernel = kernel[keep]
+            xa, wa, p, g, gn, g0a = st["x"], st["w"], p[keep], g[keep], gn[keep], g0a[keep]
         h = cw * p * (1 - p)                          # [la, n], Hessian weights
+
+        def hvp(v, xa=xa, h=h):
+            return v + _bmv_t(xa, h * _bmv(xa, v))
+
         if solver == "newton-cg":
-            def hvp(v, xa=xa, h=h):
-                return v + _bmv_t(xa, h * _bmv(xa, v))
-            precond = 1 + (xa * xa).mT.matmul(h.unsqueeze(-1)).squeeze(-1)
-            rtol = torch.clamp(torch.sqrt(gn / g0[active]), max=0.1)
-            step = -_pcg(hvp, g, precond, rtol, cg_max_iter)
+            jacobi = 1 + (xa * xa).mT.matmul(h.unsqueeze(-1)).squeeze(-1)
+            rtol = torch.clamp(torch.sqrt(gn / g0a), max=0.1)
+            step, _ = _pcg(hvp, -g, lambda r, j=jacobi: r / j, rtol, cg_max_iter)
         elif dual:
             s = h.sqrt()
-            m = s[:, :, None] * kernel * s[:, None, :]
+            m = s[:, :, None] * st["kernel"] * s[:, None, :]
             m.diagonal(dim1=-2, dim2=-1).add_(1.0)
             sol = torch.cholesky_solve((s * _bmv(xa, g)).unsqueeze(-1), _cholesky(m))
             step = -(g - _bmv_t(xa, s * sol.squeeze(-1)))
         else:
-            xs = xa * h.sqrt().unsqueeze(-1)
-            hess = xs.mT @ xs
-            hess.diagonal(dim1=-2, dim2=-1).add_(1.0)
-            step = -torch.cholesky_solve(g.unsqueeze(-1), _cholesky(hess)).squeeze(-1)
+            if "factor" in st and not factor_fresh:
+                factor = st["factor"]
+                rtol = torch.clamp(gn / g0a, max=0.1)
+                step, reached = _pcg(
+                    hvp, -g, lambda r, c=factor: torch.cholesky_solve(r[..., None], c)[..., 0],
+                    rtol, reuse_cg_iter)
+                factor_fresh = not bool(reached.all())   # refresh next time if too slow
+            else:
+                xs = xa * h.sqrt().unsqueeze(-1)
+                hess = xs.mT @ xs
+                del xs
+                hess.diagonal(dim1=-2, dim2=-1).add_(1.0)
+                st["factor"] = _cholesky(hess)
+                del hess
+                step = -torch.cholesky_solve(g.unsqueeze(-1), st["factor"]).squeeze(-1)
+                factor_fresh = False
         slope = (g * step).sum(-1)                     # < 0: a descent direction
+        f = st["f"]
         t = torch.ones_like(f)
         for _ in range(40):
             f_new, z_new = objective(xa, wa + t[:, None] * step)
@@ -195,20 +234,16 @@ def batched_logistic_regression(
                 break
             t = torch.where(ok, t, 0.5 * t)
         stalled = ~ok | (f_new >= f)                  # no decrease left at float64 precision
-        wa = wa + torch.where(ok, t, torch.zeros_like(t))[:, None] * step
-        f = torch.where(ok, f_new, f)
-        z = torch.where(ok[:, None], z_new, z)
-        w[active] = wa
+        st["w"] = wa + torch.where(ok, t, torch.zeros_like(t))[:, None] * step
+        st["f"] = torch.where(ok, f_new, f)
+        st["z"] = torch.where(ok[:, None], z_new, st["z"])
+        w[st["idx"]] = st["w"]
         if bool(stalled.any()):
-            # At the numerical optimum the line search cannot decrease f; accept if the
+            # At the numerical optimum the line search cannot decrease f: accept if the
             # gradient is small, stop either way.
-            converged[active[stalled].cpu()] = (gn[stalled] <= 1e-5 * g0[active][stalled]).cpu()
-            keep = ~stalled
-            if not bool(keep.any()):
+            converged[st["idx"][stalled].cpu()] = (gn[stalled] <= 1e-5 * g0a[stalled]).cpu()
+            if not drop(stalled):
                 break
-            active, xa, wa, z, f = (t_[keep] for t_ in (active, xa, wa, z, f))
-            if kernel is not None:
-                kernel = kernel[keep]
     return w, n_iter, converged
 
 

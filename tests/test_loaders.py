@@ -872,6 +872,7 @@ def shared() -> Path:
     return SHARED
 
 
+@pytest.mark.shared_data
 def test_real_summeval(shared: Path) -> None:
     ds = load_dataset(shared / "summeval" / "summeval.jsonl", aspect="coherence")
     assert len(ds) == 100 * 120 and ds.extra["n_contexts"] == 100
@@ -881,12 +882,14 @@ def test_real_summeval(shared: Path) -> None:
     assert sorted(ds.extra["aspects"]) == ["coherence", "consistency", "fluency", "relevance"]
 
 
+@pytest.mark.shared_data
 def test_real_hanna(shared: Path) -> None:
     ds = load_scored_items(shared / "hanna" / "hanna.jsonl", "surprise")
     assert len(ds) == 96 * 55 and ds.context_name == "story prompt"
     assert len(set(ds.context_ids())) == 96
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize(("folder", "n", "contexts"), [
     ("LLMBar_Natural", 100, 100), ("CaseStudy_Normal", 59, 59), ("Processed_MT-Bench", 200, 75)])
 def test_real_llmbar(shared: Path, folder: str, n: int, contexts: int) -> None:
@@ -895,11 +898,13 @@ def test_real_llmbar(shared: Path, folder: str, n: int, contexts: int) -> None:
     assert set(ds.labels()) == {ITEM1, ITEM2}
 
 
+@pytest.mark.shared_data
 def test_real_story_cloze(shared: Path) -> None:
     ds = load_dataset(shared / "story_cloze" / "cloze_test_val_spring2016.csv")
     assert len(ds) == 1871 and Counter(ds.labels()) == {ITEM1: 962, ITEM2: 909}
 
 
+@pytest.mark.shared_data
 def test_real_mctaco(shared: Path) -> None:
     with pytest.warns(DataWarning, match="181 of 561 questions"):
         ds = load_dataset(shared / "mctaco" / "dev_3783.tsv")
@@ -907,6 +912,7 @@ def test_real_mctaco(shared: Path) -> None:
     assert abs(Counter(ds.labels())[ITEM1] / len(ds) - 0.5) < 0.05
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize(("name", "n"), [("cities", 1496), ("larger_than", 1980),
                                          ("sp_en_trans", 354)])
 def test_real_geometry_of_truth(shared: Path, name: str, n: int) -> None:
@@ -917,6 +923,7 @@ def test_real_geometry_of_truth(shared: Path, name: str, n: int) -> None:
     assert Counter(ds.labels()) == {ITEM1: n // 2, ITEM2: n // 2}
 
 
+@pytest.mark.shared_data
 def test_real_climatex(shared: Path) -> None:
     path = shared / "climatex" / "ipcc_statements_dataset.tsv"
     items = read_climatex(path)
@@ -927,3 +934,16 @@ def test_real_climatex(shared: Path) -> None:
     assert len(ds) == 5000 and ds.extra["n_items"] == 7794
     test = load_climatex(path, split="test", max_pairs=None)
     assert len(test) == 300 * 299 // 2
+
+
+def test_pairwise_non_utf8_names_the_list_row(tmp_path: Path) -> None:
+    raw = json.dumps(pairwise_rows(), indent=2).encode().replace(b'"Hello."', b'"Hel\xfflo."')
+    path = write(tmp_path, "d.json", raw)
+    with pytest.raises(DataError) as e:
+        load_pairwise_json(path)
+    check_where(e.value, path, 3, "output_1")
+    assert "UTF-8" in str(e.value) and "line" in str(e.value)
+    path = write(tmp_path, "e.json", b'[\n {"input": "a", \xff "b"}\n]')
+    with pytest.raises(DataError) as e:
+        load_pairwise_json(path)
+    check_where(e.value, path, 2, "input")

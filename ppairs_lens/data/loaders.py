@@ -123,34 +123,85 @@ def _split_lines(data: bytes) -> list[bytes]:
     return lines + [parts[-1]] if parts[-1] else lines
 
 
-def _read_lines(path: Path, field_at: _FieldAt | None = None) -> list[str]:
-    """Decode the file one line at a time so a bad byte is reported at its line and field.
-
-    UTF-8 never uses the newline byte inside a multi-byte character, so splitting the raw
-    bytes on newlines first is safe. A leading byte-order mark is dropped.
-    """
+def _read_bytes(path: Path) -> bytes:
     file = str(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise DataError("no such file", file=file) from None
     except IsADirectoryError:
         raise DataError("is a directory, expected a data file", file=file) from None
     except OSError as e:
         raise DataError(f"cannot read the file ({e.strerror or e})", file=file) from None
+
+
+def _bad_utf8(raw: bytes, pos: int) -> str:
+    return (f"not valid UTF-8: byte 0x{raw[pos]:02x} at byte {pos + 1} of the line (re-save "
+            "the file as UTF-8)")
+
+
+def _read_lines(path: Path, field_at: _FieldAt | None = None) -> list[str]:
+    """Decode the file one line at a time so a bad byte is reported at its line and field.
+
+    UTF-8 never uses the newline byte inside a multi-byte character, so splitting the raw
+    bytes on newlines first is safe. A leading byte-order mark is dropped.
+    """
     lines: list[str] = []
-    for lineno, raw in enumerate(_split_lines(data), 1):
+    for lineno, raw in enumerate(_split_lines(_read_bytes(path)), 1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             field = field_at(raw, e.start, lines) if field_at else None
-            raise DataError(
-                f"not valid UTF-8: byte 0x{raw[e.start]:02x} at byte {e.start + 1} of the line "
-                "(re-save the file as UTF-8)", file=file, row=lineno, field=field) from None
+            raise DataError(_bad_utf8(raw, e.start), file=str(path), row=lineno,
+                            field=field) from None
         lines.append(text.removeprefix("\ufeff") if lineno == 1 else text)
     if not any(line.strip() for line in lines):
-        raise DataError("the file is empty", file=file, row=1)
+        raise DataError("the file is empty", file=str(path), row=1)
     return lines
+
+
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+def _with_bad_bytes(value: Any) -> bool:
+    """Whether a parsed JSON value holds undecodable bytes (as surrogate escapes)."""
+    if isinstance(value, str):
+        return bool(_SURROGATE.search(value))
+    if isinstance(value, list):
+        return any(map(_with_bad_bytes, value))
+    if isinstance(value, dict):
+        return any(_with_bad_bytes(k) or _with_bad_bytes(v) for k, v in value.items())
+    return False
+
+
+def _read_json_document(path: Path) -> Any:
+    """Parse a whole JSON file. A bad byte inside a list element is reported at that
+    element's position (the row of a JSON list) and key, not just at a line."""
+    file = str(path)
+    data = _read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        line = data[line_start:].split(b"\n", 1)[0]
+        lineno = data.count(b"\n", 0, e.start) + 1
+        escaped = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+        try:
+            parsed = json.loads(escaped)
+        except (ValueError, RecursionError):
+            parsed = None
+        for row, obj in enumerate(parsed if isinstance(parsed, list) else [], 1):
+            items = obj.items() if isinstance(obj, dict) else [(None, obj)]
+            for key, value in items:
+                if _with_bad_bytes(key) or _with_bad_bytes(value):
+                    raise DataError(f"{_bad_utf8(line, e.start - line_start)}, line {lineno}",
+                                    file=file, row=row, field=key) from None
+        raise DataError(_bad_utf8(line, e.start - line_start), file=file, row=lineno,
+                        field=_jsonl_field_at(line, e.start - line_start, [])) from None
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise DataError("the file is empty", file=file, row=1)
+    return _parse_json(text, file, None)
 
 
 class _DuplicateKey(Exception):
@@ -247,6 +298,8 @@ def _read_table(path: Path, required: Sequence[str], *, delimiter: str = ",",
     """
     file = str(path)
     records = _read_delimited(path, delimiter=delimiter, quoted=quoted)
+    if not records:
+        raise DataError("the file has only empty values, no header", file=file, row=1)
     header_line, header = records[0]
     header = [h.strip() for h in header]
     for name in required:
@@ -728,11 +781,12 @@ def load_pairwise_json(path: PathLike, *, name: str | None = None, aspect: str =
 
     The instruction is the context; records with the same instruction share a context id
     (MT-Bench has several pairs per question), so splits keep them together and the
-    harvester runs the instruction once. Rows are list positions (1-based).
+    harvester runs the instruction once. Rows in errors are list positions (1-based), except
+    for JSON syntax errors, which can only be placed at a line.
     """
     p = Path(path)
     file = str(p)
-    data = _parse_json("".join(_read_lines(p, _jsonl_field_at)), file, None)
+    data = _read_json_document(p)
     if not isinstance(data, list):
         raise DataError(f"expected a JSON list of comparisons, got {_kind(data)}", file=file,
                         row=1)

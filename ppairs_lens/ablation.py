@@ -1,0 +1,252 @@
+"""Directional ablation: remove one or a few directions from the residual stream while the
+model runs, with TransformerLens forward hooks.
+
+Why these hook points (see ``shared/notes/transformerlens-4.md``):
+
+- ``"paper"`` rejects at every block's ``hook_resid_post`` and after the final norm
+  (``ln_final.hook_out``), as in the paper. Each block's input is then free of r, but inside a
+  block the MLP still reads what its attention has just written along r, so r can leak into
+  the MLP output before the next rejection.
+- ``"full"`` rejects at the embedding and at every attention and MLP output (plus after the
+  final norm). Every residual-stream state (resid_pre, resid_mid, resid_post) is then a sum of
+  r-free terms, so no component reads r anywhere.
+
+The final norm's gain re-introduces a component along r, which is why both presets also
+reject after ``ln_final``.
+
+Hooks are installed with ``bridge.hooks(...)`` (never by patching modules) and removed when the
+``with`` block exits, exceptions included.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Literal
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+Hook = tuple[str, Callable]
+Preset = Literal["paper", "full"]
+Positions = Literal["all", "last"]
+Directions = Float[Tensor, "d_model"] | Float[Tensor, "k d_model"] | Mapping[str, Tensor]
+
+#: The embedding hook (an alias of ``embed.hook_out`` on the bridge).
+EMBED_HOOK = "hook_embed"
+FINAL_NORM_HOOK = "ln_final.hook_out"
+PRESETS: tuple[str, ...] = ("paper", "full")
+
+
+def orthonormal_basis(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, "k d_model"]:
+    """Rows spanning the same space as ``directions``, orthonormal (float32 or wider).
+
+    One direction is just normalised; several are orthonormalised with a QR decomposition, so
+    removing the span does not depend on how the directions overlap. Linearly dependent
+    directions raise: QR would then return an orthonormal basis of a *larger* space (it fills
+    the missing rank with arbitrary directions), silently ablating more than asked.
+    """
+    r = directions.detach()
+    if r.ndim == 1:
+        r = r[None]
+    if r.ndim != 2 or r.shape[0] == 0:
+        raise ValueError(f"directions must be [d_model] or [k, d_model], got shape "
+                         f"{tuple(directions.shape)}")
+    r = r.to(torch.promote_types(r.dtype, torch.float32))
+    if not torch.isfinite(r).all():
+        raise ValueError("directions contain NaN or infinite values")
+    norms = r.norm(dim=-1)
+    if (norms == 0).any():
+        raise ValueError("a direction to ablate is the zero vector")
+    if r.shape[0] == 1:
+        return r / norms[:, None]
+    if r.shape[0] > r.shape[1]:
+        raise ValueError(f"{r.shape[0]} directions in a {r.shape[1]}-dimensional space are "
+                         "linearly dependent")
+    q, rr = torch.linalg.qr((r / norms[:, None]).T)  # q: [d_model, k], orthonormal columns
+    diag = rr.diagonal().abs()
+    if (diag < 1e-5 * diag.max()).any():
+        raise ValueError("the directions to ablate are linearly dependent; pass a basis of "
+                         "their span")
+    return q.T.contiguous()
+
+
+def _project_out(x: Float[Tensor, "... d_model"], basis: Float[Tensor, "k d_model"]
+                 ) -> Float[Tensor, "... d_model"]:
+    """x minus its projection on the span of the orthonormal rows of ``basis``.
+
+    Half-precision activations are rejected in float32 and cast back, so the projection is
+    not computed from rounded dot products.
+    """
+    work = torch.promote_types(x.dtype, torch.float32)
+    b = basis.to(device=x.device, dtype=work)
+    xw = x.to(work)
+    return (xw - (xw @ b.T) @ b).to(x.dtype)
+
+
+def reject(x: Float[Tensor, "... d_model"], r: Float[Tensor, "*k d_model"]
+           ) -> Float[Tensor, "... d_model"]:
+    """Vector rejection ``x - (x . r) r``: the part of ``x`` orthogonal to ``r``.
+
+    ``r`` is one direction ``[d_model]`` or several ``[k, d_model]`` (their whole span is
+    removed). Directions are normalised / orthonormalised here, so any non-zero ``r`` works.
+    """
+    if x.shape[-1] != r.shape[-1]:
+        raise ValueError(f"x has last dimension {x.shape[-1]} but r has {r.shape[-1]}")
+    return _project_out(x, orthonormal_basis(r))
+
+
+def hook_points(preset: Preset | Sequence[str], n_layers: int) -> list[str]:
+    """The hook names a preset ablates at, in forward order.
+
+    ``"paper"``: every ``blocks.{l}.hook_resid_post`` and ``ln_final.hook_out``.
+    ``"full"``: ``hook_embed``, every ``blocks.{l}.hook_attn_out`` and ``blocks.{l}.hook_mlp_out``,
+    and ``ln_final.hook_out``. An explicit list of names is returned as given (duplicates
+    dropped); :func:`ablation_hooks` validates names against the bridge.
+    """
+    if isinstance(preset, str):
+        if preset == "paper":
+            return [f"blocks.{l}.hook_resid_post" for l in range(n_layers)] + [FINAL_NORM_HOOK]
+        if preset == "full":
+            per_block = [f"blocks.{l}.{h}" for l in range(n_layers)
+                         for h in ("hook_attn_out", "hook_mlp_out")]
+            return [EMBED_HOOK, *per_block, FINAL_NORM_HOOK]
+        raise ValueError(f"unknown ablation preset {preset!r}; use one of {PRESETS} or a list "
+                         "of hook names")
+    names = list(dict.fromkeys(preset))
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ValueError("an explicit preset must be a non-empty list of hook names")
+    return names
+
+
+def _validate_names(bridge, names: Sequence[str]) -> None:
+    known = bridge.hook_dict
+    for n in names:
+        if n not in known:
+            close = difflib.get_close_matches(n, list(known), n=5, cutoff=0.6)
+            hint = f"; close matches: {close}" if close else ""
+            raise ValueError(f"unknown hook point {n!r} for this model{hint}")
+
+
+def _hook_fn(basis: Float[Tensor, "k d_model"], name: str, positions: Positions,
+             last_positions: Int[Tensor, "batch"] | None) -> Callable:
+    """A forward hook that rejects ``basis`` from its activation (all or last positions)."""
+
+    def hook(x: Float[Tensor, "batch pos d_model"], hook=None) -> Tensor:
+        if x.shape[-1] != basis.shape[-1]:
+            raise ValueError(f"ablation at {name}: activation has last dimension {x.shape[-1]} "
+                             f"but the direction has {basis.shape[-1]}")
+        if positions == "all":
+            return _project_out(x, basis)
+        if x.ndim != 3:
+            raise ValueError(f"positions='last' needs [batch, pos, d_model] activations at "
+                             f"{name}, got shape {tuple(x.shape)}")
+        rows = torch.arange(x.shape[0], device=x.device)
+        if last_positions is None:
+            pos = torch.full_like(rows, -1)
+        else:
+            pos = last_positions.to(x.device)
+            if pos.shape != rows.shape:
+                raise ValueError(f"last_positions has {pos.shape[0]} rows but the batch at "
+                                 f"{name} has {x.shape[0]}")
+        out = x.clone()
+        out[rows, pos] = _project_out(x[rows, pos], basis)
+        return out
+
+    return hook
+
+
+def ablation_hooks(
+    bridge,
+    directions: Directions,
+    preset: Preset | Sequence[str] = "paper",
+    positions: Positions = "all",
+    last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
+) -> list[Hook]:
+    """TransformerLens forward hooks ``[(name, fn)]`` that reject ``directions``.
+
+    ``directions`` is one direction ``[d_model]``, several ``[k, d_model]`` (their span is
+    removed), or a dict ``{hook_name: direction(s)}`` for per-layer directions; with a dict the
+    hooked points are exactly its keys and ``preset`` is not used. Each direction is moved to
+    the activation's device and dtype inside the hook, so layers spread over devices work.
+
+    ``positions="all"`` rejects at every position. ``positions="last"`` only at the last real
+    token of each row: ``last_positions[b]`` (from the tokenizer's attention mask for a
+    right-padded batch; default -1, right for unpadded or left-padded rows).
+    """
+    if positions not in ("all", "last"):
+        raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
+    if last_positions is not None and positions != "last":
+        raise ValueError("last_positions only applies with positions='last'")
+    lp = None
+    if last_positions is not None:
+        lp = torch.as_tensor(last_positions, dtype=torch.long).reshape(-1)
+    if isinstance(directions, Mapping):
+        per_point = {name: orthonormal_basis(torch.as_tensor(r))
+                     for name, r in directions.items()}
+        if not per_point:
+            raise ValueError("the dict of directions is empty")
+    else:
+        basis = orthonormal_basis(torch.as_tensor(directions))
+        per_point = {name: basis for name in hook_points(preset, bridge.cfg.n_layers)}
+    _validate_names(bridge, list(per_point))
+    d_model = bridge.cfg.d_model
+    for name, b in per_point.items():
+        if b.shape[-1] != d_model:
+            raise ValueError(f"direction for {name} has dimension {b.shape[-1]}, the model's "
+                             f"d_model is {d_model}")
+    return [(name, _hook_fn(b, name, positions, lp)) for name, b in per_point.items()]
+
+
+@contextmanager
+def ablate(
+    bridge,
+    directions: Directions,
+    preset: Preset | Sequence[str] = "paper",
+    positions: Positions = "all",
+    last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
+) -> Iterator:
+    """``with ablate(bridge, r): ...`` runs the model with ``r`` rejected (see
+    :func:`ablation_hooks`); the hooks are removed on exit, exceptions included.
+
+    Other hooks added inside the block (``run_with_cache``, ``bridge.hooks``) run after the
+    ablation on the same point, so they see the ablated values.
+    """
+    hooks = ablation_hooks(bridge, directions, preset, positions, last_positions)
+    with bridge.hooks(fwd_hooks=hooks):
+        yield bridge
+
+
+def ablation_hook_sets(
+    bridge,
+    directions: Directions,
+    preset: Preset | Sequence[str] = "paper",
+    positions: Positions = "all",
+) -> tuple[list[Hook], list[Hook]]:
+    """``(hooks, final_hooks)`` for :func:`ppairs_lens.harvest.run_branches` / ``harvest_pairs``.
+
+    ``positions="all"``: every forward pass (shared context, each pair's own part, the branch
+    token) is ablated, so everything goes in ``hooks``. ``positions="last"``: only the branch
+    step, whose sequence is the one read-out token, so everything goes in ``final_hooks``.
+    """
+    hooks = ablation_hooks(bridge, directions, preset, positions)
+    return (hooks, []) if positions == "all" else ([], hooks)
+
+
+def unembedding_direction(bridge, id_a: int, id_b: int) -> Float[Tensor, "d_model"]:
+    """``W_U[:, a] - W_U[:, b]``, normalised (float32, CPU): the positive control.
+
+    After the final norm, logit(a) - logit(b) is exactly the projection on this direction (plus
+    ``b_U[a] - b_U[b]`` where the unembedding has a bias), so rejecting it at
+    ``ln_final.hook_out`` makes the two logits equal.
+    """
+    if id_a == id_b:
+        raise ValueError("the two token ids must differ")
+    w_u = bridge.W_U  # [d_model, d_vocab] in TransformerLens layout
+    d = (w_u[:, id_a] - w_u[:, id_b]).detach().float().cpu()
+    n = d.norm()
+    if n == 0:
+        raise ValueError(f"tokens {id_a} and {id_b} have the same unembedding")
+    return d / n

@@ -1,0 +1,91 @@
+"""Experiment bookkeeping: a config dataclass saved beside every result it produced.
+
+Like elk, each analysis is a declarative dataclass; its outputs (tables, figures) are written
+atomically into one folder together with ``<name>.config.json``, so any figure can be traced
+to the run that made it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import platform
+import time
+from dataclasses import asdict, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .store import atomic_write_bytes, atomic_write_text
+
+
+def _jsonable(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {k: _jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and callable(obj.item):  # numpy / torch scalars
+        return obj.item()
+    if isinstance(obj, float) and obj != obj:
+        return None  # NaN is not JSON
+    return obj
+
+
+def config_record(config: Any) -> dict:
+    """The config as JSON-able data plus where and with what it ran."""
+    return {
+        "config": _jsonable(config),
+        "config_class": f"{type(config).__module__}.{type(config).__qualname__}",
+        "package_version": __version__,
+        "python": platform.python_version(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def load_config(cls, path: str | Path):
+    """Rebuild a config dataclass from a saved ``*.config.json``."""
+    data = json.loads(Path(path).read_text("utf-8"))["config"]
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    path = Path(path)
+    atomic_write_text(path, json.dumps(_jsonable(obj), indent=2))
+    return path
+
+
+def write_csv(path: str | Path, rows: list[dict]) -> Path:
+    """Rows of dicts as CSV (columns in first-seen order), written atomically."""
+    path = Path(path)
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: _jsonable(v) for k, v in r.items()})
+    atomic_write_text(path, buf.getvalue())
+    return path
+
+
+def save_config(out_dir: str | Path, name: str, config: Any) -> Path:
+    return write_json(Path(out_dir) / f"{name}.config.json", config_record(config))
+
+
+def save_figure(fig, out_dir: str | Path, name: str, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
+    """Save a matplotlib figure as PNG (README) and SVG (papers), each atomically."""
+    paths = []
+    for fmt in formats:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=150, bbox_inches="tight")
+        path = Path(out_dir) / f"{name}.{fmt}"
+        atomic_write_bytes(path, buf.getvalue())
+        paths.append(path)
+    return paths
