@@ -67,7 +67,7 @@ def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"
     ``acts_scale`` is the largest absolute activation of the same layer; differences are zero
     when they are below ``DEGENERATE_RTOL`` times it (exactly zero for all-zero activations).
     """
-    peak = diffs.abs().amax(dim=(-2, -1))
+    peak = torch.maximum(diffs.amax(dim=(-2, -1)), -diffs.amin(dim=(-2, -1)))
     scale = torch.as_tensor(acts_scale, dtype=peak.dtype, device=peak.device)
     return peak <= DEGENERATE_RTOL * scale
 

@@ -39,7 +39,7 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.features import as_acts, contrast_features, labels_to_targets, side_means
+from ppairs_lens.features import as_acts, labels_to_targets
 from ppairs_lens.probes import (
     PROBE_KINDS,
     check_classes,
@@ -60,11 +60,13 @@ Solver = Literal["auto", "newton", "newton-cg"]
 # --------------------------------------------------------------------------------------------
 
 def _bmv(x: Float[Tensor, "l n d"], w: Float[Tensor, "l d"]) -> Float[Tensor, "l n"]:
-    return (x @ w.unsqueeze(-1)).squeeze(-1)
+    """``x @ w`` per layer (as row-vector products: 1.5-3x faster than bmm's gemv on CPU)."""
+    return (w.unsqueeze(1) @ x.mT).squeeze(1)
 
 
 def _bmv_t(x: Float[Tensor, "l n d"], r: Float[Tensor, "l n"]) -> Float[Tensor, "l d"]:
-    return (x.mT @ r.unsqueeze(-1)).squeeze(-1)
+    """``x^T @ r`` per layer, without materialising a transposed copy of ``x``."""
+    return (r.unsqueeze(1) @ x).squeeze(1)
 
 
 def _cholesky(a: Float[Tensor, "l m m"]) -> Float[Tensor, "l m m"]:
@@ -78,6 +80,12 @@ def _cholesky(a: Float[Tensor, "l m m"]) -> Float[Tensor, "l m m"]:
             raise ProbeError("Newton system is not positive definite even with jitter: the "
                              "activations are too large to solve in float64 (rescale them)")
     return chol
+
+
+def _chol_apply(factor: Float[Tensor, "l m m"], r: Float[Tensor, "l m"]) -> Float[Tensor, "l m"]:
+    """``(L L^T)^{-1} r`` by two triangular solves (much faster than batched cholesky_solve)."""
+    half = torch.linalg.solve_triangular(factor, r.unsqueeze(-1), upper=False)
+    return torch.linalg.solve_triangular(factor.mT, half, upper=True).squeeze(-1)
 
 
 def _pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max_iter: int
@@ -164,7 +172,7 @@ def batched_logistic_regression(
     if dual:
         st["kernel"] = x @ x.mT                       # [l, n, n], once (the dual form)
     st["f"], st["z"] = objective(st["x"], st["w"])
-    factor_fresh = False
+    refresh = True
 
     def drop(mask: Tensor) -> bool:
         """Remove rows where ``mask``; False when no layer is left."""
@@ -205,16 +213,14 @@ def batched_logistic_regression(
             s = h.sqrt()
             m = s[:, :, None] * st["kernel"] * s[:, None, :]
             m.diagonal(dim1=-2, dim2=-1).add_(1.0)
-            sol = torch.cholesky_solve((s * _bmv(xa, g)).unsqueeze(-1), _cholesky(m))
-            step = -(g - _bmv_t(xa, s * sol.squeeze(-1)))
+            sol = _chol_apply(_cholesky(m), s * _bmv(xa, g))
+            step = -(g - _bmv_t(xa, s * sol))
         else:
-            if "factor" in st and not factor_fresh:
-                factor = st["factor"]
+            if "factor" in st and not refresh:
                 rtol = torch.clamp(gn / g0a, max=0.1)
-                step, reached = _pcg(
-                    hvp, -g, lambda r, c=factor: torch.cholesky_solve(r[..., None], c)[..., 0],
-                    rtol, reuse_cg_iter)
-                factor_fresh = not bool(reached.all())   # refresh next time if too slow
+                step, reached = _pcg(hvp, -g, lambda r, c=st["factor"]: _chol_apply(c, r),
+                                     rtol, reuse_cg_iter)
+                refresh = not bool(reached.all())   # refresh next time if CG got too slow
             else:
                 xs = xa * h.sqrt().unsqueeze(-1)
                 hess = xs.mT @ xs
@@ -222,8 +228,8 @@ def batched_logistic_regression(
                 hess.diagonal(dim1=-2, dim2=-1).add_(1.0)
                 st["factor"] = _cholesky(hess)
                 del hess
-                step = -torch.cholesky_solve(g.unsqueeze(-1), st["factor"]).squeeze(-1)
-                factor_fresh = False
+                step = -_chol_apply(st["factor"], g)
+                refresh = False
         slope = (g * step).sum(-1)                     # < 0: a descent direction
         f = st["f"]
         t = torch.ones_like(f)
@@ -312,10 +318,8 @@ class SweepProbes:
         step = layer_batch or _layer_batch(n, d, x_all.element_size())
         for l0 in range(0, n_layers, step):
             sl = slice(l0, min(l0 + step, n_layers))
-            x = x_all[:, :, sl].to(torch.float64)
-            _check_finite(x, l0)
-            diffs = rearrange(contrast_features(x, self.mu_pos[sl], self.mu_neg[sl]),
-                              "n l d -> l n d")
+            diffs = _chunk_diffs(x_all, sl, torch.device("cpu"), self.mu_pos[sl],
+                                 self.mu_neg[sl])[0]
             for k in self.kinds:
                 logit = _bmv(diffs, self.coef(k)[sl]) + self.intercepts[k][sl, None]
                 out[k][sl] = logit.numpy()
@@ -383,12 +387,38 @@ def _check_sweep_acts(acts: Any, what: str) -> Float[Tensor, "n 2 layer d"]:
     return t
 
 
-def _check_finite(x: Tensor, layer_offset: int) -> None:
-    bad = ~torch.isfinite(x)
-    if bool(bad.any()):
-        layers = torch.nonzero(bad.any(dim=(0, 1, 3))).flatten() + layer_offset
-        raise ProbeError(f"activations contain {int(bad.sum())} non-finite value(s) (NaN/inf) "
-                         f"in layer position(s) {layers.tolist()}")
+def _raise_non_finite(x_all: Tensor, sl: slice) -> None:
+    bad = ~torch.isfinite(x_all[:, :, sl])
+    layers = torch.nonzero(bad.any(dim=(0, 1, 3))).flatten() + sl.start
+    raise ProbeError(f"activations contain {int(bad.sum())} non-finite value(s) (NaN/inf) in "
+                     f"layer position(s) {layers.tolist()}")
+
+
+def _chunk_diffs(x_all: Float[Tensor, "n 2 layer d"], sl: slice, dev: torch.device,
+                 mu_pos: Tensor | None = None, mu_neg: Tensor | None = None):
+    """Contrast differences ``[l, n, d]`` (float64, on ``dev``) of the layers ``sl``.
+
+    The same quantity as :func:`ppairs_lens.features.contrast_features`, written as
+    ``(x0 - x1) - (mu_pos - mu_neg)`` into one buffer so that a chunk costs two float64 copies,
+    not five. Side means are computed here when not given (fitting). Returns
+    ``(diffs, mu_pos, mu_neg, peak)``, ``peak`` the largest absolute activation per layer.
+    """
+    n, _, _, d = x_all.shape
+    n_l = len(range(*sl.indices(x_all.shape[2])))
+    x0 = torch.empty(n_l, n, d, dtype=torch.float64, device=dev)
+    x1 = torch.empty_like(x0)
+    x0.copy_(rearrange(x_all[:, 0, sl], "n l d -> l n d"))
+    x1.copy_(rearrange(x_all[:, 1, sl], "n l d -> l n d"))
+    peak = torch.maximum(torch.maximum(x0.amax(dim=(1, 2)), -x0.amin(dim=(1, 2))),
+                         torch.maximum(x1.amax(dim=(1, 2)), -x1.amin(dim=(1, 2))))
+    if not bool(torch.isfinite(peak).all()):
+        _raise_non_finite(x_all, sl)
+    if mu_pos is None:
+        mu_pos, mu_neg = x0.mean(dim=1), x1.mean(dim=1)
+    else:
+        mu_pos, mu_neg = mu_pos.to(dev), mu_neg.to(dev)
+    diffs = x0.sub_(x1).sub_((mu_pos - mu_neg).unsqueeze(1))
+    return diffs, mu_pos, mu_neg, peak
 
 
 def _layer_batch(n: int, d: int, itemsize: int, budget: int = 1 << 30) -> int:
@@ -444,13 +474,8 @@ def fit_sweep(
     step = layer_batch or _layer_batch(n, d, x_all.element_size())
     for l0 in range(0, n_layers, step):
         sl = slice(l0, min(l0 + step, n_layers))
-        x = x_all[:, :, sl].to(dev, torch.float64)
-        _check_finite(x, l0)
-        mp, mn = side_means(x)
-        diffs = rearrange(contrast_features(x, mp, mn), "n l d -> l n d").contiguous()
-        del x
+        diffs, mp, mn, peak = _chunk_diffs(x_all, sl, dev)
         mu_pos[sl], mu_neg[sl] = mp.cpu(), mn.cpu()
-        peak = x_all[:, :, sl].abs().amax(dim=(0, 1, 3)).to(dev, torch.float64)
         flat[sl] = is_degenerate(diffs, peak).cpu()
         for k in kinds:
             if k == "supervised":
