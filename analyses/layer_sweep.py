@@ -73,7 +73,6 @@ def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
     probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, C=cfg.C,
                        model_name=store.meta["model"])
     proba = probes.predict_proba(sp.acts_test)
-    y = (sp.labels_test == 1).astype(int)
     groups = [p["context_id"] for p in sp.pairs_test]
     gold = {}
     for p in sp.pairs_test:
@@ -85,7 +84,7 @@ def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
             pk = proba[kind][li]
             if np.isnan(pk).any():
                 continue  # a degenerate layer (no pair-specific signal): nothing to score
-            scores = evaluate(y, pk, groups=groups, n_boot=cfg.n_boot, seed=cfg.seed)
+            scores = evaluate(sp.labels_test, pk, groups=groups, n_boot=cfg.n_boot, seed=cfg.seed)
             if gold:
                 scores["spearman"] = within_context_spearman(
                     [(p["context_id"], p["item1_id"], p["item2_id"]) for p in sp.pairs_test],

@@ -27,6 +27,18 @@ def _add_dataset_opts(p: argparse.ArgumentParser, many: bool = False) -> None:
     p.add_argument("--stores", default="stores", help="root folder of activation stores")
 
 
+def _shard_arg(spec: str) -> str:
+    """Check ``--shard`` while parsing, so a typo fails at once, before a model loads."""
+    from .harvest_to_store import parse_shard
+
+    try:
+        parse_shard(spec)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected i/n with 0 <= i < n (e.g. 0/4 ... 3/4), got {spec!r}") from None
+    return spec
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppairs-lens", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -37,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model(p)
     _add_dataset_opts(p)
     p.add_argument("--out", default=None, help="store folder (default: under --stores)")
-    p.add_argument("--shard", default=None, help="i/n: do only part i of n (0-based)")
+    p.add_argument("--shard", default=None, type=_shard_arg,
+                   help="i/n: do only part i of n (0-based)")
     p.add_argument("--shard-size", type=int, default=256, help="pairs per store shard")
     p.add_argument("--token-budget", type=int, default=16384,
                    help="tokens held per forward pass (batch rows x sequence length)")

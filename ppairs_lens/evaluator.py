@@ -23,6 +23,7 @@ import torch
 from jaxtyping import Float
 
 from .errors import TemplateError
+from .metrics import evaluate
 from .harvest import HarvestSettings, Hook, _check_context_length, run_branches
 from .prompts import ContrastPair, Template, build_contrast_pairs
 from .records import ITEM1, ITEM2, TIE, Comparison, Dataset
@@ -130,29 +131,6 @@ def zero_shot_preferences(
                      final_hooks=final_hooks, settings=settings).p
 
 
-def _evaluate(y_true: np.ndarray, proba: np.ndarray, groups=None) -> dict:
-    try:
-        from .metrics import evaluate
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.metrics":
-            raise
-        return _fallback_evaluate(y_true, proba)
-    return evaluate(y_true, proba, groups=groups)
-
-
-def _fallback_evaluate(y_true: np.ndarray, proba: np.ndarray) -> dict:
-    """Accuracy and F1 (item 1 as the positive class) without intervals, used only while
-    ``ppairs_lens.metrics`` does not exist."""
-    pred = proba > 0.5
-    y = y_true.astype(bool)
-    tp, fp, fn = int((pred & y).sum()), int((pred & ~y).sum()), int((~pred & y).sum())
-    acc = float((pred == y).mean()) if y.size else float("nan")
-    f1 = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else float("nan")
-    nan = float("nan")
-    return {"accuracy": {"value": acc, "lo": nan, "hi": nan},
-            "f1": {"value": f1, "lo": nan, "hi": nan}}
-
-
 def evaluate_zero_shot(
     bridge,
     dataset: Dataset,
@@ -172,9 +150,8 @@ def evaluate_zero_shot(
                     final_hooks=final_hooks, settings=settings)
     labels = np.asarray(dataset.labels())
     keep = labels != TIE
-    y = (labels[keep] == ITEM1).astype(np.int64)  # 1 where item 1 (or "True") is right
-    groups = np.asarray(dataset.context_ids(), dtype=object)[keep]
-    metrics = _evaluate(y, res.p[keep], groups=groups) if keep.any() else {}
+    groups = list(np.asarray(dataset.context_ids(), dtype=object)[keep])
+    metrics = evaluate(labels[keep], res.p[keep], groups=groups) if keep.any() else {}
     return {
         "metrics": metrics,
         "proba": res.p,

@@ -126,8 +126,25 @@ def load_model(
         raise ModelLoadError(f"cannot load model {name!r}: {hint}. ({e.__class__.__name__}: "
                              f"{str(e).splitlines()[0] if str(e) else ''})") from e
     bridge.eval()
+    _point_cfg_device_at_execution_device(bridge)
     bridge.ppairs_model_name = EMBEDDED_MODEL_NAME if name is None else name
     return bridge
+
+
+def _point_cfg_device_at_execution_device(bridge) -> None:
+    """Make ``cfg.device`` a real device when the embedding is offloaded to disk.
+
+    The bridge records the embedding weight's device as ``cfg.device``; accelerate leaves a
+    disk-offloaded weight on ``meta`` (a placeholder without data), and token tensors built
+    there cannot be copied anywhere. Accelerate runs that module on its hook's execution
+    device, so inputs belong there.
+    """
+    if str(getattr(bridge.cfg, "device", "")) != "meta":
+        return
+    hf = bridge.original_model
+    hooks = [getattr(m, "_hf_hook", None) for m in (hf.get_input_embeddings(), *hf.modules())]
+    devices = [h.execution_device for h in hooks if getattr(h, "execution_device", None) is not None]
+    bridge.cfg.device = str(torch.device(devices[0] if devices else "cpu"))
 
 
 def tiny_model(seed: int = 0, *, n_layers: int = 2, d_model: int = 64, tokenizer=None):

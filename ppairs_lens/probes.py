@@ -287,15 +287,19 @@ class SupervisedProbe(_PairProbe):
 
     Defaults follow the paper: no intercept (the centred differences are symmetric around 0)
     and balanced class weights. ``coef_`` is sklearn's weight vector; ``direction_`` is it
-    normalised, ``scale_`` its norm.
+    normalised, ``scale_`` its norm. ``tol`` is sklearn's (default 1e-4, where lbfgs stops
+    slightly short of the optimum: directions agree with the exact optimum to cosine ~0.996+,
+    but a pair or two near the boundary can flip); ``tol=1e-8`` reproduces
+    :func:`ppairs_lens.sweep.fit_sweep`'s exact solution.
     """
 
     kind = "supervised"
 
     def __init__(self, C: float = 1.0, fit_intercept: bool = False,
                  class_weight: str | dict | None = "balanced", max_iter: int = 1000,
-                 random_state: int | None = 0):
+                 random_state: int | None = 0, tol: float = 1e-4):
         self.C = C
+        self.tol = tol
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
         self.max_iter = max_iter
@@ -304,7 +308,7 @@ class SupervisedProbe(_PairProbe):
     def _fit_weights(self, diffs, y):
         lr = LogisticRegression(C=self.C, fit_intercept=self.fit_intercept,
                                 class_weight=self.class_weight, max_iter=self.max_iter,
-                                random_state=self.random_state)
+                                random_state=self.random_state, tol=self.tol)
         lr.fit(diffs.numpy(), y.numpy())
         self.n_iter_ = int(np.max(lr.n_iter_))
         intercept = float(lr.intercept_[0]) if self.fit_intercept else 0.0

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 from jaxtyping import Bool, Float, Int
+from scipy.special import expit
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
@@ -281,7 +282,6 @@ class SweepProbes:
     n_train: int = 0
     n_iter: Int[Tensor, "layer"] | None = None
     converged: Bool[Tensor, "layer"] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_layers(self) -> int:
@@ -328,8 +328,7 @@ class SweepProbes:
     def predict_proba(self, acts: Float[Tensor, "n 2 layer d"] | np.ndarray, **kw: Any
                       ) -> dict[str, np.ndarray]:
         """``{kind: [layer, n]}`` of P(item 1 preferred) (NaN on degenerate layers)."""
-        return {k: 1.0 / (1.0 + np.exp(-np.clip(v, -700, 700)))
-                for k, v in self.decision_function(acts, **kw).items()}
+        return {k: expit(v) for k, v in self.decision_function(acts, **kw).items()}
 
     def predict(self, acts: Float[Tensor, "n 2 layer d"] | np.ndarray, **kw: Any
                 ) -> dict[str, np.ndarray]:

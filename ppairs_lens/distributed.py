@@ -1,0 +1,148 @@
+"""Harvest one store with several workers of a Ray cluster (``pip install 'ppairs-lens[ray]'``).
+
+The store already splits a harvest into shard specs ``i/n`` (store shards ``k`` with
+``k % n == i``) that fill one folder without colliding; a SLURM array or a shell loop runs them
+as separate processes. This module runs the same ``i/n`` specs as Ray tasks instead, so one
+call spreads a harvest over a cluster's GPUs (or a laptop's cores) and returns when the store
+is complete. Each task loads its own model, so a worker holds one copy; nothing but the
+dataset and settings travels between processes, and the activations go straight to the store.
+
+Ray is imported only inside :func:`harvest_with_ray`: the base package never needs it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import StoreError
+from .harvest import HarvestSettings
+from .prompts import Template
+from .records import Dataset
+from .store import ActivationStore
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How each worker loads its model: the arguments of :func:`ppairs_lens.models.load_model`.
+
+    ``name`` is an HF id or a folder every worker can read (an absolute path on a shared
+    file system); it is recorded in the store as the model's name, as with the CLI.
+    """
+
+    name: str | None = None
+    dtype: torch.dtype = torch.float32
+    device: str | None = None
+    device_map: str | dict | None = None
+    max_memory: dict | None = None
+    offload_folder: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """What one worker did: its shard spec, the store shards it wrote, and how long it took.
+
+    ``torch_threads`` is worth checking when comparing with another harvest: Ray gives a task
+    as many threads as CPUs it asked for, and a different thread count sums matrix products
+    in another order, so values can differ in the last bits (about 1e-7 relative in float32).
+    """
+
+    shard: tuple[int, int]
+    shards_written: tuple[int, ...]
+    load_s: float
+    harvest_s: float
+    torch_threads: int
+
+
+def harvest_shard_spec(model: ModelSpec, dataset: Dataset, out: str, shard: tuple[int, int], *,
+                       template: Template | None, shard_size: int, settings: HarvestSettings
+                       ) -> WorkerReport:
+    """One worker's job: load the model, harvest shard spec ``shard`` into the store at ``out``.
+
+    A plain function (Ray wraps it in a task), so it can also be run by hand to debug a worker.
+    """
+    from .harvest_to_store import harvest_dataset
+    from .models import load_model
+
+    t0 = time.perf_counter()
+    bridge = load_model(model.name, dtype=model.dtype, device=model.device,
+                        device_map=model.device_map, max_memory=model.max_memory,
+                        offload_folder=model.offload_folder)
+    t1 = time.perf_counter()
+    # Shards already on disk are skipped by the harvest: note them to report only new ones.
+    done: set[int] = set()
+    if (Path(out) / "metadata.json").exists():
+        prior = ActivationStore.open(out)
+        done = set(range(prior.n_shards)) - set(prior.missing_shards())
+    store = harvest_dataset(bridge, dataset, out, template=template, shard_size=shard_size,
+                            shard=shard, settings=settings, progress=False)
+    i, n = shard
+    written = tuple(k for k in range(store.n_shards) if k % n == i and k not in done)
+    return WorkerReport(shard, written, t1 - t0, time.perf_counter() - t1,
+                        torch.get_num_threads())
+
+
+def harvest_with_ray(
+    model: str | Path | ModelSpec | None,
+    dataset: str | Dataset,
+    out: str | Path,
+    *,
+    n_workers: int = 2,
+    address: str | None = None,
+    cpus_per_worker: float = 1,
+    gpus_per_worker: float = 0,
+    max_pairs: int | None = None,
+    template: Template | None = None,
+    shard_size: int = 256,
+    settings: HarvestSettings = HarvestSettings(),
+) -> tuple[ActivationStore, list[WorkerReport]]:
+    """Harvest ``dataset`` into the store at ``out`` with ``n_workers`` Ray tasks, shard specs
+    ``0/n_workers`` .. ``n_workers-1/n_workers``; returns the complete store and what each
+    worker did.
+
+    ``model`` is a name or folder (loaded like ``load_model(model)``) or a :class:`ModelSpec`.
+    ``dataset`` is a Dataset or a spec as the CLI takes it (built-in name, path, path:aspect),
+    resolved here, once, so every worker harvests the same pairs. ``out`` must be on a file
+    system every worker sees. With ``address`` (``"auto"``, ``"ray://host:10001"``) the
+    tasks run on that cluster; otherwise on a local one started with ``n_workers`` CPUs and
+    stopped afterwards. An already initialised Ray is used as it is. Re-running resumes: done
+    shards are skipped, as with the CLI.
+    """
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError("harvest_with_ray needs Ray: pip install 'ppairs-lens[ray]'") from e
+    from .study import load_dataset_spec
+
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    spec = model if isinstance(model, ModelSpec) else ModelSpec(
+        None if model is None else str(model))
+    data = dataset if isinstance(dataset, Dataset) else load_dataset_spec(dataset,
+                                                                          max_pairs=max_pairs)
+    out = str(Path(out).expanduser().resolve())
+    started = not ray.is_initialized()
+    if started:
+        if address is None:
+            ray.init(num_cpus=math.ceil(n_workers * cpus_per_worker), include_dashboard=False)
+        else:
+            ray.init(address=address)
+    try:
+        task = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker,
+                          max_retries=0)(harvest_shard_spec)
+        data_ref = ray.put(data)
+        refs = [task.remote(spec, data_ref, out, (i, n_workers), template=template,
+                            shard_size=shard_size, settings=settings) for i in range(n_workers)]
+        reports = ray.get(refs)
+    finally:
+        if started:
+            ray.shutdown()
+    store = ActivationStore.open(out)
+    if not store.complete:
+        raise StoreError(f"{out}: the workers finished but shards {store.missing_shards()[:10]} "
+                         "are missing; re-run to finish them")
+    return store, list(reports)

@@ -1,0 +1,204 @@
+"""Scores of pairwise predictions with bootstrap confidence intervals.
+
+Every metric comes as ``{"value", "lo", "hi"}``: the value on all the data and a percentile
+bootstrap interval. Comparisons that share a context are not independent, so the bootstrap can
+resample whole groups (contexts) instead of single comparisons, which widens the interval
+honestly. Resamples where a metric is undefined (a single-class resample for AUROC, a context
+with constant gold scores) are skipped rather than counted as 0.
+
+Conventions: ``y_true`` are labels 1 (item 1 preferred) / 2 (item 2 preferred), as in the
+store; ties (0) must be dropped first (passing 0/1 targets is refused because 0 would be
+ambiguous). ``proba`` is P(item 1 preferred): a vector ``[n]`` or a ``predict_proba`` matrix
+``[n, 2]`` (column 1 is used). A pair is predicted "item 1" when ``proba >= 0.5``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata, spearmanr
+
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.features import labels_to_targets
+
+__all__ = ["bootstrap_ci", "evaluate", "within_context_spearman", "accuracy", "f1", "auroc"]
+
+Interval = dict[str, float]
+
+
+def _proba_vector(proba: Any) -> np.ndarray:
+    p = np.asarray(proba, dtype=np.float64)
+    if p.ndim == 2 and p.shape[1] == 2:
+        p = p[:, 1]
+    if p.ndim != 1:
+        raise ProbeError(f"proba must be P(item 1) of shape [n] or [n, 2], got {p.shape}")
+    return p
+
+
+def _targets(y_true: Any) -> np.ndarray:
+    """0/1 targets (1 = item 1 preferred) from labels 1 / 2."""
+    return labels_to_targets(y_true).numpy()
+
+
+# Metrics on targets (1 = item 1 preferred) and P(item 1); raise ValueError when undefined.
+# Written out (same values as sklearn's accuracy_score / f1_score(zero_division=0) /
+# roc_auc_score, checked in the tests) because the bootstrap calls them thousands of times and
+# sklearn's input validation costs ~1 ms a call.
+def accuracy(y: np.ndarray, p: np.ndarray) -> float:
+    return float(np.mean((p >= 0.5) == (y == 1)))
+
+
+def f1(y: np.ndarray, p: np.ndarray) -> float:
+    """Binary F1 with "item 1 preferred" as the positive class; 0 when undefined."""
+    pos, pred = y == 1, p >= 0.5
+    tp = np.count_nonzero(pos & pred)
+    denom = np.count_nonzero(pos) + np.count_nonzero(pred)
+    return 2.0 * tp / denom if denom else 0.0
+
+
+def auroc(y: np.ndarray, p: np.ndarray) -> float:
+    """Mann-Whitney AUROC (ties count half); ValueError with a single class."""
+    pos = y == 1
+    n1 = int(pos.sum())
+    n0 = len(y) - n1
+    if n1 == 0 or n0 == 0:
+        raise ValueError("AUROC is undefined with a single class")
+    ranks = rankdata(p)
+    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _safe(metric_fn: Callable[..., float], *args: Any) -> float:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = float(metric_fn(*args))
+    except ValueError:
+        return float("nan")
+    return v
+
+
+def _group_index(groups: Sequence[Hashable], n: int) -> list[np.ndarray]:
+    if len(groups) != n:
+        raise ProbeError(f"{len(groups)} group ids for {n} predictions")
+    codes: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        codes.setdefault(g, []).append(i)
+    return [np.asarray(v, dtype=np.int64) for v in codes.values()]
+
+
+def bootstrap_ci(metric_fn: Callable[[np.ndarray, np.ndarray], float], y_true: Any,
+                 y_score: Any, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+                 groups: Sequence[Hashable] | None = None) -> Interval:
+    """``{"value", "lo", "hi"}`` of ``metric_fn(y_true, y_score)`` with a percentile interval.
+
+    Resamples items with replacement, or whole ``groups`` (one id per item, e.g. the context
+    of each comparison) with replacement when given. Resamples where ``metric_fn`` raises
+    ``ValueError`` or returns a non-finite value are skipped; ``n_boot_used`` says how many
+    counted. ``y_true`` / ``y_score`` are passed through as numpy arrays, unchanged.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
+    y = np.asarray(y_true)
+    s = np.asarray(y_score)
+    n = len(y)
+    if len(s) != n:
+        raise ProbeError(f"{n} true values but {len(s)} scores")
+    if n == 0:
+        raise ProbeError("cannot score zero predictions")
+    value = _safe(metric_fn, y, s)
+    rng = np.random.default_rng(seed)
+    blocks = _group_index(groups, n) if groups is not None else None
+    stats = []
+    for _ in range(n_boot):
+        if blocks is None:
+            idx = rng.integers(0, n, size=n)
+        else:
+            pick = rng.integers(0, len(blocks), size=len(blocks))
+            idx = np.concatenate([blocks[j] for j in pick])
+        v = _safe(metric_fn, y[idx], s[idx])
+        if np.isfinite(v):
+            stats.append(v)
+    if stats:
+        lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
+    else:
+        lo = hi = float("nan")
+    return {"value": value, "lo": float(lo), "hi": float(hi), "n_boot_used": len(stats)}
+
+
+def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
+             n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict[str, Interval]:
+    """Accuracy, F1 (binary, positive class = item 1 preferred) and AUROC, each with a CI.
+
+    ``groups`` (e.g. context ids) makes the bootstrap resample whole groups.
+    """
+    y = _targets(y_true)
+    p = _proba_vector(proba)
+    if len(p) != len(y):
+        raise ProbeError(f"{len(y)} labels but {len(p)} probabilities")
+    if not np.isfinite(p).all():
+        raise ProbeError(f"{int((~np.isfinite(p)).sum())} probabilities are NaN/inf "
+                         f"(a degenerate layer?)")
+    return {name: bootstrap_ci(fn, y, p, n_boot=n_boot, alpha=alpha, seed=seed, groups=groups)
+            for name, fn in (("accuracy", accuracy), ("f1", f1), ("auroc", auroc))}
+
+
+def _context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], p: np.ndarray,
+                  gold: Mapping[Hashable, float]) -> tuple[list[Hashable], np.ndarray]:
+    """Spearman rho of win rate vs gold score for each usable context."""
+    wins: dict[Hashable, dict[Hashable, list[float]]] = {}
+    for (ctx, a, b), pa in zip(pairs, p):
+        per = wins.setdefault(ctx, {})
+        per.setdefault(a, []).append(pa)
+        per.setdefault(b, []).append(1.0 - pa)
+    ctxs, rhos = [], []
+    for ctx, per in wins.items():
+        items = list(per)
+        if len(items) < 2:
+            continue
+        missing = [i for i in items if i not in gold]
+        if missing:
+            raise ProbeError(f"no gold score for item {missing[0]!r} (context {ctx!r})")
+        g = np.array([gold[i] for i in items], dtype=np.float64)
+        w = np.array([np.mean(per[i]) for i in items])
+        if np.ptp(g) == 0 or np.ptp(w) == 0:      # rank correlation undefined
+            continue
+        rho = float(spearmanr(w, g).statistic)
+        if np.isfinite(rho):
+            ctxs.append(ctx)
+            rhos.append(rho)
+    return ctxs, np.asarray(rhos)
+
+
+def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], proba: Any,
+                            gold_scores: Mapping[Hashable, float], n_boot: int = 1000,
+                            alpha: float = 0.05, seed: int = 0) -> dict[str, float]:
+    """Mean over contexts of Spearman(win rate, gold score), with a bootstrap over contexts.
+
+    ``pairs[i] = (context_id, item1_id, item2_id)`` and ``proba[i]`` = P(item 1 preferred).
+    Within a context each item's win rate is the mean probability of it winning over its
+    comparisons (``p`` as item 1, ``1 - p`` as item 2). Contexts with fewer than two items or
+    constant gold scores (or constant win rates) have no rank correlation and are skipped;
+    ``n_contexts`` says how many counted. Use ``context_id=None`` for all pairs when items do
+    not share contexts (one global ranking; then the interval is NaN).
+    """
+    p = _proba_vector(proba)
+    pairs = [tuple(t) for t in pairs]
+    if len(pairs) != len(p):
+        raise ProbeError(f"{len(pairs)} pairs but {len(p)} probabilities")
+    if any(len(t) != 3 for t in pairs):
+        raise ProbeError("each pair must be (context_id, item1_id, item2_id)")
+    _, rhos = _context_rhos(pairs, p, gold_scores)
+    if len(rhos) == 0:
+        raise ProbeError("no context has at least two items with different gold scores; "
+                         "within-context Spearman is undefined")
+    value = float(rhos.mean())
+    rng = np.random.default_rng(seed)
+    if len(rhos) > 1:
+        boots = rhos[rng.integers(0, len(rhos), size=(n_boot, len(rhos)))].mean(axis=1)
+        lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
+    else:
+        lo = hi = float("nan")
+    return {"value": value, "lo": float(lo), "hi": float(hi), "n_contexts": len(rhos)}

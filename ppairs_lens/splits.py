@@ -1,0 +1,150 @@
+"""Train / test splits of comparisons that do not leak through shared contexts or items.
+
+A probe fitted on comparisons about an article and tested on other comparisons about the same
+article is partly tested on what it saw: the article's own representation is in every pair.
+So comparisons are split by *group*:
+
+* ``by="context"``: whole contexts (articles, story prompts) go to one side. The default when
+  comparisons share contexts.
+* ``by="item"``: when there is no shared context but items recur across pairs (all pairs among
+  100 statements), the *items* are split and a pair is kept only when both its items fall on
+  the same side; cross pairs (one train item, one test item) are dropped, so
+  ``len(train) + len(test) < n``.
+* ``by="pair"``: plain random split of pairs (each pair independent).
+
+:func:`labelled_items_split` is the paper's low-label setting: a handful of labelled items,
+probes trained on the comparisons among them, tested on the rest.
+
+Every function takes a ``seed`` and uses its own ``numpy.random.Generator``; none touches the
+global RNG. Indices come back sorted, as int64 arrays.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from typing import Literal
+
+import numpy as np
+
+from ppairs_lens.errors import ProbeError
+
+__all__ = ["train_test_split_pairs", "labelled_items_split", "resolve_split_by"]
+
+SplitBy = Literal["auto", "context", "item", "pair"]
+
+
+def _n_test(n_groups: int, test_size: float, what: str) -> int:
+    if not 0.0 < test_size < 1.0:
+        raise ProbeError(f"test_size must be strictly between 0 and 1, got {test_size}")
+    if n_groups < 2:
+        raise ProbeError(f"cannot split {n_groups} {what}(s) into train and test: need >= 2")
+    return int(min(n_groups - 1, max(1, round(test_size * n_groups))))
+
+
+def _check_item_pairs(item_ids: Sequence[tuple[Hashable, Hashable]]) -> list[tuple]:
+    pairs = [tuple(p) for p in item_ids]
+    for i, p in enumerate(pairs):
+        if len(p) != 2:
+            raise ProbeError(f"item_ids[{i}] must be a pair (item1_id, item2_id), got {p!r}")
+    return pairs
+
+
+def resolve_split_by(context_ids: Sequence[Hashable] | None,
+                     item_ids: Sequence[tuple[Hashable, Hashable]] | None) -> str:
+    """What ``by="auto"`` means for these ids.
+
+    ``"context"`` if some context holds more than one pair, else ``"item"`` if some item occurs
+    in more than one pair, else ``"pair"``.
+    """
+    if context_ids is not None and any(c > 1 for c in Counter(context_ids).values()):
+        return "context"
+    if item_ids is not None:
+        counts = Counter(i for p in _check_item_pairs(item_ids) for i in set(p))
+        if any(c > 1 for c in counts.values()):
+            return "item"
+    return "pair"
+
+
+def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
+                           item_ids: Sequence[tuple[Hashable, Hashable]] | None = None,
+                           test_size: float = 0.3, seed: int = 0, by: SplitBy = "auto",
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(train, test)`` of comparisons, split so nothing leaks between the sides.
+
+    ``context_ids[i]`` is the context of comparison ``i`` (e.g. ``Dataset.context_ids()``);
+    ``item_ids[i] = (item1_id, item2_id)``. ``test_size`` is the fraction of *groups* put in
+    the test set: contexts (``by="context"``), items (``by="item"``; only pairs with both
+    items on one side are kept, cross pairs are dropped, so with 30% test items about 9% of
+    an all-pairs design is test and 49% train) or pairs (``by="pair"``). ``by="auto"`` picks
+    with :func:`resolve_split_by`.
+    """
+    if context_ids is None and item_ids is None:
+        raise ProbeError("give context_ids or item_ids to split")
+    n = len(context_ids) if context_ids is not None else len(item_ids)
+    if context_ids is not None and item_ids is not None and len(item_ids) != n:
+        raise ProbeError(f"{len(context_ids)} context ids but {len(item_ids)} item-id pairs")
+    if by == "auto":
+        by = resolve_split_by(context_ids, item_ids)
+    rng = np.random.default_rng(seed)
+    if by == "pair":
+        perm = rng.permutation(n)
+        k = _n_test(n, test_size, "pair")
+        return np.sort(perm[k:]).astype(np.int64), np.sort(perm[:k]).astype(np.int64)
+    if by == "context":
+        if context_ids is None:
+            raise ProbeError("by='context' needs context_ids")
+        groups = list(dict.fromkeys(context_ids))            # first-seen order: reproducible
+        k = _n_test(len(groups), test_size, "context")
+        test_groups = {groups[i] for i in rng.permutation(len(groups))[:k]}
+        is_test = np.fromiter((c in test_groups for c in context_ids), bool, count=n)
+        return np.flatnonzero(~is_test).astype(np.int64), np.flatnonzero(is_test).astype(np.int64)
+    if by == "item":
+        if item_ids is None:
+            raise ProbeError("by='item' needs item_ids (pairs of item1_id, item2_id)")
+        pairs = _check_item_pairs(item_ids)
+        items = list(dict.fromkeys(i for p in pairs for i in p))
+        k = _n_test(len(items), test_size, "item")
+        test_items = {items[i] for i in rng.permutation(len(items))[:k]}
+        side = np.array([[a in test_items, b in test_items] for a, b in pairs], dtype=bool)
+        side = side.reshape(n, 2)
+        train = np.flatnonzero(~side[:, 0] & ~side[:, 1]).astype(np.int64)
+        test = np.flatnonzero(side[:, 0] & side[:, 1]).astype(np.int64)
+        if not len(train) or not len(test):
+            raise ProbeError(f"splitting items left {len(train)} train and {len(test)} test "
+                             f"pairs (cross pairs are dropped); use more items or by='pair'")
+        return train, test
+    raise ProbeError(f"unknown split mode by={by!r}; use 'auto', 'context', 'item' or 'pair'")
+
+
+def labelled_items_split(item_ids_pairs: Sequence[tuple[Hashable, Hashable]],
+                         n_train_items: int, seed: int = 0,
+                         test: Literal["unlabelled", "rest"] = "unlabelled",
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's few-labels setting: ``n_train_items`` random items are labelled.
+
+    Train on the comparisons *among* the labelled items (both items labelled). Test on
+    ``test="unlabelled"``: comparisons among unlabelled items only (no item seen in training,
+    the default), or ``test="rest"``: every other comparison, including those with one
+    labelled item.
+    """
+    pairs = _check_item_pairs(item_ids_pairs)
+    items = list(dict.fromkeys(i for p in pairs for i in p))
+    if not 2 <= n_train_items < len(items):
+        raise ProbeError(f"n_train_items must be in [2, {len(items) - 1}] for {len(items)} "
+                         f"items, got {n_train_items}")
+    rng = np.random.default_rng(seed)
+    labelled = {items[i] for i in rng.permutation(len(items))[:n_train_items]}
+    lab = np.array([[a in labelled, b in labelled] for a, b in pairs], dtype=bool).reshape(-1, 2)
+    is_train = lab[:, 0] & lab[:, 1]
+    if test == "unlabelled":
+        is_test = ~lab[:, 0] & ~lab[:, 1]
+    elif test == "rest":
+        is_test = ~is_train
+    else:
+        raise ProbeError(f"test must be 'unlabelled' or 'rest', got {test!r}")
+    train, test_idx = np.flatnonzero(is_train), np.flatnonzero(is_test)
+    if not len(train) or not len(test_idx):
+        raise ProbeError(f"{n_train_items} labelled items give {len(train)} train and "
+                         f"{len(test_idx)} test comparisons")
+    return train.astype(np.int64), test_idx.astype(np.int64)

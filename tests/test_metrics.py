@@ -1,0 +1,106 @@
+"""Metrics with bootstrap intervals, and within-context rank correlation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.metrics import auroc, bootstrap_ci, evaluate, f1, within_context_spearman
+
+
+def _noisy(n: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    labels = rng.choice([1, 2], size=n)
+    proba = np.clip(np.where(labels == 1, 0.65, 0.35) + rng.normal(0, 0.25, n), 0, 1)
+    proba[:10] = 0.5                                   # ties in the scores
+    return labels, proba
+
+
+def test_evaluate_matches_sklearn_and_intervals_bracket_values():
+    labels, proba = _noisy()
+    out = evaluate(labels, proba, n_boot=300, seed=1)
+    y = labels == 1
+    assert out["accuracy"]["value"] == pytest.approx(accuracy_score(y, proba >= 0.5))
+    assert out["f1"]["value"] == pytest.approx(f1_score(y, proba >= 0.5))
+    assert out["auroc"]["value"] == pytest.approx(roc_auc_score(y, proba))
+    for m in out.values():
+        assert m["lo"] <= m["value"] <= m["hi"] and m["hi"] - m["lo"] < 0.2
+    two_col = evaluate(labels, np.stack([1 - proba, proba], 1), n_boot=300, seed=1)
+    assert two_col == out
+    assert evaluate(labels, proba, n_boot=300, seed=1) == out          # seeded
+    perfect = evaluate(labels, (labels == 1).astype(float), n_boot=50)
+    assert all(perfect[k]["value"] == 1.0 for k in perfect)
+
+
+def test_metric_edge_cases():
+    y = np.array([0, 0, 1])
+    assert f1(y, np.zeros(3)) == 0.0 == f1_score(y, np.zeros(3), zero_division=0)
+    with pytest.raises(ValueError):
+        auroc(np.ones(4), np.linspace(0, 1, 4))
+    with pytest.raises(ProbeError, match="tie"):
+        evaluate([1, 0, 2], [0.2, 0.5, 0.7])
+    with pytest.raises(ProbeError, match="NaN"):
+        evaluate([1, 2], [np.nan, 0.3])
+    with pytest.raises(ProbeError, match="probabilities"):
+        evaluate([1, 2], [0.3])
+
+
+def test_single_class_resamples_are_skipped_for_auroc():
+    y = np.r_[1, np.zeros(29)].astype(int)
+    s = np.linspace(1, 0, 30)                          # the positive scores highest
+    ci = bootstrap_ci(auroc, y, s, n_boot=400, seed=0)
+    assert 200 < ci["n_boot_used"] < 400               # ~ (1 - (29/30)^30) resamples have the 1
+    assert ci["value"] == ci["lo"] == ci["hi"] == 1.0
+
+
+def test_group_bootstrap_is_wider_for_clustered_data():
+    rng = np.random.default_rng(2)
+    groups = np.repeat(np.arange(20), 25)
+    y = np.repeat(rng.random(20) < 0.5, 25).astype(int)  # whole groups agree
+    s = np.zeros_like(y, dtype=float)
+
+    def mean_y(a, _):
+        return float(np.mean(a))
+
+    iid = bootstrap_ci(mean_y, y, s, n_boot=500, seed=0)
+    grouped = bootstrap_ci(mean_y, y, s, n_boot=500, seed=0, groups=groups)
+    assert grouped["value"] == iid["value"]
+    assert (grouped["hi"] - grouped["lo"]) > 2 * (iid["hi"] - iid["lo"])
+    with pytest.raises(ProbeError, match="group ids"):
+        bootstrap_ci(mean_y, y, s, groups=groups[:10])
+
+
+def _ranked_pairs(n_ctx: int = 8, n_items: int = 5, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    gold, pairs, proba = {}, [], []
+    for c in range(n_ctx):
+        scores = rng.normal(size=n_items)
+        for i in range(n_items):
+            gold[f"c{c}i{i}"] = scores[i]
+        for i in range(n_items):
+            for j in range(n_items):
+                if i != j:
+                    pairs.append((f"c{c}", f"c{c}i{i}", f"c{c}i{j}"))
+                    proba.append(1 / (1 + np.exp(-(scores[i] - scores[j]))))
+    return pairs, np.array(proba), gold
+
+
+def test_within_context_spearman():
+    pairs, proba, gold = _ranked_pairs()
+    out = within_context_spearman(pairs, proba, gold, n_boot=200)
+    assert out["value"] == pytest.approx(1.0) and out["n_contexts"] == 8
+    assert out["lo"] == pytest.approx(1.0) and out["hi"] == pytest.approx(1.0)
+    flipped = within_context_spearman(pairs, 1 - proba, gold, n_boot=200)
+    assert flipped["value"] == pytest.approx(-1.0)
+    noisy = within_context_spearman(
+        pairs, np.random.default_rng(0).random(len(pairs)), gold, n_boot=200)
+    assert -1 <= noisy["lo"] <= noisy["value"] <= noisy["hi"] <= 1
+    # A context with constant gold scores has no rank correlation: skipped, not counted.
+    flat = dict(gold) | {f"c0i{i}": 1.0 for i in range(5)}
+    assert within_context_spearman(pairs, proba, flat, n_boot=50)["n_contexts"] == 7
+    with pytest.raises(ProbeError, match="no gold score"):
+        within_context_spearman(pairs, proba, {k: v for k, v in gold.items() if k != "c3i2"})
+    with pytest.raises(ProbeError, match="undefined"):
+        within_context_spearman(pairs[:20], proba[:20], {k: 0.0 for k in gold})

@@ -1,0 +1,200 @@
+"""Batched all-layer probe fitting against the single-layer estimators and scikit-learn."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from sklearn.linear_model import LogisticRegression
+
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.features import contrast_features, side_means
+from ppairs_lens.probes import PROBE_KINDS, SupervisedProbe, make_probe
+from ppairs_lens.sweep import batched_logistic_regression, fit_sweep
+
+
+def planted_layers(n: int = 600, n_layers: int = 4, d: int = 24, *, seed: int = 0,
+                   noise: float = 1.0, nuisance: float = 20.0, aniso: float = 0.3):
+    """``[n, 2, layer, d]`` activations: a per-layer planted direction whose strength grows
+    with depth (layer 0 nearly noise), a large shared per-pair component and large side
+    offsets, anisotropic noise (like residual streams)."""
+    rng = np.random.default_rng(seed)
+    r = rng.normal(size=(n_layers, d))
+    r /= np.linalg.norm(r, axis=1, keepdims=True)
+    s = rng.choice([-1.0, 1.0], size=n, p=[0.4, 0.6])            # unbalanced classes
+    strength = np.linspace(0.3, 3.0, n_layers)[None, :, None]
+    scales = np.exp(aniso * rng.normal(size=(n_layers, d)))      # anisotropic noise
+    base = nuisance * rng.normal(size=(n, n_layers, 1)) * rng.normal(size=(n_layers, d))
+    off = nuisance * rng.normal(size=(2, n_layers, d))
+    x0 = base + off[0] + 0.5 * strength * s[:, None, None] * r \
+        + noise * scales * rng.normal(size=(n, n_layers, d))
+    x1 = base + off[1] - 0.5 * strength * s[:, None, None] * r \
+        + noise * scales * rng.normal(size=(n, n_layers, d))
+    acts = torch.tensor(np.stack([x0, x1], axis=1), dtype=torch.float32)
+    return acts, np.where(s > 0, 1, 2), r
+
+
+@pytest.fixture(scope="module")
+def data():
+    acts, labels, r = planted_layers(n=900, n_layers=5, d=40, seed=1, noise=0.5)
+    return acts[:600], labels[:600], acts[600:], labels[600:], r
+
+
+@pytest.fixture(scope="module")
+def sweep(data):
+    tr_x, tr_y, *_ = data
+    return fit_sweep(tr_x, tr_y, model_name="toy", layers=[10, 11, 12, 13, 14])
+
+
+def test_sweep_matches_sklearn_loop_on_every_layer(data, sweep):
+    tr_x, tr_y, te_x, te_y, _ = data
+    acc_tr = sweep.score(tr_x, tr_y)["supervised"]
+    acc_te = sweep.score(te_x, te_y)["supervised"]
+    for layer in range(tr_x.shape[2]):
+        ref = SupervisedProbe().fit(tr_x[:, :, layer], tr_y)
+        cos = float(ref.direction_ @ sweep.directions["supervised"][layer].numpy())
+        assert cos > 0.99, (layer, cos)
+        assert abs(ref.score(tr_x[:, :, layer], tr_y) - acc_tr[layer]) <= 0.005
+        assert abs(ref.score(te_x[:, :, layer], te_y) - acc_te[layer]) <= 0.005
+    assert bool(sweep.converged.all())
+
+
+@pytest.mark.parametrize("kind", ["pca", "mass_mean"])
+def test_unsupervised_kinds_match_single_probes(data, sweep, kind):
+    tr_x, tr_y, te_x, _, _ = data
+    proba = sweep.predict_proba(te_x)[kind]
+    for layer in range(tr_x.shape[2]):
+        ref = make_probe(kind).fit(tr_x[:, :, layer], tr_y)
+        np.testing.assert_allclose(sweep.directions[kind][layer].numpy(), ref.direction_,
+                                   atol=1e-8)
+        assert float(sweep.scales[kind][layer]) == pytest.approx(ref.scale_, rel=1e-8)
+        np.testing.assert_allclose(proba[layer], ref.predict_proba(te_x[:, :, layer])[:, 1],
+                                   atol=1e-9)
+
+
+def test_sweep_recovers_planted_directions(data, sweep):
+    _, _, te_x, te_y, r = data
+    scores = sweep.score(te_x, te_y)
+    for kind in PROBE_KINDS:
+        for layer in (3, 4):                                     # the strong layers
+            cos = float(sweep.directions[kind][layer].numpy() @ r[layer])
+            assert cos > 0.9, (kind, layer, cos)
+            assert scores[kind][layer] > 0.9
+
+
+def test_to_probe_is_the_equivalent_estimator(data, sweep):
+    _, _, te_x, te_y, _ = data
+    proba = sweep.predict_proba(te_x)
+    preds = sweep.predict(te_x)
+    for kind in PROBE_KINDS:
+        probe = sweep.to_probe(kind, 2)
+        assert probe.layer_ == 12 and probe.model_name_ == "toy"
+        assert probe.n_features_in_ == 40
+        np.testing.assert_allclose(probe.predict_proba(te_x[:, :, 2])[:, 1], proba[kind][2],
+                                   atol=1e-12)
+        np.testing.assert_array_equal(probe.predict(te_x[:, :, 2]), preds[kind][2])
+        assert probe.score(te_x[:, :, 2], te_y) == pytest.approx(
+            sweep.score(te_x, te_y)[kind][2])
+    assert isinstance(sweep.to_probe("supervised", -1), SupervisedProbe)
+    with pytest.raises(ProbeError, match="layer 13"):
+        sweep.to_probe("pca", 3).predict(te_x[:, :, 3], layer=13 + 1)
+    with pytest.raises(ProbeError, match="out of range"):
+        sweep.to_probe("pca", 5)
+
+
+def test_solvers_agree_including_dual_and_cg():
+    """Primal Newton, Newton-CG and the Woodbury (n < d) form all reach sklearn's optimum
+    (sklearn run to a tight tolerance: its default lbfgs stops ~1e-3 short of it)."""
+    acts, labels, _ = planted_layers(n=300, n_layers=3, d=24, seed=2, aniso=1.0)
+    wide, wlabels, _ = planted_layers(n=60, n_layers=2, d=150, seed=3, aniso=1.0)
+    for x, y in ((acts, labels), (wide, wlabels)):
+        ref = []
+        for layer in range(x.shape[2]):
+            xl = x[:, :, layer].double()
+            feats = contrast_features(xl, *side_means(xl)).numpy()
+            ref.append(LogisticRegression(fit_intercept=False, class_weight="balanced",
+                                          tol=1e-12, max_iter=100_000).fit(feats, y == 1).coef_[0])
+        for solver in ("newton", "newton-cg"):
+            sw = fit_sweep(x, y, kinds=["supervised"], solver=solver)
+            for layer, coef in enumerate(ref):
+                w = sw.coef("supervised")[layer].numpy()
+                np.testing.assert_allclose(w, coef, rtol=1e-4, atol=1e-6 * np.abs(coef).max())
+
+
+def test_batched_logistic_regression_objective_scaling():
+    """C multiplies the weighted log-loss sum, as in sklearn: the gradient vanishes there."""
+    rng = np.random.default_rng(4)
+    x = torch.tensor(rng.normal(size=(2, 200, 5)))
+    y = torch.tensor((rng.random(200) < 0.3).astype(float))
+    for C in (0.01, 1.0, 100.0):
+        w, _, conv = batched_logistic_regression(x, y, C)
+        assert bool(conv.all())
+        sw = torch.where(y > 0, 200 / (2 * y.sum()), 200 / (2 * (200 - y.sum())))
+        p = torch.sigmoid(torch.einsum("lnd,ld->ln", x, w))
+        grad = C * torch.einsum("lnd,ln->ld", x, sw * (p - y)) + w
+        assert float(grad.abs().max()) < 1e-6
+
+
+def test_degenerate_layer_is_marked_not_fatal():
+    acts, labels, _ = planted_layers(n=200, n_layers=3, d=16, seed=5)
+    acts[:, 0, 0] = acts[0, 0, 0]          # layer 0: every pair has the same activations
+    acts[:, 1, 0] = acts[0, 1, 0]
+    with pytest.warns(UserWarning, match="degenerate"):
+        sw = fit_sweep(acts, labels)
+    for kind in PROBE_KINDS:
+        assert sw.degenerate[kind].tolist() == [True, False, False]
+        proba = sw.predict_proba(acts)[kind]
+        assert np.isnan(proba[0]).all() and np.isfinite(proba[1:]).all()
+        assert np.isnan(sw.score(acts, labels)[kind][0])
+        with pytest.raises(ProbeError, match="degenerate"):
+            sw.to_probe(kind, 0)
+    with pytest.raises(ProbeError, match="every layer"):
+        fit_sweep(acts[:, :, :1], labels)
+
+
+def test_chunking_device_and_half_precision_give_the_same_probes():
+    acts, labels, _ = planted_layers(n=200, n_layers=4, d=16, seed=6)
+    ref = fit_sweep(acts, labels)
+    one = fit_sweep(acts, labels, layer_batch=1)
+    half = fit_sweep(acts.half(), labels, layer_batch=3)
+    for kind in PROBE_KINDS:
+        torch.testing.assert_close(one.directions[kind], ref.directions[kind])
+        cos = (half.directions[kind] * ref.directions[kind]).sum(-1)
+        assert float(cos.min()) > 0.99
+    np.testing.assert_allclose(one.predict_proba(acts, layer_batch=1)["pca"],
+                               ref.predict_proba(acts)["pca"])
+
+
+def test_sweep_refusals():
+    acts, labels, _ = planted_layers(n=100, n_layers=3, d=16, seed=7)
+    with pytest.raises(ProbeError, match=r"\[n, 2, layer, d\]"):
+        fit_sweep(acts[:, :, 0], labels)
+    with pytest.raises(ProbeError, match="unknown probe kind"):
+        fit_sweep(acts, labels, kinds=["lda"])
+    with pytest.raises(ProbeError, match="each class"):
+        fit_sweep(acts, np.ones(100, dtype=int))
+    tied = labels.copy()
+    tied[5] = 0
+    with pytest.raises(ProbeError, match="tie"):
+        fit_sweep(acts, tied)
+    bad = acts.clone()
+    bad[4, 0, 2, 3] = float("inf")
+    with pytest.raises(ProbeError, match=r"non-finite.*\[2\]"):
+        fit_sweep(bad, labels)
+    with pytest.raises(ProbeError, match="3 layer labels"):
+        fit_sweep(acts[:, :, :2], labels, layers=[1, 2, 3])
+    sw = fit_sweep(acts, labels, model_name="a")
+    with pytest.raises(ProbeError, match=r"d_model=16.*d_model=8"):
+        sw.predict_proba(acts[..., :8])
+    with pytest.raises(ProbeError, match="3 layers.*2 layers"):
+        sw.predict_proba(acts[:, :, :2])
+    with pytest.raises(ProbeError, match="'a'.*'b'"):
+        sw.predict_proba(acts, model_name="b")
+    with pytest.raises(ProbeError, match="no 'pca'"):
+        fit_sweep(acts, labels, kinds=["supervised"]).to_probe("pca", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # a healthy sweep raises no warnings
+        fit_sweep(acts, labels)
