@@ -151,8 +151,8 @@ def fit_logistic_scale(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"], *, la
 # --------------------------------------------------------------------------------------------
 
 def _finite_acts(acts: Any, what: str) -> Float[Tensor, "n 2 d"]:
-    """One layer's activations as float64 ``[n, 2, d]``, refusing NaN / inf."""
-    t = as_acts(acts, dtype=torch.float64)
+    """One layer's activations as float64 ``[n, 2, d]`` on the CPU, refusing NaN / inf."""
+    t = as_acts(acts, dtype=torch.float64).cpu()
     if t.ndim != 3:
         raise ProbeError(
             f"a single probe takes one layer's activations [n, 2, d]; got shape "

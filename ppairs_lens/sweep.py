@@ -308,7 +308,7 @@ class SweepProbes:
                 and model_name != self.model_name):
             raise ProbeError(f"sweep was fitted on model {self.model_name!r}, asked to apply it "
                              f"to activations of model {model_name!r}")
-        x_all = _check_sweep_acts(acts, "input")
+        x_all = _check_sweep_acts(acts)
         n, _, n_layers, d = x_all.shape
         if (n_layers, d) != (self.n_layers, self.d_model):
             raise ProbeError(
@@ -378,7 +378,7 @@ class SweepProbes:
         return probe
 
 
-def _check_sweep_acts(acts: Any, what: str) -> Float[Tensor, "n 2 layer d"]:
+def _check_sweep_acts(acts: Any) -> Float[Tensor, "n 2 layer d"]:
     t = as_acts(acts)
     if t.ndim != 4:
         raise ProbeError(f"a sweep takes activations of all layers [n, 2, layer, d], got shape "
@@ -449,7 +449,7 @@ def fit_sweep(
             raise ProbeError(f"unknown probe kind {k!r}; choose from {PROBE_KINDS}")
     if not kinds:
         raise ProbeError("no probe kinds requested")
-    x_all = _check_sweep_acts(acts, "training")
+    x_all = _check_sweep_acts(acts)
     n, _, n_layers, d = x_all.shape
     y_int = labels_to_targets(labels)
     if y_int.numel() != n:

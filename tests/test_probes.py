@@ -17,6 +17,7 @@ from ppairs_lens.probes import (
     SupervisedProbe,
     fit_logistic_scale,
     make_probe,
+    top_principal_direction,
 )
 
 
@@ -252,3 +253,17 @@ def test_refuses_non_finite_ties_and_bad_kinds():
         make_probe("lda")
     with pytest.raises(ProbeError, match="bad parameters"):
         make_probe("pca", C=1.0)
+
+
+def test_randomized_pca_path_matches_exact():
+    """Above ``exact_max`` the top component comes from seeded subspace iteration."""
+    acts, labels, _ = planted(n=300, d=64, seed=13)
+    x = acts.double()
+    diffs = contrast_features(x, *side_means(x))
+    exact = top_principal_direction(diffs)
+    approx = top_principal_direction(diffs, exact_max=8)
+    assert abs(float(exact @ approx)) > 1 - 1e-8
+    wide = diffs[:40]                                  # n < d: the n x n Gram path
+    assert abs(float(top_principal_direction(wide) @ top_principal_direction(
+        wide, exact_max=8))) > 1 - 1e-6
+    assert abs(float(top_principal_direction(wide) @ torch.linalg.svd(wide)[2][0])) > 1 - 1e-8

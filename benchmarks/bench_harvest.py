@@ -1,0 +1,77 @@
+"""Benchmarks (a) and (b): our harvester vs batched two-sided full passes vs one prompt at a
+time with HF ``output_hidden_states`` (the original PPairS approach), plus the limit: a bare
+HF forward of exactly the tokens our harvester computes.
+
+Run: ``python -m benchmarks.bench_harvest [--articles 1 --summaries 10 --short-pairs 64]``
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from benchmarks.common import (batched_two_sided, bare_schedule, hf_copy, max_rel_err,
+                               one_prompt_at_a_time, summeval_like, timed, tokens_computed)
+from ppairs_lens.data import builtin_dataset
+from ppairs_lens.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.models import embedded_model_dir, load_model
+from ppairs_lens.prompts import build_contrast_pairs
+
+
+def compare(name: str, bridge, hf, pairs, with_original: bool = True) -> dict:
+    warm = pairs[:2]
+    harvest_pairs(bridge, warm)  # warm-up: first-call allocations are not the steady state
+    t_ours, ours = timed(lambda: harvest_pairs(bridge, pairs, HarvestSettings()))
+    t_full, full = timed(lambda: batched_two_sided(bridge, pairs))
+    t_bare, _ = timed(lambda: bare_schedule(hf, pairs))
+    res = {"set": name, "pairs": len(pairs), "ours_s": t_ours, "two_sided_s": t_full,
+           "bare_limit_s": t_bare,
+           "tokens_ours": tokens_computed(pairs, True), "tokens_full": tokens_computed(pairs, False),
+           "err_vs_two_sided": max_rel_err(ours, full)}
+    if with_original:
+        t_one, one = timed(lambda: one_prompt_at_a_time(hf, pairs))
+        res.update(one_at_a_time_s=t_one, err_vs_original=max_rel_err(ours, one))
+    return res
+
+
+def report(r: dict) -> None:
+    print(f"\n[{r['set']}] {r['pairs']} pairs; tokens computed: ours {r['tokens_ours']}, "
+          f"two-sided {r['tokens_full']} ({r['tokens_full'] / r['tokens_ours']:.1f}x)")
+    print(f"  ours                 {r['ours_s']:8.2f} s")
+    print(f"  batched two-sided    {r['two_sided_s']:8.2f} s   speed-up {r['two_sided_s'] / r['ours_s']:5.2f}x")
+    if "one_at_a_time_s" in r:
+        print(f"  one at a time (HF)   {r['one_at_a_time_s']:8.2f} s   speed-up "
+              f"{r['one_at_a_time_s'] / r['ours_s']:5.2f}x")
+    print(f"  bare limit (HF)      {r['bare_limit_s']:8.2f} s   ours / limit "
+          f"{r['ours_s'] / r['bare_limit_s']:5.2f}x")
+    print(f"  max relative difference of stored values: vs two-sided {r['err_vs_two_sided']:.1e}"
+          + (f", vs original {r['err_vs_original']:.1e}" if "err_vs_original" in r else ""))
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--articles", type=int, default=1)
+    ap.add_argument("--summaries", type=int, default=10)
+    ap.add_argument("--short-pairs", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    bridge = load_model()
+    hf = hf_copy(embedded_model_dir())
+    long_ds = summeval_like(args.articles, args.summaries)
+    short_ds = builtin_dataset("larger_number", seed=0, n=args.short_pairs)
+    print(f"model {bridge.ppairs_model_name}, torch threads {torch.get_num_threads()}; "
+          f"long set: {long_ds.source}")
+    results = []
+    for name, ds in [("summeval-like", long_ds), ("short prompts", short_ds)]:
+        pairs = build_contrast_pairs(bridge.tokenizer, ds)
+        r = compare(name, bridge, hf, pairs)
+        report(r)
+        results.append(r)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Shared pieces of the benchmarks: data sets, the reference harvesters, a timer.
+
+Every benchmark measures our code and its references side by side in one process, on the
+same prompts and model, and prints ratios (never absolute targets baked into tests).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from ppairs_lens.harvest import hook_names
+from ppairs_lens.prompts import ContrastPair
+from ppairs_lens.records import Dataset, ScoredItem
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+_WORDS = ("the council said new plans for the river park would cost more than expected and "
+          "residents asked whether the money could be found before winter when storms often "
+          "flood the lower streets near the old market hall where traders sell fish bread and "
+          "flowers every morning").split()
+
+
+def _text(rng: random.Random, n_words: int) -> str:
+    words = [rng.choice(_WORDS) for _ in range(n_words)]
+    return " ".join(words).capitalize() + "."
+
+
+def summeval_like(n_articles: int, n_summaries: int, seed: int = 0) -> Dataset:
+    """Real SummEval (first articles) when ../shared is present, else long synthetic articles.
+
+    Either way: every article (~400 tokens) is shared by all pairs of its summaries, which is
+    what prefix sharing exploits.
+    """
+    from ppairs_lens.data import comparisons_within_contexts, read_scored_items
+
+    path = SHARED / "summeval" / "summeval.jsonl"
+    if path.is_file():
+        items = read_scored_items(path, "coherence")
+        keep: dict[str, list[ScoredItem]] = {}
+        for it in items:
+            group = keep.setdefault(it.context_id, [])
+            if len(group) < n_summaries:
+                group.append(it)
+            if len(keep) > n_articles:
+                break
+        chosen = [it for cid in list(keep)[:n_articles] for it in keep[cid]]
+        source = "SummEval (../shared/datasets)"
+    else:
+        rng = random.Random(seed)
+        chosen = []
+        for a in range(n_articles):
+            article = " ".join(_text(rng, 18) for _ in range(16))
+            chosen += [ScoredItem(f"a{a}/s{s}", _text(rng, rng.randint(25, 55)), rng.random(),
+                                  context_id=f"a{a}", context=article) for s in range(n_summaries)]
+        source = "synthetic long-context set (no ../shared/datasets)"
+    recs = comparisons_within_contexts(chosen)
+    return Dataset("summeval_like", "comparison", recs, aspect="coherent", item_name="summary",
+                   context_name="article", source=source)
+
+
+def timed(fn: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
+    """Best wall time of ``repeat`` runs (seconds) and the last result."""
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def hf_copy(bridge_dir: Path):
+    """A separate plain HF model (booting a bridge rewires the HF object it wraps)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(bridge_dir), dtype=torch.float32)
+    return model.eval()
+
+
+@torch.inference_mode()
+def one_prompt_at_a_time(hf_model, pairs: Sequence[ContrastPair]) -> torch.Tensor:
+    """The original PPairS approach: each prompt alone, ``output_hidden_states=True``."""
+    n_layers = hf_model.config.num_hidden_layers
+    out = torch.empty(len(pairs), 2, n_layers + 1, hf_model.config.hidden_size)
+    for i, p in enumerate(pairs):
+        for side in range(2):
+            ids = torch.tensor([list(p.prefix_ids) + [p.final_ids[side]]])
+            hs = hf_model(ids, output_hidden_states=True).hidden_states
+            # hidden_states[l + 1] is block l's output; HF's last entry is after the final norm.
+            out[i, side, :n_layers] = torch.stack([h[0, -1] for h in hs[1:n_layers + 1]])
+            out[i, side, n_layers] = hs[-1][0, -1]
+    return out
+
+
+@torch.inference_mode()
+def batched_two_sided(bridge, pairs: Sequence[ContrastPair], token_budget: int = 16384
+                      ) -> torch.Tensor:
+    """Both full prompts of every pair, length-sorted right-padded batches, hooks keeping only
+    the last real position (a lean harvester without prefix sharing)."""
+    names = hook_names(bridge.cfg.n_layers)
+    seqs = [(i, s, list(p.prefix_ids) + [p.final_ids[s]]) for i, p in enumerate(pairs)
+            for s in range(2)]
+    seqs.sort(key=lambda t: -len(t[2]))
+    out = torch.empty(len(pairs), 2, len(names), bridge.cfg.d_model)
+    start = 0
+    while start < len(seqs):
+        rows = max(1, min(len(seqs) - start, token_budget // len(seqs[start][2])))
+        chunk = seqs[start:start + rows]
+        width = len(chunk[0][2])
+        ids = torch.zeros(rows, width, dtype=torch.long)
+        mask = torch.zeros(rows, width, dtype=torch.long)
+        for r, (_, _, s) in enumerate(chunk):
+            ids[r, :len(s)] = torch.tensor(s)
+            mask[r, :len(s)] = 1
+        last = mask.sum(1) - 1
+        grabbed: dict[str, torch.Tensor] = {}
+
+        def grabber(name):  # keyed by our name: the bridge reports aliases' canonical names
+            def grab(x, hook):
+                grabbed[name] = x[torch.arange(rows), last].detach().clone()
+                return x
+            return grab
+
+        with bridge.hooks(fwd_hooks=[(n, grabber(n)) for n in names]):
+            bridge(ids, attention_mask=mask, logits_to_keep=1)
+        acts = torch.stack([grabbed[n] for n in names], 1)
+        for r, (i, s, _) in enumerate(chunk):
+            out[i, s] = acts[r]
+        start += rows
+    return out
+
+
+@torch.inference_mode()
+def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 16384) -> None:
+    """The physical limit: a bare HF model (no bridge, no hooks, no read-out) running exactly
+    the tokens our harvester computes, on the same schedule (contexts once, suffixes on a copy
+    of the context cache, two final tokens per pair)."""
+    import copy
+
+    from ppairs_lens.harvest import _groups
+
+    prefixes = [p.prefix_ids for p in pairs]
+    for idx, c in _groups(prefixes, [p.group for p in pairs], True):
+        ctx_out = hf_model(torch.tensor([list(prefixes[idx[0]][:c])]), use_cache=True,
+                           logits_to_keep=1)
+        idx = sorted(idx, key=lambda i: -len(prefixes[i]))
+        start = 0
+        while start < len(idx):
+            s_max = len(prefixes[idx[start]]) - c
+            rows = max(1, min(len(idx) - start, token_budget // (c + s_max + 1)))
+            chunk = idx[start:start + rows]
+            lens = [len(prefixes[i]) - c for i in chunk]
+            suffix = torch.zeros(rows, max(lens), dtype=torch.long)
+            mask = torch.zeros(rows, c + max(lens), dtype=torch.long)
+            mask[:, :c] = 1
+            for r, i in enumerate(chunk):
+                suffix[r, :lens[r]] = torch.tensor(prefixes[i][c:])
+                mask[r, c:c + lens[r]] = 1
+            cache = copy.deepcopy(ctx_out.past_key_values)
+            cache.batch_repeat_interleave(rows)
+            pos = (c + torch.arange(max(lens)))[None].expand(rows, -1)
+            o = hf_model(suffix, past_key_values=cache, attention_mask=mask, position_ids=pos,
+                         use_cache=True, logits_to_keep=1)
+            cache = o.past_key_values
+            cache.batch_repeat_interleave(2)
+            final = torch.tensor([t for i in chunk for t in pairs[i].final_ids])[:, None]
+            mask2 = torch.cat([mask.repeat_interleave(2, 0), torch.ones(2 * rows, 1,
+                                                                          dtype=torch.long)], 1)
+            pos2 = (c + torch.tensor(lens)).repeat_interleave(2)[:, None]
+            hf_model(final, past_key_values=cache, attention_mask=mask2, position_ids=pos2,
+                     logits_to_keep=1)
+            start += rows
+
+
+def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)).max().item()
+
+
+def tokens_computed(pairs: Sequence[ContrastPair], shared: bool) -> int:
+    """Token positions a harvest runs: with sharing, contexts once plus per-pair parts."""
+    from ppairs_lens.harvest import _groups
+
+    if not shared:
+        return sum(2 * (len(p.prefix_ids) + 1) for p in pairs)
+    prefixes = [p.prefix_ids for p in pairs]
+    total = 0
+    for idx, c in _groups(prefixes, [p.group for p in pairs], True):
+        total += c + sum(len(prefixes[i]) - c + 2 for i in idx)
+    return total

@@ -1,0 +1,208 @@
+"""Scoring baselines on the same model and prompts: direct scoring and G-Eval.
+
+Both ask the model to rate one item at a time on a 1-5 scale for the aspect. The prompt is a
+chat user turn with the context and the single item, and an assistant turn pre-filled up to
+"... I would rate it " so that the next token is the score. We read the next-token logits of
+the five score tokens "1" .. "5" (each checked to be a single token that starts right where
+the prompt ends, so the logits are the probabilities of the whole answer):
+
+* **direct scoring** - the answer is the most likely score (``argmax``), as a model answering
+  greedily would; many items tie, which is what makes it a weak ranker.
+* **G-Eval** (Liu et al. 2023) - the probability-weighted mean score ``sum_k k p(k)`` with
+  ``p`` the softmax over the five score logits only.
+
+The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
+:class:`ppairs_lens.comparators.ZeroShotComparator`.
+
+Prompts run with :func:`ppairs_lens.harvest.run_branches` (prefix = prompt minus its last
+token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
+its prefix; or through a :class:`ppairs_lens.comparators.ContextKV` to keep the context across
+calls. ``n_rows`` = items scored (one prompt each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from jaxtyping import Float
+
+from .comparators import ContextKV, context_anchor, dataset_meta
+from .errors import TemplateError
+from .harvest import HarvestSettings, _check_context_length, run_branches
+from .prompts import ASPECT_DESCRIPTIONS, _chat_text
+from .records import Dataset, ScoredItem
+
+__all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items"]
+
+
+@dataclass(frozen=True)
+class ScoreTemplate:
+    """The single-item rating prompt: a chat user turn plus an assistant prefix.
+
+    Fields in braces are filled from the dataset question (aspect, item, context name, the
+    aspect's description) and the item. The assistant prefix must end where the score token
+    starts (checked with the tokenizer).
+    """
+
+    user: str = ("{context_block}{Item}:\n{item_text}\n\n"
+                 "How {aspect} is this {item}?{description} Rate it on a scale from 1 (not "
+                 "{aspect} at all) to 5 (very {aspect}). Answer with a single number.")
+    context_block: str = "Consider the following {context_name}:\n{context}\n\n"
+    no_context_block: str = "Consider the following {item}.\n\n"
+    assistant: str = ("On a scale from 1 (not {aspect} at all) to 5 (very {aspect}), "
+                      "I would rate it ")
+    scores: tuple[str, ...] = ("1", "2", "3", "4", "5")
+    system: str | None = None
+    include_description: bool = True
+
+    def describe(self) -> dict:
+        return {"kind": "score", **asdict(self)}
+
+
+@dataclass(frozen=True)
+class ScorePrompt:
+    """Token ids of one rating prompt (ending right before the score) and its score tokens."""
+
+    item_id: str
+    prefix_ids: tuple[int, ...]
+    score_ids: tuple[int, ...]
+    group: str
+    text: str
+    block: str | None
+
+
+def _render(template: ScoreTemplate, meta: Dataset, text: str, context: str | None
+            ) -> tuple[str, str, str]:
+    item = meta.item_name
+    desc = ""
+    if template.include_description:
+        d = meta.aspect_description or ASPECT_DESCRIPTIONS.get(meta.aspect)
+        desc = f" ({d})" if d else ""
+    fields = dict(item=item, Item=item[:1].upper() + item[1:], aspect=meta.aspect,
+                  context_name=meta.context_name, item_text=text, description=desc)
+    block = (template.context_block.format(context_name=meta.context_name, context=context)
+             if context else template.no_context_block.format(**fields))
+    return template.user.format(context_block=block, **fields), \
+        template.assistant.format(**fields), block
+
+
+def score_prompt(tokenizer, meta: Dataset | Mapping[str, Any], item_id: Hashable,
+                 item: ScoredItem | str, template: ScoreTemplate | None = None) -> ScorePrompt:
+    """The rating prompt of one item; raises :class:`TemplateError` unless every score string
+    is one token that the tokenizer keeps separate from the prompt before it."""
+    template = template or ScoreTemplate()
+    meta = dataset_meta(meta)
+    text, context, ctx_id = ((item.text, item.context, item.context_id)
+                             if isinstance(item, ScoredItem) else (str(item), None, None))
+    user, assistant, block = _render(template, meta, text, context)
+    prompt = _chat_text(tokenizer, template.system, user) + assistant
+    pre = tokenizer(prompt, add_special_tokens=False).input_ids
+    ids = []
+    for s in template.scores:
+        full = tokenizer(prompt + s, add_special_tokens=False).input_ids
+        if len(full) != len(pre) + 1 or full[:-1] != pre:
+            raise TemplateError(
+                f"score {s!r} is not one token after the assistant prefix (prompt ends "
+                f"{tokenizer.convert_ids_to_tokens(pre[-3:])}, with the score "
+                f"{tokenizer.convert_ids_to_tokens(full[-3:])}); end the prefix where the score "
+                "starts a new token")
+        ids.append(full[-1])
+    if len(set(ids)) != len(ids):
+        raise TemplateError(f"score strings {template.scores} share tokens {ids}")
+    group = str(ctx_id) if context else "__all__"
+    return ScorePrompt(str(item_id), tuple(pre), tuple(ids), group, prompt, block)
+
+
+@dataclass(frozen=True)
+class ItemScores:
+    """Scores of items read from one forward per item.
+
+    ``logits[i]`` are the next-token logits of the score tokens; ``probs`` their softmax over
+    those tokens only; ``direct`` the argmax score, ``geval`` the probability-weighted mean.
+    """
+
+    item_ids: tuple[str, ...]
+    score_values: tuple[float, ...]
+    logits: Float[np.ndarray, "item score"]
+    n_rows: int
+    n_tokens: int
+
+    @property
+    def probs(self) -> Float[np.ndarray, "item score"]:
+        z = self.logits - self.logits.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    @property
+    def direct(self) -> Float[np.ndarray, "item"]:
+        return np.asarray(self.score_values)[np.argmax(self.logits, axis=1)]
+
+    @property
+    def geval(self) -> Float[np.ndarray, "item"]:
+        return self.probs @ np.asarray(self.score_values)
+
+    def as_dict(self, which: str) -> dict[str, float]:
+        """``{item_id: score}`` for ``which`` = "direct" or "geval"."""
+        vals = {"direct": self.direct, "geval": self.geval}[which]
+        return {k: float(v) for k, v in zip(self.item_ids, vals)}
+
+
+def score_items(bridge, items: Mapping[Hashable, ScoredItem | str],
+                meta: Dataset | Mapping[str, Any], template: ScoreTemplate | None = None, *,
+                runner: ContextKV | None = None,
+                settings: HarvestSettings = HarvestSettings()) -> ItemScores:
+    """Direct and G-Eval scores of ``items`` (``{item_id: ScoredItem or text}``).
+
+    Items of one context share its prefix within this call (``run_branches``), or across calls
+    when a ``runner`` is given.
+    """
+    template = template or ScoreTemplate()
+    tok = bridge.tokenizer
+    prompts = [score_prompt(tok, meta, k, v, template) for k, v in items.items()]
+    if not prompts:
+        raise ValueError("no items to score")
+    ids = prompts[0].score_ids
+    if any(p.score_ids != ids for p in prompts):
+        raise TemplateError("score tokens differ between prompts")
+    _check_context_length(bridge, [p.item_id for p in prompts],
+                          [p.prefix_ids[:-1] for p in prompts])
+    prefixes = [p.prefix_ids[:-1] for p in prompts]
+    branches = [(p.prefix_ids[-1],) for p in prompts]
+    if runner is not None:
+        before = runner.n_tokens
+        anchors = [context_anchor(tok, p.text, p.block) for p in prompts]
+        lg = runner.run(prefixes, branches, anchors, logit_ids=ids).logits[:, 0]
+        n_tokens = runner.n_tokens - before
+    else:
+        lg = run_branches(bridge, prefixes, branches, [p.group for p in prompts],
+                          logit_ids=ids, settings=settings).logits[:, 0]
+        n_tokens = _run_branches_tokens(prefixes, [p.group for p in prompts])
+    values = tuple(float(s) for s in template.scores)
+    return ItemScores(tuple(p.item_id for p in prompts), values,
+                      lg.to(torch.float64).numpy(), len(prompts), n_tokens)
+
+
+def _run_branches_tokens(prefixes: Sequence[Sequence[int]], groups: Sequence[str]) -> int:
+    """Tokens run_branches feeds through the model: each group's common prefix once, then
+    every row's own part and branch token."""
+    by: dict[str, list[Sequence[int]]] = {}
+    for p, g in zip(prefixes, groups):
+        by.setdefault(g, []).append(p)
+    total = 0
+    for rows in by.values():
+        c = len(rows[0])
+        for r in rows[1:]:
+            i = 0
+            while i < min(c, len(r)) and r[i] == rows[0][i]:
+                i += 1
+            c = i
+        c = min(c, min(len(r) for r in rows) - 1) if c else 0
+        if c == 0:
+            total += sum(len(r) + 1 for r in rows)
+        else:
+            total += c + sum(len(r) - c + 1 for r in rows)
+    return total

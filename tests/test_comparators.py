@@ -1,0 +1,210 @@
+"""Preferences on demand (ppairs_lens.comparators) and the scoring baselines (baselines).
+
+All on the tiny random model: the numbers are meaningless, but caching, cost accounting and
+agreement with the plain harvest / forward pass are exact properties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from ppairs_lens.baselines import ScoreTemplate, score_items, score_prompt
+from ppairs_lens.comparators import (ContextKV, ProbeComparator, ZeroShotComparator,
+                                     run_lockstep)
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.evaluator import zero_shot
+from ppairs_lens.harvest import harvest_pairs
+from ppairs_lens.probes import make_probe
+from ppairs_lens.prompts import build_contrast_pairs
+from ppairs_lens.ranking import beam_merge_sort, merge_sort
+from ppairs_lens.records import Comparison, Dataset, ScoredItem
+
+LAYER = 1
+META = Dataset("meta", "comparison", [], aspect="positive", item_name="sentence",
+               context_name="passage")
+_FEEL = ["It was awful.", "It was dull.", "It was fine.", "It was nice.", "It was great!",
+         "It was the best day ever.", "It was sad.", "It was okay, I guess."]
+
+
+def _items(n_ctx: int = 3, per: int = 8) -> dict[str, ScoredItem]:
+    out = {}
+    for c in range(n_ctx):
+        ctx = f"Sam went to the park number {c} with a friend and stayed all afternoon."
+        for i in range(per):
+            iid = f"c{c}/s{i}"
+            out[iid] = ScoredItem(iid, f"{_FEEL[i % len(_FEEL)]} (note {c}.{i})", float(i % 5),
+                                  f"c{c}", ctx)
+    return out
+
+
+def _dataset(items: dict[str, ScoredItem], pairs) -> Dataset:
+    recs = [Comparison(f"{a}|{b}", items[a].text, items[b].text, 1 if i % 2 else 2,
+                       context=items[a].context, context_id=items[a].context_id, item1_id=a,
+                       item2_id=b) for i, (a, b) in enumerate(pairs)]
+    return dataclasses.replace(META, records=recs)
+
+
+@pytest.fixture(scope="module")
+def setup(tiny):
+    items = _items()
+    ids = list(items)
+    train_pairs = [(ids[i], ids[j]) for i in range(0, 8) for j in range(i + 1, 8)][:16]
+    ds = _dataset(items, train_pairs)
+    acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, ds))
+    probe = make_probe("mass_mean").fit(acts[:, :, LAYER], np.array(ds.labels()), layer=LAYER)
+    return items, probe
+
+
+class _Forwards:
+    """Count forward passes of the bridge."""
+
+    def __init__(self, bridge):
+        self.n = 0
+        self.handle = bridge.register_forward_hook(lambda *a: self._hit())
+
+    def _hit(self):
+        self.n += 1
+
+    def close(self):
+        self.handle.remove()
+
+
+def test_probe_comparator_matches_probe_on_harvested_pairs_and_caches(tiny, setup):
+    items, probe = setup
+    pairs = [("c1/s0", "c1/s3"), ("c1/s5", "c1/s2"), ("c2/s1", "c2/s7")]
+    comp = ProbeComparator(tiny, probe, LAYER, items, META)
+    got = [comp(a, b) for a, b in pairs]
+    ref_acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, _dataset(items, pairs)))
+    want = probe.predict_proba(ref_acts[:, :, LAYER])[:, 1]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for k, (a, b) in enumerate(pairs):
+        torch.testing.assert_close(comp.acts[(a, b)], ref_acts[k, :, LAYER], rtol=1e-4,
+                                   atol=1e-4)
+    assert comp.n_rows == 3 and comp.n_calls == 3
+    assert comp.runner.n_fallback_rows == 0  # every row reused its context's cached prefix
+    # Asking again runs nothing: no forward pass, no new row.
+    fw = _Forwards(tiny)
+    try:
+        again = [comp(a, b) for a, b in pairs]
+    finally:
+        fw.close()
+    assert fw.n == 0 and comp.n_rows == 3 and comp.n_calls == 6
+    assert again == got
+    # The other order is another prompt.
+    comp("c1/s3", "c1/s0")
+    assert comp.n_rows == 4
+
+
+def test_calibrated_comparator_asks_both_orders_in_one_batch(tiny, setup):
+    items, probe = setup
+    raw = ProbeComparator(tiny, probe, LAYER, items, META)
+    cal = ProbeComparator(tiny, probe, LAYER, items, META, calibrate=True)
+    p = cal("c0/s1", "c0/s4")
+    assert cal.n_rows == 2 and cal.n_batches == 1
+    assert p == pytest.approx(0.5 * (raw("c0/s1", "c0/s4") + 1 - raw("c0/s4", "c0/s1")), abs=1e-6)
+    assert cal("c0/s4", "c0/s1") == pytest.approx(1 - p) and cal.n_rows == 2
+
+
+def test_sorting_harvests_at_most_n_log_n_pairs(tiny, setup):
+    items, probe = setup
+    ids = [k for k in items if k.startswith("c0/")]
+    n = len(ids)
+    comp = ProbeComparator(tiny, probe, LAYER, items, META)
+    order = merge_sort(ids, comp)
+    assert sorted(order) == sorted(ids)
+    bound = n * math.ceil(math.log2(n))
+    assert comp.n_rows <= bound < n * (n - 1)
+    before = comp.n_rows
+    beam_merge_sort(ids, comp, beam_size=1)  # same comparisons as greedy: all cached
+    assert comp.n_rows == before
+
+
+def test_lockstep_gives_the_sequential_results_in_fewer_batches(tiny, setup):
+    items, probe = setup
+    groups = {c: [k for k in items if k.startswith(f"{c}/")] for c in ("c0", "c1", "c2")}
+    seq = ProbeComparator(tiny, probe, LAYER, items, META)
+    want = {c: merge_sort(ids, seq) for c, ids in groups.items()}
+    lock = ProbeComparator(tiny, probe, LAYER, items, META)
+    got = run_lockstep({c: (lambda cmp, ids=ids: merge_sort(ids, cmp))
+                        for c, ids in groups.items()}, lock)
+    assert got == want
+    assert lock.n_rows == seq.n_rows
+    assert lock.n_batches < seq.n_batches
+
+
+def test_lockstep_reraises_task_errors(tiny, setup):
+    items, probe = setup
+    comp = ProbeComparator(tiny, probe, LAYER, items, META)
+
+    def bad(cmp):
+        cmp("c0/s0", "c0/s1")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_lockstep({"ok": lambda cmp: merge_sort(["c1/s0", "c1/s1", "c1/s2"], cmp),
+                      "bad": bad}, comp)
+
+
+def test_items_of_different_contexts_are_refused(tiny, setup):
+    items, probe = setup
+    comp = ProbeComparator(tiny, probe, LAYER, items, META)
+    with pytest.raises(ValueError, match="different contexts"):
+        comp("c0/s0", "c1/s0")
+
+
+def test_plain_text_items_without_context(tiny, setup):
+    _, probe = setup
+    texts = {"a": "The sea level rose.", "b": "Glaciers retreated a lot.", "c": "It rained."}
+    comp = ProbeComparator(tiny, probe, LAYER, texts, {"aspect": "confident",
+                                                       "item_name": "statement"})
+    p = comp("a", "b")
+    ds = Dataset("t", "comparison", [Comparison("a|b", texts["a"], texts["b"], 1)],
+                 aspect="confident", item_name="statement")
+    acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, ds))
+    assert p == pytest.approx(probe.predict_proba(acts[:, :, LAYER])[0, 1], abs=1e-6)
+
+
+def test_zero_shot_comparator_equals_the_evaluator(tiny, setup):
+    items, _ = setup
+    pairs = [("c0/s0", "c0/s2"), ("c2/s6", "c2/s3")]
+    comp = ZeroShotComparator(tiny, items, META)
+    got = [comp(a, b) for a, b in pairs]
+    want = zero_shot(tiny, _dataset(items, pairs)).p
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert comp.n_rows == 4  # calibrated: two prompts per comparison
+
+
+def test_score_prompt_ends_right_before_a_single_score_token(tiny, setup):
+    items, _ = setup
+    tok = tiny.tokenizer
+    sp = score_prompt(tok, META, "c0/s0", items["c0/s0"])
+    assert len(sp.score_ids) == 5
+    for s, i in zip("12345", sp.score_ids):
+        assert tok.decode([i]) == s
+        assert tok(sp.text + s, add_special_tokens=False).input_ids == list(sp.prefix_ids) + [i]
+    assert sp.text.endswith("I would rate it ")
+    with pytest.raises(TemplateError, match="not one token"):
+        score_prompt(tok, META, "x", "text", ScoreTemplate(scores=("1", "22", "3", "4", "5")))
+
+
+def test_geval_is_the_probability_weighted_mean_of_a_plain_forward(tiny, setup):
+    items, _ = setup
+    chosen = {k: items[k] for k in ("c0/s0", "c0/s4", "c1/s2", "c2/s7")}
+    res = score_items(tiny, chosen, META)
+    runner = ContextKV(tiny)
+    res_kv = score_items(tiny, chosen, META, runner=runner)
+    assert res.n_rows == 4 and runner.n_fallback_rows == 0
+    for k, iid in enumerate(chosen):
+        sp = score_prompt(tiny.tokenizer, META, iid, chosen[iid])
+        with torch.inference_mode():
+            logits = tiny(torch.tensor([list(sp.prefix_ids)]))[0, -1, list(sp.score_ids)]
+        p = torch.softmax(logits.double(), -1).numpy()
+        geval = float(p @ np.arange(1, 6))
+        assert res.geval[k] == pytest.approx(geval, abs=1e-4)
+        assert res_kv.geval[k] == pytest.approx(geval, abs=1e-4)
+        assert res.direct[k] == 1 + int(np.argmax(p))

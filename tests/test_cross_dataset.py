@@ -1,0 +1,227 @@
+"""Cross-dataset transfer and cosine similarity of probe directions, on planted stores."""
+
+from __future__ import annotations
+
+import json
+import math
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from analyses.cross_dataset import (
+    TransferConfig,
+    cosine_rows,
+    fit_store,
+    random_reference,
+    run_transfer,
+    summarize,
+    transfer_rows,
+)
+from ppairs_lens.errors import ProbeError, StoreError
+from ppairs_lens.store import ActivationStore
+
+D = 32          # d_model of the synthetic stores
+N = 400         # pairs per store (2 per context)
+N_LAYERS = 2    # blocks; read-outs = blocks' resid_post + final norm
+HOOKS = [f"blocks.{i}.hook_resid_post" for i in range(N_LAYERS)] + ["ln_final.hook_out"]
+
+
+def planted_acts(direction: np.ndarray, *, seed: int, n: int = N, strength: float = 8.0,
+                 nuisance: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
+    """``[n, 2, read-out, d]`` with ``x0 - x1 = strength * s * direction + noise`` on every
+    read-out (strength growing with depth), a shared per-pair component and large
+    *dataset-specific* side offsets (what the side means remove); labels 1 / 2 from ``s``."""
+    rng = np.random.default_rng(seed)
+    n_ro = len(HOOKS)
+    s = rng.choice([-1.0, 1.0], size=n, p=[0.45, 0.55])
+    gain = np.linspace(0.6, 1.0, n_ro)[None, :, None]
+    base = nuisance * rng.normal(size=(n, 1, 1)) * rng.normal(size=(n_ro, D))
+    off = nuisance * rng.normal(size=(2, n_ro, D))
+    half = 0.5 * strength * gain * s[:, None, None] * direction
+    x0 = base + off[0] + half + rng.normal(size=(n, n_ro, D))
+    x1 = base + off[1] - half + rng.normal(size=(n, n_ro, D))
+    return np.stack([x0, x1], axis=1).astype(np.float32), np.where(s > 0, 1, 2)
+
+
+def write_store(path: Path, name: str, acts: np.ndarray, labels: np.ndarray, *,
+                model: str = "toy-model", shard_size: int = 256) -> ActivationStore:
+    """A complete store holding ``acts`` ``[n, 2, read-out, d]``, two pairs per context."""
+    n, _, n_ro, d = acts.shape
+    meta = {"model": model, "dataset": name, "dataset_fingerprint": f"fp-{name}",
+            "template_hash": "t0", "hook_names": HOOKS[:n_ro], "d_model": d,
+            "dtype": "float32", "shard_size": shard_size}
+    pairs = [{"pair_id": f"{name}:{i}", "label": int(labels[i]), "context_id": f"{name}:c{i // 2}",
+              "item1_id": f"{i}a", "item2_id": f"{i}b"} for i in range(n)]
+    store = ActivationStore.create(path, meta, pairs)
+    t = torch.from_numpy(acts)
+    for k in range(store.n_shards):
+        a, b = store.shard_range(k)
+        store.write_shard(k, t[a:b])
+    return store
+
+
+def _unit(v):
+    return v / np.linalg.norm(v)
+
+
+CFG = dict(n_boot=40, seed=0, n_random=4000)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny problems: one torch thread is ~30x faster than several on a shared CPU."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """Three datasets with the *same* planted direction (different noise, side offsets)."""
+    root = tmp_path_factory.mktemp("shared")
+    r = _unit(np.random.default_rng(100).normal(size=D))
+    stores = []
+    for i, name in enumerate(["alpha", "beta", "gamma"]):
+        acts, labels = planted_acts(r, seed=i)
+        stores.append(write_store(root / name, name, acts, labels))
+    cfg = TransferConfig(stores=[str(s.path) for s in stores], **CFG)
+    result = run_transfer(stores, root / "out", cfg)
+    return stores, cfg, result, root
+
+
+@pytest.fixture(scope="module")
+def independent(tmp_path_factory):
+    """Three datasets with independent random planted directions (orthogonalised: at d=32
+    independent directions still overlap by ~1/sqrt(d), which alone gives above-chance
+    transfer; in a model's d they are orthogonal to that precision anyway)."""
+    root = tmp_path_factory.mktemp("independent")
+    q, _ = np.linalg.qr(np.random.default_rng(200).normal(size=(D, 3)))
+    stores = []
+    for i, name in enumerate(["delta", "epsilon", "zeta"]):
+        acts, labels = planted_acts(q[:, i], seed=10 + i)
+        stores.append(write_store(root / name, name, acts, labels))
+    cfg = TransferConfig(stores=[str(s.path) for s in stores], **CFG)
+    fitted = [fit_store(s, cfg) for s in stores]
+    return cfg, fitted
+
+
+def _between(rows, kind):
+    return [r for r in rows if r["relation"] == "between_datasets" and r["kind_a"] == kind]
+
+
+def _off_diag(rows, kind, center="target", metric="accuracy"):
+    return [r["value"] for r in rows if r["kind"] == kind and r["center"] == center
+            and r["metric"] == metric and not r["in_distribution"]]
+
+
+def test_shared_direction_gives_high_cosine_and_full_transfer(shared):
+    _, cfg, result, _ = shared
+    for kind in cfg.kinds:
+        between = _between(result["cosine"], kind)
+        assert len(between) == 3
+        assert all(r["abs_cos"] > 0.9 and r["cos"] > 0.9 for r in between), (kind, between)
+        off = _off_diag(result["transfer"], kind)
+        assert len(off) == 6 and min(off) > 0.9, (kind, off)
+        s = result["summary"][kind]
+        assert s["mean_abs_cos"] > 0.9 and s["off_diagonal"] > 0.9
+        assert s["split_half_abs_cos"] > 0.9       # the self-agreement ceiling
+        halves = [r for r in result["cosine"] if r["relation"] == "split_half"
+                  and r["kind_a"] == kind]
+        assert len(halves) == 3
+        assert s["mean_abs_cos"] > result["random"]["p99"]
+
+
+def test_centring_variants(shared):
+    """Diagonal identical under both centrings; with dataset-specific side offsets the
+    training means bias every transferred pair, the target's own means do not."""
+    _, cfg, result, _ = shared
+    rows = [r for r in result["transfer"] if r["metric"] == "accuracy"]
+    diag = {(r["train"], r["kind"], r["center"]): r["value"] for r in rows if r["in_distribution"]}
+    for (ds, kind, center), v in diag.items():
+        assert v == diag[(ds, kind, "train" if center == "target" else "target")]
+    for kind in cfg.kinds:
+        assert np.mean(_off_diag(rows, kind, "train")) < np.mean(_off_diag(rows, kind)) - 0.1
+    assert all(r["headline"] == (r["center"] == "target") for r in rows)
+
+
+def test_outputs_and_config_are_written(shared):
+    _, cfg, result, root = shared
+    out = root / "out"
+    for name in ("transfer", "cosine", "cosine_distribution", "layer_cosine"):
+        for ext in ("png", "svg"):
+            assert (out / f"{name}.{ext}").stat().st_size > 0
+    for name in ("transfer.csv", "cosine.csv", "layer_cosine.csv", "transfer_summary.json"):
+        assert (out / name).is_file()
+    saved = json.loads((out / "transfer.config.json").read_text())["config"]
+    assert saved["layer"] == -2 and saved["center_target"] == "target"
+    assert result["hook"] == HOOKS[-2]
+    # per-layer view: adjacent read-outs, kind pairs, dataset pairs
+    views = {r["view"] for r in result["layer_cosine"]}
+    assert views == {"adjacent_layers", "between_kinds", "between_datasets"}
+    adj = [r for r in result["layer_cosine"] if r["view"] == "adjacent_layers"]
+    assert len(adj) == 3 * len(cfg.kinds) * (len(HOOKS) - 1)
+    assert all(r["cos"] > 0.9 for r in adj)   # one planted direction at every read-out
+    between = [r for r in result["layer_cosine"] if r["view"] == "between_datasets"]
+    assert len(between) == 3 * len(cfg.kinds) * len(HOOKS)
+
+
+def test_independent_directions_look_random_and_do_not_transfer(independent):
+    cfg, fitted = independent
+    ref = random_reference(D, cfg.n_random, cfg.seed)
+    c_rows = cosine_rows(fitted, cfg)
+    t_rows = transfer_rows(fitted, cfg)
+    for kind in cfg.kinds:
+        between = _between(c_rows, kind)
+        assert all(r["abs_cos"] < ref["p99"] for r in between), (kind, between, ref["p99"])
+        off = _off_diag(t_rows, kind)
+        assert 0.4 < np.mean(off) < 0.6 and all(0.3 < v < 0.7 for v in off), (kind, off)
+        diag = [r["value"] for r in t_rows if r["kind"] == kind and r["in_distribution"]
+                and r["metric"] == "accuracy"]
+        assert min(diag) > 0.9                 # each dataset is itself easy
+    summary = summarize(t_rows, c_rows, ref, cfg)
+    assert all(s["mean_abs_cos"] < ref["p95"] for s in summary.values())
+
+
+def test_flipping_a_direction_flips_signed_cosine_only(shared, tmp_path):
+    stores, cfg, _, _ = shared
+    a, b = stores[0], stores[1]
+    flipped = write_store(tmp_path / "beta_neg", "beta_neg", -b.load().numpy(),
+                          b.labels().numpy())
+    cfg = TransferConfig(stores=[], **CFG)
+    fa, fb, fn = (fit_store(s, cfg) for s in (a, b, flipped))
+    rows = {(r["dataset_a"], r["dataset_b"], r["kind_a"]): r
+            for r in cosine_rows([fa, fb, fn], cfg) if r["relation"] == "between_datasets"}
+    for kind in cfg.kinds:
+        same, neg = rows[("alpha", "beta", kind)], rows[("alpha", "beta_neg", kind)]
+        assert neg["abs_cos"] == pytest.approx(same["abs_cos"], abs=1e-6)
+        assert neg["cos"] == pytest.approx(-same["cos"], abs=1e-6)
+        assert rows[("beta", "beta_neg", kind)]["cos"] == pytest.approx(-1.0, abs=1e-6)
+
+
+def test_random_reference_matches_theory():
+    ref = random_reference(576, 10_000, seed=1)
+    assert ref["mean"] == pytest.approx(math.sqrt(2 / (math.pi * 576)), rel=0.05)
+    assert ref["mean_exact"] == pytest.approx(math.sqrt(2 / (math.pi * 576)), rel=0.01)
+    assert ref["mean"] < ref["p95"] < ref["p99"] < 0.2
+
+
+def test_refuses_mixed_models_and_bad_settings(shared, tmp_path):
+    stores, _, _, _ = shared
+    acts, labels = planted_acts(_unit(np.ones(D)), seed=5, n=40)
+    other_model = write_store(tmp_path / "m", "other", acts, labels, model="another-model")
+    with pytest.raises(StoreError, match="same model"):
+        run_transfer([stores[0], other_model], tmp_path / "o1")
+    wide = np.concatenate([acts, acts], axis=-1)
+    other_d = write_store(tmp_path / "d", "wide", wide, labels)
+    with pytest.raises(StoreError, match="d_model"):
+        run_transfer([stores[0], other_d], tmp_path / "o2")
+    with pytest.raises(StoreError, match="at least 2"):
+        run_transfer(stores[:1], tmp_path / "o3")
+    with pytest.raises(ProbeError, match="center_target"):
+        run_transfer(stores, tmp_path / "o4", TransferConfig(stores=[], center_target="both"))
+    with pytest.raises(StoreError, match="out of range"):
+        run_transfer(stores, tmp_path / "o5", TransferConfig(stores=[], layer=len(HOOKS)))

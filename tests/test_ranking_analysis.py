@@ -1,0 +1,104 @@
+"""analyses/ranking.py end to end on the tiny model: ranking table (a) and insertion table (b)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from analyses.ranking import (INSERTION_METHODS, RANKING_METHODS, InsertionConfig,
+                              RankingConfig, run_insertion, run_ranking)
+
+_WORDS = ["The council met.", "Taxes rose sharply.", "A bridge was built.",
+          "Fans cheered loudly.", "The storm passed.", "Prices fell again."]
+
+
+def _summeval_like(path, n_ctx: int = 5, per: int = 4) -> str:
+    with open(path, "w") as f:
+        for c in range(n_ctx):
+            article = f"Article {c}. " + " ".join(_WORDS[(c + k) % 6] for k in range(4))
+            for i in range(per):
+                f.write(json.dumps({
+                    "article_id": f"a{c}", "summary_id": f"a{c}-s{i}", "article": article,
+                    "summary": " ".join(_WORDS[(c * i + k) % 6] for k in range(1 + i % 3)),
+                    "coherence": 1 + (i * 7 + c) % 5, "fluency": 3}) + "\n")
+    return f"{path}:coherence"
+
+
+def _climatex_like(path) -> str:
+    levels = ["low", "medium", "high", "very high"]
+    rows = ["statement_idx\treport\tpage_num\tsent_num\tstatement\tconfidence\tscore\tsplit"]
+    k = 0
+    for split, per_level in (("train", 3), ("test", 1)):
+        for lv, name in enumerate(levels):
+            for j in range(per_level):
+                rows.append(f"{k}\tAR6\t1\t{k}\tStatement {k}: {_WORDS[(k + lv) % 6]}\t{name}"
+                            f"\t{lv}\t{split}")
+                k += 1
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def _read(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
+    spec = _summeval_like(tmp_path / "scored.jsonl")
+    out = tmp_path / "out"
+    cfg = RankingConfig(dataset=spec, n_train_contexts=3, max_train_pairs_per_context=None,
+                        n_eval_contexts=2, n_boot=50)
+    rows = run_ranking(tiny, cfg, out)
+    assert [r["method"] for r in rows] == list(RANKING_METHODS)
+    n = 4
+    for r in rows:
+        assert -1 <= r["spearman"] <= 1 and r["n_contexts"] == 2
+        if r["method"] in ("probe_greedy", "zero_shot_greedy"):
+            per_pair = 2 if r["method"].startswith("zero_shot") else 1  # calibrated: 2 orders
+            assert r["n_rows"] <= 2 * per_pair * n * math.ceil(math.log2(n))
+        if r["method"] in ("direct", "geval"):
+            assert r["n_rows"] == 2 * n
+    csv_rows = _read(out / "ranking.csv")
+    assert len(csv_rows) == len(RANKING_METHODS) and "n_rows" in csv_rows[0]
+    assert len(_read(out / "ranking_contexts.csv")) == 2 * len(RANKING_METHODS)
+    saved = json.loads((out / "ranking.config.json").read_text())
+    run = saved["config"]["runs"][0]
+    assert not set(run["train_contexts"]) & set(run["eval_contexts"])  # disjoint contexts
+    for ext in ("png", "svg"):
+        assert (out / f"ranking.{ext}").stat().st_size > 0
+
+    ins_cfg = InsertionConfig(path=_climatex_like(tmp_path / "climatex.tsv"), n_train=12,
+                              max_train_pairs=30, max_test=4, k=2, n_boot=50)
+    ins = run_insertion(tiny, ins_cfg, out)
+    overall = [r for r in ins if r["level"] == "overall"]
+    assert [r["method"] for r in overall] == list(INSERTION_METHODS)
+    for r in overall:
+        assert r["n"] == 4 and 0 <= r["accuracy"] <= 1 and math.isfinite(r["bias"])
+    assert {r["level"] for r in ins} == {"low", "medium", "high", "very high", "overall"}
+    preds = _read(out / "insertion_predictions.csv")
+    assert len(preds) == 4 * len(INSERTION_METHODS)
+    assert (out / "insertion.config.json").exists()
+    for ext in ("png", "svg"):
+        assert (out / f"insertion.{ext}").stat().st_size > 0
+
+
+def test_cli_rank_quick(tiny, tmp_path, monkeypatch, capsys):
+    import ppairs_lens.models
+    from ppairs_lens.cli import main
+
+    monkeypatch.setattr(ppairs_lens.models, "load_model", lambda *a, **k: tiny)
+    spec = _summeval_like(tmp_path / "scored.jsonl", n_ctx=6, per=3)
+    assert main(["rank", "--datasets", spec, "--quick", "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "ranking.csv").exists()
+    assert "G-Eval" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", [("nope",)])
+def test_unknown_method_is_refused(tiny, tmp_path, bad):
+    spec = _summeval_like(tmp_path / "scored.jsonl")
+    with pytest.raises(ValueError, match="unknown ranking methods"):
+        run_ranking(tiny, RankingConfig(dataset=spec, n_train_contexts=2, n_eval_contexts=1,
+                                        methods=bad), tmp_path)
