@@ -544,7 +544,8 @@ def plot_cosine_distribution(c_rows: list[dict], cfg: TransferConfig, model: str
             ax.set_ylim(0, 1.1)
             ax.set_ylabel("|cosine|")
             ax.set_title(title)
-        axes[0, 0].legend(loc="center left", fontsize=7)
+        handles, names = axes[0, 0].get_legend_handles_labels()
+        axes[0, -1].legend(handles, names, loc="center right", fontsize=7)
         fig.suptitle(f"Agreement of probe directions — {model}, read-out {hook}", y=1.02)
         caption(fig, f"Each dot: one pair of directions. Hollow diamonds: the same kind fitted on "
                      f"two halves (by context) of one dataset's held-in pairs, its "
@@ -681,7 +682,8 @@ def print_summary(result: dict, cfg: TransferConfig) -> None:
           f"99th pct {ref['p99']:.3f}")
     for k, s in result["summary"].items():
         print(f"{k:10s} mean |cos| between datasets {s['mean_abs_cos']:.3f} "
-              f"(random {s['random_mean_abs_cos']:.3f}, 95th pct {s['random_p95']:.3f}); "
+              f"(random {s['random_mean_abs_cos']:.3f}, 95th pct {s['random_p95']:.3f}; "
+              f"split-half same dataset {s['split_half_abs_cos']:.3f}); "
               f"{cfg.metric}: in-distribution {s['in_distribution']:.3f}, off-diagonal "
               f"{s['off_diagonal']:.3f} (target-centred {s['off_diagonal_target']:.3f}, "
               f"train-centred {s['off_diagonal_train']:.3f})")

@@ -48,7 +48,6 @@ from ppairs_lens.harvest import HarvestSettings, harvest_pairs, hook_names
 from ppairs_lens.metrics import bootstrap_ci
 from ppairs_lens.models import model_name
 from ppairs_lens.plotting import caption, color, style
-from ppairs_lens.probes import make_probe
 from ppairs_lens.prompts import build_contrast_pairs
 from ppairs_lens.ranking import (DEFAULT_BEAM_SIZE, DEFAULT_UNCERTAINTY, CountingComparator,
                                  beam_merge_sort, insertion_score, merge_sort, slope_bias, spearman)
@@ -164,7 +163,9 @@ def choose_layer(acts, labels: np.ndarray, contexts: Sequence[Hashable] | None,
                  item_pairs: Sequence[tuple[str, str]], kind: str, seed: int
                  ) -> tuple[int, list[float]]:
     """The read-out whose ``kind`` probe is most accurate on held-out training data (split by
-    context where there are several, else by item); ties go to the deeper read-out."""
+    context where there are several, else by item), by accuracy averaged with the adjacent
+    read-outs; ties go to the read-out nearest two thirds of the depth (also the fallback
+    when the split is impossible)."""
     n_layers = acts.shape[2]
     fallback = (2 * (n_layers - 1)) // 3
     try:
@@ -177,7 +178,10 @@ def choose_layer(acts, labels: np.ndarray, contexts: Sequence[Hashable] | None,
     scores = [float(a) for a in acc]
     if not np.isfinite(acc).any():
         return fallback, scores
-    best = max(range(n_layers), key=lambda i: (np.nan_to_num(acc[i], nan=-1.0), i))
+    # Few held-out pairs make single-layer accuracies noisy: smooth over neighbours first.
+    a = np.nan_to_num(np.asarray(acc, dtype=float), nan=0.0)
+    smooth = np.array([a[max(0, i - 1):i + 2].mean() for i in range(n_layers)])
+    best = max(range(n_layers), key=lambda i: (smooth[i], -abs(i - fallback)))
     return best, scores
 
 
@@ -195,8 +199,10 @@ def train_probe(bridge, train: Dataset, *, kind: str, layer: int | None, seed: i
         layer, scores = choose_layer(acts, labels, contexts, items, kind, seed)
     n_read = acts.shape[2]
     layer = layer % n_read
-    probe = make_probe(kind).fit(acts[:, :, layer], labels, layer=layer,
-                                 model_name=model_name(bridge))
+    # The sweep's solver (exact optimum, robust to tiny activation scales) on that read-out.
+    sw = fit_sweep(acts[:, :, layer:layer + 1], labels, kinds=(kind,), layers=(layer,),
+                   model_name=model_name(bridge))
+    probe = sw.to_probe(kind, 0)
     acc = probe.score(acts[:, :, layer], labels)
     return TrainedProbe(probe, layer, hook_names(bridge.cfg.n_layers)[layer], len(pairs),
                         len(pairs), time.perf_counter() - t0, scores, acc)
@@ -373,7 +379,7 @@ def plot_ranking(rows: list[dict], model: str, cfgs: Sequence[RankingConfig]):
 
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     with style():
-        fig, axes = plt.subplots(1, len(datasets), figsize=(4.6 * len(datasets), 2.9),
+        fig, axes = plt.subplots(1, len(datasets), figsize=(6.4 * len(datasets), 3.0),
                                  squeeze=False)
         for ax, ds in zip(axes.flat, datasets):
             rs = [r for r in rows if r["dataset"] == ds]

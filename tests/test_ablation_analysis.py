@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from analyses.ablation import (BASELINE, CONTROL, RANDOM_NULL, AblationConfig, condition_rows,
                                random_directions, run_ablation)
@@ -28,7 +29,14 @@ def ablation_run(tiny, tmp_path_factory):
     # answers apart from the positive control's exact ties (~1e-9).
     cfg = AblationConfig(stores=[str(store.path)], n_random=N_RANDOM, n_boot=30,
                          max_eval_pairs=8, max_refit_train=12, refit_random=1, tie_tol=1e-6)
-    rows, refit_rows = run_ablation(tiny, [(store, ds)], root / "out", cfg, log=lambda s: None)
+    # ~60 tiny forward passes: one thread avoids oversubscribing shared cores (3-10x faster).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rows, refit_rows = run_ablation(tiny, [(store, ds)], root / "out", cfg,
+                                        log=lambda s: None)
+    finally:
+        torch.set_num_threads(threads)
     return rows, refit_rows, root / "out", cfg, store, ds
 
 
@@ -94,14 +102,13 @@ def test_probe_refit_table(ablation_run, tiny):
     assert {r["mode"] for r in refit_rows} == {"original", "refit"}
     conds = {r["condition"] for r in refit_rows}
     assert conds == {BASELINE, *PROBE_KINDS, "random_00", CONTROL}
-    # A probe applied to activations with its own direction removed at its own read-out sees
-    # the same projection for every pair: one answer for all, AUROC exactly 0.5.
-    for preset in PRESETS:
-        for kind in PROBE_KINDS:
-            r = next(r for r in refit_rows if r["preset"] == preset and r["condition"] == kind
-                     and r["mode"] == "original" and r["probe_kind"] == kind
-                     and r["layer"] == n_layers - 1 and r["metric"] == "auroc")
-            assert r["value"] == pytest.approx(0.5, abs=1e-9)
+    assert all(math.isfinite(r["value"]) for r in refit_rows)
+    # The positive control only acts after the final norm: the last block's read-out is the
+    # clean one (up to batching round-off), so the clean probes score as on clean data.
+    for r in refit_rows:
+        if (r["condition"] == CONTROL and r["layer"] == n_layers - 1 and r["mode"] == "original"
+                and r["metric"] == "accuracy"):
+            assert abs(r["delta_vs_clean"]) <= 1 / r["n_test"] + 1e-9
     clean = [r for r in refit_rows if r["condition"] == BASELINE]
     assert all(r["delta_vs_clean"] == 0 for r in clean)
 

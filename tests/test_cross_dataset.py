@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
