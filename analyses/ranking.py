@@ -92,6 +92,7 @@ class RankingConfig:
     n_boot: int = 1000
     seed: int = 0
     token_budget: int = 16384
+    verbose: bool = False  # print progress
 
 
 @dataclass
@@ -112,11 +113,17 @@ class InsertionConfig:
     n_boot: int = 1000
     seed: int = 0
     token_budget: int = 16384
+    verbose: bool = False  # print progress
 
 
 # --------------------------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------------------------
+
+
+def _say(cfg, msg: str) -> None:
+    if getattr(cfg, "verbose", False):
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def items_by_context(dataset: Dataset) -> dict[str, dict[str, ScoredItem]]:
@@ -273,13 +280,15 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                         "contexts")
     settings = HarvestSettings(token_budget=cfg.token_budget)
 
+    # Item ids need only be unique within a context (SummEval's "S8" is in every article):
+    # key them "context::item".
     eval_items: dict[str, dict[str, ScoredItem]] = {}
     for c in eval_ctx:
         ids = sorted(groups[c])
         rng.shuffle(ids)  # the sort's start order must not follow the gold order
         if cfg.max_items_per_context is not None:
             ids = ids[:cfg.max_items_per_context]
-        eval_items[c] = {i: groups[c][i] for i in ids}
+        eval_items[c] = {f"{c}::{i}": groups[c][i] for i in ids}
     flat = {i: it for g in eval_items.values() for i, it in g.items()}
     orders = {c: list(g) for c, g in eval_items.items()}
     gold = {c: {i: it.score for i, it in g.items()} for c, g in eval_items.items()}
@@ -297,11 +306,14 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
     if want & {"probe_greedy", "probe_beam"}:
         train_items = [it for c in train_ctx for it in groups[c].values()]
         train = _pairs_dataset(meta, train_items, cfg.max_train_pairs_per_context, cfg.seed)
+        _say(cfg, f"{ds.name}: harvesting {len(train)} training pairs of {len(train_ctx)} contexts")
         trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
                               seed=cfg.seed, settings=settings)
         info.update(layer=trained.layer, hook=trained.hook, n_train_pairs=trained.n_pairs,
                     train_seconds=trained.seconds, train_accuracy=trained.train_accuracy,
                     layer_scores=trained.layer_scores)
+        _say(cfg, f"probe at read-out {trained.layer} ({trained.seconds:.0f}s); ranking "
+                  f"{len(flat)} items of {len(eval_ctx)} contexts")
         comp = ProbeComparator(bridge, trained.probe, trained.layer, flat, meta,
                                calibrate=cfg.calibrate_probe, settings=settings)
         _sorting_methods(results, "probe", comp, orders, cfg, want)
@@ -311,11 +323,13 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
     if want & {"zero_shot_greedy", "zero_shot_beam"}:
         comp = ZeroShotComparator(bridge, flat, meta, calibrate=cfg.calibrate_zero_shot,
                                   settings=settings)
+        _say(cfg, "zero-shot comparisons")
         _sorting_methods(results, "zero_shot", comp, orders, cfg, want)
         info["zero_shot_cost"] = comp.cost()
         comp.runner.clear()
 
     if want & {"direct", "geval"}:
+        _say(cfg, "direct scoring / G-Eval")
         t0 = time.perf_counter()
         sc = score_items(bridge, flat, meta, settings=settings)
         secs = time.perf_counter() - t0
@@ -365,6 +379,7 @@ def _sorting_methods(results: dict, family: str, comp: BatchComparator,
         if m not in want:
             continue
         ranked, counters, secs, spent = _sort_all(comp, orders, sorter)
+        _say(cfg, f"{m}: {spent} new rows, {secs:.0f}s")
         results[m] = {
             "pred": ranked,
             "n_rows": sum(_presentations(c, comp.calibrate) for c in counters.values()),
@@ -484,6 +499,8 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     trained = None
     if "probe" in cfg.methods:
         train = _pairs_dataset(meta, train_items, cfg.max_train_pairs, cfg.seed)
+        _say(cfg, f"climatex: harvesting {len(train)} training pairs of {len(train_items)} "
+                  "statements")
         trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
                               seed=cfg.seed, settings=settings)
         info.update(layer=trained.layer, hook=trained.hook, n_train_pairs=trained.n_pairs,
@@ -501,6 +518,7 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
             return lambda cmp: insertion_score(iid, levels, references, cmp, k=cfg.k,
                                                seed=cfg.seed + k, return_trace=True)
 
+        _say(cfg, f"{m}: inserting {len(true)} test statements")
         t0, r0 = time.perf_counter(), comp.n_rows
         out = run_lockstep({iid: task(iid, k) for k, iid in enumerate(true)}, comp)
         secs = time.perf_counter() - t0
@@ -630,14 +648,14 @@ def cli(args) -> None:
     rank_cfgs, ins_cfgs = [], []
     for spec in specs:
         if _is_climatex(spec):
-            cfg = InsertionConfig(path=spec, model=args.model, seed=args.seed)
+            cfg = InsertionConfig(path=spec, model=args.model, seed=args.seed, verbose=True)
             if quick:
                 cfg = dataclasses.replace(cfg, n_train=20, max_train_pairs=60, max_test=8, k=3)
             if args.max_pairs:
                 cfg.max_train_pairs = args.max_pairs
             ins_cfgs.append(cfg)
         else:
-            cfg = RankingConfig(dataset=spec, model=args.model, seed=args.seed)
+            cfg = RankingConfig(dataset=spec, model=args.model, seed=args.seed, verbose=True)
             if quick:
                 cfg = dataclasses.replace(cfg, n_train_contexts=3, max_train_pairs_per_context=10,
                                           n_eval_contexts=3, max_items_per_context=6,

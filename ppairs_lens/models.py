@@ -114,17 +114,20 @@ def load_model(
                       offload_folder=offload_folder)
     elif device is not None:
         kwargs["device"] = device
+    local = Path(source).expanduser()
+    if not local.exists() and (source.startswith((".", "/", "~")) or source.count("/") > 1):
+        raise ModelLoadError(f"cannot load model {name!r}: no such folder {local}")
     try:
         bridge = TransformerBridge.boot_transformers(source, **kwargs)
-    except OSError as e:
-        local = Path(source).expanduser()
-        hint = ("the folder has no loadable model (config.json, weights, tokenizer)"
-                if local.exists() else
+    except (OSError, ValueError) as e:
+        hint = ("the folder has no loadable model (config.json with a model_type, weights, "
+                "tokenizer)" if local.exists() else
                 "it is not a local folder and could not be fetched from the model hub (offline?)."
                 " Download it where you have a hub (`huggingface-cli download NAME --local-dir "
                 "DIR`) and pass the folder, or use load_model() for the embedded default")
-        raise ModelLoadError(f"cannot load model {name!r}: {hint}. ({e.__class__.__name__}: "
-                             f"{str(e).splitlines()[0] if str(e) else ''})") from e
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelLoadError(f"cannot load model {name!r}: {hint}. "
+                             f"({e.__class__.__name__}: {first})") from e
     bridge.eval()
     _point_cfg_device_at_execution_device(bridge)
     bridge.ppairs_model_name = EMBEDDED_MODEL_NAME if name is None else name
