@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", default=None, type=_shard_arg,
                    help="i/n: do only part i of n (0-based)")
     p.add_argument("--shard-size", type=int, default=256, help="pairs per store shard")
+    p.add_argument("--device-map", default=None,
+                   help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
     p.add_argument("--token-budget", type=int, default=16384,
                    help="tokens held per forward pass (batch rows x sequence length)")
 
@@ -90,7 +92,8 @@ def _cmd_harvest(args) -> None:
     from .prompts import default_template
 
     dataset = load_dataset_spec(args.dataset, max_pairs=args.max_pairs)
-    bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device)
+    bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+                        device_map=args.device_map)
     template = default_template(dataset)
     out = Path(args.out) if args.out else default_store_path(args.stores, model_name(bridge),
                                                              dataset, template)

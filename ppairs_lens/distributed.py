@@ -110,20 +110,21 @@ def harvest_with_ray(
     system every worker sees. With ``address`` (``"auto"``, ``"ray://host:10001"``) the
     tasks run on that cluster; otherwise on a local one started with ``n_workers`` CPUs and
     stopped afterwards. An already initialised Ray is used as it is. Re-running resumes: done
-    shards are skipped, as with the CLI.
+    shards are skipped, as with the CLI; so does a task Ray retries after its worker died
+    (the dead worker's shard lock goes with its process).
     """
     try:
         import ray
     except ImportError as e:
         raise ImportError("harvest_with_ray needs Ray: pip install 'ppairs-lens[ray]'") from e
-    from .study import load_dataset_spec
+    from .study import load_dataset_spec, subsample_by_context
 
     if n_workers < 1:
         raise ValueError(f"n_workers must be at least 1, got {n_workers}")
     spec = model if isinstance(model, ModelSpec) else ModelSpec(
         None if model is None else str(model))
-    data = dataset if isinstance(dataset, Dataset) else load_dataset_spec(dataset,
-                                                                          max_pairs=max_pairs)
+    data = (subsample_by_context(dataset, max_pairs) if isinstance(dataset, Dataset)
+            else load_dataset_spec(dataset, max_pairs=max_pairs))
     out = str(Path(out).expanduser().resolve())
     started = not ray.is_initialized()
     if started:
@@ -132,8 +133,7 @@ def harvest_with_ray(
         else:
             ray.init(address=address)
     try:
-        task = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker,
-                          max_retries=0)(harvest_shard_spec)
+        task = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker)(harvest_shard_spec)
         data_ref = ray.put(data)
         refs = [task.remote(spec, data_ref, out, (i, n_workers), template=template,
                             shard_size=shard_size, settings=settings) for i in range(n_workers)]

@@ -78,7 +78,11 @@ def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
 
 
 def _device(bridge) -> torch.device:
-    return next(bridge.parameters()).device
+    """Where token ids go: the bridge's execution device (a disk-offloaded embedding's
+    parameters sit on 'meta', which holds no data; models.load_model points cfg.device at
+    accelerate's execution device)."""
+    dev = getattr(bridge.cfg, "device", None)
+    return torch.device(dev) if dev else next(bridge.parameters()).device
 
 
 def _check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:

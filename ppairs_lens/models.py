@@ -146,7 +146,8 @@ def _point_cfg_device_at_execution_device(bridge) -> None:
         return
     hf = bridge.original_model
     hooks = [getattr(m, "_hf_hook", None) for m in (hf.get_input_embeddings(), *hf.modules())]
-    devices = [h.execution_device for h in hooks if getattr(h, "execution_device", None) is not None]
+    devices = [h.execution_device for h in hooks
+               if getattr(h, "execution_device", None) is not None]
     bridge.cfg.device = str(torch.device(devices[0] if devices else "cpu"))
 
 

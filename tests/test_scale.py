@@ -81,11 +81,7 @@ def _study_numbers(bridge, pairs, labels):
 
 @pytest.mark.parametrize("device_map", [
     pytest.param(LAYER_ON_DISK, id="layer1-on-disk"),
-    pytest.param(ALL_ON_DISK, id="all-on-disk", marks=pytest.mark.xfail(
-        raises=NotImplementedError, strict=True,
-        reason="harvest._device takes the first parameter's device, 'meta' when the embedding "
-               "is on disk; fixed by using bridge.cfg.device (load_model sets it to the "
-               "execution device)")),
+    pytest.param(ALL_ON_DISK, id="all-on-disk"),
 ])
 def test_offloaded_model_matches_in_memory(tiny_model_dir, tmp_path, device_map):
     ref = load_model(str(tiny_model_dir))
