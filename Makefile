@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= figures
 
-.PHONY: setup demo test bench clean-stores
+.PHONY: setup demo test bench
 
 setup: $(VENV)/.ppairs-installed
 
@@ -21,8 +21,13 @@ $(VENV)/.ppairs-installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/ppairs-lens run --out $(OUT)
 
+# The tests also cover the optional Ray engine, so CI installs that extra too.
+$(VENV)/.ppairs-ray: $(VENV)/.ppairs-installed
+	$(PY) -m pip install -q -e ".[dev,ray]"
+	touch $@
+
 # pytest exits 5 when it collected no test: a suite that runs nothing is a failure here.
-test: setup
+test: setup $(VENV)/.ppairs-ray
 	$(PY) -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 

@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from ppairs_lens.baselines import score_items
-from ppairs_lens.comparators import (BatchComparator, ContextKV, ProbeComparator,
-                                     ZeroShotComparator, run_lockstep)
-from ppairs_lens.data import CLIMATEX_LEVELS, comparisons_within_contexts, load_climatex, read_climatex
+from ppairs_lens.comparators import (BatchComparator, ProbeComparator, ZeroShotComparator,
+                                     run_lockstep)
+from ppairs_lens.data import (CLIMATEX_LEVELS, comparisons_within_contexts, load_climatex,
+                              read_climatex)
 from ppairs_lens.errors import DataError, ProbeError
 from ppairs_lens.experiment import save_config, save_figure, write_csv
 from ppairs_lens.harvest import HarvestSettings, harvest_pairs, hook_names
@@ -143,9 +144,17 @@ def items_by_context(dataset: Dataset) -> dict[str, dict[str, ScoredItem]]:
 
 def _pairs_dataset(meta: Dataset, items: Sequence[ScoredItem], max_pairs: int | None,
                    seed: int) -> Dataset:
-    recs = comparisons_within_contexts(items, max_pairs_per_context=max_pairs, seed=seed,
-                                       swap_seed=seed)
-    recs = [r for r in recs if r.label != TIE]
+    """Training comparisons among ``items`` within each context: ties dropped, then at most
+    ``max_pairs`` per context drawn at random (seeded)."""
+    recs = [r for r in comparisons_within_contexts(items, swap_seed=seed) if r.label != TIE]
+    if max_pairs is not None:
+        by: dict[str | None, list[Comparison]] = {}
+        for r in recs:
+            by.setdefault(r.context_id, []).append(r)
+        rng = random.Random(seed)
+        keep = {id(r) for g in by.values()
+                for r in (g if len(g) <= max_pairs else rng.sample(g, max_pairs))}
+        recs = [r for r in recs if id(r) in keep]
     return dataclasses.replace(meta, name=f"{meta.name}:train", records=recs)
 
 
@@ -169,15 +178,22 @@ class TrainedProbe:
 def choose_layer(acts, labels: np.ndarray, contexts: Sequence[Hashable] | None,
                  item_pairs: Sequence[tuple[str, str]], kind: str, seed: int
                  ) -> tuple[int, list[float]]:
-    """The read-out whose ``kind`` probe is most accurate on held-out training data (split by
-    context where there are several, else by item), by accuracy averaged with the adjacent
-    read-outs; ties go to the read-out nearest two thirds of the depth (also the fallback
-    when the split is impossible)."""
+    """The read-out whose ``kind`` probe is most accurate on held-out training data, by
+    accuracy averaged with the adjacent read-outs; ties go to the read-out nearest two thirds
+    of the depth (also the fallback when no split is possible).
+
+    Held out: whole contexts where there are several; without contexts, random pairs (a
+    split by item keeps only the pairs among held-out items, about 9% of a sparse sample of
+    pairs, too few to rank layers; items recurring across the split matter little for
+    choosing a layer)."""
     n_layers = acts.shape[2]
     fallback = (2 * (n_layers - 1)) // 3
     try:
-        ctx = contexts if contexts is not None and len(set(contexts)) > 1 else None
-        tr, te = train_test_split_pairs(ctx, item_pairs, test_size=0.3, seed=seed)
+        if contexts is not None and len(set(contexts)) > 1:
+            tr, te = train_test_split_pairs(contexts, test_size=0.3, seed=seed, by="context")
+        else:
+            tr, te = train_test_split_pairs(None, item_pairs, test_size=0.3, seed=seed,
+                                            by="pair")
         sw = fit_sweep(acts[tr], labels[tr], kinds=(kind,))
         acc = sw.score(acts[te], labels[te])[kind]
     except ProbeError:

@@ -53,10 +53,10 @@ from jaxtyping import Float
 from torch import Tensor
 
 from .errors import PPairsError
-from .harvest import (BranchOutputs, HarvestSettings, NonFiniteActivationError, _check_context_length,
-                      _device, _run_chunk, hook_names, run_branches)
+from .harvest import (BranchOutputs, HarvestSettings, NonFiniteActivationError,
+                      _check_context_length, _device, _run_chunk, hook_names, run_branches)
 from .models import model_name
-from .prompts import (ComparisonTemplate, Template, _chat_text, build_contrast_pairs,
+from .prompts import (ComparisonTemplate, _chat_text, build_contrast_pairs,
                       render_comparison)
 from .ranking import swap_calibrated
 from .records import TIE, Comparison, Dataset, ScoredItem
@@ -354,9 +354,9 @@ class ProbeComparator(_PromptComparator):
     """
 
     def __init__(self, bridge, probe, layer: int, items: Mapping[Hashable, ScoredItem | str],
-                 dataset_meta: Dataset | Mapping[str, Any], template: ComparisonTemplate | None = None,
-                 *, calibrate: bool = False, runner: ContextKV | None = None,
-                 settings: HarvestSettings = HarvestSettings()):
+                 dataset_meta: Dataset | Mapping[str, Any],
+                 template: ComparisonTemplate | None = None, *, calibrate: bool = False,
+                 runner: ContextKV | None = None, settings: HarvestSettings = HarvestSettings()):
         super().__init__(bridge, items, dataset_meta, template, calibrate=calibrate,
                          runner=runner, settings=settings)
         names = hook_names(bridge.cfg.n_layers)
@@ -396,9 +396,9 @@ class ZeroShotComparator(_PromptComparator):
     """
 
     def __init__(self, bridge, items: Mapping[Hashable, ScoredItem | str],
-                 dataset_meta: Dataset | Mapping[str, Any], template: ComparisonTemplate | None = None,
-                 *, calibrate: bool = True, runner: ContextKV | None = None,
-                 settings: HarvestSettings = HarvestSettings()):
+                 dataset_meta: Dataset | Mapping[str, Any],
+                 template: ComparisonTemplate | None = None, *, calibrate: bool = True,
+                 runner: ContextKV | None = None, settings: HarvestSettings = HarvestSettings()):
         super().__init__(bridge, items, dataset_meta, template, calibrate=calibrate,
                          runner=runner, settings=settings)
 

@@ -38,10 +38,10 @@ SMALL: dict[str, tuple[dict, list[str]]] = {
                                        N_RANDOM=500),
                                   ["transfer.png", "cosine_distribution.png",
                                    "transfer_summary.json"]),
-    "ablation.ipynb": (dict(DATASET="larger_number", N_PAIRS=40, MAX_EVAL_PAIRS=8, N_RANDOM=3,
+    "ablation.ipynb": (dict(DATASET="larger_number", N_PAIRS=40, MAX_EVAL_PAIRS=6, N_RANDOM=2,
                             PRESETS=("paper",), REFIT=False, N_BOOT=30),
                        ["ablation.png", "ablation.csv"]),
-    "ranking.ipynb": (dict(DATASET="story_sentiment", N_TRAIN_CONTEXTS=3,
+    "ranking.ipynb": (dict(DATASET="story_sentiment", N_TRAIN_CONTEXTS=2,
                            MAX_TRAIN_PAIRS_PER_CONTEXT=6, N_EVAL_CONTEXTS=2,
                            METHODS=("probe_greedy", "zero_shot_greedy"), N_BOOT=50,
                            CLIMATEX=None),
@@ -93,6 +93,14 @@ def test_notebook_committed_stripped(name):
     missing = set(SMALL.get(name, ({}, []))[0]) - names
     assert not missing, f"{name}: parameters cell does not define {sorted(missing)}"
     assert {"OUT"} <= names, f"{name}: outputs must go to a folder given by a parameter (OUT)"
+    for i, c in enumerate(nb.cells):  # every code cell is Python (IPython magics aside)
+        if c.cell_type == "code":
+            src = "\n".join(line for line in c.source.splitlines()
+                            if not line.lstrip().startswith(("%", "!")))
+            try:
+                ast.parse(src)
+            except SyntaxError as e:
+                pytest.fail(f"{name}: cell {i} is not valid Python: {e}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""The main job: the whole PPairS study on one model, every table and figure in one folder.
+
+Steps: harvest (stores reused when present), calibrated zero-shot baseline on each held-out
+split, layer sweeps, cross-dataset transfer and cosine similarity, directional ablation with
+its controls, PAIRS ranking. ``ppairs-lens run`` (what ``make demo`` runs) calls :func:`run`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from analyses.ablation import AblationConfig, run_ablation, summary_lines
+from analyses.cross_dataset import TransferConfig, run_transfer
+from analyses.layer_sweep import SweepConfig, best_layers, run_sweep, split_store
+from analyses.ranking import RankingConfig, run_ranking
+from ppairs_lens.evaluator import evaluate_zero_shot
+from ppairs_lens.experiment import save_config, write_json
+from ppairs_lens.models import load_model, model_name
+from ppairs_lens.study import ensure_store, load_dataset_spec
+
+BUILTINS = ("larger_number", "capital_true", "alphabetical", "story_sentiment")
+
+
+@dataclass
+class StudyConfig:
+    """The whole study; saved as ``study.config.json`` beside the outputs."""
+
+    model: str | None = None  # None: the embedded SmolLM2-135M-Instruct
+    datasets: list[str] = field(default_factory=lambda: list(BUILTINS))
+    max_pairs: int | None = None  # per dataset (whole contexts, seeded)
+    stores: str = "stores"
+    out: str = "figures"
+    seed: int = 0
+    ablation_dataset: str = "larger_number"
+    ablation_eval_pairs: int = 60
+    ablation_random: int = 10
+    ranking_dataset: str = "story_sentiment"
+    ranking_eval_contexts: int = 8
+    n_boot: int = 300
+    quick: bool = False  # small settings for tests and previews
+
+
+def quick(cfg: StudyConfig) -> StudyConfig:
+    """Small settings: a preview in a couple of minutes (and what the tests run)."""
+    return replace(cfg, max_pairs=cfg.max_pairs or 80, ablation_eval_pairs=16,
+                   ablation_random=3, ranking_eval_contexts=2, n_boot=50, quick=True)
+
+
+def _zero_shot_on_test(bridge, store, dataset, cfg: StudyConfig) -> dict:
+    """The calibrated prompted judgement on the same held-out pairs the probes are scored on."""
+    sp = split_store(store, test_size=0.3, split_by="context", seed=cfg.seed, layers=[0])
+    test_ids = {p["pair_id"] for p in sp.pairs_test}
+    subset = replace(dataset, records=[r for r in dataset.records if r.pair_id in test_ids])
+    return evaluate_zero_shot(bridge, subset)["metrics"]
+
+
+def run(cfg: StudyConfig) -> dict:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    steps = tqdm(total=7, desc="study", unit="step")
+
+    def step(name: str, t0: float) -> None:
+        timings[name] = round(time.perf_counter() - t0, 1)
+        steps.set_postfix_str(f"{name} {timings[name]:.0f}s")
+        steps.update(1)
+
+    t = time.perf_counter()
+    bridge = load_model(cfg.model)
+    step("load model", t)
+
+    t = time.perf_counter()
+    datasets = [load_dataset_spec(s, max_pairs=cfg.max_pairs, seed=cfg.seed) for s in cfg.datasets]
+    stores = [ensure_store(bridge, d, cfg.stores) for d in datasets]
+    step("harvest", t)
+
+    t = time.perf_counter()
+    zero_shot = {d.name: _zero_shot_on_test(bridge, s, d, cfg) for s, d in zip(stores, datasets)}
+    step("zero-shot baseline", t)
+
+    t = time.perf_counter()
+    sweep_rows = run_sweep(stores, out, SweepConfig(stores=[str(s.path) for s in stores],
+                                                    seed=cfg.seed, n_boot=cfg.n_boot,
+                                                    zero_shot=zero_shot))
+    step("layer sweep", t)
+
+    t = time.perf_counter()
+    transfer = run_transfer(stores, out, TransferConfig(stores=[str(s.path) for s in stores],
+                                                        seed=cfg.seed, n_boot=cfg.n_boot))
+    step("transfer", t)
+
+    t = time.perf_counter()
+    names = [d.name for d in datasets]
+    a = next((i for i, n in enumerate(names) if n.startswith(cfg.ablation_dataset)), 0)
+    abl_rows, _ = run_ablation(bridge, [(stores[a], datasets[a])], out, AblationConfig(
+        stores=[str(stores[a].path)], seed=cfg.seed, n_boot=cfg.n_boot,
+        n_random=cfg.ablation_random, max_eval_pairs=cfg.ablation_eval_pairs,
+        max_refit_train=2 * cfg.ablation_eval_pairs), log=lambda _m: None)
+    step("ablation", t)
+
+    t = time.perf_counter()
+    rank_rows = run_ranking(bridge, RankingConfig(
+        dataset=cfg.ranking_dataset, model=cfg.model, n_eval_contexts=cfg.ranking_eval_contexts,
+        n_train_contexts=10 if not cfg.quick else 4, n_boot=cfg.n_boot, seed=cfg.seed), out)
+    step("ranking", t)
+    steps.close()
+
+    summary = {"model": model_name(bridge), "timings_s": timings,
+               "best_layers": best_layers(sweep_rows), "zero_shot": zero_shot,
+               "transfer": transfer.get("summary"), "ranking": rank_rows,
+               "ablation": summary_lines(abl_rows)}
+    write_json(out / "summary.json", summary)
+    save_config(out, "study", cfg)
+    print_summary(summary)
+    return summary
+
+
+def print_summary(summary: dict) -> None:
+    print(f"\nPPairS study on {summary['model']} — "
+          f"{sum(summary['timings_s'].values()):.0f} s ({summary['timings_s']})")
+    print("\nBest layer per probe (held-out accuracy, 95% CI) vs calibrated zero-shot:")
+    for r in summary["best_layers"]:
+        zs = summary["zero_shot"].get(r["dataset"], {}).get("accuracy", {})
+        print(f"  {r['dataset']:24s} {r['kind']:10s} layer {r['layer']:2d}: {r['value']:.3f} "
+              f"[{r['lo']:.3f}, {r['hi']:.3f}]   zero-shot {zs.get('value', float('nan')):.3f}")
+    print("\nAblation:")
+    for line in summary["ablation"]:
+        print("  " + line)
+    print("\nRanking (mean within-context Spearman):")
+    for r in summary["ranking"]:
+        if "spearman" in r:
+            print(f"  {r.get('method', '?'):24s} {r['spearman']:.3f}")
+
+
+def cli(args) -> None:
+    cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores, seed=args.seed,
+                      max_pairs=args.max_pairs)
+    if args.datasets:
+        cfg.datasets = list(BUILTINS) + [d for d in args.datasets if d not in BUILTINS]
+    run(quick(cfg) if args.quick else cfg)
