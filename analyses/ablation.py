@@ -34,15 +34,19 @@ Metrics per condition (on the evaluator's calibrated P(item 1)):
 * ``accuracy``: p within ``tie_tol`` of 0.5 counts half (an exact tie is no answer, and
   scoring it by the ``p >= 0.5`` convention would make the positive control's accuracy the
   fraction of label-1 pairs);
-* ``auroc`` (ties, including p within ``tie_tol`` of 0.5, count half), ``p_correct`` (mean probability on the gold item);
+* ``auroc`` (ties, including p within ``tie_tol`` of 0.5, count half), ``p_correct`` (mean
+  probability on the gold item);
 * ``mean_abs_dev`` (mean |p - 0.5|: how decided the model is), ``tie_fraction``
   (|p - 0.5| <= ``tie_tol``);
+* ``p_first_choice``: mean P(first choice token) over both item orders, before calibration
+  (the position bias; 0.5 = none), which calibration hides but an ablation can move;
 * ``flip_rate`` (fraction of records whose answer differs from the baseline's) and
   ``mean_abs_dp`` (mean |p - p_baseline|): how much the model's judgement changes, gold labels
   aside. For these ``value`` is already a change, so ``delta == value``.
 
 Outputs: ``ablation.csv`` (dataset, preset, condition, metric, value, delta, lo, hi, n, ...),
-``ablation_probe_refit.csv``, ``ablation.config.json`` and ``ablation.{png,svg}``.
+``ablation_probe_refit.csv``, ``ablation_proba.csv`` (per-record probabilities of every
+condition), ``ablation.config.json`` and ``ablation.{png,svg}``.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ import torch
 
 from ppairs_lens.ablation import FINAL_NORM_HOOK, ablation_hook_sets, unembedding_direction
 from ppairs_lens.errors import PPairsError, ProbeError, StoreError
-from ppairs_lens.evaluator import zero_shot
+from ppairs_lens.evaluator import ZeroShotResult, zero_shot
 from ppairs_lens.experiment import save_config, save_figure, write_csv
 from ppairs_lens.harvest import HarvestSettings, harvest_pairs
 from ppairs_lens.metrics import auroc, bootstrap_ci, evaluate
@@ -104,11 +108,14 @@ class AblationConfig:
     split_by: str = "context"
     C: float = 1.0
     max_eval_pairs: int | None = 60  # test records run through the evaluator (whole contexts)
-    tie_tol: float = 1e-3  # |p - 0.5| <= tie_tol is "no answer" (half credit, tie_fraction)
+    # |p - 0.5| <= tie_tol is "no answer" (half credit, tie_fraction). About the float32
+    # round-off of the two choice logits (the positive control lands within ~1e-6 of 0.5); a
+    # small model's calibrated answers can sit within 1e-3 of 0.5, so do not make it coarse.
+    tie_tol: float = 1e-5
     refit: bool = True
     max_refit_train: int | None = 120  # train pairs re-harvested per ablation for the refit
     refit_random: int = 1  # random directions also re-harvested (a null for the refit)
-    metric: str = "accuracy"  # plotted metric
+    plot_metrics: tuple[str, ...] = ("accuracy", "mean_abs_dp")  # one figure row each
     token_budget: int = 16384
     timings: dict[str, float] = field(default_factory=dict)  # filled in: seconds per dataset
 
@@ -145,18 +152,32 @@ def _change_fns(tol: float) -> dict[str, Callable[[np.ndarray, np.ndarray], floa
 
 
 def condition_rows(y: np.ndarray, p_base: np.ndarray, p_cond: np.ndarray, groups: list,
-                   *, tol: float, n_boot: int, seed: int) -> list[dict]:
+                   *, tol: float, n_boot: int, seed: int,
+                   first_base: np.ndarray | None = None, first_cond: np.ndarray | None = None
+                   ) -> list[dict]:
     """``{metric, value, delta, lo, hi, value_lo, value_hi}`` for one condition.
 
     ``lo``/``hi`` bound the *delta* by a paired bootstrap (the same resampled records, by
     context, for baseline and condition); ``value_lo``/``value_hi`` bound the value itself.
-    The same ``seed`` gives every condition the same resamples.
+    The same ``seed`` gives every condition the same resamples. ``first_base`` /
+    ``first_cond`` (optional) are P(first choice token) per record, averaged over both item
+    orders: their mean is the metric ``p_first_choice`` (the position bias; 0.5 = none).
     """
     both = np.stack([p_base, p_cond], axis=1)
+    fns = dict(_metric_fns(tol))
+    if first_base is not None and first_cond is not None:
+        fns["p_first_choice"] = None  # computed from the first-choice arrays below
     out = []
-    for name, fn in _metric_fns(tol).items():
-        val = bootstrap_ci(fn, y, p_cond, n_boot=n_boot, seed=seed, groups=groups)
-        dlt = bootstrap_ci(lambda yy, s, fn=fn: fn(yy, s[:, 1]) - fn(yy, s[:, 0]), y, both,
+    for name, fn in fns.items():
+        if name == "p_first_choice":
+            arr = np.stack([first_base, first_cond, first_base, first_cond], axis=1)
+            f1 = lambda yy, q: float(np.mean(q[:, 1]))  # noqa: E731
+            f0 = lambda yy, q: float(np.mean(q[:, 0]))  # noqa: E731
+        else:
+            arr, f1, f0 = both, (lambda yy, q, fn=fn: fn(yy, q[:, 1])), \
+                (lambda yy, q, fn=fn: fn(yy, q[:, 0]))
+        val = bootstrap_ci(f1, y, arr, n_boot=n_boot, seed=seed, groups=groups)
+        dlt = bootstrap_ci(lambda yy, q, f1=f1, f0=f0: f1(yy, q) - f0(yy, q), y, arr,
                            n_boot=n_boot, seed=seed, groups=groups)
         out.append({"metric": name, "value": val["value"], "delta": dlt["value"],
                     "lo": dlt["lo"], "hi": dlt["hi"], "value_lo": val["lo"],
@@ -239,8 +260,9 @@ def random_directions(n: int, d: int, seed: int) -> torch.Tensor:
 
 def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
-                 ) -> tuple[list[dict], list[dict]]:
-    """Rows of ``ablation.csv`` and ``ablation_probe_refit.csv`` for one store.
+                 ) -> tuple[list[dict], list[dict], list[dict]]:
+    """Rows of ``ablation.csv``, ``ablation_probe_refit.csv`` and ``ablation_proba.csv``
+    (per-record probabilities under each condition) for one store.
 
     ``dataset`` is the one the store was harvested from (checked by fingerprint): the
     evaluator needs the records' text, the store only has activations.
@@ -287,16 +309,16 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     groups = list(test_ds.context_ids())
     n = len(test_ds)
 
-    def run(hooks, final_hooks) -> np.ndarray:
+    def run(hooks, final_hooks) -> ZeroShotResult:
         return zero_shot(bridge, test_ds, template, hooks=hooks, final_hooks=final_hooks,
-                         settings=settings).p
+                         settings=settings)
 
     t0 = time.perf_counter()
     p_base = run((), ())
     log(f"{name}: baseline on {n} test records ({time.perf_counter() - t0:.1f} s)")
     ctrl_hooks = ablation_hook_sets(bridge, u, [FINAL_NORM_HOOK], cfg.positions)
     p_ctrl = run(*ctrl_hooks)
-    probs: dict[tuple[str, str], np.ndarray] = {}
+    probs: dict[tuple[str, str], ZeroShotResult] = {}
     for preset in cfg.presets:
         t1 = time.perf_counter()
         for cond, r in directions.items():
@@ -307,9 +329,15 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     kw = dict(tol=cfg.tie_tol, n_boot=cfg.n_boot, seed=cfg.seed)
     cos_u = {c: float(abs(r @ u)) for c, r in directions.items()}
     rows: list[dict] = []
+    proba_rows: list[dict] = []
 
-    def add(preset, cond, kind, hooks_desc, p, extra=None):
-        for m in condition_rows(y, p_base, p, groups, **kw):
+    def add(preset, cond, kind, hooks_desc, res, extra=None):
+        if kind in ("probe", "random"):
+            proba_rows.extend(_proba_rows(name, preset, cond, test_ds, res))
+        elif preset == cfg.presets[0]:  # the same run serves every preset: write it once
+            proba_rows.extend(_proba_rows(name, "", cond, test_ds, res))
+        for m in condition_rows(y, p_base.p, res.p, groups, first_base=_first(p_base),
+                                first_cond=_first(res), **kw):
             rows.append({"dataset": name, "preset": preset, "condition": cond, **m, "n": n,
                          "kind": kind, "hooks": hooks_desc, "layer": layer,
                          "hook": hooks_of[layer] if kind in ("probe", "random") else "",
@@ -331,7 +359,23 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
         refit_rows = _refit(bridge, store, dataset, template, cfg, probes, readouts, train_ids,
                             test_ds, directions, u, settings)
         log(f"{name}: probe refit ({time.perf_counter() - t2:.1f} s)")
-    return rows, refit_rows
+    return rows, refit_rows, proba_rows
+
+
+def _first(res: ZeroShotResult) -> np.ndarray:
+    """P(first choice token) per record, averaged over both item orders when calibrated."""
+    if res.p_swapped is None:
+        return res.p_original
+    return 0.5 * (res.p_original + res.p_swapped)
+
+
+def _proba_rows(name: str, preset: str, cond: str, ds: Dataset, res: ZeroShotResult
+                ) -> list[dict]:
+    sw = res.p_swapped if res.p_swapped is not None else [None] * len(ds)
+    return [{"dataset": name, "preset": preset, "condition": cond, "pair_id": r.pair_id,
+             "label": lab, "p": float(p), "p_original": float(po),
+             "p_swapped": None if ps is None else float(ps)}
+            for r, lab, p, po, ps in zip(ds.records, ds.labels(), res.p, res.p_original, sw)]
 
 
 def _random_summary(rows: list[dict]) -> list[dict]:
@@ -446,21 +490,30 @@ def _short(cond: str) -> str:
     return label(cond)
 
 
+_XLABEL = {
+    "accuracy": "Δ accuracy (ablated − baseline)",
+    "mean_abs_dp": "mean |p − p_baseline| (change of the judgement)",
+    "flip_rate": "fraction of answers flipped",
+}
+
+
 def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
-    """Delta of ``cfg.metric`` per condition, one panel per dataset x preset."""
+    """Per dataset x plotted metric (rows) and preset (columns): the change of the metric
+    under each condition with its paired CI, the random-direction band, the positive control."""
     import matplotlib.pyplot as plt
 
-    metric = cfg.metric
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    metrics = [m for m in cfg.plot_metrics if any(r["metric"] == m for r in rows)]
     presets = [p for p in cfg.presets if any(r["preset"] == p for r in rows)]
     conds = [c for c in (*cfg.kinds, RANDOM_NULL, CONTROL)
              if any(r["condition"] == c for r in rows)]
+    panels = [(ds, m) for ds in datasets for m in metrics]
     with style():
-        fig, axes = plt.subplots(len(datasets), len(presets),
-                                 figsize=(3.6 * len(presets), 0.45 * len(conds) + 1.6 * len(datasets)
-                                          + 0.4),
+        fig, axes = plt.subplots(len(panels), len(presets),
+                                 figsize=(3.7 * len(presets), (0.42 * len(conds) + 1.1)
+                                          * len(panels) + 0.3),
                                  squeeze=False, sharey=True)
-        for i, ds in enumerate(datasets):
+        for i, (ds, metric) in enumerate(panels):
             sel = {(r["preset"], r["condition"]): r for r in rows
                    if r["dataset"] == ds and r["metric"] == metric}
             for j, preset in enumerate(presets):
@@ -469,7 +522,7 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                 null = sel.get((preset, RANDOM_NULL))
                 if null:
                     ax.axvspan(null["lo"], null["hi"], color=color("random"), alpha=0.25, lw=0,
-                               label="random directions: 95% range")
+                               label="random directions: 2.5-97.5%")
                     rs = [r["delta"] for r in rows if r["dataset"] == ds and r["preset"] == preset
                           and r["metric"] == metric and r["kind"] == "random"]
                     yk = conds.index(RANDOM_NULL)
@@ -478,7 +531,7 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                 ax.axvline(0, color="k", lw=0.7)
                 if base and metric in ("accuracy", "auroc"):
                     ax.axvline(0.5 - base["value"], color="k", ls=":", lw=0.9,
-                               label="chance (delta to 0.5)")
+                               label="chance (Δ to 0.5)")
                 for yk, c in enumerate(conds):
                     r = sel.get((preset, c))
                     if not r:
@@ -487,11 +540,13 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                     if c == CONTROL:
                         ax.errorbar(r["delta"], yk, xerr=err, fmt="*", ms=10, color="#000000",
                                     mfc="#ff7f0e", capsize=2, zorder=4)
-                        dev = next((q["value"] for q in rows if q["dataset"] == ds
-                                    and q["preset"] == preset and q["condition"] == CONTROL
-                                    and q["metric"] == "mean_abs_dev"), float("nan"))
-                        ax.annotate(f"mean |p-0.5| = {dev:.1e}", (r["delta"], yk),
-                                    xytext=(6, 6), textcoords="offset points", fontsize=7)
+                        dev = next(
+                            (q["value"] for q in rows if q["dataset"] == ds
+                             and q["preset"] == preset and q["condition"] == CONTROL
+                             and q["metric"] == "mean_abs_dev"), float("nan"))
+                        ax.annotate(f"mean |p−0.5| = {dev:.1e}", (r["delta"], yk),
+                                    xytext=(0, 7), textcoords="offset points", fontsize=7,
+                                    ha="center")
                     elif c == RANDOM_NULL:
                         ax.errorbar(r["delta"], yk, fmt="|", ms=12, color="#555555", zorder=4)
                     else:
@@ -499,12 +554,15 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                                     capsize=2, zorder=4)
                 ax.set_yticks(range(len(conds)), [_short(c) for c in conds])
                 ax.set_ylim(len(conds) - 0.5, -0.5)  # first condition on top
-                lo_x, hi_x = ax.get_xlim()
-                ax.set_xlim(min(lo_x, -0.05), max(hi_x, 0.05))
-                ax.set_xlabel(f"Δ {metric} (ablated − baseline)")
-                btxt = (f"baseline {base['value']:.3f} [{base['value_lo']:.3f}, "
-                        f"{base['value_hi']:.3f}], n={base['n']}" if base else "")
-                ax.set_title(f"{ds} — preset '{preset}'\n{btxt}")
+                if metric in ("accuracy", "auroc"):
+                    lo_x, hi_x = ax.get_xlim()
+                    ax.set_xlim(min(lo_x, -0.05), max(hi_x, 0.05))
+                ax.set_xlabel(_XLABEL.get(metric, f"Δ {metric} (ablated − baseline)"))
+                btxt = ""
+                if base and metric not in CHANGE_METRICS:
+                    btxt = (f"\nbaseline {metric} {base['value']:.3f} [{base['value_lo']:.3f}, "
+                            f"{base['value_hi']:.3f}], n={base['n']}")
+                ax.set_title(f"{ds} — preset '{preset}'{btxt}")
         handles, labels_ = axes[0, 0].get_legend_handles_labels()
         if handles:
             axes[0, -1].legend(handles, labels_, loc="best", fontsize=7)
@@ -516,9 +574,9 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                      f"'paper': every resid_post + ln_final; 'full': embedding, every attn/MLP "
                      f"output + ln_final. Bars: 95% paired bootstrap CIs by context "
                      f"({cfg.n_boot} resamples). Band: 2.5-97.5% of {cfg.n_random} random unit "
-                     f"directions. Positive control (star): the two choice tokens' unembedding "
-                     f"difference removed after the final norm only; ties (|p-0.5| <= "
-                     f"{cfg.tie_tol:g}) score half.")
+                     f"directions (dots). Positive control (star): the two choice tokens' "
+                     f"unembedding difference removed after the final norm only (same run in "
+                     f"both columns). Ties (|p−0.5| <= {cfg.tie_tol:g}) score half.")
         fig.tight_layout()
     return fig
 
@@ -526,20 +584,26 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
 def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
                  ) -> tuple[list[dict], list[dict]]:
-    """Ablate on every (store, dataset); write the tables, figure and config to ``out``."""
+    """Ablate on every (store, dataset); write the tables, figure and config to ``out``.
+
+    Returns the rows of ``ablation.csv`` and of ``ablation_probe_refit.csv``.
+    """
     cfg = cfg or AblationConfig(stores=[str(s.path) for s, _ in items])
     if not cfg.datasets:
         cfg.datasets = [d.name for _, d in items]
     out = Path(out)
     rows: list[dict] = []
     refit_rows: list[dict] = []
+    proba_rows: list[dict] = []
     for store, dataset in items:
         t0 = time.perf_counter()
-        r, rr = ablate_store(bridge, store, dataset, cfg, log=log)
+        r, rr, pr = ablate_store(bridge, store, dataset, cfg, log=log)
         cfg.timings[store.meta["dataset"]] = round(time.perf_counter() - t0, 1)
         rows += r
         refit_rows += rr
+        proba_rows += pr
     write_csv(out / "ablation.csv", rows)
+    write_csv(out / "ablation_proba.csv", proba_rows)
     if refit_rows:
         write_csv(out / "ablation_probe_refit.csv", refit_rows)
     save_config(out, "ablation", cfg)
