@@ -118,6 +118,7 @@ class AblationConfig:
     plot_metrics: tuple[str, ...] = ("accuracy", "mean_abs_dp")  # one figure row each
     token_budget: int = 16384
     timings: dict[str, float] = field(default_factory=dict)  # filled in: seconds per dataset
+    model: str = ""  # filled in: the model's name
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,7 +493,7 @@ def _short(cond: str) -> str:
 
 _XLABEL = {
     "accuracy": "Δ accuracy (ablated − baseline)",
-    "mean_abs_dp": "mean |p − p_baseline| (change of the judgement)",
+    "mean_abs_dp": "mean |p − p_baseline|",
     "flip_rate": "fraction of answers flipped",
 }
 
@@ -510,7 +511,7 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
     panels = [(ds, m) for ds in datasets for m in metrics]
     with style():
         fig, axes = plt.subplots(len(panels), len(presets),
-                                 figsize=(3.7 * len(presets), (0.42 * len(conds) + 1.1)
+                                 figsize=(4.3 * len(presets), (0.42 * len(conds) + 1.1)
                                           * len(panels) + 0.3),
                                  squeeze=False, sharey=True)
         for i, (ds, metric) in enumerate(panels):
@@ -540,13 +541,14 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                     if c == CONTROL:
                         ax.errorbar(r["delta"], yk, xerr=err, fmt="*", ms=10, color="#000000",
                                     mfc="#ff7f0e", capsize=2, zorder=4)
-                        dev = next(
-                            (q["value"] for q in rows if q["dataset"] == ds
-                             and q["preset"] == preset and q["condition"] == CONTROL
-                             and q["metric"] == "mean_abs_dev"), float("nan"))
-                        ax.annotate(f"mean |p−0.5| = {dev:.1e}", (r["delta"], yk),
-                                    xytext=(0, 7), textcoords="offset points", fontsize=7,
-                                    ha="center")
+                        if metric not in CHANGE_METRICS:
+                            dev = next(
+                                (q["value"] for q in rows if q["dataset"] == ds
+                                 and q["preset"] == preset and q["condition"] == CONTROL
+                                 and q["metric"] == "mean_abs_dev"), float("nan"))
+                            ax.annotate(f"mean |p−0.5| = {dev:.1e}", (r["delta"], yk),
+                                        xytext=(0, 7), textcoords="offset points", fontsize=7,
+                                        ha="center")
                     elif c == RANDOM_NULL:
                         ax.errorbar(r["delta"], yk, fmt="|", ms=12, color="#555555", zorder=4)
                     else:
@@ -562,11 +564,13 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                 if base and metric not in CHANGE_METRICS:
                     btxt = (f"\nbaseline {metric} {base['value']:.3f} [{base['value_lo']:.3f}, "
                             f"{base['value_hi']:.3f}], n={base['n']}")
-                ax.set_title(f"{ds} — preset '{preset}'{btxt}")
+                ax.set_title(f"{ds} · preset '{preset}'{btxt}")
         handles, labels_ = axes[0, 0].get_legend_handles_labels()
+        fig.suptitle(f"Directional ablation of probe directions — {model}", y=1.05)
+        fig.tight_layout()
         if handles:
-            axes[0, -1].legend(handles, labels_, loc="best", fontsize=7)
-        fig.suptitle(f"Directional ablation of probe directions — {model}", y=1.0)
+            fig.legend(handles, labels_, loc="lower center", ncol=len(handles), frameon=False,
+                       bbox_to_anchor=(0.5, 0.985))
         layer = next((r["hook"] for r in rows if r["hook"]), "")
         caption(fig, f"Calibrated zero-shot evaluator on held-out pairs; directions fitted on "
                      f"the train split at {layer or 'read-out L-1'}; ablated at "
@@ -577,7 +581,6 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                      f"directions (dots). Positive control (star): the two choice tokens' "
                      f"unembedding difference removed after the final norm only (same run in "
                      f"both columns). Ties (|p−0.5| <= {cfg.tie_tol:g}) score half.")
-        fig.tight_layout()
     return fig
 
 
@@ -591,6 +594,7 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     cfg = cfg or AblationConfig(stores=[str(s.path) for s, _ in items])
     if not cfg.datasets:
         cfg.datasets = [d.name for _, d in items]
+    cfg.model = model_name(bridge)
     out = Path(out)
     rows: list[dict] = []
     refit_rows: list[dict] = []
@@ -613,6 +617,35 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
 
     plt.close(fig)
     return rows, refit_rows
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """Rows of a written ``ablation.csv``, numbers as numbers (empty cells as NaN)."""
+    import csv
+
+    text_cols = {"dataset", "preset", "condition", "metric", "kind", "hooks", "hook",
+                 "positions", "mode", "probe_kind"}
+    rows = []
+    with open(path, newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            rows.append({k: v if k in text_cols else (float(v) if v != "" else float("nan"))
+                         for k, v in r.items()})
+    return rows
+
+
+def replot(out: str | Path, model: str | None = None) -> list[Path]:
+    """Redraw ``ablation.{png,svg}`` in ``out`` from its ``ablation.csv`` and config."""
+    from ppairs_lens.experiment import load_config
+
+    out = Path(out)
+    rows = read_rows(out / "ablation.csv")
+    cfg = load_config(AblationConfig, out / "ablation.config.json")
+    fig = plot_ablation(rows, cfg, model if model is not None else cfg.model)
+    paths = save_figure(fig, out, "ablation")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return paths
 
 
 def summary_lines(rows: list[dict], metric: str = "accuracy") -> list[str]:

@@ -146,3 +146,15 @@ def test_refuses_a_store_of_other_records(ablation_run, tiny, tmp_path):
     other = builtin_dataset("larger_number", n=30, seed=1)
     with pytest.raises(StoreError, match="fingerprint"):
         run_ablation(tiny, [(store, other)], tmp_path, cfg, log=lambda s: None)
+
+
+def test_replot_from_saved_files(ablation_run):
+    from analyses.ablation import read_rows, replot
+
+    rows, _, out, _, _, _ = ablation_run
+    (out / "ablation.png").unlink()
+    replot(out)
+    assert (out / "ablation.png").is_file()
+    again = read_rows(out / "ablation.csv")
+    assert len(again) == len(rows)
+    assert again[0]["value"] == pytest.approx(rows[0]["value"])
