@@ -27,7 +27,10 @@ whether the model's own prompted answer changes. Here, for each dataset:
    probes at the ablated read-out and at the final norm's output, both as fitted on clean
    activations (``mode="original"``) and refitted on the ablated ones (``mode="refit"``): a
    refitted probe that recovers means the judgement is still linearly readable in other
-   directions, one that falls to chance means the information is gone.
+   directions, one that falls to chance means the information is gone. A clean probe's
+   *accuracy* also drops when an ablation merely shifts every contrast by the same vector
+   (its training side means no longer centre the data, so the threshold moves; random
+   directions do this); its AUROC, computed on the logits, ignores such a shift.
 
 Metrics per condition (on the evaluator's calibrated P(item 1)):
 
@@ -43,6 +46,10 @@ Metrics per condition (on the evaluator's calibrated P(item 1)):
 * ``flip_rate`` (fraction of records whose answer differs from the baseline's) and
   ``mean_abs_dp`` (mean |p - p_baseline|): how much the model's judgement changes, gold labels
   aside. For these ``value`` is already a change, so ``delta == value``.
+
+Each row also has ``abs_cos_unembedding``, |cos| between the ablated direction and the
+positive control's direction: a diagnostic only (the probe directions live in the residual
+stream at their read-out, the unembedding reads after the final norm's gain).
 
 Outputs: ``ablation.csv`` (dataset, preset, condition, metric, value, delta, lo, hi, n, ...),
 ``ablation_probe_refit.csv``, ``ablation_proba.csv`` (per-record probabilities of every
@@ -65,7 +72,7 @@ from ppairs_lens.errors import PPairsError, ProbeError, StoreError
 from ppairs_lens.evaluator import ZeroShotResult, zero_shot
 from ppairs_lens.experiment import save_config, save_figure, write_csv
 from ppairs_lens.harvest import HarvestSettings, harvest_pairs
-from ppairs_lens.metrics import auroc, bootstrap_ci, evaluate
+from ppairs_lens.metrics import auroc, bootstrap_ci
 from ppairs_lens.models import model_name
 from ppairs_lens.plotting import caption, color, label, style
 from ppairs_lens.probes import PROBE_KINDS
@@ -79,7 +86,8 @@ from ppairs_lens.sweep import SweepProbes, fit_sweep
 
 from .layer_sweep import split_store
 
-__all__ = ["AblationConfig", "ablate_store", "run_ablation", "plot_ablation", "cli",
+__all__ = ["AblationConfig", "ablate_store", "run_ablation", "plot_ablation", "replot",
+           "read_rows", "condition_rows", "random_directions", "summary_lines", "cli",
            "CONDITION_ORDER"]
 
 BASELINE = "none"
@@ -404,18 +412,29 @@ def _random_summary(rows: list[dict]) -> list[dict]:
 # The probes under ablation
 # --------------------------------------------------------------------------------------------
 
+def _logit_accuracy(y: np.ndarray, z: np.ndarray) -> float:
+    return float(np.mean((z >= 0) == (y == 1)))
+
+
 def _score_probes(sweep: SweepProbes, acts: torch.Tensor, labels: np.ndarray, groups: list,
                   cfg: AblationConfig) -> dict[tuple[str, int], dict]:
-    """``{(kind, readout position): {accuracy, auroc}}`` of a 2-read-out sweep."""
-    proba = sweep.predict_proba(acts)
+    """``{(kind, readout position): {accuracy, auroc}}`` of a sweep over the read-outs.
+
+    AUROC is computed on the logits, not the probabilities: under an ablation a clean probe's
+    logits can shift far enough for every probability to round to 0 or 1, which would make
+    every pair a tie. Accuracy is ``logit >= 0``.
+    """
+    logits = sweep.decision_function(acts)
+    y = (np.asarray(labels) == 1).astype(float)
+    kw = dict(n_boot=cfg.n_boot, seed=cfg.seed, groups=groups)
     out = {}
     for k in sweep.kinds:
         for j in range(sweep.n_layers):
-            p = proba[k][j]
-            if np.isnan(p).any():
-                continue
-            m = evaluate(labels, p, groups=groups, n_boot=cfg.n_boot, seed=cfg.seed)
-            out[k, j] = {"accuracy": m["accuracy"], "auroc": m["auroc"]}
+            z = logits[k][j]
+            if not np.isfinite(z).all():
+                continue  # a degenerate read-out: nothing to score
+            out[k, j] = {"accuracy": bootstrap_ci(_logit_accuracy, y, z, **kw),
+                         "auroc": bootstrap_ci(auroc, y, z, **kw)}
     return out
 
 
@@ -563,7 +582,7 @@ def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
                 btxt = ""
                 if base and metric not in CHANGE_METRICS:
                     btxt = (f"\nbaseline {metric} {base['value']:.3f} [{base['value_lo']:.3f}, "
-                            f"{base['value_hi']:.3f}], n={base['n']}")
+                            f"{base['value_hi']:.3f}], n={int(base['n'])}")
                 ax.set_title(f"{ds} · preset '{preset}'{btxt}")
         handles, labels_ = axes[0, 0].get_legend_handles_labels()
         fig.suptitle(f"Directional ablation of probe directions — {model}", y=1.05)
@@ -677,7 +696,7 @@ def cli(args) -> None:
     cfg = AblationConfig(stores=[str(st.path) for st, _ in items], datasets=list(specs),
                          seed=args.seed)
     if getattr(args, "quick", False):
-        cfg = replace(cfg, max_eval_pairs=24, n_boot=100, max_refit_train=48)
+        cfg = replace(cfg, max_eval_pairs=24, n_boot=100, max_refit_train=24)
     rows, _ = run_ablation(bridge, items, args.out, cfg)
     for line in summary_lines(rows):
         print(line)

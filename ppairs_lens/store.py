@@ -44,6 +44,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -174,6 +175,7 @@ class ActivationStore:
         data_path, side_path = self._shard_paths(i)
         data_path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=data_path.parent)
+        os.fchmod(fd, 0o644)
         os.close(fd)
         try:
             save_file(tensors, tmp, metadata={"start": str(start), "stop": str(stop)})

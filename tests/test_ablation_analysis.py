@@ -158,3 +158,23 @@ def test_replot_from_saved_files(ablation_run):
     again = read_rows(out / "ablation.csv")
     assert len(again) == len(rows)
     assert again[0]["value"] == pytest.approx(rows[0]["value"])
+
+
+def test_cli_quick(tiny, tmp_path, monkeypatch, capsys):
+    import ppairs_lens.models
+    from analyses.ablation import cli
+    from ppairs_lens.cli import build_parser
+
+    monkeypatch.setattr(ppairs_lens.models, "load_model", lambda *a, **k: tiny)
+    args = build_parser().parse_args(
+        ["ablate", "--datasets", "larger_number", "--max-pairs", "24", "--quick",
+         "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cli(args)
+    finally:
+        torch.set_num_threads(threads)
+    printed = capsys.readouterr().out
+    assert "unembedding" in printed and "random" in printed
+    assert (tmp_path / "out" / "ablation.png").is_file()
