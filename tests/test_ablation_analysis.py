@@ -165,7 +165,18 @@ def test_cli_quick(tiny, tmp_path, monkeypatch, capsys):
     from analyses.ablation import cli
     from ppairs_lens.cli import build_parser
 
+    import analyses.ablation as mod
+
     monkeypatch.setattr(ppairs_lens.models, "load_model", lambda *a, **k: tiny)
+    real = mod.run_ablation
+    seen = {}
+
+    def smaller(bridge, items, out, cfg, **kw):  # only the wiring is under test here
+        seen["cfg"] = cfg
+        from dataclasses import replace as _replace
+        return real(bridge, items, out, _replace(cfg, n_random=2, refit=False), **kw)
+
+    monkeypatch.setattr(mod, "run_ablation", smaller)
     args = build_parser().parse_args(
         ["ablate", "--datasets", "larger_number", "--max-pairs", "24", "--quick",
          "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")])
@@ -178,3 +189,4 @@ def test_cli_quick(tiny, tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "unembedding" in printed and "random" in printed
     assert (tmp_path / "out" / "ablation.png").is_file()
+    assert seen["cfg"].max_eval_pairs == 24 and seen["cfg"].n_random == 10  # --quick settings
