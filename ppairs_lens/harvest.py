@@ -56,9 +56,18 @@ def _common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
     return n
 
 
+#: Groups with fewer rows than this are pooled: what they share beyond the template is
+#: small, and running each as its own tiny batch costs far more than it saves.
+MIN_GROUP_ROWS = 8
+
+
 def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
             ) -> Iterator[tuple[list[int], int]]:
-    """(row indices, shared-prefix length) for each group of rows that share a prefix."""
+    """(row indices, shared-prefix length) for each group of rows that share a prefix.
+
+    Rows of small groups (one story with one pair, an instruction with two answers) are
+    pooled into one group sharing the template's common prefix, so they batch together.
+    """
     if not share:
         for i, p in enumerate(prefixes):
             yield [i], len(p) - 1
@@ -66,7 +75,9 @@ def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
     by_group: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         by_group.setdefault(k, []).append(i)
-    for idx in by_group.values():
+    big = [idx for idx in by_group.values() if len(idx) >= MIN_GROUP_ROWS]
+    pooled = [i for idx in by_group.values() if len(idx) < MIN_GROUP_ROWS for i in idx]
+    for idx in big + ([sorted(pooled)] if pooled else []):
         c = _common_prefix_len([prefixes[i] for i in idx])
         if c == 0:  # nothing shared: every row is its own group
             for i in idx:

@@ -61,3 +61,20 @@ def test_embedded_model_harvest_matches_reference(smol):
         acts = harvest_pairs(smol, pairs, HarvestSettings(token_budget=400))
         assert acts.shape == (4, 2, 31, 576)
         assert _max_rel_err(smol, pairs, acts) < 1e-3
+
+
+def test_big_shared_context_group_equals_reference(tiny):
+    """A context shared by >= MIN_GROUP_ROWS pairs runs once for all of them (not pooled)."""
+    from dataclasses import replace
+
+    from ppairs_lens.harvest import MIN_GROUP_ROWS, _groups
+
+    ds = small_comparisons(12, with_context=False)
+    article = "A long shared article about the numbers below. " * 3
+    ds.records = [replace(r, context=article, context_id="art") for r in ds.records]
+    pairs = build_contrast_pairs(tiny.tokenizer, ds)
+    groups = list(_groups([p.prefix_ids for p in pairs], [p.group for p in pairs], True))
+    assert len(groups) == 1 and len(groups[0][0]) == 12 >= MIN_GROUP_ROWS
+    assert groups[0][1] > 40  # the article is in the shared prefix
+    acts = harvest_pairs(tiny, pairs, HarvestSettings(token_budget=200))
+    assert _max_rel_err(tiny, pairs, acts) < 1e-4
