@@ -90,9 +90,12 @@ def one_prompt_at_a_time(hf_model, pairs: Sequence[ContrastPair]) -> torch.Tenso
         for side in range(2):
             ids = torch.tensor([list(p.prefix_ids) + [p.final_ids[side]]])
             hs = hf_model(ids, output_hidden_states=True).hidden_states
-            # hidden_states[l + 1] is block l's output; HF's last entry is after the final norm.
-            out[i, side, :n_layers] = torch.stack([h[0, -1] for h in hs[1:n_layers + 1]])
-            out[i, side, n_layers] = hs[-1][0, -1]
+            # hidden_states[l + 1] is block l's output, except the last entry, which HF
+            # (transformers 5.x) gives after the final norm: the last block's raw output is
+            # not available this way (NaN here, left out of comparisons).
+            out[i, side, :n_layers - 1] = torch.stack([h[0, -1] for h in hs[1:n_layers]])
+            out[i, side, n_layers - 1] = float("nan")
+            out[i, side, n_layers] = hs[n_layers][0, -1]
     return out
 
 
@@ -177,7 +180,9 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 1
 
 
 def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)).max().item()
+    """Largest per-vector relative difference, over the read-outs both sides have."""
+    err = (a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)
+    return err[~err.isnan()].max().item()
 
 
 def tokens_computed(pairs: Sequence[ContrastPair], shared: bool) -> int:
