@@ -38,18 +38,9 @@ def save_tiny_model_dir(folder: Path, tokenizer, *, seed: int = 0, n_layers: int
     ``tiny_model()``'s own HF model cannot be saved: the bridge wraps its modules, so its
     state dict no longer has HF's names. This builds the same shape from scratch instead.
     """
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from ppairs_lens.models import tiny_hf_model
 
-    cfg = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=d_model, intermediate_size=2 * d_model,
-        num_hidden_layers=n_layers, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=2048, tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        hf = LlamaForCausalLM(cfg)
+    hf = tiny_hf_model(tokenizer, seed, n_layers=n_layers, d_model=d_model)
     hf.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
