@@ -118,7 +118,9 @@ def plot_sweep(rows: list[dict], cfg: SweepConfig, model: str):
             zs = cfg.zero_shot.get(ds, {}).get(cfg.metric)
             if zs:
                 ax.axhline(zs["value"], color=color("zero_shot"), ls="--", lw=1,
-                           label="zero-shot prompt (calibrated)")
+                           label="zero-shot prompt (calibrated"
+                           + (f", {cfg.zero_shot[ds]['n_records']} test pairs)"
+                              if "n_records" in cfg.zero_shot.get(ds, {}) else ")"))
             ax.axhline(0.5 if cfg.metric != "spearman" else 0.0, color="k", lw=0.6, alpha=0.5)
             n_test = next((r["n_test"] for r in rows if r["dataset"] == ds), 0)
             ax.set_title(f"{ds} (test n={n_test})")

@@ -20,7 +20,8 @@ from analyses.ranking import RankingConfig, run_ranking
 from ppairs_lens.evaluator import evaluate_zero_shot
 from ppairs_lens.experiment import save_config, write_json
 from ppairs_lens.models import load_model, model_name
-from ppairs_lens.study import ensure_store, load_dataset_spec
+from ppairs_lens.step_cache import StepCache
+from ppairs_lens.study import ensure_store, load_dataset_spec, subsample_by_context
 
 BUILTINS = ("larger_number", "capital_true", "alphabetical", "story_sentiment")
 
@@ -35,9 +36,13 @@ class StudyConfig:
     stores: str = "stores"
     out: str = "figures"
     seed: int = 0
+    zero_shot_max_pairs: int | None = 60  # held-out records per dataset (whole contexts)
     ablation_dataset: str = "larger_number"
-    ablation_eval_pairs: int = 60
-    ablation_random: int = 10
+    # The ablation re-runs the model once per (preset, direction): these sizes keep the whole
+    # study within ~15 minutes on 2 CPU cores; `ppairs-lens ablate` runs larger ones.
+    ablation_eval_pairs: int = 40
+    ablation_random: int = 5
+    ablation_refit_train: int = 60
     ranking_dataset: str = "story_sentiment"
     ranking_eval_contexts: int = 8
     n_boot: int = 300
@@ -46,8 +51,9 @@ class StudyConfig:
 
 def quick(cfg: StudyConfig) -> StudyConfig:
     """Small settings: a preview in a couple of minutes (and what the tests run)."""
-    return replace(cfg, max_pairs=cfg.max_pairs or 80, ablation_eval_pairs=16,
-                   ablation_random=3, ranking_eval_contexts=2, n_boot=50, quick=True)
+    return replace(cfg, max_pairs=cfg.max_pairs or 80, zero_shot_max_pairs=40,
+                   ablation_eval_pairs=16, ablation_random=3, ablation_refit_train=32,
+                   ranking_eval_contexts=2, n_boot=50, quick=True)
 
 
 def _zero_shot_on_test(bridge, store, dataset, cfg: StudyConfig) -> dict:
@@ -55,61 +61,78 @@ def _zero_shot_on_test(bridge, store, dataset, cfg: StudyConfig) -> dict:
     sp = split_store(store, test_size=0.3, split_by="context", seed=cfg.seed, layers=[0])
     test_ids = {p["pair_id"] for p in sp.pairs_test}
     subset = replace(dataset, records=[r for r in dataset.records if r.pair_id in test_ids])
-    return evaluate_zero_shot(bridge, subset)["metrics"]
+    if cfg.zero_shot_max_pairs is not None:
+        subset = subsample_by_context(subset, cfg.zero_shot_max_pairs, seed=cfg.seed)
+    res = evaluate_zero_shot(bridge, subset)
+    return {**res["metrics"], "n_records": res["n_scored"]}
 
 
-def run(cfg: StudyConfig) -> dict:
+def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
+    """The study. Steps whose inputs (config, store fingerprints, code) are unchanged since a
+    finished earlier run into the same ``out`` are taken from it (``reuse=False``: recompute
+    all); stores are always reused when complete. ``bridge``: an already loaded model
+    (default: load ``cfg.model``)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    cache = StepCache(out / ".ppairs-steps", enabled=reuse)
     timings: dict[str, float] = {}
+    reused: list[str] = []
     steps = tqdm(total=7, desc="study", unit="step")
 
-    def step(name: str, t0: float) -> None:
-        timings[name] = round(time.perf_counter() - t0, 1)
-        steps.set_postfix_str(f"{name} {timings[name]:.0f}s")
+    def step(name: str, fn, outputs=(), **inputs):
+        t = time.perf_counter()
+        result, was = cache.run(name, cache.key(name, **inputs), fn,
+                                [out / o for o in outputs])
+        timings[name] = round(time.perf_counter() - t, 1)
+        if was:
+            reused.append(name)
+        steps.set_postfix_str(f"{name} {timings[name]:.0f}s" + (" (reused)" if was else ""))
         steps.update(1)
+        return result
 
     t = time.perf_counter()
-    bridge = load_model(cfg.model)
-    step("load model", t)
+    bridge = bridge if bridge is not None else load_model(cfg.model)
+    timings["load model"] = round(time.perf_counter() - t, 1)
+    steps.update(1)
 
     t = time.perf_counter()
     datasets = [load_dataset_spec(s, max_pairs=cfg.max_pairs, seed=cfg.seed) for s in cfg.datasets]
     stores = [ensure_store(bridge, d, cfg.stores) for d in datasets]
-    step("harvest", t)
+    timings["harvest"] = round(time.perf_counter() - t, 1)
+    steps.update(1)
+    common = dict(cfg=cfg, model=model_name(bridge),
+                  stores=[s.fingerprint() for s in stores])
 
-    t = time.perf_counter()
-    zero_shot = {d.name: _zero_shot_on_test(bridge, s, d, cfg) for s, d in zip(stores, datasets)}
-    step("zero-shot baseline", t)
+    zero_shot = step("zero-shot baseline", lambda: {
+        d.name: _zero_shot_on_test(bridge, s, d, cfg) for s, d in zip(stores, datasets)},
+        **common)
 
-    t = time.perf_counter()
-    sweep_rows = run_sweep(stores, out, SweepConfig(stores=[str(s.path) for s in stores],
-                                                    seed=cfg.seed, n_boot=cfg.n_boot,
-                                                    zero_shot=zero_shot))
-    step("layer sweep", t)
+    sweep_rows = step("layer sweep", lambda: run_sweep(
+        stores, out, SweepConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
+                                 n_boot=cfg.n_boot, zero_shot=zero_shot)),
+        outputs=["layer_sweep.csv", "layer_sweep.png"], zero_shot=zero_shot, **common)
 
-    t = time.perf_counter()
-    transfer = run_transfer(stores, out, TransferConfig(stores=[str(s.path) for s in stores],
-                                                        seed=cfg.seed, n_boot=cfg.n_boot))
-    step("transfer", t)
+    transfer = step("transfer", lambda: run_transfer(
+        stores, out, TransferConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
+                                    n_boot=cfg.n_boot)),
+        outputs=["transfer.csv", "transfer.png"], **common)
 
-    t = time.perf_counter()
     names = [d.name for d in datasets]
     a = next((i for i, n in enumerate(names) if n.startswith(cfg.ablation_dataset)), 0)
-    abl_rows, _ = run_ablation(bridge, [(stores[a], datasets[a])], out, AblationConfig(
-        stores=[str(stores[a].path)], seed=cfg.seed, n_boot=cfg.n_boot,
-        n_random=cfg.ablation_random, max_eval_pairs=cfg.ablation_eval_pairs,
-        max_refit_train=2 * cfg.ablation_eval_pairs), log=lambda _m: None)
-    step("ablation", t)
+    abl_rows = step("ablation", lambda: run_ablation(
+        bridge, [(stores[a], datasets[a])], out, AblationConfig(
+            stores=[str(stores[a].path)], seed=cfg.seed, n_boot=cfg.n_boot,
+            n_random=cfg.ablation_random, max_eval_pairs=cfg.ablation_eval_pairs,
+            max_refit_train=cfg.ablation_refit_train), log=tqdm.write)[0],
+        outputs=["ablation.csv", "ablation.png"], **common)
 
-    t = time.perf_counter()
-    rank_rows = run_ranking(bridge, RankingConfig(
+    rank_rows = step("ranking", lambda: run_ranking(bridge, RankingConfig(
         dataset=cfg.ranking_dataset, model=cfg.model, n_eval_contexts=cfg.ranking_eval_contexts,
-        n_train_contexts=10 if not cfg.quick else 4, n_boot=cfg.n_boot, seed=cfg.seed), out)
-    step("ranking", t)
+        n_train_contexts=10 if not cfg.quick else 4, n_boot=cfg.n_boot, seed=cfg.seed), out),
+        outputs=["ranking.csv", "ranking.png"], **common)
     steps.close()
 
-    summary = {"model": model_name(bridge), "timings_s": timings,
+    summary = {"model": model_name(bridge), "timings_s": timings, "reused_steps": reused,
                "best_layers": best_layers(sweep_rows), "zero_shot": zero_shot,
                "transfer": transfer.get("summary"), "ranking": rank_rows,
                "ablation": summary_lines(abl_rows)}
@@ -122,6 +145,9 @@ def run(cfg: StudyConfig) -> dict:
 def print_summary(summary: dict) -> None:
     print(f"\nPPairS study on {summary['model']} — "
           f"{sum(summary['timings_s'].values()):.0f} s ({summary['timings_s']})")
+    if summary.get("reused_steps"):
+        print(f"  reused from the last run (inputs and code unchanged): "
+              f"{', '.join(summary['reused_steps'])}; --recompute to redo them")
     print("\nBest layer per probe (held-out accuracy, 95% CI) vs calibrated zero-shot:")
     for r in summary["best_layers"]:
         zs = summary["zero_shot"].get(r["dataset"], {}).get("accuracy", {})
@@ -141,4 +167,4 @@ def cli(args) -> None:
                       max_pairs=args.max_pairs)
     if args.datasets:
         cfg.datasets = list(BUILTINS) + [d for d in args.datasets if d not in BUILTINS]
-    run(quick(cfg) if args.quick else cfg)
+    run(quick(cfg) if args.quick else cfg, reuse=not getattr(args, "recompute", False))

@@ -140,43 +140,25 @@ def batched_two_sided(bridge, pairs: Sequence[ContrastPair], token_budget: int =
 @torch.inference_mode()
 def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 16384) -> None:
     """The physical limit: a bare HF model (no bridge, no hooks, no read-out) running exactly
-    the tokens our harvester computes, on the same schedule (contexts once, suffixes on a copy
-    of the context cache, two final tokens per pair)."""
-    import copy
+    the tokens our harvester computes, on the same schedule (the same prefix-sharing plan,
+    executed by the same :func:`ppairs_lens.prefix_sharing.run_rows`)."""
+    from ppairs_lens.prefix_sharing import PrefixState, extend, plan, run_rows
 
-    from ppairs_lens.harvest import _groups
+    def forward(ids, cache, mask, pos):
+        return hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
+                        use_cache=True, logits_to_keep=1).past_key_values
+
+    def read(ids, cache, mask, pos):
+        hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
+                 logits_to_keep=1)
+        return None, None
 
     prefixes = [p.prefix_ids for p in pairs]
-    for idx, c in _groups(prefixes, [p.group for p in pairs], True):
-        ctx_out = hf_model(torch.tensor([list(prefixes[idx[0]][:c])]), use_cache=True,
-                           logits_to_keep=1)
-        idx = sorted(idx, key=lambda i: -len(prefixes[i]))
-        start = 0
-        while start < len(idx):
-            s_max = len(prefixes[idx[start]]) - c
-            rows = max(1, min(len(idx) - start, token_budget // (c + s_max + 1)))
-            chunk = idx[start:start + rows]
-            lens = [len(prefixes[i]) - c for i in chunk]
-            suffix = torch.zeros(rows, max(lens), dtype=torch.long)
-            mask = torch.zeros(rows, c + max(lens), dtype=torch.long)
-            mask[:, :c] = 1
-            for r, i in enumerate(chunk):
-                suffix[r, :lens[r]] = torch.tensor(prefixes[i][c:])
-                mask[r, c:c + lens[r]] = 1
-            cache = copy.deepcopy(ctx_out.past_key_values)
-            cache.batch_repeat_interleave(rows)
-            pos = (c + torch.arange(max(lens)))[None].expand(rows, -1)
-            o = hf_model(suffix, past_key_values=cache, attention_mask=mask, position_ids=pos,
-                         use_cache=True, logits_to_keep=1)
-            cache = o.past_key_values
-            cache.batch_repeat_interleave(2)
-            final = torch.tensor([t for i in chunk for t in pairs[i].final_ids])[:, None]
-            mask2 = torch.cat([mask.repeat_interleave(2, 0), torch.ones(2 * rows, 1,
-                                                                          dtype=torch.long)], 1)
-            pos2 = (c + torch.tensor(lens)).repeat_interleave(2)[:, None]
-            hf_model(final, past_key_values=cache, attention_mask=mask2, position_ids=pos2,
-                     logits_to_keep=1)
-            start += rows
+    branches = [p.final_ids for p in pairs]
+    for g in plan(prefixes, [p.group for p in pairs]):
+        start = extend(PrefixState.empty(torch.device("cpu")), [0], [g.context], forward)
+        run_rows(start, g.subgroups, branches, forward, read, lambda *a: None,
+                 token_budget=token_budget)
 
 
 def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -186,13 +168,11 @@ def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def tokens_computed(pairs: Sequence[ContrastPair], shared: bool) -> int:
-    """Token positions a harvest runs: with sharing, contexts once plus per-pair parts."""
-    from ppairs_lens.harvest import _groups
+    """Token positions a harvest runs: with sharing, each shared part once (see
+    :mod:`ppairs_lens.prefix_sharing`); without, both full prompts of every pair."""
+    from ppairs_lens.prefix_sharing import plan
+    from ppairs_lens.prefix_sharing import tokens_computed as count
 
     if not shared:
         return sum(2 * (len(p.prefix_ids) + 1) for p in pairs)
-    prefixes = [p.prefix_ids for p in pairs]
-    total = 0
-    for idx, c in _groups(prefixes, [p.group for p in pairs], True):
-        total += c + sum(len(prefixes[i]) - c + 2 for i in idx)
-    return total
+    return count(plan([p.prefix_ids for p in pairs], [p.group for p in pairs]), 2)

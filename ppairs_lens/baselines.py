@@ -33,6 +33,7 @@ from jaxtyping import Float
 from .comparators import ContextKV, context_anchor, dataset_meta
 from .errors import TemplateError
 from .harvest import HarvestSettings, _check_context_length, run_branches
+from .prefix_sharing import plan, tokens_computed
 from .prompts import ASPECT_DESCRIPTIONS, _chat_text
 from .records import Dataset, ScoredItem
 
@@ -180,29 +181,8 @@ def score_items(bridge, items: Mapping[Hashable, ScoredItem | str],
     else:
         lg = run_branches(bridge, prefixes, branches, [p.group for p in prompts],
                           logit_ids=ids, settings=settings).logits[:, 0]
-        n_tokens = _run_branches_tokens(prefixes, [p.group for p in prompts])
+        n_tokens = tokens_computed(plan(prefixes, [p.group for p in prompts],
+                                           share=settings.share_prefixes), 1)
     values = tuple(float(s) for s in template.scores)
     return ItemScores(tuple(p.item_id for p in prompts), values,
                       lg.to(torch.float64).numpy(), len(prompts), n_tokens)
-
-
-def _run_branches_tokens(prefixes: Sequence[Sequence[int]], groups: Sequence[str]) -> int:
-    """Tokens run_branches feeds through the model: each group's common prefix once, then
-    every row's own part and branch token."""
-    by: dict[str, list[Sequence[int]]] = {}
-    for p, g in zip(prefixes, groups):
-        by.setdefault(g, []).append(p)
-    total = 0
-    for rows in by.values():
-        c = len(rows[0])
-        for r in rows[1:]:
-            i = 0
-            while i < min(c, len(r)) and r[i] == rows[0][i]:
-                i += 1
-            c = i
-        c = min(c, min(len(r) for r in rows) - 1) if c else 0
-        if c == 0:
-            total += sum(len(r) + 1 for r in rows)
-        else:
-            total += c + sum(len(r) - c + 1 for r in rows)
-    return total

@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", default="figures", help="folder for tables and figures")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--quick", action="store_true", help="small settings (tests, previews)")
+        if name == "run":
+            p.add_argument("--recompute", action="store_true",
+                           help="redo every step (default: steps whose config, stores and code "
+                                "are unchanged since the last run into --out are reused)")
     return parser
 
 

@@ -54,8 +54,9 @@ from torch import Tensor
 
 from .errors import PPairsError
 from .harvest import (BranchOutputs, HarvestSettings, NonFiniteActivationError,
-                      _check_context_length, _device, _run_chunk, hook_names, run_branches)
+                      _check_context_length, _device, bridge_steps, hook_names, run_branches)
 from .models import model_name
+from .prefix_sharing import PrefixState, extend, plan, run_rows, subgroups, tokens_computed
 from .prompts import (ComparisonTemplate, _chat_text, build_contrast_pairs,
                       render_comparison)
 from .ranking import swap_calibrated
@@ -120,21 +121,18 @@ class ContextKV:
         """Drop every kept context cache (frees memory)."""
         self._caches.clear()
 
-    def _context(self, anchor: tuple[int, ...]):
-        cache = self._caches.get(anchor)
-        if cache is not None:
+    def _context(self, anchor: tuple[int, ...], forward) -> PrefixState:
+        state = self._caches.get(anchor)
+        if state is not None:
             self._caches.move_to_end(anchor)
-            return cache
-        dev = _device(self.bridge)
-        ctx = torch.tensor([list(anchor)], device=dev)
-        _, cache = self.bridge(ctx, return_type="logits_and_cache", logits_to_keep=1,
-                               position_ids=torch.arange(len(anchor), device=dev)[None])
+            return state
+        state = extend(PrefixState.empty(_device(self.bridge)), [0], [anchor], forward)
         self.n_tokens += len(anchor)
         self.n_context_builds += 1
-        self._caches[anchor] = cache
+        self._caches[anchor] = state
         while len(self._caches) > self.max_contexts:
             self._caches.popitem(last=False)
-        return cache
+        return state
 
     @torch.inference_mode()
     def run(self, prefixes: Sequence[Sequence[int]], branches: Sequence[Sequence[int]],
@@ -155,31 +153,28 @@ class ContextKV:
                 by_anchor.setdefault(a, []).append(i)
             else:
                 rest.append(i)
-        dev = _device(self.bridge)
+        forward, read = bridge_steps(self.bridge, names, logit_ids)
+
+        def emit(rows: list[int], a, lg) -> None:
+            if acts is not None:
+                acts[rows] = a.view(len(rows), n_branch, len(names), -1).to(
+                    self.settings.out_dtype)
+            if logits is not None:
+                logits[rows] = lg.view(len(rows), n_branch, -1)
+
         for anchor, idx in by_anchor.items():
-            c = len(anchor)
-            cache = self._context(anchor)
-            idx = sorted(idx, key=lambda i: -len(prefixes[i]))
-            start = 0
-            while start < len(idx):
-                s_max = len(prefixes[idx[start]]) - c
-                rows = max(1, min(len(idx) - start,
-                                  self.settings.token_budget // (c + s_max + 1)))
-                chunk = idx[start:start + rows]
-                a, lg = _run_chunk(self.bridge, [prefixes[i] for i in chunk],
-                                   [branches[i] for i in chunk], c, cache, names, logit_ids, (),
-                                   dev)
-                self.n_tokens += sum(len(prefixes[i]) - c + n_branch for i in chunk)
-                if acts is not None:
-                    acts[chunk] = a.to(self.settings.out_dtype)
-                if logits is not None:
-                    logits[chunk] = lg
-                start += rows
+            state = self._context(anchor, forward)
+            subs = subgroups(prefixes, idx, len(anchor))
+            self.n_tokens += sum(len(sg.mid) + sum(len(t) + n_branch for t in sg.tails)
+                                 for sg in subs)
+            run_rows(state, subs, branches, forward, read, emit,
+                     token_budget=self.settings.token_budget)
         if rest:
             out = run_branches(self.bridge, [prefixes[i] for i in rest],
                                [branches[i] for i in rest], ["__rest__"] * len(rest),
                                names=names, logit_ids=logit_ids, settings=self.settings)
-            self.n_tokens += sum(len(prefixes[i]) + n_branch for i in rest)
+            self.n_tokens += tokens_computed(plan([prefixes[i] for i in rest],
+                                                  ["__rest__"] * len(rest)), n_branch)
             self.n_fallback_rows += len(rest)
             if acts is not None:
                 acts[rest] = out.acts

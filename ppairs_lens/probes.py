@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.linalg
 import torch
 from jaxtyping import Float, Int
 from scipy.special import expit
@@ -72,25 +73,41 @@ def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"
     return peak <= DEGENERATE_RTOL * scale
 
 
+def top_eigenvector(a: Float[Tensor, "*b m m"]) -> Float[Tensor, "*b m"]:
+    """Eigenvector of the largest eigenvalue of each symmetric matrix (sign arbitrary).
+
+    LAPACK's ``syevr`` with an index subset computes only that eigenpair after the
+    tridiagonal reduction: several times faster than a full ``torch.linalg.eigh``.
+    """
+    m = a.shape[-1]
+    flat = a.detach().reshape(-1, m, m).cpu().numpy()
+    out = np.empty((flat.shape[0], m), dtype=flat.dtype)
+    for i, mat in enumerate(flat):
+        out[i] = scipy.linalg.eigh(mat, subset_by_index=[m - 1, m - 1], driver="evr",
+                                   check_finite=False)[1][:, 0]
+    return torch.from_numpy(out).reshape(a.shape[:-1]).to(a.device)
+
+
 def top_principal_direction(diffs: Float[Tensor, "*b n d"], *, exact_max: int = EXACT_PCA_MAX,
-                            n_iter: int = 10, oversample: int = 10, seed: int = 0
+                            n_iter: int = 10, oversample: int = 10, seed: int = 0,
+                            gram: Float[Tensor, "*b m m"] | None = None
                             ) -> Float[Tensor, "*b d"]:
     """Unit top right-singular vector of ``diffs`` (sign arbitrary), batched.
 
     The differences are not re-centred: with training side means they already have mean zero
     exactly (mean(x0) - mu_pos - (mean(x1) - mu_neg) = 0), so "PCA of the differences" and
     "SVD of the differences" coincide. Exact eigendecomposition of the smaller Gram matrix
-    (``d x d`` or ``n x n``) when ``min(n, d) <= exact_max``; otherwise randomized subspace
-    iteration (Halko et al.) seeded with its own generator (no global RNG).
+    (``d x d`` or ``n x n``; pass it as ``gram`` when already computed) when ``min(n, d) <=
+    exact_max``; otherwise randomized subspace iteration (Halko et al.) seeded with its own
+    generator (no global RNG).
     """
     n, d = diffs.shape[-2:]
     if min(n, d) <= exact_max:
-        if d <= n:
-            _, vecs = torch.linalg.eigh(diffs.mT @ diffs)
-            v = vecs[..., -1]
-        else:
-            _, vecs = torch.linalg.eigh(diffs @ diffs.mT)
-            v = (diffs.mT @ vecs[..., -1:]).squeeze(-1)
+        if gram is None:
+            gram = diffs.mT @ diffs if d <= n else diffs @ diffs.mT
+        v = top_eigenvector(gram)
+        if d > n:
+            v = (diffs.mT @ v.unsqueeze(-1)).squeeze(-1)
     else:
         gen = torch.Generator(device=diffs.device).manual_seed(seed)
         q = min(1 + oversample, n, d)

@@ -163,6 +163,15 @@ class ActivationStore:
     def complete(self) -> bool:
         return not self.missing_shards()
 
+    def fingerprint(self) -> str:
+        """A digest of what the store holds: its metadata, pairs and every shard's sidecar
+        (which carries the sha256 of each tensor), so equal fingerprints mean equal data."""
+        h = hashlib.sha256()
+        for f in [self.path / "metadata.json", self.path / "pairs.jsonl",
+                  *(self._shard_paths(i)[1] for i in range(self.n_shards))]:
+            h.update(f.name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"missing"))
+        return h.hexdigest()
+
     def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"]) -> None:
         start, stop = self.shard_range(i)
         expect = (stop - start, 2, self.n_readouts, self.d_model)

@@ -126,7 +126,7 @@ def batched_logistic_regression(
     x: Float[Tensor, "l n d"], y: Float[Tensor, "n"], C: float = 1.0, *,
     class_weight: Literal["balanced"] | None = "balanced", solver: Solver = "auto",
     tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048, cg_max_iter: int = 250,
-    reuse_cg_iter: int = 8,
+    reuse_cg_iter: int = 8, kernel: Float[Tensor, "l n n"] | None = None,
 ) -> tuple[Float[Tensor, "l d"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
     """sklearn's ``LogisticRegression(C, fit_intercept=False, class_weight)`` for a batch.
 
@@ -141,7 +141,8 @@ def batched_logistic_regression(
     ``min(n, d) <= direct_max``. In the ``d <= n`` case a factorised Hessian is reused as the
     preconditioner of a few CG steps on later iterations (the weights ``p(1-p)`` change less
     and less), and refreshed when ``reuse_cg_iter`` CG steps no longer suffice: forming the
-    Hessian costs ``2 n d^2`` per layer, a CG step ``4 n d``.
+    Hessian costs ``2 n d^2`` per layer, a CG step ``4 n d``. ``kernel`` (``x @ x^T``, the
+    dual case) may be passed when the caller has it already.
     """
     n_layers, n, d = x.shape
     y = y.to(x)
@@ -171,7 +172,7 @@ def batched_logistic_regression(
     st: dict[str, Tensor] = {"idx": torch.arange(n_layers, device=x.device), "x": x,
                              "w": w.clone()}
     if dual:
-        st["kernel"] = x @ x.mT                       # [l, n, n], once (the dual form)
+        st["kernel"] = x @ x.mT if kernel is None else kernel.to(x)  # [l, n, n], once
     st["f"], st["z"] = objective(st["x"], st["w"])
     refresh = True
 
@@ -211,6 +212,9 @@ def batched_logistic_regression(
             rtol = torch.clamp(torch.sqrt(gn / g0a), max=0.1)
             step, _ = _pcg(hvp, -g, lambda r, j=jacobi: r / j, rtol, cg_max_iter)
         elif dual:
+            # Woodbury: H^{-1} g = g - X^T S (I + S K S)^{-1} S X g, with S = diag(sqrt(h)).
+            # (Reusing an old factor as a CG preconditioner does not pay here: a triangular
+            # solve pair costs about a tenth of an n x n factorisation.)
             s = h.sqrt()
             m = s[:, :, None] * st["kernel"] * s[:, None, :]
             m.diagonal(dim1=-2, dim2=-1).add_(1.0)
@@ -476,25 +480,28 @@ def fit_sweep(
         diffs, mp, mn, peak = _chunk_diffs(x_all, sl, dev)
         mu_pos[sl], mu_neg[sl] = mp.cpu(), mn.cpu()
         flat[sl] = is_degenerate(diffs, peak).cpu()
+        # n < d: the n x n Gram matrix serves both the dual Newton solver and PCA; form it once.
+        shared = diffs @ diffs.mT if (n < d and n <= direct_max and solver != "newton-cg"
+                                      and {"supervised", "pca"} <= set(kinds)) else None
         for k in kinds:
             if k == "supervised":
                 w, it, conv = batched_logistic_regression(
                     diffs, y, C, solver=solver, tol=tol, max_iter=max_iter,
-                    direct_max=direct_max)
+                    direct_max=direct_max, kernel=shared)
                 norm = w.norm(dim=-1)
                 directions[k][sl] = (w / norm[:, None]).cpu()
                 scales[k][sl] = norm.cpu()
                 n_iter[sl], converged[sl] = it, conv
             else:
                 if k == "pca":
-                    v = top_principal_direction(diffs)
+                    v = top_principal_direction(diffs, gram=shared)
                 else:
                     v = diffs[:, pos].mean(1) - diffs[:, ~pos].mean(1)
                     v = v / v.norm(dim=-1, keepdim=True)
                 v, proj = orient_to_targets(v, diffs, y)
                 directions[k][sl] = v.cpu()
                 scales[k][sl] = fit_logistic_scale(proj, y).cpu()
-        del diffs
+        del diffs, shared
 
     if bool(flat.all()):
         raise ProbeError("all contrast differences are zero on every layer: the two prompts of "

@@ -67,7 +67,7 @@ def test_big_shared_context_group_equals_reference(tiny):
     """A context shared by >= MIN_GROUP_ROWS pairs runs once for all of them (not pooled)."""
     from dataclasses import replace
 
-    from ppairs_lens.harvest import MIN_GROUP_ROWS, _groups
+    from ppairs_lens.prefix_sharing import MIN_GROUP_ROWS, _groups
 
     ds = small_comparisons(12, with_context=False)
     article = "A long shared article about the numbers below. " * 3

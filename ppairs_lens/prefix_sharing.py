@@ -1,0 +1,289 @@
+"""Where shared prompt prefixes are planned and run once: a two-level prefix tree.
+
+Prompts of a PPairS study share a lot: all pairs of an article's summaries share the article;
+all pairs whose *first* item is the same summary share the article and that summary; the two
+sides of a pair share everything but the final token. A harvest that runs each shared part
+once computes only the tokens that are strictly needed:
+
+* **group context** — the common prefix of a group of rows (an article with its pairs), run
+  once with batch 1;
+* **shared middle** — within a group, rows whose prompts go on identically for at least
+  ``min_shared`` more tokens (same first item) form a subgroup whose middle runs once;
+* **tail** — each row's remaining tokens;
+* **branches** — the tokens read out (the two final tokens of a contrast pair), each alone.
+
+:func:`plan` computes that tree from token ids alone (no template knowledge), and
+:func:`run_rows` executes it over any model through two callables, so the harvester (a
+TransformerBridge with hooks) and the benchmarks' bare HF limit run the same schedule.
+Every step extends key-value caches of earlier steps: caches are *gathered* per row (new
+tensors; the parent cache stays valid for its other children), new tokens are right-padded,
+the padding is masked and positions are passed explicitly, so every row sees exactly the
+keys and positions of its own unpadded prompt.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from jaxtyping import Int
+from torch import Tensor
+
+#: Groups with fewer rows than this are pooled: what they share beyond the template is
+#: small, and running each as its own tiny batch costs far more than it saves.
+MIN_GROUP_ROWS = 8
+#: Rows sharing at least this many tokens beyond their group's context share a middle part.
+MIN_SHARED = 8
+#: ... and the shared middles are run separately only when that saves this share of tokens.
+MIN_SAVING = 0.15
+
+
+@dataclass(frozen=True)
+class SubGroup:
+    """Rows of a group that continue identically for ``mid`` after the group's context."""
+
+    mid: tuple[int, ...]
+    rows: tuple[int, ...]  # row indices into the caller's lists
+    tails: tuple[tuple[int, ...], ...]  # each row's tokens after ``mid`` (may be empty)
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """A group's context (run once) and its subgroups."""
+
+    context: tuple[int, ...]
+    subgroups: tuple[SubGroup, ...]
+
+
+def _lcp(a: Sequence[int], b: Sequence[int], start: int = 0) -> int:
+    """Length of the common prefix of ``a`` and ``b`` (both known to agree before ``start``)."""
+    n, i = min(len(a), len(b)), start
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
+            ) -> Iterator[tuple[list[int], int]]:
+    """(row indices, context length) for each group of rows sharing a context.
+
+    Rows of small groups (one story with one pair, an instruction with two answers) are
+    pooled into one group sharing the template's common prefix, so they batch together.
+    """
+    if not share:
+        for i, p in enumerate(prefixes):
+            yield [i], len(p)
+        return
+    by_group: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        by_group.setdefault(k, []).append(i)
+    big = [idx for idx in by_group.values() if len(idx) >= MIN_GROUP_ROWS]
+    pooled = [i for idx in by_group.values() if len(idx) < MIN_GROUP_ROWS for i in idx]
+    for idx in big + ([sorted(pooled)] if pooled else []):
+        c = len(prefixes[idx[0]])
+        for i in idx[1:]:
+            c = _lcp(prefixes[idx[0]][:c], prefixes[i])
+        yield idx, c
+
+
+def subgroups(prefixes: Sequence[Sequence[int]], idx: Sequence[int], c: int,
+              min_shared: int = MIN_SHARED, min_saving: float = MIN_SAVING
+              ) -> tuple[SubGroup, ...]:
+    """Split rows (which agree on their first ``c`` tokens) into subgroups.
+
+    Sorted by their tokens, rows sharing a prefix are adjacent, and the common prefix of a run
+    of adjacent rows is the smallest common prefix of neighbours: runs whose neighbours share
+    at least ``min_shared`` tokens beyond ``c`` become one subgroup each, and other rows
+    subgroups of one. That tree is used when it runs at least ``min_saving`` fewer tokens than
+    running every row's remainder whole (the flat plan: subgroups of one, all ``mid``).
+    """
+    order = sorted(idx, key=lambda i: tuple(prefixes[i][c:]))
+    runs: list[tuple[list[int], int]] = []
+    for i in order:
+        if runs:
+            run, shared = runs[-1]
+            k = _lcp(prefixes[run[-1]], prefixes[i], c)
+            if k - c >= min_shared:
+                runs[-1] = (run + [i], min(shared, k))
+                continue
+        runs.append(([i], len(prefixes[i])))
+    flat = tuple(SubGroup(tuple(prefixes[i][c:]), (i,), ((),)) for i in order)
+    if not any(len(run) > 1 for run, _ in runs):
+        return flat
+    # Rows outside shared runs start their own part at the tail step (empty middle), so the
+    # middle step pads shared middles only against each other.
+    tree = tuple(SubGroup(tuple(prefixes[run[0]][c:shared]), tuple(run),
+                          tuple(tuple(prefixes[i][shared:]) for i in run)) if len(run) > 1
+                 else SubGroup((), tuple(run), (tuple(prefixes[run[0]][c:]),))
+                 for run, shared in runs)
+    # An extra step costs a forward pass, cache gathers and padding of its own: take it only
+    # when it saves a good share of the tokens.
+    if _own_tokens(tree) > (1 - min_saving) * _own_tokens(flat):
+        return flat
+    return tree
+
+
+def _own_tokens(subs: Sequence[SubGroup]) -> int:
+    return sum(len(s.mid) + sum(len(t) for t in s.tails) for s in subs)
+
+
+def plan(prefixes: Sequence[Sequence[int]], groups: Sequence[str], *, share: bool = True,
+         min_shared: int = MIN_SHARED, min_saving: float = MIN_SAVING) -> list[GroupPlan]:
+    """The prefix tree of ``prefixes``: contexts by ``groups`` key, then shared middles.
+
+    ``share=False`` gives each row alone (its whole prefix as a context: the reference path).
+    """
+    out = []
+    for idx, c in _groups(prefixes, groups, share):
+        ctx = tuple(prefixes[idx[0]][:c])
+        subs = (subgroups(prefixes, idx, c, min_shared, min_saving) if share else
+                (SubGroup((), (idx[0],), ((),)),))
+        out.append(GroupPlan(ctx, subs))
+    return out
+
+
+def tokens_computed(plans: Sequence[GroupPlan], n_branch: int) -> int:
+    """Token positions the plan runs through the model (padding not counted)."""
+    return sum(len(g.context) + sum(len(s.mid) + sum(len(t) + n_branch for t in s.tails)
+                                    for s in g.subgroups) for g in plans)
+
+
+# --------------------------------------------------------------------------------------------
+# Execution over any model with an HF-style key-value cache
+# --------------------------------------------------------------------------------------------
+
+#: ``forward(ids, cache, mask, pos) -> cache``: run ``ids`` after ``cache`` (None: nothing
+#: before), with the 2-D attention mask over cache + ids and explicit positions.
+Forward = Callable[[Tensor, Any, Tensor, Tensor], Any]
+#: ``read(ids, cache, mask, pos) -> (acts or None, logits or None)`` for one-token ``ids``.
+Read = Callable[[Tensor, Any, Tensor, Tensor], tuple[Tensor | None, Tensor | None]]
+
+
+@dataclass
+class PrefixState:
+    """Cached prefixes, one per row: key-value cache, attention mask, next position.
+
+    ``select`` (when set) picks this state's rows out of ``cache``'s batch: selections are
+    composed lazily and the cache is gathered only right before a forward pass needs it.
+    """
+
+    cache: Any
+    mask: Int[Tensor, "row seq"]
+    next_pos: Int[Tensor, " row"]
+    select: Int[Tensor, " row"] | None = None
+
+    @classmethod
+    def empty(cls, device: torch.device) -> PrefixState:
+        return cls(None, torch.ones(1, 0, dtype=torch.long, device=device),
+                   torch.zeros(1, dtype=torch.long, device=device))
+
+
+def _gather_cache(cache, index: Tensor):
+    """A cache holding rows ``index`` of ``cache`` (new tensors: ``cache`` stays valid).
+
+    HF's ``DynamicCache`` layers rebind (never write into) their tensors on update, so a
+    shallow copy of the cache and of each layer, then an index, is a full independent copy.
+    """
+    if cache is None:
+        return None
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    new.batch_select_indices(index)
+    return new
+
+
+def _padded(tokens: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor, list[int]]:
+    lens = [len(t) for t in tokens]
+    ids = torch.zeros(len(tokens), max(lens), dtype=torch.long)
+    mask = torch.zeros(len(tokens), max(lens), dtype=torch.long)
+    for r, t in enumerate(tokens):
+        ids[r, :len(t)] = torch.tensor(t, dtype=torch.long)
+        mask[r, :len(t)] = 1
+    return ids.to(device), mask.to(device), lens
+
+
+def _prepare(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]]):
+    """Inputs for extending rows ``parents`` of ``state`` by ``tokens`` (right-padded):
+    ``(ids, cache, mask, pos, next_pos)``, or a state when there are no tokens to run."""
+    dev = state.mask.device
+    index = torch.tensor(list(parents), dtype=torch.long, device=dev)
+    select = index if state.select is None else state.select[index]
+    mask, pos0 = state.mask[index], state.next_pos[index]
+    if max(len(t) for t in tokens) == 0:
+        return PrefixState(state.cache, mask, pos0, select)
+    ids, new_mask, lens = _padded(tokens, dev)
+    mask = torch.cat([mask, new_mask], 1)
+    # Padding columns get positions too (masked for every later key, so harmless).
+    pos = pos0[:, None] + torch.arange(ids.shape[1], device=dev)[None]
+    # The forward pass extends the cache it is given: always hand it a gathered copy.
+    cache = _gather_cache(state.cache, select)
+    return ids, cache, mask, pos, pos0 + torch.tensor(lens, dtype=torch.long, device=dev)
+
+
+def extend(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]],
+           forward: Forward) -> PrefixState:
+    """Rows ``parents`` of ``state`` extended by ``tokens`` (a forward pass unless all empty)."""
+    prep = _prepare(state, parents, tokens)
+    if isinstance(prep, PrefixState):
+        return prep
+    ids, cache, mask, pos, next_pos = prep
+    return PrefixState(forward(ids, cache, mask, pos), mask, next_pos)
+
+
+def read_branches(state: PrefixState, parents: Sequence[int], tokens: Sequence[int],
+                  read: Read) -> tuple[Tensor | None, Tensor | None]:
+    """Read the model at one token appended to each of rows ``parents`` of ``state``."""
+    ids, cache, mask, pos, _ = _prepare(state, parents, [[t] for t in tokens])
+    return read(ids, cache, mask, pos)
+
+
+def run_rows(
+    start: PrefixState,
+    subs: Sequence[SubGroup],
+    branches: Sequence[Sequence[int]],
+    forward: Forward,
+    read: Read,
+    emit: Callable[[list[int], Tensor | None, Tensor | None], None],
+    *,
+    token_budget: int,
+) -> None:
+    """Run ``subs`` (rows continuing the one cached prefix in ``start``) and their branches.
+
+    ``emit(rows, acts, logits)`` receives each finished chunk: ``acts``/``logits`` have
+    ``len(rows) * n_branch`` rows in row-major order (each row's branches together). Work is
+    done depth-first in chunks of about ``token_budget`` cached tokens, so memory does not
+    grow with the number of rows.
+    """
+    n_branch = len(branches[subs[0].rows[0]]) if subs else 0
+    base = start.mask.shape[1]
+    # Longest first: a chunk's padding is set by its first member. (Empty middles sort last,
+    # so chunks of them need no middle step.)
+    subs = sorted(subs, key=lambda s: (-len(s.mid), -max(len(t) for t in s.tails)))
+    k = 0
+    while k < len(subs):
+        width = base + len(subs[k].mid) + max(len(t) for t in subs[k].tails) + n_branch
+        chunk, n_rows = [], 0
+        while k < len(subs) and (not chunk or (n_rows + len(subs[k].rows)) * width
+                                 <= token_budget):
+            chunk.append(subs[k])
+            n_rows += len(subs[k].rows)
+            k += 1
+        mid_state = extend(start, [0] * len(chunk), [s.mid for s in chunk], forward)
+        rows = sorted(((j, r, t) for j, s in enumerate(chunk) for r, t in zip(s.rows, s.tails)),
+                      key=lambda x: -len(x[2]))
+        mid_w = mid_state.mask.shape[1]
+        r0 = 0
+        while r0 < len(rows):
+            w = mid_w + len(rows[r0][2]) + n_branch
+            part = rows[r0:r0 + max(1, token_budget // w)]
+            r0 += len(part)
+            tail_state = extend(mid_state, [j for j, _, _ in part], [t for _, _, t in part],
+                                forward)
+            ids = [r for _, r, _ in part]
+            parents = [p for p in range(len(part)) for _ in range(n_branch)]
+            acts, logits = read_branches(tail_state, parents,
+                                         [b for r in ids for b in branches[r]], read)
+            emit(ids, acts, logits)

@@ -1,0 +1,35 @@
+"""The main job end to end on the tiny model: every output, and reruns that reuse steps."""
+
+import json
+from dataclasses import replace
+
+from analyses.run_all import StudyConfig, quick, run
+
+
+def test_study_writes_everything_and_reuses_unchanged_steps(tiny, tmp_path, capsys):
+    cfg = quick(StudyConfig(datasets=["larger_number", "story_sentiment"], max_pairs=32,
+                            stores=str(tmp_path / "stores"), out=str(tmp_path / "out"),
+                            ranking_dataset="story_sentiment", n_boot=20))
+    first = run(cfg, bridge=tiny)
+    out = tmp_path / "out"
+    for name in ("layer_sweep", "transfer", "cosine_distribution", "ablation", "ranking"):
+        assert (out / f"{name}.png").is_file() and (out / f"{name}.svg").is_file(), name
+    for table in ("layer_sweep.csv", "transfer.csv", "ablation.csv", "ranking.csv",
+                  "summary.json", "study.config.json"):
+        assert (out / table).is_file(), table
+    assert first["reused_steps"] == []
+    assert json.loads((out / "summary.json").read_text())["best_layers"] == first["best_layers"]
+
+    again = run(cfg, bridge=tiny)  # nothing changed: every analysis step is taken as it was
+    assert again["reused_steps"] == ["zero-shot baseline", "layer sweep", "transfer",
+                                     "ablation", "ranking"]
+    assert again["best_layers"] == first["best_layers"]
+    assert again["ablation"] == first["ablation"] and again["ranking"] == first["ranking"]
+    assert "reused from the last run" in capsys.readouterr().out
+
+    (out / "ranking.png").unlink()  # a missing output is recomputed
+    changed = run(replace(cfg, n_boot=21), bridge=tiny)  # a config change recomputes all
+    assert changed["reused_steps"] == []
+    assert (out / "ranking.png").is_file()
+    forced = run(cfg, bridge=tiny, reuse=False)
+    assert forced["reused_steps"] == []
