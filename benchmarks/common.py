@@ -149,8 +149,7 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 1
                         use_cache=True, logits_to_keep=1).past_key_values
 
     def read(ids, cache, mask, pos):
-        hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
-                 logits_to_keep=1)
+        hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos)
         return None, None
 
     prefixes = [p.prefix_ids for p in pairs]

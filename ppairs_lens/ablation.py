@@ -228,11 +228,15 @@ def ablation_hook_sets(
     """``(hooks, final_hooks)`` for :func:`ppairs_lens.harvest.run_branches` / ``harvest_pairs``.
 
     ``positions="all"``: every forward pass (shared context, each pair's own part, the branch
-    token) is ablated, so everything goes in ``hooks``. ``positions="last"``: only the branch
-    step, whose sequence is the one read-out token, so everything goes in ``final_hooks``.
+    tokens) is ablated, so everything goes in ``hooks``. ``positions="last"``: only the branch
+    step, whose sequence holds nothing but read-out tokens (one per branch), so all of its
+    positions are ablated, through ``final_hooks``.
     """
-    hooks = ablation_hooks(bridge, directions, preset, positions)
-    return (hooks, []) if positions == "all" else ([], hooks)
+    if positions == "all":
+        return ablation_hooks(bridge, directions, preset, "all"), []
+    if positions != "last":
+        raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
+    return [], ablation_hooks(bridge, directions, preset, "all")
 
 
 def unembedding_direction(bridge, id_a: int, id_b: int) -> Float[Tensor, "d_model"]:

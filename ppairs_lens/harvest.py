@@ -94,10 +94,11 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
             if names:
                 out, cached = bridge.run_with_cache(ids, names_filter=lambda n: n in names,
                                                     **kwargs)
-                acts = torch.stack([cached[n][:, -1].float().cpu() for n in names], 1)
+                acts = torch.stack([cached[n].float().cpu() for n in names], 2).flatten(0, 1)
             else:
                 out, acts = bridge(ids, **kwargs), None
-        lg = None if logit_ids is None else out[:, -1, list(logit_ids)].float().cpu()
+        lg = (None if logit_ids is None
+              else out[:, :, list(logit_ids)].float().cpu().flatten(0, 1))
         return acts, lg
 
     return forward, read
@@ -124,7 +125,7 @@ def run_branches(
     rows with the same ``groups`` key, then the parts that rows of a group share further.
     ``names`` are hook points read at the branch token; ``logit_ids`` selects next-token logits
     read there. ``hooks`` act on every forward pass, ``final_hooks`` only on the branch step
-    (its sequence is that one token, so position -1 is the read-out position).
+    (its sequence is the row's branch tokens, each at the read-out position).
     """
     n_branch = len(branches[0])
     if any(len(b) != n_branch for b in branches):

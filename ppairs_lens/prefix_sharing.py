@@ -89,41 +89,62 @@ def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
         yield idx, c
 
 
+def _best_runs(lcp: Sequence[int], lo: int, hi: int, min_shared: int, depth: int = 0
+               ) -> tuple[int, list[tuple[int, int, int]]]:
+    """Best split of sorted rows ``lo:hi`` into runs sharing a middle part.
+
+    ``lcp[k]`` is how many tokens rows ``k`` and ``k + 1`` share beyond the context. A run
+    ``(a, b, m)`` shares ``m = min(lcp[a:b-1])`` tokens and saves ``(b - a - 1) * m``. Either
+    the whole range is one run, or it splits where its neighbours share least and each part
+    is split best in turn (the LCP-interval tree); whichever saves more tokens.
+    """
+    if hi - lo == 1:
+        return 0, [(lo, hi, 0)]
+    m = min(lcp[lo:hi - 1])
+    whole = ((hi - lo - 1) * m, [(lo, hi, m)]) if m >= min_shared else (-1, [])
+    if depth > 200:  # pathological nesting: stop refining
+        return whole if whole[0] >= 0 else (0, [(k, k + 1, 0) for k in range(lo, hi)])
+    cuts = [k + 1 for k in range(lo, hi - 1) if lcp[k] == m]
+    saving, runs = 0, []
+    for a, b in zip([lo, *cuts], [*cuts, hi]):
+        s_part, r_part = _best_runs(lcp, a, b, min_shared, depth + 1)
+        saving += s_part
+        runs += r_part
+    return whole if whole[0] >= saving else (saving, runs)
+
+
 def subgroups(prefixes: Sequence[Sequence[int]], idx: Sequence[int], c: int,
               min_shared: int = MIN_SHARED, min_saving: float = MIN_SAVING
               ) -> tuple[SubGroup, ...]:
     """Split rows (which agree on their first ``c`` tokens) into subgroups.
 
-    Sorted by their tokens, rows sharing a prefix are adjacent, and the common prefix of a run
-    of adjacent rows is the smallest common prefix of neighbours: runs whose neighbours share
-    at least ``min_shared`` tokens beyond ``c`` become one subgroup each, and other rows
-    subgroups of one. That tree is used when it runs at least ``min_saving`` fewer tokens than
-    running every row's remainder whole (the flat plan: subgroups of one, all ``mid``).
+    Sorted by their tokens, rows sharing a prefix are adjacent; runs of them sharing at
+    least ``min_shared`` tokens beyond ``c`` are chosen to save the most tokens
+    (:func:`_best_runs`), and become one subgroup each; other rows are subgroups of one. That
+    tree is used when it runs at least ``min_saving`` fewer tokens than running every row's
+    remainder whole (the flat plan: subgroups of one, all ``mid``).
     """
     order = sorted(idx, key=lambda i: tuple(prefixes[i][c:]))
-    runs: list[tuple[list[int], int]] = []
-    for i in order:
-        if runs:
-            run, shared = runs[-1]
-            k = _lcp(prefixes[run[-1]], prefixes[i], c)
-            if k - c >= min_shared:
-                runs[-1] = (run + [i], min(shared, k))
-                continue
-        runs.append(([i], len(prefixes[i])))
     flat = tuple(SubGroup(tuple(prefixes[i][c:]), (i,), ((),)) for i in order)
-    if not any(len(run) > 1 for run, _ in runs):
+    lcp = [_lcp(prefixes[a], prefixes[b], c) - c for a, b in zip(order, order[1:])]
+    saved, runs = _best_runs(lcp, 0, len(order), min_shared) if order else (0, [])
+    if saved <= 0:
         return flat
     # Rows outside shared runs start their own part at the tail step (empty middle), so the
     # middle step pads shared middles only against each other.
-    tree = tuple(SubGroup(tuple(prefixes[run[0]][c:shared]), tuple(run),
-                          tuple(tuple(prefixes[i][shared:]) for i in run)) if len(run) > 1
-                 else SubGroup((), tuple(run), (tuple(prefixes[run[0]][c:]),))
-                 for run, shared in runs)
+    tree = []
+    for a, b, m in runs:
+        rows = order[a:b]
+        if b - a > 1:
+            tree.append(SubGroup(tuple(prefixes[rows[0]][c:c + m]), tuple(rows),
+                                 tuple(tuple(prefixes[i][c + m:]) for i in rows)))
+        else:
+            tree.append(SubGroup((), tuple(rows), (tuple(prefixes[rows[0]][c:]),)))
     # An extra step costs a forward pass, cache gathers and padding of its own: take it only
     # when it saves a good share of the tokens.
     if _own_tokens(tree) > (1 - min_saving) * _own_tokens(flat):
         return flat
-    return tree
+    return tuple(tree)
 
 
 def _own_tokens(subs: Sequence[SubGroup]) -> int:
@@ -158,7 +179,8 @@ def tokens_computed(plans: Sequence[GroupPlan], n_branch: int) -> int:
 #: ``forward(ids, cache, mask, pos) -> cache``: run ``ids`` after ``cache`` (None: nothing
 #: before), with the 2-D attention mask over cache + ids and explicit positions.
 Forward = Callable[[Tensor, Any, Tensor, Tensor], Any]
-#: ``read(ids, cache, mask, pos) -> (acts or None, logits or None)`` for one-token ``ids``.
+#: ``read(ids, cache, mask, pos) -> (acts or None, logits or None)`` read at every position
+#: of ``ids`` ``[row, branch]`` (rows x branches first in the results); ``mask`` is 4-D.
 Read = Callable[[Tensor, Any, Tensor, Tensor], tuple[Tensor | None, Tensor | None]]
 
 
@@ -205,9 +227,13 @@ def _padded(tokens: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor, li
     return ids.to(device), mask.to(device), lens
 
 
-def _prepare(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]]):
+def _prepare(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]],
+             consume: bool = False):
     """Inputs for extending rows ``parents`` of ``state`` by ``tokens`` (right-padded):
-    ``(ids, cache, mask, pos, next_pos)``, or a state when there are no tokens to run."""
+    ``(ids, cache, mask, pos, next_pos)``, or a state when there are no tokens to run.
+
+    ``consume``: ``state`` is not used again, so when the rows are its cache's rows in order
+    the cache is handed over as it is (the forward pass extends it) instead of copied."""
     dev = state.mask.device
     index = torch.tensor(list(parents), dtype=torch.long, device=dev)
     select = index if state.select is None else state.select[index]
@@ -218,25 +244,55 @@ def _prepare(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequen
     mask = torch.cat([mask, new_mask], 1)
     # Padding columns get positions too (masked for every later key, so harmless).
     pos = pos0[:, None] + torch.arange(ids.shape[1], device=dev)[None]
-    # The forward pass extends the cache it is given: always hand it a gathered copy.
-    cache = _gather_cache(state.cache, select)
+    # The forward pass extends the cache it is given: hand it a gathered copy, unless the
+    # caller gives this state up and the rows are the cache's own, in order.
+    if consume and state.cache is not None and _is_identity(select, state.cache):
+        cache = state.cache
+    else:
+        cache = _gather_cache(state.cache, select)
     return ids, cache, mask, pos, pos0 + torch.tensor(lens, dtype=torch.long, device=dev)
 
 
+def _is_identity(select: Tensor, cache) -> bool:
+    n = cache.layers[0].keys.shape[0] if cache.layers and cache.layers[0].keys is not None \
+        else -1
+    return len(select) == n and bool((select == torch.arange(n, device=select.device)).all())
+
+
 def extend(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]],
-           forward: Forward) -> PrefixState:
-    """Rows ``parents`` of ``state`` extended by ``tokens`` (a forward pass unless all empty)."""
-    prep = _prepare(state, parents, tokens)
+           forward: Forward, consume: bool = False) -> PrefixState:
+    """Rows ``parents`` of ``state`` extended by ``tokens`` (a forward pass unless all empty);
+    ``consume``: ``state`` is not used afterwards (its cache may be extended in place)."""
+    prep = _prepare(state, parents, tokens, consume)
     if isinstance(prep, PrefixState):
         return prep
     ids, cache, mask, pos, next_pos = prep
     return PrefixState(forward(ids, cache, mask, pos), mask, next_pos)
 
 
-def read_branches(state: PrefixState, parents: Sequence[int], tokens: Sequence[int],
-                  read: Read) -> tuple[Tensor | None, Tensor | None]:
-    """Read the model at one token appended to each of rows ``parents`` of ``state``."""
-    ids, cache, mask, pos, _ = _prepare(state, parents, [[t] for t in tokens])
+def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequence[int]],
+                  read: Read, consume: bool = False) -> tuple[Tensor | None, Tensor | None]:
+    """Read the model at each of ``tokens[k]`` appended, alone, to row ``rows[k]`` of ``state``.
+
+    A row's branch tokens go in one sequence that shares the row's cache: a 4-D mask lets
+    each see the row's prefix and itself but not the other branches, and all take the same
+    position. (Repeating the cache once per branch would copy it, which costs far more than
+    these few tokens.)
+    """
+    dev = state.mask.device
+    index = torch.tensor(list(rows), dtype=torch.long, device=dev)
+    select = index if state.select is None else state.select[index]
+    if consume and state.cache is not None and _is_identity(select, state.cache):
+        cache = state.cache
+    else:
+        cache = _gather_cache(state.cache, select)
+    nb = len(tokens[0])
+    ids = torch.tensor([list(t) for t in tokens], dtype=torch.long, device=dev)
+    prev = state.mask[index].bool()
+    mask = torch.zeros(len(rows), 1, nb, prev.shape[1] + nb, dtype=torch.bool, device=dev)
+    mask[:, 0, :, :prev.shape[1]] = prev[:, None, :]
+    mask[:, 0, :, prev.shape[1]:] = torch.eye(nb, dtype=torch.bool, device=dev)
+    pos = state.next_pos[index][:, None].expand(len(rows), nb)
     return read(ids, cache, mask, pos)
 
 
@@ -279,11 +335,12 @@ def run_rows(
         while r0 < len(rows):
             w = mid_w + len(rows[r0][2]) + n_branch
             part = rows[r0:r0 + max(1, token_budget // w)]
+            only = r0 == 0 and len(part) == len(rows)  # mid_state serves this part alone
             r0 += len(part)
             tail_state = extend(mid_state, [j for j, _, _ in part], [t for _, _, t in part],
-                                forward)
+                                forward, consume=only)
             ids = [r for _, r, _ in part]
-            parents = [p for p in range(len(part)) for _ in range(n_branch)]
-            acts, logits = read_branches(tail_state, parents,
-                                         [b for r in ids for b in branches[r]], read)
+            acts, logits = read_branches(tail_state, range(len(part)),
+                                         [branches[r] for r in ids], read,
+                                         consume=only or tail_state.select is None)
             emit(ids, acts, logits)

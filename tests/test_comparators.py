@@ -106,7 +106,8 @@ def test_calibrated_comparator_asks_both_orders_in_one_batch(tiny, setup):
     cal = ProbeComparator(tiny, probe, LAYER, items, META, calibrate=True)
     p = cal("c0/s1", "c0/s4")
     assert cal.n_rows == 2 and cal.n_batches == 1
-    assert p == pytest.approx(0.5 * (raw("c0/s1", "c0/s4") + 1 - raw("c0/s4", "c0/s1")), abs=1e-6)
+    # abs 1e-5: float32 round-off differs between batch shapes
+    assert p == pytest.approx(0.5 * (raw("c0/s1", "c0/s4") + 1 - raw("c0/s4", "c0/s1")), abs=1e-5)
     assert cal("c0/s4", "c0/s1") == pytest.approx(1 - p) and cal.n_rows == 2
 
 
