@@ -41,7 +41,7 @@ def test_tokens_computed_counts_each_shared_part_once():
 def _all_pairs_dataset(n_items: int = 6) -> Dataset:
     """Every ordered pair of items under one shared context: each item is first in several
     pairs, so pairs share the context *and* their first item."""
-    items = [f"Item {k} says " + "word " * (3 + 2 * k) for k in range(n_items)]
+    items = [f"Item {k} says " + "word " * (40 + 5 * k) for k in range(n_items)]
     recs = [Comparison(f"{i}-{j}", items[i], items[j], 1 if i > j else 2,
                        context="A shared article about items. " * 4, context_id="art")
             for i in range(n_items) for j in range(n_items) if i != j]
