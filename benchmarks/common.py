@@ -142,7 +142,7 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 1
     """The physical limit: a bare HF model (no bridge, no hooks, no read-out) running exactly
     the tokens our harvester computes, on the same schedule (the same prefix-sharing plan,
     executed by the same :func:`ppairs_lens.prefix_sharing.run_rows`)."""
-    from ppairs_lens.prefix_sharing import PrefixState, extend, plan, run_rows
+    from ppairs_lens.prefix_sharing import plan, run_plan
 
     def forward(ids, cache, mask, pos):
         return hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
@@ -154,10 +154,8 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 1
 
     prefixes = [p.prefix_ids for p in pairs]
     branches = [p.final_ids for p in pairs]
-    for g in plan(prefixes, [p.group for p in pairs]):
-        start = extend(PrefixState.empty(torch.device("cpu")), [0], [g.context], forward)
-        run_rows(start, g.subgroups, branches, forward, read, lambda *a: None,
-                 token_budget=token_budget)
+    run_plan(plan(prefixes, [p.group for p in pairs]), branches, forward, read,
+             lambda *a: None, token_budget=token_budget, device=torch.device("cpu"))
 
 
 def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -24,7 +24,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from .errors import DataError, PPairsError
-from .prefix_sharing import Forward, PrefixState, Read, extend, plan, run_rows
+from .prefix_sharing import Forward, Read, plan, run_plan
 from .prompts import ContrastPair
 
 
@@ -146,10 +146,8 @@ def run_branches(
             progress(len(rows))
 
     with bridge.hooks(fwd_hooks=list(hooks)):
-        for g in plan(prefixes, groups, share=settings.share_prefixes):
-            start = extend(PrefixState.empty(dev), [0], [g.context], forward)
-            run_rows(start, g.subgroups, branches, forward, read, emit,
-                     token_budget=settings.token_budget)
+        run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
+                 read, emit, token_budget=settings.token_budget, device=dev)
     return BranchOutputs(acts, logits)
 
 

@@ -229,47 +229,40 @@ def _padded(tokens: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor, li
     return ids.to(device), mask.to(device), lens
 
 
-def _prepare(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]],
-             consume: bool = False):
-    """Inputs for extending rows ``parents`` of ``state`` by ``tokens`` (right-padded):
-    ``(ids, cache, mask, pos, next_pos)``, or a state when there are no tokens to run.
-
-    ``consume``: ``state`` is not used again, so when the rows are its cache's rows in order
-    the cache is handed over as it is (the forward pass extends it) instead of copied."""
-    dev = state.mask.device
-    index = torch.tensor(list(parents), dtype=torch.long, device=dev)
-    select = index if state.select is None else state.select[index]
-    mask, pos0 = state.mask[index], state.next_pos[index]
-    if max(len(t) for t in tokens) == 0:
-        return PrefixState(state.cache, mask, pos0, select)
-    ids, new_mask, lens = _padded(tokens, dev)
-    mask = torch.cat([mask, new_mask], 1)
-    # Padding columns get positions too (masked for every later key, so harmless).
-    pos = pos0[:, None] + torch.arange(ids.shape[1], device=dev)[None]
-    # The forward pass extends the cache it is given: hand it a gathered copy, unless the
-    # caller gives this state up and the rows are the cache's own, in order.
-    if consume and state.cache is not None and _is_identity(select, state.cache):
-        cache = state.cache
-    else:
-        cache = _gather_cache(state.cache, select)
-    return ids, cache, mask, pos, pos0 + torch.tensor(lens, dtype=torch.long, device=dev)
+def _select(state: PrefixState, rows: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """``(index into state, index into its cache)`` of rows ``rows`` of ``state``."""
+    index = torch.tensor(list(rows), dtype=torch.long, device=state.mask.device)
+    return index, (index if state.select is None else state.select[index])
 
 
-def _is_identity(select: Tensor, cache) -> bool:
-    n = cache.layers[0].keys.shape[0] if cache.layers and cache.layers[0].keys is not None \
-        else -1
-    return len(select) == n and bool((select == torch.arange(n, device=select.device)).all())
+def _cache_for_forward(state: PrefixState, select: Tensor, consume: bool):
+    """The cache a forward pass may extend: a gathered copy, unless the caller gives ``state``
+    up (``consume``) and the rows are its cache's own, in order."""
+    cache = state.cache
+    if consume and cache is not None:
+        n = cache.layers[0].keys.shape[0] if cache.layers and cache.layers[0].keys is not None \
+            else -1
+        if len(select) == n and bool((select == torch.arange(n, device=select.device)).all()):
+            return cache
+    return _gather_cache(cache, select)
 
 
 def extend(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]],
            forward: Forward, consume: bool = False) -> PrefixState:
-    """Rows ``parents`` of ``state`` extended by ``tokens`` (a forward pass unless all empty);
-    ``consume``: ``state`` is not used afterwards (its cache may be extended in place)."""
-    prep = _prepare(state, parents, tokens, consume)
-    if isinstance(prep, PrefixState):
-        return prep
-    ids, cache, mask, pos, next_pos = prep
-    return PrefixState(forward(ids, cache, mask, pos), mask, next_pos)
+    """Rows ``parents`` of ``state`` extended by ``tokens`` (right-padded; a forward pass
+    unless all are empty); ``consume``: ``state`` is not used afterwards, so its cache may be
+    extended in place."""
+    index, select = _select(state, parents)
+    mask, pos0 = state.mask[index], state.next_pos[index]
+    if max(len(t) for t in tokens) == 0:
+        return PrefixState(state.cache, mask, pos0, select)
+    dev = state.mask.device
+    ids, new_mask, lens = _padded(tokens, dev)
+    mask = torch.cat([mask, new_mask], 1)
+    # Padding columns get positions too (masked for every later key, so harmless).
+    pos = pos0[:, None] + torch.arange(ids.shape[1], device=dev)[None]
+    cache = forward(ids, _cache_for_forward(state, select, consume), mask, pos)
+    return PrefixState(cache, mask, pos0 + torch.tensor(lens, dtype=torch.long, device=dev))
 
 
 def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequence[int]],
@@ -282,12 +275,8 @@ def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequ
     these few tokens.)
     """
     dev = state.mask.device
-    index = torch.tensor(list(rows), dtype=torch.long, device=dev)
-    select = index if state.select is None else state.select[index]
-    if consume and state.cache is not None and _is_identity(select, state.cache):
-        cache = state.cache
-    else:
-        cache = _gather_cache(state.cache, select)
+    index, select = _select(state, rows)
+    cache = _cache_for_forward(state, select, consume)
     nb = len(tokens[0])
     ids = torch.tensor([list(t) for t in tokens], dtype=torch.long, device=dev)
     prev = state.mask[index].bool()
@@ -346,3 +335,12 @@ def run_rows(
                                          [branches[r] for r in ids], read,
                                          consume=only or tail_state.select is None)
             emit(ids, acts, logits)
+
+
+def run_plan(plans: Sequence[GroupPlan], branches: Sequence[Sequence[int]], forward: Forward,
+             read: Read, emit: Callable[[list[int], Tensor | None, Tensor | None], None], *,
+             token_budget: int, device: torch.device) -> None:
+    """Execute a whole plan: each group's context once, then :func:`run_rows` from it."""
+    for g in plans:
+        start = extend(PrefixState.empty(device), [0], [g.context], forward)
+        run_rows(start, g.subgroups, branches, forward, read, emit, token_budget=token_budget)
