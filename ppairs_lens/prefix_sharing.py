@@ -237,9 +237,13 @@ def _select(state: PrefixState, rows: Sequence[int]) -> tuple[Tensor, Tensor]:
 
 def _cache_for_forward(state: PrefixState, select: Tensor, consume: bool):
     """The cache a forward pass may extend: a gathered copy, unless the caller gives ``state``
-    up (``consume``) and the rows are its cache's own, in order."""
+    up (``consume``), ``state`` owns its cache and the rows are the cache's own, in order.
+
+    A lazily selected state (``select`` set) shares its parent's cache, which serves the
+    parent's other children: it never hands that cache over, even when the selection is the
+    identity (one row of a batch-1 context)."""
     cache = state.cache
-    if consume and cache is not None:
+    if consume and cache is not None and state.select is None:
         n = cache.layers[0].keys.shape[0] if cache.layers and cache.layers[0].keys is not None \
             else -1
         if len(select) == n and bool((select == torch.arange(n, device=select.device)).all()):

@@ -38,10 +38,10 @@ def test_tokens_computed_counts_each_shared_part_once():
     assert tokens_computed(alone, 2) == sum(len(p) + 2 for p in prefixes)
 
 
-def _all_pairs_dataset(n_items: int = 6) -> Dataset:
+def _all_pairs_dataset(n_items: int = 6, words: int = 40) -> Dataset:
     """Every ordered pair of items under one shared context: each item is first in several
     pairs, so pairs share the context *and* their first item."""
-    items = [f"Item {k} says " + "word " * (40 + 5 * k) for k in range(n_items)]
+    items = [f"Item {k} says " + "word " * (words + 5 * k) for k in range(n_items)]
     recs = [Comparison(f"{i}-{j}", items[i], items[j], 1 if i > j else 2,
                        context="A shared article about items. " * 4, context_id="art")
             for i in range(n_items) for j in range(n_items) if i != j]
@@ -74,3 +74,22 @@ def test_duplicate_prompts_and_prefix_rows(tiny):
     torch.testing.assert_close(acts[:n], acts[n:], rtol=1e-5, atol=1e-5)
     alone = harvest_pairs(tiny, pairs, HarvestSettings(share_prefixes=False))
     torch.testing.assert_close(acts, alone, rtol=1e-4, atol=1e-4)
+
+
+def test_rows_without_a_shared_middle_leave_the_group_cache_intact(tiny):
+    """Unordered pairs (as SummEval's 120 of 16 summaries): the last first-items have a
+    single pair, so they start their own part at the tail step from the group's context.
+    With one row per batch that context's cache must be copied, not extended in place (it
+    serves the rows after it)."""
+    ds = _all_pairs_dataset(6, words=150)
+    ds.records = [r for r in ds.records if r.pair_id < r.pair_id[::-1]]  # i < j only
+    ds.records += [Comparison(f"x{k}", f"Other {k} " + "odd " * (10 + k), "Last " + "w " * 12,
+                              1, context=ds.records[0].context, context_id="art")
+                   for k in range(3)]
+    pairs = build_contrast_pairs(tiny.tokenizer, ds)
+    subs = plan([p.prefix_ids for p in pairs], [p.group for p in pairs])[0].subgroups
+    assert sum(1 for s in subs if not s.mid) >= 2  # several rows with no shared middle
+    alone = harvest_pairs(tiny, pairs, HarvestSettings(share_prefixes=False))
+    for budget in (1, 100_000):  # one row per forward pass; everything at once
+        acts = harvest_pairs(tiny, pairs, HarvestSettings(token_budget=budget))
+        torch.testing.assert_close(acts, alone, rtol=1e-4, atol=1e-4)
