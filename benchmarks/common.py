@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from ppairs_lens.harvest import hook_names
+from ppairs_lens.harvest import DEFAULT_TOKEN_BUDGET, hook_names
 from ppairs_lens.prompts import ContrastPair
 from ppairs_lens.records import Dataset, ScoredItem
 
@@ -100,8 +100,8 @@ def one_prompt_at_a_time(hf_model, pairs: Sequence[ContrastPair]) -> torch.Tenso
 
 
 @torch.inference_mode()
-def batched_two_sided(bridge, pairs: Sequence[ContrastPair], token_budget: int = 16384
-                      ) -> torch.Tensor:
+def batched_two_sided(bridge, pairs: Sequence[ContrastPair],
+                      token_budget: int = DEFAULT_TOKEN_BUDGET) -> torch.Tensor:
     """Both full prompts of every pair, length-sorted right-padded batches, hooks keeping only
     the last real position (a lean harvester without prefix sharing)."""
     names = hook_names(bridge.cfg.n_layers)
@@ -138,7 +138,8 @@ def batched_two_sided(bridge, pairs: Sequence[ContrastPair], token_budget: int =
 
 
 @torch.inference_mode()
-def bare_schedule(hf_model, pairs: Sequence[ContrastPair], token_budget: int = 16384) -> None:
+def bare_schedule(hf_model, pairs: Sequence[ContrastPair],
+                  token_budget: int = DEFAULT_TOKEN_BUDGET) -> None:
     """The physical limit: a bare HF model (no bridge, no hooks, no read-out) running exactly
     the tokens our harvester computes, on the same schedule (the same prefix-sharing plan,
     executed by the same :func:`ppairs_lens.prefix_sharing.run_rows`)."""

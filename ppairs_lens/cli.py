@@ -54,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard-size", type=int, default=256, help="pairs per store shard")
     p.add_argument("--device-map", default=None,
                    help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
-    p.add_argument("--token-budget", type=int, default=16384,
-                   help="tokens held per forward pass (batch rows x sequence length)")
+    p.add_argument("--token-budget", type=int, default=None,
+                   help="tokens held per forward pass (batch rows x sequence length; "
+                        "default: ppairs_lens.harvest.DEFAULT_TOKEN_BUDGET)")
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
@@ -103,7 +104,8 @@ def _cmd_harvest(args) -> None:
                                                              dataset, template)
     store = harvest_dataset(bridge, dataset, out, template=template, shard_size=args.shard_size,
                             shard=parse_shard(args.shard),
-                            settings=HarvestSettings(token_budget=args.token_budget))
+                            settings=(HarvestSettings(token_budget=args.token_budget)
+                                      if args.token_budget else HarvestSettings()))
     state = "complete" if store.complete else f"{len(store.missing_shards())} shards left"
     print(f"{store.path}: {store.n_pairs} pairs x 2 x {store.n_readouts} read-outs x "
           f"{store.d_model} ({state})")

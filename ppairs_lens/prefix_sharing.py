@@ -303,10 +303,11 @@ def run_rows(
 ) -> None:
     """Run ``subs`` (rows continuing the one cached prefix in ``start``) and their branches.
 
-    ``emit(rows, acts, logits)`` receives each finished chunk: ``acts``/``logits`` have
+    ``emit(rows, acts, logits)`` receives each finished part: ``acts``/``logits`` have
     ``len(rows) * n_branch`` rows in row-major order (each row's branches together). Work is
-    done depth-first in chunks of about ``token_budget`` cached tokens, so memory does not
-    grow with the number of rows.
+    done depth-first: the shared middles of a chunk of subgroups (about ``token_budget``
+    cached tokens), then their rows' tails in parts of about ``token_budget`` cached tokens,
+    so memory does not grow with the number of rows.
     """
     n_branch = len(branches[subs[0].rows[0]]) if subs else 0
     base = start.mask.shape[1]
@@ -315,12 +316,16 @@ def run_rows(
     subs = sorted(subs, key=lambda s: (-len(s.mid), -max(len(t) for t in s.tails)))
     k = 0
     while k < len(subs):
-        width = base + len(subs[k].mid) + max(len(t) for t in subs[k].tails) + n_branch
-        chunk, n_rows = [], 0
-        while k < len(subs) and (not chunk or (n_rows + len(subs[k].rows)) * width
-                                 <= token_budget):
+        width = base + len(subs[k].mid) + n_branch
+        # A chunk is sized by its middle step (one row per subgroup): batching several
+        # middles amortises a forward pass's fixed cost (every weight read once) and the
+        # tails are run in parts of their own size anyway. Subgroups of one row (empty
+        # middles) all go in one chunk: they need no middle step.
+        chunk = [subs[k]]
+        k += 1
+        while k < len(subs) and (bool(subs[k].mid) == bool(chunk[0].mid)) and (
+                not subs[k].mid or (len(chunk) + 1) * width <= token_budget):
             chunk.append(subs[k])
-            n_rows += len(subs[k].rows)
             k += 1
         mid_state = extend(start, [0] * len(chunk), [s.mid for s in chunk], forward)
         rows = sorted(((j, r, t) for j, s in enumerate(chunk) for r, t in zip(s.rows, s.tails)),

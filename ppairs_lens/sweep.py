@@ -54,6 +54,9 @@ from ppairs_lens.probes import (
 __all__ = ["SweepProbes", "fit_sweep", "batched_logistic_regression"]
 
 Solver = Literal["auto", "newton", "newton-cg"]
+#: Newton steps of the kernel solver are solved in float32 while every layer's gradient is
+#: above this fraction of its initial norm.
+LOW_PRECISION_UNTIL = 1e-3
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,6 +125,97 @@ def _pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max
     return x, ~active
 
 
+def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
+                   cw: Float[Tensor, "n"], tol: float, max_iter: int
+                   ) -> tuple[Float[Tensor, "l n"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
+    """The ``n < d`` case of :func:`batched_logistic_regression`, in the span of the data.
+
+    Newton from ``w = 0`` stays in the row space of ``X`` (each Woodbury step is ``X^T`` of
+    something), so ``w = X^T a`` and every quantity is a product with the kernel
+    ``K = X X^T``: ``z = K a``, ``g = X^T v`` with ``v = cw (p - y) + a`` and
+    ``||g||^2 = v^T K v``; the step is ``a += t d``, ``d = -v + S (I + S K S)^{-1} S K v``,
+    ``S = diag(sqrt(h))``. Iterations then read the ``n x n`` kernel only, never the
+    ``n x d`` data (half the memory traffic at d = 2n), and the line search is ``O(n)`` per
+    trial. Returns ``(a, n_iter, converged)``; the caller forms ``w = X^T a`` once.
+    """
+    n_layers, n, _ = kernel.shape
+    sign = 2 * y - 1
+
+    def kmv(k, v):
+        return (v.unsqueeze(1) @ k).squeeze(1)        # K v (K symmetric)
+
+    def loss(z):
+        return (cw * F.softplus(-sign * z)).sum(-1)
+
+    a_out = torch.zeros(n_layers, n, dtype=kernel.dtype, device=kernel.device)
+    n_iter = torch.zeros(n_layers, dtype=torch.long)
+    converged = torch.zeros(n_layers, dtype=torch.bool)
+    st = {"idx": torch.arange(n_layers, device=kernel.device), "k": kernel,
+          "a": a_out.clone(), "z": a_out.clone()}
+    st["f"] = loss(st["z"])
+    g0 = None
+
+    def drop(mask: Tensor) -> bool:
+        keep = ~mask
+        for key in list(st):
+            st[key] = st[key][keep]
+        return bool(keep.any())
+
+    for it in range(max_iter + 1):
+        k, a, z = st["k"], st["a"], st["z"]
+        p = torch.sigmoid(z)
+        v = cw * (p - y) + a
+        kv = kmv(k, v)
+        gn = (v * kv).sum(-1).clamp_min(0).sqrt()
+        if g0 is None:
+            g0 = gn.clone()
+        g0a = g0[st["idx"]]
+        done = gn <= tol * g0a
+        n_iter[st["idx"].cpu()] = it
+        converged[st["idx"][done].cpu()] = True
+        if it == max_iter:
+            break
+        if bool(done.any()):
+            keep = ~done
+            if not drop(done):
+                break
+            k, a, z = st["k"], st["a"], st["z"]
+            p, v, kv, gn, g0a = p[keep], v[keep], kv[keep], gn[keep], g0a[keep]
+        sq = (cw * p * (1 - p)).sqrt()
+        # Far from the optimum a single-precision Newton system is as good a step (its
+        # error ~1e-6 is far below the step's own error) at half the cost; the last steps,
+        # which set the final accuracy, are solved in the working precision.
+        lo = k.dtype == torch.float64 and bool((gn > LOW_PRECISION_UNTIL * g0a).all())
+        kk = k.float() if lo else k
+        m = sq.to(kk)[:, :, None] * kk * sq.to(kk)[:, None, :]
+        m.diagonal(dim1=-2, dim2=-1).add_(1.0)
+        d = -v + sq * _chol_apply(_cholesky(m), (sq * kv).to(kk)).to(v)
+        kd = kmv(k, d)
+        slope = (v * kd).sum(-1)                       # g . step  (< 0: a descent direction)
+        # f(a + t d) = loss(z + t K d) + (a.z + 2 t d.z + t^2 d.K d) / 2
+        az, dz, dkd = (a * z).sum(-1), (d * z).sum(-1), (d * kd).sum(-1)
+        f = st["f"] + 0.5 * az
+        t = torch.ones_like(f)
+        for _ in range(40):
+            z_new = z + t[:, None] * kd
+            f_new = loss(z_new) + 0.5 * (az + 2 * t * dz + t * t * dkd)
+            ok = f_new <= f + 1e-4 * t * slope
+            if bool(ok.all()):
+                break
+            t = torch.where(ok, t, 0.5 * t)
+        stalled = ~ok | (f_new >= f)
+        step = torch.where(ok, t, torch.zeros_like(t))[:, None]
+        st["a"] = a + step * d
+        st["z"] = torch.where(ok[:, None], z_new, z)
+        st["f"] = loss(st["z"])
+        a_out[st["idx"]] = st["a"]
+        if bool(stalled.any()):
+            converged[st["idx"][stalled].cpu()] = (gn[stalled] <= 1e-5 * g0a[stalled]).cpu()
+            if not drop(stalled):
+                break
+    return a_out, n_iter, converged
+
+
 def batched_logistic_regression(
     x: Float[Tensor, "l n d"], y: Float[Tensor, "n"], C: float = 1.0, *,
     class_weight: Literal["balanced"] | None = "balanced", solver: Solver = "auto",
@@ -160,6 +254,11 @@ def batched_logistic_regression(
     if solver not in ("newton", "newton-cg"):
         raise ProbeError(f"unknown solver {solver!r}; use 'auto', 'newton' or 'newton-cg'")
     dual = solver == "newton" and n < d
+
+    if dual:
+        k = x @ x.mT if kernel is None else kernel.to(x)  # [l, n, n], once
+        a, n_iter, converged = _kernel_newton(k, y, cw, tol, max_iter)
+        return _bmv_t(x, a), n_iter, converged
 
     def objective(xa, wa):
         z = _bmv(xa, wa)
@@ -402,25 +501,28 @@ def _chunk_diffs(x_all: Float[Tensor, "n 2 layer d"], sl: slice, dev: torch.devi
     """Contrast differences ``[l, n, d]`` (float64, on ``dev``) of the layers ``sl``.
 
     The same quantity as :func:`ppairs_lens.features.contrast_features`, written as
-    ``(x0 - x1) - (mu_pos - mu_neg)`` into one buffer so that a chunk costs two float64 copies,
-    not five. Side means are computed here when not given (fitting). Returns
+    ``(x0 - x1) - (mu_pos - mu_neg)`` in float64 (as the single-layer probes compute it).
+    Side means are computed here when not given (fitting). Returns
     ``(diffs, mu_pos, mu_neg, peak)``, ``peak`` the largest absolute activation per layer.
     """
-    n, _, _, d = x_all.shape
-    n_l = len(range(*sl.indices(x_all.shape[2])))
-    x0 = torch.empty(n_l, n, d, dtype=torch.float64, device=dev)
-    x1 = torch.empty_like(x0)
-    x0.copy_(rearrange(x_all[:, 0, sl], "n l d -> l n d"))
-    x1.copy_(rearrange(x_all[:, 1, sl], "n l d -> l n d"))
-    peak = torch.maximum(torch.maximum(x0.amax(dim=(1, 2)), -x0.amin(dim=(1, 2))),
-                         torch.maximum(x1.amax(dim=(1, 2)), -x1.amin(dim=(1, 2))))
+    work = torch.promote_types(x_all.dtype, torch.float32)  # half precision: upcast first
+    a0, a1 = x_all[:, 0, sl].to(dev, work), x_all[:, 1, sl].to(dev, work)   # [n, l, d]
+    # (Reductions straight over the strided views: reshaped copies would cost more.)
+    peak = torch.stack([a0.amax(dim=(0, 2)), -a0.amin(dim=(0, 2)),
+                        a1.amax(dim=(0, 2)), -a1.amin(dim=(0, 2))]).amax(0).double()
     if not bool(torch.isfinite(peak).all()):
         _raise_non_finite(x_all, sl)
+    n = a0.shape[0]
     if mu_pos is None:
-        mu_pos, mu_neg = x0.mean(dim=1), x1.mean(dim=1)
+        mu_pos = a0.sum(dim=0, dtype=torch.float64) / n
+        mu_neg = a1.sum(dim=0, dtype=torch.float64) / n
     else:
         mu_pos, mu_neg = mu_pos.to(dev), mu_neg.to(dev)
-    diffs = x0.sub_(x1).sub_((mu_pos - mu_neg).unsqueeze(1))
+    diffs = torch.empty(a0.shape[1], n, a0.shape[2], dtype=torch.float64, device=dev)
+    other = torch.empty_like(diffs)
+    diffs.copy_(rearrange(a0, "n l d -> l n d"))
+    other.copy_(rearrange(a1, "n l d -> l n d"))
+    diffs.sub_(other).sub_((mu_pos - mu_neg).unsqueeze(1))
     return diffs, mu_pos, mu_neg, peak
 
 
@@ -474,13 +576,14 @@ def fit_sweep(
     n_iter = torch.zeros(n_layers, dtype=torch.long)
     converged = torch.ones(n_layers, dtype=torch.bool)
 
+    mean_weights = torch.where(pos, 1 / pos.sum(), -1 / (~pos).sum()).to(torch.float64)
     step = layer_batch or _layer_batch(n, d, x_all.element_size())
     for l0 in range(0, n_layers, step):
         sl = slice(l0, min(l0 + step, n_layers))
         diffs, mp, mn, peak = _chunk_diffs(x_all, sl, dev)
         mu_pos[sl], mu_neg[sl] = mp.cpu(), mn.cpu()
         flat[sl] = is_degenerate(diffs, peak).cpu()
-        # n < d: the n x n Gram matrix serves both the dual Newton solver and PCA; form it once.
+        # n < d: the n x n Gram matrix serves the dual Newton solver and PCA: form it once.
         shared = diffs @ diffs.mT if (n < d and n <= direct_max and solver != "newton-cg"
                                       and {"supervised", "pca"} <= set(kinds)) else None
         for k in kinds:
@@ -495,8 +598,8 @@ def fit_sweep(
             else:
                 if k == "pca":
                     v = top_principal_direction(diffs, gram=shared)
-                else:
-                    v = diffs[:, pos].mean(1) - diffs[:, ~pos].mean(1)
+                else:  # difference of the class means, as one product (no masked copies)
+                    v = _bmv_t(diffs, mean_weights.expand(diffs.shape[0], -1))
                     v = v / v.norm(dim=-1, keepdim=True)
                 v, proj = orient_to_targets(v, diffs, y)
                 directions[k][sl] = v.cpu()

@@ -198,3 +198,20 @@ def test_sweep_refusals():
     with warnings.catch_warnings():
         warnings.simplefilter("error")       # a healthy sweep raises no warnings
         fit_sweep(acts, labels)
+
+
+def test_kernel_newton_reaches_the_primal_optimum():
+    """n < d runs Newton in the span of the data (kernel only, float32 first steps): the
+    returned weights still satisfy the primal optimality condition to the tolerance, also
+    for nearly separable data with weak regularisation (large weights)."""
+    rng = np.random.default_rng(5)
+    x = torch.tensor(rng.normal(size=(3, 40, 120)))
+    y = torch.tensor((rng.random(40) < 0.5).astype(float))
+    for C in (0.1, 1.0, 1000.0):
+        w, it, conv = batched_logistic_regression(x, y, C, solver="newton")
+        assert bool(conv.all())
+        sw = torch.where(y > 0, 40 / (2 * y.sum()), 40 / (2 * (40 - y.sum())))
+        grad = lambda v: torch.einsum("lnd,ln->ld", x, C * sw * (torch.sigmoid(
+            torch.einsum("lnd,ld->ln", x, v)) - y)) + v
+        g0 = grad(torch.zeros_like(w)).norm(dim=-1)
+        assert (grad(w).norm(dim=-1) <= 1e-7 * g0).all(), (C, it)
