@@ -125,6 +125,54 @@ def _pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max
     return x, ~active
 
 
+class _ActiveLayers:
+    """Bookkeeping of a batched Newton solve: per-layer state ``st`` (rows = layers still
+    iterating), iteration counts and convergence flags; layers leave the batch together
+    when they converge or stall."""
+
+    def __init__(self, n_layers: int, device: torch.device, **state: Tensor):
+        self.st = {"idx": torch.arange(n_layers, device=device), **state}
+        self.n_iter = torch.zeros(n_layers, dtype=torch.long)
+        self.converged = torch.zeros(n_layers, dtype=torch.bool)
+        self.g0: Tensor | None = None
+
+    def check(self, it: int, tol: float, last: bool, gn: Float[Tensor, "la"],
+              **rows: Tensor) -> dict[str, Tensor] | None:
+        """Record iteration ``it`` with gradient norms ``gn``; drop the converged layers.
+
+        Returns ``gn``, ``rows`` (per-layer tensors of this iteration) and ``g0a`` (the
+        initial gradient norms) for the layers left, or None when the solve is over.
+        """
+        if self.g0 is None:
+            self.g0 = gn.clone()
+        idx = self.st["idx"]
+        rows.update(gn=gn, g0a=self.g0[idx])
+        done = gn <= tol * rows["g0a"]
+        self.n_iter[idx.cpu()] = it
+        self.converged[idx[done].cpu()] = True
+        if last:
+            return None
+        if bool(done.any()):
+            if not self.drop(done):
+                return None
+            rows = {key: val[~done] for key, val in rows.items()}
+        return rows
+
+    def drop(self, mask: Tensor) -> bool:
+        """Remove rows where ``mask``; False when no layer is left."""
+        keep = ~mask
+        for key in list(self.st):
+            self.st[key] = self.st[key][keep]
+        return bool(keep.any())
+
+    def stall(self, stalled: Tensor, gn: Tensor, g0a: Tensor) -> bool:
+        """At the numerical optimum the line search cannot decrease f: accept a stalled row
+        if its gradient is small, drop it either way; False when no layer is left."""
+        self.converged[self.st["idx"][stalled].cpu()] = (
+            gn[stalled] <= 1e-5 * g0a[stalled]).cpu()
+        return self.drop(stalled)
+
+
 def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
                    cw: Float[Tensor, "n"], tol: float, max_iter: int
                    ) -> tuple[Float[Tensor, "l n"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
@@ -148,39 +196,20 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
         return (cw * F.softplus(-sign * z)).sum(-1)
 
     a_out = torch.zeros(n_layers, n, dtype=kernel.dtype, device=kernel.device)
-    n_iter = torch.zeros(n_layers, dtype=torch.long)
-    converged = torch.zeros(n_layers, dtype=torch.bool)
-    st = {"idx": torch.arange(n_layers, device=kernel.device), "k": kernel,
-          "a": a_out.clone(), "z": a_out.clone()}
+    act = _ActiveLayers(n_layers, kernel.device, k=kernel, a=a_out.clone(), z=a_out.clone())
+    st = act.st
     st["f"] = loss(st["z"])
-    g0 = None
-
-    def drop(mask: Tensor) -> bool:
-        keep = ~mask
-        for key in list(st):
-            st[key] = st[key][keep]
-        return bool(keep.any())
-
     for it in range(max_iter + 1):
         k, a, z = st["k"], st["a"], st["z"]
         p = torch.sigmoid(z)
         v = cw * (p - y) + a
         kv = kmv(k, v)
-        gn = (v * kv).sum(-1).clamp_min(0).sqrt()
-        if g0 is None:
-            g0 = gn.clone()
-        g0a = g0[st["idx"]]
-        done = gn <= tol * g0a
-        n_iter[st["idx"].cpu()] = it
-        converged[st["idx"][done].cpu()] = True
-        if it == max_iter:
+        left = act.check(it, tol, it == max_iter, (v * kv).sum(-1).clamp_min(0).sqrt(),
+                         p=p, v=v, kv=kv)
+        if left is None:
             break
-        if bool(done.any()):
-            keep = ~done
-            if not drop(done):
-                break
-            k, a, z = st["k"], st["a"], st["z"]
-            p, v, kv, gn, g0a = p[keep], v[keep], kv[keep], gn[keep], g0a[keep]
+        k, a, z = st["k"], st["a"], st["z"]
+        p, v, kv, gn, g0a = (left[key] for key in ("p", "v", "kv", "gn", "g0a"))
         sq = (cw * p * (1 - p)).sqrt()
         # Far from the optimum a single-precision Newton system is as good a step (its
         # error ~1e-6 is far below the step's own error) at half the cost; the last steps,
@@ -209,11 +238,9 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
         st["z"] = torch.where(ok[:, None], z_new, z)
         st["f"] = loss(st["z"])
         a_out[st["idx"]] = st["a"]
-        if bool(stalled.any()):
-            converged[st["idx"][stalled].cpu()] = (gn[stalled] <= 1e-5 * g0a[stalled]).cpu()
-            if not drop(stalled):
-                break
-    return a_out, n_iter, converged
+        if bool(stalled.any()) and not act.stall(stalled, gn, g0a):
+            break
+    return a_out, act.n_iter, act.converged
 
 
 def batched_logistic_regression(
@@ -253,9 +280,7 @@ def batched_logistic_regression(
         solver = "newton" if min(n, d) <= direct_max else "newton-cg"
     if solver not in ("newton", "newton-cg"):
         raise ProbeError(f"unknown solver {solver!r}; use 'auto', 'newton' or 'newton-cg'")
-    dual = solver == "newton" and n < d
-
-    if dual:
+    if solver == "newton" and n < d:   # Woodbury, in the kernel's terms
         k = x @ x.mT if kernel is None else kernel.to(x)  # [l, n, n], once
         a, n_iter, converged = _kernel_newton(k, y, cw, tol, max_iter)
         return _bmv_t(x, a), n_iter, converged
@@ -265,42 +290,19 @@ def batched_logistic_regression(
         return (cw * F.softplus(-sign * z)).sum(-1) + 0.5 * (wa * wa).sum(-1), z
 
     w = torch.zeros(n_layers, d, dtype=x.dtype, device=x.device)
-    n_iter = torch.zeros(n_layers, dtype=torch.long)
-    converged = torch.zeros(n_layers, dtype=torch.bool)
-    # Per-active-layer state; rows leave together when a layer converges or stalls.
-    st: dict[str, Tensor] = {"idx": torch.arange(n_layers, device=x.device), "x": x,
-                             "w": w.clone()}
-    if dual:
-        st["kernel"] = x @ x.mT if kernel is None else kernel.to(x)  # [l, n, n], once
+    act = _ActiveLayers(n_layers, x.device, x=x, w=w.clone())
+    st = act.st
     st["f"], st["z"] = objective(st["x"], st["w"])
     refresh = True
-
-    def drop(mask: Tensor) -> bool:
-        """Remove rows where ``mask``; False when no layer is left."""
-        keep = ~mask
-        for k in list(st):
-            st[k] = st[k][keep]
-        return bool(keep.any())
-
-    g0 = None
     for it in range(max_iter + 1):
         xa, wa = st["x"], st["w"]
         p = torch.sigmoid(st["z"])
         g = _bmv_t(xa, cw * (p - y)) + wa
-        gn = g.norm(dim=-1)
-        if g0 is None:
-            g0 = gn.clone()
-        g0a = g0[st["idx"]]
-        done = gn <= tol * g0a
-        n_iter[st["idx"].cpu()] = it
-        converged[st["idx"][done].cpu()] = True
-        if it == max_iter:
+        left = act.check(it, tol, it == max_iter, g.norm(dim=-1), p=p, g=g)
+        if left is None:
             break
-        if bool(done.any()):
-            keep = ~done
-            if not drop(done):
-                break
-            xa, wa, p, g, gn, g0a = st["x"], st["w"], p[keep], g[keep], gn[keep], g0a[keep]
+        xa, wa = st["x"], st["w"]
+        p, g, gn, g0a = (left[key] for key in ("p", "g", "gn", "g0a"))
         h = cw * p * (1 - p)                          # [la, n], Hessian weights
 
         def hvp(v, xa=xa, h=h):
@@ -310,15 +312,6 @@ def batched_logistic_regression(
             jacobi = 1 + (xa * xa).mT.matmul(h.unsqueeze(-1)).squeeze(-1)
             rtol = torch.clamp(torch.sqrt(gn / g0a), max=0.1)
             step, _ = _pcg(hvp, -g, lambda r, j=jacobi: r / j, rtol, cg_max_iter)
-        elif dual:
-            # Woodbury: H^{-1} g = g - X^T S (I + S K S)^{-1} S X g, with S = diag(sqrt(h)).
-            # (Reusing an old factor as a CG preconditioner does not pay here: a triangular
-            # solve pair costs about a tenth of an n x n factorisation.)
-            s = h.sqrt()
-            m = s[:, :, None] * st["kernel"] * s[:, None, :]
-            m.diagonal(dim1=-2, dim2=-1).add_(1.0)
-            sol = _chol_apply(_cholesky(m), s * _bmv(xa, g))
-            step = -(g - _bmv_t(xa, s * sol))
         else:
             if "factor" in st and not refresh:
                 rtol = torch.clamp(gn / g0a, max=0.1)
@@ -348,13 +341,9 @@ def batched_logistic_regression(
         st["f"] = torch.where(ok, f_new, f)
         st["z"] = torch.where(ok[:, None], z_new, st["z"])
         w[st["idx"]] = st["w"]
-        if bool(stalled.any()):
-            # At the numerical optimum the line search cannot decrease f: accept if the
-            # gradient is small, stop either way.
-            converged[st["idx"][stalled].cpu()] = (gn[stalled] <= 1e-5 * g0a[stalled]).cpu()
-            if not drop(stalled):
-                break
-    return w, n_iter, converged
+        if bool(stalled.any()) and not act.stall(stalled, gn, g0a):
+            break
+    return w, act.n_iter, act.converged
 
 
 # --------------------------------------------------------------------------------------------
