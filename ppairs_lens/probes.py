@@ -73,19 +73,52 @@ def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"
     return peak <= DEGENERATE_RTOL * scale
 
 
-def top_eigenvector(a: Float[Tensor, "*b m m"]) -> Float[Tensor, "*b m"]:
-    """Eigenvector of the largest eigenvalue of each symmetric matrix (sign arbitrary).
+#: Block Krylov settings of :func:`top_eigenvector`: a ``KRYLOV_BLOCK * KRYLOV_STEPS``-dim
+#: subspace, and the residual (relative to the eigenvalue) below which its Ritz vector is
+#: taken; matrices not that far along are solved exactly.
+KRYLOV_BLOCK, KRYLOV_STEPS, KRYLOV_RTOL = 4, 10, 1e-10
 
-    LAPACK's ``syevr`` with an index subset computes only that eigenpair after the
-    tridiagonal reduction: several times faster than a full ``torch.linalg.eigh``.
+
+def _exact_top_eigenvectors(flat: np.ndarray) -> np.ndarray:
+    """LAPACK's ``syevr`` with an index subset: only the top eigenpair after the
+    tridiagonal reduction, one matrix at a time."""
+    m = flat.shape[-1]
+    return np.stack([scipy.linalg.eigh(mat, subset_by_index=[m - 1, m - 1], driver="evr",
+                                       check_finite=False)[1][:, 0] for mat in flat])
+
+
+def top_eigenvector(a: Float[Tensor, "*b m m"], *, seed: int = 0) -> Float[Tensor, "*b m"]:
+    """Eigenvector of the largest eigenvalue of each symmetric PSD matrix (sign arbitrary).
+
+    A batched block Krylov subspace (``KRYLOV_BLOCK`` seeded random vectors, ``KRYLOV_STEPS``
+    products with the whole batch, fully reorthogonalised) and its top Ritz vector: on the
+    31 read-out kernels of a SmolLM2 sweep (n = 280) residuals end below 1e-12 in half the time
+    of LAPACK one matrix at a time. Every matrix whose residual ``||A v - lam v|| / lam`` is
+    not below ``KRYLOV_RTOL`` (small gaps, zero matrices) is solved exactly instead.
     """
-    m = a.shape[-1]
-    flat = a.detach().reshape(-1, m, m).cpu().numpy()
-    out = np.empty((flat.shape[0], m), dtype=flat.dtype)
-    for i, mat in enumerate(flat):
-        out[i] = scipy.linalg.eigh(mat, subset_by_index=[m - 1, m - 1], driver="evr",
-                                   check_finite=False)[1][:, 0]
-    return torch.from_numpy(out).reshape(a.shape[:-1]).to(a.device)
+    shape, m = a.shape, a.shape[-1]
+    flat = a.detach().reshape(-1, m, m)
+    if m <= 2 * KRYLOV_BLOCK * KRYLOV_STEPS:  # the subspace would be most of the space
+        return torch.from_numpy(_exact_top_eigenvectors(flat.cpu().numpy())).reshape(
+            shape[:-1]).to(a.device)
+    gen = torch.Generator(device=flat.device).manual_seed(seed)
+    block = torch.randn(flat.shape[0], m, KRYLOV_BLOCK, generator=gen, dtype=flat.dtype,
+                        device=flat.device)
+    basis = torch.linalg.qr(block)[0]
+    for _ in range(KRYLOV_STEPS - 1):
+        z = flat @ basis[..., -KRYLOV_BLOCK:]
+        for _ in range(2):  # twice is enough (Kahan-Parlett)
+            z = z - basis @ (basis.mT @ z)
+        basis = torch.cat([basis, torch.linalg.qr(z)[0]], -1)
+    vals, vecs = torch.linalg.eigh(basis.mT @ (flat @ basis))
+    v = (basis @ vecs[..., -1:]).squeeze(-1)
+    lam = vals[..., -1]
+    res = ((flat @ v.unsqueeze(-1)).squeeze(-1) - lam[:, None] * v).norm(dim=-1) / lam
+    redo = ~(res <= KRYLOV_RTOL)  # NaN (zero matrix) included
+    if bool(redo.any()):
+        exact = _exact_top_eigenvectors(flat[redo].cpu().numpy())
+        v[redo] = torch.from_numpy(exact).to(v)
+    return v.reshape(shape[:-1])
 
 
 def top_principal_direction(diffs: Float[Tensor, "*b n d"], *, exact_max: int = EXACT_PCA_MAX,

@@ -267,3 +267,30 @@ def test_randomized_pca_path_matches_exact():
     assert abs(float(top_principal_direction(wide) @ top_principal_direction(
         wide, exact_max=8))) > 1 - 1e-6
     assert abs(float(top_principal_direction(wide) @ torch.linalg.svd(wide)[2][0])) > 1 - 1e-8
+
+
+def test_top_eigenvector_krylov_path_and_exact_fallback(monkeypatch):
+    """Matrices larger than the Krylov subspace get their top Ritz vector, equal to LAPACK's
+    eigenvector; those it leaves short of the tolerance (a zero matrix, a small gap) are
+    solved exactly."""
+    import ppairs_lens.probes as probes
+
+    rng = np.random.default_rng(0)
+    m = 3 * probes.KRYLOV_BLOCK * probes.KRYLOV_STEPS
+    q = np.linalg.qr(rng.normal(size=(3, m, m)))[0]
+    vals = np.sort(rng.random((3, m)), -1) * np.array([[1.0], [1.0], [0.0]])
+    vals[:, -1] = [5.0, 1.2, 0.0]           # clear gap; small gap (ratio 1.2); zero matrix
+    a = torch.tensor(np.einsum("bij,bj,bkj->bik", q, vals, q))
+    exact_calls = []
+    real = probes._exact_top_eigenvectors
+    monkeypatch.setattr(probes, "_exact_top_eigenvectors",
+                        lambda f: (exact_calls.append(len(f)), real(f))[1])
+    probes.top_eigenvector(a[:1])
+    assert exact_calls == []                  # a clear gap: the Krylov subspace suffices
+    v = probes.top_eigenvector(a)
+    assert exact_calls and exact_calls[0] >= 1   # the zero matrix (and maybe the small gap)
+    assert torch.isfinite(v).all()
+    for b in range(2):
+        ref = torch.tensor(q[b, :, -1])
+        assert abs(float(v[b] @ ref)) > 1 - 1e-12
+        assert abs(float(v[b].norm()) - 1) < 1e-12
