@@ -54,9 +54,6 @@ from ppairs_lens.probes import (
 __all__ = ["SweepProbes", "fit_sweep", "batched_logistic_regression"]
 
 Solver = Literal["auto", "newton", "newton-cg"]
-#: Newton steps of the kernel solver are solved in float32 while every layer's gradient is
-#: above this fraction of its initial norm.
-LOW_PRECISION_UNTIL = 1e-3
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,8 +193,30 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
         return (cw * F.softplus(-sign * z)).sum(-1)
 
     a_out = torch.zeros(n_layers, n, dtype=kernel.dtype, device=kernel.device)
-    act = _ActiveLayers(n_layers, kernel.device, k=kernel, a=a_out.clone(), z=a_out.clone())
+    # Newton systems are solved in float32 (half the cost) while that keeps working: a step
+    # only sets the speed of convergence, not where it ends, which the float64 gradient
+    # decides. A float32 system that is not positive definite, a step that is not a descent
+    # direction or one that no longer decreases the objective switch to float64 for good.
+    precise = kernel.dtype != torch.float64
+    extra = {} if precise else {"k32": kernel.float()}
+    act = _ActiveLayers(n_layers, kernel.device, k=kernel, a=a_out.clone(), z=a_out.clone(),
+                        **extra)
     st = act.st
+
+    def direction(kk, sq, v, kv):
+        """``-v + S (I + S K S)^{-1} S K v`` with ``K = kk`` (its dtype); None if the system
+        is not numerically positive definite in that dtype."""
+        s_ = sq.to(kk)
+        m = s_[:, :, None] * kk * s_[:, None, :]
+        m.diagonal(dim1=-2, dim2=-1).add_(1.0)
+        if kk.dtype == kernel.dtype:
+            chol = _cholesky(m)
+        else:
+            chol, info = torch.linalg.cholesky_ex(m)
+            if bool((info != 0).any()):
+                return None
+        return -v + sq * _chol_apply(chol, (sq * kv).to(kk)).to(v)
+
     st["f"] = loss(st["z"])
     for it in range(max_iter + 1):
         k, a, z = st["k"], st["a"], st["z"]
@@ -211,15 +230,13 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
         k, a, z = st["k"], st["a"], st["z"]
         p, v, kv, gn, g0a = (left[key] for key in ("p", "v", "kv", "gn", "g0a"))
         sq = (cw * p * (1 - p)).sqrt()
-        # Far from the optimum a single-precision Newton system is as good a step (its
-        # error ~1e-6 is far below the step's own error) at half the cost; the last steps,
-        # which set the final accuracy, are solved in the working precision.
-        lo = k.dtype == torch.float64 and bool((gn > LOW_PRECISION_UNTIL * g0a).all())
-        kk = k.float() if lo else k
-        m = sq.to(kk)[:, :, None] * kk * sq.to(kk)[:, None, :]
-        m.diagonal(dim1=-2, dim2=-1).add_(1.0)
-        d = -v + sq * _chol_apply(_cholesky(m), (sq * kv).to(kk)).to(v)
-        kd = kmv(k, d)
+        low = not precise
+        d = direction(st["k32"] if low else k, sq, v, kv)
+        kd = kmv(k, d) if d is not None else None
+        if low and (d is None or not bool(((v * kd).sum(-1) < 0).all())):
+            low, precise = False, True  # single precision failed here: the working one from now
+            d = direction(k, sq, v, kv)
+            kd = kmv(k, d)
         slope = (v * kd).sum(-1)                       # g . step  (< 0: a descent direction)
         # f(a + t d) = loss(z + t K d) + (a.z + 2 t d.z + t^2 d.K d) / 2
         az, dz, dkd = (a * z).sum(-1), (d * z).sum(-1), (d * kd).sum(-1)
@@ -238,8 +255,11 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
         st["z"] = torch.where(ok[:, None], z_new, z)
         st["f"] = loss(st["z"])
         a_out[st["idx"]] = st["a"]
-        if bool(stalled.any()) and not act.stall(stalled, gn, g0a):
-            break
+        if bool(stalled.any()):
+            if low:        # no decrease from a single-precision step: retry in full precision
+                precise = True
+            elif not act.stall(stalled, gn, g0a):
+                break
     return a_out, act.n_iter, act.converged
 
 

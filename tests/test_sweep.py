@@ -201,13 +201,14 @@ def test_sweep_refusals():
 
 
 def test_kernel_newton_reaches_the_primal_optimum():
-    """n < d runs Newton in the span of the data (kernel only, float32 first steps): the
-    returned weights still satisfy the primal optimality condition to the tolerance, also
-    for nearly separable data with weak regularisation (large weights)."""
+    """n < d runs Newton in the span of the data (kernel only, float32 systems while they
+    work): the returned weights still satisfy the primal optimality condition to the
+    tolerance, also for nearly separable data with weak regularisation (large weights) and
+    for huge activations, where float32 systems fail and float64 takes over."""
     rng = np.random.default_rng(5)
-    x = torch.tensor(rng.normal(size=(3, 40, 120)))
     y = torch.tensor((rng.random(40) < 0.5).astype(float))
-    for C in (0.1, 1.0, 1000.0):
+    for C, scale in ((0.1, 1), (1.0, 1), (1000.0, 1), (1e6, 1), (1.0, 1e4)):
+        x = torch.tensor(rng.normal(size=(3, 40, 120))) * scale
         w, it, conv = batched_logistic_regression(x, y, C, solver="newton")
         assert bool(conv.all())
         sw = torch.where(y > 0, 40 / (2 * y.sum()), 40 / (2 * (40 - y.sum())))
