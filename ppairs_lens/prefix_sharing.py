@@ -341,8 +341,7 @@ def run_rows(
                                 forward, consume=only)
             ids = [r for _, r, _ in part]
             acts, logits = read_branches(tail_state, range(len(part)),
-                                         [branches[r] for r in ids], read,
-                                         consume=only or tail_state.select is None)
+                                         [branches[r] for r in ids], read, consume=True)
             emit(ids, acts, logits)
 
 

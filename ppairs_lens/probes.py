@@ -105,15 +105,20 @@ def top_eigenvector(a: Float[Tensor, "*b m m"], *, seed: int = 0) -> Float[Tenso
     block = torch.randn(flat.shape[0], m, KRYLOV_BLOCK, generator=gen, dtype=flat.dtype,
                         device=flat.device)
     basis = torch.linalg.qr(block)[0]
-    for _ in range(KRYLOV_STEPS - 1):
-        z = flat @ basis[..., -KRYLOV_BLOCK:]
+    images = []  # A @ each block, kept: the Rayleigh-Ritz step and the residual reuse them
+    for step in range(KRYLOV_STEPS):
+        images.append(flat @ basis[..., -KRYLOV_BLOCK:])
+        if step == KRYLOV_STEPS - 1:
+            break
+        z = images[-1]
         for _ in range(2):  # twice is enough (Kahan-Parlett)
             z = z - basis @ (basis.mT @ z)
         basis = torch.cat([basis, torch.linalg.qr(z)[0]], -1)
-    vals, vecs = torch.linalg.eigh(basis.mT @ (flat @ basis))
+    a_basis = torch.cat(images, -1)
+    vals, vecs = torch.linalg.eigh(basis.mT @ a_basis)
     v = (basis @ vecs[..., -1:]).squeeze(-1)
     lam = vals[..., -1]
-    res = ((flat @ v.unsqueeze(-1)).squeeze(-1) - lam[:, None] * v).norm(dim=-1) / lam
+    res = ((a_basis @ vecs[..., -1:]).squeeze(-1) - lam[:, None] * v).norm(dim=-1) / lam
     redo = ~(res <= KRYLOV_RTOL)  # NaN (zero matrix) included
     if bool(redo.any()):
         exact = _exact_top_eigenvectors(flat[redo].cpu().numpy())
