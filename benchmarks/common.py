@@ -149,8 +149,9 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair],
         return hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
                         use_cache=True, logits_to_keep=1).past_key_values
 
-    def read(ids, cache, mask, pos):
-        hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos)
+    def read(ids, cache, mask, pos, n_read):
+        hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
+                 logits_to_keep=n_read)
         return None, None
 
     prefixes = [p.prefix_ids for p in pairs]

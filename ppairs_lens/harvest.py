@@ -7,7 +7,8 @@ context (an article with its 16 summaries) share a long token prefix. So we run:
 2. what pairs of a group share beyond it (the same first item) once per subgroup, then each
    pair's own remainder (second item, question, assistant prefix), on copies of those caches,
    right-padded in length-sorted batches sized by tokens (:mod:`ppairs_lens.prefix_sharing`);
-3. the two final tokens of every pair from its cache, with hooks reading only that position.
+3. the two final tokens of every pair, in the same pass as its remainder, each seeing the
+   prompt but not the other, with hooks reading only their positions.
 
 Positions are passed explicitly and padding is masked with the tokenizer's conventions (never
 inferred from token ids: the pad token is also the end-of-turn token), so the stored values
@@ -89,7 +90,8 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
                  final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
     """The bridge as :mod:`ppairs_lens.prefix_sharing` runs it: a lean forward that keeps
     only the key-value cache (logits of the last position only), and a read-out of hook
-    points ``names`` / next-token ``logit_ids`` at a one-token step with ``final_hooks``."""
+    points ``names`` / next-token ``logit_ids`` at the last columns of a pass, with
+    ``final_hooks`` on that pass."""
     names = list(names)
 
     def forward(ids, cache, mask, pos):
@@ -97,17 +99,24 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
                           past_key_values=cache, attention_mask=mask, position_ids=pos)
         return cache
 
-    def read(ids, cache, mask, pos):
-        kwargs = dict(past_key_values=cache, attention_mask=mask, position_ids=pos)
-        with bridge.hooks(fwd_hooks=list(final_hooks)):
-            if names:
-                out, cached = bridge.run_with_cache(ids, names_filter=lambda n: n in names,
-                                                    **kwargs)
-                acts = torch.stack([cached[n].float().cpu() for n in names], 2).flatten(0, 1)
-            else:
-                out, acts = bridge(ids, **kwargs), None
+    def read(ids, cache, mask, pos, n_read):
+        grabbed: dict[str, Tensor] = {}
+
+        def grabber(name):  # keyed by our name: the bridge reports aliases' canonical names
+            def grab(x, hook):
+                grabbed[name] = x[:, -n_read:].float().cpu()
+                return x
+            return grab
+
+        # Grabbers after final_hooks on the same point, so they see what those hooks did.
+        fwd = list(final_hooks) + [(n, grabber(n)) for n in names]
+        with bridge.hooks(fwd_hooks=fwd):
+            out = bridge(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
+                         logits_to_keep=n_read, return_type="logits" if logit_ids is not None
+                         else None)
+        acts = torch.stack([grabbed[n] for n in names], 2).flatten(0, 1) if names else None
         lg = (None if logit_ids is None
-              else out[:, :, list(logit_ids)].float().cpu().flatten(0, 1))
+              else out[:, -n_read:, list(logit_ids)].float().cpu().flatten(0, 1))
         return acts, lg
 
     return forward, read
@@ -154,9 +163,12 @@ def run_branches(
         if progress is not None:
             progress(len(rows))
 
+    # final_hooks act on every position of the pass they are in: that pass must hold the
+    # branch tokens alone, so a row's tail then runs in a pass of its own.
     with bridge.hooks(fwd_hooks=list(hooks)):
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
-                 read, emit, token_budget=settings.token_budget, device=dev)
+                 read, emit, token_budget=settings.token_budget, device=dev,
+                 fuse=not final_hooks)
     return BranchOutputs(acts, logits)
 
 

@@ -10,7 +10,8 @@ once computes only the tokens that are strictly needed:
 * **shared middle** — within a group, rows whose prompts go on identically for at least
   ``min_shared`` more tokens (same first item) form a subgroup whose middle runs once;
 * **tail** — each row's remaining tokens;
-* **branches** — the tokens read out (the two final tokens of a contrast pair), each alone.
+* **branches** — the tokens read out (the two final tokens of a contrast pair), each alone,
+  in the same forward pass as the row's tail.
 
 :func:`plan` computes that tree from token ids alone (no template knowledge), and
 :func:`run_rows` executes it over any model through two callables, so the harvester (a
@@ -181,9 +182,10 @@ def tokens_computed(plans: Sequence[GroupPlan], n_branch: int) -> int:
 #: ``forward(ids, cache, mask, pos) -> cache``: run ``ids`` after ``cache`` (None: nothing
 #: before), with the 2-D attention mask over cache + ids and explicit positions.
 Forward = Callable[[Tensor, Any, Tensor, Tensor], Any]
-#: ``read(ids, cache, mask, pos) -> (acts or None, logits or None)`` read at every position
-#: of ``ids`` ``[row, branch]`` (rows x branches first in the results); ``mask`` is 4-D.
-Read = Callable[[Tensor, Any, Tensor, Tensor], tuple[Tensor | None, Tensor | None]]
+#: ``read(ids, cache, mask, pos, n_read) -> (acts or None, logits or None)``: run ``ids``
+#: after ``cache`` with the 4-D attention mask ``mask`` and read at the last ``n_read``
+#: columns of every row (rows x those columns first in the results).
+Read = Callable[[Tensor, Any, Tensor, Tensor, int], tuple[Tensor | None, Tensor | None]]
 
 
 @dataclass
@@ -270,25 +272,45 @@ def extend(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence
 
 
 def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequence[int]],
-                  read: Read, consume: bool = False) -> tuple[Tensor | None, Tensor | None]:
-    """Read the model at each of ``tokens[k]`` appended, alone, to row ``rows[k]`` of ``state``.
+                  read: Read, consume: bool = False,
+                  tails: Sequence[Sequence[int]] | None = None
+                  ) -> tuple[Tensor | None, Tensor | None]:
+    """Read the model at each of ``tokens[k]`` appended, alone, to row ``rows[k]`` of
+    ``state`` (after ``tails[k]``, when given, in the same forward pass).
 
-    A row's branch tokens go in one sequence that shares the row's cache: a 4-D mask lets
-    each see the row's prefix and itself but not the other branches, and all take the same
-    position. (Repeating the cache once per branch would copy it, which costs far more than
-    these few tokens.)
+    A row's sequence is its tail (right-padded), then its branch tokens in the last columns.
+    A 4-D mask lets each tail token see the row's prefix and the real tail tokens up to
+    itself, and each branch token the prefix, the real tail and itself but not the other
+    branches; a branch takes the position right after the real tail. (Repeating the cache
+    once per branch would copy it, which costs far more than these few tokens; running the
+    tail in a pass of its own would cost a pass, every weight read once more.)
     """
     dev = state.mask.device
     index, select = _select(state, rows)
     cache = _cache_for_forward(state, select, consume)
     nb = len(tokens[0])
-    ids = torch.tensor([list(t) for t in tokens], dtype=torch.long, device=dev)
+    tails = tails if tails is not None else [()] * len(rows)
+    lens = torch.tensor([len(t) for t in tails], dtype=torch.long, device=dev)
+    width = int(lens.max())
+    ids = torch.zeros(len(rows), width + nb, dtype=torch.long)
+    for r, (t, b) in enumerate(zip(tails, tokens)):
+        ids[r, :len(t)] = torch.tensor(t, dtype=torch.long)
+        ids[r, width:] = torch.tensor(list(b), dtype=torch.long)
+    ids = ids.to(dev)
     prev = state.mask[index].bool()
-    mask = torch.zeros(len(rows), 1, nb, prev.shape[1] + nb, dtype=torch.bool, device=dev)
-    mask[:, 0, :, :prev.shape[1]] = prev[:, None, :]
-    mask[:, 0, :, prev.shape[1]:] = torch.eye(nb, dtype=torch.bool, device=dev)
-    pos = state.next_pos[index][:, None].expand(len(rows), nb)
-    return read(ids, cache, mask, pos)
+    c = prev.shape[1]
+    col = torch.arange(width, device=dev)
+    real = col[None, :] < lens[:, None]                                  # [row, tail]
+    mask = torch.zeros(len(rows), 1, width + nb, c + width + nb, dtype=torch.bool, device=dev)
+    mask[:, 0, :, :c] = prev[:, None, :]
+    # Tail queries: causal over the real tail; a padding query sees that too (never a row
+    # with every key masked), and no real query ever sees a padding key.
+    mask[:, 0, :width, c:c + width] = (col[:, None] >= col[None, :])[None] & real[:, None, :]
+    mask[:, 0, width:, c:c + width] = real[:, None, :]
+    mask[:, 0, width:, c + width:] = torch.eye(nb, dtype=torch.bool, device=dev)
+    pos0 = state.next_pos[index]
+    pos = torch.cat([pos0[:, None] + col[None, :], (pos0 + lens)[:, None].expand(-1, nb)], 1)
+    return read(ids, cache, mask, pos, nb)
 
 
 def run_rows(
@@ -300,6 +322,7 @@ def run_rows(
     emit: Callable[[list[int], Tensor | None, Tensor | None], None],
     *,
     token_budget: int,
+    fuse: bool = True,
 ) -> None:
     """Run ``subs`` (rows continuing the one cached prefix in ``start``) and their branches.
 
@@ -307,7 +330,9 @@ def run_rows(
     ``len(rows) * n_branch`` rows in row-major order (each row's branches together). Work is
     done depth-first: the shared middles of a chunk of subgroups (about ``token_budget``
     cached tokens), then their rows' tails in parts of about ``token_budget`` cached tokens,
-    so memory does not grow with the number of rows.
+    so memory does not grow with the number of rows. ``fuse``: a part's tails and branch
+    tokens go in one forward pass (``read`` sees both); otherwise the tails run in a pass of
+    their own and ``read`` sees only the branch tokens (for hooks meant for those alone).
     """
     n_branch = len(branches[subs[0].rows[0]]) if subs else 0
     base = start.mask.shape[1]
@@ -337,18 +362,23 @@ def run_rows(
             part = rows[r0:r0 + max(1, token_budget // w)]
             only = r0 == 0 and len(part) == len(rows)  # mid_state serves this part alone
             r0 += len(part)
-            tail_state = extend(mid_state, [j for j, _, _ in part], [t for _, _, t in part],
-                                forward, consume=only)
-            ids = [r for _, r, _ in part]
-            acts, logits = read_branches(tail_state, range(len(part)),
-                                         [branches[r] for r in ids], read, consume=True)
+            parents, ids, tails = ([j for j, _, _ in part], [r for _, r, _ in part],
+                                   [t for _, _, t in part])
+            if fuse:
+                acts, logits = read_branches(mid_state, parents, [branches[r] for r in ids],
+                                             read, consume=only, tails=tails)
+            else:
+                tail_state = extend(mid_state, parents, tails, forward, consume=only)
+                acts, logits = read_branches(tail_state, range(len(part)),
+                                             [branches[r] for r in ids], read, consume=True)
             emit(ids, acts, logits)
 
 
 def run_plan(plans: Sequence[GroupPlan], branches: Sequence[Sequence[int]], forward: Forward,
              read: Read, emit: Callable[[list[int], Tensor | None, Tensor | None], None], *,
-             token_budget: int, device: torch.device) -> None:
+             token_budget: int, device: torch.device, fuse: bool = True) -> None:
     """Execute a whole plan: each group's context once, then :func:`run_rows` from it."""
     for g in plans:
         start = extend(PrefixState.empty(device), [0], [g.context], forward)
-        run_rows(start, g.subgroups, branches, forward, read, emit, token_budget=token_budget)
+        run_rows(start, g.subgroups, branches, forward, read, emit, token_budget=token_budget,
+                 fuse=fuse)

@@ -5,7 +5,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from ppairs_lens.harvest import HarvestSettings, harvest_pairs, reference_activations
+from ppairs_lens.harvest import (HarvestSettings, harvest_pairs, hook_names, reference_activations,
+                                run_branches)
 from ppairs_lens.prefix_sharing import plan, subgroups, tokens_computed
 from ppairs_lens.prompts import build_contrast_pairs
 from ppairs_lens.records import Comparison, Dataset
@@ -93,3 +94,30 @@ def test_rows_without_a_shared_middle_leave_the_group_cache_intact(tiny):
     for budget in (1, 100_000):  # one row per forward pass; everything at once
         acts = harvest_pairs(tiny, pairs, HarvestSettings(token_budget=budget))
         torch.testing.assert_close(acts, alone, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("budget", [100_000, 300])
+def test_branches_read_in_the_tail_pass_equal_a_pass_of_their_own(tiny, budget):
+    """By default a row's tail (right-padded to its part's longest) and its branch tokens
+    share one forward pass under a 4-D mask; with ``final_hooks`` (here one that changes
+    nothing) the tails run first and the branches alone. Both read the same activations and
+    logits as the straightforward run of each full prompt."""
+    pairs = build_contrast_pairs(tiny.tokenizer, _all_pairs_dataset())
+    assert len({len(p.prefix_ids) for p in pairs}) > 5  # tails of many lengths: padding
+    names = hook_names(tiny.cfg.n_layers)
+    args = ([p.prefix_ids for p in pairs], [p.final_ids for p in pairs],
+            [p.group for p in pairs])
+    kw = dict(names=names, logit_ids=[5, 17], settings=HarvestSettings(token_budget=budget))
+    fused = run_branches(tiny, *args, **kw)
+    apart = run_branches(tiny, *args, final_hooks=[("hook_embed", lambda x, hook: x)], **kw)
+    torch.testing.assert_close(fused.acts, apart.acts, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(fused.logits, apart.logits, rtol=1e-4, atol=1e-4)
+    for i in (0, 13, 29):
+        for side in range(2):
+            ids = list(pairs[i].prefix_ids) + [pairs[i].final_ids[side]]
+            ref = reference_activations(tiny, ids)
+            err = (fused.acts[i, side] - ref).norm(dim=-1) / ref.norm(dim=-1)
+            assert err.max().item() < 1e-4
+            with torch.inference_mode():
+                logits = tiny(torch.tensor([ids]))[0, -1, [5, 17]]
+            torch.testing.assert_close(fused.logits[i, side], logits, rtol=1e-4, atol=1e-4)
