@@ -26,7 +26,7 @@ LIMIT_BIG = 4
 
 
 def compare(name: str, bridge, hf, pairs, with_original: bool = True,
-            reference_pairs: int | None = None, rounds: int = 2) -> dict:
+            reference_pairs: int | None = None, rounds: int = 3) -> dict:
     """Time ours, the references and the limit on the same pairs.
 
     Ours and the limit (same plan, same batches) alternate for ``rounds`` rounds and the best
