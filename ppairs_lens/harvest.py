@@ -142,8 +142,10 @@ def run_branches(
     Shared prefixes run once (:mod:`ppairs_lens.prefix_sharing`): the common prefix of the
     rows with the same ``groups`` key, then the parts that rows of a group share further.
     ``names`` are hook points read at the branch token; ``logit_ids`` selects next-token logits
-    read there. ``hooks`` act on every forward pass, ``final_hooks`` only on the branch step
-    (its sequence is the row's branch tokens, each at the read-out position).
+    read there (``names`` must be residual-like points, ``[batch, pos, ...]``). ``hooks`` act
+    on every forward pass; ``final_hooks`` only on the branch step, whose sequence is then the
+    row's branch tokens alone, each at the read-out position. Without ``final_hooks`` the
+    branch tokens share a pass with the rest of their row's prompt (one pass fewer per part).
     """
     n_branch = len(branches[0])
     if any(len(b) != n_branch for b in branches):
