@@ -633,11 +633,9 @@ def fit_sweep(
                 projections[k][sl] = proj
         del diffs, shared
     # The 1-D scale fits (bisection: many tiny steps) run once for all chunks and kinds.
-    scaled = [k for k in kinds if k != "supervised"]
-    if scaled:
-        fitted = fit_logistic_scale(torch.stack([projections[k] for k in scaled]), y).cpu()
-        for k, s in zip(scaled, fitted):
-            scales[k] = s
+    if projections:
+        fitted = fit_logistic_scale(torch.stack(list(projections.values())), y).cpu()
+        scales.update(zip(projections, fitted))
 
     if bool(flat.all()):
         raise ProbeError("all contrast differences are zero on every layer: the two prompts of "
