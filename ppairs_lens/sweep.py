@@ -427,10 +427,11 @@ class SweepProbes:
                 f"sweep was fitted on {self.n_layers} layers with d_model={self.d_model}, got "
                 f"activations with {n_layers} layers and d_model={d}")
         out = {k: np.empty((n_layers, n)) for k in self.kinds}
-        step = layer_batch or _layer_batch(n, d, x_all.element_size(), x_all.device)
+        cpu = torch.device("cpu")  # applying works on the CPU, where the parameters are
+        step = layer_batch or _layer_batch(n, d, x_all.element_size(), cpu)
         for l0 in range(0, n_layers, step):
             sl = slice(l0, min(l0 + step, n_layers))
-            diffs = _chunk_diffs(x_all, sl, torch.device("cpu"), self.mu_pos[sl],
+            diffs = _chunk_diffs(x_all, sl, cpu, self.mu_pos[sl],
                                  self.mu_neg[sl])[0]
             for k in self.kinds:
                 logit = _bmv(diffs, self.coef(k)[sl]) + self.intercepts[k][sl, None]
