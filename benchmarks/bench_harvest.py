@@ -26,7 +26,8 @@ LIMIT_BIG = 4
 
 
 def compare(name: str, bridge, hf, pairs, with_original: bool = True,
-            reference_pairs: int | None = None, rounds: int = 3) -> dict:
+            reference_pairs: int | None = None, rounds: int = 3,
+            token_budget: int = DEFAULT_TOKEN_BUDGET) -> dict:
     """Time ours, the references and the limit on the same pairs.
 
     Ours and the limit (same plan, same batches) alternate for ``rounds`` rounds and the best
@@ -37,21 +38,23 @@ def compare(name: str, bridge, hf, pairs, with_original: bool = True,
     ``len(pairs) / k``; ours and the limit always run on all pairs (sharing is not per pair).
     """
     warm = pairs[:2]
-    harvest_pairs(bridge, warm)  # warm-up: first-call allocations are not the steady state
-    bare_schedule(hf, warm)
+    settings = HarvestSettings(token_budget=token_budget)
+    harvest_pairs(bridge, warm, settings)  # warm-up: first-call allocations are not the steady state
+    bare_schedule(hf, warm, token_budget)
     t_ours = t_bare = float("inf")
     for _ in range(rounds):
-        t, ours = timed(lambda: harvest_pairs(bridge, pairs, HarvestSettings()))
+        t, ours = timed(lambda: harvest_pairs(bridge, pairs, settings))
         t_ours = min(t_ours, t)
-        t_bare = min(t_bare, timed(lambda: bare_schedule(hf, pairs))[0])
-    t_big, _ = timed(lambda: bare_schedule(hf, pairs, DEFAULT_TOKEN_BUDGET * LIMIT_BIG))
+        t_bare = min(t_bare, timed(lambda: bare_schedule(hf, pairs, token_budget))[0])
+    t_big, _ = timed(lambda: bare_schedule(hf, pairs, token_budget * LIMIT_BIG))
     sub = list(range(len(pairs)))
     if reference_pairs and reference_pairs < len(pairs):
         sub = sorted(random.Random(0).sample(sub, reference_pairs))
     scale = len(pairs) / len(sub)
     ref = [pairs[i] for i in sub]
-    t_full, full = timed(lambda: batched_two_sided(bridge, ref))
-    res = {"set": name, "pairs": len(pairs), "rounds": rounds, "ours_s": t_ours,
+    t_full, full = timed(lambda: batched_two_sided(bridge, ref, token_budget))
+    res = {"set": name, "pairs": len(pairs), "rounds": rounds, "budget": token_budget,
+           "ours_s": t_ours,
            "two_sided_s": t_full * scale, "bare_limit_s": t_bare, "bare_limit_big_s": t_big,
            "reference_pairs": len(sub),
            "tokens_ours": tokens_computed(pairs, True), "tokens_full": tokens_computed(pairs, False),
@@ -69,7 +72,7 @@ def report(r: dict) -> None:
         print(f"  (references timed on {r['reference_pairs']} random pairs, scaled by "
               f"{r['pairs'] / r['reference_pairs']:.2f}: they run every pair on its own)")
     print(f"  (ours and the limit: best of {r['rounds']} alternating runs; token budget "
-          f"{DEFAULT_TOKEN_BUDGET})")
+          f"{r['budget']})")
     print(f"  ours                 {r['ours_s']:8.2f} s")
     print(f"  batched two-sided    {r['two_sided_s']:8.2f} s   speed-up {r['two_sided_s'] / r['ours_s']:5.2f}x")
     if "one_at_a_time_s" in r:
@@ -92,20 +95,27 @@ def main(argv=None) -> list[dict]:
                     help="pairs the per-pair references are timed on (0: all)")
     ap.add_argument("--short-pairs", type=int, default=64)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--device", default="cpu", help="e.g. cuda (every side runs there)")
+    ap.add_argument("--model", default=None,
+                    help="a model folder (default: the embedded SmolLM2)")
+    ap.add_argument("--token-budget", type=int, default=DEFAULT_TOKEN_BUDGET,
+                    help="tokens per forward pass, for ours, the limit and two-sided alike")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    bridge = load_model()
-    hf = hf_copy(embedded_model_dir())
+    bridge = load_model(args.model, device=args.device)
+    hf = hf_copy(args.model or embedded_model_dir(), args.device)
     long_ds = summeval_like(args.articles, args.summaries)
     short_ds = builtin_dataset("larger_number", seed=0, n=args.short_pairs)
-    print(f"model {bridge.ppairs_model_name}, torch threads {torch.get_num_threads()}; "
-          f"long set: {long_ds.source}")
+    where = (torch.cuda.get_device_name(args.device) if torch.device(args.device).type == "cuda"
+             else f"CPU, torch threads {torch.get_num_threads()}")
+    print(f"model {bridge.ppairs_model_name} on {where}; long set: {long_ds.source}")
     results = []
     for name, ds in [("summeval-like", long_ds), ("short prompts", short_ds)]:
         pairs = build_contrast_pairs(bridge.tokenizer, ds)
         r = compare(name, bridge, hf, pairs,
-                    reference_pairs=args.reference_pairs if name == "summeval-like" else None)
+                    reference_pairs=args.reference_pairs if name == "summeval-like" else None,
+                    token_budget=args.token_budget)
         report(r)
         results.append(r)
     return results

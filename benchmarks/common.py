@@ -63,22 +63,30 @@ def summeval_like(n_articles: int, n_summaries: int, seed: int = 0) -> Dataset:
                    context_name="article", source=source)
 
 
+def _sync() -> None:
+    # GPU work is asynchronous: a clock read before it finishes would time only the launches.
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def timed(fn: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
     """Best wall time of ``repeat`` runs (seconds) and the last result."""
     best, out = float("inf"), None
     for _ in range(repeat):
+        _sync()
         t = time.perf_counter()
         out = fn()
+        _sync()
         best = min(best, time.perf_counter() - t)
     return best, out
 
 
-def hf_copy(bridge_dir: Path):
+def hf_copy(bridge_dir: Path, device: str | torch.device = "cpu"):
     """A separate plain HF model (booting a bridge rewires the HF object it wraps)."""
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(str(bridge_dir), dtype=torch.float32)
-    return model.eval()
+    return model.to(device).eval()
 
 
 @torch.inference_mode()
@@ -86,16 +94,17 @@ def one_prompt_at_a_time(hf_model, pairs: Sequence[ContrastPair]) -> torch.Tenso
     """The original PPairS approach: each prompt alone, ``output_hidden_states=True``."""
     n_layers = hf_model.config.num_hidden_layers
     out = torch.empty(len(pairs), 2, n_layers + 1, hf_model.config.hidden_size)
+    dev = hf_model.device
     for i, p in enumerate(pairs):
         for side in range(2):
-            ids = torch.tensor([list(p.prefix_ids) + [p.final_ids[side]]])
+            ids = torch.tensor([list(p.prefix_ids) + [p.final_ids[side]]], device=dev)
             hs = hf_model(ids, output_hidden_states=True).hidden_states
             # hidden_states[l + 1] is block l's output, except the last entry, which HF
             # (transformers 5.x) gives after the final norm: the last block's raw output is
             # not available this way (NaN here, left out of comparisons).
-            out[i, side, :n_layers - 1] = torch.stack([h[0, -1] for h in hs[1:n_layers]])
+            out[i, side, :n_layers - 1] = torch.stack([h[0, -1] for h in hs[1:n_layers]]).cpu()
             out[i, side, n_layers - 1] = float("nan")
-            out[i, side, n_layers] = hs[n_layers][0, -1]
+            out[i, side, n_layers] = hs[n_layers][0, -1].cpu()
     return out
 
 
@@ -105,6 +114,7 @@ def batched_two_sided(bridge, pairs: Sequence[ContrastPair],
     """Both full prompts of every pair, length-sorted right-padded batches, hooks keeping only
     the last real position (a lean harvester without prefix sharing)."""
     names = hook_names(bridge.cfg.n_layers)
+    dev = next(bridge.parameters()).device
     seqs = [(i, s, list(p.prefix_ids) + [p.final_ids[s]]) for i, p in enumerate(pairs)
             for s in range(2)]
     seqs.sort(key=lambda t: -len(t[2]))
@@ -119,6 +129,7 @@ def batched_two_sided(bridge, pairs: Sequence[ContrastPair],
         for r, (_, _, s) in enumerate(chunk):
             ids[r, :len(s)] = torch.tensor(s)
             mask[r, :len(s)] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
         last = mask.sum(1) - 1
         grabbed: dict[str, torch.Tensor] = {}
 
@@ -130,7 +141,7 @@ def batched_two_sided(bridge, pairs: Sequence[ContrastPair],
 
         with bridge.hooks(fwd_hooks=[(n, grabber(n)) for n in names]):
             bridge(ids, attention_mask=mask, logits_to_keep=1)
-        acts = torch.stack([grabbed[n] for n in names], 1)
+        acts = torch.stack([grabbed[n] for n in names], 1).cpu()
         for r, (i, s, _) in enumerate(chunk):
             out[i, s] = acts[r]
         start += rows
@@ -157,7 +168,7 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair],
     prefixes = [p.prefix_ids for p in pairs]
     branches = [p.final_ids for p in pairs]
     run_plan(plan(prefixes, [p.group for p in pairs]), branches, forward, read,
-             lambda *a: None, token_budget=token_budget, device=torch.device("cpu"))
+             lambda *a: None, token_budget=token_budget, device=hf_model.device)
 
 
 def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
