@@ -71,7 +71,7 @@ from ppairs_lens.ablation import FINAL_NORM_HOOK, ablation_hook_sets, unembeddin
 from ppairs_lens.errors import PPairsError, ProbeError, StoreError
 from ppairs_lens.evaluator import ZeroShotResult, zero_shot
 from ppairs_lens.experiment import save_config, save_figure, write_csv
-from ppairs_lens.harvest import DEFAULT_TOKEN_BUDGET, HarvestSettings, harvest_pairs
+from ppairs_lens.harvest import HarvestSettings, harvest_pairs
 from ppairs_lens.metrics import auroc, bootstrap_ci
 from ppairs_lens.models import model_name
 from ppairs_lens.plotting import caption, color, label, style
@@ -124,7 +124,7 @@ class AblationConfig:
     max_refit_train: int | None = 120  # train pairs re-harvested per ablation for the refit
     refit_random: int = 1  # random directions also re-harvested (a null for the refit)
     plot_metrics: tuple[str, ...] = ("accuracy", "mean_abs_dp")  # one figure row each
-    token_budget: int = DEFAULT_TOKEN_BUDGET
+    token_budget: int | None = None  # None: by device (harvest.default_token_budget)
     timings: dict[str, float] = field(default_factory=dict)  # filled in: seconds per dataset
     model: str = ""  # filled in: the model's name
 

@@ -45,7 +45,7 @@ from ppairs_lens.data import (CLIMATEX_LEVELS, comparisons_within_contexts, load
                               read_climatex)
 from ppairs_lens.errors import DataError, ProbeError
 from ppairs_lens.experiment import save_config, save_figure, write_csv
-from ppairs_lens.harvest import DEFAULT_TOKEN_BUDGET, HarvestSettings, harvest_pairs, hook_names
+from ppairs_lens.harvest import HarvestSettings, harvest_pairs, hook_names
 from ppairs_lens.metrics import bootstrap_ci
 from ppairs_lens.models import model_name
 from ppairs_lens.plotting import caption, color, style
@@ -92,7 +92,7 @@ class RankingConfig:
     uncertainty: float = DEFAULT_UNCERTAINTY
     n_boot: int = 1000
     seed: int = 0
-    token_budget: int = DEFAULT_TOKEN_BUDGET
+    token_budget: int | None = None  # None: by device (harvest.default_token_budget)
     verbose: bool = False  # print progress
 
 
@@ -113,7 +113,7 @@ class InsertionConfig:
     calibrate_zero_shot: bool = True
     n_boot: int = 1000
     seed: int = 0
-    token_budget: int = DEFAULT_TOKEN_BUDGET
+    token_budget: int | None = None  # None: by device (harvest.default_token_budget)
     verbose: bool = False  # print progress
 
 

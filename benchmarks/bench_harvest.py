@@ -15,7 +15,8 @@ import torch
 from benchmarks.common import (batched_two_sided, bare_schedule, hf_copy, max_rel_err,
                                one_prompt_at_a_time, summeval_like, timed, tokens_computed)
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.harvest import DEFAULT_TOKEN_BUDGET, HarvestSettings, harvest_pairs
+from ppairs_lens.harvest import (DEFAULT_TOKEN_BUDGET, HarvestSettings, default_token_budget,
+                                 harvest_pairs)
 from ppairs_lens.models import embedded_model_dir, load_model
 from ppairs_lens.prompts import build_contrast_pairs
 
@@ -98,13 +99,15 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--device", default="cpu", help="e.g. cuda (every side runs there)")
     ap.add_argument("--model", default=None,
                     help="a model folder (default: the embedded SmolLM2)")
-    ap.add_argument("--token-budget", type=int, default=DEFAULT_TOKEN_BUDGET,
-                    help="tokens per forward pass, for ours, the limit and two-sided alike")
+    ap.add_argument("--token-budget", type=int, default=None,
+                    help="tokens per forward pass, for ours, the limit and two-sided alike "
+                         "(default: the harvester's default for the device)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     bridge = load_model(args.model, device=args.device)
     hf = hf_copy(args.model or embedded_model_dir(), args.device)
+    budget = args.token_budget or default_token_budget(bridge, torch.device(args.device))
     long_ds = summeval_like(args.articles, args.summaries)
     short_ds = builtin_dataset("larger_number", seed=0, n=args.short_pairs)
     where = (torch.cuda.get_device_name(args.device) if torch.device(args.device).type == "cuda"
@@ -115,7 +118,7 @@ def main(argv=None) -> list[dict]:
         pairs = build_contrast_pairs(bridge.tokenizer, ds)
         r = compare(name, bridge, hf, pairs,
                     reference_pairs=args.reference_pairs if name == "summeval-like" else None,
-                    token_budget=args.token_budget)
+                    token_budget=budget)
         report(r)
         results.append(r)
     return results

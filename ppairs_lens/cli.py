@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
     p.add_argument("--token-budget", type=int, default=None,
                    help="tokens held per forward pass (batch rows x sequence length; "
-                        "default: ppairs_lens.harvest.DEFAULT_TOKEN_BUDGET)")
+                        "default: by device, ppairs_lens.harvest.default_token_budget)")
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),

@@ -178,7 +178,10 @@ def tiny_model(seed: int = 0, *, n_layers: int = 2, d_model: int = 64, tokenizer
 
     tok = tokenizer if tokenizer is not None else load_tokenizer()
     hf = tiny_hf_model(tok, seed, n_layers=n_layers, d_model=d_model)
-    bridge = TransformerBridge.boot_transformers(TINY_MODEL_NAME, hf_model=hf, tokenizer=tok)
+    # The device is only recorded when hf_model is given: name where the weights are (else
+    # cfg.device says cuda on a GPU machine while the weights stay on the CPU).
+    bridge = TransformerBridge.boot_transformers(TINY_MODEL_NAME, hf_model=hf, tokenizer=tok,
+                                                 device=next(hf.parameters()).device)
     bridge.eval()
     bridge.ppairs_model_name = f"{TINY_MODEL_NAME}-seed{seed}-L{n_layers}-d{d_model}"
     return bridge

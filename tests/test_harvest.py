@@ -78,3 +78,14 @@ def test_big_shared_context_group_equals_reference(tiny):
     assert groups[0][1] > 40  # the article is in the shared prefix
     acts = harvest_pairs(tiny, pairs, HarvestSettings(token_budget=200))
     assert _max_rel_err(tiny, pairs, acts) < 1e-4
+
+
+def test_token_ids_go_where_the_weights_are(tiny, tokenizer):
+    # A bridge booted around an existing HF model only records a device in cfg.device (cuda
+    # on any GPU machine), wherever the weights are: the harvest must follow the weights.
+    from ppairs_lens.models import tiny_model
+
+    other = tiny_model(seed=0, tokenizer=tokenizer)
+    other.cfg.device = "meta"  # holds no data: token ids sent there could not run
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
+    torch.testing.assert_close(harvest_pairs(other, pairs), harvest_pairs(tiny, pairs))
