@@ -96,6 +96,7 @@ def _cmd_harvest(args) -> None:
     from .models import load_model, model_name
     from .prompts import default_template
 
+    settings = HarvestSettings(token_budget=args.token_budget)  # checked before the model loads
     dataset = load_dataset_spec(args.dataset, max_pairs=args.max_pairs)
     bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
                         device_map=args.device_map)
@@ -104,8 +105,7 @@ def _cmd_harvest(args) -> None:
                                                              dataset, template)
     store = harvest_dataset(bridge, dataset, out, template=template, shard_size=args.shard_size,
                             shard=parse_shard(args.shard),
-                            settings=(HarvestSettings(token_budget=args.token_budget)
-                                      if args.token_budget else HarvestSettings()))
+                            settings=settings)
     state = "complete" if store.complete else f"{len(store.missing_shards())} shards left"
     print(f"{store.path}: {store.n_pairs} pairs x 2 x {store.n_readouts} read-outs x "
           f"{store.d_model} ({state})")

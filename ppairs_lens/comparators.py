@@ -54,8 +54,8 @@ from torch import Tensor
 
 from .errors import PPairsError
 from .harvest import (BranchOutputs, HarvestSettings, NonFiniteActivationError,
-                      _check_context_length, _device, bridge_steps, default_token_budget,
-                      hook_names, run_branches)
+                      _check_context_length, _device, bridge_steps, hook_names,
+                      run_branches)
 from .models import model_name
 from .prefix_sharing import PrefixState, extend, plan, run_rows, subgroups, tokens_computed
 from .prompts import (ComparisonTemplate, _chat_text, build_contrast_pairs,
@@ -169,8 +169,7 @@ class ContextKV:
             self.n_tokens += sum(len(sg.mid) + sum(len(t) + n_branch for t in sg.tails)
                                  for sg in subs)
             run_rows(state, subs, branches, forward, read, emit,
-                     token_budget=self.settings.token_budget or default_token_budget(
-                         self.bridge, _device(self.bridge)))
+                     token_budget=self.settings.budget_for(self.bridge, _device(self.bridge)))
         if rest:
             out = run_branches(self.bridge, [prefixes[i] for i in rest],
                                [branches[i] for i in rest], ["__rest__"] * len(rest),

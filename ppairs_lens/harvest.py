@@ -78,6 +78,17 @@ class HarvestSettings:
     share_prefixes: bool = True  # False runs each pair's whole prefix (a reference path)
     out_dtype: torch.dtype = torch.float32
 
+    def __post_init__(self):
+        if self.token_budget is not None and (isinstance(self.token_budget, bool)
+                                              or not isinstance(self.token_budget, int)
+                                              or self.token_budget < 1):
+            raise PPairsError(f"HarvestSettings.token_budget must be a positive number of "
+                              f"tokens or None (by device), not {self.token_budget!r}")
+
+    def budget_for(self, bridge, device: torch.device) -> int:
+        """The token budget of a harvest on ``device``: the one set here, else by device."""
+        return self.token_budget or default_token_budget(bridge, device)
+
 
 def _device(bridge) -> torch.device:
     """Where token ids go: the device of the input embedding's weights.
@@ -203,8 +214,7 @@ def run_branches(
     # branch tokens alone, so a row's tail then runs in a pass of its own.
     with bridge.hooks(fwd_hooks=list(hooks)):
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
-                 read, emit, token_budget=settings.token_budget or default_token_budget(
-                     bridge, dev), device=dev,
+                 read, emit, token_budget=settings.budget_for(bridge, dev), device=dev,
                  fuse=not final_hooks)
     return BranchOutputs(acts, logits)
 

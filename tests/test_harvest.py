@@ -1,8 +1,9 @@
 import pytest
 import torch
 
-from ppairs_lens.harvest import (HarvestSettings, NonFiniteActivationError, harvest_pairs,
-                                 hook_names, reference_activations)
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.harvest import (DEFAULT_TOKEN_BUDGET, HarvestSettings, NonFiniteActivationError,
+                                 harvest_pairs, hook_names, reference_activations)
 from ppairs_lens.prompts import build_contrast_pairs
 
 from .conftest import small_comparisons
@@ -89,3 +90,16 @@ def test_token_ids_go_where_the_weights_are(tiny, tokenizer):
     other.cfg.device = "meta"  # holds no data: token ids sent there could not run
     pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
     torch.testing.assert_close(harvest_pairs(other, pairs), harvest_pairs(tiny, pairs))
+
+
+@pytest.mark.parametrize("budget", [0, -5, 2.5])
+def test_a_token_budget_below_one_token_is_refused(budget):
+    # 0 used to mean "the default" silently, and a negative budget one row per pass.
+    with pytest.raises(PPairsError, match="token_budget"):
+        HarvestSettings(token_budget=budget)
+
+
+def test_the_token_budget_is_the_one_set_else_by_device(tiny):
+    cpu = torch.device("cpu")
+    assert HarvestSettings(token_budget=300).budget_for(tiny, cpu) == 300
+    assert HarvestSettings().budget_for(tiny, cpu) == DEFAULT_TOKEN_BUDGET
