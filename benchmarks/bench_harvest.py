@@ -15,8 +15,7 @@ import torch
 from benchmarks.common import (batched_two_sided, bare_schedule, hf_copy, max_rel_err,
                                one_prompt_at_a_time, summeval_like, timed, tokens_computed)
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.harvest import (DEFAULT_TOKEN_BUDGET, HarvestSettings, default_token_budget,
-                                 harvest_pairs)
+from ppairs_lens.harvest import DEFAULT_TOKEN_BUDGET, HarvestSettings, harvest_pairs
 from ppairs_lens.models import embedded_model_dir, load_model
 from ppairs_lens.prompts import build_contrast_pairs
 
@@ -107,7 +106,8 @@ def main(argv=None) -> list[dict]:
         torch.set_num_threads(args.threads)
     bridge = load_model(args.model, device=args.device)
     hf = hf_copy(args.model or embedded_model_dir(), args.device)
-    budget = args.token_budget or default_token_budget(bridge, torch.device(args.device))
+    budget = HarvestSettings(token_budget=args.token_budget).budget_for(
+        bridge, torch.device(args.device))
     long_ds = summeval_like(args.articles, args.summaries)
     short_ds = builtin_dataset("larger_number", seed=0, n=args.short_pairs)
     where = (torch.cuda.get_device_name(args.device) if torch.device(args.device).type == "cuda"
