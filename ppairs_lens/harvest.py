@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 from jaxtyping import Float
@@ -79,15 +80,14 @@ class HarvestSettings:
     out_dtype: torch.dtype = torch.float32
 
     def __post_init__(self):
-        if self.token_budget is not None and (isinstance(self.token_budget, bool)
-                                              or not isinstance(self.token_budget, int)
-                                              or self.token_budget < 1):
+        b = self.token_budget  # any integer type (a numpy one from a sweep over budgets too)
+        if b is not None and (isinstance(b, bool) or not isinstance(b, Integral) or b < 1):
             raise PPairsError(f"HarvestSettings.token_budget must be a positive number of "
                               f"tokens or None (by device), not {self.token_budget!r}")
 
     def budget_for(self, bridge, device: torch.device) -> int:
         """The token budget of a harvest on ``device``: the one set here, else by device."""
-        return self.token_budget or default_token_budget(bridge, device)
+        return int(self.token_budget or default_token_budget(bridge, device))
 
 
 def _device(bridge) -> torch.device:
