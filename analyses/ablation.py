@@ -8,7 +8,7 @@ whether the model's own prompted answer changes. Here, for each dataset:
 1. fit every probe kind on the store's *train* split at one read-out (default the last
    block's ``resid_post``) and take their unit directions;
 2. on the *test* split (at most ``max_eval_pairs`` records, whole contexts), run the calibrated
-   zero-shot evaluator (:func:`ppairs_lens.evaluator.zero_shot`) with
+   zero-shot evaluator (:func:`ppairs_lens.judges.zero_shot.zero_shot`) with
 
    * no ablation (the baseline);
    * each probe direction ablated (supervised, unsupervised PCA, mass-mean);
@@ -20,7 +20,7 @@ whether the model's own prompted answer changes. Here, for each dataset:
      round-off). A control that does nothing would mean the hooks do not reach the output;
 
    for every ablation ``preset`` (``"paper"``: resid_post + final norm; ``"full"``: embedding,
-   every attention and MLP output + final norm; see :mod:`ppairs_lens.ablation`). Deltas are
+   every attention and MLP output + final norm; see :mod:`ppairs_lens.interventions.ablation`). Deltas are
    ``metric(ablated) - metric(baseline)`` on the same records, with a paired bootstrap
    (records resampled jointly for both, by context);
 3. optionally ("refit"), re-harvest train and test pairs under each ablation and score the
@@ -67,22 +67,31 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ppairs_lens.ablation import FINAL_NORM_HOOK, ablation_hook_sets, unembedding_direction
+from ppairs_lens.interventions.ablation import (
+    FINAL_NORM_HOOK,
+    ablation_hook_sets,
+    unembedding_direction,
+)
 from ppairs_lens.errors import PPairsError, ProbeError, StoreError
-from ppairs_lens.evaluator import ZeroShotResult, zero_shot
-from ppairs_lens.experiment import save_config, save_figure, write_csv
-from ppairs_lens.harvest import HarvestSettings, harvest_pairs
-from ppairs_lens.metrics import auroc, bootstrap_ci
-from ppairs_lens.models import model_name
-from ppairs_lens.plotting import caption, color, label, style
-from ppairs_lens.probes import PROBE_KINDS
-from ppairs_lens.prompts import (ComparisonTemplate, StatementTemplate, Template,
-                                 build_contrast_pairs, template_hash)
-from ppairs_lens.records import TIE, Dataset
-from ppairs_lens.splits import train_test_split_pairs
-from ppairs_lens.store import ActivationStore
-from ppairs_lens.study import subsample_by_context
-from ppairs_lens.sweep import SweepProbes, fit_sweep
+from ppairs_lens.judges.zero_shot import ZeroShotResult, zero_shot
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.evaluation.metrics import auroc, bootstrap_ci
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.activations.prompts import (
+    ComparisonTemplate,
+    StatementTemplate,
+    Template,
+    build_contrast_pairs,
+    template_hash,
+)
+from ppairs_lens.data.records import TIE, Dataset
+from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.data.specs import subsample_by_context
+from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
 from .layer_sweep import split_store
 
@@ -654,7 +663,7 @@ def read_rows(path: str | Path) -> list[dict]:
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
     """Redraw ``ablation.{png,svg}`` in ``out`` from its ``ablation.csv`` and config."""
-    from ppairs_lens.experiment import load_config
+    from ppairs_lens.io.outputs import load_config
 
     out = Path(out)
     rows = read_rows(out / "ablation.csv")
@@ -683,8 +692,9 @@ def summary_lines(rows: list[dict], metric: str = "accuracy") -> list[str]:
 def cli(args) -> None:
     import torch as _torch
 
-    from ppairs_lens.models import load_model
-    from ppairs_lens.study import ensure_store, load_dataset_spec
+    from ppairs_lens.models.loading import load_model
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data.specs import load_dataset_spec
 
     specs = args.datasets or ["larger_number", "capital_true"]
     bridge = load_model(args.model, dtype=getattr(_torch, getattr(args, "dtype", "float32")),

@@ -6,7 +6,7 @@ orthogonal yet still transfer fairly well.
 
 For every store (all of one model, same read-outs): drop ties, split by context with
 :func:`analyses.layer_sweep.split_store`, and fit every probe kind on the held-in part at
-every read-out at once (:func:`ppairs_lens.sweep.fit_sweep`; identical maths to a one-layer
+every read-out at once (:func:`ppairs_lens.probes.sweep.fit_sweep`; identical maths to a one-layer
 fit). Then, at the read-out ``cfg.layer`` (default -2: the last block's ``resid_post``; -1 is
 the final norm's output, any index works):
 
@@ -28,7 +28,7 @@ the final norm's output, any index works):
      a user with unlabelled data from the target task can do. On the diagonal it is exactly
      the in-distribution probe (training means = B's held-in means).
    * ``"train"``: the probe as fitted, training means and all - the honest "ship the probe
-     unchanged" default of :mod:`ppairs_lens.features`.
+     unchanged" default of :mod:`ppairs_lens.probes.features`.
 
 2. **Cosine similarity** (``cosine.csv``, ``cosine.{png,svg}``,
    ``cosine_distribution.{png,svg}``): signed and absolute cosine between the unit directions
@@ -70,13 +70,13 @@ from scipy.special import gammaln
 
 from analyses.layer_sweep import StoreSplit, split_store
 from ppairs_lens.errors import PPairsError, ProbeError, StoreError
-from ppairs_lens.experiment import save_config, save_figure, write_csv, write_json
-from ppairs_lens.metrics import evaluate
-from ppairs_lens.plotting import caption, color, label, style
-from ppairs_lens.probes import PROBE_KINDS
-from ppairs_lens.splits import train_test_split_pairs
-from ppairs_lens.store import ActivationStore
-from ppairs_lens.sweep import SweepProbes, fit_sweep
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
 __all__ = ["TransferConfig", "FittedStore", "run_transfer", "check_compatible", "fit_store",
            "transfer_rows", "cosine_rows", "layer_cosine_rows", "random_abs_cos",
@@ -690,8 +690,9 @@ def print_summary(result: dict, cfg: TransferConfig) -> None:
 
 
 def cli(args) -> None:
-    from ppairs_lens.models import load_model
-    from ppairs_lens.study import ensure_store, load_dataset_spec
+    from ppairs_lens.models.loading import load_model
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data.specs import load_dataset_spec
 
     specs = args.datasets or ["larger_number", "capital_true", "alphabetical", "story_sentiment"]
     bridge = load_model(args.model)

@@ -1,7 +1,7 @@
 """Layer sweep: how well each probe type reads the judgement at every layer (paper Figs 6-7).
 
 For each store: drop ties, split by context (no article on both sides), fit every probe kind
-at every read-out at once (:func:`ppairs_lens.sweep.fit_sweep`), and score the held-out pairs
+at every read-out at once (:func:`ppairs_lens.probes.sweep.fit_sweep`), and score the held-out pairs
 with bootstrap CIs. Writes ``layer_sweep.csv`` (one row per dataset x kind x layer),
 ``layer_sweep.config.json`` and ``layer_sweep.{png,svg}``.
 """
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ppairs_lens.experiment import save_config, save_figure, write_csv
-from ppairs_lens.features import drop_ties
-from ppairs_lens.metrics import evaluate, within_context_spearman
-from ppairs_lens.plotting import caption, color, label, style
-from ppairs_lens.probes import PROBE_KINDS
-from ppairs_lens.splits import train_test_split_pairs
-from ppairs_lens.store import ActivationStore
-from ppairs_lens.sweep import fit_sweep
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.probes.features import drop_ties
+from ppairs_lens.evaluation.metrics import evaluate, within_context_spearman
+from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.probes.sweep import fit_sweep
 
 
 @dataclass
@@ -162,8 +162,9 @@ def best_layers(rows: list[dict], metric: str = "accuracy") -> list[dict]:
 
 
 def cli(args) -> None:
-    from ppairs_lens.models import load_model
-    from ppairs_lens.study import ensure_store, load_dataset_spec
+    from ppairs_lens.models.loading import load_model
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data.specs import load_dataset_spec
 
     specs = args.datasets or ["larger_number", "capital_true", "alphabetical", "story_sentiment"]
     bridge = load_model(args.model)

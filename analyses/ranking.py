@@ -6,7 +6,7 @@ any ``path:aspect`` file, or a built-in with item ids and scores per context suc
 the items of each disjoint *evaluation* context are ranked by
 
 * PPairS: PAIRS merge sort driven by the probe (greedy, and the uncertainty-guided beam),
-  with each comparison harvested on demand (:class:`ppairs_lens.comparators.ProbeComparator`);
+  with each comparison harvested on demand (:class:`ppairs_lens.judges.comparators.ProbeComparator`);
 * PAIRS with the model's own calibrated zero-shot comparison (greedy and beam);
 * direct scoring (argmax of the 1-5 score token) and G-Eval (its probability-weighted mean).
 
@@ -17,7 +17,7 @@ through the model (``n_rows``); a probe method also lists the rows its training 
 (b) **Insertion** (the layout of the thesis's Table 4.4). On ClimateX: a probe trained on
 comparisons among ``n_train`` labelled training statements (balanced over the four confidence
 levels) scores test statements by binary search over the levels, comparing each with ``k``
-reference statements of the middle level (:func:`ppairs_lens.ranking.insertion_score`); the
+reference statements of the middle level (:func:`ppairs_lens.ranking.sorting.insertion_score`); the
 same with the zero-shot comparison. Per-level and overall accuracy, slope and bias.
 
 Writes ``ranking.csv`` / ``ranking_contexts.csv`` / ``ranking.config.json`` /
@@ -38,23 +38,35 @@ from typing import Any
 
 import numpy as np
 
-from ppairs_lens.baselines import score_items
-from ppairs_lens.comparators import (BatchComparator, ProbeComparator, ZeroShotComparator,
-                                     run_lockstep)
+from ppairs_lens.judges.scoring import score_items
+from ppairs_lens.judges.comparators import (
+    BatchComparator,
+    ProbeComparator,
+    ZeroShotComparator,
+    run_lockstep,
+)
 from ppairs_lens.data import (CLIMATEX_LEVELS, comparisons_within_contexts, load_climatex,
                               read_climatex)
 from ppairs_lens.errors import DataError, ProbeError
-from ppairs_lens.experiment import save_config, save_figure, write_csv
-from ppairs_lens.harvest import HarvestSettings, harvest_pairs, hook_names
-from ppairs_lens.metrics import bootstrap_ci
-from ppairs_lens.models import model_name
-from ppairs_lens.plotting import caption, color, style
-from ppairs_lens.prompts import build_contrast_pairs
-from ppairs_lens.ranking import (DEFAULT_BEAM_SIZE, DEFAULT_UNCERTAINTY, CountingComparator,
-                                 beam_merge_sort, insertion_score, merge_sort, slope_bias, spearman)
-from ppairs_lens.records import TIE, Comparison, Dataset, ScoredItem
-from ppairs_lens.splits import train_test_split_pairs
-from ppairs_lens.sweep import fit_sweep
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs, hook_names
+from ppairs_lens.evaluation.metrics import bootstrap_ci
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.io.plotting import caption, color, style
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.ranking.sorting import (
+    DEFAULT_BEAM_SIZE,
+    DEFAULT_UNCERTAINTY,
+    CountingComparator,
+    beam_merge_sort,
+    insertion_score,
+    merge_sort,
+    slope_bias,
+    spearman,
+)
+from ppairs_lens.data.records import TIE, Comparison, Dataset, ScoredItem
+from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.probes.sweep import fit_sweep
 
 RANKING_METHODS: tuple[str, ...] = ("probe_greedy", "probe_beam", "zero_shot_greedy",
                                     "zero_shot_beam", "direct", "geval")
@@ -277,7 +289,7 @@ def _sort_all(comparator: BatchComparator, orders: Mapping[str, list[str]],
 def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                  ) -> tuple[list[dict], list[dict], dict]:
     """Run (a) on one dataset; returns (method rows, per-context rows, info)."""
-    from ppairs_lens.study import load_dataset_spec
+    from ppairs_lens.data.specs import load_dataset_spec
 
     ds = dataset if dataset is not None else load_dataset_spec(cfg.dataset)
     meta = dataclasses.replace(ds, records=[])
@@ -633,7 +645,7 @@ def _default_specs() -> list[str]:
 
 def _is_climatex(spec: str) -> bool:
     from ppairs_lens.data import sniff_format
-    from ppairs_lens.study import parse_spec
+    from ppairs_lens.data.specs import parse_spec
 
     path, _ = parse_spec(spec)
     p = Path(path)
@@ -654,7 +666,7 @@ def print_tables(rank_rows: list[dict], ins_rows: list[dict]) -> None:
 def cli(args) -> None:
     import torch
 
-    from ppairs_lens.models import load_model
+    from ppairs_lens.models.loading import load_model
 
     specs = args.datasets or _default_specs()
     bridge = load_model(args.model, dtype=getattr(torch, getattr(args, "dtype", "float32")),

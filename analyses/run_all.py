@@ -17,11 +17,12 @@ from analyses.ablation import AblationConfig, run_ablation, summary_lines
 from analyses.cross_dataset import TransferConfig, run_transfer
 from analyses.layer_sweep import SweepConfig, best_layers, run_sweep, split_store
 from analyses.ranking import RankingConfig, run_ranking
-from ppairs_lens.evaluator import evaluate_zero_shot
-from ppairs_lens.experiment import save_config, write_json
-from ppairs_lens.models import load_model, model_name
-from ppairs_lens.step_cache import StepCache
-from ppairs_lens.study import ensure_store, load_dataset_spec, subsample_by_context
+from ppairs_lens.judges.zero_shot import evaluate_zero_shot
+from ppairs_lens.io.outputs import save_config, write_json
+from ppairs_lens.models.loading import load_model, model_name
+from ppairs_lens.io.step_cache import StepCache
+from ppairs_lens.activations.pipeline import ensure_store
+from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
 
 BUILTINS = ("larger_number", "capital_true", "alphabetical", "story_sentiment")
 
@@ -74,7 +75,8 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
     (default: load ``cfg.model``)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    cache = StepCache(out / ".ppairs-steps", enabled=reuse)
+    cache = StepCache(out / ".ppairs-steps", enabled=reuse,
+                      code_packages=("ppairs_lens", "analyses"))
     timings: dict[str, float] = {}
     reused: list[str] = []
     steps = tqdm(total=7, desc="study", unit="step")

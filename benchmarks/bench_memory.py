@@ -28,8 +28,8 @@ except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 import torch
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.harvest_to_store import harvest_dataset
-from ppairs_lens.models import load_model
+from ppairs_lens.activations.pipeline import harvest_dataset
+from ppairs_lens.models.loading import load_model
 dev = sys.argv[3]
 b = load_model(device=dev)
 ds = builtin_dataset("story_sentiment", seed=0, n=int(sys.argv[1]))

@@ -13,10 +13,10 @@ import statistics
 import numpy as np
 
 from benchmarks.common import timed
-from ppairs_lens.features import drop_ties
-from ppairs_lens.probes import PROBE_KINDS, SupervisedProbe, make_probe
-from ppairs_lens.splits import train_test_split_pairs
-from ppairs_lens.sweep import fit_sweep
+from ppairs_lens.probes.features import drop_ties
+from ppairs_lens.probes.estimators import PROBE_KINDS, SupervisedProbe, make_probe
+from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.probes.sweep import fit_sweep
 
 
 def sklearn_loop(acts_tr, y_tr, acts_te, y_te) -> dict[str, np.ndarray]:
@@ -33,7 +33,7 @@ def ours(acts_tr, y_tr, acts_te, y_te) -> dict[str, np.ndarray]:
 
 def load_acts(store_path: str | None, n: int):
     if store_path:
-        from ppairs_lens.store import ActivationStore
+        from ppairs_lens.activations.store import ActivationStore
 
         s = ActivationStore.open(store_path)
         acts, labels = s.load(), s.labels().numpy()
@@ -41,9 +41,9 @@ def load_acts(store_path: str | None, n: int):
         name = str(s.path)
     else:
         from ppairs_lens.data import builtin_dataset
-        from ppairs_lens.harvest import harvest_pairs
-        from ppairs_lens.models import load_model
-        from ppairs_lens.prompts import build_contrast_pairs
+        from ppairs_lens.activations.harvest import harvest_pairs
+        from ppairs_lens.models.loading import load_model
+        from ppairs_lens.activations.prompts import build_contrast_pairs
 
         b = load_model()
         ds = builtin_dataset("larger_number", seed=0, n=n)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 
-from ppairs_lens.harvest import DEFAULT_TOKEN_BUDGET, hook_names
-from ppairs_lens.prompts import ContrastPair
-from ppairs_lens.records import Dataset, ScoredItem
+from ppairs_lens.activations.harvest import DEFAULT_TOKEN_BUDGET, hook_names
+from ppairs_lens.activations.prompts import ContrastPair
+from ppairs_lens.data.records import Dataset, ScoredItem
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -153,8 +153,8 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair],
                   token_budget: int = DEFAULT_TOKEN_BUDGET) -> None:
     """The physical limit: a bare HF model (no bridge, no hooks, no read-out) running exactly
     the tokens our harvester computes, on the same schedule (the same prefix-sharing plan,
-    executed by the same :func:`ppairs_lens.prefix_sharing.run_rows`)."""
-    from ppairs_lens.prefix_sharing import plan, run_plan
+    executed by the same :func:`ppairs_lens.activations.prefix_sharing.run_rows`)."""
+    from ppairs_lens.activations.prefix_sharing import plan, run_plan
 
     def forward(ids, cache, mask, pos):
         return hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
@@ -179,9 +179,9 @@ def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def tokens_computed(pairs: Sequence[ContrastPair], shared: bool) -> int:
     """Token positions a harvest runs: with sharing, each shared part once (see
-    :mod:`ppairs_lens.prefix_sharing`); without, both full prompts of every pair."""
-    from ppairs_lens.prefix_sharing import plan
-    from ppairs_lens.prefix_sharing import tokens_computed as count
+    :mod:`ppairs_lens.activations.prefix_sharing`); without, both full prompts of every pair."""
+    from ppairs_lens.activations.prefix_sharing import plan
+    from ppairs_lens.activations.prefix_sharing import tokens_computed as count
 
     if not shared:
         return sum(2 * (len(p.prefix_ids) + 1) for p in pairs)

@@ -14,9 +14,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.common import _sync, summeval_like
-from ppairs_lens.harvest import harvest_pairs
-from ppairs_lens.models import load_model
-from ppairs_lens.prompts import build_contrast_pairs
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.models.loading import load_model
+from ppairs_lens.activations.prompts import build_contrast_pairs
 
 
 def main(argv=None) -> None:

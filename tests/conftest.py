@@ -20,7 +20,7 @@ def child_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from ppairs_lens.models import load_tokenizer
+    from ppairs_lens.models.loading import load_tokenizer
 
     return load_tokenizer()
 
@@ -28,7 +28,7 @@ def tokenizer():
 @pytest.fixture(scope="session")
 def tiny(tokenizer):
     """A 2-layer, d_model 64 random Llama with the real tokenizer and chat template."""
-    from ppairs_lens.models import tiny_model
+    from ppairs_lens.models.tiny import tiny_model
 
     return tiny_model(seed=0, tokenizer=tokenizer)
 
@@ -36,7 +36,7 @@ def tiny(tokenizer):
 @pytest.fixture(scope="session")
 def smol():
     """The embedded SmolLM2-135M-Instruct (dequantized once into the user cache)."""
-    from ppairs_lens.models import load_model
+    from ppairs_lens.models.loading import load_model
 
     return load_model()
 
@@ -50,7 +50,7 @@ def shared_datasets() -> Path:
 
 def small_comparisons(n: int = 10, with_context: bool = True):
     """A handful of comparisons, half sharing two contexts, with varied item lengths."""
-    from ppairs_lens.records import Comparison, Dataset
+    from ppairs_lens.data.records import Comparison, Dataset
 
     recs = []
     for i in range(n):

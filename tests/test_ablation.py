@@ -2,13 +2,24 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.ablation import (ablate, ablation_hook_sets, ablation_hooks, hook_points,
-                                  orthonormal_basis, reject, unembedding_direction)
-from ppairs_lens.evaluator import (choice_probabilities, evaluate_zero_shot, swapped_dataset,
-                                   zero_shot)
-from ppairs_lens.harvest import HarvestSettings, run_branches
-from ppairs_lens.prompts import build_contrast_pairs
-from ppairs_lens.records import Dataset, Statement
+from ppairs_lens.interventions.ablation import (
+    ablate,
+    ablation_hook_sets,
+    ablation_hooks,
+    hook_points,
+    orthonormal_basis,
+    reject,
+    unembedding_direction,
+)
+from ppairs_lens.judges.zero_shot import (
+    choice_probabilities,
+    evaluate_zero_shot,
+    swapped_dataset,
+    zero_shot,
+)
+from ppairs_lens.activations.harvest import HarvestSettings, run_branches
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.data.records import Dataset, Statement
 
 from .conftest import small_comparisons
 

@@ -13,8 +13,8 @@ from analyses.ablation import (BASELINE, CONTROL, RANDOM_NULL, AblationConfig, c
                                random_directions, run_ablation)
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.errors import StoreError
-from ppairs_lens.harvest_to_store import harvest_dataset
-from ppairs_lens.probes import PROBE_KINDS
+from ppairs_lens.activations.pipeline import harvest_dataset
+from ppairs_lens.probes.estimators import PROBE_KINDS
 
 N_RANDOM = 3
 PRESETS = ("paper", "full")
@@ -161,13 +161,13 @@ def test_replot_from_saved_files(ablation_run):
 
 
 def test_cli_quick(tiny, tmp_path, monkeypatch, capsys):
-    import ppairs_lens.models
+    import ppairs_lens.models.loading
     from analyses.ablation import cli
-    from ppairs_lens.cli import build_parser
+    from analyses.cli import build_parser
 
     import analyses.ablation as mod
 
-    monkeypatch.setattr(ppairs_lens.models, "load_model", lambda *a, **k: tiny)
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
     real = mod.run_ablation
     seen = {}
 

@@ -9,7 +9,7 @@ import pytest
 from ppairs_lens.data import BUILTIN, builtin_dataset, load_dataset
 from ppairs_lens.data.builtin import CAPITALS, WORDS
 from ppairs_lens.errors import DataError
-from ppairs_lens.records import ITEM1, ITEM2, Comparison
+from ppairs_lens.data.records import ITEM1, ITEM2, Comparison
 
 
 def winner(r: Comparison) -> str:

@@ -1,4 +1,4 @@
-"""Preferences on demand (ppairs_lens.comparators) and the scoring baselines (baselines).
+"""Preferences on demand (ppairs_lens.judges.comparators) and the scoring baselines (baselines).
 
 All on the tiny random model: the numbers are meaningless, but caching, cost accounting and
 agreement with the plain harvest / forward pass are exact properties.
@@ -13,16 +13,20 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.baselines import ScoreTemplate, score_items, score_prompt
-from ppairs_lens.comparators import (ContextKV, ProbeComparator, ZeroShotComparator,
-                                     run_lockstep)
+from ppairs_lens.judges.scoring import ScoreTemplate, score_items, score_prompt
+from ppairs_lens.judges.comparators import (
+    ContextKV,
+    ProbeComparator,
+    ZeroShotComparator,
+    run_lockstep,
+)
 from ppairs_lens.errors import TemplateError
-from ppairs_lens.evaluator import zero_shot
-from ppairs_lens.harvest import harvest_pairs
-from ppairs_lens.probes import make_probe
-from ppairs_lens.prompts import build_contrast_pairs
-from ppairs_lens.ranking import beam_merge_sort, merge_sort
-from ppairs_lens.records import Comparison, Dataset, ScoredItem
+from ppairs_lens.judges.zero_shot import zero_shot
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.probes.estimators import make_probe
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.ranking.sorting import beam_merge_sort, merge_sort
+from ppairs_lens.data.records import Comparison, Dataset, ScoredItem
 
 LAYER = 1
 META = Dataset("meta", "comparison", [], aspect="positive", item_name="sentence",

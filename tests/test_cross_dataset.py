@@ -20,7 +20,7 @@ from analyses.cross_dataset import (
     transfer_rows,
 )
 from ppairs_lens.errors import ProbeError, StoreError
-from ppairs_lens.store import ActivationStore
+from ppairs_lens.activations.store import ActivationStore
 
 D = 32          # d_model of the synthetic stores
 N = 400         # pairs per store (2 per context)

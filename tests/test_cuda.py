@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.ablation import ablation_hook_sets
-from ppairs_lens.comparators import ProbeComparator
-from ppairs_lens.evaluator import choice_probabilities
-from ppairs_lens.harvest import HarvestSettings, harvest_pairs
-from ppairs_lens.models import tiny_model
-from ppairs_lens.probes import make_probe
-from ppairs_lens.prompts import build_contrast_pairs
-from ppairs_lens.sweep import fit_sweep
+from ppairs_lens.interventions.ablation import ablation_hook_sets
+from ppairs_lens.judges.comparators import ProbeComparator
+from ppairs_lens.judges.zero_shot import choice_probabilities
+from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.models.tiny import tiny_model
+from ppairs_lens.probes.estimators import make_probe
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.probes.sweep import fit_sweep
 
 from .conftest import small_comparisons
 from .test_comparators import LAYER, META, _dataset, _items

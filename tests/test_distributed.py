@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ppairs_lens.harvest_to_store import harvest_dataset
-from ppairs_lens.models import load_model
-from ppairs_lens.study import load_dataset_spec
+from ppairs_lens.activations.pipeline import harvest_dataset
+from ppairs_lens.models.loading import load_model
+from ppairs_lens.data.specs import load_dataset_spec
 
 from .test_scale import save_tiny_model_dir
 
@@ -16,7 +16,7 @@ ray = pytest.importorskip("ray")
 
 def test_two_ray_workers_fill_one_store_equal_to_single_process(tokenizer, tmp_path,
                                                                  monkeypatch):
-    from ppairs_lens.distributed import ModelSpec, harvest_with_ray
+    from ppairs_lens.activations.distributed import ModelSpec, harvest_with_ray
 
     model_dir = save_tiny_model_dir(tmp_path / "tiny-llama", tokenizer)
     monkeypatch.setenv("TQDM_DISABLE", "1")
@@ -50,7 +50,7 @@ def test_two_ray_workers_fill_one_store_equal_to_single_process(tokenizer, tmp_p
 
 
 def test_bad_worker_count_is_refused_before_ray_starts(tmp_path):
-    from ppairs_lens.distributed import harvest_with_ray
+    from ppairs_lens.activations.distributed import harvest_with_ray
 
     with pytest.raises(ValueError, match="n_workers"):
         harvest_with_ray("unused", "story_sentiment", tmp_path / "s", n_workers=0)

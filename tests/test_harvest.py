@@ -2,9 +2,15 @@ import pytest
 import torch
 
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.harvest import (DEFAULT_TOKEN_BUDGET, HarvestSettings, NonFiniteActivationError,
-                                 harvest_pairs, hook_names, reference_activations)
-from ppairs_lens.prompts import build_contrast_pairs
+from ppairs_lens.activations.harvest import (
+    DEFAULT_TOKEN_BUDGET,
+    HarvestSettings,
+    NonFiniteActivationError,
+    harvest_pairs,
+    hook_names,
+    reference_activations,
+)
+from ppairs_lens.activations.prompts import build_contrast_pairs
 
 from .conftest import small_comparisons
 
@@ -68,7 +74,7 @@ def test_big_shared_context_group_equals_reference(tiny):
     """A context shared by >= MIN_GROUP_ROWS pairs runs once for all of them (not pooled)."""
     from dataclasses import replace
 
-    from ppairs_lens.prefix_sharing import MIN_GROUP_ROWS, _groups
+    from ppairs_lens.activations.prefix_sharing import MIN_GROUP_ROWS, _groups
 
     ds = small_comparisons(12, with_context=False)
     article = "A long shared article about the numbers below. " * 3
@@ -84,7 +90,7 @@ def test_big_shared_context_group_equals_reference(tiny):
 def test_token_ids_go_where_the_weights_are(tiny, tokenizer):
     # A bridge booted around an existing HF model only records a device in cfg.device (cuda
     # on any GPU machine), wherever the weights are: the harvest must follow the weights.
-    from ppairs_lens.models import tiny_model
+    from ppairs_lens.models.tiny import tiny_model
 
     other = tiny_model(seed=0, tokenizer=tokenizer)
     other.cfg.device = "meta"  # holds no data: token ids sent there could not run

@@ -34,7 +34,7 @@ from ppairs_lens.data import (
     sniff_format,
 )
 from ppairs_lens.errors import DataError
-from ppairs_lens.records import ITEM1, ITEM2, TIE, ScoredItem
+from ppairs_lens.data.records import ITEM1, ITEM2, TIE, ScoredItem
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 FAST = settings(max_examples=40, deadline=None,

@@ -7,7 +7,13 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.metrics import auroc, bootstrap_ci, evaluate, f1, within_context_spearman
+from ppairs_lens.evaluation.metrics import (
+    auroc,
+    bootstrap_ci,
+    evaluate,
+    f1,
+    within_context_spearman,
+)
 
 
 def _noisy(n: int = 400, seed: int = 0):

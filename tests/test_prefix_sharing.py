@@ -5,11 +5,16 @@ from dataclasses import replace
 import pytest
 import torch
 
-from ppairs_lens.harvest import (HarvestSettings, harvest_pairs, hook_names, reference_activations,
-                                run_branches)
-from ppairs_lens.prefix_sharing import plan, subgroups, tokens_computed
-from ppairs_lens.prompts import build_contrast_pairs
-from ppairs_lens.records import Comparison, Dataset
+from ppairs_lens.activations.harvest import (
+    HarvestSettings,
+    harvest_pairs,
+    hook_names,
+    reference_activations,
+    run_branches,
+)
+from ppairs_lens.activations.prefix_sharing import plan, subgroups, tokens_computed
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.data.records import Comparison, Dataset
 
 
 def test_subgroups_follow_shared_tokens():

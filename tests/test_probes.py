@@ -9,8 +9,8 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.features import contrast_features, drop_ties, labels_to_targets, side_means
-from ppairs_lens.probes import (
+from ppairs_lens.probes.features import contrast_features, drop_ties, labels_to_targets, side_means
+from ppairs_lens.probes.estimators import (
     PROBE_KINDS,
     MassMeanProbe,
     PCAProbe,
@@ -273,7 +273,7 @@ def test_top_eigenvector_krylov_path_and_exact_fallback(monkeypatch):
     """Matrices larger than the Krylov subspace get their top Ritz vector, equal to LAPACK's
     eigenvector; those it leaves short of the tolerance (a zero matrix, a small gap) are
     solved exactly."""
-    import ppairs_lens.probes as probes
+    import ppairs_lens.probes.estimators as probes
 
     rng = np.random.default_rng(0)
     m = 3 * probes.KRYLOV_BLOCK * probes.KRYLOV_STEPS

@@ -1,9 +1,14 @@
 import pytest
 
 from ppairs_lens.errors import TemplateError
-from ppairs_lens.prompts import (ComparisonTemplate, StatementTemplate, build_contrast_pairs,
-                                 comparative, prompt_prefix_text)
-from ppairs_lens.records import Dataset, Statement
+from ppairs_lens.activations.prompts import (
+    ComparisonTemplate,
+    StatementTemplate,
+    build_contrast_pairs,
+    comparative,
+    prompt_prefix_text,
+)
+from ppairs_lens.data.records import Dataset, Statement
 
 from .conftest import small_comparisons
 

@@ -1,4 +1,4 @@
-"""Tests for ppairs_lens.ranking: PAIRS merge sort, beam search, insertion, metrics.
+"""Tests for ppairs_lens.ranking.sorting: PAIRS merge sort, beam search, insertion, metrics.
 
 Synthetic comparators stand in for a probe: hidden scores give the truth, and noise is made
 deterministic per pair with a seeded hash so every run sees the same comparisons.
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppairs_lens.ranking import (
+from ppairs_lens.ranking.sorting import (
     DEFAULT_BEAM_SIZE,
     DEFAULT_UNCERTAINTY,
     CountingComparator,

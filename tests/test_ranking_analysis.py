@@ -87,10 +87,10 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
 
 
 def test_cli_rank_quick(tiny, tmp_path, monkeypatch, capsys):
-    import ppairs_lens.models
-    from ppairs_lens.cli import main
+    import ppairs_lens.models.loading
+    from analyses.cli import main
 
-    monkeypatch.setattr(ppairs_lens.models, "load_model", lambda *a, **k: tiny)
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
     spec = _summeval_like(tmp_path / "scored.jsonl", n_ctx=6, per=3)
     assert main(["rank", "--datasets", spec, "--quick", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "ranking.csv").exists()

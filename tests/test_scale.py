@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppairs_lens.ablation import ablate
-from ppairs_lens.cli import build_parser
+from ppairs_lens.interventions.ablation import ablate
+from analyses.cli import build_parser
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.harvest import harvest_pairs
-from ppairs_lens.harvest_to_store import harvest_dataset, parse_shard
-from ppairs_lens.models import load_model
-from ppairs_lens.probes import SupervisedProbe
-from ppairs_lens.prompts import build_contrast_pairs, default_template
-from ppairs_lens.store import IDENTITY_FIELDS, ActivationStore
-from ppairs_lens.study import load_dataset_spec
-from ppairs_lens.sweep import fit_sweep
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.pipeline import harvest_dataset, parse_shard
+from ppairs_lens.models.loading import load_model
+from ppairs_lens.probes.estimators import SupervisedProbe
+from ppairs_lens.activations.prompts import build_contrast_pairs, default_template
+from ppairs_lens.activations.store import IDENTITY_FIELDS, ActivationStore
+from ppairs_lens.data.specs import load_dataset_spec
+from ppairs_lens.probes.sweep import fit_sweep
 
 from .conftest import child_env, small_comparisons
 
@@ -37,7 +37,7 @@ def save_tiny_model_dir(folder: Path, tokenizer, *, seed: int = 0, n_layers: int
     ``tiny_model()``'s own HF model cannot be saved: the bridge wraps its modules, so its
     state dict no longer has HF's names. This builds the same shape from scratch instead.
     """
-    from ppairs_lens.models import tiny_hf_model
+    from ppairs_lens.models.tiny import tiny_hf_model
 
     hf = tiny_hf_model(tokenizer, seed, n_layers=n_layers, d_model=d_model)
     hf.save_pretrained(folder)
@@ -108,7 +108,7 @@ N_PAIRS, SHARD_SIZE = 12, 3  # 4 store shards: 0, 2 for --shard 0/2 and 1, 3 for
 
 
 def _harvest_cmd(model_dir: Path, out: Path, shard: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "ppairs_lens.cli", "harvest", "--model", str(model_dir),
+    cmd = [sys.executable, "-m", "analyses.cli", "harvest", "--model", str(model_dir),
            "--dataset", "story_sentiment", "--max-pairs", str(N_PAIRS), "--out", str(out),
            "--shard-size", str(SHARD_SIZE)]
     return cmd + (["--shard", shard] if shard else [])

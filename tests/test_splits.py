@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.splits import labelled_items_split, resolve_split_by, train_test_split_pairs
+from ppairs_lens.evaluation.splits import (
+    labelled_items_split,
+    resolve_split_by,
+    train_test_split_pairs,
+)
 
 
 def _contexts(n_ctx: int = 20, per: int = 6) -> list[str]:

@@ -11,9 +11,9 @@ import torch
 from filelock import FileLock
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.harvest_to_store import harvest_dataset
-from ppairs_lens.prompts import ComparisonTemplate
-from ppairs_lens.store import ActivationStore
+from ppairs_lens.activations.pipeline import harvest_dataset
+from ppairs_lens.activations.prompts import ComparisonTemplate
+from ppairs_lens.activations.store import ActivationStore
 
 from .conftest import REPO, child_env, small_comparisons
 
@@ -90,7 +90,7 @@ def test_ctrl_c_and_disk_full_lose_nothing(tiny, tmp_path, monkeypatch):
         if calls["n"] == 2:
             raise KeyboardInterrupt
 
-    import ppairs_lens.harvest_to_store as hts
+    import ppairs_lens.activations.pipeline as hts
 
     real = hts.harvest_pairs
     monkeypatch.setattr(hts, "harvest_pairs",
@@ -99,7 +99,7 @@ def test_ctrl_c_and_disk_full_lose_nothing(tiny, tmp_path, monkeypatch):
         _harvest(tiny, tmp_path / "s")
     monkeypatch.setattr(hts, "harvest_pairs", real)
 
-    import ppairs_lens.store as store_mod
+    import ppairs_lens.activations.store as store_mod
 
     real_save = store_mod.save_file
 
@@ -118,9 +118,9 @@ def test_ctrl_c_and_disk_full_lose_nothing(tiny, tmp_path, monkeypatch):
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, {repo!r})
-    import ppairs_lens.store as store_mod
-    from ppairs_lens.harvest_to_store import harvest_dataset
-    from ppairs_lens.models import tiny_model
+    import ppairs_lens.activations.store as store_mod
+    from ppairs_lens.activations.pipeline import harvest_dataset
+    from ppairs_lens.models.tiny import tiny_model
     from tests.conftest import small_comparisons
     real, count = store_mod.save_file, [0]
     def save_then_maybe_die(tensors, path, metadata=None):

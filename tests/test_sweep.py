@@ -11,9 +11,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.features import contrast_features, side_means
-from ppairs_lens.probes import PROBE_KINDS, SupervisedProbe, make_probe
-from ppairs_lens.sweep import batched_logistic_regression, fit_sweep
+from ppairs_lens.probes.features import contrast_features, side_means
+from ppairs_lens.probes.estimators import PROBE_KINDS, SupervisedProbe, make_probe
+from ppairs_lens.probes.sweep import batched_logistic_regression, fit_sweep
 
 
 def planted_layers(n: int = 600, n_layers: int = 4, d: int = 24, *, seed: int = 0,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .builtin import BUILTIN, BuiltinFactory, builtin_dataset
-from .loaders import (
+from ppairs_lens.data.builtin import BUILTIN, BuiltinFactory, builtin_dataset
+from ppairs_lens.data.loaders import (
     CLIMATEX_LEVELS,
     FORMATS,
     DataWarning,

@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..errors import DataError
-from ..records import ITEM1, ITEM2, Comparison, Dataset
+from ppairs_lens.errors import DataError
+from ppairs_lens.data.records import ITEM1, ITEM2, Comparison, Dataset
 
 __all__ = ["BUILTIN", "BuiltinFactory", "alphabetical", "builtin_dataset", "capital_true",
            "larger_number", "story_sentiment"]

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..records import ITEM1, ITEM2, TIE, Comparison, Dataset, ScoredItem, Statement
-from .builtin import BUILTIN, builtin_dataset
+from ppairs_lens.errors import DataError
+from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset, ScoredItem, Statement
+from ppairs_lens.data.builtin import BUILTIN, builtin_dataset
 
 PathLike = str | os.PathLike[str]
 

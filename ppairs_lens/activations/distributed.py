@@ -19,16 +19,16 @@ from pathlib import Path
 
 import torch
 
-from .errors import StoreError
-from .harvest import HarvestSettings
-from .prompts import Template
-from .records import Dataset
-from .store import ActivationStore
+from ppairs_lens.errors import StoreError
+from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.prompts import Template
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.activations.store import ActivationStore
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How each worker loads its model: the arguments of :func:`ppairs_lens.models.load_model`.
+    """How each worker loads its model: the arguments of :func:`ppairs_lens.models.loading.load_model`.
 
     ``name`` is an HF id or a folder every worker can read (an absolute path on a shared
     file system); it is recorded in the store as the model's name, as with the CLI.
@@ -65,8 +65,8 @@ def harvest_shard_spec(model: ModelSpec, dataset: Dataset, out: str, shard: tupl
 
     A plain function (Ray wraps it in a task), so it can also be run by hand to debug a worker.
     """
-    from .harvest_to_store import harvest_dataset
-    from .models import load_model
+    from ppairs_lens.activations.pipeline import harvest_dataset
+    from ppairs_lens.models.loading import load_model
 
     t0 = time.perf_counter()
     bridge = load_model(model.name, dtype=model.dtype, device=model.device,
@@ -117,7 +117,7 @@ def harvest_with_ray(
         import ray
     except ImportError as e:
         raise ImportError("harvest_with_ray needs Ray: pip install 'ppairs-lens[ray]'") from e
-    from .study import load_dataset_spec, subsample_by_context
+    from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
 
     if n_workers < 1:
         raise ValueError(f"n_workers must be at least 1, got {n_workers}")

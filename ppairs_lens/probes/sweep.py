@@ -16,7 +16,7 @@ tolerance than lbfgs's default). Each step solves ``(I + X^T diag(h) X) s = -g``
 * ``min(n, d) > direct_max``: preconditioned conjugate gradients on Hessian-vector products
   (``newton-cg``), which needs no ``d x d`` or ``n x n`` matrix.
 
-PCA and mass-mean use the batched helpers of :mod:`ppairs_lens.probes`, so
+PCA and mass-mean use the batched helpers of :mod:`ppairs_lens.probes.estimators`, so
 ``SweepProbes.to_probe(kind, layer)`` returns an estimator identical to what that module fits.
 
 Layers whose contrast differences are all zero (an embedding layer at the answer token is the
@@ -40,8 +40,8 @@ from scipy.special import expit
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.features import as_acts, labels_to_targets
-from ppairs_lens.probes import (
+from ppairs_lens.probes.features import as_acts, labels_to_targets
+from ppairs_lens.probes.estimators import (
     PROBE_KINDS,
     check_classes,
     fit_logistic_scale,
@@ -462,7 +462,7 @@ class SweepProbes:
         return out
 
     def to_probe(self, kind: str, layer: int):
-        """The single-layer estimator (from :mod:`ppairs_lens.probes`) of ``kind`` at position
+        """The single-layer estimator (from :mod:`ppairs_lens.probes.estimators`) of ``kind`` at position
         ``layer`` of the layer axis, fitted attributes filled in from the sweep (no refit).
 
         Its ``layer_`` is ``self.layers[layer]``, the label of that position.
@@ -510,7 +510,7 @@ def _chunk_diffs(x_all: Float[Tensor, "n 2 layer d"], sl: slice, dev: torch.devi
                  mu_pos: Tensor | None = None, mu_neg: Tensor | None = None):
     """Contrast differences ``[l, n, d]`` (float64, on ``dev``) of the layers ``sl``.
 
-    The same quantity as :func:`ppairs_lens.features.contrast_features`, written as
+    The same quantity as :func:`ppairs_lens.probes.features.contrast_features`, written as
     ``(x0 - x1) - (mu_pos - mu_neg)`` in float64 (as the single-layer probes compute it).
     Side means are computed here when not given (fitting). Returns
     ``(diffs, mu_pos, mu_neg, peak)``, ``peak`` the largest absolute activation per layer.
@@ -567,7 +567,7 @@ def fit_sweep(
 ) -> SweepProbes:
     """Fit ``kinds`` probes on every layer of ``acts`` (``[n, 2, layer, d]``) at once.
 
-    ``labels`` are 1 / 2 (no ties; see :func:`ppairs_lens.features.drop_ties`). ``C`` is the
+    ``labels`` are 1 / 2 (no ties; see :func:`ppairs_lens.probes.features.drop_ties`). ``C`` is the
     supervised probe's inverse regularisation, as in scikit-learn. Work runs in float64 on
     ``device`` (default: where ``acts`` are), ``layer_batch`` layers at a time (default: on the
     CPU, chunks whose largest buffer is under 8 MiB; on a GPU, about 1 GiB of working set),

@@ -6,7 +6,7 @@ context (an article with its 16 summaries) share a long token prefix. So we run:
 1. the group's common prefix once (batch 1), keeping its key-value cache;
 2. what pairs of a group share beyond it (the same first item) once per subgroup, then each
    pair's own remainder (second item, question, assistant prefix), on copies of those caches,
-   right-padded in length-sorted batches sized by tokens (:mod:`ppairs_lens.prefix_sharing`);
+   right-padded in length-sorted batches sized by tokens (:mod:`ppairs_lens.activations.prefix_sharing`);
 3. the two final tokens of every pair, in the same pass as its remainder, each seeing the
    prompt but not the other, with hooks reading only their positions.
 
@@ -25,9 +25,9 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from .errors import DataError, PPairsError
-from .prefix_sharing import Forward, Read, plan, run_plan
-from .prompts import ContrastPair
+from ppairs_lens.errors import DataError, PPairsError
+from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
+from ppairs_lens.activations.prompts import ContrastPair
 
 
 class NonFiniteActivationError(PPairsError, FloatingPointError):
@@ -96,7 +96,7 @@ def _device(bridge) -> torch.device:
     Not ``cfg.device`` alone: a bridge booted around an existing HF model records the best
     available device there (cuda on a GPU machine) wherever the weights are. A disk-offloaded
     embedding sits on 'meta', which holds no data: then ``cfg.device``, which
-    :func:`ppairs_lens.models.load_model` points at accelerate's execution device.
+    :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device.
     """
     emb = bridge.original_model.get_input_embeddings()
     dev = next(emb.parameters()).device if emb is not None else torch.device("meta")
@@ -130,7 +130,7 @@ class BranchOutputs:
 
 def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
-    """The bridge as :mod:`ppairs_lens.prefix_sharing` runs it: a lean forward that keeps
+    """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward that keeps
     only the key-value cache (logits of the last position only), and a read-out of hook
     points ``names`` / next-token ``logit_ids`` at the last columns of a pass, with
     ``final_hooks`` on that pass."""
@@ -184,7 +184,7 @@ def run_branches(
     """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
     appended to it (each branch alone, all from the same prefix cache).
 
-    Shared prefixes run once (:mod:`ppairs_lens.prefix_sharing`): the common prefix of the
+    Shared prefixes run once (:mod:`ppairs_lens.activations.prefix_sharing`): the common prefix of the
     rows with the same ``groups`` key, then the parts that rows of a group share further.
     ``names`` are hook points read at the branch token; ``logit_ids`` selects next-token logits
     read there (``names`` must be residual-like points, ``[batch, pos, ...]``). ``hooks`` act

@@ -7,7 +7,7 @@ in the paper's Section 4.3: each is also asked with the items swapped and
 P(item 1 preferred) = (p1(original) + 1 - p1(swapped)) / 2. Statements have no order and are
 not calibrated.
 
-The logits are read with :func:`ppairs_lens.harvest.run_branches` (prefix = prompt without its
+The logits are read with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt without its
 last token, branch = that last token), so long shared contexts run once, exactly as in a
 harvest, and ablation hooks plug in the same way.
 """
@@ -22,11 +22,16 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from .errors import TemplateError
-from .metrics import evaluate
-from .harvest import HarvestSettings, Hook, _check_context_length, run_branches
-from .prompts import ContrastPair, Template, build_contrast_pairs
-from .records import ITEM1, ITEM2, TIE, Comparison, Dataset
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.activations.harvest import (
+    HarvestSettings,
+    Hook,
+    _check_context_length,
+    run_branches,
+)
+from ppairs_lens.activations.prompts import ContrastPair, Template, build_contrast_pairs
+from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
 
 
 def swap_comparison(rec: Comparison) -> Comparison:

@@ -10,11 +10,11 @@ cache the answer per *ordered* pair (``(a, b)`` and ``(b, a)`` are different pro
   kept too (``acts``).
 * :class:`ZeroShotComparator` - the prompted baseline: the model's own answer, ``softmax`` of
   the "1" / "2" logits after "... is Choice ", position-calibrated by default (as
-  :func:`ppairs_lens.evaluator.zero_shot`).
+  :func:`ppairs_lens.judges.zero_shot.zero_shot`).
 
 Both are callables ``compare(a, b) -> P(a preferred over b)`` on item ids, so they plug into
-:func:`ppairs_lens.ranking.merge_sort`, ``beam_merge_sort`` and ``insertion_score`` unchanged.
-``swap_calibrated=True`` (via :func:`ppairs_lens.ranking.swap_calibrated`) asks both orders of
+:func:`ppairs_lens.ranking.sorting.merge_sort`, ``beam_merge_sort`` and ``insertion_score`` unchanged.
+``swap_calibrated=True`` (via :func:`ppairs_lens.ranking.sorting.swap_calibrated`) asks both orders of
 each pair, in one batch, and averages them.
 
 Cost (what analyses report): ``n_rows`` counts prompts run through the model, one per ordered
@@ -32,7 +32,7 @@ Speed. Each comparison is a forward pass, so two things matter:
 2. **Context reuse** - :class:`ContextKV` keeps the key-value cache of each context's prompt
    prefix (chat header + article) across calls, so a comparison on a 500-token article costs
    only its own ~150 tokens, not the article again. Rows whose prompt does not start with the
-   cached prefix fall back to :func:`ppairs_lens.harvest.run_branches` (same numbers).
+   cached prefix fall back to :func:`ppairs_lens.activations.harvest.run_branches` (same numbers).
 
 Not done: speculative prefetching of the comparisons a merge *might* ask next; within one
 merge the comparisons are inherently sequential.
@@ -52,16 +52,34 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from .errors import PPairsError
-from .harvest import (BranchOutputs, HarvestSettings, NonFiniteActivationError,
-                      _check_context_length, _device, bridge_steps, hook_names,
-                      run_branches)
-from .models import model_name
-from .prefix_sharing import PrefixState, extend, plan, run_rows, subgroups, tokens_computed
-from .prompts import (ComparisonTemplate, _chat_text, build_contrast_pairs,
-                      render_comparison)
-from .ranking import swap_calibrated
-from .records import TIE, Comparison, Dataset, ScoredItem
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.activations.harvest import (
+    BranchOutputs,
+    HarvestSettings,
+    NonFiniteActivationError,
+    _check_context_length,
+    _device,
+    bridge_steps,
+    hook_names,
+    run_branches,
+)
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.activations.prefix_sharing import (
+    PrefixState,
+    extend,
+    plan,
+    run_rows,
+    subgroups,
+    tokens_computed,
+)
+from ppairs_lens.activations.prompts import (
+    ComparisonTemplate,
+    _chat_text,
+    build_contrast_pairs,
+    render_comparison,
+)
+from ppairs_lens.ranking.sorting import swap_calibrated
+from ppairs_lens.data.records import TIE, Comparison, Dataset, ScoredItem
 
 __all__ = ["ContextKV", "BatchComparator", "ProbeComparator", "ZeroShotComparator",
            "run_lockstep", "dataset_meta", "context_anchor"]
@@ -96,7 +114,7 @@ def context_anchor(tokenizer, prompt_text: str, block: str | None) -> tuple[int,
 class ContextKV:
     """Run prompts from a cache of their shared context prefixes (key-value caches).
 
-    ``run`` reads, like :func:`ppairs_lens.harvest.run_branches`, the hook points ``names``
+    ``run`` reads, like :func:`ppairs_lens.activations.harvest.run_branches`, the hook points ``names``
     and/or the next-token ``logit_ids`` at each branch token appended to each row's
     prefix. Each row may name an *anchor*: token ids its prefix starts with (the context
     part of its prompt). An anchor's key-value cache is computed once and kept for later
@@ -338,9 +356,9 @@ class _PromptComparator(BatchComparator):
 class ProbeComparator(_PromptComparator):
     """PPairS preferences on demand: a fitted probe applied to freshly harvested pairs.
 
-    ``probe`` is a fitted single-layer probe (:func:`ppairs_lens.probes.make_probe`) or
+    ``probe`` is a fitted single-layer probe (:func:`ppairs_lens.probes.estimators.make_probe`) or
     anything with ``predict_proba(acts [n, 2, d]) -> [n, 2]``; ``layer`` indexes the harvest's
-    read-outs (:func:`ppairs_lens.harvest.hook_names`: blocks ``0..L-1``, then the final norm),
+    read-outs (:func:`ppairs_lens.activations.harvest.hook_names`: blocks ``0..L-1``, then the final norm),
     i.e. the same index as ``harvest_pairs(...)[:, :, layer]`` the probe was fitted on.
     ``items`` maps item ids to :class:`ScoredItem` (text, context) or plain text (no
     context); two compared items must share their context. ``dataset_meta`` gives the
@@ -386,7 +404,7 @@ class ProbeComparator(_PromptComparator):
 class ZeroShotComparator(_PromptComparator):
     """The prompted judge on demand: softmax of the two choice logits after "... is Choice ".
 
-    Same prompts as :class:`ProbeComparator` and as :func:`ppairs_lens.evaluator.zero_shot`
+    Same prompts as :class:`ProbeComparator` and as :func:`ppairs_lens.judges.zero_shot.zero_shot`
     (whose numbers it reproduces); position-calibrated by default (``calibrate=True``: both
     orders, two rows per comparison).
     """

@@ -9,12 +9,17 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
-from .errors import StoreError
-from .harvest import HarvestSettings, harvest_pairs, hook_names
-from .models import model_name
-from .prompts import Template, build_contrast_pairs, default_template, template_hash
-from .records import Comparison, Dataset
-from .store import ActivationStore
+from ppairs_lens.errors import StoreError
+from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs, hook_names
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.activations.prompts import (
+    Template,
+    build_contrast_pairs,
+    default_template,
+    template_hash,
+)
+from ppairs_lens.data.records import Comparison, Dataset
+from ppairs_lens.activations.store import ActivationStore
 
 
 def _slug(text: str) -> str:
@@ -108,3 +113,23 @@ def harvest_dataset(
     finally:
         lock.release()
     return store
+
+
+def ensure_store(
+    bridge,
+    dataset: Dataset,
+    root: str | Path,
+    *,
+    template: Template | None = None,
+    settings: HarvestSettings = HarvestSettings(),
+    progress: bool = True,
+) -> ActivationStore:
+    """The store of ``dataset`` under ``root``: opened if complete, else harvested or resumed."""
+    template = template or default_template(dataset)
+    path = default_store_path(root, model_name(bridge), dataset, template)
+    if (path / "metadata.json").exists():
+        store = ActivationStore.open(path)
+        if store.complete and store.meta["model"] == model_name(bridge):
+            return store
+    return harvest_dataset(bridge, dataset, path, template=template, settings=settings,
+                           progress=progress)

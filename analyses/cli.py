@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import PPairsError
+from ppairs_lens.errors import PPairsError
 
 
 def _add_model(p: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def _add_dataset_opts(p: argparse.ArgumentParser, many: bool = False) -> None:
 
 def _shard_arg(spec: str) -> str:
     """Check ``--shard`` while parsing, so a typo fails at once, before a model loads."""
-    from .harvest_to_store import parse_shard
+    from ppairs_lens.activations.pipeline import parse_shard
 
     try:
         parse_shard(spec)
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
     p.add_argument("--token-budget", type=int, default=None,
                    help="tokens held per forward pass (batch rows x sequence length; "
-                        "default: by device, ppairs_lens.harvest.default_token_budget)")
+                        "default: by device, ppairs_lens.activations.harvest.default_token_budget)")
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_datasets(_args) -> None:
-    from .data import BUILTIN, FORMATS
+    from ppairs_lens.data import BUILTIN, FORMATS
 
     print("Built-in datasets (generated, no download):")
     for name in BUILTIN:
@@ -90,11 +90,11 @@ def _cmd_datasets(_args) -> None:
 def _cmd_harvest(args) -> None:
     import torch
 
-    from .study import load_dataset_spec
-    from .harvest import HarvestSettings
-    from .harvest_to_store import default_store_path, harvest_dataset, parse_shard
-    from .models import load_model, model_name
-    from .prompts import default_template
+    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.activations.harvest import HarvestSettings
+    from ppairs_lens.activations.pipeline import default_store_path, harvest_dataset, parse_shard
+    from ppairs_lens.models.loading import load_model, model_name
+    from ppairs_lens.activations.prompts import default_template
 
     settings = HarvestSettings(token_budget=args.token_budget)  # checked before the model loads
     dataset = load_dataset_spec(args.dataset, max_pairs=args.max_pairs)

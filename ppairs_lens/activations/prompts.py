@@ -12,8 +12,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
-from .errors import TemplateError
-from .records import Comparison, Dataset, Statement
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.data.records import Comparison, Dataset, Statement
 
 #: Aspect descriptions in the spirit of the paper's appendix (SummEval / HANNA aspects).
 ASPECT_DESCRIPTIONS: dict[str, str] = {

@@ -2,7 +2,7 @@
 
 Every probe sees one layer's activations ``[n, 2, d]`` (side 0 = prompt ending "... is
 Choice 1", side 1 = "... is Choice 2"), centres each side by the *training* side means and
-works on the differences ``(x0 - mu_pos) - (x1 - mu_neg)`` (see :mod:`ppairs_lens.features`).
+works on the differences ``(x0 - mu_pos) - (x1 - mu_neg)`` (see :mod:`ppairs_lens.probes.features`).
 A probe is a direction in the residual-stream basis plus a scalar map to a probability:
 
     P(item 1 preferred) = sigmoid(scale_ * <diff, direction_> + intercept_)
@@ -22,7 +22,7 @@ fitted attributes end in ``_``; ``predict_proba`` columns follow ``classes_ = [2
 column 1 is P(item 1 preferred); ``predict`` returns labels 1 / 2; ``score`` is accuracy.
 
 The batched helpers (``top_principal_direction``, ``orient_to_targets``,
-``fit_logistic_scale``) take any leading batch axes, so :mod:`ppairs_lens.sweep` fits all layers
+``fit_logistic_scale``) take any leading batch axes, so :mod:`ppairs_lens.probes.sweep` fits all layers
 with exactly the same maths.
 """
 
@@ -40,14 +40,14 @@ from sklearn.linear_model import LogisticRegression
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.features import as_acts, contrast_features, labels_to_targets, side_means
+from ppairs_lens.probes.features import as_acts, contrast_features, labels_to_targets, side_means
 
 __all__ = [
     "PROBE_KINDS", "MIN_PER_CLASS", "SupervisedProbe", "PCAProbe", "MassMeanProbe", "make_probe",
     "top_principal_direction", "orient_to_targets", "fit_logistic_scale", "is_degenerate",
 ]
 
-#: Probe kinds understood by :func:`make_probe` and :func:`ppairs_lens.sweep.fit_sweep`.
+#: Probe kinds understood by :func:`make_probe` and :func:`ppairs_lens.probes.sweep.fit_sweep`.
 PROBE_KINDS: tuple[str, ...] = ("supervised", "pca", "mass_mean")
 #: Fewer training pairs than this in either class and a probe refuses to fit.
 MIN_PER_CLASS: int = 2
@@ -212,7 +212,7 @@ def _finite_acts(acts: Any, what: str) -> Float[Tensor, "n 2 d"]:
         raise ProbeError(
             f"a single probe takes one layer's activations [n, 2, d]; got shape "
             f"{tuple(t.shape)} (select a layer, e.g. acts[:, :, layer], or use "
-            f"ppairs_lens.sweep.fit_sweep for all layers)")
+            f"ppairs_lens.probes.sweep.fit_sweep for all layers)")
     bad = ~torch.isfinite(t)
     if bad.any():
         rows = torch.nonzero(bad.flatten(1).any(dim=1)).flatten()
@@ -345,7 +345,7 @@ class SupervisedProbe(_PairProbe):
     normalised, ``scale_`` its norm. ``tol`` is sklearn's (default 1e-4, where lbfgs stops
     slightly short of the optimum: directions agree with the exact optimum to cosine ~0.996+,
     but a pair or two near the boundary can flip); ``tol=1e-8`` reproduces
-    :func:`ppairs_lens.sweep.fit_sweep`'s exact solution.
+    :func:`ppairs_lens.probes.sweep.fit_sweep`'s exact solution.
     """
 
     kind = "supervised"

@@ -16,8 +16,8 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .store import atomic_write_bytes, atomic_write_text
+from ppairs_lens import __version__
+from ppairs_lens.io.atomic import atomic_write_bytes, atomic_write_text
 
 
 def _jsonable(obj: Any) -> Any:

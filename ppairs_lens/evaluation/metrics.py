@@ -22,7 +22,7 @@ import numpy as np
 from scipy.stats import rankdata, spearmanr
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.features import labels_to_targets
+from ppairs_lens.probes.features import labels_to_targets
 
 __all__ = ["bootstrap_ci", "evaluate", "within_context_spearman", "accuracy", "f1", "auroc"]
 

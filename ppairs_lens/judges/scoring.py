@@ -12,11 +12,11 @@ the prompt ends, so the logits are the probabilities of the whole answer):
   ``p`` the softmax over the five score logits only.
 
 The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
-:class:`ppairs_lens.comparators.ZeroShotComparator`.
+:class:`ppairs_lens.judges.comparators.ZeroShotComparator`.
 
-Prompts run with :func:`ppairs_lens.harvest.run_branches` (prefix = prompt minus its last
+Prompts run with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt minus its last
 token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
-its prefix; or through a :class:`ppairs_lens.comparators.ContextKV` to keep the context across
+its prefix; or through a :class:`ppairs_lens.judges.comparators.ContextKV` to keep the context across
 calls. ``n_rows`` = items scored (one prompt each).
 """
 
@@ -30,12 +30,12 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from .comparators import ContextKV, context_anchor, dataset_meta
-from .errors import TemplateError
-from .harvest import HarvestSettings, _check_context_length, run_branches
-from .prefix_sharing import plan, tokens_computed
-from .prompts import ASPECT_DESCRIPTIONS, _chat_text
-from .records import Dataset, ScoredItem
+from ppairs_lens.judges.comparators import ContextKV, context_anchor, dataset_meta
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.activations.harvest import HarvestSettings, _check_context_length, run_branches
+from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
+from ppairs_lens.activations.prompts import ASPECT_DESCRIPTIONS, _chat_text
+from ppairs_lens.data.records import Dataset, ScoredItem
 
 __all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items"]
 

@@ -1,8 +1,7 @@
-"""From dataset specs to activation stores: the first step of every analysis.
+"""Dataset specs: how a command-line or config string names a dataset.
 
 A spec is a built-in name (``larger_number``), a path, or ``path:aspect`` for a scored-items
-file (``../shared/datasets/summeval/summeval.jsonl:coherence``). Stores are reused when they
-exist and resumed when a harvest was cut off.
+file (``../shared/datasets/summeval/summeval.jsonl:coherence``).
 """
 
 from __future__ import annotations
@@ -11,13 +10,8 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from .data import load_dataset
-from .harvest import HarvestSettings
-from .harvest_to_store import default_store_path, harvest_dataset
-from .models import model_name
-from .prompts import Template, default_template
-from .records import Dataset
-from .store import ActivationStore
+from ppairs_lens.data import load_dataset
+from ppairs_lens.data.records import Dataset
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
@@ -55,21 +49,3 @@ def load_dataset_spec(spec: str, *, max_pairs: int | None = None, seed: int = 0)
     return subsample_by_context(load_dataset(path, **kw), max_pairs, seed)
 
 
-def ensure_store(
-    bridge,
-    dataset: Dataset,
-    root: str | Path,
-    *,
-    template: Template | None = None,
-    settings: HarvestSettings = HarvestSettings(),
-    progress: bool = True,
-) -> ActivationStore:
-    """The store of ``dataset`` under ``root``: opened if complete, else harvested or resumed."""
-    template = template or default_template(dataset)
-    path = default_store_path(root, model_name(bridge), dataset, template)
-    if (path / "metadata.json").exists():
-        store = ActivationStore.open(path)
-        if store.complete and store.meta["model"] == model_name(bridge):
-            return store
-    return harvest_dataset(bridge, dataset, path, template=template, settings=settings,
-                           progress=progress)

@@ -1,8 +1,8 @@
 """Where finished analysis steps are remembered, so a rerun or an interrupted run skips them.
 
 A step's record holds a key (a digest of everything the step depends on: its inputs, the
-fingerprints of the activation stores it reads, and the source code of this package and of
-``analyses``) and its JSON result. A later run with the same key, whose output files are all
+fingerprints of the activation stores it reads, and the source code of the packages the caller
+names, e.g. this library and the analyses that use it) and its JSON result. A later run with the same key, whose output files are all
 still there, takes the result instead of recomputing; any change — a config field, a store's
 data, a line of code — recomputes the step.
 """
@@ -10,14 +10,15 @@ data, a line of code — recomputes the step.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .experiment import _jsonable
-from .store import atomic_write_text
+from ppairs_lens.io.outputs import _jsonable
+from ppairs_lens.io.atomic import atomic_write_text
 
 
 def _plain(obj: Any) -> Any:
@@ -34,30 +35,30 @@ def _plain(obj: Any) -> Any:
 
 
 @cache
-def code_digest() -> str:
-    """Digest of the Python sources of ``ppairs_lens`` and ``analyses`` (a code change must
+def code_digest(*packages: str) -> str:
+    """Digest of the Python sources of the named importable packages (a code change must
     invalidate remembered results)."""
-    root = Path(__file__).resolve().parent
-    files = sorted(root.rglob("*.py"))
-    other = root.parent / "analyses"
-    if other.is_dir():
-        files += sorted(other.rglob("*.py"))
     h = hashlib.sha256()
-    for f in files:
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    for name in packages:
+        root = Path(importlib.import_module(name).__file__).resolve().parent
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
 
 class StepCache:
-    """Records of finished steps in ``folder`` (one JSON file per step name)."""
+    """Records of finished steps in ``folder`` (one JSON file per step name); a step's key
+    includes the source of ``code_packages``, so any code change there recomputes it."""
 
-    def __init__(self, folder: str | Path, enabled: bool = True):
+    def __init__(self, folder: str | Path, enabled: bool = True,
+                 code_packages: Sequence[str] = ("ppairs_lens",)):
         self.folder = Path(folder)
         self.enabled = enabled
+        self.code_packages = tuple(code_packages)
 
-    @staticmethod
-    def key(name: str, **inputs: Any) -> str:
-        blob = json.dumps({"step": name, "inputs": _plain(inputs), "code": code_digest()},
+    def key(self, name: str, **inputs: Any) -> str:
+        blob = json.dumps({"step": name, "inputs": _plain(inputs),
+                           "code": code_digest(*self.code_packages)},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -31,32 +31,13 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 
-from . import __version__
-from .errors import StoreError
+from ppairs_lens import __version__
+from ppairs_lens.errors import StoreError
+from ppairs_lens.io.atomic import atomic_write_text
 
 #: Fields that must agree between a store on disk and a harvest that wants to write into it.
 IDENTITY_FIELDS = ("model", "dataset_fingerprint", "template_hash", "hook_names", "d_model",
                    "dtype", "n_pairs", "shard_size")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def _tensor_sha(t: Tensor) -> str:

@@ -1,0 +1,1 @@
+"""Held-out evaluation: leak-aware splits and metrics with confidence intervals."""

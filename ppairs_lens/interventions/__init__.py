@@ -1,0 +1,1 @@
+"""Interventions on the residual stream through TransformerLens hooks: directional ablation."""

@@ -1,0 +1,1 @@
+"""Writing results: atomic files, configs and tables, figures, and the step cache."""

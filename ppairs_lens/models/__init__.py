@@ -1,0 +1,1 @@
+"""Models: loading (embedded default, any HF id or folder), the tiny test model."""

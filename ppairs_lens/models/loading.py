@@ -1,0 +1,87 @@
+"""Loading a model: the embedded SmolLM2 default, or any HF id or local folder.
+
+Every model is a TransformerLens ``TransformerBridge``; the rest of the package touches it only
+through hook names, ``run_with_cache`` and ``hooks``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ppairs_lens.errors import ModelLoadError
+from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
+
+
+def load_tokenizer(name: str | None = None):
+    """The tokenizer of ``name`` (default: the embedded model), offline where cached."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(embedded_model_dir()) if name is None else name)
+
+
+def load_model(
+    name: str | None = None,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device | None = None,
+    device_map: str | dict | None = None,
+    n_devices: int | None = None,
+    max_memory: dict | None = None,
+    offload_folder: str | None = None,
+):
+    """A TransformerBridge for ``name``: None for the embedded SmolLM2, else an HF id or folder.
+
+    Multi-device placement (``device_map``, ``n_devices``, ``max_memory``, ``offload_folder``)
+    passes through to TransformerBridge's accelerate-based loader.
+    """
+    from transformer_lens.model_bridge import TransformerBridge
+
+    source = str(embedded_model_dir()) if name is None else name
+    kwargs: dict = {"dtype": dtype}
+    if device_map is not None or n_devices is not None:
+        kwargs.update(device_map=device_map, n_devices=n_devices, max_memory=max_memory,
+                      offload_folder=offload_folder)
+    elif device is not None:
+        kwargs["device"] = device
+    local = Path(source).expanduser()
+    if not local.exists() and (source.startswith((".", "/", "~")) or source.count("/") > 1):
+        raise ModelLoadError(f"cannot load model {name!r}: no such folder {local}")
+    try:
+        bridge = TransformerBridge.boot_transformers(source, **kwargs)
+    except (OSError, ValueError) as e:
+        hint = ("the folder has no loadable model (config.json with a model_type, weights, "
+                "tokenizer)" if local.exists() else
+                "it is not a local folder and could not be fetched from the model hub (offline?)."
+                " Download it where you have a hub (`huggingface-cli download NAME --local-dir "
+                "DIR`) and pass the folder, or use load_model() for the embedded default")
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelLoadError(f"cannot load model {name!r}: {hint}. "
+                             f"({e.__class__.__name__}: {first})") from e
+    bridge.eval()
+    _point_cfg_device_at_execution_device(bridge)
+    bridge.ppairs_model_name = EMBEDDED_MODEL_NAME if name is None else name
+    return bridge
+
+
+def _point_cfg_device_at_execution_device(bridge) -> None:
+    """Make ``cfg.device`` a real device when the embedding is offloaded to disk.
+
+    The bridge records the embedding weight's device as ``cfg.device``; accelerate leaves a
+    disk-offloaded weight on ``meta`` (a placeholder without data), and token tensors built
+    there cannot be copied anywhere. Accelerate runs that module on its hook's execution
+    device, so inputs belong there.
+    """
+    if str(getattr(bridge.cfg, "device", "")) != "meta":
+        return
+    hf = bridge.original_model
+    hooks = [getattr(m, "_hf_hook", None) for m in (hf.get_input_embeddings(), *hf.modules())]
+    devices = [h.execution_device for h in hooks
+               if getattr(h, "execution_device", None) is not None]
+    bridge.cfg.device = str(torch.device(devices[0] if devices else "cpu"))
+
+
+def model_name(bridge) -> str:
+    """The name a bridge was loaded under (recorded in stores and probes)."""
+    return getattr(bridge, "ppairs_model_name", None) or str(bridge.cfg.model_name)

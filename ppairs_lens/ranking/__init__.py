@@ -1,0 +1,1 @@
+"""Ranking items with pairwise preferences: PAIRS merge sort and binary-search insertion."""
