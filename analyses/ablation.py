@@ -20,9 +20,9 @@ whether the model's own prompted answer changes. Here, for each dataset:
      round-off). A control that does nothing would mean the hooks do not reach the output;
 
    for every ablation ``preset`` (``"paper"``: resid_post + final norm; ``"full"``: embedding,
-   every attention and MLP output + final norm; see :mod:`ppairs_lens.interventions.ablation`). Deltas are
-   ``metric(ablated) - metric(baseline)`` on the same records, with a paired bootstrap
-   (records resampled jointly for both, by context);
+   every attention and MLP output + final norm; see :mod:`ppairs_lens.interventions.ablation`).
+   Deltas are ``metric(ablated) - metric(baseline)`` on the same records, with a paired
+   bootstrap (records resampled jointly for both, by context);
 3. optionally ("refit"), re-harvest train and test pairs under each ablation and score the
    probes at the ablated read-out and at the final norm's output, both as fitted on clean
    activations (``mode="original"``) and refitted on the ablated ones (``mode="refit"``): a
@@ -32,20 +32,9 @@ whether the model's own prompted answer changes. Here, for each dataset:
    (its training side means no longer centre the data, so the threshold moves; random
    directions do this); its AUROC, computed on the logits, ignores such a shift.
 
-Metrics per condition (on the evaluator's calibrated P(item 1)):
-
-* ``accuracy``: p within ``tie_tol`` of 0.5 counts half (an exact tie is no answer, and
-  scoring it by the ``p >= 0.5`` convention would make the positive control's accuracy the
-  fraction of label-1 pairs);
-* ``auroc`` (ties, including p within ``tie_tol`` of 0.5, count half), ``p_correct`` (mean
-  probability on the gold item);
-* ``mean_abs_dev`` (mean |p - 0.5|: how decided the model is), ``tie_fraction``
-  (|p - 0.5| <= ``tie_tol``);
-* ``p_first_choice``: mean P(first choice token) over both item orders, before calibration
-  (the position bias; 0.5 = none), which calibration hides but an ablation can move;
-* ``flip_rate`` (fraction of records whose answer differs from the baseline's) and
-  ``mean_abs_dp`` (mean |p - p_baseline|): how much the model's judgement changes, gold labels
-  aside. For these ``value`` is already a change, so ``delta == value``.
+Metrics per condition (on the evaluator's calibrated P(item 1)) and their paired-bootstrap
+changes from the baseline: :mod:`ppairs_lens.evaluation.answer_change` (accuracy, AUROC,
+p_correct, mean |p - 0.5|, tie fraction, P(first choice token), flip rate, mean |dp|).
 
 Each row also has ``abs_cos_unembedding``, |cos| between the ablated direction and the
 positive control's direction: a diagnostic only (the probe directions live in the residual
@@ -67,45 +56,34 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ppairs_lens.interventions.ablation import (
-    FINAL_NORM_HOOK,
-    ablation_hook_sets,
-    unembedding_direction,
+from analyses.ablation_plots import (
+    BASELINE,
+    CONTROL,
+    RANDOM_NULL,
+    plot_ablation,
+    read_rows,
+    summary_lines,
 )
-from ppairs_lens.errors import PPairsError, ProbeError, StoreError
-from ppairs_lens.judges.zero_shot import ZeroShotResult, zero_shot
-from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
-from ppairs_lens.evaluation.metrics import auroc, bootstrap_ci
-from ppairs_lens.models.loading import model_name
-from ppairs_lens.io.plotting import caption, color, label, style
-from ppairs_lens.probes.estimators import PROBE_KINDS
-from ppairs_lens.activations.prompts import (
-    ComparisonTemplate,
-    StatementTemplate,
-    Template,
-    build_contrast_pairs,
-    template_hash,
-)
-from ppairs_lens.data.records import TIE, Dataset
-from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.activations.pipeline import check_store_matches, store_template
+from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
-from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
+from ppairs_lens.errors import PPairsError, ProbeError
+from ppairs_lens.evaluation.answer_change import condition_rows
+from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.evaluation.sweep_scores import score_sweep_logits
+from ppairs_lens.interventions.ablation import ablation_hook_sets
+from ppairs_lens.interventions.directions import choice_unembedding_direction, random_directions
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.judges.zero_shot import ZeroShotResult, zero_shot
+from ppairs_lens.models.hook_points import FINAL_NORM_HOOK
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.probes.sweep import fit_sweep
 
-from .layer_sweep import split_store
-
-__all__ = ["AblationConfig", "ablate_store", "run_ablation", "plot_ablation", "replot",
-           "read_rows", "condition_rows", "random_directions", "summary_lines", "cli",
-           "CONDITION_ORDER"]
-
-BASELINE = "none"
-CONTROL = "unembedding"
-RANDOM_NULL = "random"
-#: Metrics whose value is itself a change from the baseline (delta == value).
-CHANGE_METRICS = ("flip_rate", "mean_abs_dp")
-#: Order of conditions in tables and figures (random_XX in between, then the summary row).
-CONDITION_ORDER = (BASELINE, *PROBE_KINDS, RANDOM_NULL, CONTROL)
+__all__ = ["AblationConfig", "ablate_store", "run_ablation", "replot", "cli"]
 
 
 @dataclass
@@ -138,143 +116,10 @@ class AblationConfig:
     model: str = ""  # filled in: the model's name
 
 
-# --------------------------------------------------------------------------------------------
-# Metrics on targets y (1 = item 1 preferred, 0 = item 2) and P(item 1)
-# --------------------------------------------------------------------------------------------
-
-def _answer(p: np.ndarray, tol: float) -> np.ndarray:
-    """1 (item 1), 0 (item 2) or 0.5 (no answer: p within ``tol`` of 0.5)."""
-    return np.where(np.abs(p - 0.5) <= tol, 0.5, (p > 0.5).astype(float))
-
-
-def _metric_fns(tol: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
-    def acc(y, p):
-        a = _answer(p, tol)
-        return float(np.mean(np.where(a == 0.5, 0.5, a == y)))
-
-    return {
-        "accuracy": acc,
-        "auroc": lambda y, p: auroc(y, np.where(np.abs(p - 0.5) <= tol, 0.5, p)),
-        "p_correct": lambda y, p: float(np.mean(np.where(y == 1, p, 1.0 - p))),
-        "mean_abs_dev": lambda y, p: float(np.mean(np.abs(p - 0.5))),
-        "tie_fraction": lambda y, p: float(np.mean(np.abs(p - 0.5) <= tol)),
-    }
-
-
-def _change_fns(tol: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
-    """Functions of (y, [p_base, p_cond]) measuring how the answers moved."""
-    return {
-        "flip_rate": lambda y, s: float(np.mean(_answer(s[:, 0], tol) != _answer(s[:, 1], tol))),
-        "mean_abs_dp": lambda y, s: float(np.mean(np.abs(s[:, 1] - s[:, 0]))),
-    }
-
-
-def condition_rows(y: np.ndarray, p_base: np.ndarray, p_cond: np.ndarray, groups: list,
-                   *, tol: float, n_boot: int, seed: int,
-                   first_base: np.ndarray | None = None, first_cond: np.ndarray | None = None
-                   ) -> list[dict]:
-    """``{metric, value, delta, lo, hi, value_lo, value_hi}`` for one condition.
-
-    ``lo``/``hi`` bound the *delta* by a paired bootstrap (the same resampled records, by
-    context, for baseline and condition); ``value_lo``/``value_hi`` bound the value itself.
-    The same ``seed`` gives every condition the same resamples. ``first_base`` /
-    ``first_cond`` (optional) are P(first choice token) per record, averaged over both item
-    orders: their mean is the metric ``p_first_choice`` (the position bias; 0.5 = none).
-    """
-    both = np.stack([p_base, p_cond], axis=1)
-    fns = dict(_metric_fns(tol))
-    if first_base is not None and first_cond is not None:
-        fns["p_first_choice"] = None  # computed from the first-choice arrays below
-    out = []
-    for name, fn in fns.items():
-        if name == "p_first_choice":
-            arr = np.stack([first_base, first_cond, first_base, first_cond], axis=1)
-            f1 = lambda yy, q: float(np.mean(q[:, 1]))  # noqa: E731
-            f0 = lambda yy, q: float(np.mean(q[:, 0]))  # noqa: E731
-        else:
-            arr, f1, f0 = both, (lambda yy, q, fn=fn: fn(yy, q[:, 1])), \
-                (lambda yy, q, fn=fn: fn(yy, q[:, 0]))
-        val = bootstrap_ci(f1, y, arr, n_boot=n_boot, seed=seed, groups=groups)
-        dlt = bootstrap_ci(lambda yy, q, f1=f1, f0=f0: f1(yy, q) - f0(yy, q), y, arr,
-                           n_boot=n_boot, seed=seed, groups=groups)
-        out.append({"metric": name, "value": val["value"], "delta": dlt["value"],
-                    "lo": dlt["lo"], "hi": dlt["hi"], "value_lo": val["lo"],
-                    "value_hi": val["hi"]})
-    for name, fn in _change_fns(tol).items():
-        ch = bootstrap_ci(fn, y, both, n_boot=n_boot, seed=seed, groups=groups)
-        out.append({"metric": name, "value": ch["value"], "delta": ch["value"], "lo": ch["lo"],
-                    "hi": ch["hi"], "value_lo": ch["lo"], "value_hi": ch["hi"]})
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Store <-> dataset plumbing
-# --------------------------------------------------------------------------------------------
-
-def store_template(store: ActivationStore) -> Template:
-    """The prompt template a store was harvested with, rebuilt from its metadata."""
-    desc = dict(store.meta["template"])
-    kind = desc.pop("kind")
-    cls = ComparisonTemplate if kind == "comparison" else StatementTemplate
-    if "choices" in desc:
-        desc["choices"] = tuple(desc["choices"])
-    template = cls(**desc)
-    if template_hash(template) != store.meta["template_hash"]:
-        raise StoreError(f"{store.path}: cannot rebuild the store's prompt template from its "
-                         "metadata (hash mismatch)")
-    return template
-
-
-def _check_match(bridge, store: ActivationStore, dataset: Dataset) -> None:
-    if store.meta["model"] != model_name(bridge):
-        raise StoreError(f"{store.path} was harvested with model {store.meta['model']!r}, but "
-                         f"the ablation runs {model_name(bridge)!r}")
-    if store.meta["dataset_fingerprint"] != dataset.fingerprint():
-        raise StoreError(f"{store.path} holds dataset {store.meta['dataset']!r} "
-                         f"(fingerprint {store.meta['dataset_fingerprint']}), not the records of "
-                         f"{dataset.name!r} ({dataset.fingerprint()}); pass the dataset the "
-                         "store was harvested from")
-    ids = [p["pair_id"] for p in store.pairs()]
-    if ids != [r.pair_id for r in dataset.records]:
-        raise StoreError(f"{store.path}: pair ids differ from the dataset's records")
-
-
 def _subset(dataset: Dataset, ids: Sequence[str], name: str) -> Dataset:
     keep = set(ids)
     return replace(dataset, name=name, records=[r for r in dataset.records if r.pair_id in keep])
 
-
-def _split_ids(store: ActivationStore, cfg: AblationConfig, test_ids: list[str]) -> list[str]:
-    """Train pair ids of the split :func:`split_store` made (same call, same seed)."""
-    pairs = [p for p in store.pairs() if p["label"] != TIE]
-    contexts = [p["context_id"] for p in pairs]
-    items = ([(p.get("item1_id"), p.get("item2_id")) for p in pairs]
-             if cfg.split_by == "item" else None)
-    train, test = train_test_split_pairs(contexts, item_ids=items, test_size=cfg.test_size,
-                                         seed=cfg.seed, by=cfg.split_by)
-    if [pairs[i]["pair_id"] for i in test] != test_ids:
-        raise RuntimeError("train/test split differs from split_store's")  # a bug, not user error
-    return [pairs[i]["pair_id"] for i in train]
-
-
-def _choice_ids(bridge, dataset: Dataset, template: Template) -> tuple[int, int]:
-    finals = {p.final_ids for p in build_contrast_pairs(bridge.tokenizer, dataset, template)}
-    if len(finals) != 1:
-        raise PPairsError(f"{dataset.name}: the choice tokens differ between records "
-                          f"({sorted(finals)[:3]}); the positive control needs one pair")
-    return next(iter(finals))
-
-
-def random_directions(n: int, d: int, seed: int) -> torch.Tensor:
-    """``n`` unit directions uniform on the sphere (own generator; no global RNG)."""
-    g = torch.Generator().manual_seed(seed)
-    r = torch.randn(n, d, generator=g, dtype=torch.float64)
-    return (r / r.norm(dim=-1, keepdim=True)).float()
-
-
-# --------------------------------------------------------------------------------------------
-# One dataset
-# --------------------------------------------------------------------------------------------
 
 def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
@@ -290,7 +135,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
         raise PPairsError(f"positions must be 'all' or 'last', got {cfg.positions!r}")
     if cfg.n_random < 1:
         raise PPairsError("n_random must be at least 1 (the null distribution)")
-    _check_match(bridge, store, dataset)
+    check_store_matches(bridge, store, dataset)
     template = store_template(store)
     settings = HarvestSettings(token_budget=cfg.token_budget)
     n_layers = int(store.meta["n_layers"])
@@ -304,7 +149,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed,
                      layers=readouts)
     test_ids = [p["pair_id"] for p in sp.pairs_test]
-    train_ids = _split_ids(store, cfg, test_ids)
+    train_ids = [p["pair_id"] for p in sp.pairs_train]
     probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, C=cfg.C, layers=readouts,
                        model_name=store.meta["model"])
     directions: dict[str, torch.Tensor] = {}
@@ -316,8 +161,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     rand = random_directions(cfg.n_random, store.d_model, cfg.seed)
     for i in range(cfg.n_random):
         directions[f"random_{i:02d}"] = rand[i]
-    choice = _choice_ids(bridge, dataset, template)
-    u = unembedding_direction(bridge, *choice)
+    u = choice_unembedding_direction(bridge, dataset, template)
 
     # -- the evaluator on (a bounded part of) the test split ------------------------------------
     test_ds = subsample_by_context(_subset(dataset, test_ids, f"{dataset.name}:test"),
@@ -417,36 +261,6 @@ def _random_summary(rows: list[dict]) -> list[dict]:
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# The probes under ablation
-# --------------------------------------------------------------------------------------------
-
-def _logit_accuracy(y: np.ndarray, z: np.ndarray) -> float:
-    return float(np.mean((z >= 0) == (y == 1)))
-
-
-def _score_probes(sweep: SweepProbes, acts: torch.Tensor, labels: np.ndarray, groups: list,
-                  cfg: AblationConfig) -> dict[tuple[str, int], dict]:
-    """``{(kind, readout position): {accuracy, auroc}}`` of a sweep over the read-outs.
-
-    AUROC is computed on the logits, not the probabilities: under an ablation a clean probe's
-    logits can shift far enough for every probability to round to 0 or 1, which would make
-    every pair a tie. Accuracy is ``logit >= 0``.
-    """
-    logits = sweep.decision_function(acts)
-    y = (np.asarray(labels) == 1).astype(float)
-    kw = dict(n_boot=cfg.n_boot, seed=cfg.seed, groups=groups)
-    out = {}
-    for k in sweep.kinds:
-        for j in range(sweep.n_layers):
-            z = logits[k][j]
-            if not np.isfinite(z).all():
-                continue  # a degenerate read-out: nothing to score
-            out[k, j] = {"accuracy": bootstrap_ci(_logit_accuracy, y, z, **kw),
-                         "auroc": bootstrap_ci(auroc, y, z, **kw)}
-    return out
-
-
 def _refit(bridge, store, dataset, template, cfg, probes, readouts, train_ids, test_ds,
            directions, u, settings) -> list[dict]:
     """Probe accuracy on activations harvested under each ablation (see the module doc)."""
@@ -470,6 +284,7 @@ def _refit(bridge, store, dataset, template, cfg, probes, readouts, train_ids, t
                   for c in [*(k for k in cfg.kinds if k in directions), *rand]]
     conds.append((CONTROL, list(cfg.presets), (u, [FINAL_NORM_HOOK])))
 
+    boot = dict(n_boot=cfg.n_boot, seed=cfg.seed)
     results: dict[str, dict] = {}
     rows = []
     for cond, presets, spec in conds:
@@ -481,10 +296,10 @@ def _refit(bridge, store, dataset, template, cfg, probes, readouts, train_ids, t
             acts = harvest_pairs(bridge, pairs, settings, hooks=hooks,
                                  final_hooks=final_hooks)[:, :, readouts]
         a_tr, a_te = acts[:n_tr], acts[n_tr:]
-        scored = {"original": _score_probes(probes, a_te, y_te, groups, cfg)}
+        scored = {"original": score_sweep_logits(probes, a_te, y_te, groups, **boot)}
         try:
             refit = fit_sweep(a_tr, y_tr, cfg.kinds, C=cfg.C, layers=readouts)
-            scored["refit"] = _score_probes(refit, a_te, y_te, groups, cfg)
+            scored["refit"] = score_sweep_logits(refit, a_te, y_te, groups, **boot)
         except ProbeError as e:
             warnings.warn(f"{name}: refit under {cond} failed: {e}")
         for mode, res in scored.items():
@@ -505,111 +320,6 @@ def _refit(bridge, store, dataset, template, cfg, probes, readouts, train_ids, t
                     if cond == BASELINE:
                         results[BASELINE, mode, kind, j, metric] = s["value"]
     return rows
-
-
-# --------------------------------------------------------------------------------------------
-# Figure and driver
-# --------------------------------------------------------------------------------------------
-
-def _short(cond: str) -> str:
-    if cond == RANDOM_NULL:
-        return "random directions (null)"
-    if cond == CONTROL:
-        return "positive control:\nunembedding diff @ ln_final"
-    return label(cond)
-
-
-_XLABEL = {
-    "accuracy": "Δ accuracy (ablated − baseline)",
-    "mean_abs_dp": "mean |p − p_baseline|",
-    "flip_rate": "fraction of answers flipped",
-}
-
-
-def plot_ablation(rows: list[dict], cfg: AblationConfig, model: str):
-    """Per dataset x plotted metric (rows) and preset (columns): the change of the metric
-    under each condition with its paired CI, the random-direction band, the positive control."""
-    import matplotlib.pyplot as plt
-
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    metrics = [m for m in cfg.plot_metrics if any(r["metric"] == m for r in rows)]
-    presets = [p for p in cfg.presets if any(r["preset"] == p for r in rows)]
-    conds = [c for c in (*cfg.kinds, RANDOM_NULL, CONTROL)
-             if any(r["condition"] == c for r in rows)]
-    panels = [(ds, m) for ds in datasets for m in metrics]
-    with style():
-        fig, axes = plt.subplots(len(panels), len(presets),
-                                 figsize=(4.3 * len(presets), (0.42 * len(conds) + 1.1)
-                                          * len(panels) + 0.3),
-                                 squeeze=False, sharey=True)
-        for i, (ds, metric) in enumerate(panels):
-            sel = {(r["preset"], r["condition"]): r for r in rows
-                   if r["dataset"] == ds and r["metric"] == metric}
-            for j, preset in enumerate(presets):
-                ax = axes[i, j]
-                base = sel.get((preset, BASELINE))
-                null = sel.get((preset, RANDOM_NULL))
-                if null:
-                    ax.axvspan(null["lo"], null["hi"], color=color("random"), alpha=0.25, lw=0,
-                               label="random directions: 2.5-97.5%")
-                    rs = [r["delta"] for r in rows if r["dataset"] == ds and r["preset"] == preset
-                          and r["metric"] == metric and r["kind"] == "random"]
-                    yk = conds.index(RANDOM_NULL)
-                    ax.scatter(rs, [yk] * len(rs), s=9, color=color("random"), zorder=3,
-                               edgecolor="k", linewidth=0.3)
-                ax.axvline(0, color="k", lw=0.7)
-                if base and metric in ("accuracy", "auroc"):
-                    ax.axvline(0.5 - base["value"], color="k", ls=":", lw=0.9,
-                               label="chance (Δ to 0.5)")
-                for yk, c in enumerate(conds):
-                    r = sel.get((preset, c))
-                    if not r:
-                        continue
-                    err = [[max(r["delta"] - r["lo"], 0)], [max(r["hi"] - r["delta"], 0)]]
-                    if c == CONTROL:
-                        ax.errorbar(r["delta"], yk, xerr=err, fmt="*", ms=10, color="#000000",
-                                    mfc="#ff7f0e", capsize=2, zorder=4)
-                        if metric not in CHANGE_METRICS:
-                            dev = next(
-                                (q["value"] for q in rows if q["dataset"] == ds
-                                 and q["preset"] == preset and q["condition"] == CONTROL
-                                 and q["metric"] == "mean_abs_dev"), float("nan"))
-                            ax.annotate(f"mean |p−0.5| = {dev:.1e}", (r["delta"], yk),
-                                        xytext=(0, 7), textcoords="offset points", fontsize=7,
-                                        ha="center")
-                    elif c == RANDOM_NULL:
-                        ax.errorbar(r["delta"], yk, fmt="|", ms=12, color="#555555", zorder=4)
-                    else:
-                        ax.errorbar(r["delta"], yk, xerr=err, fmt="o", ms=5, color=color(c),
-                                    capsize=2, zorder=4)
-                ax.set_yticks(range(len(conds)), [_short(c) for c in conds])
-                ax.set_ylim(len(conds) - 0.5, -0.5)  # first condition on top
-                if metric in ("accuracy", "auroc"):
-                    lo_x, hi_x = ax.get_xlim()
-                    ax.set_xlim(min(lo_x, -0.05), max(hi_x, 0.05))
-                ax.set_xlabel(_XLABEL.get(metric, f"Δ {metric} (ablated − baseline)"))
-                btxt = ""
-                if base and metric not in CHANGE_METRICS:
-                    btxt = (f"\nbaseline {metric} {base['value']:.3f} [{base['value_lo']:.3f}, "
-                            f"{base['value_hi']:.3f}], n={int(base['n'])}")
-                ax.set_title(f"{ds} · preset '{preset}'{btxt}")
-        handles, labels_ = axes[0, 0].get_legend_handles_labels()
-        fig.suptitle(f"Directional ablation of probe directions — {model}", y=1.05)
-        fig.tight_layout()
-        if handles:
-            fig.legend(handles, labels_, loc="lower center", ncol=len(handles), frameon=False,
-                       bbox_to_anchor=(0.5, 0.985))
-        layer = next((r["hook"] for r in rows if r["hook"]), "")
-        caption(fig, f"Calibrated zero-shot evaluator on held-out pairs; directions fitted on "
-                     f"the train split at {layer or 'read-out L-1'}; ablated at "
-                     f"{'every position' if cfg.positions == 'all' else 'the read-out token'}. "
-                     f"'paper': every resid_post + ln_final; 'full': embedding, every attn/MLP "
-                     f"output + ln_final. Bars: 95% paired bootstrap CIs by context "
-                     f"({cfg.n_boot} resamples). Band: 2.5-97.5% of {cfg.n_random} random unit "
-                     f"directions (dots). Positive control (star): the two choice tokens' "
-                     f"unembedding difference removed after the final norm only (same run in "
-                     f"both columns). Ties (|p−0.5| <= {cfg.tie_tol:g}) score half.")
-    return fig
 
 
 def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
@@ -647,20 +357,6 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     return rows, refit_rows
 
 
-def read_rows(path: str | Path) -> list[dict]:
-    """Rows of a written ``ablation.csv``, numbers as numbers (empty cells as NaN)."""
-    import csv
-
-    text_cols = {"dataset", "preset", "condition", "metric", "kind", "hooks", "hook",
-                 "positions", "mode", "probe_kind"}
-    rows = []
-    with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            rows.append({k: v if k in text_cols else (float(v) if v != "" else float("nan"))
-                         for k, v in r.items()})
-    return rows
-
-
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
     """Redraw ``ablation.{png,svg}`` in ``out`` from its ``ablation.csv`` and config."""
     from ppairs_lens.io.outputs import load_config
@@ -676,28 +372,13 @@ def replot(out: str | Path, model: str | None = None) -> list[Path]:
     return paths
 
 
-def summary_lines(rows: list[dict], metric: str = "accuracy") -> list[str]:
-    """One line per (dataset, preset, condition) of ``metric``: value and delta with CI."""
-    lines = []
-    for r in rows:
-        if r["metric"] != metric or r["kind"] == "random":
-            continue
-        rng = "range" if r["condition"] == RANDOM_NULL else "CI"
-        lines.append(f"{r['dataset']:24s} {r['preset']:6s} {r['condition']:12s} "
-                     f"{metric} {r['value']:.3f}  delta {r['delta']:+.3f} "
-                     f"{rng} [{r['lo']:+.3f}, {r['hi']:+.3f}]")
-    return lines
-
-
 def cli(args) -> None:
-    import torch as _torch
-
-    from ppairs_lens.models.loading import load_model
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.models.loading import load_model
 
     specs = args.datasets or ["larger_number", "capital_true"]
-    bridge = load_model(args.model, dtype=getattr(_torch, getattr(args, "dtype", "float32")),
+    bridge = load_model(args.model, dtype=getattr(torch, getattr(args, "dtype", "float32")),
                         device=getattr(args, "device", None))
     items = []
     for s in specs:

@@ -111,6 +111,22 @@ def _cmd_harvest(args) -> None:
           f"{store.d_model} ({state})")
 
 
+def _cmd_rank(args) -> None:
+    """PAIRS ranking on the comparison datasets, then insertion scoring on a ClimateX file:
+    two experiments, one model load."""
+    from analyses import insertion, ranking
+
+    bridge = None
+    if ranking.wants_model(args) or insertion.wants_model(args):
+        import torch
+
+        from ppairs_lens.models.loading import load_model
+
+        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device)
+    ranking.cli(args, bridge=bridge)
+    insertion.cli(args, bridge=bridge)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -118,11 +134,13 @@ def main(argv: list[str] | None = None) -> int:
             _cmd_datasets(args)
         elif args.command == "harvest":
             _cmd_harvest(args)
+        elif args.command == "rank":
+            _cmd_rank(args)
         else:
             import importlib
 
             module = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
-                      "rank": "ranking", "run": "run_all"}[args.command]
+                      "run": "run_all"}[args.command]
             importlib.import_module(f"analyses.{module}").cli(args)
     except PPairsError as e:
         # Errors we raise on purpose already say what to fix: no traceback.

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.probes.features import drop_ties
 from ppairs_lens.evaluation.metrics import evaluate, within_context_spearman
 from ppairs_lens.io.plotting import caption, color, label, style
 from ppairs_lens.probes.estimators import PROBE_KINDS
-from ppairs_lens.evaluation.splits import train_test_split_pairs
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.evaluation.layer_choice import best_layers
+from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.probes.sweep import fit_sweep
 
 
@@ -36,35 +36,6 @@ class SweepConfig:
     n_boot: int = 300
     metric: str = "accuracy"  # plotted metric: accuracy | f1 | auroc
     zero_shot: dict[str, dict] = field(default_factory=dict)  # dataset -> metrics, if measured
-
-
-@dataclass
-class StoreSplit:
-    """Held-in / held-out pairs of one store, ties dropped."""
-
-    name: str
-    acts_train: np.ndarray
-    acts_test: np.ndarray
-    labels_train: np.ndarray
-    labels_test: np.ndarray
-    pairs_test: list[dict]
-
-
-def split_store(store: ActivationStore, *, test_size: float, split_by: str, seed: int,
-                layers=None) -> StoreSplit:
-    """Load a store, drop ties and split it (by context unless told otherwise)."""
-    acts = store.load(layers)
-    pairs = store.pairs()
-    labels = np.array([p["label"] for p in pairs])
-    keep = np.flatnonzero(labels != 0)
-    acts, labels = acts[keep], labels[keep]
-    pairs = [pairs[i] for i in keep]
-    contexts = [p["context_id"] for p in pairs]
-    items = [(p.get("item1_id"), p.get("item2_id")) for p in pairs] if split_by == "item" else None
-    train, test = train_test_split_pairs(contexts, item_ids=items, test_size=test_size, seed=seed,
-                                         by=split_by)
-    return StoreSplit(store.meta["dataset"], acts[train], acts[test], labels[train],
-                      labels[test], [pairs[i] for i in test])
 
 
 def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
@@ -149,24 +120,13 @@ def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig |
     return rows
 
 
-def best_layers(rows: list[dict], metric: str = "accuracy") -> list[dict]:
-    """The best layer per (dataset, kind) by the point estimate."""
-    best: dict[tuple, dict] = {}
-    for r in rows:
-        if r["metric"] != metric:
-            continue
-        key = (r["dataset"], r["kind"])
-        if key not in best or r["value"] > best[key]["value"]:
-            best[key] = r
-    return list(best.values())
-
-
 def cli(args) -> None:
-    from ppairs_lens.models.loading import load_model
     from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.models.loading import load_model
 
-    specs = args.datasets or ["larger_number", "capital_true", "alphabetical", "story_sentiment"]
+    specs = args.datasets or list(BUILTIN_NAMES)
     bridge = load_model(args.model)
     stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
                            args.stores) for s in specs]

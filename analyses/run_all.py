@@ -13,18 +13,20 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from analyses.ablation import AblationConfig, run_ablation, summary_lines
+from analyses.ablation import AblationConfig, run_ablation
+from analyses.ablation_plots import summary_lines
 from analyses.cross_dataset import TransferConfig, run_transfer
-from analyses.layer_sweep import SweepConfig, best_layers, run_sweep, split_store
+from analyses.layer_sweep import SweepConfig, run_sweep
 from analyses.ranking import RankingConfig, run_ranking
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.activations.pipeline import ensure_store
+from ppairs_lens.data import BUILTIN_NAMES
 from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
-
-BUILTINS = ("larger_number", "capital_true", "alphabetical", "story_sentiment")
+from ppairs_lens.evaluation.layer_choice import best_layers
+from ppairs_lens.evaluation.store_split import split_store
 
 
 @dataclass
@@ -32,7 +34,7 @@ class StudyConfig:
     """The whole study; saved as ``study.config.json`` beside the outputs."""
 
     model: str | None = None  # None: the embedded SmolLM2-135M-Instruct
-    datasets: list[str] = field(default_factory=lambda: list(BUILTINS))
+    datasets: list[str] = field(default_factory=lambda: list(BUILTIN_NAMES))
     max_pairs: int | None = None  # per dataset (whole contexts, seeded)
     stores: str = "stores"
     out: str = "figures"
@@ -168,5 +170,5 @@ def cli(args) -> None:
     cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores, seed=args.seed,
                       max_pairs=args.max_pairs)
     if args.datasets:
-        cfg.datasets = list(BUILTINS) + [d for d in args.datasets if d not in BUILTINS]
+        cfg.datasets = list(BUILTIN_NAMES) + [d for d in args.datasets if d not in BUILTIN_NAMES]
     run(quick(cfg) if args.quick else cfg, reuse=not getattr(args, "recompute", False))

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import torch
 
-from ppairs_lens.activations.harvest import DEFAULT_TOKEN_BUDGET, hook_names
+from ppairs_lens.activations.harvest import DEFAULT_TOKEN_BUDGET
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.data.records import Dataset, ScoredItem
+from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -63,7 +64,7 @@ def summeval_like(n_articles: int, n_summaries: int, seed: int = 0) -> Dataset:
                    context_name="article", source=source)
 
 
-def _sync() -> None:
+def sync_device() -> None:
     # GPU work is asynchronous: a clock read before it finishes would time only the launches.
     if torch.cuda.is_available():
         torch.cuda.synchronize()
@@ -73,10 +74,10 @@ def timed(fn: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
     """Best wall time of ``repeat`` runs (seconds) and the last result."""
     best, out = float("inf"), None
     for _ in range(repeat):
-        _sync()
+        sync_device()
         t = time.perf_counter()
         out = fn()
-        _sync()
+        sync_device()
         best = min(best, time.perf_counter() - t)
     return best, out
 
@@ -113,7 +114,7 @@ def batched_two_sided(bridge, pairs: Sequence[ContrastPair],
                       token_budget: int = DEFAULT_TOKEN_BUDGET) -> torch.Tensor:
     """Both full prompts of every pair, length-sorted right-padded batches, hooks keeping only
     the last real position (a lean harvester without prefix sharing)."""
-    names = hook_names(bridge.cfg.n_layers)
+    names = hook_points(READOUT_PRESET, bridge.cfg.n_layers)
     dev = next(bridge.parameters()).device
     seqs = [(i, s, list(p.prefix_ids) + [p.final_ids[s]]) for i, p in enumerate(pairs)
             for s in range(2)]

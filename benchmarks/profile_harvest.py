@@ -13,7 +13,7 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.common import _sync, summeval_like
+from benchmarks.common import sync_device, summeval_like
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.models.loading import load_model
 from ppairs_lens.activations.prompts import build_contrast_pairs
@@ -33,15 +33,15 @@ def main(argv=None) -> None:
     bridge.original_model.register_forward_hook(lambda *a: passes.__setitem__(0, passes[0] + 1))
     harvest_pairs(bridge, pairs[:20])  # warm-up
     passes[0] = 0
-    _sync()
+    sync_device()
     t = time.perf_counter()
     harvest_pairs(bridge, pairs)
-    _sync()
+    sync_device()
     wall = time.perf_counter() - t
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     with profile(activities=acts) as prof:
         harvest_pairs(bridge, pairs)
-        _sync()
+        sync_device()
     sort = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
     print(f"{len(pairs)} pairs: {passes[0]} forward passes, wall {wall:.2f} s (unprofiled)")
     print(prof.key_averages().table(sort_by=sort, row_limit=args.rows, max_name_column_width=60))

@@ -1,3 +1,87 @@
-"""ppairs-lens: PPairS (pairwise preference search with linear probing) on TransformerLens."""
+"""ppairs-lens: PPairS (pairwise preference search with linear probing) on TransformerLens.
+
+``import ppairs_lens as pl`` gives the public API in one namespace::
+
+    model = pl.load_model()                                   # embedded SmolLM2
+    store = pl.ensure_store(model, pl.builtin_dataset("larger_number"), "stores")
+    probes = pl.fit_sweep(store.load(), store.labels())       # every kind, every layer
+
+Each name lives in the subpackage that does its job (see docs/architecture.md) and is
+imported on first use, so ``import ppairs_lens`` stays cheap and loads no torch model code
+until a name that needs it is touched.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    # models
+    "load_model": "ppairs_lens.models.loading",
+    "load_tokenizer": "ppairs_lens.models.loading",
+    "model_name": "ppairs_lens.models.loading",
+    "tiny_model": "ppairs_lens.models.tiny",
+    "hook_points": "ppairs_lens.models.hook_points",
+    # data
+    "Comparison": "ppairs_lens.data.records",
+    "Statement": "ppairs_lens.data.records",
+    "ScoredItem": "ppairs_lens.data.records",
+    "Dataset": "ppairs_lens.data.records",
+    "builtin_dataset": "ppairs_lens.data.builtin",
+    "load_dataset": "ppairs_lens.data.formats",
+    "load_dataset_spec": "ppairs_lens.data.specs",
+    # activations
+    "ComparisonTemplate": "ppairs_lens.activations.prompts",
+    "StatementTemplate": "ppairs_lens.activations.prompts",
+    "build_contrast_pairs": "ppairs_lens.activations.prompts",
+    "HarvestSettings": "ppairs_lens.activations.harvest",
+    "harvest_pairs": "ppairs_lens.activations.harvest",
+    "ActivationStore": "ppairs_lens.activations.store",
+    "harvest_dataset": "ppairs_lens.activations.pipeline",
+    "ensure_store": "ppairs_lens.activations.pipeline",
+    # probes
+    "SupervisedProbe": "ppairs_lens.probes.estimators",
+    "PCAProbe": "ppairs_lens.probes.estimators",
+    "MassMeanProbe": "ppairs_lens.probes.estimators",
+    "make_probe": "ppairs_lens.probes.estimators",
+    "PROBE_KINDS": "ppairs_lens.probes.estimators",
+    "fit_sweep": "ppairs_lens.probes.sweep",
+    "SweepProbes": "ppairs_lens.probes.sweep",
+    # evaluation
+    "train_test_split_pairs": "ppairs_lens.evaluation.splits",
+    "split_store": "ppairs_lens.evaluation.store_split",
+    "evaluate": "ppairs_lens.evaluation.metrics",
+    "spearman": "ppairs_lens.evaluation.metrics",
+    # judges
+    "zero_shot": "ppairs_lens.judges.zero_shot",
+    "evaluate_zero_shot": "ppairs_lens.judges.zero_shot",
+    "ProbeComparator": "ppairs_lens.judges.comparators",
+    "ZeroShotComparator": "ppairs_lens.judges.comparators",
+    # interventions
+    "ablate": "ppairs_lens.interventions.ablation",
+    "ablation_hooks": "ppairs_lens.interventions.ablation",
+    "reject": "ppairs_lens.interventions.ablation",
+    # ranking
+    "merge_sort": "ppairs_lens.ranking.merge_sort",
+    "beam_merge_sort": "ppairs_lens.ranking.merge_sort",
+    "insertion_score": "ppairs_lens.ranking.insertion",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ppairs_lens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -6,11 +6,11 @@ from ppairs_lens.interventions.ablation import (
     ablate,
     ablation_hook_sets,
     ablation_hooks,
-    hook_points,
     orthonormal_basis,
     reject,
     unembedding_direction,
 )
+from ppairs_lens.models.hook_points import hook_points
 from ppairs_lens.judges.zero_shot import (
     choice_probabilities,
     evaluate_zero_shot,
@@ -69,7 +69,7 @@ def test_hook_points_presets():
     assert hook_points("full", 2) == ["hook_embed", "blocks.0.hook_attn_out",
                                       "blocks.0.hook_mlp_out", "blocks.1.hook_attn_out",
                                       "blocks.1.hook_mlp_out", "ln_final.hook_out"]
-    with pytest.raises(ValueError, match="unknown ablation preset"):
+    with pytest.raises(ValueError, match="unknown hook preset"):
         hook_points("everything", 2)
 
 

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.ablation import (BASELINE, CONTROL, RANDOM_NULL, AblationConfig, condition_rows,
-                               random_directions, run_ablation)
+from analyses.ablation import AblationConfig, run_ablation
+from analyses.ablation_plots import BASELINE, CONTROL, RANDOM_NULL
+from ppairs_lens.activations.pipeline import harvest_dataset
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.pipeline import harvest_dataset
+from ppairs_lens.evaluation.answer_change import condition_rows
+from ppairs_lens.interventions.directions import random_directions
 from ppairs_lens.probes.estimators import PROBE_KINDS
 
 N_RANDOM = 3
@@ -149,7 +151,8 @@ def test_refuses_a_store_of_other_records(ablation_run, tiny, tmp_path):
 
 
 def test_replot_from_saved_files(ablation_run):
-    from analyses.ablation import read_rows, replot
+    from analyses.ablation import replot
+    from analyses.ablation_plots import read_rows
 
     rows, _, out, _, _, _ = ablation_run
     (out / "ablation.png").unlink()

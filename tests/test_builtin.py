@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from ppairs_lens.data import BUILTIN, builtin_dataset, load_dataset
+from ppairs_lens.data import BUILTIN, BUILTIN_NAMES, builtin_dataset, load_dataset
 from ppairs_lens.data.builtin import CAPITALS, WORDS
 from ppairs_lens.errors import DataError
 from ppairs_lens.data.records import ITEM1, ITEM2, Comparison
@@ -24,6 +24,7 @@ def loser(r: Comparison) -> str:
 def test_builtin_basics(name: str) -> None:
     ds = builtin_dataset(name)
     assert len(BUILTIN) >= 4 and ds.name == name and ds.kind == "comparison"
+    assert BUILTIN_NAMES == tuple(BUILTIN)  # the default list, in listing order
     assert len(ds) >= 200
     labels = Counter(ds.labels())
     assert set(labels) == {ITEM1, ITEM2} and abs(labels[ITEM1] - labels[ITEM2]) <= 1

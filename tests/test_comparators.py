@@ -1,4 +1,5 @@
-"""Preferences on demand (ppairs_lens.judges.comparators) and the scoring baselines (baselines).
+"""Preferences on demand (ppairs_lens.judges.comparators, context_cache, lockstep) and the
+scoring baselines (ppairs_lens.judges.scoring).
 
 All on the tiny random model: the numbers are meaningless, but caching, cost accounting and
 agreement with the plain harvest / forward pass are exact properties.
@@ -13,20 +14,17 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.judges.scoring import ScoreTemplate, score_items, score_prompt
-from ppairs_lens.judges.comparators import (
-    ContextKV,
-    ProbeComparator,
-    ZeroShotComparator,
-    run_lockstep,
-)
-from ppairs_lens.errors import TemplateError
-from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.activations.harvest import harvest_pairs
-from ppairs_lens.probes.estimators import make_probe
 from ppairs_lens.activations.prompts import build_contrast_pairs
-from ppairs_lens.ranking.sorting import beam_merge_sort, merge_sort
 from ppairs_lens.data.records import Comparison, Dataset, ScoredItem
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.judges.comparators import ProbeComparator, ZeroShotComparator
+from ppairs_lens.judges.context_cache import ContextKV
+from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.scoring import ScoreTemplate, score_items, score_prompt
+from ppairs_lens.judges.zero_shot import zero_shot
+from ppairs_lens.probes.estimators import make_probe
+from ppairs_lens.ranking.merge_sort import beam_merge_sort, merge_sort
 
 LAYER = 1
 META = Dataset("meta", "comparison", [], aspect="positive", item_name="sentence",
@@ -35,7 +33,7 @@ _FEEL = ["It was awful.", "It was dull.", "It was fine.", "It was nice.", "It wa
          "It was the best day ever.", "It was sad.", "It was okay, I guess."]
 
 
-def _items(n_ctx: int = 3, per: int = 8) -> dict[str, ScoredItem]:
+def scored_items(n_ctx: int = 3, per: int = 8) -> dict[str, ScoredItem]:
     out = {}
     for c in range(n_ctx):
         ctx = f"Sam went to the park number {c} with a friend and stayed all afternoon."
@@ -46,7 +44,7 @@ def _items(n_ctx: int = 3, per: int = 8) -> dict[str, ScoredItem]:
     return out
 
 
-def _dataset(items: dict[str, ScoredItem], pairs) -> Dataset:
+def comparisons_of(items: dict[str, ScoredItem], pairs) -> Dataset:
     recs = [Comparison(f"{a}|{b}", items[a].text, items[b].text, 1 if i % 2 else 2,
                        context=items[a].context, context_id=items[a].context_id, item1_id=a,
                        item2_id=b) for i, (a, b) in enumerate(pairs)]
@@ -55,10 +53,10 @@ def _dataset(items: dict[str, ScoredItem], pairs) -> Dataset:
 
 @pytest.fixture(scope="module")
 def setup(tiny):
-    items = _items()
+    items = scored_items()
     ids = list(items)
     train_pairs = [(ids[i], ids[j]) for i in range(0, 8) for j in range(i + 1, 8)][:16]
-    ds = _dataset(items, train_pairs)
+    ds = comparisons_of(items, train_pairs)
     acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, ds))
     probe = make_probe("mass_mean").fit(acts[:, :, LAYER], np.array(ds.labels()), layer=LAYER)
     return items, probe
@@ -83,7 +81,7 @@ def test_probe_comparator_matches_probe_on_harvested_pairs_and_caches(tiny, setu
     pairs = [("c1/s0", "c1/s3"), ("c1/s5", "c1/s2"), ("c2/s1", "c2/s7")]
     comp = ProbeComparator(tiny, probe, LAYER, items, META)
     got = [comp(a, b) for a, b in pairs]
-    ref_acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, _dataset(items, pairs)))
+    ref_acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, comparisons_of(items, pairs)))
     want = probe.predict_proba(ref_acts[:, :, LAYER])[:, 1]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     for k, (a, b) in enumerate(pairs):
@@ -179,7 +177,7 @@ def test_zero_shot_comparator_equals_the_evaluator(tiny, setup):
     pairs = [("c0/s0", "c0/s2"), ("c2/s6", "c2/s3")]
     comp = ZeroShotComparator(tiny, items, META)
     got = [comp(a, b) for a, b in pairs]
-    want = zero_shot(tiny, _dataset(items, pairs)).p
+    want = zero_shot(tiny, comparisons_of(items, pairs)).p
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert comp.n_rows == 4  # calibrated: two prompts per comparison
 

@@ -14,13 +14,13 @@ from analyses.cross_dataset import (
     TransferConfig,
     cosine_rows,
     fit_store,
-    random_reference,
     run_transfer,
     summarize,
     transfer_rows,
 )
-from ppairs_lens.errors import ProbeError, StoreError
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.errors import ProbeError, StoreError
+from ppairs_lens.probes.direction_similarity import random_reference
 
 D = 32          # d_model of the synthetic stores
 N = 400         # pairs per store (2 per context)

@@ -22,7 +22,7 @@ from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.probes.sweep import fit_sweep
 
 from .conftest import small_comparisons
-from .test_comparators import LAYER, META, _dataset, _items
+from .test_comparators import LAYER, META, comparisons_of, scored_items
 from .test_sweep import planted_layers
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -58,9 +58,9 @@ def test_ablated_logits_on_cuda_equal_cpu(tiny, gpu_tiny, positions):
 
 
 def test_probe_comparator_on_cuda_equals_cpu(tiny, gpu_tiny):
-    items = _items()
+    items = scored_items()
     ids = list(items)
-    ds = _dataset(items, [(ids[i], ids[j]) for i in range(8) for j in range(i + 1, 8)][:16])
+    ds = comparisons_of(items, [(ids[i], ids[j]) for i in range(8) for j in range(i + 1, 8)][:16])
     acts = harvest_pairs(tiny, build_contrast_pairs(tiny.tokenizer, ds))
     probe = make_probe("mass_mean").fit(acts[:, :, LAYER], np.array(ds.labels()), layer=LAYER)
     asks = [("c1/s0", "c1/s3"), ("c1/s5", "c1/s2"), ("c2/s1", "c2/s7")]

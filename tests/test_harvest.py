@@ -7,10 +7,10 @@ from ppairs_lens.activations.harvest import (
     HarvestSettings,
     NonFiniteActivationError,
     harvest_pairs,
-    hook_names,
     reference_activations,
 )
 from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 
 from .conftest import small_comparisons
 
@@ -44,7 +44,7 @@ def test_sides_differ_and_last_readout_is_final_norm(tiny):
     pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
     acts = harvest_pairs(tiny, pairs)
     assert not torch.allclose(acts[:, 0], acts[:, 1])
-    assert hook_names(2) == ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post",
+    assert hook_points(READOUT_PRESET, 2) == ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post",
                              "ln_final.hook_out"]
 
 
@@ -74,13 +74,13 @@ def test_big_shared_context_group_equals_reference(tiny):
     """A context shared by >= MIN_GROUP_ROWS pairs runs once for all of them (not pooled)."""
     from dataclasses import replace
 
-    from ppairs_lens.activations.prefix_sharing import MIN_GROUP_ROWS, _groups
+    from ppairs_lens.activations.prefix_sharing import MIN_GROUP_ROWS, share_groups
 
     ds = small_comparisons(12, with_context=False)
     article = "A long shared article about the numbers below. " * 3
     ds.records = [replace(r, context=article, context_id="art") for r in ds.records]
     pairs = build_contrast_pairs(tiny.tokenizer, ds)
-    groups = list(_groups([p.prefix_ids for p in pairs], [p.group for p in pairs], True))
+    groups = list(share_groups([p.prefix_ids for p in pairs], [p.group for p in pairs], True))
     assert len(groups) == 1 and len(groups[0][0]) == 12 >= MIN_GROUP_ROWS
     assert groups[0][1] > 40  # the article is in the shared prefix
     acts = harvest_pairs(tiny, pairs, HarvestSettings(token_budget=200))

@@ -16,25 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppairs_lens.data import (
-    BUILTIN,
-    FORMATS,
-    DataWarning,
-    comparisons_within_contexts,
-    load_climatex,
-    load_dataset,
-    load_mctaco,
-    load_pairwise_json,
-    load_scored_items,
-    load_story_cloze,
-    load_true_false_csv,
-    read_climatex,
-    read_scored_items,
-    scored_item_aspects,
-    sniff_format,
-)
-from ppairs_lens.errors import DataError
+from ppairs_lens.data.builtin import BUILTIN
+from ppairs_lens.data.climatex import load_climatex, read_climatex
+from ppairs_lens.data.formats import FORMATS, load_dataset, sniff_format
+from ppairs_lens.data.mctaco import load_mctaco
+from ppairs_lens.data.pairwise import load_pairwise_json
+from ppairs_lens.data.reading import DataWarning
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, ScoredItem
+from ppairs_lens.data.scored_items import (comparisons_within_contexts, load_scored_items,
+                                           read_scored_items, scored_item_aspects)
+from ppairs_lens.data.story_cloze import load_story_cloze
+from ppairs_lens.data.true_false import load_true_false_csv
+from ppairs_lens.errors import DataError
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 FAST = settings(max_examples=40, deadline=None,

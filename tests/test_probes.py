@@ -6,19 +6,26 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.probes.features import contrast_features, drop_ties, labels_to_targets, side_means
+from ppairs_lens.probes import principal
+from ppairs_lens.probes.calibration import fit_logistic_scale
 from ppairs_lens.probes.estimators import (
     PROBE_KINDS,
     MassMeanProbe,
     PCAProbe,
     SupervisedProbe,
-    fit_logistic_scale,
     make_probe,
-    top_principal_direction,
 )
+from ppairs_lens.probes.features import (
+    contrast_features,
+    drop_ties,
+    labels_to_targets,
+    side_means,
+)
+from ppairs_lens.probes.principal import top_principal_direction
 
 
 def _unit(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -129,12 +136,16 @@ def test_centring_matters():
 
 
 def test_supervised_is_sklearn_logistic_regression_on_centred_differences():
+    """The probe runs to convergence (Newton, tol 1e-9): it is scikit-learn's estimator with
+    the same settings run to convergence too, by its own Newton solver (lbfgs stops short:
+    at its default tol=1e-4 by ~1e-2, and even at tol=1e-12 by ~1e-6 relative here)."""
     acts, labels, _ = planted(n=400, d=16, seed=3)
     probe = SupervisedProbe(C=0.3).fit(acts, labels)
     x = acts.double()
     feats = contrast_features(x, *side_means(x)).numpy()
     lr = LogisticRegression(C=0.3, fit_intercept=False, class_weight="balanced",
-                            max_iter=1000).fit(feats, (labels == 1).astype(int))
+                            solver="newton-cholesky", tol=1e-12, max_iter=1000
+                            ).fit(feats, (labels == 1).astype(int))
     np.testing.assert_allclose(probe.coef_, lr.coef_[0], rtol=1e-6, atol=1e-9)
     assert probe.intercept_ == 0.0
     np.testing.assert_allclose(probe.decision_function(acts), lr.decision_function(feats),
@@ -255,6 +266,17 @@ def test_refuses_non_finite_ties_and_bad_kinds():
         make_probe("pca", C=1.0)
 
 
+def test_supervised_refuses_an_intercept_and_warns_when_not_converged():
+    acts, labels, _ = planted(n=200, d=8, seed=14)
+    with pytest.raises(ProbeError, match="fit_intercept"):
+        SupervisedProbe(fit_intercept=True).fit(acts, labels)
+    with pytest.raises(ProbeError, match="class_weight"):
+        SupervisedProbe(class_weight={1: 2.0}).fit(acts, labels)
+    assert 1 <= SupervisedProbe().fit(acts, labels).n_iter_ < 100
+    with pytest.warns(ConvergenceWarning, match="did not converge in 1 Newton"):
+        SupervisedProbe(max_iter=1).fit(acts, labels)
+
+
 def test_randomized_pca_path_matches_exact():
     """Above ``exact_max`` the top component comes from seeded subspace iteration."""
     acts, labels, _ = planted(n=300, d=64, seed=13)
@@ -269,28 +291,31 @@ def test_randomized_pca_path_matches_exact():
     assert abs(float(top_principal_direction(wide) @ torch.linalg.svd(wide)[2][0])) > 1 - 1e-8
 
 
-def test_top_eigenvector_krylov_path_and_exact_fallback(monkeypatch):
-    """Matrices larger than the Krylov subspace get their top Ritz vector, equal to LAPACK's
-    eigenvector; those it leaves short of the tolerance (a zero matrix, a small gap) are
-    solved exactly."""
-    import ppairs_lens.probes.estimators as probes
-
+def test_top_eigenvector_arpack_path_and_exact_fallback(monkeypatch):
+    """Matrices larger than ``EXACT_EIG_MAX`` get ARPACK's top eigenvector, equal to LAPACK's;
+    those ARPACK cannot do (a zero matrix) are solved exactly, and tiny ones only exactly."""
     rng = np.random.default_rng(0)
-    m = 3 * probes.KRYLOV_BLOCK * probes.KRYLOV_STEPS
+    m = 3 * principal.EXACT_EIG_MAX
     q = np.linalg.qr(rng.normal(size=(3, m, m)))[0]
     vals = np.sort(rng.random((3, m)), -1) * np.array([[1.0], [1.0], [0.0]])
     vals[:, -1] = [5.0, 1.2, 0.0]           # clear gap; small gap (ratio 1.2); zero matrix
     a = torch.tensor(np.einsum("bij,bj,bkj->bik", q, vals, q))
     exact_calls = []
-    real = probes._exact_top_eigenvectors
-    monkeypatch.setattr(probes, "_exact_top_eigenvectors",
+    real = principal.exact_top_eigenvectors
+    monkeypatch.setattr(principal, "exact_top_eigenvectors",
                         lambda f: (exact_calls.append(len(f)), real(f))[1])
-    probes.top_eigenvector(a[:1])
-    assert exact_calls == []                  # a clear gap: the Krylov subspace suffices
-    v = probes.top_eigenvector(a)
-    assert exact_calls and exact_calls[0] >= 1   # the zero matrix (and maybe the small gap)
+    principal.top_eigenvector(a[:2])
+    assert exact_calls == []                  # gaps, small or not: ARPACK suffices
+    v = principal.top_eigenvector(a)
+    assert exact_calls == [1]                 # the zero matrix
     assert torch.isfinite(v).all()
     for b in range(2):
         ref = torch.tensor(q[b, :, -1])
         assert abs(float(v[b] @ ref)) > 1 - 1e-12
         assert abs(float(v[b].norm()) - 1) < 1e-12
+    # A matrix's result does not depend on the others in its batch (one shared start vector).
+    torch.testing.assert_close(principal.top_eigenvector(a[1:2])[0], v[1], rtol=0, atol=0)
+    small = a[:1, :8, :8]
+    exact_calls.clear()
+    principal.top_eigenvector(small)
+    assert exact_calls == [1]

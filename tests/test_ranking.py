@@ -1,4 +1,4 @@
-"""Tests for ppairs_lens.ranking.sorting: PAIRS merge sort, beam search, insertion, metrics.
+"""Tests for ppairs_lens.ranking: PAIRS merge sort, beam search, insertion, slope and bias.
 
 Synthetic comparators stand in for a probe: hidden scores give the truth, and noise is made
 deterministic per pair with a seeded hash so every run sees the same comparisons.
@@ -15,17 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppairs_lens.ranking.sorting import (
-    DEFAULT_BEAM_SIZE,
-    DEFAULT_UNCERTAINTY,
-    CountingComparator,
-    beam_merge_sort,
-    insertion_score,
-    merge_sort,
-    slope_bias,
-    spearman,
-    swap_calibrated,
-)
+from ppairs_lens.evaluation.metrics import spearman
+from ppairs_lens.judges.calibration import swap_calibrated
+from ppairs_lens.ranking.insertion import insertion_score, slope_bias
+from ppairs_lens.ranking.merge_sort import (DEFAULT_BEAM_SIZE, DEFAULT_UNCERTAINTY,
+                                            CountingComparator, beam_merge_sort, merge_sort)
 
 Comparator = Callable[[Hashable, Hashable], float]
 
@@ -305,7 +299,7 @@ def test_insertion_refuses_missing_references() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Metrics
+# Slope and bias of insertion levels
 # ---------------------------------------------------------------------------------------------
 
 
@@ -316,14 +310,3 @@ def test_slope_bias() -> None:
     slope, bias = slope_bias([2 * t for t in true], true)
     assert slope == pytest.approx(2.0) and bias == pytest.approx(float(np.mean(true)))
     assert math.isnan(slope_bias([1, 2], [1, 1])[0])
-
-
-def test_spearman_shapes_agree() -> None:
-    gold = {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}
-    assert spearman(["a", "b", "c", "d"], gold) == pytest.approx(1.0)
-    assert spearman(["d", "c", "b", "a"], gold) == pytest.approx(-1.0)
-    assert spearman({"a": 10, "b": 5, "c": 4, "d": -1}, gold) == pytest.approx(1.0)
-    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
-    assert math.isnan(spearman([1], [1]))
-    with pytest.raises(ValueError):
-        spearman(["a", "z"], gold)

@@ -1,4 +1,5 @@
-"""analyses/ranking.py end to end on the tiny model: ranking table (a) and insertion table (b)."""
+"""analyses/ranking.py and analyses/insertion.py end to end on the tiny model: the ranking
+table and the insertion table."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import math
 
 import pytest
 
-from analyses.ranking import (INSERTION_METHODS, RANKING_METHODS, InsertionConfig,
-                              RankingConfig, run_insertion, run_ranking)
+from analyses.insertion import INSERTION_METHODS, InsertionConfig, run_insertion
+from analyses.ranking import RANKING_METHODS, RankingConfig, run_ranking
 
 _WORDS = ["The council met.", "Taxes rose sharply.", "A bridge was built.",
           "Fans cheered loudly.", "The storm passed.", "Prices fell again."]

@@ -7,13 +7,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
-
 from sklearn.linear_model import LogisticRegression
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.probes.features import contrast_features, side_means
 from ppairs_lens.probes.estimators import PROBE_KINDS, SupervisedProbe, make_probe
-from ppairs_lens.probes.sweep import batched_logistic_regression, fit_sweep
+from ppairs_lens.probes.features import contrast_features, side_means
+from ppairs_lens.probes.logistic import batched_logistic_regression
+from ppairs_lens.probes.sweep import fit_sweep
 
 
 def planted_layers(n: int = 600, n_layers: int = 4, d: int = 24, *, seed: int = 0,
@@ -50,16 +50,42 @@ def sweep(data):
 
 
 def test_sweep_matches_sklearn_loop_on_every_layer(data, sweep):
+    """Against scikit-learn's default lbfgs (tol 1e-4, which stops short of the optimum the
+    sweep reaches): nearly the same direction and accuracy."""
     tr_x, tr_y, te_x, te_y, _ = data
     acc_tr = sweep.score(tr_x, tr_y)["supervised"]
     acc_te = sweep.score(te_x, te_y)["supervised"]
     for layer in range(tr_x.shape[2]):
-        ref = SupervisedProbe().fit(tr_x[:, :, layer], tr_y)
-        cos = float(ref.direction_ @ sweep.directions["supervised"][layer].numpy())
+        x_tr, x_te = tr_x[:, :, layer].double(), te_x[:, :, layer].double()
+        means = side_means(x_tr)
+        lr = LogisticRegression(fit_intercept=False, class_weight="balanced", max_iter=1000
+                                ).fit(contrast_features(x_tr, *means).numpy(), tr_y == 1)
+        ref = lr.coef_[0] / np.linalg.norm(lr.coef_[0])
+        cos = float(ref @ sweep.directions["supervised"][layer].numpy())
         assert cos > 0.99, (layer, cos)
-        assert abs(ref.score(tr_x[:, :, layer], tr_y) - acc_tr[layer]) <= 0.005
-        assert abs(ref.score(te_x[:, :, layer], te_y) - acc_te[layer]) <= 0.005
+        for x, y, acc in ((x_tr, tr_y, acc_tr), (x_te, te_y, acc_te)):
+            assert abs(lr.score(contrast_features(x, *means).numpy(), y == 1) - acc[layer]) \
+                <= 0.005
     assert bool(sweep.converged.all())
+
+
+@pytest.mark.parametrize("shape", [(600, 40), (60, 150)], ids=["d<n", "n<d dual"])
+def test_supervised_probe_alone_equals_the_sweep_at_its_layer(shape):
+    """One solver: a probe fitted alone on a layer and the same layer fitted in a sweep of all
+    layers (batched, chunked, sharing the Gram matrix with PCA when n < d) agree to 1e-6."""
+    n, d = shape
+    acts, labels, _ = planted_layers(n=n, n_layers=4, d=d, seed=8)
+    sw = fit_sweep(acts, labels)
+    te, _, _ = planted_layers(n=100, n_layers=4, d=d, seed=9)
+    for layer in range(4):
+        alone = SupervisedProbe().fit(acts[:, :, layer], labels)
+        np.testing.assert_allclose(alone.coef_, sw.coef("supervised")[layer].numpy(),
+                                   rtol=1e-6, atol=1e-6 * np.abs(alone.coef_).max())
+        np.testing.assert_allclose(alone.direction_, sw.directions["supervised"][layer].numpy(),
+                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(alone.predict_proba(te[:, :, layer])[:, 1],
+                                   sw.predict_proba(te)["supervised"][layer], rtol=0, atol=1e-6)
+        assert alone.n_iter_ == int(sw.n_iter[layer])
 
 
 @pytest.mark.parametrize("kind", ["pca", "mass_mean"])

@@ -28,15 +28,11 @@ from torch import Tensor
 from ppairs_lens.errors import DataError, PPairsError
 from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
 from ppairs_lens.activations.prompts import ContrastPair
+from ppairs_lens.models.hook_points import READOUT_PRESET, Hook, hook_points
 
 
 class NonFiniteActivationError(PPairsError, FloatingPointError):
     """A harvested activation is NaN or infinite (for example a half-precision overflow)."""
-
-
-def hook_names(n_layers: int) -> list[str]:
-    """The stored read-out points: every block's resid_post, then the final norm's output."""
-    return [f"blocks.{l}.hook_resid_post" for l in range(n_layers)] + ["ln_final.hook_out"]
 
 
 #: Rows x (context + new tokens) held per forward pass. Measured on SmolLM2-135M (2-core CPU,
@@ -90,7 +86,7 @@ class HarvestSettings:
         return int(self.token_budget or default_token_budget(bridge, device))
 
 
-def _device(bridge) -> torch.device:
+def model_device(bridge) -> torch.device:
     """Where token ids go: the device of the input embedding's weights.
 
     Not ``cfg.device`` alone: a bridge booted around an existing HF model records the best
@@ -106,7 +102,9 @@ def _device(bridge) -> torch.device:
     return torch.device(cfg_dev) if cfg_dev else next(bridge.parameters()).device
 
 
-def _check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:
+def check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:
+    """Refuse (:class:`DataError`) a prompt, prefix plus one token, longer than the model's
+    context, naming its pair; a model without ``cfg.n_ctx`` is not checked."""
     n_ctx = getattr(bridge.cfg, "n_ctx", None)
     if not n_ctx:
         return
@@ -117,7 +115,6 @@ def _check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:
                             field=f"pair {pid}")
 
 
-Hook = tuple[str, Callable]
 
 
 @dataclass
@@ -195,7 +192,7 @@ def run_branches(
     n_branch = len(branches[0])
     if any(len(b) != n_branch for b in branches):
         raise ValueError("every row needs the same number of branch tokens")
-    dev = _device(bridge)
+    dev = model_device(bridge)
     acts = (torch.empty(len(prefixes), n_branch, len(names), bridge.cfg.d_model,
                         dtype=settings.out_dtype) if names else None)
     logits = (torch.empty(len(prefixes), n_branch, len(logit_ids)) if logit_ids is not None
@@ -237,8 +234,8 @@ def harvest_pairs(
     harvest as in :func:`run_branches`.
     """
     prefixes = [p.prefix_ids for p in pairs]
-    _check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
-    names = hook_names(bridge.cfg.n_layers)
+    check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
+    names = hook_points(READOUT_PRESET, bridge.cfg.n_layers)
     out = run_branches(bridge, prefixes, [p.final_ids for p in pairs], [p.group for p in pairs],
                        names=names, hooks=hooks, final_hooks=final_hooks, settings=settings,
                        progress=progress).acts
@@ -254,7 +251,7 @@ def harvest_pairs(
 @torch.inference_mode()
 def reference_activations(bridge, prompt_ids: Sequence[int]) -> Float[Tensor, "layer d_model"]:
     """The straightforward computation: one unpadded prompt, all read-outs at its last token."""
-    names = hook_names(bridge.cfg.n_layers)
-    ids = torch.tensor([list(prompt_ids)], device=_device(bridge))
+    names = hook_points(READOUT_PRESET, bridge.cfg.n_layers)
+    ids = torch.tensor([list(prompt_ids)], device=model_device(bridge))
     _, cache = bridge.run_with_cache(ids, names_filter=lambda n: n in names)
     return torch.stack([cache[n][0, -1].float().cpu() for n in names])

@@ -10,9 +10,11 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs, hook_names
+from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.activations.prompts import (
+    ComparisonTemplate,
+    StatementTemplate,
     Template,
     build_contrast_pairs,
     default_template,
@@ -20,6 +22,7 @@ from ppairs_lens.activations.prompts import (
 )
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 
 
 def _slug(text: str) -> str:
@@ -84,7 +87,7 @@ def harvest_dataset(
         "kind": dataset.kind,
         "template": template.describe(),
         "template_hash": template_hash(template),
-        "hook_names": hook_names(bridge.cfg.n_layers),
+        "hook_names": hook_points(READOUT_PRESET, bridge.cfg.n_layers),
         "n_layers": bridge.cfg.n_layers,
         "d_model": bridge.cfg.d_model,
         "dtype": str(settings.out_dtype).removeprefix("torch."),
@@ -133,3 +136,33 @@ def ensure_store(
             return store
     return harvest_dataset(bridge, dataset, path, template=template, settings=settings,
                            progress=progress)
+
+
+def store_template(store: ActivationStore) -> Template:
+    """The prompt template a store was harvested with, rebuilt from its metadata."""
+    desc = dict(store.meta["template"])
+    kind = desc.pop("kind")
+    cls = ComparisonTemplate if kind == "comparison" else StatementTemplate
+    if "choices" in desc:
+        desc["choices"] = tuple(desc["choices"])
+    template = cls(**desc)
+    if template_hash(template) != store.meta["template_hash"]:
+        raise StoreError(f"{store.path}: cannot rebuild the store's prompt template from its "
+                         "metadata (hash mismatch)")
+    return template
+
+
+def check_store_matches(bridge, store: ActivationStore, dataset: Dataset) -> None:
+    """Refuse a store not harvested from ``dataset``'s records with ``bridge``'s model (an
+    analysis that re-runs the model on the records needs both to be the store's)."""
+    if store.meta["model"] != model_name(bridge):
+        raise StoreError(f"{store.path} was harvested with model {store.meta['model']!r}, but "
+                         f"the model given is {model_name(bridge)!r}")
+    if store.meta["dataset_fingerprint"] != dataset.fingerprint():
+        raise StoreError(f"{store.path} holds dataset {store.meta['dataset']!r} "
+                         f"(fingerprint {store.meta['dataset_fingerprint']}), not the records of "
+                         f"{dataset.name!r} ({dataset.fingerprint()}); pass the dataset the "
+                         "store was harvested from")
+    ids = [p["pair_id"] for p in store.pairs()]
+    if ids != [r.pair_id for r in dataset.records]:
+        raise StoreError(f"{store.path}: pair ids differ from the dataset's records")

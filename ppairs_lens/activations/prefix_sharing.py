@@ -69,8 +69,8 @@ def _lcp(a: Sequence[int], b: Sequence[int], start: int = 0) -> int:
     return i
 
 
-def _groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
-            ) -> Iterator[tuple[list[int], int]]:
+def share_groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
+                 ) -> Iterator[tuple[list[int], int]]:
     """(row indices, context length) for each group of rows sharing a context.
 
     Rows of small groups (one story with one pair, an instruction with two answers) are
@@ -161,7 +161,7 @@ def plan(prefixes: Sequence[Sequence[int]], groups: Sequence[str], *, share: boo
     ``share=False`` gives each row alone (its whole prefix as a context: the reference path).
     """
     out = []
-    for idx, c in _groups(prefixes, groups, share):
+    for idx, c in share_groups(prefixes, groups, share):
         ctx = tuple(prefixes[idx[0]][:c])
         subs = (subgroups(prefixes, idx, c, min_shared, min_saving) if share else
                 (SubGroup((), (idx[0],), ((),)),))

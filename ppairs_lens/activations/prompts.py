@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from typing import ClassVar, Protocol
 
 from ppairs_lens.errors import TemplateError
 from ppairs_lens.data.records import Comparison, Dataset, Statement
@@ -53,8 +54,29 @@ def comparative(aspect: str) -> str:
     return f"more {aspect}"
 
 
+class TemplateBase:
+    """What every prompt template shares: :meth:`describe`, its kind and fields as a dict (saved
+    in a store's metadata and hashed by :func:`template_hash`)."""
+
+    kind: ClassVar[str]
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, **asdict(self)}
+
+
+class ChatTemplate(Protocol):
+    """A question as a chat user turn plus an assistant prefix, as :func:`render_chat` fills it:
+    :class:`ComparisonTemplate`, or :class:`ppairs_lens.judges.scoring.ScoreTemplate`."""
+
+    user: str
+    context_block: str
+    no_context_block: str
+    assistant: str
+    include_description: bool
+
+
 @dataclass(frozen=True)
-class ComparisonTemplate:
+class ComparisonTemplate(TemplateBase):
     """The paper's comparison prompt as a chat user turn plus an assistant prefix.
 
     The user turn asks which item is more <aspect>; the assistant turn is pre-filled with
@@ -70,22 +92,18 @@ class ComparisonTemplate:
     choices: tuple[str, str] = ("1", "2")
     system: str | None = None
     include_description: bool = True
-
-    def describe(self) -> dict:
-        return {"kind": "comparison", **asdict(self)}
+    kind: ClassVar[str] = "comparison"
 
 
 @dataclass(frozen=True)
-class StatementTemplate:
+class StatementTemplate(TemplateBase):
     """A single statement followed by a true/false completion (the thesis's formulation)."""
 
     user: str = "Is the following statement true or false?\n{statement}"
     assistant: str = "The statement is"
     choices: tuple[str, str] = (" True", " False")
     system: str | None = None
-
-    def describe(self) -> dict:
-        return {"kind": "statement", **asdict(self)}
+    kind: ClassVar[str] = "statement"
 
 
 Template = ComparisonTemplate | StatementTemplate
@@ -99,7 +117,9 @@ def default_template(dataset: Dataset) -> Template:
     return StatementTemplate() if dataset.kind == "statement" else ComparisonTemplate()
 
 
-def _chat_text(tokenizer, system: str | None, user: str) -> str:
+def chat_text(tokenizer, system: str | None, user: str) -> str:
+    """The chat prompt text of one user turn (after an optional system turn), ending where the
+    assistant's answer starts; the user text itself for a tokenizer without a chat template."""
     messages = ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": user}]
     if getattr(tokenizer, "chat_template", None):
@@ -107,20 +127,34 @@ def _chat_text(tokenizer, system: str | None, user: str) -> str:
     return user + "\n"  # a base model without a chat template gets the plain text
 
 
-def render_comparison(template: ComparisonTemplate, dataset: Dataset, rec: Comparison) -> tuple[str, str]:
-    """The user turn and the assistant prefix (without the choice) for one comparison."""
+def render_chat(template: ChatTemplate, dataset: Dataset, context: str | None,
+                **items: str) -> tuple[str, str, str]:
+    """The user turn, the assistant prefix and the context block of one prompt.
+
+    Fields in braces come from ``dataset``'s question (``item``, ``Item``, ``aspect``,
+    ``comparative``, ``context_name``, ``description``) and from ``items`` (``item1`` /
+    ``item2`` of a comparison, ``item_text`` of a rated item). The block is the part that every
+    prompt of one context shares: the context, else the instruction header.
+    """
     item = dataset.item_name
     desc = ""
     if template.include_description:
         d = dataset.aspect_description or ASPECT_DESCRIPTIONS.get(dataset.aspect)
         desc = f" ({d})" if d else ""
-    fields = dict(item=item, Item=item[:1].upper() + item[1:], comparative=comparative(dataset.aspect),
-                  context_name=dataset.context_name, item1=rec.item1, item2=rec.item2,
-                  description=desc)
-    block = (template.context_block.format(context_name=dataset.context_name, context=rec.context)
-             if rec.context else template.no_context_block.format(**fields))
-    user = template.user.format(context_block=block, **fields)
-    return user, template.assistant.format(**fields)
+    fields = dict(item=item, Item=item[:1].upper() + item[1:], aspect=dataset.aspect,
+                  comparative=comparative(dataset.aspect), context_name=dataset.context_name,
+                  description=desc, **items)
+    block = (template.context_block.format(context_name=dataset.context_name, context=context)
+             if context else template.no_context_block.format(**fields))
+    return template.user.format(context_block=block, **fields), \
+        template.assistant.format(**fields), block
+
+
+def render_comparison(template: ComparisonTemplate, dataset: Dataset, rec: Comparison) -> tuple[str, str]:
+    """The user turn and the assistant prefix (without the choice) for one comparison."""
+    user, assistant, _ = render_chat(template, dataset, rec.context, item1=rec.item1,
+                                     item2=rec.item2)
+    return user, assistant
 
 
 def render_statement(template: StatementTemplate, rec: Statement) -> tuple[str, str]:
@@ -133,7 +167,7 @@ def prompt_prefix_text(tokenizer, template: Template, dataset: Dataset, rec) -> 
         user, assistant = render_statement(template, rec)
     else:
         user, assistant = render_comparison(template, dataset, rec)
-    return _chat_text(tokenizer, template.system, user) + assistant
+    return chat_text(tokenizer, template.system, user) + assistant
 
 
 def _split_final(tokenizer, prefix_text: str, template: Template) -> tuple[list[int], tuple[int, int]]:

@@ -44,10 +44,6 @@ def _tensor_sha(t: Tensor) -> str:
     return hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
 class ActivationStore:
     """An activation store on disk. Use :meth:`create` to start or resume, :meth:`open` to read."""
 

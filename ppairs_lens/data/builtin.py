@@ -9,14 +9,13 @@ takes ``(seed, n=None)`` and uses its own ``random.Random(seed)``; labels are ex
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from typing import Protocol
 
-from ppairs_lens.errors import DataError
 from ppairs_lens.data.records import ITEM1, ITEM2, Comparison, Dataset
+from ppairs_lens.errors import DataError
 
-__all__ = ["BUILTIN", "BuiltinFactory", "alphabetical", "builtin_dataset", "capital_true",
-           "larger_number", "story_sentiment"]
+__all__ = ["BUILTIN", "BUILTIN_NAMES", "BuiltinFactory", "alphabetical", "builtin_dataset",
+           "capital_true", "larger_number", "story_sentiment"]
 
 
 class BuiltinFactory(Protocol):
@@ -243,6 +242,9 @@ BUILTIN: dict[str, BuiltinFactory] = {
     "story_sentiment": story_sentiment,
 }
 
+#: The built-in dataset names, in listing order: the default set of datasets to run on.
+BUILTIN_NAMES: tuple[str, ...] = tuple(BUILTIN)
+
 
 def builtin_dataset(name: str, seed: int = 0, n: int | None = None) -> Dataset:
     """A built-in dataset by name, with ``n`` comparisons (each has its own default)."""
@@ -250,8 +252,3 @@ def builtin_dataset(name: str, seed: int = 0, n: int | None = None) -> Dataset:
         raise DataError(f"unknown built-in dataset {name!r}; built-ins: {', '.join(BUILTIN)}",
                         field="name")
     return BUILTIN[name](seed, n)
-
-
-def names() -> Sequence[str]:
-    """The built-in dataset names, in listing order."""
-    return tuple(BUILTIN)

@@ -10,7 +10,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from ppairs_lens.data import load_dataset
+from ppairs_lens.data import load_dataset, sniff_format
 from ppairs_lens.data.records import Dataset
 
 
@@ -20,6 +20,13 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     if sep and head and tail and "/" not in tail and "\\" not in tail and Path(head).exists():
         return head, {"aspect": tail}
     return spec, {}
+
+
+def spec_format(spec: str) -> str | None:
+    """The file format (a ``FORMATS`` key) of the file a spec names; None for anything else
+    (a built-in name)."""
+    path = Path(parse_spec(spec)[0])
+    return sniff_format(path) if path.is_file() else None
 
 
 def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0) -> Dataset:

@@ -14,17 +14,19 @@ ambiguous). ``proba`` is P(item 1 preferred): a vector ``[n]`` or a ``predict_pr
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import rankdata
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.features import labels_to_targets
 
-__all__ = ["bootstrap_ci", "evaluate", "within_context_spearman", "accuracy", "f1", "auroc"]
+__all__ = ["bootstrap_ci", "evaluate", "spearman", "within_context_spearman", "accuracy", "f1",
+           "auroc", "mean_ci"]
 
 Interval = dict[str, float]
 
@@ -145,6 +147,50 @@ def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
             for name, fn in (("accuracy", accuracy), ("f1", f1), ("auroc", auroc))}
 
 
+def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
+             gold: Sequence[float] | Mapping[Hashable, float]) -> float:
+    """Spearman rank correlation between a predicted ranking or scores and gold scores.
+
+    Why one helper for three shapes: analyses hold either a ranked list from a sort, a dict of
+    scores, or two aligned arrays, and should all agree on the sign convention:
+
+    * ``gold`` a mapping item -> gold score, ``order_or_scores`` a sequence of items ordered
+      most-preferred first (as :func:`ppairs_lens.ranking.merge_sort.merge_sort` returns with
+      ``descending=True``): position 0 counts as the highest prediction, so a perfect
+      descending order gives +1. Items missing from ``gold`` are an error.
+    * ``gold`` a mapping, ``order_or_scores`` a mapping item -> predicted score: compared on the
+      items of ``order_or_scores``.
+    * both sequences of numbers of equal length: aligned scores.
+
+    Ties get average ranks. Returns ``nan`` for fewer than two items or a constant side.
+    """
+    if isinstance(gold, Mapping):
+        if isinstance(order_or_scores, Mapping):
+            keys = list(order_or_scores)
+            pred = [float(order_or_scores[k]) for k in keys]
+        else:
+            keys = list(order_or_scores)
+            pred = [float(len(keys) - pos) for pos in range(len(keys))]
+        missing = [k for k in keys if k not in gold]
+        if missing:
+            raise ValueError(f"{len(missing)} items have no gold score, e.g. {missing[0]!r}")
+        ref = [float(gold[k]) for k in keys]
+    else:
+        if isinstance(order_or_scores, Mapping):
+            raise TypeError("with gold as a sequence, order_or_scores must be a sequence of "
+                            "scores")
+        pred = [float(x) for x in order_or_scores]
+        ref = [float(x) for x in gold]
+        if len(pred) != len(ref):
+            raise ValueError(f"length mismatch: {len(pred)} predictions, {len(ref)} gold scores")
+    if len(pred) < 2:
+        return math.nan
+    rp, rg = rankdata(pred), rankdata(ref)
+    if np.std(rp) == 0 or np.std(rg) == 0:
+        return math.nan
+    return float(np.corrcoef(rp, rg)[0, 1])
+
+
 def _context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], p: np.ndarray,
                   gold: Mapping[Hashable, float]) -> tuple[list[Hashable], np.ndarray]:
     """Spearman rho of win rate vs gold score for each usable context."""
@@ -165,7 +211,9 @@ def _context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], p: np.nd
         w = np.array([np.mean(per[i]) for i in items])
         if np.ptp(g) == 0 or np.ptp(w) == 0:      # rank correlation undefined
             continue
-        rho = float(spearmanr(w, g).statistic)
+        # Gold first: spearman is symmetric up to float rounding, and this order gives, bit
+        # for bit, the numbers of scipy's spearmanr(w, g) that this function used before.
+        rho = spearman(g, w)
         if np.isfinite(rho):
             ctxs.append(ctx)
             rhos.append(rho)
@@ -202,3 +250,10 @@ def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]]
     else:
         lo = hi = float("nan")
     return {"value": value, "lo": float(lo), "hi": float(hi), "n_contexts": len(rhos)}
+
+
+def mean_ci(values: Sequence[float], n_boot: int, seed: int) -> Interval:
+    """``{"value", "lo", "hi"}`` of the mean of ``values`` (e.g. one score per context), with a
+    percentile bootstrap interval over the values."""
+    v = np.asarray(values, dtype=float)
+    return bootstrap_ci(lambda y, _s: float(np.mean(y)), v, v, n_boot=n_boot, seed=seed)

@@ -20,7 +20,6 @@ Hooks are installed with ``bridge.hooks(...)`` (never by patching modules) and r
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Literal
@@ -29,15 +28,10 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-Hook = tuple[str, Callable]
-Preset = Literal["paper", "full"]
+from ppairs_lens.models.hook_points import Hook, Preset, check_hook_names, hook_points
+
 Positions = Literal["all", "last"]
 Directions = Float[Tensor, "d_model"] | Float[Tensor, "k d_model"] | Mapping[str, Tensor]
-
-#: The embedding hook (an alias of ``embed.hook_out`` on the bridge).
-EMBED_HOOK = "hook_embed"
-FINAL_NORM_HOOK = "ln_final.hook_out"
-PRESETS: tuple[str, ...] = ("paper", "full")
 
 
 def orthonormal_basis(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, "k d_model"]:
@@ -96,38 +90,6 @@ def reject(x: Float[Tensor, "... d_model"], r: Float[Tensor, "*k d_model"]
     if x.shape[-1] != r.shape[-1]:
         raise ValueError(f"x has last dimension {x.shape[-1]} but r has {r.shape[-1]}")
     return _project_out(x, orthonormal_basis(r))
-
-
-def hook_points(preset: Preset | Sequence[str], n_layers: int) -> list[str]:
-    """The hook names a preset ablates at, in forward order.
-
-    ``"paper"``: every ``blocks.{l}.hook_resid_post`` and ``ln_final.hook_out``.
-    ``"full"``: ``hook_embed``, every ``blocks.{l}.hook_attn_out`` and ``blocks.{l}.hook_mlp_out``,
-    and ``ln_final.hook_out``. An explicit list of names is returned as given (duplicates
-    dropped); :func:`ablation_hooks` validates names against the bridge.
-    """
-    if isinstance(preset, str):
-        if preset == "paper":
-            return [f"blocks.{l}.hook_resid_post" for l in range(n_layers)] + [FINAL_NORM_HOOK]
-        if preset == "full":
-            per_block = [f"blocks.{l}.{h}" for l in range(n_layers)
-                         for h in ("hook_attn_out", "hook_mlp_out")]
-            return [EMBED_HOOK, *per_block, FINAL_NORM_HOOK]
-        raise ValueError(f"unknown ablation preset {preset!r}; use one of {PRESETS} or a list "
-                         "of hook names")
-    names = list(dict.fromkeys(preset))
-    if not names or not all(isinstance(n, str) for n in names):
-        raise ValueError("an explicit preset must be a non-empty list of hook names")
-    return names
-
-
-def _validate_names(bridge, names: Sequence[str]) -> None:
-    known = bridge.hook_dict
-    for n in names:
-        if n not in known:
-            close = difflib.get_close_matches(n, list(known), n=5, cutoff=0.6)
-            hint = f"; close matches: {close}" if close else ""
-            raise ValueError(f"unknown hook point {n!r} for this model{hint}")
 
 
 def _hook_fn(basis: Float[Tensor, "k d_model"], name: str, positions: Positions,
@@ -191,7 +153,7 @@ def ablation_hooks(
     else:
         basis = orthonormal_basis(torch.as_tensor(directions))
         per_point = {name: basis for name in hook_points(preset, bridge.cfg.n_layers)}
-    _validate_names(bridge, list(per_point))
+    check_hook_names(bridge, list(per_point))
     d_model = bridge.cfg.d_model
     for name, b in per_point.items():
         if b.shape[-1] != d_model:

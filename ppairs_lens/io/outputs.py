@@ -20,26 +20,33 @@ from ppairs_lens import __version__
 from ppairs_lens.io.atomic import atomic_write_bytes, atomic_write_text
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any, *, keep_nan: bool = False) -> Any:
+    """``obj`` as JSON data: dataclasses and dicts to dicts (string keys), tuples to lists,
+    paths to strings, numpy / torch scalars to Python numbers.
+
+    A float NaN becomes ``None`` (strict JSON has no NaN), unless ``keep_nan``: then it stays
+    and ``json`` writes it as ``NaN``, which Python reads back as NaN (for records only this
+    package reads, where a missing value must not turn into ``None``).
+    """
     if is_dataclass(obj) and not isinstance(obj, type):
-        return {k: _jsonable(v) for k, v in asdict(obj).items()}
+        obj = asdict(obj)
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v, keep_nan=keep_nan) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v, keep_nan=keep_nan) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "item") and callable(obj.item):  # numpy / torch scalars
         return obj.item()
-    if isinstance(obj, float) and obj != obj:
-        return None  # NaN is not JSON
+    if isinstance(obj, float) and obj != obj and not keep_nan:
+        return None
     return obj
 
 
 def config_record(config: Any) -> dict:
     """The config as JSON-able data plus where and with what it ran."""
     return {
-        "config": _jsonable(config),
+        "config": jsonable(config),
         "config_class": f"{type(config).__module__}.{type(config).__qualname__}",
         "package_version": __version__,
         "python": platform.python_version(),
@@ -56,7 +63,7 @@ def load_config(cls, path: str | Path):
 
 def write_json(path: str | Path, obj: Any) -> Path:
     path = Path(path)
-    atomic_write_text(path, json.dumps(_jsonable(obj), indent=2))
+    atomic_write_text(path, json.dumps(jsonable(obj), indent=2))
     return path
 
 
@@ -70,7 +77,7 @@ def write_csv(path: str | Path, rows: list[dict]) -> Path:
     w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
     for r in rows:
-        w.writerow({k: _jsonable(v) for k, v in r.items()})
+        w.writerow({k: jsonable(v) for k, v in r.items()})
     atomic_write_text(path, buf.getvalue())
     return path
 

@@ -1,10 +1,11 @@
 """Where finished analysis steps are remembered, so a rerun or an interrupted run skips them.
 
 A step's record holds a key (a digest of everything the step depends on: its inputs, the
-fingerprints of the activation stores it reads, and the source code of the packages the caller
-names, e.g. this library and the analyses that use it) and its JSON result. A later run with the same key, whose output files are all
-still there, takes the result instead of recomputing; any change — a config field, a store's
-data, a line of code — recomputes the step.
+fingerprints of the activation stores it reads, and the source code of the packages the
+caller names, e.g. this library and the analyses that use it) and its JSON result. A later
+run with the same key, whose output files are all still there, takes the result instead of
+recomputing; any change — a config field, a store's data, a line of code — recomputes the
+step.
 """
 
 from __future__ import annotations
@@ -17,21 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ppairs_lens.io.outputs import _jsonable
+from ppairs_lens.io.outputs import jsonable
 from ppairs_lens.io.atomic import atomic_write_text
-
-
-def _plain(obj: Any) -> Any:
-    """JSON-able data, NaN kept (as JSON's ``NaN``, which Python reads back as NaN)."""
-    if isinstance(obj, float):
-        return obj
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy / torch scalars
-        return obj.item()
-    return _jsonable(obj)
 
 
 @cache
@@ -57,7 +45,7 @@ class StepCache:
         self.code_packages = tuple(code_packages)
 
     def key(self, name: str, **inputs: Any) -> str:
-        blob = json.dumps({"step": name, "inputs": _plain(inputs),
+        blob = json.dumps({"step": name, "inputs": jsonable(inputs, keep_nan=True),
                            "code": code_digest(*self.code_packages)},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
@@ -75,6 +63,6 @@ class StepCache:
             if rec.get("key") == key:
                 return rec["result"], True
         # Round-trip through JSON so a fresh and a remembered result look the same.
-        result = json.loads(json.dumps(_plain(fn())))
+        result = json.loads(json.dumps(jsonable(fn(), keep_nan=True)))
         atomic_write_text(path, json.dumps({"key": key, "result": result}, indent=1))
         return result, False

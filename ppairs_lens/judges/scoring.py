@@ -14,34 +14,35 @@ the prompt ends, so the logits are the probabilities of the whole answer):
 The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
 :class:`ppairs_lens.judges.comparators.ZeroShotComparator`.
 
-Prompts run with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt minus its last
-token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
-its prefix; or through a :class:`ppairs_lens.judges.comparators.ContextKV` to keep the context across
-calls. ``n_rows`` = items scored (one prompt each).
+Prompts run with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt minus its
+last token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
+its prefix; or through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context
+across calls. ``n_rows`` = items scored (one prompt each).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from jaxtyping import Float
 
-from ppairs_lens.judges.comparators import ContextKV, context_anchor, dataset_meta
-from ppairs_lens.errors import TemplateError
-from ppairs_lens.activations.harvest import HarvestSettings, _check_context_length, run_branches
+from ppairs_lens.activations.harvest import HarvestSettings, check_context_length, run_branches
 from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
-from ppairs_lens.activations.prompts import ASPECT_DESCRIPTIONS, _chat_text
+from ppairs_lens.activations.prompts import TemplateBase, chat_text, render_chat
 from ppairs_lens.data.records import Dataset, ScoredItem
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.judges.comparators import dataset_meta
+from ppairs_lens.judges.context_cache import ContextKV, context_anchor
 
 __all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items"]
 
 
 @dataclass(frozen=True)
-class ScoreTemplate:
+class ScoreTemplate(TemplateBase):
     """The single-item rating prompt: a chat user turn plus an assistant prefix.
 
     Fields in braces are filled from the dataset question (aspect, item, context name, the
@@ -59,9 +60,7 @@ class ScoreTemplate:
     scores: tuple[str, ...] = ("1", "2", "3", "4", "5")
     system: str | None = None
     include_description: bool = True
-
-    def describe(self) -> dict:
-        return {"kind": "score", **asdict(self)}
+    kind: ClassVar[str] = "score"
 
 
 @dataclass(frozen=True)
@@ -76,21 +75,6 @@ class ScorePrompt:
     block: str | None
 
 
-def _render(template: ScoreTemplate, meta: Dataset, text: str, context: str | None
-            ) -> tuple[str, str, str]:
-    item = meta.item_name
-    desc = ""
-    if template.include_description:
-        d = meta.aspect_description or ASPECT_DESCRIPTIONS.get(meta.aspect)
-        desc = f" ({d})" if d else ""
-    fields = dict(item=item, Item=item[:1].upper() + item[1:], aspect=meta.aspect,
-                  context_name=meta.context_name, item_text=text, description=desc)
-    block = (template.context_block.format(context_name=meta.context_name, context=context)
-             if context else template.no_context_block.format(**fields))
-    return template.user.format(context_block=block, **fields), \
-        template.assistant.format(**fields), block
-
-
 def score_prompt(tokenizer, meta: Dataset | Mapping[str, Any], item_id: Hashable,
                  item: ScoredItem | str, template: ScoreTemplate | None = None) -> ScorePrompt:
     """The rating prompt of one item; raises :class:`TemplateError` unless every score string
@@ -99,8 +83,8 @@ def score_prompt(tokenizer, meta: Dataset | Mapping[str, Any], item_id: Hashable
     meta = dataset_meta(meta)
     text, context, ctx_id = ((item.text, item.context, item.context_id)
                              if isinstance(item, ScoredItem) else (str(item), None, None))
-    user, assistant, block = _render(template, meta, text, context)
-    prompt = _chat_text(tokenizer, template.system, user) + assistant
+    user, assistant, block = render_chat(template, meta, context, item_text=text)
+    prompt = chat_text(tokenizer, template.system, user) + assistant
     pre = tokenizer(prompt, add_special_tokens=False).input_ids
     ids = []
     for s in template.scores:
@@ -169,9 +153,8 @@ def score_items(bridge, items: Mapping[Hashable, ScoredItem | str],
     ids = prompts[0].score_ids
     if any(p.score_ids != ids for p in prompts):
         raise TemplateError("score tokens differ between prompts")
-    _check_context_length(bridge, [p.item_id for p in prompts],
-                          [p.prefix_ids[:-1] for p in prompts])
     prefixes = [p.prefix_ids[:-1] for p in prompts]
+    check_context_length(bridge, [p.item_id for p in prompts], prefixes)
     branches = [(p.prefix_ids[-1],) for p in prompts]
     if runner is not None:
         before = runner.n_tokens

@@ -3,13 +3,13 @@
 This is the baseline every probe is compared with. After the prompt up to "... is Choice ", the
 model's next-token logits for "1" and "2" (or " True" / " False") give P(choice 1) as a softmax
 over those two logits alone. LLM judges prefer one position, so comparisons are calibrated as
-in the paper's Section 4.3: each is also asked with the items swapped and
-P(item 1 preferred) = (p1(original) + 1 - p1(swapped)) / 2. Statements have no order and are
-not calibrated.
+in the paper's Section 4.3: each is also asked with the items swapped and the two answers are
+averaged (:func:`ppairs_lens.judges.calibration.swap_calibrate`). Statements have no order and
+are not calibrated.
 
-The logits are read with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt without its
-last token, branch = that last token), so long shared contexts run once, exactly as in a
-harvest, and ablation hooks plug in the same way.
+The logits are read with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt
+without its last token, branch = that last token), so long shared contexts run once, exactly as
+in a harvest, and ablation hooks plug in the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,11 +28,12 @@ from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.activations.harvest import (
     HarvestSettings,
     Hook,
-    _check_context_length,
+    check_context_length,
     run_branches,
 )
 from ppairs_lens.activations.prompts import ContrastPair, Template, build_contrast_pairs
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
+from ppairs_lens.judges.calibration import choice_columns, choice_probability, swap_calibrate
 
 
 def swap_comparison(rec: Comparison) -> Comparison:
@@ -68,19 +70,13 @@ def choice_probabilities(
     short = [p.pair_id for p in pairs if len(p.prefix_ids) < 2]
     if short:
         raise TemplateError(f"prompt prefix shorter than 2 tokens for pair(s) {short[:5]}")
-    _check_context_length(bridge, [p.pair_id for p in pairs], [p.prefix_ids[:-1] for p in pairs])
-    # run_branches reads one list of logit ids for every row: take the union of all choices.
-    ids = sorted({t for p in pairs for t in p.final_ids})
-    col = {t: i for i, t in enumerate(ids)}
-    out = run_branches(bridge, [p.prefix_ids[:-1] for p in pairs],
-                       [(p.prefix_ids[-1],) for p in pairs], [p.group for p in pairs],
-                       logit_ids=ids, hooks=hooks, final_hooks=final_hooks,
-                       settings=settings).logits[:, 0]  # [pair, n_ids]
-    first = torch.tensor([col[p.final_ids[0]] for p in pairs])
-    second = torch.tensor([col[p.final_ids[1]] for p in pairs])
-    rows = torch.arange(len(pairs))
-    two = torch.stack([out[rows, first], out[rows, second]], -1).double()
-    return torch.softmax(two, -1)[:, 0].numpy()
+    prefixes = [p.prefix_ids[:-1] for p in pairs]
+    check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
+    ids, columns = choice_columns([p.final_ids for p in pairs])
+    out = run_branches(bridge, prefixes, [(p.prefix_ids[-1],) for p in pairs],
+                       [p.group for p in pairs], logit_ids=ids, hooks=hooks,
+                       final_hooks=final_hooks, settings=settings).logits[:, 0]  # [pair, n_ids]
+    return choice_probability(out, columns)
 
 
 @dataclass(frozen=True)
@@ -103,9 +99,11 @@ def zero_shot(
     final_hooks: Sequence[Hook] = (),
     settings: HarvestSettings = HarvestSettings(),
 ) -> ZeroShotResult:
-    """Zero-shot preferences with their uncalibrated parts (see :func:`zero_shot_preferences`).
+    """P(item 1 preferred) per record (P(True) for statements), with its uncalibrated parts.
 
-    Both orders run in one :func:`run_branches` call, so a shared context serves both.
+    Comparisons are position-calibrated unless ``calibrate=False``; both orders run in one
+    :func:`run_branches` call, so a shared context serves both. ``hooks`` / ``final_hooks`` as
+    in :func:`choice_probabilities`.
     """
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
     n = len(pairs)
@@ -118,41 +116,19 @@ def zero_shot(
     if not calibrate:
         return ZeroShotResult(orig, orig, None, n)
     swapped = p[n:]
-    return ZeroShotResult(0.5 * (orig + (1.0 - swapped)), orig, swapped, 2 * n)
+    return ZeroShotResult(swap_calibrate(orig, swapped), orig, swapped, 2 * n)
 
 
-def zero_shot_preferences(
-    bridge,
-    dataset: Dataset,
-    template: Template | None = None,
-    calibrate: bool = True,
-    hooks: Sequence[Hook] = (),
-    final_hooks: Sequence[Hook] = (),
-    settings: HarvestSettings = HarvestSettings(),
-) -> Float[np.ndarray, "record"]:
-    """P(item 1 preferred) per record (P(True) for statements), position-calibrated for
-    comparisons unless ``calibrate=False``."""
-    return zero_shot(bridge, dataset, template, calibrate=calibrate, hooks=hooks,
-                     final_hooks=final_hooks, settings=settings).p
-
-
-def evaluate_zero_shot(
-    bridge,
-    dataset: Dataset,
-    template: Template | None = None,
-    calibrate: bool = True,
-    hooks: Sequence[Hook] = (),
-    final_hooks: Sequence[Hook] = (),
-    settings: HarvestSettings = HarvestSettings(),
-) -> dict:
-    """Score the zero-shot evaluator on ``dataset`` (ties left out).
+def evaluate_zero_shot(bridge, dataset: Dataset, template: Template | None = None,
+                       calibrate: bool = True, **options: Any) -> dict:
+    """Score the zero-shot evaluator on ``dataset`` (ties left out); ``options`` (``hooks``,
+    ``final_hooks``, ``settings``) go to :func:`zero_shot`.
 
     Returns the metrics (``{metric: {value, lo, hi}}`` under ``"metrics"``), the per-record
     probabilities, how many records were scored, and ``n_rows``: prompts run through the model
     (twice the records when calibrating), the cost to set against a probe's harvest.
     """
-    res = zero_shot(bridge, dataset, template, calibrate=calibrate, hooks=hooks,
-                    final_hooks=final_hooks, settings=settings)
+    res = zero_shot(bridge, dataset, template, calibrate=calibrate, **options)
     labels = np.asarray(dataset.labels())
     keep = labels != TIE
     groups = list(np.asarray(dataset.context_ids(), dtype=object)[keep])

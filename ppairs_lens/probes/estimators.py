@@ -9,42 +9,52 @@ A probe is a direction in the residual-stream basis plus a scalar map to a proba
 
 ``coef_ = scale_ * direction_``. Three ways to get the direction:
 
-* :class:`SupervisedProbe` - L2 logistic regression (scikit-learn), as in the paper: no
-  intercept, balanced class weights.
+* :class:`SupervisedProbe` - L2 logistic regression, as in the paper: no intercept, balanced
+  class weights; scikit-learn's objective, solved by the sweep's Newton solver
+  (:mod:`ppairs_lens.probes.logistic`).
 * :class:`PCAProbe` - top principal component of the differences (unsupervised direction).
 * :class:`MassMeanProbe` - difference of the class means of the differences.
 
 For PCA and mass-mean the scale is a 1-D logistic regression of the training labels on the
-training projections, so their probabilities are calibrated like the supervised probe's.
+training projections (:mod:`ppairs_lens.probes.calibration`), so their probabilities are
+calibrated like the supervised probe's.
 
 Conventions (sklearn): the constructor only stores parameters; ``fit`` returns ``self``;
 fitted attributes end in ``_``; ``predict_proba`` columns follow ``classes_ = [2, 1]``, i.e.
 column 1 is P(item 1 preferred); ``predict`` returns labels 1 / 2; ``score`` is accuracy.
-
-The batched helpers (``top_principal_direction``, ``orient_to_targets``,
-``fit_logistic_scale``) take any leading batch axes, so :mod:`ppairs_lens.probes.sweep` fits all layers
-with exactly the same maths.
+Every direction is computed by batched functions (leading axes = layers) that
+:mod:`ppairs_lens.probes.sweep` calls on all layers at once: a probe fitted alone equals the
+sweep's at that layer.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg
 import torch
 from jaxtyping import Float, Int
 from scipy.special import expit
 from sklearn.base import BaseEstimator
-from sklearn.linear_model import LogisticRegression
+from sklearn.exceptions import ConvergenceWarning
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.probes.features import as_acts, contrast_features, labels_to_targets, side_means
+from ppairs_lens.probes.batched_linalg import bmv_t
+from ppairs_lens.probes.calibration import fit_logistic_scale, orient_to_targets
+from ppairs_lens.probes.features import (
+    as_acts,
+    contrast_features,
+    labels_to_targets,
+    side_means,
+)
+from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
+from ppairs_lens.probes.principal import top_principal_direction
 
 __all__ = [
-    "PROBE_KINDS", "MIN_PER_CLASS", "SupervisedProbe", "PCAProbe", "MassMeanProbe", "make_probe",
-    "top_principal_direction", "orient_to_targets", "fit_logistic_scale", "is_degenerate",
+    "PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe", "PCAProbe", "MassMeanProbe",
+    "make_probe", "is_degenerate", "class_mean_difference", "check_classes",
 ]
 
 #: Probe kinds understood by :func:`make_probe` and :func:`ppairs_lens.probes.sweep.fit_sweep`.
@@ -53,8 +63,6 @@ PROBE_KINDS: tuple[str, ...] = ("supervised", "pca", "mass_mean")
 MIN_PER_CLASS: int = 2
 #: Contrast differences smaller than this, relative to the activations' magnitude, are zero.
 DEGENERATE_RTOL: float = 1e-9
-#: Largest min(n, d) for which the PCA uses an exact eigendecomposition of the Gram matrix.
-EXACT_PCA_MAX: int = 2048
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,132 +81,18 @@ def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"
     return peak <= DEGENERATE_RTOL * scale
 
 
-#: Block Krylov settings of :func:`top_eigenvector`: a ``KRYLOV_BLOCK * KRYLOV_STEPS``-dim
-#: subspace, and the residual (relative to the eigenvalue) below which its Ritz vector is
-#: taken; matrices not that far along are solved exactly.
-KRYLOV_BLOCK, KRYLOV_STEPS, KRYLOV_RTOL = 4, 10, 1e-10
+def class_mean_difference(diffs: Float[Tensor, "l n d"], y: Int[Tensor, "n"]
+                          ) -> Float[Tensor, "l d"]:
+    """``mean(diff | item 1 preferred) - mean(diff | item 2 preferred)`` per layer (not
+    normalised), as one product with weights ``1 / n1`` and ``-1 / n0``: no masked copies.
 
-
-def _exact_top_eigenvectors(flat: np.ndarray) -> np.ndarray:
-    """LAPACK's ``syevr`` with an index subset: only the top eigenpair after the
-    tridiagonal reduction, one matrix at a time."""
-    m = flat.shape[-1]
-    return np.stack([scipy.linalg.eigh(mat, subset_by_index=[m - 1, m - 1], driver="evr",
-                                       check_finite=False)[1][:, 0] for mat in flat])
-
-
-def top_eigenvector(a: Float[Tensor, "*b m m"], *, seed: int = 0) -> Float[Tensor, "*b m"]:
-    """Eigenvector of the largest eigenvalue of each symmetric PSD matrix (sign arbitrary).
-
-    A batched block Krylov subspace (``KRYLOV_BLOCK`` seeded random vectors, ``KRYLOV_STEPS``
-    products with the whole batch, fully reorthogonalised) and its top Ritz vector: on the
-    31 read-out kernels of a SmolLM2 sweep (n = 280) residuals end below 1e-12 in half the time
-    of LAPACK one matrix at a time. Every matrix whose residual ``||A v - lam v|| / lam`` is
-    not below ``KRYLOV_RTOL`` (small gaps, zero matrices) is solved exactly instead.
+    The weights are float32 reciprocals (as the sweep has always had them): on training
+    differences, which sum to zero, their rounding only rescales the result, and the mass-mean
+    direction is normalised.
     """
-    shape, m = a.shape, a.shape[-1]
-    flat = a.detach().reshape(-1, m, m)
-    if m <= 2 * KRYLOV_BLOCK * KRYLOV_STEPS:  # the subspace would be most of the space
-        return torch.from_numpy(_exact_top_eigenvectors(flat.cpu().numpy())).reshape(
-            shape[:-1]).to(a.device)
-    gen = torch.Generator(device=flat.device).manual_seed(seed)
-    block = torch.randn(flat.shape[0], m, KRYLOV_BLOCK, generator=gen, dtype=flat.dtype,
-                        device=flat.device)
-    basis = torch.linalg.qr(block)[0]
-    images = []  # A @ each block, kept: the Rayleigh-Ritz step and the residual reuse them
-    for step in range(KRYLOV_STEPS):
-        images.append(flat @ basis[..., -KRYLOV_BLOCK:])
-        if step == KRYLOV_STEPS - 1:
-            break
-        z = images[-1]
-        for _ in range(2):  # twice is enough (Kahan-Parlett)
-            z = z - basis @ (basis.mT @ z)
-        basis = torch.cat([basis, torch.linalg.qr(z)[0]], -1)
-    a_basis = torch.cat(images, -1)
-    vals, vecs = torch.linalg.eigh(basis.mT @ a_basis)
-    v = (basis @ vecs[..., -1:]).squeeze(-1)
-    lam = vals[..., -1]
-    res = ((a_basis @ vecs[..., -1:]).squeeze(-1) - lam[:, None] * v).norm(dim=-1) / lam
-    redo = ~(res <= KRYLOV_RTOL)  # NaN (zero matrix) included
-    if bool(redo.any()):
-        exact = _exact_top_eigenvectors(flat[redo].cpu().numpy())
-        v[redo] = torch.from_numpy(exact).to(v)
-    return v.reshape(shape[:-1])
-
-
-def top_principal_direction(diffs: Float[Tensor, "*b n d"], *, exact_max: int = EXACT_PCA_MAX,
-                            n_iter: int = 10, oversample: int = 10, seed: int = 0,
-                            gram: Float[Tensor, "*b m m"] | None = None
-                            ) -> Float[Tensor, "*b d"]:
-    """Unit top right-singular vector of ``diffs`` (sign arbitrary), batched.
-
-    The differences are not re-centred: with training side means they already have mean zero
-    exactly (mean(x0) - mu_pos - (mean(x1) - mu_neg) = 0), so "PCA of the differences" and
-    "SVD of the differences" coincide. Exact eigendecomposition of the smaller Gram matrix
-    (``d x d`` or ``n x n``; pass it as ``gram`` when already computed) when ``min(n, d) <=
-    exact_max``; otherwise randomized subspace iteration (Halko et al.) seeded with its own
-    generator (no global RNG).
-    """
-    n, d = diffs.shape[-2:]
-    if min(n, d) <= exact_max:
-        if gram is None:
-            gram = diffs.mT @ diffs if d <= n else diffs @ diffs.mT
-        v = top_eigenvector(gram)
-        if d > n:
-            v = (diffs.mT @ v.unsqueeze(-1)).squeeze(-1)
-    else:
-        gen = torch.Generator(device=diffs.device).manual_seed(seed)
-        q = min(1 + oversample, n, d)
-        basis = torch.randn(*diffs.shape[:-2], d, q, generator=gen, dtype=diffs.dtype,
-                            device=diffs.device)
-        basis, _ = torch.linalg.qr(basis)
-        for _ in range(n_iter):
-            basis, _ = torch.linalg.qr(diffs.mT @ (diffs @ basis))
-        small = diffs @ basis
-        _, vecs = torch.linalg.eigh(small.mT @ small)
-        v = (basis @ vecs[..., -1:]).squeeze(-1)
-    return v / v.norm(dim=-1, keepdim=True)
-
-
-def orient_to_targets(direction: Float[Tensor, "*b d"], diffs: Float[Tensor, "*b n d"],
-                      y: Float[Tensor, "n"]) -> tuple[Float[Tensor, "*b d"], Float[Tensor, "*b n"]]:
-    """Flip ``direction`` so the projections correlate positively with ``y`` (1 = item 1).
-
-    Returns the oriented direction and the training projections on it.
-    """
-    proj = (diffs @ direction.unsqueeze(-1)).squeeze(-1)
-    y = y.to(proj)
-    sign = torch.sign((proj * (y - y.mean())).sum(dim=-1))
-    sign = torch.where(sign == 0, torch.ones_like(sign), sign)
-    return direction * sign.unsqueeze(-1), proj * sign.unsqueeze(-1)
-
-
-def fit_logistic_scale(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"], *, lam: float = 1.0,
-                       n_iter: int = 90) -> Float[Tensor, "*b"]:
-    """Scale ``s`` of a 1-D logistic regression ``P(y=1) = sigmoid(s * proj)``, batched.
-
-    No intercept (the centred differences have mean zero, and swapping the two items negates
-    a difference, so a zero projection should mean 0.5) and no class weights (plain maximum
-    likelihood, so probabilities are calibrated). The projections are standardised first and
-    a weak ridge ``lam / 2 * s_std**2`` keeps ``s`` finite on separable data; it is negligible
-    against the n log-losses. The 1-D problem is convex, so the root of its derivative is found
-    by bisection: robust and identical for one layer or all. NaN where the projections are
-    constant (nothing to scale).
-    """
-    y = y.to(proj)
-    std = proj.std(dim=-1, correction=0)
-    ok = std > 0
-    z = proj / torch.where(ok, std, torch.ones_like(std)).unsqueeze(-1)
-    bound = z.abs().sum(dim=-1) / lam + 1.0   # derivative is > 0 at +bound and < 0 at -bound
-    lo, hi = -bound, bound
-    for _ in range(n_iter):
-        mid = 0.5 * (lo + hi)
-        grad = ((torch.sigmoid(mid.unsqueeze(-1) * z) - y) * z).sum(dim=-1) + lam * mid
-        up = grad > 0
-        hi = torch.where(up, mid, hi)
-        lo = torch.where(up, lo, mid)
-    scale = 0.5 * (lo + hi) / torch.where(ok, std, torch.ones_like(std))
-    return torch.where(ok, scale, torch.full_like(scale, float("nan")))
+    pos = y.to(diffs.device).bool()
+    weights = torch.where(pos, 1 / pos.sum(), -1 / (~pos).sum()).to(diffs.dtype)
+    return bmv_t(diffs, weights.expand(diffs.shape[0], -1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,7 +129,7 @@ def check_classes(y: Int[Tensor, "n"], min_per_class: int = MIN_PER_CLASS) -> No
 # Estimators
 # --------------------------------------------------------------------------------------------
 
-class _PairProbe(BaseEstimator):
+class PairProbe(BaseEstimator):
     """Shared fit / apply logic; subclasses only say how to find the weight vector."""
 
     kind: ClassVar[str] = ""
@@ -250,7 +144,7 @@ class _PairProbe(BaseEstimator):
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, acts: Float[Tensor, "n 2 d"] | np.ndarray, labels: Any, *,
-            layer: int | None = None, model_name: str | None = None) -> _PairProbe:
+            layer: int | None = None, model_name: str | None = None) -> PairProbe:
         """Fit on one layer's activations and labels 1 / 2 (no ties); returns ``self``.
 
         ``layer`` / ``model_name`` are stored as ``layer_`` / ``model_name_`` and checked
@@ -337,40 +231,49 @@ class _PairProbe(BaseEstimator):
         return float(np.mean(pred == (y == 1)))
 
 
-class SupervisedProbe(_PairProbe):
-    """L2 logistic regression on the centred differences (scikit-learn ``LogisticRegression``).
+class SupervisedProbe(PairProbe):
+    """L2 logistic regression on the centred differences.
 
-    Defaults follow the paper: no intercept (the centred differences are symmetric around 0)
-    and balanced class weights. ``coef_`` is sklearn's weight vector; ``direction_`` is it
-    normalised, ``scale_`` its norm. ``tol`` is sklearn's (default 1e-4, where lbfgs stops
-    slightly short of the optimum: directions agree with the exact optimum to cosine ~0.996+,
-    but a pair or two near the boundary can flip); ``tol=1e-8`` reproduces
-    :func:`ppairs_lens.probes.sweep.fit_sweep`'s exact solution.
+    The objective of scikit-learn's ``LogisticRegression(C, fit_intercept=False,
+    class_weight)``, solved to ``tol`` (relative gradient norm) by
+    :func:`ppairs_lens.probes.logistic.batched_logistic_regression`, the solver of
+    :func:`ppairs_lens.probes.sweep.fit_sweep`: with the same settings a probe fitted alone
+    equals the sweep's at that layer, and scikit-learn run to convergence. Defaults follow the
+    paper: no intercept (the centred differences are symmetric around 0) and balanced class
+    weights; an intercept is not supported. ``coef_`` is the weight vector, ``direction_`` it
+    normalised, ``scale_`` its norm, ``n_iter_`` the Newton steps taken. ``solver`` and
+    ``direct_max`` choose how each Newton step is solved (see the solver).
     """
 
     kind = "supervised"
 
     def __init__(self, C: float = 1.0, fit_intercept: bool = False,
-                 class_weight: str | dict | None = "balanced", max_iter: int = 1000,
-                 random_state: int | None = 0, tol: float = 1e-4):
+                 class_weight: str | None = "balanced", solver: Solver = "auto",
+                 tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048):
         self.C = C
-        self.tol = tol
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
+        self.solver = solver
+        self.tol = tol
         self.max_iter = max_iter
-        self.random_state = random_state
+        self.direct_max = direct_max
 
     def _fit_weights(self, diffs, y):
-        lr = LogisticRegression(C=self.C, fit_intercept=self.fit_intercept,
-                                class_weight=self.class_weight, max_iter=self.max_iter,
-                                random_state=self.random_state, tol=self.tol)
-        lr.fit(diffs.numpy(), y.numpy())
-        self.n_iter_ = int(np.max(lr.n_iter_))
-        intercept = float(lr.intercept_[0]) if self.fit_intercept else 0.0
-        return torch.from_numpy(lr.coef_[0].astype(np.float64)), intercept
+        if self.fit_intercept:
+            raise ProbeError("SupervisedProbe fits no intercept (fit_intercept=True is not "
+                             "supported): the centred differences are symmetric around zero, "
+                             "and swapping a pair's items must flip its prediction")
+        w, n_iter, converged = batched_logistic_regression(
+            diffs[None], y, self.C, class_weight=self.class_weight, solver=self.solver,
+            tol=self.tol, max_iter=self.max_iter, direct_max=self.direct_max)
+        self.n_iter_ = int(n_iter[0])
+        if not bool(converged[0]):
+            warnings.warn(f"SupervisedProbe did not converge in {self.max_iter} Newton steps "
+                          f"(tol {self.tol})", ConvergenceWarning, stacklevel=3)
+        return w[0], 0.0
 
 
-class _ScaledDirectionProbe(_PairProbe):
+class _ScaledDirectionProbe(PairProbe):
     """A direction from ``_direction`` plus a calibrated 1-D logistic scale."""
 
     def _direction(self, diffs, y) -> Float[Tensor, "d"]:
@@ -423,8 +326,7 @@ class MassMeanProbe(_ScaledDirectionProbe):
         pass
 
     def _direction(self, diffs, y):
-        pos = y.to(torch.bool)
-        m = diffs[pos].mean(dim=0) - diffs[~pos].mean(dim=0)
+        m = class_mean_difference(diffs[None], y)[0]
         norm = m.norm()
         if norm <= DEGENERATE_RTOL * diffs.abs().max():
             raise ProbeError("MassMeanProbe: the class means of the contrast differences "
@@ -432,12 +334,12 @@ class MassMeanProbe(_ScaledDirectionProbe):
         return m / norm
 
 
-_KINDS: dict[str, type[_PairProbe]] = {
+_KINDS: dict[str, type[PairProbe]] = {
     "supervised": SupervisedProbe, "pca": PCAProbe, "mass_mean": MassMeanProbe,
 }
 
 
-def make_probe(kind: str, **kw: Any) -> _PairProbe:
+def make_probe(kind: str, **kw: Any) -> PairProbe:
     """An unfitted probe of ``kind`` (one of :data:`PROBE_KINDS`) with parameters ``kw``."""
     try:
         cls = _KINDS[kind]

@@ -25,8 +25,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ppairs_lens.errors import ProbeError
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE
+from ppairs_lens.errors import ProbeError
 
 __all__ = ["as_acts", "side_means", "contrast_features", "labels_to_targets", "drop_ties"]
 

@@ -1,4 +1,4 @@
-"""Ranking and scoring from pairwise preferences: PAIRS merge sort, its beam search, and insertion.
+"""PAIRS merge sort: rank items from pairwise preferences, greedily or with a beam search.
 
 PAIRS (Liu et al. 2024, "Aligning with Human Judgement: The Role of Pairwise Preference in Large
 Language Model Evaluators") ranks ``n`` items with a merge sort whose comparisons are preference
@@ -7,7 +7,8 @@ instead of the LLM's stated preference; this module does not care where they com
 
 A *comparator* is any callable ``compare(a, b) -> float`` on hashable item keys, returning the
 probability that ``a`` is preferred ("more X") over ``b``. Everything here is deterministic given
-the comparator (and, for :func:`insertion_score`, the seed); nothing keeps global state.
+the comparator; nothing keeps global state. :class:`CountingComparator` counts and caches the
+comparisons a sort asks for (their number is the cost to report).
 
 Orientation convention used throughout: ``descending=True`` lists the most-preferred item first
 (``a`` goes before ``b`` iff ``compare(a, b) > 0.5``); ``descending=False`` returns exactly the
@@ -25,25 +26,15 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, overload
-
-import numpy as np
-from scipy.stats import rankdata
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 __all__ = [
     "Comparator",
     "CountingComparator",
-    "swap_calibrated",
     "merge_sort",
     "beam_merge_sort",
-    "InsertionStep",
-    "InsertionTrace",
-    "insertion_score",
-    "spearman",
-    "slope_bias",
     "DEFAULT_BEAM_SIZE",
     "DEFAULT_UNCERTAINTY",
 ]
@@ -61,7 +52,6 @@ DEFAULT_UNCERTAINTY: float = 0.15
 _LOG_FLOOR: float = 1e-12
 
 K = TypeVar("K", bound=Hashable)
-L = TypeVar("L", bound=Hashable)
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,21 +87,6 @@ class CountingComparator:
         if key not in self.cache:
             self.cache[key] = float(self.fn(a, b))
         return self.cache[key]
-
-
-def swap_calibrated(fn: Comparator) -> Comparator:
-    """Return ``p'(a, b) = 0.5 * (p(a, b) + 1 - p(b, a))``: PAIRS position-swap calibration.
-
-    Why: a judge that favours whichever item comes first (or second) by a constant amount gives
-    ``p(a, b) + p(b, a) != 1``. Averaging both presentation orders makes the result antisymmetric
-    (``p'(a, b) + p'(b, a) = 1``, ``p'(a, a) = 0.5``), cancelling such a position bias, at the
-    price of two comparisons per pair.
-    """
-
-    def calibrated(a: Hashable, b: Hashable) -> float:
-        return 0.5 * (float(fn(a, b)) + 1.0 - float(fn(b, a)))
-
-    return calibrated
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,164 +328,3 @@ class _Evidence:
                 total += ca[k] + cb[-1] - cb[k]
         return total
 
-
-# --------------------------------------------------------------------------------------------
-# Insertion by binary search over ordered labels (PPAIRS_INSERT)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class InsertionStep:
-    """One binary-search step: the label compared against, how, and which way the search went."""
-
-    label: Hashable
-    refs: tuple[Hashable, ...]
-    mean_p: float
-    went_up: bool
-
-
-@dataclass(frozen=True)
-class InsertionTrace:
-    """What :func:`insertion_score` did: its steps and how many comparisons they took."""
-
-    steps: tuple[InsertionStep, ...] = field(default_factory=tuple)
-
-    @property
-    def n_comparisons(self) -> int:
-        return sum(len(s.refs) for s in self.steps)
-
-    @property
-    def path(self) -> tuple[Hashable, ...]:
-        """The labels compared against, in order."""
-        return tuple(s.label for s in self.steps)
-
-
-@overload
-def insertion_score(item: Hashable, labels_ordered: Sequence[L],
-                    references: Mapping[L, Sequence[Hashable]], compare: Comparator, k: int = ...,
-                    seed: int = ..., return_trace: Literal[False] = ...) -> L: ...
-
-
-@overload
-def insertion_score(item: Hashable, labels_ordered: Sequence[L],
-                    references: Mapping[L, Sequence[Hashable]], compare: Comparator, k: int = ...,
-                    seed: int = ..., *,
-                    return_trace: Literal[True]) -> tuple[L, InsertionTrace]: ...
-
-
-def insertion_score(item: Hashable, labels_ordered: Sequence[L],
-                    references: Mapping[L, Sequence[Hashable]], compare: Comparator, k: int = 5,
-                    seed: int = 0,
-                    return_trace: bool = False) -> L | tuple[L, InsertionTrace]:
-    """Give ``item`` a label by binary search over ordered labels (PPAIRS_INSERT, Appendix D).
-
-    Why: scoring a new item against a fixed labelled reference set costs
-    ``O(k log(#labels))`` comparisons instead of re-ranking everything, and yields a label on the
-    reference scale (e.g. ClimateX confidence ``low < medium < high < very high``).
-
-    ``labels_ordered`` runs from lowest to highest. Each step takes the middle label of the
-    remaining range ``[lo, hi]`` (``mid = (lo + hi) // 2``), compares ``item`` with a random
-    subset of ``k`` of that label's references (all of them if there are fewer than ``k``), and
-    if the mean of ``compare(item, ref)`` is ``> 0.5`` continues above ``mid``, else at or below
-    it; it ends when one label is left. So an item exactly as preferred as the middle label's
-    references (mean 0.5) stays at that label. References equal to ``item`` are skipped (for
-    leave-one-out scoring of labelled items). The subset draws come from
-    ``random.Random(seed)``, so results are reproducible.
-
-    Returns the label, or ``(label, InsertionTrace)`` when ``return_trace=True``.
-    """
-    labels = list(labels_ordered)
-    if not labels:
-        raise ValueError("labels_ordered is empty")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    rng = random.Random(seed)
-    steps: list[InsertionStep] = []
-    lo, hi = 0, len(labels) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        label = labels[mid]
-        pool = [r for r in references.get(label, ()) if r != item]
-        if not pool:
-            raise ValueError(f"no reference items for label {label!r} (other than the item)")
-        refs = pool if len(pool) <= k else rng.sample(pool, k)
-        mean_p = float(np.mean([float(compare(item, r)) for r in refs]))
-        went_up = mean_p > 0.5
-        steps.append(InsertionStep(label, tuple(refs), mean_p, went_up))
-        if went_up:
-            lo = mid + 1
-        else:
-            hi = mid
-    result = labels[lo]
-    return (result, InsertionTrace(tuple(steps))) if return_trace else result
-
-
-# --------------------------------------------------------------------------------------------
-# Metrics
-# --------------------------------------------------------------------------------------------
-
-
-def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
-             gold: Sequence[float] | Mapping[Hashable, float]) -> float:
-    """Spearman rank correlation between a predicted ranking or scores and gold scores.
-
-    Why one helper for three shapes: analyses hold either a ranked list from a sort, a dict of
-    scores, or two aligned arrays, and should all agree on the sign convention:
-
-    * ``gold`` a mapping item -> gold score, ``order_or_scores`` a sequence of items ordered
-      most-preferred first (as :func:`merge_sort` returns with ``descending=True``): position 0
-      counts as the highest prediction, so a perfect descending order gives +1. Items missing
-      from ``gold`` are an error.
-    * ``gold`` a mapping, ``order_or_scores`` a mapping item -> predicted score: compared on the
-      items of ``order_or_scores``.
-    * both sequences of numbers of equal length: aligned scores.
-
-    Ties get average ranks. Returns ``nan`` for fewer than two items or a constant side.
-    """
-    if isinstance(gold, Mapping):
-        if isinstance(order_or_scores, Mapping):
-            keys = list(order_or_scores)
-            pred = [float(order_or_scores[k]) for k in keys]
-        else:
-            keys = list(order_or_scores)
-            pred = [float(len(keys) - pos) for pos in range(len(keys))]
-        missing = [k for k in keys if k not in gold]
-        if missing:
-            raise ValueError(f"{len(missing)} items have no gold score, e.g. {missing[0]!r}")
-        ref = [float(gold[k]) for k in keys]
-    else:
-        if isinstance(order_or_scores, Mapping):
-            raise TypeError("with gold as a sequence, order_or_scores must be a sequence of "
-                            "scores")
-        pred = [float(x) for x in order_or_scores]
-        ref = [float(x) for x in gold]
-        if len(pred) != len(ref):
-            raise ValueError(f"length mismatch: {len(pred)} predictions, {len(ref)} gold scores")
-    if len(pred) < 2:
-        return math.nan
-    rp, rg = rankdata(pred), rankdata(ref)
-    if np.std(rp) == 0 or np.std(rg) == 0:
-        return math.nan
-    return float(np.corrcoef(rp, rg)[0, 1])
-
-
-def slope_bias(pred_levels: Sequence[float], true_levels: Sequence[float]) -> tuple[float, float]:
-    """Slope and bias of predicted against true levels, as the ClimateX paper reports them.
-
-    Why: correlation hides systematic over- or under-confidence; the slope of the least-squares
-    line ``pred ~ slope * true + c`` shows whether predictions spread as widely as the truth
-    (1 is ideal, < 1 means compressed towards the middle), and ``bias = mean(pred - true)``
-    shows a constant shift (0 is ideal). Levels are numbers, e.g. label indices 0..3.
-    Slope is ``nan`` when the true levels are constant.
-    """
-    p = np.asarray(pred_levels, dtype=float)
-    t = np.asarray(true_levels, dtype=float)
-    if p.shape != t.shape or p.ndim != 1:
-        raise ValueError(f"need two 1-d sequences of equal length, got {p.shape} and {t.shape}")
-    if p.size == 0:
-        raise ValueError("no levels given")
-    bias = float(np.mean(p - t))
-    tc = t - t.mean()
-    denom = float(np.dot(tc, tc))
-    slope = float(np.dot(tc, p - p.mean()) / denom) if denom > 0 else math.nan
-    return slope, bias

@@ -1,0 +1,226 @@
+"""Insertion scoring on ClimateX with probe preferences, against the zero-shot comparison.
+
+The layout of the thesis's Table 4.4: a probe trained on comparisons among ``n_train``
+labelled training statements (balanced over the four confidence levels) scores test
+statements by binary search over the levels, comparing each with ``k`` reference statements
+of the middle level (:func:`ppairs_lens.ranking.insertion.insertion_score`); the same with the
+model's zero-shot comparison. Per-level and overall accuracy, slope and bias. Writes
+``insertion.csv`` / ``insertion_predictions.csv`` / ``insertion.config.json`` /
+``insertion.{png,svg}``; ``ppairs-lens rank`` runs it on a ClimateX file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ppairs_lens.data import CLIMATEX_LEVELS, load_climatex, read_climatex
+from ppairs_lens.data.item_sampling import balanced_by_score, training_comparisons
+from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.metrics import mean_ci
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.judges.comparators import BatchComparator, ProbeComparator, ZeroShotComparator
+from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.probes.training import ProbeJudgeConfig, train_probe
+from ppairs_lens.ranking.insertion import insertion_score, slope_bias
+
+__all__ = ["INSERTION_METHODS", "InsertionConfig", "cli", "insert_dataset", "print_table",
+           "run_insertion"]
+
+INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
+METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}
+
+
+@dataclass
+class InsertionConfig(ProbeJudgeConfig):
+    """What an insertion (ClimateX) run used; saved beside its results."""
+
+    path: str = "../shared/datasets/climatex/ipcc_statements_dataset.tsv"
+    n_train: int = 100  # labelled training statements, balanced over the levels
+    max_train_pairs: int | None = 400  # comparisons among them used to fit the probe
+    max_test: int | None = 40  # test statements, balanced over the levels where possible
+    k: int = 5  # references compared per binary-search step
+    methods: tuple[str, ...] = INSERTION_METHODS
+
+
+def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict], dict]:
+    """Insertion-score ClimateX; returns (table rows, per-statement predictions, info)."""
+    all_items = read_climatex(cfg.path)
+    meta = dataclasses.replace(load_climatex(cfg.path, split=None, max_items=4, max_pairs=None),
+                               records=[], name="climatex")
+    rng = random.Random(cfg.seed)
+    train_items = balanced_by_score([i for i in all_items if i.split == "train"], cfg.n_train, rng)
+    test_items = balanced_by_score([i for i in all_items if i.split == "test"], cfg.max_test, rng)
+    if not train_items or not test_items:
+        raise DataError("ClimateX file needs statements in both the train and the test split",
+                        file=cfg.path, field="split")
+    settings = cfg.harvest_settings()
+    levels = list(range(len(CLIMATEX_LEVELS)))
+    references = {lv: [i.item_id for i in train_items if int(i.score) == lv] for lv in levels}
+    flat = {i.item_id: i.text for i in train_items + test_items}
+    true = {i.item_id: int(i.score) for i in test_items}
+    info: dict[str, Any] = {"model": model_name(bridge), "n_train": len(train_items),
+                            "n_test": len(test_items),
+                            "train_levels": {CLIMATEX_LEVELS[lv]: len(v)
+                                             for lv, v in references.items()}}
+    unknown = set(cfg.methods) - set(INSERTION_METHODS)
+    if unknown:
+        raise ValueError(f"unknown insertion methods {sorted(unknown)}; choose from "
+                         f"{INSERTION_METHODS}")
+    comparators: dict[str, BatchComparator] = {}
+    trained = None
+    if "probe" in cfg.methods:
+        train = training_comparisons(meta, train_items, cfg.max_train_pairs, cfg.seed)
+        cfg.say(f"climatex: harvesting {len(train)} training pairs of {len(train_items)} "
+                  "statements")
+        trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
+                              seed=cfg.seed, settings=settings)
+        info.update(trained.run_info())
+        comparators["probe"] = ProbeComparator(bridge, trained.probe, trained.layer, flat, meta,
+                                               calibrate=cfg.calibrate_probe, settings=settings)
+    if "zero_shot" in cfg.methods:
+        comparators["zero_shot"] = ZeroShotComparator(bridge, flat, meta,
+                                                      calibrate=cfg.calibrate_zero_shot,
+                                                      settings=settings)
+    rows, preds = [], []
+    for m, comp in comparators.items():
+        def task(iid: str, k: int):
+            return lambda cmp: insertion_score(iid, levels, references, cmp, k=cfg.k,
+                                               seed=cfg.seed + k, return_trace=True)
+
+        cfg.say(f"{m}: inserting {len(true)} test statements")
+        t0, r0 = time.perf_counter(), comp.n_rows
+        out = run_lockstep({iid: task(iid, k) for k, iid in enumerate(true)}, comp)
+        secs = time.perf_counter() - t0
+        ids = list(true)
+        y = np.array([true[i] for i in ids])
+        p = np.array([out[i][0] for i in ids])
+        n_cmp = sum(out[i][1].n_comparisons for i in ids)
+        for i in ids:
+            preds.append({"method": m, "item_id": i, "true": true[i], "pred": int(out[i][0]),
+                          "true_level": CLIMATEX_LEVELS[true[i]],
+                          "pred_level": CLIMATEX_LEVELS[int(out[i][0])],
+                          "path": "/".join(CLIMATEX_LEVELS[lv] for lv in out[i][1].path)})
+        slope, bias = slope_bias(p, y)
+        hit = (p == y).astype(float)
+        cost = {"n_rows": comp.n_rows - r0, "n_comparisons": n_cmp, "seconds": round(secs, 2)}
+        if m == "probe" and trained is not None:
+            cost.update(trained.cost_columns())
+        for lv in levels:
+            sel = y == lv
+            acc = mean_ci(hit[sel], cfg.n_boot, cfg.seed) if sel.any() else {
+                "value": math.nan, "lo": math.nan, "hi": math.nan}
+            rows.append({"method": m, "label": METHOD_LABELS[m], "level": CLIMATEX_LEVELS[lv],
+                         "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
+                         "n": int(sel.sum()), "slope": "", "bias": "",
+                         "mean_pred": float(p[sel].mean()) if sel.any() else math.nan,
+                         **cost})
+        acc = mean_ci(hit, cfg.n_boot, cfg.seed)
+        rows.append({"method": m, "label": METHOD_LABELS[m], "level": "overall",
+                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
+                     "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
+        info[f"{m}_cost"] = comp.cost()
+    return rows, preds, info
+
+
+def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: InsertionConfig):
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(p["method"] for p in preds))
+    n = len(CLIMATEX_LEVELS)
+    with style():
+        fig, axes = plt.subplots(1, len(methods), figsize=(3.3 * len(methods), 3.1),
+                                 squeeze=False)
+        for ax, m in zip(axes.flat, methods):
+            cm = np.zeros((n, n), dtype=int)
+            for p in preds:
+                if p["method"] == m:
+                    cm[p["true"], p["pred"]] += 1
+            ax.imshow(cm, cmap="Blues", vmin=0)
+            for i in range(n):
+                for j in range(n):
+                    ax.text(j, i, str(cm[i, j]), ha="center", va="center", fontsize=8,
+                            color="white" if cm[i, j] > cm.max() / 2 else "black")
+            ax.set_xticks(range(n), CLIMATEX_LEVELS, rotation=30)
+            ax.set_yticks(range(n), CLIMATEX_LEVELS)
+            ax.set_xlabel("predicted confidence")
+            ax.set_ylabel("IPCC confidence")
+            ax.grid(False)
+            o = next(r for r in rows if r["method"] == m and r["level"] == "overall")
+            ax.set_title(f"{METHOD_LABELS[m]}\nacc {o['accuracy']:.2f}, slope {o['slope']:.2f}, "
+                         f"bias {o['bias']:+.2f}")
+        fig.suptitle(f"ClimateX insertion scoring — {model}", y=1.03)
+        caption(fig, f"Binary search over levels, k={cfg.k} references per step from "
+                     f"{cfg.n_train} balanced labelled training statements; probe "
+                     f"({cfg.probe_kind}) trained on up to {cfg.max_train_pairs} comparisons "
+                     "among them.")
+        fig.tight_layout()
+    return fig
+
+
+def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> list[dict]:
+    """Insertion-score ClimateX; writes insertion.csv, insertion_predictions.csv, config and
+    figure."""
+    out = Path(out)
+    rows, preds, info = insert_dataset(bridge, cfg)
+    write_csv(out / "insertion.csv", rows)
+    write_csv(out / "insertion_predictions.csv", preds)
+    save_config(out, "insertion", {"config": cfg, "run": info})
+    save_figure(plot_insertion(preds, rows, model_name(bridge), cfg), out, "insertion")
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    for r in rows:
+        extra = (f" slope {r['slope']:+.2f} bias {r['bias']:+.2f}" if r["level"] == "overall"
+                 else "")
+        print(f"climatex {r['label']:28s} {r['level']:9s} acc {r['accuracy']:.3f} "
+              f"(n={r['n']}){extra}  rows {r['n_rows']}")
+
+
+def _specs(args) -> list[str]:
+    """The ClimateX file among ``--datasets`` (default: the shared one, when present)."""
+    from ppairs_lens.data.specs import spec_format
+
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+    default = shared / "climatex" / "ipcc_statements_dataset.tsv"
+    specs = args.datasets or ([str(default)] if default.exists() else [])
+    specs = [s for s in specs if spec_format(s) == "climatex"]
+    if len(specs) > 1:
+        raise DataError("give at most one ClimateX file")
+    return specs
+
+
+def wants_model(args) -> bool:
+    """Whether :func:`cli` has a ClimateX file to score (else it returns without a model)."""
+    return bool(_specs(args))
+
+
+def cli(args, bridge=None) -> None:
+    """The ClimateX part of ``ppairs-lens rank``; nothing when there is no ClimateX file.
+    ``bridge``: an already loaded model (default: load ``--model``)."""
+    specs = _specs(args)
+    if not specs:
+        return
+    cfg = InsertionConfig(path=specs[0], model=args.model, seed=args.seed, verbose=True)
+    if getattr(args, "quick", False):
+        cfg = dataclasses.replace(cfg, n_train=20, max_train_pairs=60, max_test=8, k=3)
+    if args.max_pairs:
+        cfg.max_train_pairs = args.max_pairs
+    if bridge is None:
+        import torch
+
+        from ppairs_lens.models.loading import load_model
+
+        bridge = load_model(args.model, dtype=getattr(torch, getattr(args, "dtype", "float32")),
+                            device=getattr(args, "device", None))
+    print_table(run_insertion(bridge, cfg, args.out))

@@ -1,0 +1,146 @@
+"""Key-value caches of shared prompt contexts, kept across calls.
+
+A comparison or rating prompt is a chat header, a long shared context (an article, a story) and
+a short item part. :class:`ContextKV` keeps the key-value cache of each context's prefix across
+calls, so a prompt on a 500-token article costs only its own ~150 tokens, not the article again;
+:func:`context_anchor` gives the token ids of the part of a prompt to keep. Rows whose prompt
+does not start with their anchor fall back to
+:func:`ppairs_lens.activations.harvest.run_branches` (same numbers). Used by the on-demand
+comparators (:mod:`ppairs_lens.judges.comparators`) and the scoring baselines
+(:mod:`ppairs_lens.judges.scoring`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ppairs_lens.activations.harvest import (
+    BranchOutputs,
+    HarvestSettings,
+    bridge_steps,
+    model_device,
+    run_branches,
+)
+from ppairs_lens.activations.prefix_sharing import (
+    PrefixState,
+    extend,
+    plan,
+    run_rows,
+    subgroups,
+    tokens_computed,
+)
+
+__all__ = ["ANCHOR_MARGIN", "context_anchor", "ContextKV"]
+
+#: Tokens dropped from the end of a context prefix before caching it, so a tokenizer that
+#: merges the context's last characters with what follows cannot make the cached tokens differ
+#: from the prompt's (rows are checked anyway and fall back when they differ).
+ANCHOR_MARGIN: int = 2
+
+
+def context_anchor(tokenizer, prompt_text: str, block: str | None) -> tuple[int, ...] | None:
+    """Token ids of ``prompt_text`` up to the end of ``block`` (its shared context part),
+    minus :data:`ANCHOR_MARGIN` tokens; None where there is nothing worth caching."""
+    if not block:
+        return None
+    at = prompt_text.find(block)
+    if at < 0:
+        return None
+    ids = tokenizer(prompt_text[:at + len(block)], add_special_tokens=False).input_ids
+    ids = ids[:len(ids) - ANCHOR_MARGIN]
+    return tuple(ids) if len(ids) >= 1 else None
+
+
+class ContextKV:
+    """Run prompts from a cache of their shared context prefixes (key-value caches).
+
+    ``run`` reads, like :func:`ppairs_lens.activations.harvest.run_branches`, the hook points
+    ``names`` and/or the next-token ``logit_ids`` at each branch token appended to each row's
+    prefix. Each row may name an *anchor*: token ids its prefix starts with (the context
+    part of its prompt). An anchor's key-value cache is computed once and kept for later
+    calls (the ``max_contexts`` most recently used), so later rows only run their own tokens.
+    Rows without an anchor, or whose prefix does not start with it, run through
+    ``run_branches`` (sharing within the call only). Numbers equal an unbatched run of each
+    full prompt (up to float error).
+
+    ``n_tokens`` counts tokens fed through the model; ``n_context_builds`` the anchors run.
+    """
+
+    def __init__(self, bridge, *, max_contexts: int = 32,
+                 settings: HarvestSettings = HarvestSettings()):
+        self.bridge = bridge
+        self.max_contexts = max_contexts
+        self.settings = settings
+        self._caches: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.n_tokens = 0
+        self.n_context_builds = 0
+        self.n_fallback_rows = 0
+
+    def clear(self) -> None:
+        """Drop every kept context cache (frees memory)."""
+        self._caches.clear()
+
+    def _context(self, anchor: tuple[int, ...], forward) -> PrefixState:
+        state = self._caches.get(anchor)
+        if state is not None:
+            self._caches.move_to_end(anchor)
+            return state
+        state = extend(PrefixState.empty(model_device(self.bridge)), [0], [anchor], forward)
+        self.n_tokens += len(anchor)
+        self.n_context_builds += 1
+        self._caches[anchor] = state
+        while len(self._caches) > self.max_contexts:
+            self._caches.popitem(last=False)
+        return state
+
+    @torch.inference_mode()
+    def run(self, prefixes: Sequence[Sequence[int]], branches: Sequence[Sequence[int]],
+            anchors: Sequence[tuple[int, ...] | None], *, names: Sequence[str] = (),
+            logit_ids: Sequence[int] | None = None) -> BranchOutputs:
+        n = len(prefixes)
+        if n == 0:
+            raise ValueError("no rows to run")
+        n_branch = len(branches[0])
+        d = self.bridge.cfg.d_model
+        acts = (torch.empty(n, n_branch, len(names), d, dtype=self.settings.out_dtype)
+                if names else None)
+        logits = torch.empty(n, n_branch, len(logit_ids)) if logit_ids is not None else None
+        by_anchor: dict[tuple[int, ...], list[int]] = {}
+        rest: list[int] = []
+        for i, (p, a) in enumerate(zip(prefixes, anchors)):
+            if a is not None and len(p) > len(a) and tuple(p[:len(a)]) == a:
+                by_anchor.setdefault(a, []).append(i)
+            else:
+                rest.append(i)
+        forward, read = bridge_steps(self.bridge, names, logit_ids)
+
+        def emit(rows: list[int], a, lg) -> None:
+            if acts is not None:
+                acts[rows] = a.view(len(rows), n_branch, len(names), -1).to(
+                    self.settings.out_dtype)
+            if logits is not None:
+                logits[rows] = lg.view(len(rows), n_branch, -1)
+
+        for anchor, idx in by_anchor.items():
+            state = self._context(anchor, forward)
+            subs = subgroups(prefixes, idx, len(anchor))
+            self.n_tokens += sum(len(sg.mid) + sum(len(t) + n_branch for t in sg.tails)
+                                 for sg in subs)
+            run_rows(state, subs, branches, forward, read, emit,
+                     token_budget=self.settings.budget_for(self.bridge, model_device(self.bridge)))
+        if rest:
+            out = run_branches(self.bridge, [prefixes[i] for i in rest],
+                               [branches[i] for i in rest], ["__rest__"] * len(rest),
+                               names=names, logit_ids=logit_ids, settings=self.settings)
+            self.n_tokens += tokens_computed(plan([prefixes[i] for i in rest],
+                                                  ["__rest__"] * len(rest)), n_branch)
+            self.n_fallback_rows += len(rest)
+            if acts is not None:
+                acts[rest] = out.acts
+            if logits is not None:
+                logits[rest] = out.logits
+        return BranchOutputs(acts, logits)

@@ -1,0 +1,46 @@
+"""The README's Python snippets run as written (one namespace, in order, like a notebook).
+
+A block whose first line is ``# needs: ...`` names what it needs that no test machine has
+(a model hub, GPUs) and is skipped with that reason; every other block runs on the embedded
+model.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+NEEDS = "# needs:"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S)
+
+
+def test_the_readme_has_runnable_python():
+    blocks = python_blocks(README.read_text("utf-8"))
+    runnable = [b for b in blocks if not b.startswith(NEEDS)]
+    assert len(runnable) >= 3, "the README lost its Python examples"
+    for b in blocks:
+        compile(b, "README.md", "exec")  # every block is at least valid Python
+
+
+@pytest.mark.integration
+def test_readme_snippets_run_as_written(smol, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # the snippets write their stores under ./stores
+    namespace: dict = {"__name__": "__readme__"}
+    skipped = []
+    for block in python_blocks(README.read_text("utf-8")):
+        if block.startswith(NEEDS):
+            skipped.append(block.splitlines()[0])
+            continue
+        exec(compile(block, "README.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "answers flipped:" in out
+    assert len(namespace["after"].p) == len(namespace["before"].p) == len(namespace["dataset"])
+    ranking = namespace["pl"].merge_sort(list(namespace["numbers"]), namespace["compare"])
+    assert sorted(ranking) == sorted(namespace["numbers"])
+    print("skipped:", skipped)
