@@ -56,22 +56,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analyses.ablation_plots import (
-    BASELINE,
-    CONTROL,
-    RANDOM_NULL,
-    plot_ablation,
-    read_rows,
-    summary_lines,
-)
+from analyses.ablation_plots import plot_ablation, read_rows, summary_lines
 from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.activations.store_sets import readout_index
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import PPairsError, ProbeError
-from ppairs_lens.evaluation.answer_change import condition_rows
+from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL, RANDOM_NULL, condition_rows
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.evaluation.sweep_scores import score_sweep_logits
 from ppairs_lens.interventions.ablation import ablation_hook_sets
@@ -139,7 +133,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     template = store_template(store)
     settings = HarvestSettings(token_budget=cfg.token_budget)
     n_layers = int(store.meta["n_layers"])
-    layer = n_layers - 1 if cfg.layer is None else cfg.layer % store.n_readouts
+    layer = n_layers - 1 if cfg.layer is None else readout_index(cfg.layer, store.n_readouts)
     final = store.n_readouts - 1
     readouts = [layer] if layer == final else [layer, final]
     hooks_of = store.hook_names
@@ -372,20 +366,22 @@ def replot(out: str | Path, model: str | None = None) -> list[Path]:
     return paths
 
 
-def cli(args) -> None:
+def cli(args, bridge=None) -> None:
+    """``ppairs-lens ablate``; ``bridge``: the model (default: ``--model``, after the datasets)."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.models.loading import load_model
 
     specs = args.datasets or ["larger_number", "capital_true"]
-    bridge = load_model(args.model, dtype=getattr(torch, getattr(args, "dtype", "float32")),
-                        device=getattr(args, "device", None))
-    items = []
-    for s in specs:
-        ds = load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed)
-        items.append((ensure_store(bridge, ds, args.stores), ds))
+    datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
+    if bridge is None:
+        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+                            device_map=args.device_map, backend=args.backend)
+    items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
+             for ds in datasets]
     cfg = AblationConfig(stores=[str(st.path) for st, _ in items], datasets=list(specs),
-                         seed=args.seed)
+                         seed=args.seed, layer=args.layer, n_random=args.n_random,
+                         split_by=args.split)
     if getattr(args, "quick", False):
         cfg = replace(cfg, max_eval_pairs=24, n_boot=100, max_refit_train=24)
     rows, _ = run_ablation(bridge, items, args.out, cfg)

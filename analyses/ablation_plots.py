@@ -1,8 +1,8 @@
 """Figure and printed summary of the directional-ablation analysis (:mod:`analyses.ablation`).
 
-The condition names below label the rows of ``ablation.csv``: the baseline, each probe kind,
-``random_XX`` directions and their summary row, and the positive control. :func:`read_rows`
-reads a written table back, so the figure can be redrawn without the model.
+The rows of ``ablation.csv`` are labelled by the condition names of
+:mod:`ppairs_lens.evaluation.answer_change`. :func:`read_rows` reads a written table back, so
+the figure can be redrawn without the model.
 """
 
 from __future__ import annotations
@@ -10,18 +10,15 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ppairs_lens.evaluation.answer_change import CHANGE_METRICS
+from ppairs_lens.evaluation.answer_change import (
+    BASELINE,
+    CHANGE_METRICS,
+    CONTROL,
+    RANDOM_NULL,
+)
 from ppairs_lens.io.plotting import caption, color, label, style
-from ppairs_lens.probes.estimators import PROBE_KINDS
 
-__all__ = ["BASELINE", "CONDITION_ORDER", "CONTROL", "RANDOM_NULL", "plot_ablation",
-           "read_rows", "summary_lines"]
-
-BASELINE = "none"
-CONTROL = "unembedding"
-RANDOM_NULL = "random"
-#: Order of conditions in tables and figures (random_XX in between, then the summary row).
-CONDITION_ORDER = (BASELINE, *PROBE_KINDS, RANDOM_NULL, CONTROL)
+__all__ = ["plot_ablation", "read_rows", "summary_lines"]
 
 
 def _short(cond: str) -> str:

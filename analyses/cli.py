@@ -1,4 +1,10 @@
-"""The ``ppairs-lens`` command line: one subcommand per job, each a thin layer over the library."""
+"""The ``ppairs-lens`` command line: one subcommand per job, each a thin layer over the library.
+
+Every argument that can be checked without a model is checked before one loads
+(:mod:`analyses.cli_args`); every command that runs a model loads it through
+:func:`analyses.cli_args.load_model_from_args`, so ``--dtype``, ``--device``, ``--device-map``
+and ``--backend`` act everywhere.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +12,24 @@ import argparse
 import sys
 from pathlib import Path
 
+from analyses.cli_args import (
+    OneLineParser,
+    add_dataset_options,
+    add_hooks,
+    add_layer,
+    add_model_options,
+    add_split,
+    add_template,
+    check_args,
+    check_layer,
+    load_model_from_args,
+    positive_int,
+)
 from ppairs_lens.errors import PPairsError
 
-
-def _add_model(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None,
-                   help="HF model id or local folder (default: the embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1")
-
-
-def _add_dataset_opts(p: argparse.ArgumentParser, many: bool = False) -> None:
-    if many:
-        p.add_argument("--datasets", nargs="+", default=None,
-                       help="built-in names or paths (path:aspect for scored-items files)")
-    else:
-        p.add_argument("--dataset", required=True,
-                       help="built-in name or a path (path:aspect for scored-items files)")
-    p.add_argument("--max-pairs", type=int, default=None, help="use at most this many pairs")
-    p.add_argument("--stores", default="stores", help="root folder of activation stores")
+#: Subcommands that run an analysis module's ``cli(args, bridge)``.
+ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
+            "run": "run_all"}
 
 
 def _shard_arg(spec: str) -> str:
@@ -40,23 +45,23 @@ def _shard_arg(spec: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ppairs-lens", description=__doc__)
+    parser = OneLineParser(prog="ppairs-lens", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("datasets", help="list built-in datasets and supported file formats")
 
     p = sub.add_parser("harvest", help="harvest contrast-pair activations into a store")
-    _add_model(p)
-    _add_dataset_opts(p)
+    add_model_options(p)
+    add_dataset_options(p)
     p.add_argument("--out", default=None, help="store folder (default: under --stores)")
     p.add_argument("--shard", default=None, type=_shard_arg,
                    help="i/n: do only part i of n (0-based)")
-    p.add_argument("--shard-size", type=int, default=256, help="pairs per store shard")
-    p.add_argument("--device-map", default=None,
-                   help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
-    p.add_argument("--token-budget", type=int, default=None,
+    p.add_argument("--shard-size", type=positive_int, default=256, help="pairs per store shard")
+    p.add_argument("--token-budget", type=positive_int, default=None,
                    help="tokens held per forward pass (batch rows x sequence length; "
                         "default: by device, ppairs_lens.activations.harvest.default_token_budget)")
+    add_hooks(p)
+    add_template(p)
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
@@ -64,11 +69,26 @@ def build_parser() -> argparse.ArgumentParser:
                         ("rank", "PAIRS ranking and insertion scoring against baselines"),
                         ("run", "the whole study on the embedded default (the main job)")]:
         p = sub.add_parser(name, help=help_)
-        _add_model(p)
-        _add_dataset_opts(p, many=True)
+        add_model_options(p)
+        add_dataset_options(p, many=True)
         p.add_argument("--out", default="figures", help="folder for tables and figures")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--quick", action="store_true", help="small settings (tests, previews)")
+        if name in ("sweep", "transfer", "ablate", "run"):
+            add_split(p)
+        if name in ("sweep", "transfer"):
+            add_hooks(p)
+        if name in ("sweep", "transfer", "ablate"):
+            add_template(p)
+        if name == "transfer":
+            add_layer(p, -2, "read-out index of the transfer matrix and cosines (default -2: "
+                             "the last block's resid_post; -1 the final norm)")
+        if name == "ablate":
+            add_layer(p, None, "read-out index of the probe directions (default: the last "
+                               "block's resid_post)")
+            p.add_argument("--n-random", type=positive_int, default=10,
+                           help="random directions ablated as the null distribution")
+        if name == "rank":
+            add_layer(p, None, "read-out index of the probe (default: chosen on held-out "
+                               "training pairs)")
         if name == "run":
             p.add_argument("--recompute", action="store_true",
                            help="redo every step (default: steps whose config, stores and code "
@@ -88,27 +108,36 @@ def _cmd_datasets(_args) -> None:
 
 
 def _cmd_harvest(args) -> None:
-    import torch
-
-    from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.activations.harvest import HarvestSettings
+    from ppairs_lens.activations.harvest import HarvestSettings, readout_names
     from ppairs_lens.activations.pipeline import default_store_path, harvest_dataset, parse_shard
-    from ppairs_lens.models.loading import load_model, model_name
     from ppairs_lens.activations.prompts import default_template
+    from ppairs_lens.activations.readouts import default_readouts
+    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.models.loading import model_name
 
-    settings = HarvestSettings(token_budget=args.token_budget)  # checked before the model loads
-    dataset = load_dataset_spec(args.dataset, max_pairs=args.max_pairs)
-    bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
-                        device_map=args.device_map)
-    template = default_template(dataset)
-    out = Path(args.out) if args.out else default_store_path(args.stores, model_name(bridge),
-                                                             dataset, template)
+    settings = HarvestSettings(token_budget=args.token_budget)
+    dataset = load_dataset_spec(args.dataset, max_pairs=args.max_pairs, seed=args.seed)
+    bridge = load_model_from_args(args)
+    hooks = readout_names(bridge, args.hooks)  # a typo in --hooks fails before the harvest
+    template = args.template or default_template(dataset)
+    out = Path(args.out) if args.out else default_store_path(
+        args.stores, model_name(bridge), dataset, template,
+        None if hooks == default_readouts(bridge) else hooks)
     store = harvest_dataset(bridge, dataset, out, template=template, shard_size=args.shard_size,
-                            shard=parse_shard(args.shard),
-                            settings=settings)
+                            shard=parse_shard(args.shard), settings=settings,
+                            names=None if args.hooks is None else hooks)
     state = "complete" if store.complete else f"{len(store.missing_shards())} shards left"
     print(f"{store.path}: {store.n_pairs} pairs x 2 x {store.n_readouts} read-outs x "
           f"{store.d_model} ({state})")
+
+
+def _check_layer_for(args, bridge) -> None:
+    """``--layer`` against the read-outs the command's stores will hold."""
+    if getattr(args, "layer", None) is None:
+        return
+    from ppairs_lens.activations.harvest import readout_names
+
+    check_layer(args, len(readout_names(bridge, getattr(args, "hooks", None))))
 
 
 def _cmd_rank(args) -> None:
@@ -118,13 +147,19 @@ def _cmd_rank(args) -> None:
 
     bridge = None
     if ranking.wants_model(args) or insertion.wants_model(args):
-        import torch
-
-        from ppairs_lens.models.loading import load_model
-
-        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device)
+        bridge = load_model_from_args(args)
+        _check_layer_for(args, bridge)
     ranking.cli(args, bridge=bridge)
     insertion.cli(args, bridge=bridge)
+
+
+def _cmd_analysis(args) -> None:
+    import importlib
+
+    module = importlib.import_module(f"analyses.{ANALYSES[args.command]}")
+    bridge = load_model_from_args(args)
+    _check_layer_for(args, bridge)
+    module.cli(args, bridge=bridge)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,19 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "datasets":
             _cmd_datasets(args)
-        elif args.command == "harvest":
+            return 0
+        check_args(args)  # before any model loads
+        if args.command == "harvest":
             _cmd_harvest(args)
         elif args.command == "rank":
             _cmd_rank(args)
         else:
-            import importlib
-
-            module = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
-                      "run": "run_all"}[args.command]
-            importlib.import_module(f"analyses.{module}").cli(args)
+            _cmd_analysis(args)
     except PPairsError as e:
-        # Errors we raise on purpose already say what to fix: no traceback.
-        print(f"ppairs-lens {args.command}: error: {e}", file=sys.stderr)
+        # Errors we raise on purpose already say what to fix: no traceback, one line.
+        print(f"ppairs-lens {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     return 0
 

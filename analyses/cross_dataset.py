@@ -38,7 +38,7 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.errors import PPairsError, ProbeError
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.splits import train_test_split_pairs
-from ppairs_lens.evaluation.store_sets import check_comparable, readout_index, unique_names
+from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.probes.direction_similarity import cosine, random_reference
@@ -342,18 +342,17 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
             "summary": summary, "names": names, "hook": hook}
 
 
-def cli(args) -> None:
+def cli(args, bridge) -> None:
+    """``ppairs-lens transfer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.models.loading import load_model
 
     specs = args.datasets or list(BUILTIN_NAMES)
-    bridge = load_model(args.model)
     stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
-                           args.stores) for s in specs]
-    cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed,
-                         n_boot=100 if getattr(args, "quick", False) else 300)
+                           args.stores, template=args.template, names=args.hooks) for s in specs]
+    cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed, layer=args.layer,
+                         split_by=args.split, n_boot=100 if args.quick else 300)
     print_summary(run_transfer(stores, args.out, cfg), cfg)
 
 

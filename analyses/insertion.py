@@ -30,7 +30,7 @@ from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.judges.comparators import BatchComparator, ProbeComparator, ZeroShotComparator
 from ppairs_lens.judges.lockstep import run_lockstep
 from ppairs_lens.models.loading import model_name
-from ppairs_lens.probes.training import ProbeJudgeConfig, train_probe
+from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.ranking.insertion import insertion_score, slope_bias
 
 __all__ = ["INSERTION_METHODS", "InsertionConfig", "cli", "insert_dataset", "print_table",
@@ -211,7 +211,8 @@ def cli(args, bridge=None) -> None:
     specs = _specs(args)
     if not specs:
         return
-    cfg = InsertionConfig(path=specs[0], model=args.model, seed=args.seed, verbose=True)
+    cfg = InsertionConfig(path=specs[0], model=args.model, seed=args.seed, verbose=True,
+                          layer=args.layer)
     if getattr(args, "quick", False):
         cfg = dataclasses.replace(cfg, n_train=20, max_train_pairs=60, max_test=8, k=3)
     if args.max_pairs:
@@ -221,6 +222,6 @@ def cli(args, bridge=None) -> None:
 
         from ppairs_lens.models.loading import load_model
 
-        bridge = load_model(args.model, dtype=getattr(torch, getattr(args, "dtype", "float32")),
-                            device=getattr(args, "device", None))
+        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+                            device_map=args.device_map, backend=args.backend)
     print_table(run_insertion(bridge, cfg, args.out))

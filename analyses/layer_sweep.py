@@ -18,7 +18,7 @@ from ppairs_lens.evaluation.metrics import evaluate, within_context_spearman
 from ppairs_lens.io.plotting import caption, color, label, style
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.evaluation.layer_choice import best_layers
+from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.probes.sweep import fit_sweep
 
@@ -120,18 +120,18 @@ def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig |
     return rows
 
 
-def cli(args) -> None:
+def cli(args, bridge) -> None:
+    """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.models.loading import load_model
 
     specs = args.datasets or list(BUILTIN_NAMES)
-    bridge = load_model(args.model)
     stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
-                           args.stores) for s in specs]
+                           args.stores, template=args.template, names=args.hooks) for s in specs]
     rows = run_sweep(stores, args.out, SweepConfig(stores=[str(s.path) for s in stores],
-                                                   seed=args.seed))
+                                                   seed=args.seed, split_by=args.split,
+                                                   n_boot=100 if args.quick else 300))
     for r in best_layers(rows):
         print(f"{r['dataset']:32s} {r['kind']:10s} best layer {r['layer']:2d}: "
               f"{r['value']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")

@@ -42,7 +42,7 @@ from ppairs_lens.judges.comparators import BatchComparator, ProbeComparator, Zer
 from ppairs_lens.judges.lockstep import run_lockstep
 from ppairs_lens.judges.scoring import score_items
 from ppairs_lens.models.loading import model_name
-from ppairs_lens.probes.training import ProbeJudgeConfig, train_probe
+from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.ranking.merge_sort import (
     DEFAULT_BEAM_SIZE,
     DEFAULT_UNCERTAINTY,
@@ -330,7 +330,8 @@ def cli(args, bridge=None) -> None:
         return
     cfgs = []
     for spec in specs:
-        cfg = RankingConfig(dataset=spec, model=args.model, seed=args.seed, verbose=True)
+        cfg = RankingConfig(dataset=spec, model=args.model, seed=args.seed, verbose=True,
+                            layer=args.layer)
         if getattr(args, "quick", False):
             cfg = dataclasses.replace(cfg, n_train_contexts=3, max_train_pairs_per_context=10,
                                       n_eval_contexts=3, max_items_per_context=6, n_boot=200)
@@ -342,6 +343,6 @@ def cli(args, bridge=None) -> None:
 
         from ppairs_lens.models.loading import load_model
 
-        bridge = load_model(args.model, dtype=getattr(torch, getattr(args, "dtype", "float32")),
-                            device=getattr(args, "device", None))
+        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+                            device_map=args.device_map, backend=args.backend)
     print_table(run_ranking(bridge, cfgs, args.out))

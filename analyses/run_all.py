@@ -25,7 +25,7 @@ from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.activations.pipeline import ensure_store
 from ppairs_lens.data import BUILTIN_NAMES
 from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
-from ppairs_lens.evaluation.layer_choice import best_layers
+from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.store_split import split_store
 
 
@@ -39,6 +39,7 @@ class StudyConfig:
     stores: str = "stores"
     out: str = "figures"
     seed: int = 0
+    split_by: str = "context"  # held-out pairs: "context" | "item" | "pair" | "auto"
     zero_shot_max_pairs: int | None = 60  # held-out records per dataset (whole contexts)
     ablation_dataset: str = "larger_number"
     # The ablation re-runs the model once per (preset, direction): these sizes keep the whole
@@ -61,7 +62,7 @@ def quick(cfg: StudyConfig) -> StudyConfig:
 
 def _zero_shot_on_test(bridge, store, dataset, cfg: StudyConfig) -> dict:
     """The calibrated prompted judgement on the same held-out pairs the probes are scored on."""
-    sp = split_store(store, test_size=0.3, split_by="context", seed=cfg.seed, layers=[0])
+    sp = split_store(store, test_size=0.3, split_by=cfg.split_by, seed=cfg.seed, layers=[0])
     test_ids = {p["pair_id"] for p in sp.pairs_test}
     subset = replace(dataset, records=[r for r in dataset.records if r.pair_id in test_ids])
     if cfg.zero_shot_max_pairs is not None:
@@ -113,19 +114,20 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
 
     sweep_rows = step("layer sweep", lambda: run_sweep(
         stores, out, SweepConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
-                                 n_boot=cfg.n_boot, zero_shot=zero_shot)),
+                                 split_by=cfg.split_by, n_boot=cfg.n_boot,
+                                 zero_shot=zero_shot)),
         outputs=["layer_sweep.csv", "layer_sweep.png"], zero_shot=zero_shot, **common)
 
     transfer = step("transfer", lambda: run_transfer(
         stores, out, TransferConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
-                                    n_boot=cfg.n_boot)),
+                                    split_by=cfg.split_by, n_boot=cfg.n_boot)),
         outputs=["transfer.csv", "transfer.png"], **common)
 
     names = [d.name for d in datasets]
     a = next((i for i, n in enumerate(names) if n.startswith(cfg.ablation_dataset)), 0)
     abl_rows = step("ablation", lambda: run_ablation(
         bridge, [(stores[a], datasets[a])], out, AblationConfig(
-            stores=[str(stores[a].path)], seed=cfg.seed, n_boot=cfg.n_boot,
+            stores=[str(stores[a].path)], seed=cfg.seed, n_boot=cfg.n_boot, split_by=cfg.split_by,
             n_random=cfg.ablation_random, max_eval_pairs=cfg.ablation_eval_pairs,
             max_refit_train=cfg.ablation_refit_train), log=tqdm.write)[0],
         outputs=["ablation.csv", "ablation.png"], **common)
@@ -166,9 +168,11 @@ def print_summary(summary: dict) -> None:
             print(f"  {r.get('method', '?'):24s} {r['spearman']:.3f}")
 
 
-def cli(args) -> None:
+def cli(args, bridge=None) -> None:
+    """``ppairs-lens run``; ``bridge``: the loaded model (:mod:`analyses.cli` passes it)."""
     cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores, seed=args.seed,
-                      max_pairs=args.max_pairs)
+                      max_pairs=args.max_pairs, split_by=args.split)
     if args.datasets:
         cfg.datasets = list(BUILTIN_NAMES) + [d for d in args.datasets if d not in BUILTIN_NAMES]
-    run(quick(cfg) if args.quick else cfg, reuse=not getattr(args, "recompute", False))
+    run(quick(cfg) if args.quick else cfg, reuse=not getattr(args, "recompute", False),
+        bridge=bridge)

@@ -2,7 +2,9 @@
 time with HF ``output_hidden_states`` (the original PPairS approach), plus the limit: a bare
 HF forward of exactly the tokens our harvester computes.
 
-Run: ``python -m benchmarks.bench_harvest [--articles 1 --summaries 16 --short-pairs 64]``
+Run: ``python -m benchmarks.bench_harvest [--articles 1 --summaries 16 --short-pairs 64]``;
+``--backend hooked`` also times the harvest on a HookedTransformer (transformer-lens<4) built
+from the same weights, on the same pairs, against the same limit.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ LIMIT_BIG = 4
 
 def compare(name: str, bridge, hf, pairs, with_original: bool = True,
             reference_pairs: int | None = None, rounds: int = 3,
-            token_budget: int = DEFAULT_TOKEN_BUDGET) -> dict:
+            token_budget: int = DEFAULT_TOKEN_BUDGET, hooked=None) -> dict:
     """Time ours, the references and the limit on the same pairs.
 
     Ours and the limit (same plan, same batches) alternate for ``rounds`` rounds and the best
@@ -37,15 +39,22 @@ def compare(name: str, bridge, hf, pairs, with_original: bool = True,
     ``reference_pairs``: time the two references (which handle every pair independently, so
     their time is a sum over pairs) on a seeded random subset of that many pairs and scale by
     ``len(pairs) / k``; ours and the limit always run on all pairs (sharing is not per pair).
+    ``hooked``: a HookedTransformer of the same weights, whose harvest is timed in the same
+    rounds (and compared with the bridge's).
     """
     warm = pairs[:2]
     settings = HarvestSettings(token_budget=token_budget)
     harvest_pairs(bridge, warm, settings)  # warm-up: first-call allocations are not the steady state
     bare_schedule(hf, warm, token_budget)
-    t_ours = t_bare = float("inf")
+    if hooked is not None:
+        harvest_pairs(hooked, warm, settings)
+    t_ours = t_bare = t_hooked = float("inf")
     for _ in range(rounds):
         t, ours = timed(lambda: harvest_pairs(bridge, pairs, settings))
         t_ours = min(t_ours, t)
+        if hooked is not None:
+            t, theirs = timed(lambda: harvest_pairs(hooked, pairs, settings))
+            t_hooked = min(t_hooked, t)
         t_bare = min(t_bare, timed(lambda: bare_schedule(hf, pairs, token_budget))[0])
     t_big, _ = timed(lambda: bare_schedule(hf, pairs, token_budget * LIMIT_BIG))
     sub = list(range(len(pairs)))
@@ -60,6 +69,8 @@ def compare(name: str, bridge, hf, pairs, with_original: bool = True,
            "reference_pairs": len(sub),
            "tokens_ours": tokens_computed(pairs, True), "tokens_full": tokens_computed(pairs, False),
            "err_vs_two_sided": max_rel_err(ours[sub], full)}
+    if hooked is not None:
+        res.update(hooked_s=t_hooked, err_hooked_vs_bridge=max_rel_err(theirs, ours))
     if with_original:
         t_one, one = timed(lambda: one_prompt_at_a_time(hf, ref))
         res.update(one_at_a_time_s=t_one * scale, err_vs_original=max_rel_err(ours[sub], one))
@@ -75,6 +86,11 @@ def report(r: dict) -> None:
     print(f"  (ours and the limit: best of {r['rounds']} alternating runs; token budget "
           f"{r['budget']})")
     print(f"  ours                 {r['ours_s']:8.2f} s")
+    if "hooked_s" in r:
+        print(f"  ours, HookedTransformer {r['hooked_s']:5.2f} s   hooked / bridge "
+              f"{r['hooked_s'] / r['ours_s']:5.2f}x   hooked / limit "
+              f"{r['hooked_s'] / r['bare_limit_s']:5.2f}x   max relative difference "
+              f"{r['err_hooked_vs_bridge']:.1e}")
     print(f"  batched two-sided    {r['two_sided_s']:8.2f} s   speed-up {r['two_sided_s'] / r['ours_s']:5.2f}x")
     if "one_at_a_time_s" in r:
         print(f"  one at a time (HF)   {r['one_at_a_time_s']:8.2f} s   speed-up "
@@ -102,10 +118,16 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--token-budget", type=int, default=None,
                     help="tokens per forward pass, for ours, the limit and two-sided alike "
                          "(default: the harvester's default for the device)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating timed rounds of ours and the limit (best kept)")
+    ap.add_argument("--backend", choices=("bridge", "hooked"), default="bridge",
+                    help="hooked: also time a HookedTransformer harvest (transformer-lens<4)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     bridge = load_model(args.model, device=args.device)
+    hooked = (load_model(args.model, device=args.device, backend="hooked")
+              if args.backend == "hooked" else None)
     hf = hf_copy(args.model or embedded_model_dir(), args.device)
     budget = HarvestSettings(token_budget=args.token_budget).budget_for(
         bridge, torch.device(args.device))
@@ -119,7 +141,7 @@ def main(argv=None) -> list[dict]:
         pairs = build_contrast_pairs(bridge.tokenizer, ds)
         r = compare(name, bridge, hf, pairs,
                     reference_pairs=args.reference_pairs if name == "summeval-like" else None,
-                    token_budget=budget)
+                    token_budget=budget, hooked=hooked, rounds=args.rounds)
         report(r)
         results.append(r)
     return results

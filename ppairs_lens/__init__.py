@@ -40,6 +40,8 @@ _EXPORTS: dict[str, str] = {
     "build_contrast_pairs": "ppairs_lens.activations.prompts",
     "HarvestSettings": "ppairs_lens.activations.harvest",
     "harvest_pairs": "ppairs_lens.activations.harvest",
+    "harvest_texts": "ppairs_lens.activations.texts",
+    "text_pairs": "ppairs_lens.activations.texts",
     "ActivationStore": "ppairs_lens.activations.store",
     "harvest_dataset": "ppairs_lens.activations.pipeline",
     "ensure_store": "ppairs_lens.activations.pipeline",

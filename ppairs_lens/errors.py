@@ -29,6 +29,11 @@ class TemplateError(PPairsError, ValueError):
     """A prompt template (with a tokenizer) does not give a valid contrast pair."""
 
 
+class HookError(PPairsError, ValueError):
+    """A hook name, preset or pattern the model does not have, or a hook that cannot be read
+    out (not one vector per token)."""
+
+
 class StoreError(PPairsError, RuntimeError):
     """An activation store is missing, corrupt, locked, or belongs to another run."""
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from analyses.ablation import AblationConfig, run_ablation
-from analyses.ablation_plots import BASELINE, CONTROL, RANDOM_NULL
+from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL, RANDOM_NULL
 from ppairs_lens.activations.pipeline import harvest_dataset
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.errors import StoreError

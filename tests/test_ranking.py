@@ -310,3 +310,11 @@ def test_slope_bias() -> None:
     slope, bias = slope_bias([2 * t for t in true], true)
     assert slope == pytest.approx(2.0) and bias == pytest.approx(float(np.mean(true)))
     assert math.isnan(slope_bias([1, 2], [1, 1])[0])
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.3, 1 / 3, 0.7, 0.9, 1.0])
+def test_swap_calibration_is_exactly_half_when_both_orders_agree(p):
+    """A judge that answers "first" (or "second") with the same probability in both orders
+    has no preference: exactly 0.5, so a sort's ``> 0.5`` test never breaks the tie by
+    rounding."""
+    assert swap_calibrated(lambda a, b: p)("x", "y") == 0.5

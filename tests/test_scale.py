@@ -18,6 +18,7 @@ from analyses.cli import build_parser
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.pipeline import harvest_dataset, parse_shard
+from ppairs_lens.models.compat import bridge_supports_disk_offload
 from ppairs_lens.models.loading import load_model
 from ppairs_lens.probes.estimators import SupervisedProbe
 from ppairs_lens.activations.prompts import build_contrast_pairs, default_template
@@ -69,6 +70,8 @@ def _study_numbers(bridge, pairs, labels):
     return acts, sweep, ablated
 
 
+@pytest.mark.skipif(not bridge_supports_disk_offload(), reason="transformer-lens<4's bridge "
+                    "refuses disk offload (tests/test_compat.py checks the error)")
 @pytest.mark.parametrize("device_map", [
     pytest.param(LAYER_ON_DISK, id="layer1-on-disk"),
     pytest.param(ALL_ON_DISK, id="all-on-disk"),

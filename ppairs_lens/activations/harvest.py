@@ -25,10 +25,13 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.errors import DataError, PPairsError
+from ppairs_lens.errors import DataError, HookError, PPairsError
+from ppairs_lens.activations.hooked_steps import hooked_steps
 from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
 from ppairs_lens.activations.prompts import ContrastPair
-from ppairs_lens.models.hook_points import READOUT_PRESET, Hook, hook_points
+from ppairs_lens.activations.readouts import default_readouts, resolve_readouts
+from ppairs_lens.models.backend import backend_of, hooked_device, resolve_hooks
+from ppairs_lens.models.hook_points import Hook
 
 
 class NonFiniteActivationError(PPairsError, FloatingPointError):
@@ -93,7 +96,10 @@ def model_device(bridge) -> torch.device:
     available device there (cuda on a GPU machine) wherever the weights are. A disk-offloaded
     embedding sits on 'meta', which holds no data: then ``cfg.device``, which
     :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device.
+    A HookedTransformer's: its embedding's device.
     """
+    if backend_of(bridge) == "hooked":
+        return hooked_device(bridge)
     emb = bridge.original_model.get_input_embeddings()
     dev = next(emb.parameters()).device if emb is not None else torch.device("meta")
     if dev.type != "meta":
@@ -105,6 +111,7 @@ def model_device(bridge) -> torch.device:
 def check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:
     """Refuse (:class:`DataError`) a prompt, prefix plus one token, longer than the model's
     context, naming its pair; a model without ``cfg.n_ctx`` is not checked."""
+    backend_of(bridge)  # first: an object that is no TransformerLens model gets a clear error
     n_ctx = getattr(bridge.cfg, "n_ctx", None)
     if not n_ctx:
         return
@@ -164,6 +171,14 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
     return forward, read
 
 
+def model_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
+                final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
+    """:func:`bridge_steps` for a bridge, :func:`ppairs_lens.activations.hooked_steps.
+    hooked_steps` for a HookedTransformer (same contract, same read-out names)."""
+    steps = hooked_steps if backend_of(model) == "hooked" else bridge_steps
+    return steps(model, names, logit_ids, final_hooks)
+
+
 @torch.inference_mode()
 def run_branches(
     bridge,
@@ -197,7 +212,7 @@ def run_branches(
                         dtype=settings.out_dtype) if names else None)
     logits = (torch.empty(len(prefixes), n_branch, len(logit_ids)) if logit_ids is not None
               else None)
-    forward, read = bridge_steps(bridge, names, logit_ids, final_hooks)
+    forward, read = model_steps(bridge, names, logit_ids, final_hooks)
 
     def emit(rows: list[int], a: Tensor | None, lg: Tensor | None) -> None:
         if acts is not None:
@@ -209,7 +224,7 @@ def run_branches(
 
     # final_hooks act on every position of the pass they are in: that pass must hold the
     # branch tokens alone, so a row's tail then runs in a pass of its own.
-    with bridge.hooks(fwd_hooks=list(hooks)):
+    with bridge.hooks(fwd_hooks=resolve_hooks(bridge, hooks)):
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
                  read, emit, token_budget=settings.budget_for(bridge, dev), device=dev,
                  fuse=not final_hooks)
@@ -225,17 +240,20 @@ def harvest_pairs(
     *,
     hooks: Sequence[Hook] = (),
     final_hooks: Sequence[Hook] = (),
-) -> Float[Tensor, "pair side layer d_model"]:
+    names: str | Sequence[str] | None = None,
+) -> Float[Tensor, "pair side readout d_model"]:
     """Residual stream at the final token of both prompts of each pair, for every layer.
 
     Returns ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype``; index
-    ``n_layers`` is the final norm's output. ``progress`` is an optional callable taking the
-    number of pairs just finished. ``hooks``/``final_hooks`` (e.g. ablations) act during the
-    harvest as in :func:`run_branches`.
+    ``n_layers`` is the final norm's output. ``names`` reads other hook points instead (exact
+    names, presets, glob patterns such as ``"blocks.*.hook_resid_pre"``; see
+    :func:`ppairs_lens.activations.readouts.resolve_readouts`), in forward order along axis 2.
+    ``progress`` is an optional callable taking the number of pairs just finished.
+    ``hooks``/``final_hooks`` (e.g. ablations) act during the harvest as in :func:`run_branches`.
     """
     prefixes = [p.prefix_ids for p in pairs]
     check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
-    names = hook_points(READOUT_PRESET, bridge.cfg.n_layers)
+    names = readout_names(bridge, names)
     out = run_branches(bridge, prefixes, [p.final_ids for p in pairs], [p.group for p in pairs],
                        names=names, hooks=hooks, final_hooks=final_hooks, settings=settings,
                        progress=progress).acts
@@ -248,10 +266,27 @@ def harvest_pairs(
     return out
 
 
+def readout_names(bridge, names: str | Sequence[str] | None) -> list[str]:
+    """The exact hook names a harvest of ``names`` reads (None: every block's resid_post and
+    the final norm), refused unless each is one ``d_model`` vector per token."""
+    if names is None:
+        return default_readouts(bridge)
+    readouts = resolve_readouts(bridge, names, model_device(bridge))
+    if readouts.width != bridge.cfg.d_model:
+        raise HookError(f"read-outs {readouts.names} have width {readouts.width}, not the "
+                        f"model's d_model {bridge.cfg.d_model}: harvests and stores hold "
+                        "d_model-wide read-outs only (a store records one width, d_model), so "
+                        "an SAE's latents are harvested only where d_sae equals d_model")
+    return readouts.names
+
+
 @torch.inference_mode()
-def reference_activations(bridge, prompt_ids: Sequence[int]) -> Float[Tensor, "layer d_model"]:
-    """The straightforward computation: one unpadded prompt, all read-outs at its last token."""
-    names = hook_points(READOUT_PRESET, bridge.cfg.n_layers)
+def reference_activations(bridge, prompt_ids: Sequence[int],
+                          names: str | Sequence[str] | None = None
+                          ) -> Float[Tensor, "readout d_model"]:
+    """The straightforward computation: one unpadded prompt, all read-outs (``names`` as in
+    :func:`harvest_pairs`) at its last token."""
+    names = readout_names(bridge, names)
     ids = torch.tensor([list(prompt_ids)], device=model_device(bridge))
     _, cache = bridge.run_with_cache(ids, names_filter=lambda n: n in names)
     return torch.stack([cache[n][0, -1].float().cpu() for n in names])

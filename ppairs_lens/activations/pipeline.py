@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,7 +13,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs, readout_names
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.activations.prompts import (
     ComparisonTemplate,
@@ -22,17 +25,21 @@ from ppairs_lens.activations.prompts import (
 )
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
+from ppairs_lens.activations.readouts import default_readouts
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
-def default_store_path(root: str | Path, model: str, dataset: Dataset, template: Template) -> Path:
-    """``root/<model>/<dataset>-<fingerprint>-<template hash>``: one folder per harvest."""
-    return (Path(root) / _slug(Path(model).name if Path(model).exists() else model)
-            / f"{_slug(dataset.name)}-{dataset.fingerprint()[:8]}-{template_hash(template)[:8]}")
+def default_store_path(root: str | Path, model: str, dataset: Dataset, template: Template,
+                       hook_names: Sequence[str] | None = None) -> Path:
+    """``root/<model>/<dataset>-<fingerprint>-<template hash>``: one folder per harvest; read-outs
+    other than the default (``hook_names``) add ``-h<hash of the names>``."""
+    folder = f"{_slug(dataset.name)}-{dataset.fingerprint()[:8]}-{template_hash(template)[:8]}"
+    if hook_names is not None:
+        folder += "-h" + hashlib.sha256(json.dumps(list(hook_names)).encode()).hexdigest()[:8]
+    return Path(root) / _slug(Path(model).name if Path(model).exists() else model) / folder
 
 
 def pair_info(dataset: Dataset) -> list[dict]:
@@ -68,8 +75,13 @@ def harvest_dataset(
     shard: tuple[int, int] = (0, 1),
     settings: HarvestSettings = HarvestSettings(),
     progress: bool = True,
+    names: str | Sequence[str] | None = None,
 ) -> ActivationStore:
     """Harvest ``dataset`` into the store at ``out`` and return it.
+
+    ``names``: the read-outs (exact hook names, presets, glob patterns such as
+    ``"blocks.*.hook_resid_pre"``; default every block's resid_post and the final norm),
+    recorded in the store's metadata as exact names in forward order.
 
     Shards already complete are skipped, so a killed harvest resumes where it stopped.
     ``shard=(i, n)`` does only the store shards ``k`` with ``k % n == i``: n processes (a SLURM
@@ -78,6 +90,7 @@ def harvest_dataset(
     """
     template = template or default_template(dataset)
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
+    hooks = readout_names(bridge, names)  # checked before anything is written
     meta = {
         "model": model_name(bridge),
         "dataset": dataset.name,
@@ -87,7 +100,7 @@ def harvest_dataset(
         "kind": dataset.kind,
         "template": template.describe(),
         "template_hash": template_hash(template),
-        "hook_names": hook_points(READOUT_PRESET, bridge.cfg.n_layers),
+        "hook_names": hooks,
         "n_layers": bridge.cfg.n_layers,
         "d_model": bridge.cfg.d_model,
         "dtype": str(settings.out_dtype).removeprefix("torch."),
@@ -108,9 +121,12 @@ def harvest_dataset(
         todo = [k for k in store.missing_shards() if k % n == i]
         total = sum(store.shard_range(k)[1] - store.shard_range(k)[0] for k in todo)
         bar = tqdm(total=total, desc=f"harvest {dataset.name}", unit="pair", disable=not progress)
+        # the default read-outs: the plain call (no names), as before read-outs could be named
+        named = {} if names is None else {"names": hooks}
         for k in todo:
             start, stop = store.shard_range(k)
-            acts = harvest_pairs(bridge, pairs[start:stop], settings, progress=bar.update)
+            acts = harvest_pairs(bridge, pairs[start:stop], settings, progress=bar.update,
+                                 **named)
             store.write_shard(k, acts)
         bar.close()
     finally:
@@ -126,16 +142,24 @@ def ensure_store(
     template: Template | None = None,
     settings: HarvestSettings = HarvestSettings(),
     progress: bool = True,
+    names: str | Sequence[str] | None = None,
 ) -> ActivationStore:
-    """The store of ``dataset`` under ``root``: opened if complete, else harvested or resumed."""
+    """The store of ``dataset`` under ``root``: opened if complete, else harvested or resumed.
+
+    ``names`` as in :func:`harvest_dataset`; read-outs other than the default get a folder of
+    their own, and a store is reused only if it holds exactly these read-outs."""
     template = template or default_template(dataset)
-    path = default_store_path(root, model_name(bridge), dataset, template)
+    hooks = readout_names(bridge, names)
+    default = hooks == default_readouts(bridge)
+    path = default_store_path(root, model_name(bridge), dataset, template,
+                              None if default else hooks)
     if (path / "metadata.json").exists():
         store = ActivationStore.open(path)
-        if store.complete and store.meta["model"] == model_name(bridge):
+        if (store.complete and store.meta["model"] == model_name(bridge)
+                and store.hook_names == hooks):
             return store
     return harvest_dataset(bridge, dataset, path, template=template, settings=settings,
-                           progress=progress)
+                           progress=progress, names=None if default else hooks)
 
 
 def store_template(store: ActivationStore) -> Template:

@@ -170,20 +170,23 @@ def prompt_prefix_text(tokenizer, template: Template, dataset: Dataset, rec) -> 
     return chat_text(tokenizer, template.system, user) + assistant
 
 
-def _split_final(tokenizer, prefix_text: str, template: Template) -> tuple[list[int], tuple[int, int]]:
-    ids = [tokenizer(prefix_text + c, add_special_tokens=False).input_ids for c in template.choices]
+def split_final(tokenizer, prefix_text: str, choices: tuple[str, str], name: str
+                ) -> tuple[list[int], tuple[int, int]]:
+    """``prefix_text + choice`` for both ``choices`` -> (shared prefix ids, the two final ids),
+    refused (:class:`TemplateError`, starting with ``name``) unless the two prompts differ in
+    their final token only and the prefix alone tokenizes as the prompts' shared part."""
+    ids = [tokenizer(prefix_text + c, add_special_tokens=False).input_ids for c in choices]
     a, b = ids
-    name = type(template).__name__
     if len(a) != len(b) or a[:-1] != b[:-1] or a[-1] == b[-1]:
         raise TemplateError(
             f"{name}: the two prompts of a contrast pair must be identical except for their "
-            f"final token, but choices {template.choices!r} tokenize to "
+            f"final token, but choices {tuple(choices)!r} tokenize to "
             f"{[tokenizer.convert_ids_to_tokens(x[-4:]) for x in ids]} (last 4 tokens each). "
             "Choose choice strings that are single tokens after the assistant prefix.")
     pre = tokenizer(prefix_text, add_special_tokens=False).input_ids
     if pre != a[:-1]:
         raise TemplateError(
-            f"{name}: the tokenizer merges the choice {template.choices[0]!r} with the text before "
+            f"{name}: the tokenizer merges the choice {choices[0]!r} with the text before "
             f"it (prefix ends {tokenizer.convert_ids_to_tokens(pre[-3:])}, full prompt ends "
             f"{tokenizer.convert_ids_to_tokens(a[-3:])}); the prefix would not be a prompt the "
             "model sees. End the assistant prefix where the choice starts a new token.")
@@ -199,8 +202,8 @@ def build_contrast_pairs(tokenizer, dataset: Dataset, template: Template | None 
     labels = dataset.labels()
     pairs = []
     for rec, label in zip(dataset.records, labels):
-        prefix, finals = _split_final(tokenizer, prompt_prefix_text(tokenizer, template, dataset, rec),
-                                      template)
+        prefix, finals = split_final(tokenizer, prompt_prefix_text(tokenizer, template, dataset, rec),
+                                     template.choices, type(template).__name__)
         # Comparisons with a context share it; everything else shares the instruction text.
         group = rec.context_id if (isinstance(rec, Comparison) and rec.context) else "__all__"
         pairs.append(ContrastPair(rec.pair_id, tuple(prefix), finals, str(group), label))

@@ -27,8 +27,18 @@ import numpy as np
 from jaxtyping import Float
 
 from ppairs_lens.evaluation.metrics import auroc, bootstrap_ci
+from ppairs_lens.probes.estimators import PROBE_KINDS
 
-__all__ = ["CHANGE_METRICS", "condition_rows"]
+__all__ = ["BASELINE", "CHANGE_METRICS", "CONDITION_ORDER", "CONTROL", "RANDOM_NULL",
+           "condition_rows"]
+
+#: Condition names of an intervention study: no intervention, the positive control, and
+#: the random-direction null (its ``random_XX`` rows and their summary row).
+BASELINE = "none"
+CONTROL = "unembedding"
+RANDOM_NULL = "random"
+#: Order of conditions in tables and figures (random_XX in between, then the summary row).
+CONDITION_ORDER = (BASELINE, *PROBE_KINDS, RANDOM_NULL, CONTROL)
 
 #: Metrics whose value is itself a change from the baseline (delta == value).
 CHANGE_METRICS = ("flip_rate", "mean_abs_dp")

@@ -37,7 +37,8 @@ class StoreSplit:
 def split_store(store: ActivationStore, *, test_size: float, split_by: str, seed: int,
                 layers: Sequence[int] | None = None) -> StoreSplit:
     """Load a store (``layers``: only those read-outs), drop ties and split it by
-    ``split_by`` ("context", "pair" or "item")."""
+    ``split_by`` ("context", "pair", "item" or "auto": contexts if shared, else items if
+    they recur, else pairs)."""
     acts = store.load(layers)
     pairs = store.pairs()
     labels = np.array([p["label"] for p in pairs])
@@ -45,7 +46,10 @@ def split_store(store: ActivationStore, *, test_size: float, split_by: str, seed
     acts, labels = acts[keep], labels[keep]
     pairs = [pairs[i] for i in keep]
     contexts = [p["context_id"] for p in pairs]
-    items = [(p.get("item1_id"), p.get("item2_id")) for p in pairs] if split_by == "item" else None
+    # "auto" needs the items too: it splits by item where contexts are not shared.
+    items = ([(p.get("item1_id"), p.get("item2_id")) for p in pairs]
+             if split_by in ("item", "auto") and all(p.get("item1_id") is not None for p in pairs)
+             else None)
     train, test = train_test_split_pairs(contexts, item_ids=items, test_size=test_size, seed=seed,
                                          by=split_by)
     return StoreSplit(store.meta["dataset"], acts[train], acts[test], labels[train],

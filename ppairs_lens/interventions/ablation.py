@@ -28,6 +28,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import Hook, Preset, check_hook_names, hook_points
 
 Positions = Literal["all", "last"]
@@ -159,7 +160,9 @@ def ablation_hooks(
         if b.shape[-1] != d_model:
             raise ValueError(f"direction for {name} has dimension {b.shape[-1]}, the model's "
                              f"d_model is {d_model}")
-    return [(name, _hook_fn(b, name, positions, lp)) for name, b in per_point.items()]
+    # On a HookedTransformer, ln_final.hook_out is served in after-gain space (see backend).
+    return resolve_hooks(bridge, [(name, _hook_fn(b, name, positions, lp))
+                                  for name, b in per_point.items()])
 
 
 @contextmanager

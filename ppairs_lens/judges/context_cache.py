@@ -21,8 +21,8 @@ import torch
 from ppairs_lens.activations.harvest import (
     BranchOutputs,
     HarvestSettings,
-    bridge_steps,
     model_device,
+    model_steps,
     run_branches,
 )
 from ppairs_lens.activations.prefix_sharing import (
@@ -116,7 +116,7 @@ class ContextKV:
                 by_anchor.setdefault(a, []).append(i)
             else:
                 rest.append(i)
-        forward, read = bridge_steps(self.bridge, names, logit_ids)
+        forward, read = model_steps(self.bridge, names, logit_ids)
 
         def emit(rows: list[int], a, lg) -> None:
             if acts is not None:

@@ -34,6 +34,7 @@ from ppairs_lens.activations.harvest import (
 from ppairs_lens.activations.prompts import ContrastPair, Template, build_contrast_pairs
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
 from ppairs_lens.judges.calibration import choice_columns, choice_probability, swap_calibrate
+from ppairs_lens.models.backend import backend_of
 
 
 def swap_comparison(rec: Comparison) -> Comparison:
@@ -105,6 +106,7 @@ def zero_shot(
     :func:`run_branches` call, so a shared context serves both. ``hooks`` / ``final_hooks`` as
     in :func:`choice_probabilities`.
     """
+    backend_of(bridge)  # first: an object that is no TransformerLens model gets a clear error
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
     n = len(pairs)
     calibrate = calibrate and dataset.kind == "comparison"

@@ -11,14 +11,17 @@ import difflib
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from ppairs_lens.errors import HookError
+from ppairs_lens.models.backend import FINAL_NORM_HOOK, hook_names
+
 #: A forward hook as TransformerLens' ``hooks`` / ``run_with_hooks`` take it.
 Hook = tuple[str, Callable]
 Preset = Literal["paper", "full"]
 
 #: The embedding hook (an alias of ``embed.hook_out`` on the bridge).
 EMBED_HOOK = "hook_embed"
-#: The state after the final norm, gain included (equals HF's last hidden state).
-FINAL_NORM_HOOK = "ln_final.hook_out"
+#: FINAL_NORM_HOOK: the state after the final norm, gain included (HF's last hidden state),
+#: on both backends (see :mod:`ppairs_lens.models.backend`).
 PRESETS: tuple[str, ...] = ("paper", "full")
 #: The preset harvests store as read-outs: the paper's residual stream at every layer.
 READOUT_PRESET: Preset = "paper"
@@ -50,9 +53,9 @@ def hook_points(preset: Preset | Sequence[str], n_layers: int) -> list[str]:
 
 def check_hook_names(model, names: Sequence[str]) -> None:
     """Refuse any name that is not a hook point of ``model``, suggesting near misses."""
-    known = model.hook_dict
+    known = hook_names(model)  # ln_final.hook_out on a HookedTransformer too
     for n in names:
         if n not in known:
             close = difflib.get_close_matches(n, list(known), n=5, cutoff=0.6)
             hint = f"; close matches: {close}" if close else ""
-            raise ValueError(f"unknown hook point {n!r} for this model{hint}")
+            raise HookError(f"unknown hook point {n!r} for this model{hint}")

@@ -38,11 +38,11 @@ def hooked_transformer_class() -> type:
     try:
         from transformer_lens import HookedTransformer
     except ImportError as e:
-        import transformer_lens
+        from ppairs_lens.models.compat import transformer_lens_version
 
-        version = getattr(transformer_lens, "__version__", "unknown")
+        version = transformer_lens_version()
         raise ModelLoadError(
-            "HookedTransformer needs transformer-lens<4 (2.16 to 3.x); the installed "
+            "HookedTransformer needs transformer-lens<4 (3.9 here); the installed "
             f"transformer-lens {version} has only TransformerBridge: use "
             "ppairs_lens.models.loading.load_model(), or install transformer-lens>=3.9,<4 in "
             "another environment") from e

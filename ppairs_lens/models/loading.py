@@ -1,7 +1,9 @@
 """Loading a model: the embedded SmolLM2 default, or any HF id or local folder.
 
-Every model is a TransformerLens ``TransformerBridge``; the rest of the package touches it only
-through hook names, ``run_with_cache`` and ``hooks``.
+A model is a TransformerLens ``TransformerBridge`` (the default backend), or with
+``backend="hooked"`` a classic ``HookedTransformer`` (transformer-lens<4,
+:mod:`ppairs_lens.models.hooked`); the rest of the package touches either only through hook
+names, ``run_with_cache`` and ``hooks`` (:mod:`ppairs_lens.models.backend` says what differs).
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from pathlib import Path
 import torch
 
 from ppairs_lens.errors import ModelLoadError
+from ppairs_lens.models.compat import bridge_boot_kwargs
 from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
+
+#: The kinds of TransformerLens model :func:`load_model` builds.
+BACKENDS: tuple[str, ...] = ("bridge", "hooked")
 
 
 def load_tokenizer(name: str | None = None):
@@ -30,12 +36,25 @@ def load_model(
     n_devices: int | None = None,
     max_memory: dict | None = None,
     offload_folder: str | None = None,
+    backend: str = "bridge",
 ):
     """A TransformerBridge for ``name``: None for the embedded SmolLM2, else an HF id or folder.
 
     Multi-device placement (``device_map``, ``n_devices``, ``max_memory``, ``offload_folder``)
-    passes through to TransformerBridge's accelerate-based loader.
+    passes through to TransformerBridge's accelerate-based loader. ``backend="hooked"`` gives
+    a HookedTransformer instead (Llama, Mistral and Qwen2 architectures; transformer-lens<4;
+    one device), with raw weights like the bridge's, so read-outs and directions carry over.
     """
+    if backend not in BACKENDS:
+        raise ModelLoadError(f"unknown backend {backend!r}; use one of {BACKENDS}")
+    if backend == "hooked":
+        if device_map is not None or n_devices is not None:
+            raise ModelLoadError("device_map / n_devices place a TransformerBridge's layers; "
+                                 "backend='hooked' loads on one device (device=...)")
+        from ppairs_lens.models.hooked import load_hooked  # it imports this module
+
+        return load_hooked(name, dtype=dtype, device=device,
+                           name=EMBEDDED_MODEL_NAME if name is None else name)
     from transformer_lens.model_bridge import TransformerBridge
 
     source = str(embedded_model_dir()) if name is None else name
@@ -49,7 +68,7 @@ def load_model(
     if not local.exists() and (source.startswith((".", "/", "~")) or source.count("/") > 1):
         raise ModelLoadError(f"cannot load model {name!r}: no such folder {local}")
     try:
-        bridge = TransformerBridge.boot_transformers(source, **kwargs)
+        bridge = TransformerBridge.boot_transformers(source, **bridge_boot_kwargs(kwargs))
     except (OSError, ValueError) as e:
         hint = ("the folder has no loadable model (config.json with a model_type, weights, "
                 "tokenizer)" if local.exists() else

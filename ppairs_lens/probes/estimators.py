@@ -16,7 +16,7 @@ A probe is a direction in the residual-stream basis plus a scalar map to a proba
 * :class:`MassMeanProbe` - difference of the class means of the differences.
 
 For PCA and mass-mean the scale is a 1-D logistic regression of the training labels on the
-training projections (:mod:`ppairs_lens.probes.calibration`), so their probabilities are
+training projections (:mod:`ppairs_lens.probes.scaling`), so their probabilities are
 calibrated like the supervised probe's.
 
 Conventions (sklearn): the constructor only stores parameters; ``fit`` returns ``self``;
@@ -42,7 +42,7 @@ from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.batched_linalg import bmv_t
-from ppairs_lens.probes.calibration import fit_logistic_scale, orient_to_targets
+from ppairs_lens.probes.scaling import fit_logistic_scale, orient_to_targets
 from ppairs_lens.probes.features import (
     as_acts,
     contrast_features,
@@ -273,7 +273,7 @@ class SupervisedProbe(PairProbe):
         return w[0], 0.0
 
 
-class _ScaledDirectionProbe(PairProbe):
+class ScaledDirectionProbe(PairProbe):
     """A direction from ``_direction`` plus a calibrated 1-D logistic scale."""
 
     def _direction(self, diffs, y) -> Float[Tensor, "d"]:
@@ -291,7 +291,7 @@ class _ScaledDirectionProbe(PairProbe):
         return direction * scale, 0.0
 
 
-class PCAProbe(_ScaledDirectionProbe):
+class PCAProbe(ScaledDirectionProbe):
     """Top principal component of the centred differences (unsupervised direction).
 
     The differences are not centred again before the decomposition: with the training side
@@ -313,7 +313,7 @@ class PCAProbe(_ScaledDirectionProbe):
         return top_principal_direction(diffs)
 
 
-class MassMeanProbe(_ScaledDirectionProbe):
+class MassMeanProbe(ScaledDirectionProbe):
     """Difference of class means of the centred differences, normalised.
 
     ``direction = mean(diff | item 1 preferred) - mean(diff | item 2 preferred)``; the

@@ -6,7 +6,7 @@ is a batch axis, worked through in chunks (:mod:`ppairs_lens.probes.layer_chunks
 kind uses the maths of its single-layer estimator: the supervised probe is solved by
 :func:`ppairs_lens.probes.logistic.batched_logistic_regression` (as
 :class:`~ppairs_lens.probes.estimators.SupervisedProbe`), PCA and mass-mean by the batched
-helpers of :mod:`ppairs_lens.probes.principal`, :mod:`ppairs_lens.probes.calibration` and
+helpers of :mod:`ppairs_lens.probes.principal`, :mod:`ppairs_lens.probes.scaling` and
 :mod:`ppairs_lens.probes.estimators`, so ``SweepProbes.to_probe(kind, layer)`` returns the
 estimator that module fits.
 
@@ -30,7 +30,7 @@ from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.batched_linalg import bmv
-from ppairs_lens.probes.calibration import fit_logistic_scale, orient_to_targets
+from ppairs_lens.probes.scaling import fit_logistic_scale, orient_to_targets
 from ppairs_lens.probes.estimators import (
     PROBE_KINDS,
     check_classes,

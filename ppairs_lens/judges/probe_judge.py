@@ -30,7 +30,7 @@ from ppairs_lens.probes.sweep import fit_sweep
 __all__ = ["ProbeJudgeConfig", "TrainedProbe", "choose_layer", "train_probe"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ProbeJudgeConfig:
     """Settings shared by runs that judge with a trained probe and with the prompted model."""
 

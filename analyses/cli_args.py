@@ -1,0 +1,171 @@
+"""The ``ppairs-lens`` command's options: how each is parsed, the checks made before any model
+loads, and the one model loader every command uses (:func:`load_model_from_args`).
+
+Everything that can be checked without a model is checked here, so a typo costs no model load:
+numbers while parsing (one-line errors, exit status 2), dataset specs and the template file
+by loading them (:func:`check_args`). What needs the model (hook names, the range of
+``--layer``) is checked right after it loads, before any harvest.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ppairs_lens.errors import PPairsError
+
+__all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_dataset_options", "add_hooks",
+           "add_layer", "add_model_options", "add_split", "add_template", "check_args",
+           "check_layer", "load_model_from_args", "positive_int"]
+
+#: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
+QUICK_MAX_PAIRS = 80
+SPLITS = ("auto", "context", "item", "pair")
+TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"comparison\" or "
+                 "\"statement\") and any ComparisonTemplate / StatementTemplate fields to change "
+                 "(user, assistant, choices, system, context_block, no_context_block, "
+                 "include_description), e.g. {\"kind\": \"comparison\", \"choices\": "
+                 "[\" A\", \" B\"], \"assistant\": \"The {comparative} {item} is Choice\"}; "
+                 "applies to every dataset, which must be of its kind; the two prompts must "
+                 "differ in their final token only")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (and exit status 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def template_file(text: str):
+    """``--template FILE`` -> the template (read and checked while parsing)."""
+    from ppairs_lens.activations.template_files import load_template
+
+    try:
+        return load_template(text)
+    except PPairsError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    from ppairs_lens.models.loading import BACKENDS
+
+    p.add_argument("--model", default=None,
+                   help="HF model id or local folder (default: the embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1")
+    p.add_argument("--device-map", default=None,
+                   help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
+    p.add_argument("--backend", default="bridge", choices=list(BACKENDS),
+                   help="bridge: TransformerBridge (default); hooked: a classic "
+                        "HookedTransformer (transformer-lens<4)")
+    p.add_argument("--quick", action="store_true",
+                   help="small settings for a preview or a test (harvest, sweep, transfer, "
+                        f"ablate, run: at most {QUICK_MAX_PAIRS} pairs per dataset unless "
+                        "--max-pairs)")
+
+
+def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
+    if many:
+        p.add_argument("--datasets", nargs="+", default=None,
+                       help="built-in names or paths (path:aspect for scored-items files)")
+    else:
+        p.add_argument("--dataset", required=True,
+                       help="built-in name or a path (path:aspect for scored-items files)")
+    p.add_argument("--max-pairs", type=positive_int, default=None,
+                   help="use at most this many pairs (whole contexts, seeded)")
+    p.add_argument("--stores", default="stores", help="root folder of activation stores")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def add_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--split", default="context", choices=SPLITS,
+                   help="how held-out pairs are chosen: whole contexts (default), items, "
+                        "random pairs, or auto (contexts if shared, else items, else pairs)")
+
+
+def add_layer(p: argparse.ArgumentParser, default: int | None, help_: str) -> None:
+    p.add_argument("--layer", type=int, default=default, help=help_)
+
+
+def add_template(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--template", type=template_file, default=None, metavar="FILE",
+                   help=TEMPLATE_HELP)
+
+
+def add_hooks(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hooks", nargs="+", default=None, metavar="HOOK",
+                   help="read-outs: hook names, presets (paper, full) or glob patterns such as "
+                        "'blocks.*.hook_resid_pre' (default: every block's hook_resid_post and "
+                        "ln_final.hook_out)")
+
+
+def _check_folder(flag: str, value) -> None:
+    if value is not None and Path(value).exists() and not Path(value).is_dir():
+        raise PPairsError(f"{flag} {value} is an existing file, not a folder; name a folder")
+
+
+def check_args(args) -> None:
+    """Every check that needs no model: output folders, dataset specs (loaded), the template
+    against each dataset. ``--quick`` without ``--max-pairs`` caps the pairs here."""
+    from ppairs_lens.activations.template_files import check_template_fits
+    from ppairs_lens.data.specs import load_dataset_spec
+
+    for flag in ("out", "stores"):
+        _check_folder(f"--{flag}", getattr(args, flag, None))
+    if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
+            and args.command in ("harvest", "sweep", "transfer", "ablate")):
+        args.max_pairs = QUICK_MAX_PAIRS
+    specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
+                                                                   or [])
+    template = getattr(args, "template", None)
+    if template is not None and not specs:
+        raise PPairsError("--template applies to every dataset: name them with --datasets "
+                          "(the default ones are of both kinds)")
+    tokenizer = _tokenizer(args) if template is not None else None
+    for spec in specs:
+        dataset = load_dataset_spec(spec, max_pairs=getattr(args, "max_pairs", None),
+                                    seed=args.seed)
+        if template is not None:
+            check_template_fits(template, dataset, tokenizer)
+
+
+def _tokenizer(args):
+    """The model's tokenizer, to check a template's contrast pairs before the model loads; None
+    where it cannot be had without the model (the model's own load then says why)."""
+    from ppairs_lens.models.loading import load_tokenizer
+
+    try:
+        return load_tokenizer(args.model)
+    except Exception:  # noqa: BLE001 - any failure here is reported by the model load instead
+        return None
+
+
+def load_model_from_args(args):
+    """The model every command loads: ``--model`` with ``--dtype``, ``--device``,
+    ``--device-map`` and ``--backend``."""
+    import torch
+
+    from ppairs_lens.models.loading import load_model
+
+    return load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+                      device_map=args.device_map, backend=args.backend)
+
+
+def check_layer(args, n_readouts: int) -> None:
+    """Refuse a ``--layer`` outside the ``n_readouts`` read-outs (negative counts from the end)."""
+    layer = getattr(args, "layer", None)
+    if layer is not None and not -n_readouts <= layer < n_readouts:
+        raise PPairsError(f"--layer {layer} is out of range: there are {n_readouts} read-outs "
+                          f"(0..{n_readouts - 1}, or -{n_readouts}..-1 from the end)")

@@ -1,0 +1,163 @@
+"""The forward steps of a harvest on a ``HookedTransformer`` (TransformerLens < 4).
+
+:mod:`ppairs_lens.activations.prefix_sharing` runs a plan through two callables (``Forward``,
+``Read``) over a key-value cache it can gather rows of. The bridge's are
+:func:`ppairs_lens.activations.harvest.bridge_steps` (HF's ``DynamicCache``, explicit positions,
+a 4-D mask). Here are a HookedTransformer's, with TransformerLens' own
+``TransformerLensKeyValueCache``:
+
+- :class:`HookedKV` keeps each layer's cached keys and values and offers the two things
+  prefix sharing asks of a cache (``layers[i].keys``, ``batch_select_indices``); the rows of a
+  batch-1 context are views of it (``expand``), copied only when a pass extends them;
+- positions: TransformerLens derives them from the 2-D attention mask (``cumsum - 1``), which
+  equals the explicit positions prefix sharing computes for every real token (padding columns
+  are masked as keys, so their own positions do not matter);
+- no 4-D masks: a read runs the row's tail (if any) with its first branch token, then each
+  further branch token in a pass of one token per row over a frozen cache (reused, never
+  extended): a contrast pair costs two passes per part where the bridge needs one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ppairs_lens.activations.prefix_sharing import Forward, Read
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.models.backend import hooked_device, readout_point, resolve_hooks
+
+
+@dataclass
+class KVLayer:
+    """One layer's cached keys and values, ``[row, pos, kv_head, d_head]``."""
+
+    keys: Tensor
+    values: Tensor
+
+
+class HookedKV:
+    """A HookedTransformer key-value cache in the form prefix sharing handles.
+
+    Like HF's ``DynamicCache`` layers, the layers rebind (never write into) their tensors, so a
+    shallow copy of the cache and of each layer, then ``batch_select_indices``, is an
+    independent cache. The attention mask is not kept here: each pass is given it.
+    """
+
+    def __init__(self, layers: list[KVLayer]):
+        self.layers = layers
+
+    def batch_select_indices(self, index: Tensor) -> None:
+        """Keep rows ``index`` (views of a batch-1 cache, else gathered copies)."""
+        n = self.layers[0].keys.shape[0] if self.layers else 0
+        one = n == 1 and bool((index == 0).all())
+        for layer in self.layers:
+            if one:  # every row is the one context: views, copied when a pass extends them
+                layer.keys = layer.keys.expand(len(index), -1, -1, -1)
+                layer.values = layer.values.expand(len(index), -1, -1, -1)
+            else:
+                layer.keys = layer.keys[index.to(layer.keys.device)]
+                layer.values = layer.values[index.to(layer.values.device)]
+
+
+def tl_cache(model, cache: HookedKV | None, seen: Tensor, *, frozen: bool):
+    """TransformerLens' cache holding ``cache`` (None: an empty one) whose columns have the
+    2-D attention mask ``seen`` (``[row, cached]``)."""
+    from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
+    from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+    if cache is None:
+        kv = TransformerLensKeyValueCache.init_cache(model.cfg, hooked_device(model),
+                                                     seen.shape[0])
+    else:
+        kv = TransformerLensKeyValueCache(
+            [TransformerLensKeyValueCacheEntry(l.keys, l.values) for l in cache.layers],
+            seen.to(hooked_device(model)))
+    if frozen:
+        kv.freeze()
+    return kv
+
+
+def check_window(model, mask: Tensor) -> None:
+    """Refuse a padded pass longer than a local-attention window: TransformerLens counts the
+    window in cache columns, padding included, so it would not match the unpadded prompt."""
+    window = getattr(model.cfg, "window_size", None)
+    if getattr(model.cfg, "use_local_attn", False) and window and mask.shape[1] > window \
+            and not bool(mask.bool().all()):
+        raise PPairsError(
+            f"this HookedTransformer has local attention (window {window}) and a padded batch "
+            f"of {mask.shape[1]} columns: padding would shift its window. Harvest with "
+            "HarvestSettings(share_prefixes=False), which runs every prompt unpadded")
+
+
+def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
+                 final_hooks: Sequence[tuple[str, Callable]] = ()) -> tuple[Forward, Read]:
+    """A HookedTransformer as prefix sharing runs it (see :func:`ppairs_lens.activations.
+    harvest.bridge_steps` for the contract): read-outs ``names`` (``ln_final.hook_out`` is the
+    after-gain state) and next-token ``logit_ids`` at the branch tokens, with ``final_hooks``
+    on the branch passes only."""
+    names = list(names)
+    points = [readout_point(model, n) for n in names]
+    final_hooks = resolve_hooks(model, final_hooks)
+
+    def forward(ids, cache, mask, pos):
+        check_window(model, mask)
+        new = ids.shape[1]
+        kv = tl_cache(model, cache, mask[:, :mask.shape[1] - new], frozen=False)
+        model(ids, return_type=None, past_kv_cache=kv, attention_mask=mask[:, -new:])
+        return HookedKV([KVLayer(e.past_keys, e.past_values) for e in kv.entries])
+
+    def branch_pass(tokens, cache, seen, new_mask, frozen: bool):
+        """``tokens`` after ``cache`` (whose columns have the mask ``seen``), the branch steps'
+        hooks on, read at the last column; also the cache TransformerLens filled."""
+        grabbed: dict[str, Tensor] = {}
+
+        def grabber(name, to_readout):
+            def grab(x, hook):
+                grabbed[name] = to_readout(x[:, -1]).to(tokens.device, torch.float32, copy=True)
+            return grab
+
+        kv = tl_cache(model, cache, seen, frozen=frozen)
+        # Grabbers after final_hooks on the same point, so they see what those hooks did.
+        fwd = final_hooks + [(p, grabber(n, f)) for n, (p, f) in zip(names, points)]
+        with model.hooks(fwd_hooks=fwd):
+            out = model(tokens, past_kv_cache=kv, attention_mask=new_mask,
+                        return_type="logits" if logit_ids is not None else None)
+        acts = torch.stack([grabbed[n] for n in names], 1) if names else None
+        lg = out[:, -1, list(logit_ids)].float() if logit_ids is not None else None
+        return acts, lg, kv
+
+    def read(ids, cache, mask, pos, n_read):
+        width = ids.shape[1] - n_read
+        c = mask.shape[-1] - ids.shape[1]
+        # The 4-D mask's last query is a branch token: it sees the prefix and the real tail.
+        seen = mask[:, 0, -1, :c + width].long()
+        one = torch.ones(ids.shape[0], 1, dtype=seen.dtype, device=seen.device)
+        check_window(model, torch.cat([seen, one], 1))
+        reads, first = [], width
+        if width and logit_ids is None and not final_hooks:
+            # The tail and the first branch token in one pass (one pass fewer): with right
+            # padding that token follows padding columns, masked as keys, and TransformerLens
+            # counts positions from the mask, so it sees and sits where it would unpadded.
+            # (Not with logits: they would be computed at every column of the tail.)
+            a, lg, kv = branch_pass(ids[:, :width + 1], cache, seen[:, :c],
+                                    torch.cat([seen[:, c:], one], 1), frozen=False)
+            reads.append((a, lg))
+            cache = HookedKV([KVLayer(e.past_keys[:, :-1], e.past_values[:, :-1])
+                              for e in kv.entries])  # views without that token
+            first = width + 1
+        elif width:
+            cache = forward(ids[:, :width], cache, seen, pos[:, :width])
+        for b in range(first, ids.shape[1]):  # each further branch alone, over a frozen cache
+            a, lg, _ = branch_pass(ids[:, b:b + 1], cache, seen, one, frozen=True)
+            reads.append((a, lg))
+        # Rows first, each row's branches together, as the bridge's read gives them.
+        acts = torch.stack([a for a, _ in reads], 1).flatten(0, 1).cpu() if names else None
+        logits = (torch.stack([lg for _, lg in reads], 1).flatten(0, 1).cpu()
+                  if logit_ids is not None else None)
+        return acts, logits
+
+    return forward, read
+
