@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 NEEDS = "# needs:"
@@ -44,3 +45,33 @@ def test_readme_snippets_run_as_written(smol, tmp_path, monkeypatch, capsys):
     ranking = namespace["pl"].merge_sort(list(namespace["numbers"]), namespace["compare"])
     assert sorted(ranking) == sorted(namespace["numbers"])
     print("skipped:", skipped)
+
+
+def _hooked_block() -> str:
+    blocks = [b for b in python_blocks(README.read_text("utf-8"))
+              if 'backend="hooked"' in b]
+    assert len(blocks) == 1, "the README should hold one HookedTransformer example"
+    return blocks[0]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["hooked", "bridge"])
+def test_the_hooked_example_runs_on_either_backend(backend, smol):
+    """The README's HookedTransformer example harvests, fits a sweep and ablates; the same
+    lines with ``backend="bridge"`` run on a TransformerBridge."""
+    if backend == "hooked":
+        try:
+            from transformer_lens import HookedTransformer  # noqa: F401
+        except ImportError:
+            pytest.skip("HookedTransformer is absent (transformer-lens>=4); make test runs "
+                        "this case in .venv-tl3")
+    block = _hooked_block().replace('backend="hooked"', f'backend="{backend}"')
+    ns: dict = {"__name__": "__readme__"}
+    exec(compile(block, "README.md", "exec"), ns)
+    acts, ablated = ns["acts"], ns["ablated"]
+    assert acts.shape == ablated.shape and acts.shape[0] == len(ns["pairs"])
+    r = ns["probes"].to_probe("supervised", 20).direction_
+    r = torch.as_tensor(r, dtype=acts.dtype)
+    before = (acts[:, :, 20] @ r).abs().max()
+    after = (ablated[:, :, 20] @ r).abs().max()
+    assert after < 1e-3 * before, (before, after)  # the direction is gone where it was read
