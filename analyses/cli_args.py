@@ -124,6 +124,7 @@ def check_args(args) -> None:
 
     for flag in ("out", "stores"):
         _check_folder(f"--{flag}", getattr(args, flag, None))
+    _check_device(getattr(args, "device", None))
     if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
             and args.command in ("harvest", "sweep", "transfer", "ablate")):
         args.max_pairs = QUICK_MAX_PAIRS
@@ -139,6 +140,21 @@ def check_args(args) -> None:
                                     seed=args.seed)
         if template is not None:
             check_template_fits(template, dataset, tokenizer)
+
+
+def _check_device(device: str | None) -> None:
+    """A device torch knows and this machine has (else torch fails deep inside the load)."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise PPairsError(f"--device {device!r} is not a device torch knows (e.g. cpu, cuda, "
+                          "cuda:1, mps)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise PPairsError(f"--device {device}: no CUDA device is available on this machine")
 
 
 def _tokenizer(args):

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs, run_branches
+from ppairs_lens.activations.harvest import (
+    HarvestSettings,
+    harvest_pairs,
+    reference_activations,
+    run_branches,
+)
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.errors import HookError, ModelLoadError
@@ -110,6 +115,20 @@ def test_harvests_agree(both, tokenizer, budget):
     # A HookedTransformer harvest does not depend on how it is batched or shared.
     alone = harvest_pairs(hooked, pairs, HarvestSettings(share_prefixes=False))
     assert rel_err(b, alone) < 1e-4
+
+
+@needs_hooked
+def test_reference_activations_read_the_final_norm_on_both(both, tokenizer):
+    """The one-prompt reference reads every default read-out, ``ln_final.hook_out`` (after
+    the gain) included, on both backends, and equals the harvest."""
+    bridge, hooked = both
+    pairs = mixed_pairs(tokenizer)[:3]
+    harvested = harvest_pairs(hooked, pairs)
+    for i, p in enumerate(pairs):
+        ids = list(p.prefix_ids) + [p.final_ids[0]]
+        ref_h, ref_b = reference_activations(hooked, ids), reference_activations(bridge, ids)
+        assert rel_err(ref_h, ref_b) < 1e-4
+        assert rel_err(harvested[i, 0], ref_h) < 1e-4
 
 
 @needs_hooked

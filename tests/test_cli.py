@@ -67,6 +67,7 @@ def test_every_command_loads_with_every_model_flag(command, tmp_path, monkeypatc
         raise Loaded
 
     monkeypatch.setattr(ppairs_lens.models.loading, "load_model", stop)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the flag's path, any host
     argv = base(command, tmp_path) + ["--model", "some/model", "--dtype", "bfloat16",
                                       "--device", "cuda:1", "--device-map", "auto",
                                       "--backend", "hooked"]
@@ -252,3 +253,15 @@ def test_what_needs_the_model_fails_before_any_harvest(command, extra, message, 
     assert re.search(message, err) and err.count("\n") == 1, err
     assert len(loads) == 1 and not recorded
     assert not (tmp_path / "stores").exists() and not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("device, message", [("cuda", "no CUDA device is available"),
+                                             ("gpu0", "not a device torch knows")])
+def test_a_device_this_machine_lacks_fails_in_one_line(device, message, tmp_path, monkeypatch,
+                                                       capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model",
+                        lambda *a, **k: pytest.fail("the model loaded before the check"))
+    assert main(base("sweep", tmp_path) + ["--device", device]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

@@ -30,7 +30,7 @@ from ppairs_lens.activations.hooked_steps import hooked_steps
 from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.activations.readouts import default_readouts, resolve_readouts
-from ppairs_lens.models.backend import backend_of, hooked_device, resolve_hooks
+from ppairs_lens.models.backend import backend_of, hooked_device, readout_point, resolve_hooks
 from ppairs_lens.models.hook_points import Hook
 
 
@@ -287,6 +287,9 @@ def reference_activations(bridge, prompt_ids: Sequence[int],
     """The straightforward computation: one unpadded prompt, all read-outs (``names`` as in
     :func:`harvest_pairs`) at its last token."""
     names = readout_names(bridge, names)
+    # On a HookedTransformer ``ln_final.hook_out`` is read at another point through a map.
+    points = {n: readout_point(bridge, n) for n in names}
+    wanted = {point for point, _ in points.values()}
     ids = torch.tensor([list(prompt_ids)], device=model_device(bridge))
-    _, cache = bridge.run_with_cache(ids, names_filter=lambda n: n in names)
-    return torch.stack([cache[n][0, -1].float().cpu() for n in names])
+    _, cache = bridge.run_with_cache(ids, names_filter=lambda n: n in wanted)
+    return torch.stack([fn(cache[point][0, -1]).float().cpu() for point, fn in points.values()])

@@ -48,8 +48,11 @@ def load_model(
     if backend not in BACKENDS:
         raise ModelLoadError(f"unknown backend {backend!r}; use one of {BACKENDS}")
     if backend == "hooked":
-        if device_map is not None or n_devices is not None:
-            raise ModelLoadError("device_map / n_devices place a TransformerBridge's layers; "
+        placement = {"device_map": device_map, "n_devices": n_devices,
+                     "max_memory": max_memory, "offload_folder": offload_folder}
+        given = [k for k, v in placement.items() if v is not None]
+        if given:
+            raise ModelLoadError(f"{', '.join(given)} place a TransformerBridge's layers; "
                                  "backend='hooked' loads on one device (device=...)")
         from ppairs_lens.models.hooked import load_hooked  # it imports this module
 
