@@ -1,148 +1,134 @@
 """Figure and printed summary of the directional-ablation analysis (:mod:`analyses.ablation`).
 
-The rows of ``ablation.csv`` are labelled by the condition names of
-:mod:`ppairs_lens.evaluation.answer_change`. :func:`read_rows` reads a written table back, so
-the figure can be redrawn without the model.
+Rows are labelled by the condition names of :mod:`ppairs_lens.evaluation.answer_change`;
+:func:`read_rows` reads a written table back, so the figure can be redrawn without the model.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
-from ppairs_lens.evaluation.answer_change import (
-    BASELINE,
-    CHANGE_METRICS,
-    CONTROL,
-    RANDOM_NULL,
-)
+import numpy as np
+
+from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.io.plotting import caption, color, label, style
 
 __all__ = ["plot_ablation", "read_rows", "summary_lines"]
 
-
-def _short(cond: str) -> str:
-    if cond == RANDOM_NULL:
-        return "random directions (null)"
-    if cond == CONTROL:
-        return "positive control:\nunembedding diff @ ln_final"
-    return label(cond)
+_NULL_STYLE = {RANDOM_NULL: ("#7f7f7f", "isotropic random"),
+               MATCHED_NULL: ("#17becf", "variance-matched random")}
+_TEXT = {"dataset", "preset", "condition", "kind", "hook", "positions", "split_used", "null",
+         "metric", "mode", "probe_kind", "hooks", "pair_id"}
 
 
-_XLABEL = {
-    "accuracy": "Δ accuracy (ablated − baseline)",
-    "mean_abs_dp": "mean |p − p_baseline|",
-    "flip_rate": "fraction of answers flipped",
-}
+def _p(x) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
-def plot_ablation(rows: list[dict], cfg, model: str):
-    """Per dataset x plotted metric (rows) and preset (columns): the change of the metric
-    under each condition with its paired CI, the random-direction band, the positive control
-    (``cfg``: the run's ``AblationConfig``)."""
+def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
+    """One dataset x preset: the null effects as histograms, probes and control as lines."""
+    sel = [r for r in rows if r["kind"] in ("probe", "control")]
+    effects = [r["effect"] for r in nulls] + [r["effect"] for r in sel]
+    pos = [e for e in effects if e > 0 and math.isfinite(e)]
+    log = len(pos) == len(effects) and len(pos) > 1
+    lo, hi = (min(pos), max(pos)) if pos else (0.0, 1.0)
+    bins = (np.geomspace(lo / 1.2, hi * 1.2, 40) if log
+            else np.linspace(min(effects, default=0), max(effects, default=1) + 1e-12, 40))
+    for null, (col, name) in _NULL_STYLE.items():
+        e = [r["effect"] for r in nulls if r["null"] == null]
+        if e:
+            ax.hist(e, bins=bins, color=col, alpha=0.45, label=f"{name} (n={len(e)})")
+    for r in sel:
+        if r["kind"] == "control":
+            ax.axvline(r["effect"], color="k", ls="--", lw=1.4,
+                       label=f"positive control: {r['effect']:.3g}")
+        else:
+            ax.axvline(r["effect"], color=color(r["condition"]), lw=2,
+                       label=f"{label(r['condition'])}: {r['effect']:.3g} "
+                             f"(p random {_p(r.get('p_random'))}, "
+                             f"p matched {_p(r.get('p_matched'))})")
+    if log:
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap
+    ax.set_xlabel("effect: mean |z − z_baseline| (calibrated log-odds)")
+    ax.set_ylabel("null directions")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
+    """Per dataset (rows) and preset (columns): the distribution of the null directions'
+    effects (isotropic and variance-matched), each probe direction's effect with its
+    permutation p-values, and the positive control (``cfg``: the run's ``AblationConfig``)."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    metrics = [m for m in cfg.plot_metrics if any(r["metric"] == m for r in rows)]
-    presets = [p for p in cfg.presets if any(r["preset"] == p for r in rows)]
-    conds = [c for c in (*cfg.kinds, RANDOM_NULL, CONTROL)
-             if any(r["condition"] == c for r in rows)]
-    panels = [(ds, m) for ds in datasets for m in metrics]
+    presets = [p for p in cfg.presets if any(r["preset"] == p for r in rows)] or ["paper"]
     with style():
-        fig, axes = plt.subplots(len(panels), len(presets),
-                                 figsize=(4.3 * len(presets), (0.42 * len(conds) + 1.1)
-                                          * len(panels) + 0.3),
-                                 squeeze=False, sharey=True)
-        for i, (ds, metric) in enumerate(panels):
-            sel = {(r["preset"], r["condition"]): r for r in rows
-                   if r["dataset"] == ds and r["metric"] == metric}
+        fig, axes = plt.subplots(max(1, len(datasets)), len(presets),
+                                 figsize=(9.5 * len(presets), 3.2 * max(1, len(datasets))),
+                                 squeeze=False)
+        for i, ds in enumerate(datasets):
             for j, preset in enumerate(presets):
                 ax = axes[i, j]
-                base = sel.get((preset, BASELINE))
-                null = sel.get((preset, RANDOM_NULL))
-                if null:
-                    ax.axvspan(null["lo"], null["hi"], color=color("random"), alpha=0.25, lw=0,
-                               label="random directions: 2.5-97.5%")
-                    rs = [r["delta"] for r in rows if r["dataset"] == ds and r["preset"] == preset
-                          and r["metric"] == metric and r["kind"] == "random"]
-                    yk = conds.index(RANDOM_NULL)
-                    ax.scatter(rs, [yk] * len(rs), s=9, color=color("random"), zorder=3,
-                               edgecolor="k", linewidth=0.3)
-                ax.axvline(0, color="k", lw=0.7)
-                if base and metric in ("accuracy", "auroc"):
-                    ax.axvline(0.5 - base["value"], color="k", ls=":", lw=0.9,
-                               label="chance (Δ to 0.5)")
-                for yk, c in enumerate(conds):
-                    r = sel.get((preset, c))
-                    if not r:
-                        continue
-                    err = [[max(r["delta"] - r["lo"], 0)], [max(r["hi"] - r["delta"], 0)]]
-                    if c == CONTROL:
-                        ax.errorbar(r["delta"], yk, xerr=err, fmt="*", ms=10, color="#000000",
-                                    mfc="#ff7f0e", capsize=2, zorder=4)
-                        if metric not in CHANGE_METRICS:
-                            dev = next(
-                                (q["value"] for q in rows if q["dataset"] == ds
-                                 and q["preset"] == preset and q["condition"] == CONTROL
-                                 and q["metric"] == "mean_abs_dev"), float("nan"))
-                            ax.annotate(f"mean |p−0.5| = {dev:.1e}", (r["delta"], yk),
-                                        xytext=(0, 7), textcoords="offset points", fontsize=7,
-                                        ha="center")
-                    elif c == RANDOM_NULL:
-                        ax.errorbar(r["delta"], yk, fmt="|", ms=12, color="#555555", zorder=4)
-                    else:
-                        ax.errorbar(r["delta"], yk, xerr=err, fmt="o", ms=5, color=color(c),
-                                    capsize=2, zorder=4)
-                ax.set_yticks(range(len(conds)), [_short(c) for c in conds])
-                ax.set_ylim(len(conds) - 0.5, -0.5)  # first condition on top
-                if metric in ("accuracy", "auroc"):
-                    lo_x, hi_x = ax.get_xlim()
-                    ax.set_xlim(min(lo_x, -0.05), max(hi_x, 0.05))
-                ax.set_xlabel(_XLABEL.get(metric, f"Δ {metric} (ablated − baseline)"))
-                btxt = ""
-                if base and metric not in CHANGE_METRICS:
-                    btxt = (f"\nbaseline {metric} {base['value']:.3f} [{base['value_lo']:.3f}, "
-                            f"{base['value_hi']:.3f}], n={int(base['n'])}")
-                ax.set_title(f"{ds} · preset '{preset}'{btxt}")
-        handles, labels_ = axes[0, 0].get_legend_handles_labels()
-        fig.suptitle(f"Directional ablation of probe directions — {model}", y=1.05)
+                here = [r for r in rows if r["dataset"] == ds and r["preset"] == preset]
+                nulls = [r for r in null_rows if r["dataset"] == ds and r["preset"] == preset]
+                _panel(ax, here, nulls)
+                base = next((r for r in here if r["condition"] == BASELINE), None)
+                ctrl = next((r for r in here if r["condition"] == CONTROL), None)
+                sub = ""
+                if base:
+                    sub = (f"\nbaseline accuracy {base['accuracy']:.3f}, mean |z| "
+                           f"{base['mean_abs_z']:.3g}, n={int(base['n'])} "
+                           f"({int(base['n_groups'])} groups)")
+                if ctrl:
+                    sub += f"; control: mean |z| {ctrl['mean_abs_z']:.1e}"
+                hook = here[0]["hook"] if here else ""
+                ax.set_title(f"{ds} · preset '{preset}' · directions at {hook}{sub}", fontsize=9)
+        fig.suptitle(f"Directional ablation at the read-out token: probes vs null directions "
+                     f"— {model}", y=1.02)
         fig.tight_layout()
-        if handles:
-            fig.legend(handles, labels_, loc="lower center", ncol=len(handles), frameon=False,
-                       bbox_to_anchor=(0.5, 0.985))
-        layer = next((r["hook"] for r in rows if r["hook"]), "")
-        caption(fig, f"Calibrated zero-shot evaluator on held-out pairs; directions fitted on "
-                     f"the train split at {layer or 'read-out L-1'}; ablated at "
-                     f"{'every position' if cfg.positions == 'all' else 'the read-out token'}. "
-                     f"'paper': every resid_post + ln_final; 'full': embedding, every attn/MLP "
-                     f"output + ln_final. Bars: 95% paired bootstrap CIs by context "
-                     f"({cfg.n_boot} resamples). Band: 2.5-97.5% of {cfg.n_random} random unit "
-                     f"directions (dots). Positive control (star): the two choice tokens' "
-                     f"unembedding difference removed after the final norm only (same run in "
-                     f"both columns). Ties (|p−0.5| <= {cfg.tie_tol:g}) score half.")
+        split = ", ".join(f"{k}: {v}" for k, v in cfg.splits_used.items()) or cfg.split_by
+        caption(fig, f"Swap-calibrated zero-shot judge on held-out pairs (split {split}); its "
+                     f"log-odds z = (ld_AB − ld_BA)/2. Each direction is rejected at the "
+                     f"read-out token only (the prompt's last token; earlier tokens run clean) "
+                     f"at every hook point of the preset ('paper': every resid_post + "
+                     f"ln_final; 'full': embedding, every attn/MLP output + ln_final). Probe "
+                     f"directions fitted on the train split at the read-out chosen on a "
+                     f"validation split of train. Nulls: {cfg.n_random} isotropic random unit "
+                     f"directions and {cfg.n_matched} drawn from the training contrasts' "
+                     f"covariance. p = (1 + #null ≥ probe)/(1 + n_null), paired on the same "
+                     f"records. Positive control (dashed): the two choice tokens' unembedding "
+                     f"difference, ablated in the same preset.")
     return fig
 
 
-def summary_lines(rows: list[dict], metric: str = "accuracy") -> list[str]:
-    """One line per (dataset, preset, condition) of ``metric``: value and delta with CI."""
+def summary_lines(rows: list[dict]) -> list[str]:
+    """One line per (dataset, preset, condition): effect and margin in log-odds, accuracy of
+    sign(z), and for directions the permutation p-values against both nulls."""
     lines = []
     for r in rows:
-        if r["metric"] != metric or r["kind"] == "random":
-            continue
-        rng = "range" if r["condition"] == RANDOM_NULL else "CI"
-        lines.append(f"{r['dataset']:24s} {r['preset']:6s} {r['condition']:12s} "
-                     f"{metric} {r['value']:.3f}  delta {r['delta']:+.3f} "
-                     f"{rng} [{r['lo']:+.3f}, {r['hi']:+.3f}]")
+        if r["kind"] == "null":
+            extra = f"  null effects 2.5-97.5%: [{r['effect_lo']:.3g}, {r['effect_hi']:.3g}]"
+        elif r["kind"] in ("probe", "control"):
+            extra = (f"  p random {_p(r.get('p_random'))}  p matched {_p(r.get('p_matched'))}"
+                     f"  excess over matched median {r.get('excess_matched', float('nan')):+.3g}")
+        else:
+            extra = ""
+        lines.append(f"{r['dataset']:24s} {r['preset']:6s} {r['condition']:12s} effect "
+                     f"{r['effect']:.3g} margin {r['margin']:+.3g} accuracy "
+                     f"{r['accuracy']:.3f}{extra}")
     return lines
 
 
 def read_rows(path: str | Path) -> list[dict]:
-    """Rows of a written ``ablation.csv``, numbers as numbers (empty cells as NaN)."""
-    text_cols = {"dataset", "preset", "condition", "metric", "kind", "hooks", "hook",
-                 "positions", "mode", "probe_kind"}
+    """Rows of a written ablation CSV, numbers as numbers (empty cells as NaN)."""
     rows = []
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            rows.append({k: v if k in text_cols else (float(v) if v != "" else float("nan"))
-                         for k, v in r.items()})
+            rows.append({k: v if k in _TEXT else (float(v) if v not in ("", "None")
+                                                  else float("nan")) for k, v in r.items()})
     return rows

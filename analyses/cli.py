@@ -79,13 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
         if name in ("sweep", "transfer", "ablate"):
             add_template(p)
         if name == "transfer":
-            add_layer(p, -2, "read-out index of the transfer matrix and cosines (default -2: "
-                             "the last block's resid_post; -1 the final norm)")
+            add_layer(p, None, "read-out index of the transfer matrix and cosines (default: "
+                               "chosen on a validation split of each source's training "
+                               "pairs; -1 the final norm)")
         if name == "ablate":
-            add_layer(p, None, "read-out index of the probe directions (default: the last "
-                               "block's resid_post)")
-            p.add_argument("--n-random", type=positive_int, default=10,
-                           help="random directions ablated as the null distribution")
+            add_layer(p, None, "read-out index of the probe directions (default: chosen on "
+                               "a validation split of the training pairs)")
+            p.add_argument("--n-random", type=positive_int, default=100,
+                           help="isotropic random directions ablated as a null")
+            p.add_argument("--n-matched", type=positive_int, default=100,
+                           help="random directions drawn from the training contrasts' "
+                                "covariance, ablated as the variance-matched null")
         if name == "rank":
             add_layer(p, None, "read-out index of the probe (default: chosen on held-out "
                                "training pairs)")

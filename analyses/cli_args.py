@@ -90,9 +90,11 @@ def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
 
 
 def add_split(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--split", default="context", choices=SPLITS,
-                   help="how held-out pairs are chosen: whole contexts (default), items, "
-                        "random pairs, or auto (contexts if shared, else items, else pairs)")
+    p.add_argument("--split", default="auto", choices=SPLITS,
+                   help="how held-out pairs are chosen so that nothing leaks: auto (default: "
+                        "whole groups where records share one (a context, an item block, a "
+                        "statement's subject), else items if they recur (cross pairs "
+                        "dropped), else pairs), context (whole groups), item, or pair")
 
 
 def add_layer(p: argparse.ArgumentParser, default: int | None, help_: str) -> None:

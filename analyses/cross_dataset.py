@@ -3,13 +3,17 @@
 The claim under test: unsupervised (PCA) probes fitted on different datasets find nearly the
 same direction and transfer across tasks, while supervised probes' directions are nearly
 orthogonal yet still transfer fairly well. Every store (one model, same read-outs) is split
-by context (:func:`ppairs_lens.evaluation.store_split.split_store`) and every probe kind is
-fitted on its held-in part at every read-out at once. At the read-out ``cfg.layer``
-(default -2: the last block's ``resid_post``; -1 the final norm's output) each probe is
-scored on every dataset's held-out pairs (``transfer.csv``, centrings in
-:func:`transfer_proba`); the directions' cosines are compared with each other, with the same
-kind fitted on two halves of one dataset (a ceiling) and with random unit vectors (a null;
-``cosine.csv``); and they are followed across read-outs (``layer_cosine.csv``). Figures
+leak-free (:func:`ppairs_lens.evaluation.store_split.split_store`, ``split_by="auto"``: no
+group or item on both sides) and every probe kind is fitted on its held-in part at every
+read-out at once (supervised probes on standardised features). Each (source, kind) probe is
+taken at the read-out chosen on a validation split of the *source's* training pairs
+(``cfg.layer="val"``, :mod:`ppairs_lens.evaluation.readout_choice`; an int forces one read-out, -2
+the last block's ``resid_post``, -1 the final norm's output) and scored on every dataset's
+held-out pairs (``transfer.csv``, bootstrap CIs over leak groups, centrings in
+:func:`transfer_proba`); at one common read-out (chosen the same way) the directions' cosines
+are compared with each other, with the same kind fitted on two halves of one dataset (a
+ceiling) and with random unit vectors (a null; ``cosine.csv``); and they are followed across
+read-outs (``layer_cosine.csv``). Figures
 (:mod:`analyses.cross_dataset_plots`): ``transfer``, ``cosine``, ``cosine_distribution`` and
 ``layer_cosine`` (``.png``, ``.svg``), with ``transfer.config.json`` and
 ``transfer_summary.json``. Everything regenerates from stores alone, no model:
@@ -22,7 +26,6 @@ import argparse
 import sys
 import warnings
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -35,13 +38,31 @@ from analyses.cross_dataset_plots import (
     print_summary,
 )
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.activations.store_sets import (
+    check_comparable,
+    readout_index,
+    unique_names,
+)
 from ppairs_lens.errors import PPairsError, ProbeError
 from ppairs_lens.evaluation.metrics import evaluate
-from ppairs_lens.evaluation.splits import train_test_split_pairs
-from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
-from ppairs_lens.evaluation.store_split import StoreSplit, split_store
+from ppairs_lens.evaluation.readout_choice import (
+    check_layer_setting,
+    chosen_layers,
+    common_layer,
+    layer_rule,
+    layer_setting,
+    split_half_directions,
+    store_validation_scores,
+)
+from ppairs_lens.evaluation.splits import SPLIT_MODES
+from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
-from ppairs_lens.probes.direction_similarity import cosine, random_reference
+from ppairs_lens.probes.direction_similarity import (
+    cosine,
+    cosine_pair_rows,
+    layer_cosine_table,
+    random_reference,
+)
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
@@ -58,18 +79,24 @@ class TransferConfig:
     """What a transfer / cosine analysis ran on; saved beside its results."""
 
     stores: list[str]
-    layer: int = -2              # read-out index: -2 last block's resid_post, -1 final norm
+    #: "val": per (source, kind) the read-out with the best accuracy on a validation split
+    #: of the source's training pairs (cosines: best mean over sources and kinds); an int
+    #: forces that read-out index (-2 last block's resid_post, -1 final norm)
+    layer: int | str = "val"
     kinds: tuple[str, ...] = PROBE_KINDS
     test_size: float = 0.3
-    split_by: str = "context"    # "context" | "pair" | "item" (as in layer_sweep)
+    split_by: str = "auto"       # "auto" | "context" (by group) | "item" | "pair"
     seed: int = 0
     C: float = 1.0
+    standardize: bool = True     # supervised probes on features / their training RMS
+    val_size: float = 0.25       # share of the training groups that chooses the read-out
     n_boot: int = 300
     metric: str = "accuracy"     # plotted / summarised metric: accuracy | f1 (| auroc)
     center_target: str = "target"  # headline centring of B when a probe from A is applied to B
     n_random: int = 10_000       # random unit-vector pairs for the |cos| null
 
     def validate(self) -> None:
+        check_layer_setting(self.layer)
         if self.metric not in METRICS:
             raise ProbeError(f"metric must be one of {METRICS}, got {self.metric!r}")
         if self.center_target not in CENTERINGS:
@@ -85,53 +112,50 @@ class TransferConfig:
 
 @dataclass
 class FittedStore:
-    """One store's split and its probes at every read-out."""
+    """One store's split, its probes at every read-out and the read-out chosen per kind."""
 
     name: str
     split: StoreSplit
     sweep: SweepProbes
     hook_names: list[str]
+    #: kind -> read-out index a probe of this source is used at (transfer)
+    chosen: dict[str, int] = field(default_factory=dict)
+    #: kind -> [read-out] validation accuracy on the source's training pairs (layer="val")
+    val_scores: dict[str, np.ndarray] | None = None
     #: kind -> (direction on one half, direction on the other half) of the held-in pairs at
-    #: ``cfg.layer``: the self-agreement reference (empty when the halves cannot be fitted).
+    #: the common read-out: the self-agreement reference (empty when not fitted).
     halves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def fit_store(store: ActivationStore, cfg: TransferConfig, name: str | None = None
               ) -> FittedStore:
-    """Split ``store`` (ties dropped, by context) and fit every kind at every read-out."""
+    """Split ``store`` (ties dropped, by ``cfg.split_by``), fit every kind at every read-out
+    and choose each kind's read-out (on validation, or ``cfg.layer``)."""
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    fit_kw = {"C": cfg.C, "standardize": cfg.standardize}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # degenerate read-outs: reported as NaN
-        probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, C=cfg.C,
-                           model_name=store.meta["model"])
-    fitted = FittedStore(name or sp.name, sp, probes, store.hook_names)
-    fitted.halves = _split_half_directions(store, sp, cfg)
-    return fitted
+        probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds,
+                           model_name=store.meta["model"], groups=sp.groups_train,
+                           seed=cfg.seed, **fit_kw)
+    val = (store_validation_scores(sp, cfg.kinds, seed=cfg.seed, val_size=cfg.val_size,
+                                    **fit_kw) if layer_rule(cfg.layer) == "val" else None)
+    chosen = chosen_layers(val, cfg.layer, cfg.kinds, store.n_readouts)
+    return FittedStore(name or sp.name, sp, probes, store.hook_names, chosen, val)
 
 
-def _split_half_directions(store: ActivationStore, sp: StoreSplit, cfg: TransferConfig
-                           ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Directions fitted on two disjoint halves (by context) of the held-in pairs.
+def cosine_readout(fitted: list[FittedStore], cfg: TransferConfig) -> int:
+    """The one read-out of the cosine views: ``cfg.layer``, or the best validation accuracy
+    averaged over sources and kinds (:func:`ppairs_lens.evaluation.readout_choice.common_layer`)."""
+    return common_layer([f.val_scores for f in fitted], cfg.layer, cfg.kinds,
+                        len(fitted[0].hook_names))
 
-    Their cosine is how well one probe kind agrees with *itself* on the same task given half
-    the data: the ceiling to read cross-dataset cosines against (a kind whose split-half
-    |cos| is ~0 cannot show agreement between datasets, whatever the truth).
-    """
-    li = readout_index(cfg.layer, store.n_readouts)
-    by = "context" if cfg.split_by == "context" else "pair"
-    try:
-        h1, h2 = train_test_split_pairs([p["context_id"] for p in sp.pairs_train], test_size=0.5,
-                                        seed=cfg.seed + 1, by=by)
-        dirs = []
-        for h in (h1, h2):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                sw = fit_sweep(sp.acts_train[h][:, :, [li]], sp.labels_train[h], cfg.kinds,
-                               C=cfg.C)
-            dirs.append(sw.directions)
-    except ProbeError:
-        return {}
-    return {k: (dirs[0][k][0].numpy(), dirs[1][k][0].numpy()) for k in cfg.kinds}
+
+def add_split_halves(fitted: list[FittedStore], cfg: TransferConfig, li: int) -> None:
+    """Fill each store's ``halves`` at read-out ``li``."""
+    for f in fitted:
+        f.halves = split_half_directions(f.split, li, cfg.kinds, seed=cfg.seed, C=cfg.C,
+                                         standardize=cfg.standardize)
 
 
 def transfer_proba(src: FittedStore, dst: FittedStore, kind: str, li: int, center: str
@@ -163,14 +187,18 @@ def transfer_proba(src: FittedStore, dst: FittedStore, kind: str, li: int, cente
 
 
 def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
-    """(train, test, kind, center, metric) rows with value and 95% CI."""
-    li = readout_index(cfg.layer, len(fitted[0].hook_names))
-    hook = fitted[0].hook_names[li]
+    """(train, test, kind, center, metric) rows with value and 95% CI (bootstrap over the
+    target's leak groups), each probe at its source's read-out ``src.chosen[kind]``
+    (``layer_rule`` says how that was chosen; ``val_value``: its validation accuracy)."""
+    rule = layer_rule(cfg.layer)
     rows = []
     for src in fitted:
         for dst in fitted:
-            groups = [p["context_id"] for p in dst.split.pairs_test]
+            groups = bootstrap_groups(dst.split)[0]
             for kind in cfg.kinds:
+                li = src.chosen[kind]
+                val = (float(src.val_scores[kind][li]) if src.val_scores is not None
+                       else float("nan"))
                 cache = None
                 for center in CENTERINGS:
                     same = src is dst  # both centrings are the in-distribution probe
@@ -189,7 +217,9 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                                      "center": center, "headline": center == cfg.center_target,
                                      "in_distribution": same, "metric": metric,
                                      "value": s["value"], "lo": s["lo"], "hi": s["hi"],
-                                     "layer": li, "hook": hook,
+                                     "layer": li, "hook": src.hook_names[li],
+                                     "layer_rule": rule, "val_value": val,
+                                     "split_by": src.split.split_used,
                                      "n_train": len(src.split.labels_train),
                                      "n_test": len(dst.split.labels_test)})
     return rows
@@ -197,66 +227,28 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
 
 def cosine_matrix(fitted: list[FittedStore], cfg: TransferConfig
                   ) -> tuple[list[tuple], np.ndarray]:
-    """Keys ``(dataset, kind)`` and their signed cosine matrix at ``cfg.layer``."""
-    li = readout_index(cfg.layer, len(fitted[0].hook_names))
+    """Keys ``(dataset, kind)`` and their signed cosine matrix at the cosine read-out."""
+    li = cosine_readout(fitted, cfg)
     keys = [(f.name, k) for f in fitted for k in cfg.kinds]
     mat = np.stack([f.sweep.directions[k][li].numpy() for f in fitted for k in cfg.kinds])
     return keys, cosine(mat[:, None, :], mat[None, :, :])
 
 
 def cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
-    """One row per unordered pair of (dataset, kind) directions (self-pairs excluded), and per
-    split-half pair. Directions are oriented by their training labels (positive projection =
-    item 1 preferred), so the sign means something: -1 is the same axis read the other way."""
-    keys, cos = cosine_matrix(fitted, cfg)
-    li = readout_index(cfg.layer, len(fitted[0].hook_names))
-    rows = []
-    for i, j in combinations(range(len(keys)), 2):
-        (da, ka), (db, kb) = keys[i], keys[j]
-        relation = ("between_datasets" if ka == kb else
-                    "between_kinds" if da == db else "other")
-        rows.append({"dataset_a": da, "kind_a": ka, "dataset_b": db, "kind_b": kb,
-                     "relation": relation, "cos": float(cos[i, j]),
-                     "abs_cos": float(abs(cos[i, j])), "layer": li,
-                     "hook": fitted[0].hook_names[li]})
-    for f in fitted:
-        for k, (a, b) in f.halves.items():
-            c = float(cosine(a, b))
-            rows.append({"dataset_a": f.name, "kind_a": k, "dataset_b": f.name, "kind_b": k,
-                         "relation": "split_half", "cos": c, "abs_cos": abs(c), "layer": li,
-                         "hook": fitted[0].hook_names[li]})
-    return rows
+    """Cosine of every pair of (dataset, kind) directions and every split-half pair, at the
+    cosine read-out (:func:`ppairs_lens.probes.direction_similarity.cosine_pair_rows`)."""
+    li = cosine_readout(fitted, cfg)
+    dirs = {(f.name, k): f.sweep.directions[k][li].numpy() for f in fitted for k in cfg.kinds}
+    halves = {(f.name, k): ab for f in fitted for k, ab in f.halves.items()}
+    return cosine_pair_rows(dirs, halves, layer=li, hook=fitted[0].hook_names[li])
 
 
 def layer_cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
-    """Per-layer cosines: adjacent read-outs, between kinds, between datasets.
-
-    ``view="adjacent_layers"``: ``layer`` = l compares read-out l with l + 1 (one kind).
-    ``view="between_kinds"``: ``kind`` = "a~b" at read-out ``layer`` (one dataset).
-    ``view="between_datasets"``: ``dataset`` = "A~B" at read-out ``layer`` (one kind).
-    The last step (last block -> final norm) compares two bases (the norm rescales each
-    coordinate).
-    """
-    rows = []
-    hooks = fitted[0].hook_names
-
-    def add(view, dataset, kind, c):
-        for l, v in enumerate(c):
-            rows.append({"view": view, "dataset": dataset, "kind": kind, "layer": l,
-                         "hook": hooks[l], "cos": float(v), "abs_cos": float(abs(v))})
-
-    for f in fitted:
-        for k in cfg.kinds:
-            d = f.sweep.directions[k].numpy()
-            add("adjacent_layers", f.name, k, cosine(d[:-1], d[1:]))
-        for ka, kb in combinations(cfg.kinds, 2):
-            add("between_kinds", f.name, f"{ka}~{kb}",
-                cosine(f.sweep.directions[ka].numpy(), f.sweep.directions[kb].numpy()))
-    for fa, fb in combinations(fitted, 2):
-        for k in cfg.kinds:
-            add("between_datasets", f"{fa.name}~{fb.name}", k,
-                cosine(fa.sweep.directions[k].numpy(), fb.sweep.directions[k].numpy()))
-    return rows
+    """Per-read-out cosines (adjacent read-outs, between kinds, between datasets; see
+    :func:`ppairs_lens.probes.direction_similarity.layer_cosine_table`). The last step (last
+    block -> final norm) compares two bases (the norm rescales each coordinate)."""
+    return layer_cosine_table({f.name: {k: f.sweep.directions[k].numpy() for k in cfg.kinds}
+                               for f in fitted}, fitted[0].hook_names)
 
 
 def _nanmean(xs) -> float:
@@ -299,17 +291,23 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
 
     Returns ``{"transfer", "cosine", "layer_cosine"}`` (lists of rows, as in the CSVs),
     ``"random"`` (the null's summary), ``"summary"`` (per kind, see :func:`summarize`),
-    ``"names"`` and ``"hook"``.
+    ``"names"``, ``"hook"`` (the cosine views' read-out), ``"layers"`` (``{source: {kind:
+    read-out index}}`` of the transfer probes) and ``"split_by"`` (per dataset, the split
+    used).
     """
     cfg = cfg or TransferConfig(stores=[str(s.path) for s in stores])
     cfg.validate()
     check_comparable(stores)
-    n_readouts = stores[0].n_readouts
-    li = readout_index(cfg.layer, n_readouts)
-    hook = stores[0].hook_names[li]
+    if layer_rule(cfg.layer) == "fixed":
+        readout_index(int(cfg.layer), stores[0].n_readouts)    # out of range: fail before fits
     model = stores[0].meta["model"]
     names = unique_names(stores)
     fitted = [fit_store(s, cfg, n) for s, n in zip(stores, names)]
+    li = cosine_readout(fitted, cfg)
+    hook = stores[0].hook_names[li]
+    add_split_halves(fitted, cfg, li)
+    layers = {f.name: dict(f.chosen) for f in fitted}
+    splits = {f.name: f.split.split_used for f in fitted}
 
     t_rows = transfer_rows(fitted, cfg)
     c_rows = cosine_rows(fitted, cfg)
@@ -325,6 +323,8 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     write_csv(out / "layer_cosine.csv", l_rows)
     write_json(out / "transfer_summary.json",
                {"model": model, "layer": li, "hook": hook, "datasets": names,
+                "layer_rule": layer_rule(cfg.layer), "transfer_layers": layers,
+                "split_by": splits, "standardize": cfg.standardize,
                 "metric": cfg.metric, "center_target": cfg.center_target,
                 "random_reference": ref_public, "per_kind": summary})
     save_config(out, "transfer", cfg)
@@ -332,14 +332,15 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
 
     keys, cos = cosine_matrix(fitted, cfg)
     for name, fig in (
-            ("transfer", plot_transfer(t_rows, names, cfg, model, hook)),
+            ("transfer", plot_transfer(t_rows, names, cfg, model, layers, splits)),
             ("cosine", plot_cosine(keys, cos, cfg, model, hook, ref)),
             ("cosine_distribution", plot_cosine_distribution(c_rows, cfg, model, hook, ref)),
             ("layer_cosine", plot_layer_cosine(l_rows, names, cfg, model, ref, li))):
         save_figure(fig, out, name)
         plt.close(fig)
     return {"transfer": t_rows, "cosine": c_rows, "layer_cosine": l_rows, "random": ref_public,
-            "summary": summary, "names": names, "hook": hook}
+            "summary": summary, "names": names, "hook": hook, "layers": layers,
+            "split_by": splits}
 
 
 def cli(args, bridge) -> None:
@@ -351,7 +352,8 @@ def cli(args, bridge) -> None:
     specs = args.datasets or list(BUILTIN_NAMES)
     stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
                            args.stores, template=args.template, names=args.hooks) for s in specs]
-    cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed, layer=args.layer,
+    cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed,
+                         layer="val" if args.layer is None else args.layer,
                          split_by=args.split, n_boot=100 if args.quick else 300)
     print_summary(run_transfer(stores, args.out, cfg), cfg)
 
@@ -363,8 +365,13 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stores", nargs="+", help="activation store folders (same model)")
     p.add_argument("--out", default="figures/transfer")
-    p.add_argument("--layer", type=int, default=-2,
-                   help="read-out index (-2 last block's resid_post, -1 final norm)")
+    p.add_argument("--layer", type=layer_setting, default="val",
+                   help="'val' (default: each source's read-out chosen on a validation split "
+                        "of its training pairs) or a read-out index (-2 last block's "
+                        "resid_post, -1 final norm)")
+    p.add_argument("--split", choices=SPLIT_MODES, default="auto",
+                   help="how held-out pairs are chosen (auto: whole groups, else items, "
+                        "else pairs)")
     p.add_argument("--center-target", choices=CENTERINGS, default="target")
     p.add_argument("--metric", choices=METRICS, default="accuracy")
     p.add_argument("--n-boot", type=int, default=300)
@@ -374,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stores = [ActivationStore.open(s) for s in args.stores]
         cfg = TransferConfig(stores=[str(s.path) for s in stores], layer=args.layer,
-                             center_target=args.center_target, metric=args.metric,
+                             split_by=args.split, center_target=args.center_target, metric=args.metric,
                              n_boot=args.n_boot, test_size=args.test_size, seed=args.seed)
         print_summary(run_transfer(stores, args.out, cfg), cfg)
     except PPairsError as e:

@@ -26,8 +26,38 @@ def _short(name: str, n: int = 16) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
-def plot_transfer(rows: list[dict], names: list[str], cfg, model: str, hook: str):
+def _layer_note(cfg, layers: dict[str, dict[str, int]], hooks: dict[int, str]) -> str:
+    """How the transfer read-outs were chosen, for a caption."""
+    if cfg.layer != "val":
+        return f"Read-out {cfg.layer} ({next(iter(hooks.values()))}) for every probe, as set."
+    return ("Read-out of each (training dataset, kind) probe chosen on a validation split "
+            f"(share {cfg.val_size}) of that dataset's training pairs, never on a test set "
+            "(index in the row labels).")
+
+
+def _cosine_readout_note(cfg) -> str:
+    if cfg.layer != "val":
+        return f"Read-out {cfg.layer}, as set."
+    return ("Read-out with the best validation accuracy averaged over datasets and kinds "
+            "(validation splits of the training pairs; no test set read).")
+
+
+def _split_note(cfg, splits: dict[str, str]) -> str:
+    used = sorted(set(splits.values()))
+    how = used[0] if len(used) == 1 else ", ".join(f"{n}: {u}" for n, u in splits.items())
+    return (f"split_by={cfg.split_by} (used: {how}; 'context' = whole leak groups), test "
+            f"fraction {cfg.test_size}, seed {cfg.seed}; supervised probes "
+            f"{'on standardised features' if cfg.standardize else 'on raw features'}, "
+            f"C={cfg.C}")
+
+
+def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
+                  layers: dict[str, dict[str, int]], splits: dict[str, str]):
+    """``layers``: ``{training dataset: {kind: read-out index}}``; ``splits``: the split
+    each dataset used."""
     import matplotlib.pyplot as plt
+
+    hooks = {r["layer"]: r["hook"] for r in rows}
 
     # the headline centring on top, then the other(s), as transfer_rows wrote them
     centers = [cfg.center_target] + [c for c in dict.fromkeys(r["center"] for r in rows)
@@ -61,7 +91,7 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str, hook: str
                                 fontweight="bold" if i == j else "normal")
                 ax.set_xticks(range(nd), [_short(n) for n in names] if r_i == 1 else [],
                               rotation=35, ha="right")
-                ax.set_yticks(range(nd), [_short(n) for n in names] if c_i == 0 else [])
+                ax.set_yticks(range(nd), [f"{_short(n)} @{layers[n][kind]}" for n in names])
                 ax.grid(False)
                 if r_i == 1:
                     ax.set_xlabel("test dataset")
@@ -74,11 +104,14 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str, hook: str
                 if r_i == 0:
                     ax.set_title(label(kind))
         fig.colorbar(im, ax=axes, shrink=0.6, label=f"held-out {cfg.metric}")
-        fig.suptitle(f"Cross-dataset transfer — {model}, read-out {hook}")
-        caption(fig, f"Rows: dataset the probe was fitted on; columns: dataset it is scored on "
-                     f"(held-out pairs; diagonal = in distribution, bold). 95% bootstrap CIs "
-                     f"by context ({cfg.n_boot} resamples); split by {cfg.split_by}, test "
-                     f"fraction {cfg.test_size}, seed {cfg.seed}. Chance = 0.5 (white).")
+        where = ("read-out chosen on validation" if cfg.layer == "val"
+                 else f"read-out {next(iter(hooks.values()))}")
+        fig.suptitle(f"Cross-dataset transfer — {model}, {where}")
+        caption(fig, f"Rows: dataset the probe was fitted on (@ read-out index); columns: "
+                     f"dataset it is scored on (held-out pairs; diagonal = in distribution, "
+                     f"bold). {_layer_note(cfg, layers, hooks)} 95% bootstrap CIs over the "
+                     f"test set's leak groups ({cfg.n_boot} resamples); "
+                     f"{_split_note(cfg, splits)}. Chance = 0.5 (white).")
     return fig
 
 
@@ -115,7 +148,7 @@ def plot_cosine(keys: list[tuple], cos: np.ndarray, cfg, model: str, hook: str,
             fig.colorbar(im, ax=ax, shrink=0.75)
         fig.suptitle(f"Cosine similarity of probe directions — {model}, read-out {hook}", y=1.0)
         caption(fig, f"Directions fitted on each dataset's held-in pairs, oriented so a positive "
-                     f"projection means item 1 preferred. Random unit vectors in d={ref['d']}: "
+                     f"projection means item 1 preferred. {_cosine_readout_note(cfg)} Random unit vectors in d={ref['d']}: "
                      f"mean |cos| {ref['mean']:.3f}, 95th pct {ref['p95']:.3f}, 99th pct "
                      f"{ref['p99']:.3f} ({ref['n']} pairs).")
         fig.tight_layout()
@@ -178,8 +211,8 @@ def plot_cosine_distribution(c_rows: list[dict], cfg, model: str, hook: str,
         axes[0, -1].legend(handles, names, loc="center right", fontsize=7)
         fig.suptitle(f"Agreement of probe directions — {model}, read-out {hook}", y=1.02)
         caption(fig, f"Each dot: one pair of directions. Hollow diamonds: the same kind fitted on "
-                     f"two halves (by context) of one dataset's held-in pairs, its "
-                     f"self-agreement ceiling. Grey violin: |cos| of {ref['n']} pairs "
+                     f"two halves (whole leak groups) of one dataset's held-in pairs, "
+                     f"its self-agreement ceiling. {_cosine_readout_note(cfg)} Grey violin: |cos| of {ref['n']} pairs "
                      f"of random unit vectors in d={ref['d']} (mean {ref['mean']:.3f}, 95th pct "
                      f"{ref['p95']:.3f}, 99th pct {ref['p99']:.3f}). An anisotropic residual "
                      f"stream can make unrelated directions agree more than this isotropic null.")
@@ -245,8 +278,9 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
                      f"between them); middle: between probe kinds at each read-out; bottom: "
                      f"between datasets (thin: each pair, signed; thick: mean |cos|). Grey "
                      f"band: ±95th pct of |cos| of random unit vectors (d={ref['d']}, "
-                     f"{ref['p95']:.3f}). Dotted: the read-out used for transfer "
-                     f"({cfg.layer}). The last step compares directions before and after the "
+                     f"{ref['p95']:.3f}). Dotted: the read-out of the cosine views "
+                     f"({li}: {'chosen on validation' if cfg.layer == 'val' else 'as set'}; "
+                     f"transfer probes use their own, see transfer.png). The last step compares directions before and after the "
                      f"final norm, i.e. in two bases.")
         fig.tight_layout()
     return fig
@@ -255,7 +289,11 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
 def print_summary(result: dict, cfg) -> None:
     """The run's summary (what :func:`analyses.cross_dataset.run_transfer` returns), printed."""
     ref = result["random"]
-    print(f"read-out {result['hook']}; random unit vectors in d={ref['d']}: mean |cos| "
+    if "layers" in result:
+        print("transfer read-outs (training dataset: kind @ index): " + "; ".join(
+            f"{n}: " + ", ".join(f"{k} @{li}" for k, li in ks.items())
+            for n, ks in result["layers"].items()))
+    print(f"cosine read-out {result['hook']}; random unit vectors in d={ref['d']}: mean |cos| "
           f"{ref['mean']:.3f} (exact {ref['mean_exact']:.3f}), 95th pct {ref['p95']:.3f}, "
           f"99th pct {ref['p99']:.3f}")
     for k, s in result["summary"].items():

@@ -27,10 +27,14 @@ from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.metrics import mean_ci
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.plotting import caption, style
-from ppairs_lens.judges.comparators import BatchComparator, ProbeComparator, ZeroShotComparator
+from ppairs_lens.judges.comparators import (
+    BatchComparator,
+    ProbeComparator,
+    ZeroShotComparator,
+)
 from ppairs_lens.judges.lockstep import run_lockstep
-from ppairs_lens.models.loading import model_name
 from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
+from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score, slope_bias
 
 __all__ = ["INSERTION_METHODS", "InsertionConfig", "cli", "insert_dataset", "print_table",
@@ -159,10 +163,12 @@ def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: Inserti
             ax.set_title(f"{METHOD_LABELS[m]}\nacc {o['accuracy']:.2f}, slope {o['slope']:.2f}, "
                          f"bias {o['bias']:+.2f}")
         fig.suptitle(f"ClimateX insertion scoring — {model}", y=1.03)
+        probe = next((r for r in rows if r["method"] == "probe" and "layer" in r), None)
+        layer = (f" Read-out {probe['layer']}: {probe['layer_selection']}." if probe else "")
         caption(fig, f"Binary search over levels, k={cfg.k} references per step from "
-                     f"{cfg.n_train} balanced labelled training statements; probe "
-                     f"({cfg.probe_kind}) trained on up to {cfg.max_train_pairs} comparisons "
-                     "among them.")
+                     f"{cfg.n_train} balanced labelled training statements (the file's train "
+                     f"split; test statements from its test split); probe ({cfg.probe_kind}) "
+                     f"trained on up to {cfg.max_train_pairs} comparisons among them.{layer}")
         fig.tight_layout()
     return fig
 

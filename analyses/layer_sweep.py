@@ -1,26 +1,63 @@
 """Layer sweep: how well each probe type reads the judgement at every layer (paper Figs 6-7).
 
-For each store: drop ties, split by context (no article on both sides), fit every probe kind
-at every read-out at once (:func:`ppairs_lens.probes.sweep.fit_sweep`), and score the held-out pairs
-with bootstrap CIs. Writes ``layer_sweep.csv`` (one row per dataset x kind x layer),
-``layer_sweep.config.json`` and ``layer_sweep.{png,svg}``.
+For each store: drop ties, split leak-free (``split_by="auto"``: whole groups, else items,
+else pairs; :func:`ppairs_lens.evaluation.store_split.split_store`), fit every probe kind at
+every read-out at once on the training pairs, and score the held-out pairs with bootstrap CIs
+over the leak groups. Beside the probes, on the same test pairs and with the same CIs:
+
+* two no-model baselines fitted on train (:mod:`ppairs_lens.evaluation.baselines`): kind
+  ``memorisation`` (training win rates of items) and ``surface`` (the longer item wins);
+* the prompted judges where the caller measured them (``zero_shot`` / ``few_shot``: per-pair
+  probabilities in ``SweepConfig.zero_shot``), scored on every test pair they cover.
+
+Each probe row also carries ``val_value``: the accuracy at that layer of a probe fitted on
+part of the training split and scored on the rest (a leak-free validation split). The layer
+is chosen by it (:func:`ppairs_lens.evaluation.best_layers.best_layers`), never by the test
+score. ``layer_sweep_summary.json`` gives, per (dataset, kind), the chosen layer, its test
+accuracy, and paired differences (probe - each baseline / judge, bootstrap CI over groups).
+
+Writes ``layer_sweep.csv`` (one row per dataset x kind x layer x metric; baselines and
+judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.json`` and
+``layer_sweep.{png,svg}``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.evaluation.metrics import evaluate, within_context_spearman
-from ppairs_lens.io.plotting import caption, color, label, style
-from ppairs_lens.probes.estimators import PROBE_KINDS
+from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
 from ppairs_lens.evaluation.best_layers import best_layers
-from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.evaluation.layer_selection import (
+    VAL_SIZE,
+    select_layer,
+    validation_scores,
+)
+from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.store_split import (
+    StoreSplit,
+    bootstrap_groups,
+    pair_items,
+    split_store,
+)
+from ppairs_lens.evaluation.sweep_scores import score_pairs
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
+
+__all__ = ["JUDGES", "SweepConfig", "print_best", "run_sweep", "run_sweep_with_summary",
+           "sweep_split", "sweep_store", "sweep_summary"]
+
+#: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
+#: ``SweepConfig.zero_shot[dataset]``.
+JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair"}
+BASELINES = ("memorisation", "surface")
 
 
 @dataclass
@@ -30,108 +67,221 @@ class SweepConfig:
     stores: list[str]
     kinds: tuple[str, ...] = PROBE_KINDS
     test_size: float = 0.3
-    split_by: str = "context"  # "context" | "pair" | "item"
+    split_by: str = "auto"  # "auto" | "context" (by leak group) | "item" | "pair"
+    val_size: float = VAL_SIZE  # share of training groups that choose the layer
+    val_repeats: int = 3  # validation splits averaged (a split by item leaves few pairs)
     seed: int = 0
     C: float = 1.0
+    standardize: bool = True  # supervised probes on features scaled by training RMS
     n_boot: int = 300
-    metric: str = "accuracy"  # plotted metric: accuracy | f1 | auroc
-    zero_shot: dict[str, dict] = field(default_factory=dict)  # dataset -> metrics, if measured
+    metric: str = "accuracy"  # plotted metric: accuracy | f1 (macro) | auroc
+    # dataset -> the prompted judge: metrics, and per-pair P(item 1) ("p_by_pair",
+    # "few_shot_p_by_pair": {pair_id: p}) scored on the test pairs they cover.
+    zero_shot: dict[str, dict] = field(default_factory=dict)
 
 
-def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
-    """Rows of (dataset, kind, layer, metric, value, lo, hi) for one store."""
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
-    probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, C=cfg.C,
-                       model_name=store.meta["model"])
+def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict, n: int,
+         **extra) -> dict:
+    return {"dataset": sp.name, "kind": kind, "layer": layer, "hook": hook, "metric": metric,
+            "value": s["value"], "lo": s["lo"], "hi": s["hi"], "n_train": len(sp.labels_train),
+            "n_test": n, "split_used": sp.split_used, "val_value": None,
+            "sign_confidence": None, "val_source": None, "predictor": "", **extra}
+
+
+def _judge_subsets(sp: StoreSplit, cfg: SweepConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
+    out = {}
+    for kind, key in JUDGES.items():
+        by_pair = cfg.zero_shot.get(sp.name, {}).get(key)
+        if not by_pair:
+            continue
+        idx = np.array([i for i, p in enumerate(sp.pairs_test) if p["pair_id"] in by_pair],
+                       dtype=np.int64)
+        if len(idx):
+            out[kind] = (idx, np.array([float(by_pair[sp.pairs_test[i]["pair_id"]])
+                                        for i in idx]))
+    return out
+
+
+def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepConfig) -> dict:
+    idx = np.arange(len(sp.labels_test)) if idx is None else idx
+    unit = bootstrap_groups(sp)[0]
+    return score_pairs(sp.labels_test[idx], p, [sp.pairs_test[i] for i in idx],
+                       [unit[i] for i in idx], n_boot=cfg.n_boot, seed=cfg.seed)
+
+
+def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig
+                ) -> tuple[list[dict], list[dict]]:
+    """``(rows, summary)`` of one split store: the CSV rows and the summary entries."""
+    fit_kw = {"C": cfg.C, "standardize": cfg.standardize, "model_name": model}
+    probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, groups=sp.groups_train,
+                       seed=cfg.seed, **fit_kw)
+    try:
+        val = validation_scores(sp.acts_train, sp.labels_train, sp.groups_train,
+                                pair_items(sp.pairs_train), kinds=cfg.kinds,
+                                val_size=cfg.val_size, seed=cfg.seed, by=sp.split_used,
+                                repeats=cfg.val_repeats, n_sign_boot=1, **fit_kw)
+        val_source = "validation"
+    except ProbeError as e:
+        # Too little data to hold any out: choose on the training fit, still never on test.
+        val = probes.score(sp.acts_train, sp.labels_train)
+        val_source = f"train accuracy ({e})"
+        warnings.warn(f"{sp.name}: layer chosen on training accuracy: {e}", stacklevel=2)
     proba = probes.predict_proba(sp.acts_test)
-    groups = [p["context_id"] for p in sp.pairs_test]
-    gold = {}
-    for p in sp.pairs_test:
-        if p.get("score1") is not None:
-            gold[p["item1_id"]], gold[p["item2_id"]] = p["score1"], p["score2"]
-    rows = []
+    sign_conf = getattr(probes, "sign_confidence", {}) or {}
+    n_test = len(sp.labels_test)
+    rows: list[dict] = []
     for kind in cfg.kinds:
-        for li, name in enumerate(store.hook_names):
+        for li, name in enumerate(hook_names):
             pk = proba[kind][li]
             if np.isnan(pk).any():
                 continue  # a degenerate layer (no pair-specific signal): nothing to score
-            scores = evaluate(sp.labels_test, pk, groups=groups, n_boot=cfg.n_boot, seed=cfg.seed)
-            if gold:
-                scores["spearman"] = within_context_spearman(
-                    [(p["context_id"], p["item1_id"], p["item2_id"]) for p in sp.pairs_test],
-                    pk, gold, n_boot=cfg.n_boot, seed=cfg.seed)
-            for metric, s in scores.items():
-                rows.append({"dataset": sp.name, "kind": kind, "layer": li, "hook": name,
-                             "metric": metric, "value": s["value"], "lo": s["lo"], "hi": s["hi"],
-                             "n_train": len(sp.labels_train), "n_test": len(sp.labels_test)})
-    return rows
+            sc = float(sign_conf[kind][li]) if kind in sign_conf else None
+            for metric, s in _scored(sp, pk, None, cfg).items():
+                rows.append(_row(sp, kind, li, name, metric, s, n_test,
+                                 val_value=float(val[kind][li]), sign_confidence=sc,
+                                 val_source=val_source))
+    others: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
+    notes: dict[str, str] = {}
+    for make in (memorisation_baseline, surface_baseline):
+        b = make(sp.pairs_train, sp.labels_train, sp.pairs_test)
+        if not b.available:
+            notes[b.kind] = b.reason or "unavailable"
+            continue
+        others[b.kind] = (None, b.p)
+        notes[b.kind] = b.predictor
+        for metric, s in _scored(sp, b.p, None, cfg).items():
+            rows.append(_row(sp, b.kind, -1, "", metric, s, n_test, predictor=b.predictor))
+    for kind, (idx, p) in _judge_subsets(sp, cfg).items():
+        others[kind] = (idx, p)
+        notes[kind] = f"prompted judge on {len(idx)} of {n_test} test pairs"
+        for metric, s in _scored(sp, p, idx, cfg).items():
+            rows.append(_row(sp, kind, -1, "", metric, s, len(idx), predictor=notes[kind]))
+    entries = _summary_entries(sp, hook_names, cfg, proba, val, others, notes)
+    for e in entries:
+        e["selected_by"] = val_source
+    return rows, entries
 
 
-def plot_sweep(rows: list[dict], cfg: SweepConfig, model: str):
-    import matplotlib.pyplot as plt
+def _summary_entries(sp: StoreSplit, hook_names: list[str], cfg: SweepConfig, proba: dict,
+                     val: dict, others: dict, notes: dict) -> list[dict]:
+    """Per probe kind: the validation-chosen layer, its test accuracy, and paired
+    differences against every baseline and judge on the pairs both scored."""
+    y = sp.labels_test
+    g, ci_unit = bootstrap_groups(sp)
+    boot = {"n_boot": cfg.n_boot, "seed": cfg.seed}
+    out = []
+    for kind in cfg.kinds:
+        scores = np.where(np.isnan(proba[kind]).any(axis=1), np.nan, val[kind])
+        li = select_layer(scores)
+        pk = proba[kind][li]
+        entry = {"dataset": sp.name, "kind": kind, "layer": li, "hook": hook_names[li],
+                 "val_value": float(val[kind][li]), "selected_by": "validation",
+                 "split_used": sp.split_used, "n_test": len(y),
+                 "n_groups_test": len(set(sp.groups_test)), "ci_unit": ci_unit,
+                 "test": _test_interval(sp, pk, cfg),
+                 "minus": {}}
+        for other, (idx, p) in others.items():
+            sel = np.arange(len(y)) if idx is None else idx
+            d = paired_difference(y[sel], pk[sel], p, [g[i] for i in sel], **boot)
+            entry["minus"][other] = {**d, "about": notes[other]}
+        entry["unavailable"] = {k: v for k, v in notes.items() if k not in others}
+        out.append(entry)
+    return out
 
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    with style():
-        ncol = min(3, len(datasets))
-        nrow = -(-len(datasets) // ncol)
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 2.6 * nrow), squeeze=False,
-                                 sharey=True)
-        for ax, ds in zip(axes.flat, datasets):
-            for kind in cfg.kinds:
-                rs = [r for r in rows if r["dataset"] == ds and r["kind"] == kind
-                      and r["metric"] == cfg.metric]
-                if not rs:
-                    continue
-                x = [r["layer"] for r in rs]
-                ax.plot(x, [r["value"] for r in rs], color=color(kind), label=label(kind), lw=1.4)
-                ax.fill_between(x, [r["lo"] for r in rs], [r["hi"] for r in rs],
-                                color=color(kind), alpha=0.18, lw=0)
-            zs = cfg.zero_shot.get(ds, {}).get(cfg.metric)
-            if zs:
-                ax.axhline(zs["value"], color=color("zero_shot"), ls="--", lw=1,
-                           label="zero-shot prompt (calibrated"
-                           + (f", {cfg.zero_shot[ds]['n_records']} test pairs)"
-                              if "n_records" in cfg.zero_shot.get(ds, {}) else ")"))
-            ax.axhline(0.5 if cfg.metric != "spearman" else 0.0, color="k", lw=0.6, alpha=0.5)
-            n_test = next((r["n_test"] for r in rows if r["dataset"] == ds), 0)
-            ax.set_title(f"{ds} (test n={n_test})")
-            ax.set_xlabel("layer (last = final norm output)")
-            ax.set_ylabel(f"held-out {cfg.metric}")
-        for ax in list(axes.flat)[len(datasets):]:
-            ax.set_visible(False)
-        axes.flat[0].legend(loc="lower right")
-        fig.suptitle(f"Layer sweep of PPairS probes — {model}", y=1.0)
-        caption(fig, f"95% bootstrap CIs (by context, {cfg.n_boot} resamples); split by "
-                     f"{cfg.split_by}, test fraction {cfg.test_size}, seed {cfg.seed}.")
-        fig.tight_layout()
-    return fig
+
+def _test_interval(sp: StoreSplit, p: np.ndarray, cfg: SweepConfig) -> dict:
+    s = _scored(sp, p, None, cfg)["accuracy"]
+    return {"metric": "accuracy", "value": s["value"], "lo": s["lo"], "hi": s["hi"]}
+
+
+def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
+    """Rows of (dataset, kind, layer, metric, value, lo, hi, val_value, ...) for one store."""
+    return _sweep_one(store, cfg)[0]
+
+
+def _sweep_one(store: ActivationStore, cfg: SweepConfig) -> tuple[list[dict], list[dict]]:
+    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    return sweep_split(sp, store.hook_names, store.meta["model"], cfg)
+
+
+def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
+    """The JSON written as ``layer_sweep_summary.json``: how layers were chosen and the
+    per-(dataset, kind) entries of :func:`sweep_split`."""
+    return {"selection": "layer with the best validation accuracy (probe fitted on "
+                         f"{1 - cfg.val_size:.0%} of the training groups, scored on the rest); "
+                         "test set never read to choose",
+            "metric": "accuracy", "ci": f"95% percentile bootstrap over leak groups "
+                                        f"({cfg.n_boot} resamples), paired for differences",
+            "entries": summary}
+
+
+def _config_record(cfg: SweepConfig) -> SweepConfig:
+    """The config as saved: per-pair judge probabilities replaced by how many there were."""
+    zs = {ds: {k: (len(v) if k in JUDGES.values() else v) for k, v in d.items()}
+          for ds, d in cfg.zero_shot.items()}
+    return replace(cfg, zero_shot=zs)
+
+
+def run_sweep_with_summary(stores: list[ActivationStore], out: str | Path,
+                           cfg: SweepConfig | None = None) -> dict:
+    """Sweep every store; write the table, summary, figure and config to ``out``. Returns
+    ``{"rows": [...], "summary": {...}}`` (the summary as in ``layer_sweep_summary.json``)."""
+    cfg = cfg or SweepConfig(stores=[str(s.path) for s in stores])
+    out = Path(out)
+    rows, entries = [], []
+    for s in stores:
+        r, e = _sweep_one(s, cfg)
+        rows += r
+        entries += e
+    summary = sweep_summary(entries, cfg)
+    write_csv(out / "layer_sweep.csv", rows)
+    write_json(out / "layer_sweep_summary.json", summary)
+    save_config(out, "layer_sweep", _config_record(cfg))
+    fig = plot_sweep(rows, entries, _config_record(cfg), stores[0].meta["model"])
+    save_figure(fig, out, "layer_sweep")
+    return {"rows": rows, "summary": summary}
 
 
 def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig | None = None
               ) -> list[dict]:
-    """Sweep every store; write the table, figure and config to ``out``."""
-    cfg = cfg or SweepConfig(stores=[str(s.path) for s in stores])
-    out = Path(out)
-    rows = [r for s in stores for r in sweep_store(s, cfg)]
-    write_csv(out / "layer_sweep.csv", rows)
-    save_config(out, "layer_sweep", cfg)
-    fig = plot_sweep(rows, cfg, stores[0].meta["model"])
-    save_figure(fig, out, "layer_sweep")
-    return rows
+    """:func:`run_sweep_with_summary`, returning only the rows (as before)."""
+    return run_sweep_with_summary(stores, out, cfg)["rows"]
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
+    """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`): the
+    probes, the no-model baselines and the calibrated zero-shot and few-shot judges on the
+    same test pairs."""
+    import json
+
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.judges.held_out import judge_entry, judge_held_out
 
     specs = args.datasets or list(BUILTIN_NAMES)
-    stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
-                           args.stores, template=args.template, names=args.hooks) for s in specs]
-    rows = run_sweep(stores, args.out, SweepConfig(stores=[str(s.path) for s in stores],
-                                                   seed=args.seed, split_by=args.split,
-                                                   n_boot=100 if args.quick else 300))
+    datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
+    stores = [ensure_store(bridge, d, args.stores, template=args.template, names=args.hooks)
+              for d in datasets]
+    cfg = SweepConfig(stores=[str(s.path) for s in stores], seed=args.seed,
+                      split_by=getattr(args, "split", None) or "auto",
+                      n_boot=100 if args.quick else 300)
+    cfg.zero_shot = {s.meta["dataset"]: judge_entry(judge_held_out(
+        bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed))
+        for s, d in zip(stores, datasets)}
+    rows = run_sweep(stores, args.out, cfg)
+    path = Path(args.out) / "layer_sweep_summary.json"
+    print_best(rows, json.loads(path.read_text()) if path.is_file() else {"entries": []})
+
+
+def print_best(rows: list[dict], summary: dict) -> None:
+    """The validation-chosen layer per (dataset, kind), its test score and the paired
+    differences against the baselines."""
     for r in best_layers(rows):
-        print(f"{r['dataset']:32s} {r['kind']:10s} best layer {r['layer']:2d}: "
-              f"{r['value']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")
+        print(f"{r['dataset']:32s} {r['kind']:10s} layer {r['layer']:2d} (chosen on validation,"
+              f" split {r['split_used']}): {r['value']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")
+    for e in summary["entries"]:
+        for other, d in e["minus"].items():
+            print(f"{e['dataset']:32s} {e['kind']:10s} - {other:12s} {d['value']:+.3f} "
+                  f"[{d['lo']:+.3f}, {d['hi']:+.3f}] on {d['n']} pairs")

@@ -8,10 +8,17 @@ the items of each disjoint *evaluation* context are ranked by
 * PPairS: PAIRS merge sort driven by the probe (greedy, and the uncertainty-guided beam), with
   each comparison harvested on demand (:class:`ppairs_lens.judges.comparators.ProbeComparator`);
 * PAIRS with the model's own calibrated zero-shot comparison (greedy and beam);
-* direct scoring (argmax of the 1-5 score token) and G-Eval (its probability-weighted mean).
+* direct scoring (argmax of the 1-5 score token) and G-Eval (its probability-weighted mean);
+* two no-model baselines fitted on the training contexts only: item length in characters
+  (longer ranks higher or lower, the sign chosen on training contexts) and memorised win rates
+  (each item's training win rate by id or text; unseen items tie).
 
-Each ranking is scored by the Spearman correlation with the gold scores within its context,
-averaged over contexts with a bootstrap CI over contexts. The cost column counts prompts run
+Training and evaluation contexts come from different leak groups (``group_id``: e.g. one
+template pool of ``story_sentiment``), so no template or recurring item is on both sides
+(:mod:`ppairs_lens.ranking.context_split`); the probe's read-out is chosen on a validation
+split of the training pairs. Each ranking is scored by the Spearman correlation with the gold
+scores within its context, averaged over contexts with a bootstrap CI over contexts; only
+contexts with at least 3 items count (with 2, Spearman is +-1: one comparison's accuracy). The cost column counts prompts run
 through the model (``n_rows``); a probe method also lists the rows its training harvest took.
 
 Writes ``ranking.csv`` / ``ranking_contexts.csv`` / ``ranking.config.json`` /
@@ -30,19 +37,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from analyses.ranking_plots import plot_ranking
 from ppairs_lens.data.item_sampling import items_by_context, training_comparisons
 from ppairs_lens.data.records import Dataset, ScoredItem
-from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.metrics import mean_ci, spearman
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.io.plotting import caption, color, style
-from ppairs_lens.judges.comparators import BatchComparator, ProbeComparator, ZeroShotComparator
+from ppairs_lens.judges.comparators import (
+    BatchComparator,
+    ProbeComparator,
+    ZeroShotComparator,
+)
 from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.judges.scoring import score_items
 from ppairs_lens.models.loading import model_name
-from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
+from ppairs_lens.ranking.baselines import (
+    length_scores,
+    length_sign,
+    memorised_scores,
+    win_rates,
+)
+from ppairs_lens.ranking.context_split import (
+    MIN_RANK_ITEMS,
+    ContextSplit,
+    split_for_ranking,
+)
 from ppairs_lens.ranking.merge_sort import (
     DEFAULT_BEAM_SIZE,
     DEFAULT_UNCERTAINTY,
@@ -51,11 +70,11 @@ from ppairs_lens.ranking.merge_sort import (
     merge_sort,
 )
 
-__all__ = ["RANKING_METHODS", "RankingConfig", "cli", "print_table", "rank_dataset",
-           "run_ranking"]
+__all__ = ["RANKING_METHODS", "RankingConfig", "cli", "figure_caption", "print_table",
+           "rank_dataset", "run_ranking"]
 
 RANKING_METHODS: tuple[str, ...] = ("probe_greedy", "probe_beam", "zero_shot_greedy",
-                                    "zero_shot_beam", "direct", "geval")
+                                    "zero_shot_beam", "direct", "geval", "length", "memorised")
 METHOD_LABELS = {
     "probe_greedy": "PPairS (probe) merge sort",
     "probe_beam": "PPairS (probe) beam merge sort",
@@ -63,9 +82,9 @@ METHOD_LABELS = {
     "zero_shot_beam": "PAIRS (zero-shot) beam merge sort",
     "direct": "direct scoring (argmax 1-5)",
     "geval": "G-Eval (E[score])",
+    "length": "surface: item length (sign from train)",
+    "memorised": "memorised training win rates",
 }
-_METHOD_COLORS = {"probe": color("supervised"), "zero_shot": color("zero_shot"),
-                  "direct": "#ff7f0e", "geval": "#9467bd"}
 
 
 @dataclass
@@ -75,7 +94,7 @@ class RankingConfig(ProbeJudgeConfig):
     dataset: str = "story_sentiment"  # built-in name, or path:aspect of a scored-items file
     n_train_contexts: int = 10
     max_train_pairs_per_context: int | None = 40
-    n_eval_contexts: int = 5
+    n_eval_contexts: int = 20  # from leak groups disjoint from the training contexts' groups
     max_items_per_context: int | None = None
     methods: tuple[str, ...] = RANKING_METHODS
     beam_size: int = DEFAULT_BEAM_SIZE
@@ -115,6 +134,11 @@ def _sort_all(comparator: BatchComparator, orders: Mapping[str, list[str]],
     return ranked, counters, time.perf_counter() - t0, comparator.n_rows - rows0
 
 
+def _ctx_key(context_id: str | None) -> str:
+    """A context's key as :func:`items_by_context` writes it."""
+    return str(context_id) if context_id is not None else "__all__"
+
+
 def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                  ) -> tuple[list[dict], list[dict], dict]:
     """Rank one dataset; returns (method rows, per-context rows, info)."""
@@ -123,19 +147,17 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
     ds = dataset if dataset is not None else load_dataset_spec(cfg.dataset)
     meta = dataclasses.replace(ds, records=[])
     groups = items_by_context(ds)
-    rng = random.Random(cfg.seed)
-    ctx_ids = sorted(groups)
-    rng.shuffle(ctx_ids)
-    usable = [c for c in ctx_ids if len(groups[c]) >= 2]
-    train_ctx = usable[:cfg.n_train_contexts]
-    rest = [c for c in usable[cfg.n_train_contexts:]
-            if len({it.score for it in groups[c].values()}) > 1]  # gold must rank something
-    eval_ctx = rest[:cfg.n_eval_contexts]
-    if not train_ctx or not eval_ctx:
-        raise DataError(f"{ds.name}: {len(usable)} contexts with 2+ items is too few for "
-                        f"{cfg.n_train_contexts} training and {cfg.n_eval_contexts} evaluation "
-                        "contexts")
+    want = set(cfg.methods)
+    unknown = want - set(RANKING_METHODS)
+    if unknown:
+        raise ValueError(f"unknown ranking methods {sorted(unknown)}; choose from "
+                         f"{RANKING_METHODS}")
+    split = split_for_ranking(ds, groups, n_train=cfg.n_train_contexts,
+                              n_eval=cfg.n_eval_contexts, seed=cfg.seed,
+                              max_items=cfg.max_items_per_context)
+    train_ctx, eval_ctx = split.train, split.eval
     settings = cfg.harvest_settings()
+    rng = random.Random(cfg.seed)
 
     # Item ids need only be unique within a context (SummEval's "S8" is in every article):
     # key them "context::item".
@@ -149,26 +171,29 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
     flat = {i: it for g in eval_items.values() for i, it in g.items()}
     orders = {c: list(g) for c, g in eval_items.items()}
     gold = {c: {i: it.score for i, it in g.items()} for c, g in eval_items.items()}
+    train_items = [it for c in train_ctx for it in groups[c].values()]
+    train = training_comparisons(meta, train_items, cfg.max_train_pairs_per_context, cfg.seed)
 
     results: dict[str, dict[str, Any]] = {}  # method -> {pred: {ctx: order|scores}, cost...}
     info: dict[str, Any] = {"dataset": ds.name, "model": model_name(bridge),
-                            "train_contexts": train_ctx, "eval_contexts": eval_ctx}
-    want = set(cfg.methods)
-    unknown = want - set(RANKING_METHODS)
-    if unknown:
-        raise ValueError(f"unknown ranking methods {sorted(unknown)}; choose from "
-                         f"{RANKING_METHODS}")
+                            "split": split.as_info(), "train_contexts": train_ctx,
+                            "eval_contexts": eval_ctx, "min_items_per_context": MIN_RANK_ITEMS,
+                            "n_contexts_too_small": split.n_too_small}
+    _no_model_methods(results, {c: groups[c] for c in train_ctx}, train, eval_items, want, info)
 
     trained = None
     if want & {"probe_greedy", "probe_beam"}:
-        train_items = [it for c in train_ctx for it in groups[c].values()]
-        train = training_comparisons(meta, train_items, cfg.max_train_pairs_per_context, cfg.seed)
+        # Layer choice holds out whole leak groups of the training contexts where there are
+        # two or more, else whole contexts.
+        by_group = len(split.groups_train) > 1
+        rec_groups = [split.group_of[k] if by_group else k
+                      for k in (_ctx_key(r.context_id) for r in train.records)]
         cfg.say(f"{ds.name}: harvesting {len(train)} training pairs of {len(train_ctx)} contexts")
         trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
-                              seed=cfg.seed, settings=settings)
+                              seed=cfg.seed, settings=settings, groups=rec_groups)
         info.update(trained.run_info())
         cfg.say(f"probe at read-out {trained.layer} ({trained.seconds:.0f}s); ranking "
-                  f"{len(flat)} items of {len(eval_ctx)} contexts")
+                f"{len(flat)} items of {len(eval_ctx)} contexts")
         comp = ProbeComparator(bridge, trained.probe, trained.layer, flat, meta,
                                calibrate=cfg.calibrate_probe, settings=settings)
         _sorting_methods(results, "probe", comp, orders, cfg, want)
@@ -195,7 +220,44 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                               "n_rows": sc.n_rows, "n_rows_spent": sc.n_rows,
                               "n_comparisons": 0, "seconds": secs,
                               "note": "direct and G-Eval share one forward per item"}
+    rows, ctx_rows = _score(results, ds.name, eval_ctx, gold, split, cfg, trained)
+    return rows, ctx_rows, info
 
+
+def _no_model_methods(results: dict, train_groups: Mapping[str, Mapping[str, ScoredItem]],
+                      train: Dataset, eval_items: Mapping[str, Mapping[str, ScoredItem]],
+                      want: set[str], info: dict) -> None:
+    """The surface (length) and memorisation rankings, fitted on the training contexts."""
+    if "length" in want:
+        t0 = time.perf_counter()
+        sign, rho = length_sign(train_groups)
+        results["length"] = {
+            "pred": {c: length_scores(g, sign) for c, g in eval_items.items()},
+            "n_rows": 0, "n_rows_spent": 0, "n_comparisons": 0,
+            "seconds": time.perf_counter() - t0,
+            "note": f"{'longer' if sign > 0 else 'shorter'} ranks higher (training contexts: "
+                    f"mean Spearman of length with gold {rho:+.3f})"}
+        info["length_sign"], info["length_train_spearman"] = sign, rho
+    if "memorised" in want:
+        t0 = time.perf_counter()
+        rates = win_rates(train)
+        pred, seen = {}, 0
+        for c, g in eval_items.items():
+            pred[c], k = memorised_scores(g, rates)
+            seen += k
+        n = sum(len(g) for g in eval_items.values())
+        results["memorised"] = {
+            "pred": pred, "n_rows": 0, "n_rows_spent": 0, "n_comparisons": 0,
+            "seconds": time.perf_counter() - t0,
+            "note": f"{seen} of {n} evaluation items seen in training (by id or text); "
+                    "unseen items tie"}
+        info["memorised_items_seen"] = seen
+
+
+def _score(results: Mapping[str, dict], name: str, eval_ctx: Sequence[str],
+           gold: Mapping[str, Mapping[str, float]], split: ContextSplit, cfg: RankingConfig,
+           trained) -> tuple[list[dict], list[dict]]:
+    """Per-method rows (mean within-context Spearman, CI over contexts) and per-context rows."""
     rows, ctx_rows = [], []
     for m in RANKING_METHODS:
         if m not in results:
@@ -206,18 +268,21 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
             rho, const = _context_rho(r["pred"][c], gold[c])
             n_const += const
             rhos.append(rho)
-            ctx_rows.append({"dataset": ds.name, "method": m, "context_id": c,
+            ctx_rows.append({"dataset": name, "method": m, "context_id": c,
+                             "group": split.group_of[c],
                              "n_items": len(gold[c]), "spearman": rho, "constant": const})
         ci = mean_ci(rhos, cfg.n_boot, cfg.seed)
-        row = {"dataset": ds.name, "method": m, "label": METHOD_LABELS[m],
+        row = {"dataset": name, "method": m, "label": METHOD_LABELS[m],
                "spearman": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
                "n_contexts": len(eval_ctx), "n_items": sum(len(g) for g in gold.values()),
                "n_constant": n_const, "n_rows": r["n_rows"], "n_rows_spent": r["n_rows_spent"],
-               "n_comparisons": r["n_comparisons"], "seconds": round(r["seconds"], 2)}
+               "n_comparisons": r["n_comparisons"], "seconds": round(r["seconds"], 2),
+               "split_unit": split.unit, "n_eval_groups": len(split.groups_eval),
+               "n_train_contexts": len(split.train), "note": r.get("note", "")}
         if m.startswith("probe") and trained is not None:
             row.update(trained.cost_columns())
         rows.append(row)
-    return rows, ctx_rows, info
+    return rows, ctx_rows
 
 
 def _sorting_methods(results: dict, family: str, comp: BatchComparator,
@@ -243,43 +308,6 @@ def _sorting_methods(results: dict, family: str, comp: BatchComparator,
         }
 
 
-def plot_ranking(rows: list[dict], model: str, c: RankingConfig):
-    import matplotlib.pyplot as plt
-
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    with style():
-        fig, axes = plt.subplots(1, len(datasets), figsize=(6.4 * len(datasets), 3.0),
-                                 squeeze=False)
-        for ax, ds in zip(axes.flat, datasets):
-            rs = [r for r in rows if r["dataset"] == ds]
-            y = np.arange(len(rs))[::-1]
-            for yi, r in zip(y, rs):
-                fam = ("probe" if r["method"].startswith("probe") else
-                       "zero_shot" if r["method"].startswith("zero_shot") else r["method"])
-                v, lo, hi = r["spearman"], r["lo"], r["hi"]
-                err = [[max(v - lo, 0) if np.isfinite(lo) else 0],
-                       [max(hi - v, 0) if np.isfinite(hi) else 0]]
-                ax.errorbar([v], [yi], xerr=err, fmt="o", color=_METHOD_COLORS.get(fam),
-                            capsize=3, ms=5)
-                ax.annotate(f"{r['n_rows']} rows", (1.0, yi), xycoords=("axes fraction", "data"),
-                            xytext=(3, 0), textcoords="offset points", va="center", fontsize=7,
-                            color="#555555")
-            ax.set_yticks(y, [r["label"] for r in rs])
-            ax.axvline(0, color="k", lw=0.6, alpha=0.5)
-            ax.set_xlim(-1.05, 1.05)
-            ax.set_xlabel("Spearman with gold scores (mean over contexts)")
-            n_ctx = rs[0]["n_contexts"] if rs else 0
-            ax.set_title(f"{ds} ({n_ctx} evaluation contexts)")
-        fig.suptitle(f"Ranking items within a context: PPairS vs prompting — {model}", y=1.02)
-        caption(fig, f"95% bootstrap CIs over contexts ({c.n_boot} resamples). Probe "
-                     f"({c.probe_kind}) trained on {c.n_train_contexts} disjoint contexts; "
-                     f"beam {c.beam_size}, uncertainty {c.uncertainty}; zero-shot "
-                     f"{'calibrated' if c.calibrate_zero_shot else 'uncalibrated'}. "
-                     "Rows = prompts run per method alone.")
-        fig.tight_layout()
-    return fig
-
-
 def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str | Path
                 ) -> list[dict]:
     """Rank for each config; writes ranking.csv, ranking_contexts.csv, config and figure."""
@@ -293,10 +321,27 @@ def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str 
         infos.append(info)
     write_csv(out / "ranking.csv", rows)
     write_csv(out / "ranking_contexts.csv", ctx_rows)
-    save_config(out, "ranking", {"configs": cfgs, "runs": infos})
-    save_figure(plot_ranking(rows, model_name(bridge), cfgs[0] if cfgs else RankingConfig()),
-                out, "ranking")
+    splits = {i["dataset"]: i["split"]["description"] for i in infos}
+    save_config(out, "ranking", {"configs": cfgs, "splits": splits, "runs": infos})
+    fig = plot_ranking(rows, model_name(bridge), figure_caption(cfgs, infos))
+    save_figure(fig, out, "ranking")
     return rows
+
+
+def figure_caption(cfgs: Sequence[RankingConfig], infos: Sequence[dict]) -> str:
+    """How the figure was made: split, probe read-out, baselines, bootstrap."""
+    c = cfgs[0] if cfgs else RankingConfig()
+    parts = [(f"95% bootstrap CIs over evaluation contexts ({c.n_boot} resamples); Spearman "
+              f"only for contexts of {MIN_RANK_ITEMS}+ items.")]
+    for i in infos:
+        layer = (f" Probe ({c.probe_kind}) read-out {i['layer']}: {i['layer_selection']}."
+                 if "layer" in i else "")
+        parts.append(f"{i['dataset']}: {i['split']['description']}.{layer}")
+    parts.append(f"Beam {c.beam_size}, uncertainty {c.uncertainty}; zero-shot "
+                 f"{'calibrated' if c.calibrate_zero_shot else 'uncalibrated'}. Length: sign "
+                 "chosen on training contexts; memorised: training win rates, unseen items tie. "
+                 "Rows = prompts run per method alone.")
+    return " ".join(parts)
 
 
 def print_table(rows: list[dict]) -> None:

@@ -1,8 +1,13 @@
 """The main job: the whole PPairS study on one model, every table and figure in one folder.
 
-Steps: harvest (stores reused when present), calibrated zero-shot baseline on each held-out
-split, layer sweeps, cross-dataset transfer and cosine similarity, directional ablation with
-its controls, PAIRS ranking. ``ppairs-lens run`` (what ``make demo`` runs) calls :func:`run`.
+Steps: harvest the built-ins and, where ``../shared/datasets`` exists, real datasets (stores
+reused when present; a missing folder is skipped with a printed reason); the calibrated
+zero-shot and few-shot judges on every held-out pair; layer sweeps with no-model baselines and
+layers chosen on validation; cross-dataset transfer and cosine similarity; directional
+ablation against two nulls of 100 directions on one built-in and two real datasets; PAIRS
+ranking. Splits are leak-free (``split_by="auto"``). ``summary.json`` and the README's
+findings (:mod:`analyses.findings`) come from these outputs. ``ppairs-lens run`` (what
+``make demo`` runs) calls :func:`run`.
 """
 
 from __future__ import annotations
@@ -16,17 +21,24 @@ from tqdm.auto import tqdm
 from analyses.ablation import AblationConfig, run_ablation
 from analyses.ablation_plots import summary_lines
 from analyses.cross_dataset import TransferConfig, run_transfer
-from analyses.layer_sweep import SweepConfig, run_sweep
+from analyses.findings import findings_markdown, study_summary
+from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
 from analyses.ranking import RankingConfig, run_ranking
-from ppairs_lens.judges.zero_shot import evaluate_zero_shot
-from ppairs_lens.io.outputs import save_config, write_json
-from ppairs_lens.models.loading import load_model, model_name
-from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.activations.pipeline import ensure_store
-from ppairs_lens.data import BUILTIN_NAMES
-from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
-from ppairs_lens.evaluation.best_layers import best_layers
-from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.specs import load_dataset_spec
+from ppairs_lens.io.outputs import save_config, write_json
+from ppairs_lens.io.step_cache import StepCache
+from ppairs_lens.judges.held_out import judge_entry, judge_held_out
+from ppairs_lens.models.loading import load_model, model_name
+
+#: Real datasets the study adds where ``StudyConfig.shared_data`` exists (paths inside it):
+#: Geometry of Truth true/false statements about cities (grouped by city) and about which of
+#: two numbers is larger (grouped by the first number). Statements need one prompt per pair
+#: (no item order to swap) and are short, which keeps the study's time down; comparison files
+#: (SummEval, MC-TACO, Story Cloze) run through ``ppairs-lens sweep`` / ``ablate``.
+REAL_DATASETS = ("geometry_of_truth/cities.csv", "geometry_of_truth/larger_than.csv")
 
 
 @dataclass
@@ -35,40 +47,73 @@ class StudyConfig:
 
     model: str | None = None  # None: the embedded SmolLM2-135M-Instruct
     datasets: list[str] = field(default_factory=lambda: list(BUILTIN_NAMES))
-    max_pairs: int | None = None  # per dataset (whole contexts, seeded)
+    # Built-in sizes other than each generator's default ({name: n}).
+    builtin_sizes: dict[str, int] = field(default_factory=dict)
+    # Real data, read from shared_data when it exists (else skipped with a printed reason).
+    shared_data: str = "../shared/datasets"
+    real_datasets: list[str] = field(default_factory=lambda: list(REAL_DATASETS))
+    real_max_pairs: int = 400  # per real dataset (whole contexts, seeded)
+    max_pairs: int | None = None  # per dataset, overrides the sizes above (quick runs)
     stores: str = "stores"
     out: str = "figures"
     seed: int = 0
-    split_by: str = "context"  # held-out pairs: "context" | "item" | "pair" | "auto"
-    zero_shot_max_pairs: int | None = 60  # held-out records per dataset (whole contexts)
-    ablation_dataset: str = "larger_number"
-    # The ablation re-runs the model once per (preset, direction): these sizes keep the whole
-    # study within ~15 minutes on 2 CPU cores; `ppairs-lens ablate` runs larger ones.
-    ablation_eval_pairs: int = 40
-    ablation_random: int = 5
-    ablation_refit_train: int = 60
+    split_by: str = "auto"  # "auto" | "context" (leak group) | "item" | "pair"
+    test_size: float = 0.3
+    few_shot_k: int = 4  # demonstrations of the few-shot judge (0: no few-shot judge)
+    few_shot_max_pairs: int | None = 60  # test pairs the few-shot judge runs on (whole contexts)
+    # Ablation: one built-in and the real datasets (those present), 200 held-out pairs each
+    # (half of each 400-pair store: probes fit on the other half), 100 isotropic and 50
+    # variance-matched null directions, all batched into one pass per prompt.
+    ablation_datasets: list[str] = field(default_factory=lambda: [
+        "larger_number", "cities", "larger_than"])
+    ablation_eval_pairs: int = 200
+    ablation_test_size: float = 0.5
+    ablation_random: int = 100
+    ablation_matched: int = 50
     ranking_dataset: str = "story_sentiment"
-    ranking_eval_contexts: int = 8
+    ranking_eval_contexts: int = 20
+    ranking_train_contexts: int = 10
     n_boot: int = 300
     quick: bool = False  # small settings for tests and previews
 
 
 def quick(cfg: StudyConfig) -> StudyConfig:
     """Small settings: a preview in a couple of minutes (and what the tests run)."""
-    return replace(cfg, max_pairs=cfg.max_pairs or 80, zero_shot_max_pairs=40,
-                   ablation_eval_pairs=16, ablation_random=3, ablation_refit_train=32,
-                   ranking_eval_contexts=2, n_boot=50, quick=True)
+    return replace(cfg, max_pairs=cfg.max_pairs or 80, ablation_eval_pairs=16,
+                   ablation_random=8, ablation_matched=8, ranking_eval_contexts=2,
+                   ranking_train_contexts=4, n_boot=50, few_shot_k=2, quick=True)
 
 
-def _zero_shot_on_test(bridge, store, dataset, cfg: StudyConfig) -> dict:
-    """The calibrated prompted judgement on the same held-out pairs the probes are scored on."""
-    sp = split_store(store, test_size=0.3, split_by=cfg.split_by, seed=cfg.seed, layers=[0])
-    test_ids = {p["pair_id"] for p in sp.pairs_test}
-    subset = replace(dataset, records=[r for r in dataset.records if r.pair_id in test_ids])
-    if cfg.zero_shot_max_pairs is not None:
-        subset = subsample_by_context(subset, cfg.zero_shot_max_pairs, seed=cfg.seed)
-    res = evaluate_zero_shot(bridge, subset)
-    return {**res["metrics"], "n_records": res["n_scored"]}
+def study_datasets(cfg: StudyConfig, log=print) -> list[Dataset]:
+    """The built-ins, then the real datasets found under ``cfg.shared_data``."""
+    out = []
+    for spec in cfg.datasets:
+        if spec in BUILTIN_NAMES:
+            n = cfg.max_pairs or cfg.builtin_sizes.get(spec)
+            out.append(builtin_dataset(spec, seed=cfg.seed, n=n))
+        else:
+            out.append(load_dataset_spec(spec, max_pairs=cfg.max_pairs, seed=cfg.seed))
+    root = Path(cfg.shared_data)
+    if cfg.real_datasets and not root.is_dir():
+        log(f"real datasets skipped: {root} does not exist (a clone without ../shared); the "
+            f"study runs on the built-ins only")
+        return out
+    for rel in cfg.real_datasets:
+        path = root / rel
+        if not path.is_file():
+            log(f"real dataset skipped: {path} is missing")
+            continue
+        out.append(load_dataset_spec(str(path), max_pairs=cfg.max_pairs or cfg.real_max_pairs,
+                                     seed=cfg.seed))
+    return out
+
+
+def _judges(bridge, stores, datasets, cfg: StudyConfig) -> dict:
+    """Zero-shot and few-shot judges on every held-out pair, per dataset (for pairing)."""
+    return {s.meta["dataset"]: judge_entry(judge_held_out(
+        bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed,
+        few_shot_k=cfg.few_shot_k, few_shot_max_pairs=cfg.few_shot_max_pairs))
+        for s, d in zip(stores, datasets)}
 
 
 def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
@@ -82,7 +127,7 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
                       code_packages=("ppairs_lens", "analyses"))
     timings: dict[str, float] = {}
     reused: list[str] = []
-    steps = tqdm(total=7, desc="study", unit="step")
+    steps = tqdm(total=8, desc="study", unit="step")
 
     def step(name: str, fn, outputs=(), **inputs):
         t = time.perf_counter()
@@ -101,47 +146,49 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
     steps.update(1)
 
     t = time.perf_counter()
-    datasets = [load_dataset_spec(s, max_pairs=cfg.max_pairs, seed=cfg.seed) for s in cfg.datasets]
+    datasets = study_datasets(cfg, log=tqdm.write)
     stores = [ensure_store(bridge, d, cfg.stores) for d in datasets]
     timings["harvest"] = round(time.perf_counter() - t, 1)
     steps.update(1)
     common = dict(cfg=cfg, model=model_name(bridge),
                   stores=[s.fingerprint() for s in stores])
+    names = [s.meta["dataset"] for s in stores]
 
-    zero_shot = step("zero-shot baseline", lambda: {
-        d.name: _zero_shot_on_test(bridge, s, d, cfg) for s, d in zip(stores, datasets)},
-        **common)
+    judges = step("prompted judges", lambda: _judges(bridge, stores, datasets, cfg), **common)
 
-    sweep_rows = step("layer sweep", lambda: run_sweep(
+    sweep = step("layer sweep", lambda: run_sweep_with_summary(
         stores, out, SweepConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
-                                 split_by=cfg.split_by, n_boot=cfg.n_boot,
-                                 zero_shot=zero_shot)),
-        outputs=["layer_sweep.csv", "layer_sweep.png"], zero_shot=zero_shot, **common)
+                                 split_by=cfg.split_by, test_size=cfg.test_size,
+                                 n_boot=cfg.n_boot, zero_shot=judges)),
+        outputs=["layer_sweep.csv", "layer_sweep.png", "layer_sweep_summary.json"],
+        judges=judges, **common)
 
     transfer = step("transfer", lambda: run_transfer(
         stores, out, TransferConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
-                                    split_by=cfg.split_by, n_boot=cfg.n_boot)),
+                                    split_by=cfg.split_by, test_size=cfg.test_size,
+                                    n_boot=cfg.n_boot)),
         outputs=["transfer.csv", "transfer.png"], **common)
 
-    names = [d.name for d in datasets]
-    a = next((i for i, n in enumerate(names) if n.startswith(cfg.ablation_dataset)), 0)
+    pick = [i for want in cfg.ablation_datasets for i, n in enumerate(names)
+            if n.startswith(want)][:len(cfg.ablation_datasets)]
     abl_rows = step("ablation", lambda: run_ablation(
-        bridge, [(stores[a], datasets[a])], out, AblationConfig(
-            stores=[str(stores[a].path)], seed=cfg.seed, n_boot=cfg.n_boot, split_by=cfg.split_by,
-            n_random=cfg.ablation_random, max_eval_pairs=cfg.ablation_eval_pairs,
-            max_refit_train=cfg.ablation_refit_train), log=tqdm.write)[0],
-        outputs=["ablation.csv", "ablation.png"], **common)
+        bridge, [(stores[i], datasets[i]) for i in dict.fromkeys(pick)], out, AblationConfig(
+            stores=[str(stores[i].path) for i in dict.fromkeys(pick)], seed=cfg.seed,
+            n_boot=cfg.n_boot, split_by=cfg.split_by, test_size=cfg.ablation_test_size,
+            n_random=cfg.ablation_random, n_matched=cfg.ablation_matched,
+            max_eval_pairs=cfg.ablation_eval_pairs), log=tqdm.write)[0],
+        outputs=["ablation.csv", "ablation_null.csv", "ablation.png"], **common)
 
     rank_rows = step("ranking", lambda: run_ranking(bridge, RankingConfig(
         dataset=cfg.ranking_dataset, model=cfg.model, n_eval_contexts=cfg.ranking_eval_contexts,
-        n_train_contexts=10 if not cfg.quick else 4, n_boot=cfg.n_boot, seed=cfg.seed), out),
+        n_train_contexts=cfg.ranking_train_contexts, n_boot=cfg.n_boot, seed=cfg.seed), out),
         outputs=["ranking.csv", "ranking.png"], **common)
     steps.close()
 
-    summary = {"model": model_name(bridge), "timings_s": timings, "reused_steps": reused,
-               "best_layers": best_layers(sweep_rows), "zero_shot": zero_shot,
-               "transfer": transfer.get("summary"), "ranking": rank_rows,
-               "ablation": summary_lines(abl_rows)}
+    summary = study_summary(model=model_name(bridge), timings=timings, reused=reused,
+                            sweep=sweep["summary"], judges=judges,
+                            transfer=transfer.get("summary"), ablation=abl_rows,
+                            ranking=rank_rows)
     write_json(out / "summary.json", summary)
     save_config(out, "study", cfg)
     print_summary(summary)
@@ -154,25 +201,22 @@ def print_summary(summary: dict) -> None:
     if summary.get("reused_steps"):
         print(f"  reused from the last run (inputs and code unchanged): "
               f"{', '.join(summary['reused_steps'])}; --recompute to redo them")
-    print("\nBest layer per probe (held-out accuracy, 95% CI) vs calibrated zero-shot:")
-    for r in summary["best_layers"]:
-        zs = summary["zero_shot"].get(r["dataset"], {}).get("accuracy", {})
-        print(f"  {r['dataset']:24s} {r['kind']:10s} layer {r['layer']:2d}: {r['value']:.3f} "
-              f"[{r['lo']:.3f}, {r['hi']:.3f}]   zero-shot {zs.get('value', float('nan')):.3f}")
-    print("\nAblation:")
-    for line in summary["ablation"]:
+    print()
+    print(findings_markdown(summary))
+    print("\nAblation (log-odds of the calibrated judge):")
+    for line in summary_lines(summary["ablation"]):
         print("  " + line)
     print("\nRanking (mean within-context Spearman):")
     for r in summary["ranking"]:
         if "spearman" in r:
-            print(f"  {r.get('method', '?'):24s} {r['spearman']:.3f}")
+            print(f"  {r.get('dataset', ''):16s} {r.get('method', '?'):24s} {r['spearman']:.3f}")
 
 
 def cli(args, bridge=None) -> None:
     """``ppairs-lens run``; ``bridge``: the loaded model (:mod:`analyses.cli` passes it)."""
     cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores, seed=args.seed,
                       max_pairs=args.max_pairs, split_by=args.split)
-    if args.datasets:
+    if args.datasets:  # extra datasets join the built-ins and the real ones
         cfg.datasets = list(BUILTIN_NAMES) + [d for d in args.datasets if d not in BUILTIN_NAMES]
     run(quick(cfg) if args.quick else cfg, reuse=not getattr(args, "recompute", False),
         bridge=bridge)

@@ -61,6 +61,12 @@ _EXPORTS: dict[str, str] = {
     # judges
     "zero_shot": "ppairs_lens.judges.zero_shot",
     "evaluate_zero_shot": "ppairs_lens.judges.zero_shot",
+    "few_shot": "ppairs_lens.judges.few_shot",
+    "evaluate_few_shot": "ppairs_lens.judges.few_shot",
+    "judge_diagnostics": "ppairs_lens.judges.calibration",
+    "judge_held_out": "ppairs_lens.judges.held_out",
+    "paired_difference": "ppairs_lens.evaluation.paired",
+    "validation_split": "ppairs_lens.evaluation.store_split",
     "ProbeComparator": "ppairs_lens.judges.comparators",
     "ZeroShotComparator": "ppairs_lens.judges.comparators",
     # interventions

@@ -226,7 +226,9 @@ def test_calibration_averages_both_orders(tiny):
     for i, (p, s) in enumerate(zip(orig, swapped)):
         p1, p1s = _plain_p1(tiny, p), _plain_p1(tiny, s)
         assert res.p_original[i] == pytest.approx(p1, abs=1e-5)
-        assert res.p[i] == pytest.approx(0.5 * (p1 + 1 - p1s), abs=1e-5)
+        # log-odds calibration: z = (ld(a, b) - ld(b, a)) / 2, p = sigmoid(z)
+        z = 0.5 * (np.log(p1 / (1 - p1)) - np.log(p1s / (1 - p1s)))
+        assert res.p[i] == pytest.approx(1 / (1 + np.exp(-z)), abs=1e-5)
     assert res.n_rows == 2 * len(ds)
     assert not np.allclose(res.p, res.p_original)
     report = evaluate_zero_shot(tiny, ds, calibrate=False)

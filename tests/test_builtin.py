@@ -84,3 +84,53 @@ def test_builtin_errors() -> None:
         builtin_dataset("larger_number", n=0)
     assert load_dataset("alphabetical", n=20).fingerprint() == builtin_dataset(
         "alphabetical", n=20).fingerprint()
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_builtin_groups_hold_their_items(name: str) -> None:
+    """Every record has a group; no item (a template, for story_sentiment) is in two groups,
+    so a split by group never puts an item on both sides."""
+    ds = builtin_dataset(name, seed=2)
+    assert all(r.group_id for r in ds.records) and ds.extra["group_by"]
+    owner: dict[str, str] = {}
+    for r in ds.records:
+        for item in (r.item1_id, r.item2_id):
+            assert owner.setdefault(item, r.group_id) == r.group_id, item
+    assert 6 <= len(set(ds.group_ids())) < len(ds)
+
+
+def test_block_builtins_spread_pairs_over_blocks() -> None:
+    for name, n_groups in (("larger_number", 40), ("alphabetical", 20)):
+        sizes = Counter(builtin_dataset(name).group_ids())
+        assert len(sizes) >= n_groups and max(sizes.values()) - min(sizes.values()) <= 1
+    assert len(set(WORDS)) == 200
+
+
+def test_story_sentiment_template_pools() -> None:
+    ds = builtin_dataset("story_sentiment")
+    assert len(ds) == 360 and len({r.context_id for r in ds.records}) == 60
+    pools = Counter(ds.group_ids())
+    assert len(pools) == 6 and set(pools.values()) == {60}      # 10 passages per pool
+    for r in ds.records:
+        pool = r.group_id.rsplit("pool", 1)[1]
+        for item_id, score in ((r.item1_id, r.score1), (r.item2_id, r.score2)):
+            _, level, template = item_id.split(":")
+            assert template == pool and int(level) == score
+    # one template, one sentence up to name and pronoun: the id is what a lookup can use
+    name_free = {(r.item1_id, r.item1.replace(r.context.split()[0], "{n}")
+                  .replace(" her ", " {p} ").replace(" his ", " {p} ")) for r in ds.records}
+    assert len({t for t, _ in name_free}) == len(name_free) == 30
+
+
+def test_capital_true_groups_by_country() -> None:
+    ds = builtin_dataset("capital_true")
+    assert all(r.context_id == f"capital:{r.group_id}" for r in ds.records)
+
+
+def test_group_id_is_part_of_the_fingerprint() -> None:
+    from dataclasses import replace
+
+    ds = builtin_dataset("alphabetical", n=20)
+    moved = replace(ds, records=[replace(ds.records[0], group_id="elsewhere"), *ds.records[1:]])
+    assert moved.fingerprint() != ds.fingerprint()
+    assert moved.group_ids()[0] == "elsewhere" and moved.group_ids()[1:] == ds.group_ids()[1:]

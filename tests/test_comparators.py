@@ -108,8 +108,12 @@ def test_calibrated_comparator_asks_both_orders_in_one_batch(tiny, setup):
     cal = ProbeComparator(tiny, probe, LAYER, items, META, calibrate=True)
     p = cal("c0/s1", "c0/s4")
     assert cal.n_rows == 2 and cal.n_batches == 1
+    # The log-odds rule: sigmoid((logit p(a, b) - logit p(b, a)) / 2), not a probability mean.
     # abs 1e-5: float32 round-off differs between batch shapes
-    assert p == pytest.approx(0.5 * (raw("c0/s1", "c0/s4") + 1 - raw("c0/s4", "c0/s1")), abs=1e-5)
+    pab, pba = raw("c0/s1", "c0/s4"), raw("c0/s4", "c0/s1")
+    z = (math.log(pab / (1 - pab)) - math.log(pba / (1 - pba))) / 2
+    assert p == pytest.approx(1 / (1 + math.exp(-z)), abs=1e-5)
+    assert cal.logodds[("c0/s1", "c0/s4")] == pytest.approx(math.log(pab / (1 - pab)), abs=1e-4)
     assert cal("c0/s4", "c0/s1") == pytest.approx(1 - p) and cal.n_rows == 2
 
 
@@ -177,9 +181,13 @@ def test_zero_shot_comparator_equals_the_evaluator(tiny, setup):
     pairs = [("c0/s0", "c0/s2"), ("c2/s6", "c2/s3")]
     comp = ZeroShotComparator(tiny, items, META)
     got = [comp(a, b) for a, b in pairs]
-    want = zero_shot(tiny, comparisons_of(items, pairs)).p
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    want = zero_shot(tiny, comparisons_of(items, pairs))
+    np.testing.assert_allclose(got, want.p, rtol=1e-5, atol=1e-6)
     assert comp.n_rows == 4  # calibrated: two prompts per comparison
+    # Same raw log-odds per order as the evaluator, read from the logits.
+    for k, (a, b) in enumerate(pairs):
+        assert comp.logodds[(a, b)] == pytest.approx(want.ld_original[k], abs=1e-4)
+        assert comp.logodds[(b, a)] == pytest.approx(want.ld_swapped[k], abs=1e-4)
 
 
 def test_score_prompt_ends_right_before_a_single_score_token(tiny, setup):

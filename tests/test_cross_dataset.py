@@ -20,6 +20,8 @@ from analyses.cross_dataset import (
 )
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.errors import ProbeError, StoreError
+from ppairs_lens.evaluation.readout_choice import layer_setting
+from ppairs_lens.evaluation.store_split import split_pairs
 from ppairs_lens.probes.direction_similarity import random_reference
 
 D = 32          # d_model of the synthetic stores
@@ -156,8 +158,16 @@ def test_outputs_and_config_are_written(shared):
     for name in ("transfer.csv", "cosine.csv", "layer_cosine.csv", "transfer_summary.json"):
         assert (out / name).is_file()
     saved = json.loads((out / "transfer.config.json").read_text())["config"]
-    assert saved["layer"] == -2 and saved["center_target"] == "target"
-    assert result["hook"] == HOOKS[-2]
+    assert saved["layer"] == "val" and saved["center_target"] == "target"
+    assert saved["split_by"] == "auto" and saved["standardize"] is True
+    summary = json.loads((out / "transfer_summary.json").read_text())
+    assert summary["layer_rule"] == "val" and summary["split_by"] == {
+        n: "context" for n in ("alpha", "beta", "gamma")}     # two pairs per context
+    assert summary["transfer_layers"] == result["layers"]
+    assert result["hook"] == HOOKS[summary["layer"]]
+    for r in result["transfer"]:
+        assert r["layer_rule"] == "val" and r["layer"] == result["layers"][r["train"]][r["kind"]]
+        assert r["hook"] == HOOKS[r["layer"]] and 0.5 < r["val_value"] <= 1.0
     # per-layer view: adjacent read-outs, kind pairs, dataset pairs
     views = {r["view"] for r in result["layer_cosine"]}
     assert views == {"adjacent_layers", "between_kinds", "between_datasets"}
@@ -224,3 +234,58 @@ def test_refuses_mixed_models_and_bad_settings(shared, tmp_path):
         run_transfer(stores, tmp_path / "o4", TransferConfig(stores=[], center_target="both"))
     with pytest.raises(StoreError, match="out of range"):
         run_transfer(stores, tmp_path / "o5", TransferConfig(stores=[], layer=len(HOOKS)))
+
+
+def test_an_int_layer_still_forces_one_readout(shared, tmp_path):
+    """Backwards compatible: ``layer=-2`` is the last block's resid_post everywhere."""
+    stores, _, _, _ = shared
+    cfg = TransferConfig(stores=[], layer=-2, **CFG)
+    fitted = [fit_store(st, cfg) for st in stores[:2]]
+    rows = transfer_rows(fitted, cfg)
+    assert {r["layer"] for r in rows} == {len(HOOKS) - 2}
+    assert {r["hook"] for r in rows} == {HOOKS[-2]}
+    assert {r["layer_rule"] for r in rows} == {"fixed"}
+    assert all(np.isnan(r["val_value"]) for r in rows)
+    assert all(f.val_scores is None and set(f.chosen.values()) == {len(HOOKS) - 2}
+               for f in fitted)
+    assert {r["layer"] for r in cosine_rows(fitted, cfg)} == {len(HOOKS) - 2}
+    with pytest.raises(ProbeError, match="'val'"):
+        TransferConfig(stores=[], layer="best").validate()
+
+
+def test_layer_is_chosen_on_validation_not_on_the_test_set(tmp_path):
+    """Read-out 0 separates the classes on the *test* pairs only (a test-only spike); read-out
+    1 weakly on every pair. The transfer probes must sit at read-out 1, though read-out 0
+    scores higher on the test set."""
+    rng = np.random.default_rng(7)
+    n = N
+    r = _unit(rng.normal(size=D))
+    s = rng.choice([-1.0, 1.0], size=n)
+    labels = np.where(s > 0, 1, 2)
+    pairs = [{"pair_id": f"spike:{i}", "label": int(labels[i]), "context_id": f"spike:c{i // 2}",
+              "item1_id": f"{i}a", "item2_id": f"{i}b"} for i in range(n)]
+    cfg = TransferConfig(stores=[], **CFG)
+    _, test, used = split_pairs(pairs, test_size=cfg.test_size, split_by=cfg.split_by,
+                                seed=cfg.seed)
+    assert used == "context"
+    in_test = np.zeros(n, bool)
+    in_test[test] = True
+    diff = rng.normal(size=(n, len(HOOKS), D))
+    # read-out 0: weak on the training pairs, a spike on the test pairs
+    diff[:, 0] += np.where(in_test, 6.0, 0.4)[:, None] * s[:, None] * r
+    diff[:, 1] += 1.2 * s[:, None] * r                          # weak, everywhere
+    x1 = 5.0 * rng.normal(size=(n, len(HOOKS), D))
+    acts = np.stack([x1 + diff, x1], axis=1).astype(np.float32)
+    spiked = write_store(tmp_path / "spike", "spike", acts, labels)
+    fitted = fit_store(spiked, cfg)
+    test_acc = fitted.sweep.score(fitted.split.acts_test, fitted.split.labels_test)
+    for kind in cfg.kinds:
+        assert test_acc[kind][0] > test_acc[kind][1] + 0.05, (kind, test_acc[kind])
+        assert fitted.chosen[kind] == 1, (kind, fitted.val_scores[kind])
+        assert fitted.val_scores[kind][1] > fitted.val_scores[kind][0]
+
+
+def test_layer_setting_from_text():
+    assert layer_setting("val") == "val" and layer_setting("-2") == -2
+    with pytest.raises(ValueError):
+        layer_setting("best")

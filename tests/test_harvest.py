@@ -109,3 +109,71 @@ def test_the_token_budget_is_the_one_set_else_by_device(tiny):
     cpu = torch.device("cpu")
     assert HarvestSettings(token_budget=300).budget_for(tiny, cpu) == 300
     assert HarvestSettings().budget_for(tiny, cpu) == DEFAULT_TOKEN_BUDGET
+
+
+def _ablate(u):
+    """An ablation-like hook: remove twice the component along ``u`` at every position."""
+    def hook(x, hook):
+        return x - 2 * (x @ u)[..., None] * u
+    return hook
+
+
+def _at_last(fn):
+    """``fn`` on the last position only (what a final hook does to a branch token alone)."""
+    def hook(x, hook):
+        x = x.clone()
+        x[:, -1:] = fn(x[:, -1:], hook)
+        return x
+    return hook
+
+
+def _lm_head_positions(bridge):
+    """Positions the unembedding's linear layer projects, per call (a torch hook, not a
+    HookPoint one: it does not count as hooking the unembedding)."""
+    seen: list[int] = []
+    handle = bridge.unembed.original_component.register_forward_hook(
+        lambda m, args, out: seen.append(args[0].shape[1]))
+    return seen, handle
+
+
+@pytest.mark.parametrize("points", [["ln_final.hook_out"],
+                                    ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post"]])
+def test_branch_logits_skip_the_full_unembedding_and_equal_a_plain_forward(tiny, points):
+    from ppairs_lens.activations.few_logits import plain_unembedding
+    from ppairs_lens.activations.harvest import run_branches
+
+    u = torch.randn(tiny.cfg.d_model, generator=torch.Generator().manual_seed(0))
+    u /= u.norm()
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(6))
+    ids = [33, 34, 216]
+    seen, handle = _lm_head_positions(tiny)
+    try:
+        out = run_branches(tiny, [p.prefix_ids for p in pairs], [p.final_ids for p in pairs],
+                           [p.group for p in pairs], logit_ids=ids,
+                           final_hooks=[(n, _ablate(u)) for n in points],
+                           settings=HarvestSettings(token_budget=150)).logits
+    finally:
+        handle.remove()
+    assert plain_unembedding(tiny) and seen and set(seen) == {0}  # the model projected nothing
+    with torch.inference_mode(), tiny.hooks(fwd_hooks=[(n, _at_last(_ablate(u))) for n in points]):
+        for i, p in enumerate(pairs):
+            for side in range(2):
+                ref = tiny(torch.tensor([list(p.prefix_ids) + [p.final_ids[side]]]))[0, -1, ids]
+                torch.testing.assert_close(out[i, side], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_a_hooked_unembedding_keeps_the_models_own_logits(tiny):
+    # A hook on the unembedding's output must see (and may change) the model's logits.
+    from ppairs_lens.activations.harvest import run_branches
+
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
+    args = ([p.prefix_ids for p in pairs], [p.final_ids for p in pairs], [p.group for p in pairs])
+    plain = run_branches(tiny, *args, logit_ids=[33, 34]).logits
+    seen, handle = _lm_head_positions(tiny)
+    try:
+        shifted = run_branches(tiny, *args, logit_ids=[33, 34],
+                               final_hooks=[("unembed.hook_out", lambda x, hook: x + 5.0)]).logits
+    finally:
+        handle.remove()
+    assert max(seen) == 2  # the branch read projected its two tokens (forwards: none)
+    torch.testing.assert_close(shifted, plain + 5.0, rtol=1e-4, atol=1e-4)

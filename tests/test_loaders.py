@@ -591,6 +591,42 @@ def test_true_false_structure(tmp_path: Path) -> None:
         assert len(load_true_false_csv(path)) == 2
 
 
+@pytest.mark.parametrize(("columns", "group_by"), [
+    (["city", "subject"], "city"), (["n1", "n2"], "n1"), (["subject"], "subject"),
+    (["group"], "group"), (["country"], None)])
+def test_true_false_groups_by_subject_column(tmp_path: Path, columns: list[str],
+                                             group_by: str | None) -> None:
+    rows = [["statement", "label", *columns]]
+    rows += [[f"s{k}", k % 2, *[f"x{k // 2}"] * len(columns)] for k in range(6)]
+    ds = load_true_false_csv(write(tmp_path, "tf.csv", table(rows)))
+    assert ds.extra["group_by"] == group_by
+    if group_by is None:
+        assert all(r.group_id is None for r in ds.records)
+        assert ds.group_ids() == [r.pair_id for r in ds.records]
+    else:
+        assert ds.group_ids() == [f"{group_by}:x{k // 2}" for k in range(6)]
+    rows[2][2] = " "                     # the subject column, blank
+    if group_by is not None:
+        with pytest.raises(DataError) as e:
+            load_true_false_csv(write(tmp_path, "bad.csv", table(rows)))
+        check_where(e.value, tmp_path / "bad.csv", 3, group_by)
+
+
+def test_mctaco_groups_questions_by_sentence(tmp_path: Path) -> None:
+    rows = mctaco_rows(2) + [[r[0], "Why?"] + r[2:] for r in mctaco_rows(1)]
+    ds = load_mctaco(write(tmp_path, "dev.tsv", tsv(rows)))
+    by_context = {r.context_id: r.group_id for r in ds.records}
+    assert len(by_context) == 3 and len(set(by_context.values())) == 2
+    assert by_context["q1"] == by_context["q11"] != by_context["q6"]
+
+
+def test_other_loaders_group_by_context(tmp_path: Path, summeval: Path) -> None:
+    ds = load_pairwise_json(write(tmp_path, "d.json", json.dumps(pairwise_rows())))
+    assert ds.group_ids() == ds.context_ids() and ds.group_ids()[0] == ds.group_ids()[2]
+    ds = load_scored_items(summeval, "coherence")
+    assert ds.group_ids() == ds.context_ids()
+
+
 # --------------------------------------------------------------------------------------------
 # ClimateX
 

@@ -15,6 +15,7 @@ from ppairs_lens.evaluation.metrics import (
     bootstrap_ci,
     evaluate,
     f1,
+    f1_item1,
     spearman,
     within_context_spearman,
 )
@@ -28,12 +29,21 @@ def _noisy(n: int = 400, seed: int = 0):
     return labels, proba
 
 
+def test_a_predictor_that_never_answers_scores_chance_not_the_label_share():
+    labels = np.array([1] * 30 + [2] * 10)
+    out = evaluate(labels, np.full(40, 0.5), n_boot=20, seed=0)
+    assert out["accuracy"]["value"] == 0.5
+
+
 def test_evaluate_matches_sklearn_and_intervals_bracket_values():
     labels, proba = _noisy()
     out = evaluate(labels, proba, n_boot=300, seed=1)
     y = labels == 1
-    assert out["accuracy"]["value"] == pytest.approx(accuracy_score(y, proba >= 0.5))
-    assert out["f1"]["value"] == pytest.approx(f1_score(y, proba >= 0.5))
+    decided = proba != 0.5  # an exact 0.5 is no answer: half credit
+    assert out["accuracy"]["value"] == pytest.approx(
+        (accuracy_score(y[decided], proba[decided] > 0.5) * decided.sum()
+         + 0.5 * (~decided).sum()) / len(y))
+    assert out["f1"]["value"] == pytest.approx(f1_score(y, proba >= 0.5, average="macro"))
     assert out["auroc"]["value"] == pytest.approx(roc_auc_score(y, proba))
     for m in out.values():
         assert m["lo"] <= m["value"] <= m["hi"] and m["hi"] - m["lo"] < 0.2
@@ -46,7 +56,10 @@ def test_evaluate_matches_sklearn_and_intervals_bracket_values():
 
 def test_metric_edge_cases():
     y = np.array([0, 0, 1])
-    assert f1(y, np.zeros(3)) == 0.0 == f1_score(y, np.zeros(3), zero_division=0)
+    assert f1_item1(y, np.zeros(3)) == 0.0 == f1_score(y, np.zeros(3), zero_division=0)
+    assert f1(y, np.zeros(3)) == pytest.approx(f1_score(y, np.zeros(3), average="macro",
+                                                        zero_division=0))
+    assert f1(np.ones(4), np.ones(4)) == 1.0 == f1_score(np.ones(4), np.ones(4), average="macro")
     with pytest.raises(ValueError):
         auroc(np.ones(4), np.linspace(0, 1, 4))
     with pytest.raises(ProbeError, match="tie"):
@@ -137,3 +150,36 @@ def test_spearman_gold_first_is_scipys_number_bit_for_bit() -> None:
         g = rng.integers(0, 5, n).astype(float)
         if np.ptp(w) and np.ptp(g):
             assert spearman(g, w) == float(spearmanr(w, g).statistic)
+
+
+def test_f1_is_symmetric_in_the_item_order():
+    """Swapping every pair's items (labels 1 <-> 2, p -> 1 - p) leaves the reported F1 as it
+    is; the item-1 F1 it replaced changes (so this test can fail)."""
+    rng = np.random.default_rng(3)
+    y = (rng.random(200) < 0.7).astype(float)               # unbalanced: item 1 mostly wins
+    p = np.clip(np.where(y == 1, 0.6, 0.4) + rng.normal(0, 0.3, 200), 0, 1)
+    p[p == 0.5] = 0.51                                        # no exact ties at the threshold
+    assert f1(y, p) == pytest.approx(f1(1 - y, 1 - p))
+    assert abs(f1_item1(y, p) - f1_item1(1 - y, 1 - p)) > 0.05
+
+
+def test_weighted_resamples_equal_the_metrics_on_index_resamples():
+    """evaluate scores all resamples at once as weighted counts: each one equals the metric
+    computed on the resample's records (ties in p, single-class resamples, groups)."""
+    from ppairs_lens.evaluation.metrics import accuracy
+    from ppairs_lens.evaluation.resampled import WEIGHTED, resample_weights
+
+    labels, proba = _noisy(n=60, seed=5)
+    y = (labels == 1).astype(float)
+    proba = np.round(proba, 1)                                      # many ties
+    groups = [i // 4 for i in range(60)]
+    for g in (groups, None):
+        w = resample_weights(60, g, 40, seed=2)
+        assert (w.sum(axis=1) == 60).all()
+        for name, fn in (("accuracy", accuracy), ("f1", f1), ("auroc", auroc)):
+            got = WEIGHTED[name](w, y, proba)
+            for b in range(40):
+                idx = np.repeat(np.arange(60), w[b].astype(int))
+                assert got[b] == pytest.approx(fn(y[idx], proba[idx]), abs=1e-12)
+    one_class = WEIGHTED["auroc"](np.eye(60)[:2] * 60, y, proba)   # one record drawn 60 times
+    assert np.isnan(one_class).all()

@@ -28,24 +28,26 @@ CELL_TIMEOUT = 900  # seconds per cell: generous, the machine may be shared
 #: Small settings per notebook (merged into its parameters cell) and the files it must write.
 #: N_PAIRS and SEED are the same everywhere so the notebooks share stores.
 SMALL: dict[str, tuple[dict, list[str]]] = {
-    "quickstart.ipynb": (dict(DATASET="larger_number", N_PAIRS=40),
-                         ["quickstart_sweep.png"]),
-    "layer_sweep.ipynb": (dict(DATASETS=["larger_number", "capital_true"], N_PAIRS=40,
-                               N_BOOT=30),
-                          ["layer_sweep.png", "layer_sweep.csv"]),
-    "transfer_and_cosine.ipynb": (dict(DATASETS=["larger_number", "capital_true",
-                                                 "alphabetical"], N_PAIRS=40, N_BOOT=30,
-                                       N_RANDOM=500),
-                                  ["transfer.png", "cosine_distribution.png",
-                                   "transfer_summary.json"]),
-    "ablation.ipynb": (dict(DATASET="larger_number", N_PAIRS=40, MAX_EVAL_PAIRS=6, N_RANDOM=2,
-                            PRESETS=("paper",), REFIT=False, N_BOOT=30),
-                       ["ablation.png", "ablation.csv"]),
-    "ranking.ipynb": (dict(DATASET="story_sentiment", N_TRAIN_CONTEXTS=2,
-                           MAX_TRAIN_PAIRS_PER_CONTEXT=6, N_EVAL_CONTEXTS=2,
-                           METHODS=("probe_greedy", "zero_shot_greedy"), N_BOOT=50,
-                           CLIMATEX=None),
-                      ["ranking.png", "ranking.csv"]),
+    "quickstart.ipynb": (
+        {"DATASET": "larger_number", "N_PAIRS": 40},
+        ["quickstart_sweep.png"]),
+    "layer_sweep.ipynb": (
+        {"DATASETS": ["larger_number", "capital_true"], "N_PAIRS": 40, "N_BOOT": 30,
+         "JUDGES": True, "FEW_SHOT_K": 2},
+        ["layer_sweep.png", "layer_sweep.csv", "layer_sweep_summary.json"]),
+    "transfer_and_cosine.ipynb": (
+        {"DATASETS": ["larger_number", "capital_true", "alphabetical"], "N_PAIRS": 40,
+         "N_BOOT": 30, "N_RANDOM": 500},
+        ["transfer.png", "cosine_distribution.png", "transfer_summary.json"]),
+    "ablation.ipynb": (
+        {"DATASET": "larger_number", "N_PAIRS": 40, "MAX_EVAL_PAIRS": 12, "N_RANDOM": 8,
+         "N_MATCHED": 8, "PRESETS": ("paper",), "REFIT": False, "N_BOOT": 30},
+        ["ablation.png", "ablation.csv", "ablation_null.csv"]),
+    "ranking.ipynb": (
+        {"DATASET": "story_sentiment", "N_TRAIN_CONTEXTS": 2, "MAX_TRAIN_PAIRS_PER_CONTEXT": 6,
+         "N_EVAL_CONTEXTS": 2, "METHODS": ("probe_greedy", "zero_shot_greedy", "length",
+                                           "memorised"), "N_BOOT": 50, "CLIMATEX": None},
+        ["ranking.png", "ranking.csv"]),
 }
 for _params, _ in SMALL.values():
     _params.setdefault("SEED", 0)

@@ -135,20 +135,24 @@ def test_centring_matters():
     assert PCAProbe().fit(acts, labels).direction_ @ r > 0.9
 
 
-def test_supervised_is_sklearn_logistic_regression_on_centred_differences():
+@pytest.mark.parametrize("standardize", [False, True])
+def test_supervised_is_sklearn_logistic_regression_on_centred_differences(standardize):
     """The probe runs to convergence (Newton, tol 1e-9): it is scikit-learn's estimator with
     the same settings run to convergence too, by its own Newton solver (lbfgs stops short:
-    at its default tol=1e-4 by ~1e-2, and even at tol=1e-12 by ~1e-6 relative here)."""
+    at its default tol=1e-4 by ~1e-2, and even at tol=1e-12 by ~1e-6 relative here).
+    Standardised, it is that estimator on the differences divided by their training RMS,
+    its weights mapped back to the raw differences."""
     acts, labels, _ = planted(n=400, d=16, seed=3)
-    probe = SupervisedProbe(C=0.3).fit(acts, labels)
+    probe = SupervisedProbe(C=0.3, standardize=standardize).fit(acts, labels)
     x = acts.double()
     feats = contrast_features(x, *side_means(x)).numpy()
+    rms = np.sqrt(np.mean(feats ** 2)) if standardize else 1.0
     lr = LogisticRegression(C=0.3, fit_intercept=False, class_weight="balanced",
                             solver="newton-cholesky", tol=1e-12, max_iter=1000
-                            ).fit(feats, (labels == 1).astype(int))
-    np.testing.assert_allclose(probe.coef_, lr.coef_[0], rtol=1e-6, atol=1e-9)
+                            ).fit(feats / rms, (labels == 1).astype(int))
+    np.testing.assert_allclose(probe.coef_, lr.coef_[0] / rms, rtol=1e-6, atol=1e-9)
     assert probe.intercept_ == 0.0
-    np.testing.assert_allclose(probe.decision_function(acts), lr.decision_function(feats),
+    np.testing.assert_allclose(probe.decision_function(acts), lr.decision_function(feats / rms),
                                rtol=1e-6, atol=1e-9)
 
 

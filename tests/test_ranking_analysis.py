@@ -103,3 +103,30 @@ def test_unknown_method_is_refused(tiny, tmp_path):
     with pytest.raises(ValueError, match="unknown ranking methods"):
         run_ranking(tiny, RankingConfig(dataset=spec, n_train_contexts=2, n_eval_contexts=1,
                                         methods=("nope",)), tmp_path)
+
+
+def test_story_sentiment_ranking_keeps_template_pools_apart(tiny, tmp_path):
+    """20 evaluation contexts from pools no training context uses; the probe's read-out is
+    chosen on held-out training pools; the no-model rows are there and the memorised one,
+    seeing no evaluation template in training, ties everywhere."""
+    from analyses.ranking import figure_caption
+
+    cfg = RankingConfig(dataset="story_sentiment", n_train_contexts=4,
+                        max_train_pairs_per_context=6, n_eval_contexts=20, n_boot=50,
+                        methods=("probe_greedy", "length", "memorised"))
+    rows = run_ranking(tiny, cfg, tmp_path)
+    by = {r["method"]: r for r in rows}
+    assert list(by) == ["probe_greedy", "length", "memorised"]
+    assert all(r["n_contexts"] == 20 and r["split_unit"] == "group_id" for r in rows)
+    assert by["memorised"]["spearman"] == 0.0 and by["memorised"]["n_constant"] == 20
+    assert "0 of 80 evaluation items seen" in by["memorised"]["note"]
+    assert "ranks higher" in by["length"]["note"] and by["length"]["n_rows"] == 0
+    assert "validation split of the training pairs by group" in by["probe_greedy"][
+        "layer_selection"]
+    saved = json.loads((tmp_path / "ranking.config.json").read_text())["config"]
+    run = saved["runs"][0]
+    assert not set(run["split"]["groups_train"]) & set(run["split"]["groups_eval"])
+    assert "group_id" in saved["splits"]["story_sentiment"]
+    assert run["split"]["description"] in figure_caption([cfg], [run])
+    groups = {r["group"] for r in _read(tmp_path / "ranking_contexts.csv")}
+    assert groups == set(run["split"]["groups_eval"])

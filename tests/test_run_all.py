@@ -9,7 +9,8 @@ from analyses.run_all import StudyConfig, quick, run
 def test_study_writes_everything_and_reuses_unchanged_steps(tiny, tmp_path, capsys):
     cfg = quick(StudyConfig(datasets=["larger_number", "story_sentiment"], max_pairs=32,
                             stores=str(tmp_path / "stores"), out=str(tmp_path / "out"),
-                            ranking_dataset="story_sentiment", n_boot=20))
+                            ranking_dataset="story_sentiment", n_boot=20,
+                            shared_data=str(tmp_path / "no-shared")))
     first = run(cfg, bridge=tiny)
     out = tmp_path / "out"
     for name in ("layer_sweep", "transfer", "cosine_distribution", "ablation", "ranking"):
@@ -18,12 +19,18 @@ def test_study_writes_everything_and_reuses_unchanged_steps(tiny, tmp_path, caps
                   "summary.json", "study.config.json"):
         assert (out / table).is_file(), table
     assert first["reused_steps"] == []
-    assert json.loads((out / "summary.json").read_text())["best_layers"] == first["best_layers"]
+    assert "real datasets skipped" in capsys.readouterr().out  # with the missing folder named
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["sweep"] == first["sweep"]
+    assert {e["kind"] for e in saved["sweep"]} == {"supervised", "pca", "mass_mean"}
+    # every probe entry is paired with the judges and the no-model baselines
+    assert {"zero_shot", "memorisation"} <= set(saved["sweep"][0]["minus"])
+    assert set(saved["claims"]) >= {"probes_beat_prompting", "ablation_leaves_judgement_unchanged"}
 
     again = run(cfg, bridge=tiny)  # nothing changed: every analysis step is taken as it was
-    assert again["reused_steps"] == ["zero-shot baseline", "layer sweep", "transfer",
+    assert again["reused_steps"] == ["prompted judges", "layer sweep", "transfer",
                                      "ablation", "ranking"]
-    assert again["best_layers"] == first["best_layers"]
+    assert again["sweep"] == first["sweep"]
     assert again["ablation"] == first["ablation"] and again["ranking"] == first["ranking"]
     assert "reused from the last run" in capsys.readouterr().out
 

@@ -6,12 +6,22 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+import torch
 
+from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.splits import (
     labelled_items_split,
+    leaked_items,
     resolve_split_by,
     train_test_split_pairs,
+)
+from ppairs_lens.evaluation.store_split import (
+    pair_groups,
+    pair_items,
+    split_pairs,
+    split_store,
+    validation_split,
 )
 
 
@@ -91,3 +101,93 @@ def test_no_global_rng_and_refusals():
         labelled_items_split(_all_pairs(5), 5)
     with pytest.raises(ProbeError, match="context ids"):
         train_test_split_pairs(["a", "b"], [("x", "y")])
+
+
+def _block_pairs(n_blocks: int = 12, per: int = 6) -> list[dict]:
+    """Store pair rows: all pairs among ``per`` items inside each block, the block the group."""
+    rows = []
+    for b in range(n_blocks):
+        for x, y in combinations(range(per), 2):
+            rows.append({"pair_id": f"b{b}:{x}|{y}", "label": 1 + (x + y) % 2,
+                         "context_id": f"b{b}:{x}|{y}", "group_id": f"block{b}",
+                         "item1_id": f"b{b}i{x}", "item2_id": f"b{b}i{y}"})
+    return rows
+
+
+def test_split_pairs_uses_groups_and_resolves_auto():
+    rows = _block_pairs()
+    train, test, used = split_pairs(rows, test_size=0.3, seed=0)
+    assert used == "context" and len(train) + len(test) == len(rows)
+    assert not leaked_items(pair_items(rows), train, test)
+    groups = pair_groups(rows)
+    assert not {groups[i] for i in train} & {groups[i] for i in test}
+    # an old store without group ids falls back to contexts (here: one pair each) ...
+    old = [{k: v for k, v in r.items() if k != "group_id"} for r in rows]
+    assert pair_groups(old) == [r["context_id"] for r in rows]
+    # ... and auto then splits by item, since items recur: still no item on both sides
+    train, test, used = split_pairs(old, test_size=0.3, seed=0)
+    assert used == "item" and not leaked_items(pair_items(old), train, test)
+    assert len(train) + len(test) < len(rows)
+    # a plain pair split of the same rows does leak items: the check can fail
+    train, test, used = split_pairs(old, test_size=0.3, seed=0, split_by="pair")
+    assert used == "pair" and leaked_items(pair_items(old), train, test)
+    assert pair_items([{"pair_id": "s", "item1_id": None}]) is None
+
+
+@pytest.mark.parametrize("by", ["auto", "context", "item", "pair"])
+def test_validation_split_stays_inside_train_and_leak_free(by):
+    rows = _block_pairs()
+    train, _, _ = split_pairs(rows, test_size=0.3, seed=1)
+    groups = [pair_groups(rows)[i] for i in train]
+    items = [pair_items(rows)[i] for i in train]
+    fit, val = validation_split(groups, items, val_size=0.25, seed=2, by=by)
+    assert fit.dtype == val.dtype == np.int64 and len(fit) and len(val)
+    assert fit.max() < len(train) and val.max() < len(train) and not set(fit) & set(val)
+    if by in ("auto", "context"):
+        assert not {groups[i] for i in fit} & {groups[i] for i in val}
+        assert len(fit) + len(val) == len(train)
+    if by != "pair":
+        assert not leaked_items(items, fit, val)
+    again = validation_split(groups, items, val_size=0.25, seed=2, by=by)
+    np.testing.assert_array_equal(again[1], val)
+
+
+def test_validation_split_refusals():
+    with pytest.raises(ProbeError, match="validation split"):
+        validation_split(["g"] * 8, None, seed=0, by="context")
+    with pytest.raises(ProbeError, match="item ids"):
+        validation_split(["a", "b"], None, seed=0, by="item")
+    with pytest.raises(ProbeError, match="item-id pairs"):
+        validation_split(["a", "b"], [("x", "y")], seed=0)
+
+
+def test_split_store_reports_groups_and_mode(tmp_path):
+    rows = _block_pairs(n_blocks=10, per=4)
+    rows[0]["label"] = 0                                       # a tie: dropped
+    meta = {"model": "toy", "dataset": "blocks", "dataset_fingerprint": "fp",
+            "template_hash": "t", "hook_names": ["h0", "h1"], "d_model": 3,
+            "dtype": "float32", "shard_size": 64}
+    store = ActivationStore.create(tmp_path / "s", meta, rows)
+    acts = torch.arange(len(rows) * 12, dtype=torch.float32).reshape(len(rows), 2, 2, 3)
+    store.write_shard(0, acts)
+    sp = split_store(store, test_size=0.3, seed=0)
+    assert sp.split_used == "context" and len(sp.groups_test) == len(sp.pairs_test)
+    assert set(sp.groups_test) == {p["group_id"] for p in sp.pairs_test}
+    assert not set(sp.groups_train) & set(sp.groups_test)
+    assert len(sp.pairs_train) + len(sp.pairs_test) == len(rows) - 1
+    assert sp.acts_train.shape[1:] == (2, 2, 3) and len(sp.labels_test) == len(sp.pairs_test)
+    k = next(i for i, r in enumerate(rows) if r["pair_id"] == sp.pairs_test[0]["pair_id"])
+    torch.testing.assert_close(sp.acts_test[0], acts[k])
+    assert split_store(store, test_size=0.3, seed=0, split_by="pair").split_used == "pair"
+
+
+def test_cli_split_flag_defaults_to_auto():
+    import argparse
+
+    from analyses.cli_args import SPLITS, add_split
+    from ppairs_lens.evaluation.splits import SPLIT_MODES
+
+    p = argparse.ArgumentParser()
+    add_split(p)
+    assert p.parse_args([]).split == "auto" and SPLITS == SPLIT_MODES
+    assert p.parse_args(["--split", "item"]).split == "item"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -131,9 +132,11 @@ def test_to_probe_is_the_equivalent_estimator(data, sweep):
         sweep.to_probe("pca", 5)
 
 
-def test_solvers_agree_including_dual_and_cg():
+@pytest.mark.parametrize("standardize", [False, True])
+def test_solvers_agree_including_dual_and_cg(standardize):
     """Primal Newton, Newton-CG and the Woodbury (n < d) form all reach sklearn's optimum
-    (sklearn run to a tight tolerance: its default lbfgs stops ~1e-3 short of it)."""
+    (sklearn run to a tight tolerance: its default lbfgs stops ~1e-3 short of it), raw or
+    standardised (sklearn on the features over their RMS, weights mapped back), and converge."""
     acts, labels, _ = planted_layers(n=300, n_layers=3, d=24, seed=2, aniso=1.0)
     wide, wlabels, _ = planted_layers(n=60, n_layers=2, d=150, seed=3, aniso=1.0)
     for x, y in ((acts, labels), (wide, wlabels)):
@@ -141,10 +144,13 @@ def test_solvers_agree_including_dual_and_cg():
         for layer in range(x.shape[2]):
             xl = x[:, :, layer].double()
             feats = contrast_features(xl, *side_means(xl)).numpy()
+            rms = np.sqrt(np.mean(feats ** 2)) if standardize else 1.0
             ref.append(LogisticRegression(fit_intercept=False, class_weight="balanced",
-                                          tol=1e-12, max_iter=100_000).fit(feats, y == 1).coef_[0])
+                                          tol=1e-12, max_iter=100_000).fit(feats / rms, y == 1
+                                                                           ).coef_[0] / rms)
         for solver in ("newton", "newton-cg"):
-            sw = fit_sweep(x, y, kinds=["supervised"], solver=solver)
+            sw = fit_sweep(x, y, kinds=["supervised"], solver=solver, standardize=standardize)
+            assert bool(sw.converged.all()) and sw.standardize == standardize
             for layer, coef in enumerate(ref):
                 w = sw.coef("supervised")[layer].numpy()
                 np.testing.assert_allclose(w, coef, rtol=1e-4, atol=1e-6 * np.abs(coef).max())
@@ -242,3 +248,145 @@ def test_kernel_newton_reaches_the_primal_optimum():
             torch.einsum("lnd,ld->ln", x, v)) - y)) + v
         g0 = grad(torch.zeros_like(w)).norm(dim=-1)
         assert (grad(w).norm(dim=-1) <= 1e-7 * g0).all(), (C, it)
+
+
+# ---- the layer-sweep analysis: baselines, validation-chosen layers, paired summaries -------
+
+def _planted_store(path, pairs: list[dict], *, n_layers: int = 3, d: int = 16, seed: int = 0):
+    """A store whose activations carry each pair's label along a planted direction that
+    strengthens with depth."""
+    from ppairs_lens.activations.store import ActivationStore
+
+    rng = np.random.default_rng(seed)
+    s = np.array([1.0 if p["label"] == 1 else -1.0 for p in pairs])
+    r = rng.normal(size=(n_layers, d))
+    r /= np.linalg.norm(r, axis=1, keepdims=True)
+    strength = np.linspace(0.2, 3.0, n_layers)[None, :, None]
+    x = rng.normal(size=(len(pairs), 2, n_layers, d))
+    x[:, 0] += 0.5 * strength * s[:, None, None] * r
+    x[:, 1] -= 0.5 * strength * s[:, None, None] * r
+    meta = {"model": "toy", "dataset": pairs[0]["pair_id"].split(":")[0],
+            "dataset_fingerprint": "x", "template_hash": "t", "dtype": "float32",
+            "hook_names": [f"blocks.{i}.hook_resid_post" for i in range(n_layers)],
+            "d_model": d, "shard_size": len(pairs)}
+    store = ActivationStore.create(path, meta, pairs)
+    store.write_shard(0, torch.tensor(x, dtype=torch.float32))
+    return ActivationStore.open(path)
+
+
+def _context_pairs(n_ctx: int = 50, seed: int = 0) -> list[dict]:
+    """Contexts of 4 scored items, all 6 pairs each, random item order."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for c in range(n_ctx):
+        scores = rng.permutation(4).astype(float)
+        for i in range(4):
+            for j in range(i + 1, 4):
+                a, b = (i, j) if rng.random() < 0.5 else (j, i)
+                out.append({"pair_id": f"ctx:{c}:{a}|{b}", "context_id": f"c{c}",
+                            "group_id": f"c{c}", "label": 1 if scores[a] > scores[b] else 2,
+                            "item1_id": f"S{a}", "item2_id": f"S{b}", "score1": scores[a],
+                            "score2": scores[b], "len1": int(rng.integers(50, 150)),
+                            "len2": int(rng.integers(50, 150))})
+    return out
+
+
+def _item_pairs(n: int = 700, n_items: int = 60, seed: int = 1) -> list[dict]:
+    """Pairs among ranked items without contexts; the better item is the longer one."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(n):
+        a, b = rng.choice(n_items, size=2, replace=False)
+        out.append({"pair_id": f"items:{k}", "context_id": f"items:{k}",
+                    "group_id": f"items:{k}", "label": 1 if a < b else 2,
+                    "item1_id": f"w{a}", "item2_id": f"w{b}", "score1": None, "score2": None,
+                    "len1": 200 - int(a), "len2": 200 - int(b)})
+    return out
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+
+    tmp = tmp_path_factory.mktemp("sweep")
+    ctx_pairs = _context_pairs()
+    stores = [_planted_store(tmp / "ctx", ctx_pairs),
+              _planted_store(tmp / "items", _item_pairs(), seed=1)]
+    # A judge right on 3 pairs in 4, known for every other pair only.
+    judge = {p["pair_id"]: (0.8 if (p["label"] == 1) == (k % 8 != 0) else 0.2)
+             for k, p in enumerate(ctx_pairs) if k % 2 == 0}
+    cfg = SweepConfig(stores=[str(s.path) for s in stores], n_boot=50,
+                      zero_shot={"ctx": {"p_by_pair": judge}})
+    return run_sweep_with_summary(stores, tmp / "out", cfg), tmp / "out", judge
+
+
+def test_sweep_rows_carry_baselines_judges_and_validation_scores(swept):
+    res, out, judge = swept
+    rows = res["rows"]
+    by = lambda ds, kind, metric="accuracy": [r for r in rows if r["dataset"] == ds  # noqa: E731
+                                              and r["kind"] == kind and r["metric"] == metric]
+    for ds, split in (("ctx", "context"), ("items", "item")):
+        assert {r["split_used"] for r in rows if r["dataset"] == ds} == {split}
+        for kind in PROBE_KINDS:
+            rs = by(ds, kind)
+            assert [r["layer"] for r in rs] == [0, 1, 2]
+            assert all(0.0 <= r["val_value"] <= 1.0 for r in rs)
+        for kind in ("memorisation", "surface"):
+            (b,) = by(ds, kind)
+            assert b["layer"] == -1 and b["hook"] == "" and b["predictor"]
+            assert b["lo"] <= b["value"] <= b["hi"]
+    # Contexts of 4 scored items rank; pairs without contexts do not (Spearman = 2 acc - 1).
+    assert by("ctx", "supervised", "spearman") and not by("items", "supervised", "spearman")
+    assert by("ctx", "surface", "spearman")
+    # Held-out items are unseen: memorisation knows nothing; length decides in "items".
+    assert "0% of test pairs informed" in by("items", "memorisation")[0]["predictor"]
+    assert by("items", "surface")[0]["value"] == 1.0
+    (zs,) = by("ctx", "zero_shot")
+    n_test = by("ctx", "supervised")[0]["n_test"]
+    assert 0 < zs["n_test"] < n_test and 0.6 < zs["value"] < 0.9
+    assert not by("items", "zero_shot")
+    csv_text = (out / "layer_sweep.csv").read_text()
+    assert "memorisation" in csv_text and "val_value" in csv_text.splitlines()[0]
+    assert (out / "layer_sweep.png").is_file()
+
+
+def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept):
+    from ppairs_lens.evaluation.best_layers import best_layers
+    from ppairs_lens.evaluation.layer_selection import select_layer
+
+    res, out, _ = swept
+    summary = json.loads((out / "layer_sweep_summary.json").read_text())
+    assert summary["entries"] == json.loads(json.dumps(res["summary"]["entries"]))
+    best = {(r["dataset"], r["kind"]): r for r in best_layers(res["rows"])}
+    for e in summary["entries"]:
+        rs = sorted((r for r in res["rows"] if r["dataset"] == e["dataset"]
+                     and r["kind"] == e["kind"] and r["metric"] == "accuracy"),
+                    key=lambda r: r["layer"])
+        assert e["layer"] == select_layer([r["val_value"] for r in rs])
+        assert e["layer"] == best[e["dataset"], e["kind"]]["layer"]
+        assert e["test"]["value"] == pytest.approx(rs[e["layer"]]["value"])
+        want = {"memorisation", "surface"} | ({"zero_shot"} if e["dataset"] == "ctx" else set())
+        assert set(e["minus"]) == want
+        for d in e["minus"].values():
+            assert d["lo"] <= d["value"] <= d["hi"]
+            assert d["a"] - d["b"] == pytest.approx(d["value"])
+        assert e["minus"]["surface"]["n"] == e["n_test"]
+    config = json.loads((out / "layer_sweep.config.json").read_text())
+    assert "p_by_pair" in json.dumps(config) and '"split_by": "auto"' in json.dumps(config)
+
+
+def test_sweep_without_a_possible_validation_split_chooses_on_train_and_says_so(
+        tmp_path, monkeypatch):
+    import analyses.layer_sweep as ls
+
+    def impossible(*a, **k):
+        raise ProbeError("no usable validation split")
+
+    monkeypatch.setattr(ls, "validation_scores", impossible)
+    store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))
+    with pytest.warns(UserWarning, match="training accuracy"):
+        rows = ls.sweep_store(store, ls.SweepConfig(stores=[], n_boot=20))
+    from ppairs_lens.evaluation.best_layers import best_layers
+
+    for r in best_layers(rows):
+        assert r["selected_by"].startswith("train accuracy")

@@ -26,11 +26,23 @@ from jaxtyping import Float
 from torch import Tensor
 
 from ppairs_lens.errors import DataError, HookError, PPairsError
+from ppairs_lens.activations.few_logits import (
+    no_logits,
+    plain_unembedding,
+    project_logits,
+    unembedding_hooked,
+)
 from ppairs_lens.activations.hooked_steps import hooked_steps
 from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.activations.readouts import default_readouts, resolve_readouts
-from ppairs_lens.models.backend import backend_of, hooked_device, readout_point, resolve_hooks
+from ppairs_lens.models.backend import (
+    FINAL_NORM_HOOK,
+    backend_of,
+    hooked_device,
+    readout_point,
+    resolve_hooks,
+)
 from ppairs_lens.models.hook_points import Hook
 
 
@@ -135,13 +147,21 @@ class BranchOutputs:
 def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
     """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward that keeps
-    only the key-value cache (logits of the last position only), and a read-out of hook
-    points ``names`` / next-token ``logit_ids`` at the last columns of a pass, with
-    ``final_hooks`` on that pass."""
+    only the key-value cache, and a read-out of hook points ``names`` / next-token
+    ``logit_ids`` at the last columns of a pass, with ``final_hooks`` on that pass.
+
+    Where the unembedding is plain (:mod:`ppairs_lens.activations.few_logits`) and unhooked,
+    the model computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``."""
     names = list(names)
+    plain = plain_unembedding(bridge)
+    final_key = "final norm, for logits"  # its own key: names may hold ln_final.hook_out too
+
+    def skip_unembedding() -> bool:  # called under the pass's hooks: they may hook unembed
+        return plain and not unembedding_hooked(bridge)
 
     def forward(ids, cache, mask, pos):
-        _, cache = bridge(ids, return_type="logits_and_cache", logits_to_keep=1,
+        keep = no_logits() if skip_unembedding() else 1
+        _, cache = bridge(ids, return_type="logits_and_cache", logits_to_keep=keep,
                           past_key_values=cache, attention_mask=mask, position_ids=pos)
         return cache
 
@@ -156,16 +176,25 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
                 return x
             return grab
 
-        # Grabbers after final_hooks on the same point, so they see what those hooks did.
-        fwd = list(final_hooks) + [(n, grabber(n)) for n in names]
+        # Grabbers after final_hooks on the same point, so they see what those hooks did
+        # (the last sees what the unembedding would get).
+        grab_final = plain and logit_ids is not None
+        fwd = (list(final_hooks) + [(n, grabber(n)) for n in names]
+               + ([(FINAL_NORM_HOOK, grabber(final_key))] if grab_final else []))
         with bridge.hooks(fwd_hooks=fwd):
+            skip = skip_unembedding()
+            full = logit_ids is not None and not skip
             out = bridge(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
-                         logits_to_keep=n_read, return_type="logits" if logit_ids is not None
-                         else None)
+                         logits_to_keep=no_logits() if skip else n_read,
+                         return_type="logits" if full else None)
         acts = (torch.stack([grabbed[n].to(ids.device) for n in names], 2).flatten(0, 1).cpu()
                 if names else None)
-        lg = (None if logit_ids is None
-              else out[:, -n_read:, list(logit_ids)].float().cpu().flatten(0, 1))
+        if logit_ids is None:
+            lg = None
+        elif full:
+            lg = out[:, -n_read:, list(logit_ids)].float().cpu().flatten(0, 1)
+        else:
+            lg = project_logits(bridge, grabbed[final_key], logit_ids).cpu().flatten(0, 1)
         return acts, lg
 
     return forward, read

@@ -43,14 +43,19 @@ def default_store_path(root: str | Path, model: str, dataset: Dataset, template:
 
 
 def pair_info(dataset: Dataset) -> list[dict]:
-    """What analyses need per pair without the model: ids, label, context, gold scores."""
-    labels, contexts = dataset.labels(), dataset.context_ids()
+    """What analyses need per pair without the model: ids, label, context, leak group
+    (``group_id``, which splits keep on one side), gold scores, and the character lengths of
+    the two items (``len1``/``len2``; a statement's length and None) for surface baselines."""
+    labels, contexts, groups = dataset.labels(), dataset.context_ids(), dataset.group_ids()
     info = []
-    for rec, label, ctx in zip(dataset.records, labels, contexts):
-        row = {"pair_id": rec.pair_id, "label": label, "context_id": ctx}
+    for rec, label, ctx, group in zip(dataset.records, labels, contexts, groups):
+        row = {"pair_id": rec.pair_id, "label": label, "context_id": ctx, "group_id": group}
         if isinstance(rec, Comparison):
             row.update(item1_id=rec.item1_id, item2_id=rec.item2_id,
-                       score1=rec.score1, score2=rec.score2)
+                       score1=rec.score1, score2=rec.score2,
+                       len1=len(rec.item1), len2=len(rec.item2))
+        else:
+            row.update(len1=len(rec.statement), len2=None)
         info.append(row)
     return info
 

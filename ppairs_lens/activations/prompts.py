@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import ClassVar, Protocol
 
@@ -127,6 +128,25 @@ def chat_text(tokenizer, system: str | None, user: str) -> str:
     return user + "\n"  # a base model without a chat template gets the plain text
 
 
+def chat_turns_text(tokenizer, system: str | None, turns: Sequence[tuple[str, str]],
+                    user: str) -> str:
+    """The chat prompt text of earlier ``(user, assistant)`` turns and then one user turn,
+    ending where the assistant's answer starts: few-shot demonstrations as a conversation.
+
+    Without earlier turns it is :func:`chat_text`. A tokenizer without a chat template gets
+    the plain text: each earlier question and its answer, then the question.
+    """
+    if not turns:
+        return chat_text(tokenizer, system, user)
+    messages = [{"role": "system", "content": system}] if system else []
+    for u, a in turns:
+        messages += [{"role": "user", "content": u}, {"role": "assistant", "content": a}]
+    messages.append({"role": "user", "content": user})
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "".join(f"{u}\n{a}\n\n" for u, a in turns) + user + "\n"
+
+
 def render_chat(template: ChatTemplate, dataset: Dataset, context: str | None,
                 **items: str) -> tuple[str, str, str]:
     """The user turn, the assistant prefix and the context block of one prompt.
@@ -159,6 +179,14 @@ def render_comparison(template: ComparisonTemplate, dataset: Dataset, rec: Compa
 
 def render_statement(template: StatementTemplate, rec: Statement) -> tuple[str, str]:
     return template.user.format(statement=rec.statement), template.assistant
+
+
+def render_record(template: Template, dataset: Dataset, rec: Comparison | Statement
+                  ) -> tuple[str, str]:
+    """The user turn and the assistant prefix (without the choice) of any record."""
+    if isinstance(template, StatementTemplate):
+        return render_statement(template, rec)
+    return render_comparison(template, dataset, rec)
 
 
 def prompt_prefix_text(tokenizer, template: Template, dataset: Dataset, rec) -> str:

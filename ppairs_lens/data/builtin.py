@@ -4,12 +4,20 @@ They exist so the whole pipeline (prompts, harvesting, probes, ranking) can be r
 on a fresh clone without the real data, on tasks whose answers are certain. Each generator
 takes ``(seed, n=None)`` and uses its own ``random.Random(seed)``; labels are exactly balanced
 (half label 1, half label 2) so a probe cannot score well by predicting one position.
+
+Every record carries a ``group_id``, the unit a split keeps on one side, chosen so that
+held-out pairs use items (and, for ``story_sentiment``, sentence templates) never seen in
+training: numbers and words are partitioned into disjoint blocks and each pair is drawn inside
+one block; a capital's statements are grouped by country; story sentences come from one of six
+template pools. Without this a lookup of each item's training win rate, with no model at all,
+scores far above chance on the test pairs.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from ppairs_lens.data.records import ITEM1, ITEM2, Comparison, Dataset
 from ppairs_lens.errors import DataError
@@ -38,41 +46,73 @@ def _check_n(name: str, n: int, most: int) -> None:
 
 
 def _oriented(pair_id: str, better: tuple[str, str, float], worse: tuple[str, str, float],
-              label: int, context: str | None = None,
-              context_id: str | None = None) -> Comparison:
+              label: int, context: str | None = None, context_id: str | None = None,
+              group_id: str | None = None) -> Comparison:
     """A comparison with the better item placed where ``label`` says; items are
     (id, text, score)."""
     first, second = (better, worse) if label == ITEM1 else (worse, better)
     return Comparison(pair_id=pair_id, item1=first[1], item2=second[1], label=label,
                       context=context, context_id=context_id, item1_id=first[0],
-                      item2_id=second[0], score1=first[2], score2=second[2])
+                      item2_id=second[0], score1=first[2], score2=second[2], group_id=group_id)
 
 
-def _dataset(name: str, records: list[Comparison], seed: int, **question: str) -> Dataset:
+def _dataset(name: str, records: list[Comparison], seed: int, group_by: str,
+             **question: str) -> Dataset:
     return Dataset(name=name, kind="comparison", records=records, source="builtin",
-                   extra={"format": "builtin", "seed": seed}, **question)
+                   extra={"format": "builtin", "seed": seed, "group_by": group_by}, **question)
+
+
+T = TypeVar("T")
+
+
+def _blocks(items: Sequence[T], n_blocks: int, rng: random.Random) -> list[list[T]]:
+    """``items`` shuffled and dealt into ``n_blocks`` disjoint blocks of (nearly) equal size."""
+    order = list(items)
+    rng.shuffle(order)
+    return [order[b::n_blocks] for b in range(n_blocks)]
+
+
+def _block_capacity(blocks: Sequence[Sequence[T]]) -> int:
+    return sum(len(b) * (len(b) - 1) // 2 for b in blocks)
+
+
+def _pairs_in_blocks(blocks: Sequence[Sequence[T]], n: int,
+                     rng: random.Random) -> list[tuple[int, T, T]]:
+    """``n`` distinct pairs (block, a, b), each inside one block, spread evenly over the
+    blocks (rounds over the blocks in a seeded order), so no item pairs across blocks."""
+    free = []
+    for block in blocks:
+        pairs = [(i, j) for i in range(len(block)) for j in range(i + 1, len(block))]
+        rng.shuffle(pairs)
+        free.append(pairs)
+    out: list[tuple[int, T, T]] = []
+    while len(out) < n:
+        for b in rng.sample(range(len(blocks)), len(blocks)):
+            if free[b] and len(out) < n:
+                i, j = free[b].pop()
+                out.append((b, blocks[b][i], blocks[b][j]))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
 
-def larger_number(seed: int = 0, n: int | None = None) -> Dataset:
-    """Which of two integers (1-999) is larger: the simplest ordinal comparison."""
+def larger_number(seed: int = 0, n: int | None = None, n_blocks: int = 40) -> Dataset:
+    """Which of two integers (1-999) is larger: the simplest ordinal comparison.
+
+    The numbers are dealt into ``n_blocks`` disjoint random blocks and each pair is drawn
+    inside one block (``group_id`` = the block), so a split by group tests on unseen numbers.
+    """
     n = 400 if n is None else n
-    _check_n("larger_number", n, 20000)
     rng = random.Random(seed)
-    pairs: set[tuple[int, int]] = set()
-    ordered: list[tuple[int, int]] = []
-    while len(ordered) < n:
-        a, b = rng.sample(range(1, 1000), 2)
-        key = (max(a, b), min(a, b))
-        if key not in pairs:
-            pairs.add(key)
-            ordered.append(key)
+    blocks = _blocks(range(1, 1000), n_blocks, rng)
+    _check_n("larger_number", n, _block_capacity(blocks))
+    chosen = [(b, max(x, y), min(x, y)) for b, x, y in _pairs_in_blocks(blocks, n, rng)]
     records = [_oriented(f"larger_number:{k}", (str(hi), str(hi), float(hi)),
-                         (str(lo), str(lo), float(lo)), label)
-               for k, ((hi, lo), label) in enumerate(zip(ordered, _labels(n, rng)))]
-    return _dataset("larger_number", records, seed, aspect="larger", item_name="number",
-                    aspect_description="the greater integer")
+                         (str(lo), str(lo), float(lo)), label,
+                         group_id=f"larger_number:block{b}")
+               for k, ((b, hi, lo), label) in enumerate(zip(chosen, _labels(n, rng)))]
+    return _dataset("larger_number", records, seed, "number block", aspect="larger",
+                    item_name="number", aspect_description="the greater integer")
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,7 +144,8 @@ CAPITALS: tuple[tuple[str, str], ...] = (
 def capital_true(seed: int = 0, n: int | None = None) -> Dataset:
     """Which of two statements about a country's capital is true (the other names another
     country's capital). Records of one country share a ``context_id`` (and no context
-    text), so grouped splits keep a country's true statement out of the test set."""
+    text) and ``group_id`` (the country), so a split keeps all of a country's statements
+    on one side."""
     n = 240 if n is None else n
     _check_n("capital_true", n, len(CAPITALS) * (len(CAPITALS) - 1))
     rng = random.Random(seed)
@@ -125,8 +166,8 @@ def capital_true(seed: int = 0, n: int | None = None) -> Dataset:
             f"capital_true:{k}", (f"{country}/{capital}", f"The capital of {country} is "
                                   f"{capital}.", 1.0),
             (f"{country}/{wrong}", f"The capital of {country} is {wrong}.", 0.0), label,
-            context_id=f"capital:{country}"))
-    return _dataset("capital_true", records, seed, aspect="factually correct",
+            context_id=f"capital:{country}", group_id=country))
+    return _dataset("capital_true", records, seed, "country", aspect="factually correct",
                     item_name="statement", aspect_description="true of the real world")
 
 
@@ -144,28 +185,35 @@ glass horse idea jelly kite letter magnet nature office pillow quilt robot sugar
 unicorn vessel whale yogurt blanket circle dragon empire finger gravel harbor ivory journey
 lantern meadow nickel orbit planet rescue saddle thunder velvet wizard bottle cactus dolphin
 fabric goose helmet igloo kernel lobster marble noodle oyster parrot raven spider tomato
+acorn bucket cotton daisy engineer flute grape hollow pumpkin kitten lamp mango napkin oven
+puzzle radio sandal towel uniform vase wallet almond beetle cabin diamond envelope fountain
+giraffe hockey icicle jigsaw koala lagoon muffin nephew olive peanut quarry ribbon salmon
+teacup utensil volcano walnut yacht zigzag badge canoe dentist elephant festival gecko
+hazel index juice kayak lettuce melon nest ostrich pebble puppet rainbow scarf trumpet
+willow
 """.split())
 
 
-def alphabetical(seed: int = 0, n: int | None = None) -> Dataset:
+def alphabetical(seed: int = 0, n: int | None = None, block_size: int = 10) -> Dataset:
     """Which of two common words comes first in alphabetical order: an ordering the model
-    knows but that no surface feature (length, frequency) gives away."""
+    knows but that no surface feature (length, frequency) gives away.
+
+    The words are dealt into disjoint random blocks of about ``block_size`` and each pair is
+    drawn inside one block (``group_id`` = the block), so a split by group tests on unseen
+    words.
+    """
     n = 300 if n is None else n
     words = sorted(set(WORDS))
-    _check_n("alphabetical", n, len(words) * (len(words) - 1) // 2)
     rng = random.Random(seed)
-    seen: set[tuple[str, str]] = set()
-    ordered: list[tuple[str, str]] = []
-    while len(ordered) < n:
-        a, b = sorted(rng.sample(words, 2))
-        if (a, b) not in seen:
-            seen.add((a, b))
-            ordered.append((a, b))
-    records = [_oriented(f"alphabetical:{k}", (first, first, 1.0), (second, second, 0.0), label)
-               for k, ((first, second), label) in enumerate(zip(ordered, _labels(n, rng)))]
-    return _dataset("alphabetical", records, seed, aspect="earlier in alphabetical order",
-                    item_name="word", aspect_description="comes before the other word in a "
-                    "dictionary")
+    blocks = _blocks(words, max(1, len(words) // block_size), rng)
+    _check_n("alphabetical", n, _block_capacity(blocks))
+    chosen = [(b, *sorted((x, y))) for b, x, y in _pairs_in_blocks(blocks, n, rng)]
+    records = [_oriented(f"alphabetical:{k}", (first, first, 1.0), (second, second, 0.0), label,
+                         group_id=f"alphabetical:block{b}")
+               for k, ((b, first, second), label) in enumerate(zip(chosen, _labels(n, rng)))]
+    return _dataset("alphabetical", records, seed, "word block",
+                    aspect="earlier in alphabetical order", item_name="word",
+                    aspect_description="comes before the other word in a dictionary")
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,18 +231,40 @@ _OUTINGS: tuple[str, ...] = (
     "class", "went camping by the river for the weekend", "cooked dinner for {p} whole family",
 )
 #: Sentences about how the day went, by sentiment level (0 most negative, 4 most positive).
+#: Template k of every level forms pool k; a passage draws all its sentences from one pool.
 _FEELINGS: tuple[tuple[str, ...], ...] = (
     ("{n} said it was the worst day of {p} whole year.",
-     "{n} came home furious and in tears.", "By the end, {n} wished the day had never happened."),
-    ("{n} felt a little let down by the end of it.", "It was not as much fun as {n} had hoped.",
-     "{n} was somewhat disappointed on the way home."),
-    ("{n} came home at the usual time.", "Afterwards {n} had dinner and went to bed.",
-     "The day passed without anything special happening."),
-    ("{n} enjoyed it and would happily go again.", "It was a pleasant day for {n}.",
-     "{n} came home in a good mood."),
-    ("{n} said it was the best day of {p} whole life.", "{n} was overjoyed and could not stop "
-     "smiling.", "For {n}, it was an absolutely wonderful, perfect day."),
+     "{n} came home furious and in tears.",
+     "By the end, {n} wished the day had never happened.",
+     "{n} was miserable and hated every minute of it.",
+     "It was a disaster, and {n} felt awful for days afterwards.",
+     "{n} called it a horrible, wretched day."),
+    ("{n} felt a little let down by the end of it.",
+     "It was not as much fun as {n} had hoped.",
+     "{n} was somewhat disappointed on the way home.",
+     "{n} found it a bit dull and was slightly bored.",
+     "Parts of it were tiresome, and {n} was mildly annoyed.",
+     "{n} came back a little grumpy."),
+    ("{n} came home at the usual time.",
+     "Afterwards {n} had dinner and went to bed.",
+     "The day passed without anything special happening.",
+     "{n} got back in the late afternoon.",
+     "That evening {n} read for a while and then slept.",
+     "{n} took the bus home and unpacked {p} bag."),
+    ("{n} enjoyed it and would happily go again.",
+     "It was a pleasant day for {n}.",
+     "{n} came home in a good mood.",
+     "{n} had a nice time and smiled on the way home.",
+     "{n} thought it was a pretty good day.",
+     "It was fun, and {n} felt cheerful afterwards."),
+    ("{n} said it was the best day of {p} whole life.",
+     "{n} was overjoyed and could not stop smiling.",
+     "For {n}, it was an absolutely wonderful, perfect day.",
+     "{n} was thrilled and called it a magical, unforgettable day.",
+     "{n} felt completely delighted, happier than ever before.",
+     "It was pure joy from start to finish for {n}."),
 )
+N_POOLS = len(_FEELINGS[0])
 _PER_PASSAGE = 4  # sentences per passage -> 6 pairs sharing the passage
 
 
@@ -203,9 +273,13 @@ def story_sentiment(seed: int = 0, n: int | None = None) -> Dataset:
 
     Each passage comes with four sentences of different sentiment levels, giving six
     comparisons that share the passage as context: the case the harvester's prefix sharing
-    and grouped splits are built for.
+    and ranking within contexts are built for. A sentence's ``item_id`` is its template
+    (``"feel:<level>:<template>"``, the same whatever the name in it), and every passage draws
+    its sentences from one of six template pools (pool k: template k of each level; passages
+    are spread evenly over pools). ``group_id`` is the pool, so a split by group holds out
+    whole pools: test sentences come from templates never seen in training.
     """
-    n = 240 if n is None else n
+    n = 360 if n is None else n
     n_pairs = _PER_PASSAGE * (_PER_PASSAGE - 1) // 2
     _check_n("story_sentiment", n, len(_NAMES) * len(_OUTINGS) * n_pairs)
     rng = random.Random(seed)
@@ -218,20 +292,21 @@ def story_sentiment(seed: int = 0, n: int | None = None) -> Dataset:
             break
         name, pronoun = _NAMES[who]
         passage = f"{name} {_OUTINGS[what].format(p=pronoun)}."
-        ctx_id = f"story_sentiment:{k}"
+        ctx_id, pool = f"story_sentiment:{k}", k % N_POOLS
         levels = sorted(rng.sample(range(len(_FEELINGS)), _PER_PASSAGE))
-        sentences = [(f"{ctx_id}/s{lv}", rng.choice(_FEELINGS[lv]).format(n=name, p=pronoun),
+        sentences = [(f"feel:{lv}:{pool}", _FEELINGS[lv][pool].format(n=name, p=pronoun),
                       float(lv)) for lv in levels]
         for i in range(len(sentences)):
             for j in range(i + 1, len(sentences)):
                 if len(records) < n:
                     worse, better = sentences[i], sentences[j]  # levels ascend
-                    records.append(_oriented(f"{ctx_id}:{worse[0].rsplit('/', 1)[1]}|"
-                                             f"{better[0].rsplit('/', 1)[1]}", better, worse,
-                                             labels[len(records)], passage, ctx_id))
-    return _dataset("story_sentiment", records, seed, aspect="positive", item_name="sentence",
-                    context_name="passage", aspect_description="expresses a happier, more "
-                    "positive feeling about how the day went")
+                    records.append(_oriented(
+                        f"{ctx_id}:s{int(worse[2])}|s{int(better[2])}", better, worse,
+                        labels[len(records)], passage, ctx_id, f"story_sentiment:pool{pool}"))
+    return _dataset("story_sentiment", records, seed, "sentence template pool",
+                    aspect="positive", item_name="sentence", context_name="passage",
+                    aspect_description="expresses a happier, more positive feeling about how "
+                    "the day went")
 
 
 #: Built-in datasets by name; each is ``factory(seed)`` (``n`` optional).

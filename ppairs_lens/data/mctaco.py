@@ -6,6 +6,7 @@ are paired yes against no.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ def load_mctaco(path: PathLike, *, name: str | None = None, max_pairs_per_questi
     questions by answer count, so at most ``max_pairs_per_question`` pairs are drawn per
     question (seeded). Which answer is item 1 is a seeded coin per pair, balancing labels.
     Questions with only yes or only no answers give no pairs (a warning with counts).
+    The context is the (sentence, question); the ``group_id`` is the sentence, which several
+    questions share, so a split never tests on a passage seen in training.
     """
     if max_pairs_per_question < 1:
         raise DataError(f"max_pairs_per_question must be at least 1, got "
@@ -59,6 +62,7 @@ def load_mctaco(path: PathLike, *, name: str | None = None, max_pairs_per_questi
             one_sided += 1
             continue
         ctx_id = f"q{group['row']}"
+        sentence_id = f"s-{hashlib.sha1(sentence.encode()).hexdigest()[:10]}"
         rng = random.Random(f"{seed}:{sentence}\n{question}")
         pairs = [(y, n) for y in group["yes"] for n in group["no"]]
         if len(pairs) > max_pairs_per_question:
@@ -71,7 +75,8 @@ def load_mctaco(path: PathLike, *, name: str | None = None, max_pairs_per_questi
                 item1=a[1], item2=b[1], label=ITEM1 if yes_first else ITEM2,
                 context=f"{sentence}\nQuestion: {question}", context_id=ctx_id,
                 item1_id=f"row{a[0]}", item2_id=f"row{b[0]}",
-                score1=1.0 if yes_first else 0.0, score2=0.0 if yes_first else 1.0))
+                score1=1.0 if yes_first else 0.0, score2=0.0 if yes_first else 1.0,
+                group_id=sentence_id))
     if not records:
         raise DataError(f"no question has both a 'yes' and a 'no' answer ({len(groups)} "
                         "questions), so there is nothing to compare", file=file, field="label")

@@ -22,6 +22,10 @@ class Comparison:
     to (an article, a story prompt, an instruction); comparisons with the same ``context_id``
     share it, which splits and the harvester's prefix sharing rely on. ``score1``/``score2`` are
     gold scores where the data has them (scored-items datasets), used by ranking analyses.
+    ``group_id`` is the leak unit: comparisons with the same group_id stay on one side of
+    every split (a block of numbers, a template pool); None means "the context, else the
+    pair itself" (:meth:`Dataset.group_ids`). It is the last field, so positional use of the
+    others keeps working.
     """
 
     pair_id: str
@@ -34,16 +38,23 @@ class Comparison:
     item2_id: str | None = None
     score1: float | None = None
     score2: float | None = None
+    group_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Statement:
-    """A single statement with a truth label; becomes a contrast pair True vs False."""
+    """A single statement with a truth label; becomes a contrast pair True vs False.
+
+    ``group_id`` is the statement's subject (a city, a number): statements about one subject
+    stay on one side of every split, so a true and a false statement about Paris are never
+    split between train and test. None: the context, else the statement itself.
+    """
 
     pair_id: str
     statement: str
     label: bool
     context_id: str | None = None
+    group_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,3 +117,9 @@ class Dataset:
     def context_ids(self) -> list[str]:
         """The group each record belongs to (its context, else its own id)."""
         return [r.context_id if r.context_id is not None else r.pair_id for r in self.records]
+
+    def group_ids(self) -> list[str]:
+        """The leak unit of each record, kept on one side of every split: its ``group_id``,
+        else its context, else its own id."""
+        return [r.group_id if r.group_id is not None else ctx
+                for r, ctx in zip(self.records, self.context_ids())]

@@ -1,10 +1,16 @@
 """True/false statement CSV files (Geometry of Truth): single statements with a truth label.
 
-Columns ``statement`` and ``label`` (1/true or 0/false); extra columns are ignored.
+Columns ``statement`` and ``label`` (1/true or 0/false); extra columns are ignored, except the
+statement's subject, which becomes its ``group_id`` so that splits keep every statement about
+one subject on one side (the true and the false statement about a city must not be split
+between train and test). The subject is the first of these columns the file has: ``city``
+(cities, neg_cities), ``n1`` (larger_than, smaller_than), ``subject``, ``group``. A file with
+none of them groups only repeated statements, and says so in ``extra["group_by"]``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ppairs_lens.data.fields import choice, text
@@ -12,20 +18,23 @@ from ppairs_lens.data.reading import PathLike, dataset_name, read_table, warn
 from ppairs_lens.data.records import Dataset, Statement
 from ppairs_lens.errors import DataError
 
-__all__ = ["load_true_false_csv"]
+__all__ = ["SUBJECT_COLUMNS", "load_true_false_csv"]
 
 _TRUE_FALSE = {"1": True, "0": False, "true": True, "false": False}
+#: Columns naming a statement's subject, in order of preference.
+SUBJECT_COLUMNS: tuple[str, ...] = ("city", "n1", "subject", "group")
 
 
 def load_true_false_csv(path: PathLike, *, name: str | None = None) -> Dataset:
-    """Single statements with a truth label; extra columns are ignored.
+    """Single statements with a truth label, grouped by subject where a column names it.
 
-    The same statement twice with the same label is kept (with a warning); with opposite
-    labels it is an error, since one of them must be wrong.
+    The same statement twice with the same label is kept (with a warning, and both copies in
+    one group); with opposite labels it is an error, since one of them must be wrong.
     """
     p = Path(path)
     file = str(p)
-    _, rows = read_table(p, ("statement", "label"))
+    header, rows = read_table(p, ("statement", "label"))
+    group_by = next((c for c in SUBJECT_COLUMNS if c in header), None)
     records: list[Statement] = []
     seen: dict[str, tuple[int, bool]] = {}
     repeats = 0
@@ -42,9 +51,25 @@ def load_true_false_csv(path: PathLike, *, name: str | None = None) -> Dataset:
             repeats += 1
         else:
             seen[statement] = (row, label)
-        records.append(Statement(pair_id=f"row{row}", statement=statement, label=label))
+        group = (f"{group_by}:{text(values[group_by], file, row, group_by).strip()}"
+                 if group_by else None)
+        records.append(Statement(pair_id=f"row{row}", statement=statement, label=label,
+                                 group_id=group))
     if repeats:
         warn(f"{file}: {repeats} statements repeat an earlier one (same label); kept")
+        if group_by is None:  # copies of one statement must not fall on both sides
+            records = _group_repeats(records, seen)
     return Dataset(name=name or dataset_name(p), kind="statement", records=records,
                    aspect="true", item_name="statement", context_name="context", source=file,
-                   extra={"format": "true-false", "repeated_statements": repeats})
+                   extra={"format": "true-false", "repeated_statements": repeats,
+                          "group_by": group_by or ("repeated statements" if repeats else None)})
+
+
+def _group_repeats(records: list[Statement],
+                   first: dict[str, tuple[int, bool]]) -> list[Statement]:
+    """Statements that occur more than once get one group, named after their first row."""
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.statement] = counts.get(r.statement, 0) + 1
+    return [replace(r, group_id=f"statement:row{first[r.statement][0]}")
+            if counts[r.statement] > 1 else r for r in records]

@@ -2,15 +2,19 @@
 
 A probe fitted on comparisons about an article and tested on other comparisons about the same
 article is partly tested on what it saw: the article's own representation is in every pair.
-So comparisons are split by *group*:
+Likewise a probe tested on pairs of words it saw in training can score by memorising each
+word's win rate. So comparisons are split by *group* (the records' ``group_id``: a context, a
+block of items, a template pool, a statement's subject; see ``Dataset.group_ids``):
 
-* ``by="context"``: whole contexts (articles, story prompts) go to one side. The default when
-  comparisons share contexts.
-* ``by="item"``: when there is no shared context but items recur across pairs (all pairs among
+* ``by="context"``: whole groups go to one side. What ``"auto"`` picks when some group holds
+  more than one pair.
+* ``by="item"``: when no group is shared but items recur across pairs (all pairs among
   100 statements), the *items* are split and a pair is kept only when both its items fall on
   the same side; cross pairs (one train item, one test item) are dropped, so
   ``len(train) + len(test) < n``.
 * ``by="pair"``: plain random split of pairs (each pair independent).
+* ``by="auto"`` (the default everywhere): the first of these that the ids call for
+  (:func:`resolve_split_by`).
 
 :func:`labelled_items_split` is the paper's low-label setting: a handful of labelled items,
 probes trained on the comparisons among them, tested on the rest.
@@ -29,9 +33,18 @@ import numpy as np
 
 from ppairs_lens.errors import ProbeError
 
-__all__ = ["train_test_split_pairs", "labelled_items_split", "resolve_split_by"]
+__all__ = [
+    "SPLIT_MODES",
+    "SplitBy",
+    "labelled_items_split",
+    "leaked_items",
+    "resolve_split_by",
+    "train_test_split_pairs",
+]
 
 SplitBy = Literal["auto", "context", "item", "pair"]
+#: The split modes, ``"auto"`` first (the default).
+SPLIT_MODES: tuple[str, ...] = ("auto", "context", "item", "pair")
 
 
 def _n_test(n_groups: int, test_size: float, what: str) -> int:
@@ -54,8 +67,8 @@ def resolve_split_by(context_ids: Sequence[Hashable] | None,
                      item_ids: Sequence[tuple[Hashable, Hashable]] | None) -> str:
     """What ``by="auto"`` means for these ids.
 
-    ``"context"`` if some context holds more than one pair, else ``"item"`` if some item occurs
-    in more than one pair, else ``"pair"``.
+    ``"context"`` if some group (``context_ids``: the group ids) holds more than one pair,
+    else ``"item"`` if some item occurs in more than one pair, else ``"pair"``.
     """
     if context_ids is not None and any(c > 1 for c in Counter(context_ids).values()):
         return "context"
@@ -72,9 +85,10 @@ def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
                            ) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(train, test)`` of comparisons, split so nothing leaks between the sides.
 
-    ``context_ids[i]`` is the context of comparison ``i`` (e.g. ``Dataset.context_ids()``);
+    ``context_ids[i]`` is the group of comparison ``i`` (``Dataset.group_ids()``, or a
+    store pair's ``"group_id"``; plain context ids where there are no groups);
     ``item_ids[i] = (item1_id, item2_id)``. ``test_size`` is the fraction of *groups* put in
-    the test set: contexts (``by="context"``), items (``by="item"``; only pairs with both
+    the test set: groups (``by="context"``), items (``by="item"``; only pairs with both
     items on one side are kept, cross pairs are dropped, so with 30% test items about 9% of
     an all-pairs design is test and 49% train) or pairs (``by="pair"``). ``by="auto"`` picks
     with :func:`resolve_split_by`.
@@ -95,7 +109,7 @@ def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
         if context_ids is None:
             raise ProbeError("by='context' needs context_ids")
         groups = list(dict.fromkeys(context_ids))            # first-seen order: reproducible
-        k = _n_test(len(groups), test_size, "context")
+        k = _n_test(len(groups), test_size, "group")
         test_groups = {groups[i] for i in rng.permutation(len(groups))[:k]}
         is_test = np.fromiter((c in test_groups for c in context_ids), bool, count=n)
         return np.flatnonzero(~is_test).astype(np.int64), np.flatnonzero(is_test).astype(np.int64)
@@ -115,6 +129,14 @@ def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
                              f"pairs (cross pairs are dropped); use more items or by='pair'")
         return train, test
     raise ProbeError(f"unknown split mode by={by!r}; use 'auto', 'context', 'item' or 'pair'")
+
+
+def leaked_items(item_ids: Sequence[tuple[Hashable, Hashable]], train: Sequence[int],
+                 test: Sequence[int]) -> set:
+    """Items that occur in a ``train`` pair and in a ``test`` pair (empty: no item leaks)."""
+    pairs = _check_item_pairs(item_ids)
+    seen = {i for k in train for i in pairs[k]}
+    return {i for k in test for i in pairs[k]} & seen
 
 
 def labelled_items_split(item_ids_pairs: Sequence[tuple[Hashable, Hashable]],

@@ -1,29 +1,39 @@
 """The held-in / held-out split of an activation store that every analysis scores on.
 
-:func:`split_store` loads a store, drops tied pairs and splits the rest by context (or by
-pair or item) with :func:`ppairs_lens.evaluation.splits.train_test_split_pairs`; the same
+:func:`split_store` loads a store, drops tied pairs and splits the rest with
+:func:`ppairs_lens.evaluation.splits.train_test_split_pairs` by the pairs' leak groups
+(``"group_id"``, else ``"context_id"`` in stores harvested before groups existed); the same
 arguments always give the same split, so separate analyses see the same held-out pairs.
+:func:`validation_split` splits the training pairs again, the same leak-free way, for choices
+(the read-out layer) that must not read the test set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
-from ppairs_lens.evaluation.splits import train_test_split_pairs
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
-__all__ = ["StoreSplit", "split_store"]
+__all__ = ["StoreSplit", "bootstrap_groups", "pair_groups", "pair_items", "split_pairs", "split_store",
+           "validation_split"]
 
 
 @dataclass
 class StoreSplit:
-    """Held-in / held-out pairs of one store, ties dropped."""
+    """Held-in / held-out pairs of one store, ties dropped.
+
+    ``groups_train`` / ``groups_test`` are the pairs' leak groups, the unit a bootstrap
+    resamples and a validation split keeps whole; ``split_used`` is the mode the split
+    resolved to ("context", "item" or "pair"; "context" means by group).
+    """
 
     name: str
     acts_train: Float[Tensor, "n_train 2 layer d_model"]
@@ -32,25 +42,93 @@ class StoreSplit:
     labels_test: np.ndarray
     pairs_test: list[dict]
     pairs_train: list[dict]
+    groups_train: list[str]
+    groups_test: list[str]
+    split_used: str
 
 
-def split_store(store: ActivationStore, *, test_size: float, split_by: str, seed: int,
-                layers: Sequence[int] | None = None) -> StoreSplit:
+def pair_groups(pairs: Sequence[dict]) -> list[str]:
+    """Each store pair's leak group: ``"group_id"``, else its context (old stores)."""
+    return [p["group_id"] if p.get("group_id") is not None else p["context_id"] for p in pairs]
+
+
+def pair_items(pairs: Sequence[dict]) -> list[tuple[str, str]] | None:
+    """Each store pair's ``(item1_id, item2_id)``; None when some pair has no item ids
+    (statements), so no split by item is possible."""
+    if not pairs or any(p.get("item1_id") is None or p.get("item2_id") is None for p in pairs):
+        return None
+    return [(p["item1_id"], p["item2_id"]) for p in pairs]
+
+
+def split_pairs(pairs: Sequence[dict], *, test_size: float, split_by: str = "auto",
+                seed: int = 0) -> tuple[Int[np.ndarray, " n_train"], Int[np.ndarray, " n_test"],
+                                        str]:
+    """``(train, test, split_used)`` for store pair dicts (``pair_info`` rows): what
+    :func:`split_store` does, without the activations."""
+    groups, items = pair_groups(pairs), pair_items(pairs)
+    used = resolve_split_by(groups, items) if split_by == "auto" else split_by
+    train, test = train_test_split_pairs(groups, item_ids=items, test_size=test_size, seed=seed,
+                                         by=used)
+    return train, test, used
+
+
+def split_store(store: ActivationStore, *, test_size: float, split_by: str = "auto",
+                seed: int, layers: Sequence[int] | None = None) -> StoreSplit:
     """Load a store (``layers``: only those read-outs), drop ties and split it by
-    ``split_by`` ("context", "pair", "item" or "auto": contexts if shared, else items if
-    they recur, else pairs)."""
+    ``split_by``: "auto" (the default: groups if some group holds more than one pair, else
+    items if they recur, else pairs), "context" (by group), "item" or "pair"."""
     acts = store.load(layers)
     pairs = store.pairs()
     labels = np.array([p["label"] for p in pairs])
     keep = np.flatnonzero(labels != TIE)
     acts, labels = acts[keep], labels[keep]
     pairs = [pairs[i] for i in keep]
-    contexts = [p["context_id"] for p in pairs]
-    # "auto" needs the items too: it splits by item where contexts are not shared.
-    items = ([(p.get("item1_id"), p.get("item2_id")) for p in pairs]
-             if split_by in ("item", "auto") and all(p.get("item1_id") is not None for p in pairs)
-             else None)
-    train, test = train_test_split_pairs(contexts, item_ids=items, test_size=test_size, seed=seed,
-                                         by=split_by)
+    train, test, used = split_pairs(pairs, test_size=test_size, split_by=split_by, seed=seed)
+    groups = pair_groups(pairs)
     return StoreSplit(store.meta["dataset"], acts[train], acts[test], labels[train],
-                      labels[test], [pairs[i] for i in test], [pairs[i] for i in train])
+                      labels[test], [pairs[i] for i in test], [pairs[i] for i in train],
+                      [groups[i] for i in train], [groups[i] for i in test], used)
+
+
+def validation_split(groups: Sequence[Hashable],
+                     item_ids: Sequence[tuple[Hashable, Hashable]] | None, *,
+                     val_size: float = 0.25, seed: int, by: str = "auto",
+                     ) -> tuple[Int[np.ndarray, " n_fit"], Int[np.ndarray, " n_val"]]:
+    """Indices ``(fit, val)`` into the *training* pairs, split as the test split was: whole
+    groups (``by="context"``), items with cross pairs dropped (``"item"``) or pairs;
+    ``"auto"`` resolves on these ids as :func:`split_store` does (pass
+    ``StoreSplit.split_used`` to force the test split's mode). A probe fitted on ``fit`` and
+    scored on ``val`` chooses the layer without reading the test set.
+
+    Raises :class:`ProbeError` when the training pairs cannot be split that way (one group).
+    """
+    if item_ids is not None and len(item_ids) != len(groups):
+        raise ProbeError(f"{len(groups)} groups but {len(item_ids)} item-id pairs")
+    if by == "item" and item_ids is None:
+        raise ProbeError("a validation split by item needs the pairs' item ids")
+    try:
+        return train_test_split_pairs(list(groups), item_ids=item_ids, test_size=val_size,
+                                      seed=seed, by=by)
+    except ProbeError as e:
+        raise ProbeError(f"cannot make a validation split of {len(groups)} training pairs "
+                         f"(by={by!r}): {e}") from None
+
+
+#: Fewest distinct test groups a bootstrap resamples; with fewer (e.g. 2 template pools) a
+#: resample of groups says nothing, so contexts are resampled instead and the CI says so.
+MIN_BOOTSTRAP_GROUPS = 10
+
+
+def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
+    """The unit a held-out CI resamples, and how to say it in a caption.
+
+    The split's leak groups when the test side holds at least :data:`MIN_BOOTSTRAP_GROUPS`;
+    else contexts (each pair its own where there is none), which is optimistic because items
+    recur inside the few groups.
+    """
+    n_groups = len(set(sp.groups_test))
+    if n_groups >= MIN_BOOTSTRAP_GROUPS:
+        return list(sp.groups_test), f"by {sp.split_used} group ({n_groups} test groups)"
+    ctx = [p.get("context_id") or p["pair_id"] for p in sp.pairs_test]
+    return ctx, (f"by context ({len(set(ctx))}); items recur within the {n_groups} test "
+                 f"groups, so this CI is optimistic")

@@ -1,4 +1,10 @@
-"""Held-out scores of a probe sweep computed on its logits, with bootstrap CIs.
+"""Held-out scores of a sweep's predictions, with bootstrap CIs over leak groups.
+
+:func:`score_pairs` scores any P(item 1) on a store's test pairs (a probe at one layer, a
+no-model baseline, a prompted judge) the same way: accuracy, macro F1, AUROC, and a
+within-context Spearman only where it means something (gold scores, and contexts of at least
+:data:`MIN_RANK_ITEMS` items: where a context is one pair, Spearman is just 2 * accuracy - 1).
+:func:`score_sweep_logits` scores a whole sweep on its logits.
 
 Scoring on the logits rather than the probabilities keeps the scores meaningful when the
 activations move far from where the probes were fitted (under an intervention, say): a
@@ -13,10 +19,59 @@ import numpy as np
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.evaluation.metrics import Interval, auroc, bootstrap_ci
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.metrics import Interval, auroc, bootstrap_ci, evaluate
+from ppairs_lens.evaluation.metrics import within_context_spearman
 from ppairs_lens.probes.sweep import SweepProbes
 
-__all__ = ["score_sweep_logits"]
+__all__ = ["score_sweep_logits", "score_pairs", "rank_contexts", "MIN_RANK_ITEMS"]
+
+#: A context needs this many distinct items for a within-context rank correlation to say
+#: more than the pairwise accuracy does.
+MIN_RANK_ITEMS: int = 3
+
+
+def rank_contexts(pairs: Sequence[dict]) -> list[Hashable]:
+    """Contexts of ``pairs`` (store pair dicts) that have gold scores and at least
+    :data:`MIN_RANK_ITEMS` items; empty unless there are two or more such contexts (a mean
+    over one context has no interval)."""
+    items: dict[Hashable, set] = {}
+    for p in pairs:
+        if p.get("score1") is None or p.get("score2") is None or p.get("item1_id") is None:
+            continue
+        items.setdefault(p["context_id"], set()).update((p["item1_id"], p["item2_id"]))
+    ctxs = [c for c, its in items.items() if len(its) >= MIN_RANK_ITEMS]
+    return ctxs if len(ctxs) >= 2 else []
+
+
+def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[dict],
+                groups: Sequence[Hashable], *, n_boot: int, seed: int) -> dict[str, Interval]:
+    """``{"accuracy", "f1", "auroc"[, "spearman"]}`` of P(item 1) ``p`` on ``pairs`` (store
+    pair dicts, labels ``labels``), bootstrapping whole ``groups`` (one per pair).
+
+    ``spearman`` (mean within-context Spearman of win rates against gold scores, bootstrap
+    over contexts) is added only for the contexts :func:`rank_contexts` keeps; NaN where the
+    predictions rank no context (constant within each).
+    """
+    scores = evaluate(labels, p, groups=groups, n_boot=n_boot, seed=seed)
+    ctxs = set(rank_contexts(pairs))
+    if ctxs:
+        keep = [i for i, q in enumerate(pairs) if q["context_id"] in ctxs]
+        # Item ids may recur across contexts (SummEval's S0..S15): key gold by context too.
+        gold = {}
+        trip = []
+        for i in keep:
+            q = pairs[i]
+            a, b = (q["context_id"], q["item1_id"]), (q["context_id"], q["item2_id"])
+            gold[a], gold[b] = q["score1"], q["score2"]
+            trip.append((q["context_id"], a, b))
+        try:
+            scores["spearman"] = within_context_spearman(trip, np.asarray(p)[keep], gold,
+                                                         n_boot=n_boot, seed=seed)
+        except ProbeError:      # constant predictions (an uninformed baseline): no ranking
+            nan = float("nan")
+            scores["spearman"] = {"value": nan, "lo": nan, "hi": nan, "n_contexts": 0}
+    return scores
 
 
 def _logit_accuracy(y: np.ndarray, z: np.ndarray) -> float:

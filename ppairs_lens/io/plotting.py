@@ -18,7 +18,9 @@ COLORS = {
     "random": "#bcbd22",
 }
 LABELS = {"supervised": "supervised (logistic)", "pca": "unsupervised (PCA)",
-          "mass_mean": "mass-mean", "zero_shot": "zero-shot prompt"}
+          "mass_mean": "mass-mean", "zero_shot": "zero-shot prompt (calibrated)",
+          "few_shot": "few-shot prompt (calibrated)", "memorisation": "memorisation (no model)",
+          "surface": "surface: length (no model)"}
 
 STYLE = {
     "figure.dpi": 110,

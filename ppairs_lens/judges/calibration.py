@@ -1,18 +1,27 @@
-"""From a judge's two choice logits to P(item 1 preferred): the choice softmax and swap calibration.
+"""From a judge's two choice logits to P(item 1 preferred): log-odds and swap calibration.
 
-A prompted judge answers "... is Choice " with a next-token distribution; P(choice 1) is the
-softmax over the two choice tokens' logits alone (:func:`choice_probability`, with
-:func:`choice_columns` saying where each prompt's choices sit in the logits read). LLM judges
-favour one position, so a comparison is also asked with its items swapped and the two answers
-are averaged (:func:`swap_calibrate`, the paper's Section 4.3; :func:`swap_calibrated` wraps a
-comparator the same way). Every judge and comparator calibrates through :func:`swap_calibrate`,
-so how both orders are combined is decided here only.
+A prompted judge answers "... is Choice " with a next-token distribution. Its answer is read as
+the log-odds ``ld = logit(choice 1) - logit(choice 2)`` (:func:`choice_logodds`, float64, with
+:func:`choice_columns` saying where each prompt's choices sit in the logits read); P(choice 1)
+is ``sigmoid(ld)``, the softmax over the two choice logits alone (:func:`choice_probability`).
+
+LLM judges favour one position, so a comparison is also asked with its items swapped. The two
+answers are combined in log-odds (:func:`swap_calibrated_logodds`):
+``z = (ld_original - ld_swapped) / 2`` and P(item 1 preferred) = ``sigmoid(z)``. A constant
+position bias ``b`` (``ld = s + b`` in one order, ``-s + b`` in the other) cancels exactly and
+the item difference ``s`` is kept at full scale. (Averaging probabilities instead shrinks every
+answer of a judge that is sure of one position towards 0.5, and the shrinkage changes whenever
+the bias does, e.g. under an ablation.) :func:`swap_calibrate` (probabilities in, via clipped
+logits) and :func:`swap_calibrated` (wrapping a comparator) apply the same rule; every judge,
+comparator and ranking comparison calibrates through this module only.
+:func:`judge_diagnostics` reports how far a judge decides: its position bias and how often its
+raw answer is the same position in both orders.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -21,26 +30,56 @@ from torch import Tensor
 
 from ppairs_lens.ranking.merge_sort import Comparator
 
-__all__ = ["swap_calibrate", "swap_calibrated", "choice_columns", "choice_probability"]
+__all__ = ["LOGIT_EPS", "logit", "sigmoid", "swap_calibrated_logodds", "swap_calibrate",
+           "swap_calibrated", "choice_columns", "choice_logodds", "choice_probability",
+           "judge_diagnostics"]
 
 P = TypeVar("P", float, np.ndarray)
 
+#: Probabilities are clipped to [LOGIT_EPS, 1 - LOGIT_EPS] before a logit (|logit| <= 27.6),
+#: so a judge that is certain (p rounded to 0 or 1 in float64) still gives a finite log-odds.
+LOGIT_EPS: float = 1e-12
+
+
+def logit(p: P) -> P:
+    """``log(p / (1 - p))`` of probabilities clipped to ``[LOGIT_EPS, 1 - LOGIT_EPS]``."""
+    q = np.clip(np.asarray(p, dtype=np.float64), LOGIT_EPS, 1.0 - LOGIT_EPS)
+    out = np.log(q) - np.log1p(-q)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def sigmoid(z: P) -> P:
+    """``1 / (1 + exp(-z))`` in float64, without overflow for large ``|z|``."""
+    x = np.asarray(z, dtype=np.float64)
+    out = np.exp(-np.logaddexp(0.0, -x))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def swap_calibrated_logodds(ld_original: P, ld_swapped: P) -> P:
+    """Calibrated log-odds of item 1 preferred: ``z = (ld_original - ld_swapped) / 2``.
+
+    ``ld_original`` is logit(choice 1) - logit(choice 2) with the items as given,
+    ``ld_swapped`` the same with the items swapped. ``z(a, b) = -z(b, a)`` and ``z(a, a) = 0``;
+    P(item 1 preferred) = ``sigmoid(z)``.
+    """
+    z = (np.asarray(ld_original, dtype=np.float64) - np.asarray(ld_swapped, dtype=np.float64)) / 2
+    return float(z) if np.ndim(z) == 0 else z
+
 
 def swap_calibrate(p_original: P, p_swapped: P) -> P:
-    """P(item 1 preferred) from both presentation orders: ``0.5 * (p + (1 - p_swapped))``.
+    """P(item 1 preferred) from both presentation orders' P(first position preferred):
+    ``sigmoid(swap_calibrated_logodds(logit(p_original), logit(p_swapped)))``.
 
-    ``p_original`` is P(first position preferred) with the items as given, ``p_swapped`` the
-    same with the items swapped (floats or arrays). Why: a judge that favours whichever item
-    comes first (or second) by a constant amount gives ``p(a, b) + p(b, a) != 1``; averaging both
-    orders makes the result antisymmetric (``p'(a, b) + p'(b, a) = 1``, ``p'(a, a) = 0.5``),
-    cancelling such a position bias, at the price of two prompts per comparison.
+    Antisymmetric (``p'(a, b) + p'(b, a) = 1``, ``p'(a, a) = 0.5``); a constant position bias
+    in log-odds cancels exactly. Probabilities go through clipped logits (:data:`LOGIT_EPS`);
+    callers that have the logits should use :func:`swap_calibrated_logodds` on them.
     """
-    return 0.5 * (p_original + (1.0 - p_swapped))
+    return sigmoid(swap_calibrated_logodds(logit(p_original), logit(p_swapped)))
 
 
 def swap_calibrated(fn: Comparator) -> Comparator:
-    """The comparator ``p'(a, b) = swap_calibrate(fn(a, b), fn(b, a))`` (PAIRS position-swap
-    calibration of any comparator; asks ``fn(a, b)`` first)."""
+    """The comparator ``p'(a, b) = swap_calibrate(fn(a, b), fn(b, a))`` (position-swap
+    calibration of any comparator, in log-odds; asks ``fn(a, b)`` first)."""
 
     def calibrated(a: Hashable, b: Hashable) -> float:
         return float(swap_calibrate(float(fn(a, b)), float(fn(b, a))))
@@ -59,8 +98,56 @@ def choice_columns(final_ids: Sequence[tuple[int, int]]) -> tuple[list[int], Int
     return ids, torch.tensor([[col[a], col[b]] for a, b in final_ids], dtype=torch.long)
 
 
+def choice_logodds(logits: Float[Tensor, "pair n_ids"], columns: Int[Tensor, "pair 2"]
+                   ) -> Float[np.ndarray, "pair"]:
+    """logit(first choice) - logit(second choice) per prompt, in float64 (not through a
+    probability, so a confident judge keeps its full log-odds)."""
+    two = logits.gather(1, columns.to(logits.device)).double()
+    return (two[:, 0] - two[:, 1]).cpu().numpy()
+
+
 def choice_probability(logits: Float[Tensor, "pair n_ids"], columns: Int[Tensor, "pair 2"]
                        ) -> Float[np.ndarray, "pair"]:
     """P(first choice) per prompt: softmax (in float64) over its two choice logits only."""
-    two = logits.gather(1, columns.to(logits.device)).double()
-    return torch.softmax(two, -1)[:, 0].cpu().numpy()
+    return sigmoid(choice_logodds(logits, columns))
+
+
+def judge_diagnostics(res: Any, labels: Sequence[int] | None = None) -> dict[str, Any]:
+    """How far a prompted judge decides, from a result with ``ld_original`` / ``ld_swapped``
+    (:class:`ppairs_lens.judges.zero_shot.ZeroShotResult`).
+
+    * ``position_bias_logodds``: mean of ``(ld_original + ld_swapped) / 2``, the log-odds the
+      judge gives choice 1 whatever the items (0: no bias; statements: mean raw log-odds of
+      " True");
+    * ``p_first_choice``: mean P(choice 1) over all prompts run (both orders);
+    * ``same_raw_answer_share``: share of records whose raw answer (sign of ``ld``) names the
+      same position in both orders, i.e. the items did not decide it (None for statements);
+    * ``first_answer_share``: share of prompts answered "choice 1";
+    * ``z_abs_mean``: mean ``|z|``, how strongly the calibrated judge decides;
+    * with ``labels`` (1 / 2 / 0 tie, records' own order): uncalibrated accuracy per order
+      (``accuracy_original``, ``accuracy_swapped``) and ``accuracy_calibrated``, ties left out.
+    """
+    ld_o = np.asarray(res.ld_original, dtype=np.float64)
+    ld_s = None if res.ld_swapped is None else np.asarray(res.ld_swapped, dtype=np.float64)
+    both = ld_o if ld_s is None else np.concatenate([ld_o, ld_s])
+    out: dict[str, Any] = {
+        "n": int(len(ld_o)),
+        "position_bias_logodds": float(np.mean(both if ld_s is None else (ld_o + ld_s) / 2))
+        if len(ld_o) else float("nan"),
+        "p_first_choice": float(np.mean(sigmoid(both))) if len(both) else float("nan"),
+        "first_answer_share": float(np.mean(both > 0)) if len(both) else float("nan"),
+        "same_raw_answer_share": (None if ld_s is None else
+                                  float(np.mean(np.sign(ld_o) == np.sign(ld_s)))
+                                  if len(ld_o) else float("nan")),
+        "z_abs_mean": float(np.mean(np.abs(res.z))) if len(ld_o) else float("nan"),
+    }
+    if labels is not None:
+        y = np.asarray(labels)
+        keep = y != 0
+        if keep.any():
+            first = y[keep] == 1
+            out["accuracy_original"] = float(np.mean((ld_o[keep] > 0) == first))
+            if ld_s is not None:  # swapped: item 1 sits in position 2
+                out["accuracy_swapped"] = float(np.mean((ld_s[keep] < 0) == first))
+            out["accuracy_calibrated"] = float(np.mean((np.asarray(res.z)[keep] > 0) == first))
+    return out

@@ -8,15 +8,15 @@ cache the answer per *ordered* pair (``(a, b)`` and ``(b, a)`` are different pro
 * :class:`ProbeComparator` - PPairS: harvest the contrast pair at one read-out and apply a
   fitted probe; ``P(a preferred) = probe.predict_proba(acts)[:, 1]``. The activations are
   kept too (``acts``).
-* :class:`ZeroShotComparator` - the prompted baseline: the model's own answer, ``softmax`` of
-  the "1" / "2" logits after "... is Choice ", position-calibrated by default (as
+* :class:`ZeroShotComparator` - the prompted baseline: the model's own answer, the log-odds
+  of the "1" / "2" logits after "... is Choice ", position-calibrated by default (as
   :func:`ppairs_lens.judges.zero_shot.zero_shot`).
 
 Both are callables ``compare(a, b) -> P(a preferred over b)`` on item ids, so they plug into
 :func:`ppairs_lens.ranking.merge_sort.merge_sort`, ``beam_merge_sort`` and
-:func:`ppairs_lens.ranking.insertion.insertion_score` unchanged. ``calibrate=True`` (via
-:func:`ppairs_lens.judges.calibration.swap_calibrated`) asks both orders of each pair, in one
-batch, and averages them.
+:func:`ppairs_lens.ranking.insertion.insertion_score` unchanged. ``calibrate=True`` asks both
+orders of each pair, in one batch, and combines them in log-odds, ``sigmoid((ld_ab - ld_ba) / 2)``
+(:func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`).
 
 Cost (what analyses report): ``n_rows`` counts prompts run through the model, one per ordered
 pair (a harvest reads the prompt's two final tokens, "1" and "2", from one run of its prefix);
@@ -53,7 +53,13 @@ from ppairs_lens.activations.prompts import (
 )
 from ppairs_lens.data.records import TIE, Comparison, Dataset, ScoredItem
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.judges.calibration import choice_columns, choice_probability, swap_calibrated
+from ppairs_lens.judges.calibration import (
+    choice_columns,
+    choice_logodds,
+    logit,
+    sigmoid,
+    swap_calibrated_logodds,
+)
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 from ppairs_lens.models.loading import model_name
@@ -78,27 +84,39 @@ class BatchComparator:
     """``compare(a, b) -> P(a preferred over b)`` evaluated in batches, cached per ordered pair.
 
     Subclasses implement :meth:`_evaluate` (P(first item preferred) for a list of ordered
-    pairs, as presented). With ``calibrate=True`` a call asks both orders (in one batch) and
-    returns their :func:`ppairs_lens.judges.calibration.swap_calibrate` average.
+    pairs, as presented), or :meth:`_evaluate_both` where they read log-odds directly. With
+    ``calibrate=True`` a call asks both orders (in one batch) and returns
+    ``sigmoid(swap_calibrated_logodds(ld(a, b), ld(b, a)))``, the one calibration rule of
+    :mod:`ppairs_lens.judges.calibration`.
 
     Cost counters: ``n_rows`` prompts run (ordered pairs evaluated), ``n_batches`` model calls,
     ``n_calls`` comparisons asked, ``seconds`` spent evaluating. ``raw`` maps each evaluated
-    ordered pair to its uncalibrated probability.
+    ordered pair to its uncalibrated probability, ``logodds`` to its log-odds.
     """
 
     def __init__(self, items: Mapping[Hashable, ScoredItem | str], *, calibrate: bool = False):
         self.items = items
         self.calibrate = calibrate
         self.raw: dict[tuple[Hashable, Hashable], float] = {}
+        self.logodds: dict[tuple[Hashable, Hashable], float] = {}
         self.n_rows = 0
         self.n_batches = 0
         self.n_calls = 0
         self.seconds = 0.0
-        self._calibrated = swap_calibrated(lambda a, b: self.raw[(a, b)])
 
-    # -- subclass hook ------------------------------------------------------------------------
+    # -- subclass hooks -----------------------------------------------------------------------
     def _evaluate(self, pairs: list[tuple[Hashable, Hashable]]) -> np.ndarray:
         raise NotImplementedError
+
+    def _evaluate_both(self, pairs: list[tuple[Hashable, Hashable]]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """P(first item preferred) and its log-odds per ordered pair: by default
+        :meth:`_evaluate`'s probabilities (checked) and their (clipped) logits."""
+        p = np.asarray(self._evaluate(pairs), dtype=np.float64)
+        if p.shape != (len(pairs),) or not np.all((p >= 0) & (p <= 1)):
+            raise PPairsError(f"{type(self).__name__} produced invalid probabilities "
+                              f"(shape {p.shape}, e.g. {p[:3]})")
+        return p, logit(p)
 
     # -- public -------------------------------------------------------------------------------
     def _needed(self, a: Hashable, b: Hashable) -> list[tuple[Hashable, Hashable]]:
@@ -121,13 +139,14 @@ class BatchComparator:
             return 0
         batch = list(todo)
         t0 = time.perf_counter()
-        p = np.asarray(self._evaluate(batch), dtype=np.float64)
+        p, ld = (np.asarray(x, dtype=np.float64) for x in self._evaluate_both(batch))
         self.seconds += time.perf_counter() - t0
-        if p.shape != (len(batch),) or not np.all((p >= 0) & (p <= 1)):
-            raise PPairsError(f"{type(self).__name__} produced invalid probabilities "
-                              f"(shape {p.shape}, e.g. {p[:3]})")
-        for k, v in zip(batch, p):
-            self.raw[k] = float(v)
+        if ld.shape != (len(batch),) or np.isnan(ld).any():
+            raise PPairsError(f"{type(self).__name__} produced invalid log-odds "
+                              f"(shape {ld.shape}, e.g. {ld[:3]})")
+        for k, pv, v in zip(batch, p, ld):
+            self.raw[k] = float(pv)
+            self.logodds[k] = float(v)
         self.n_rows += len(batch)
         self.n_batches += 1
         return len(batch)
@@ -135,7 +154,10 @@ class BatchComparator:
     def __call__(self, a: Hashable, b: Hashable) -> float:
         self.n_calls += 1
         self.prefetch([(a, b)])
-        return self._calibrated(a, b) if self.calibrate else self.raw[(a, b)]
+        if not self.calibrate:
+            return self.raw[(a, b)]
+        return float(sigmoid(swap_calibrated_logodds(self.logodds[(a, b)],
+                                                     self.logodds[(b, a)])))
 
     def cost(self) -> dict[str, float]:
         """Counters as a dict (for tables)."""
@@ -255,8 +277,8 @@ class ZeroShotComparator(_PromptComparator):
     """The prompted judge on demand: softmax of the two choice logits after "... is Choice ".
 
     Same prompts as :class:`ProbeComparator` and as :func:`ppairs_lens.judges.zero_shot.zero_shot`
-    (whose numbers it reproduces); position-calibrated by default (``calibrate=True``: both
-    orders, two rows per comparison).
+    (whose numbers it reproduces); position-calibrated in log-odds by default
+    (``calibrate=True``: both orders, two rows per comparison).
     """
 
     def __init__(self, bridge, items: Mapping[Hashable, ScoredItem | str],
@@ -267,10 +289,15 @@ class ZeroShotComparator(_PromptComparator):
                          runner=runner, settings=settings)
 
     def _evaluate(self, pairs):
+        return self._evaluate_both(pairs)[0]
+
+    def _evaluate_both(self, pairs):
+        # Read from the two choice logits in float64, not through a (clippable) probability.
         recs, cps = self._pairs(pairs)
         prefixes = [p.prefix_ids[:-1] for p in cps]
         check_context_length(self.bridge, [p.pair_id for p in cps], prefixes)
         ids, columns = choice_columns([p.final_ids for p in cps])
         lg = self.runner.run(prefixes, [(p.prefix_ids[-1],) for p in cps],
                              [self._anchor(r) for r in recs], logit_ids=ids).logits[:, 0]
-        return choice_probability(lg, columns)
+        ld = choice_logodds(lg, columns)
+        return sigmoid(ld), ld

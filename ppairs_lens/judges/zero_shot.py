@@ -2,10 +2,13 @@
 
 This is the baseline every probe is compared with. After the prompt up to "... is Choice ", the
 model's next-token logits for "1" and "2" (or " True" / " False") give P(choice 1) as a softmax
-over those two logits alone. LLM judges prefer one position, so comparisons are calibrated as
-in the paper's Section 4.3: each is also asked with the items swapped and the two answers are
-averaged (:func:`ppairs_lens.judges.calibration.swap_calibrate`). Statements have no order and
-are not calibrated.
+over those two logits alone; its log-odds ``ld`` = logit("1") - logit("2") is read in float64.
+LLM judges prefer one position, so comparisons are calibrated as in the paper's Section 4.3:
+each is also asked with the items swapped, and the two answers are combined in log-odds,
+``z = (ld_original - ld_swapped) / 2``, ``p = sigmoid(z)``
+(:func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`). Statements have no order and
+are not calibrated (``z`` = their raw log-odds of " True").
+:func:`ppairs_lens.judges.calibration.judge_diagnostics` says how far the judge decides.
 
 The logits are read with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt
 without its last token, branch = that last token), so long shared contexts run once, exactly as
@@ -16,15 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from jaxtyping import Float
 
-from ppairs_lens.errors import TemplateError
-from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.activations.harvest import (
     HarvestSettings,
     Hook,
@@ -33,7 +34,16 @@ from ppairs_lens.activations.harvest import (
 )
 from ppairs_lens.activations.prompts import ContrastPair, Template, build_contrast_pairs
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
-from ppairs_lens.judges.calibration import choice_columns, choice_probability, swap_calibrate
+from ppairs_lens.errors import TemplateError
+from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.judges.calibration import (
+    choice_columns,
+    choice_logodds,
+    judge_diagnostics,
+    logit,
+    sigmoid,
+    swap_calibrated_logodds,
+)
 from ppairs_lens.models.backend import backend_of
 
 
@@ -54,17 +64,22 @@ def swapped_dataset(dataset: Dataset) -> Dataset:
 
 
 @torch.inference_mode()
-def choice_probabilities(
+def choice_logodds_of(
     bridge,
     pairs: Sequence[ContrastPair],
     *,
     hooks: Sequence[Hook] = (),
     final_hooks: Sequence[Hook] = (),
     settings: HarvestSettings = HarvestSettings(),
-) -> Float[np.ndarray, "pair"]:
-    """P(first choice token) per pair: softmax over the two choice logits after the prefix.
+    n_branch: int = 1,
+) -> Float[np.ndarray, "pair"] | Float[np.ndarray, "pair branch"]:
+    """logit(first choice) - logit(second choice) per pair, after the prefix (float64).
 
-    ``final_hooks`` act on the step that reads the logits (the prompt's last token).
+    Rows with the same ``pair.group`` share their common prefix (run once). ``final_hooks``
+    act on the step that reads the logits (the prompt's last token). ``n_branch > 1`` reads
+    the last token ``n_branch`` times from the same prefix cache, each a position of its own
+    in the read pass (final hooks may treat each differently: batched ablation), and returns
+    ``[pair, n_branch]``.
     """
     if not pairs:
         return np.zeros(0)
@@ -74,20 +89,56 @@ def choice_probabilities(
     prefixes = [p.prefix_ids[:-1] for p in pairs]
     check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
     ids, columns = choice_columns([p.final_ids for p in pairs])
-    out = run_branches(bridge, prefixes, [(p.prefix_ids[-1],) for p in pairs],
+    out = run_branches(bridge, prefixes, [(p.prefix_ids[-1],) * n_branch for p in pairs],
                        [p.group for p in pairs], logit_ids=ids, hooks=hooks,
-                       final_hooks=final_hooks, settings=settings).logits[:, 0]  # [pair, n_ids]
-    return choice_probability(out, columns)
+                       final_hooks=final_hooks, settings=settings).logits  # [pair, branch, ids]
+    ld = np.stack([choice_logodds(out[:, j], columns) for j in range(n_branch)], axis=1)
+    return ld[:, 0] if n_branch == 1 else ld
+
+
+def choice_probabilities(bridge, pairs: Sequence[ContrastPair], **options: Any
+                         ) -> Float[np.ndarray, "pair"]:
+    """P(first choice token) per pair: softmax over the two choice logits after the prefix
+    (``sigmoid`` of :func:`choice_logodds_of`, whose ``options`` it takes)."""
+    return sigmoid(choice_logodds_of(bridge, pairs, **options))
 
 
 @dataclass(frozen=True)
 class ZeroShotResult:
-    """P(item 1 preferred) per record, the uncalibrated parts, and the rows it cost."""
+    """P(item 1 preferred) per record, its log-odds, the uncalibrated parts, and the rows run.
+
+    ``z`` is the calibrated log-odds (``(ld_original - ld_swapped) / 2``; uncalibrated: the raw
+    ``ld_original``) and ``p = sigmoid(z)``. ``ld_*`` are logit(choice 1) - logit(choice 2) per
+    order, read from the logits in float64; ``p_*`` = ``sigmoid(ld_*)``. Built from the first
+    four fields alone (older callers), the log-odds are recovered from the probabilities.
+    """
 
     p: Float[np.ndarray, "record"]  # calibrated where calibrate=True
     p_original: Float[np.ndarray, "record"]  # P(choice 1), items in the dataset's order
     p_swapped: Float[np.ndarray, "record"] | None  # P(choice 1), items swapped
     n_rows: int  # prompts run through the model (each a full forward of one prompt)
+    z: Float[np.ndarray, "record"] | None = field(default=None)
+    ld_original: Float[np.ndarray, "record"] | None = field(default=None)
+    ld_swapped: Float[np.ndarray, "record"] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.ld_original is None:
+            object.__setattr__(self, "ld_original", logit(self.p_original))
+        if self.ld_swapped is None and self.p_swapped is not None:
+            object.__setattr__(self, "ld_swapped", logit(self.p_swapped))
+        if self.z is None:
+            object.__setattr__(self, "z", logit(self.p))
+
+    @classmethod
+    def from_logodds(cls, ld_original: Float[np.ndarray, "record"],
+                     ld_swapped: Float[np.ndarray, "record"] | None, n_rows: int
+                     ) -> ZeroShotResult:
+        """The result of one or both orders' log-odds (``ld_swapped`` None: uncalibrated)."""
+        ld_o = np.asarray(ld_original, dtype=np.float64)
+        ld_s = None if ld_swapped is None else np.asarray(ld_swapped, dtype=np.float64)
+        z = ld_o if ld_s is None else swap_calibrated_logodds(ld_o, ld_s)
+        return cls(sigmoid(z), sigmoid(ld_o), None if ld_s is None else sigmoid(ld_s), n_rows,
+                   z, ld_o, ld_s)
 
 
 def zero_shot(
@@ -100,11 +151,11 @@ def zero_shot(
     final_hooks: Sequence[Hook] = (),
     settings: HarvestSettings = HarvestSettings(),
 ) -> ZeroShotResult:
-    """P(item 1 preferred) per record (P(True) for statements), with its uncalibrated parts.
+    """P(item 1 preferred) per record (P(True) for statements), with its log-odds and parts.
 
-    Comparisons are position-calibrated unless ``calibrate=False``; both orders run in one
-    :func:`run_branches` call, so a shared context serves both. ``hooks`` / ``final_hooks`` as
-    in :func:`choice_probabilities`.
+    Comparisons are position-calibrated in log-odds unless ``calibrate=False``; both orders run
+    in one :func:`run_branches` call, so a shared context serves both. ``hooks`` /
+    ``final_hooks`` as in :func:`choice_logodds_of`.
     """
     backend_of(bridge)  # first: an object that is no TransformerLens model gets a clear error
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
@@ -112,13 +163,40 @@ def zero_shot(
     calibrate = calibrate and dataset.kind == "comparison"
     if calibrate:
         pairs = pairs + build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
-    p = choice_probabilities(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
-                             settings=settings)
-    orig = p[:n]
-    if not calibrate:
-        return ZeroShotResult(orig, orig, None, n)
-    swapped = p[n:]
-    return ZeroShotResult(swap_calibrate(orig, swapped), orig, swapped, 2 * n)
+    ld = choice_logodds_of(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
+                           settings=settings)
+    return ZeroShotResult.from_logodds(ld[:n], ld[n:] if calibrate else None, len(pairs))
+
+
+def judge_report(dataset: Dataset, res: ZeroShotResult) -> dict:
+    """Metrics, diagnostics and per-record answers of a prompted judge's ``res`` on ``dataset``.
+
+    Metrics (``{metric: {value, lo, hi}}``) leave ties out and bootstrap over the records'
+    leak groups; ``p_by_pair`` / ``z_by_pair`` map each pair_id to its calibrated P(item 1) /
+    log-odds, so a study can pair the judge with a probe on the same records.
+    """
+    labels = np.asarray(dataset.labels())
+    keep = labels != TIE
+    groups = list(np.asarray(_groups(dataset), dtype=object)[keep])
+    metrics = evaluate(labels[keep], res.p[keep], groups=groups) if keep.any() else {}
+    ids = [r.pair_id for r in dataset.records]
+    return {
+        "metrics": metrics,
+        "proba": res.p,
+        "p_by_pair": {k: float(v) for k, v in zip(ids, res.p)},
+        "z_by_pair": {k: float(v) for k, v in zip(ids, res.z)},
+        "diagnostics": judge_diagnostics(res, labels),
+        "n_records": len(dataset),
+        "n_scored": int(keep.sum()),
+        "n_ties": int((~keep).sum()),
+        "calibrated": res.p_swapped is not None,
+        "n_rows": res.n_rows,
+    }
+
+
+def _groups(dataset: Dataset) -> list[str]:
+    group_ids = getattr(dataset, "group_ids", None)  # older Dataset: contexts
+    return group_ids() if callable(group_ids) else dataset.context_ids()
 
 
 def evaluate_zero_shot(bridge, dataset: Dataset, template: Template | None = None,
@@ -126,21 +204,11 @@ def evaluate_zero_shot(bridge, dataset: Dataset, template: Template | None = Non
     """Score the zero-shot evaluator on ``dataset`` (ties left out); ``options`` (``hooks``,
     ``final_hooks``, ``settings``) go to :func:`zero_shot`.
 
-    Returns the metrics (``{metric: {value, lo, hi}}`` under ``"metrics"``), the per-record
-    probabilities, how many records were scored, and ``n_rows``: prompts run through the model
-    (twice the records when calibrating), the cost to set against a probe's harvest.
+    Returns :func:`judge_report`: the metrics (under ``"metrics"``), the per-record
+    probabilities (``proba``, and ``p_by_pair`` keyed by pair_id), the judge's diagnostics
+    (position bias, same raw answer in both orders, accuracy per order), how many records were
+    scored, and ``n_rows``: prompts run through the model (twice the records when calibrating),
+    the cost to set against a probe's harvest.
     """
-    res = zero_shot(bridge, dataset, template, calibrate=calibrate, **options)
-    labels = np.asarray(dataset.labels())
-    keep = labels != TIE
-    groups = list(np.asarray(dataset.context_ids(), dtype=object)[keep])
-    metrics = evaluate(labels[keep], res.p[keep], groups=groups) if keep.any() else {}
-    return {
-        "metrics": metrics,
-        "proba": res.p,
-        "n_records": len(dataset),
-        "n_scored": int(keep.sum()),
-        "n_ties": int((~keep).sum()),
-        "calibrated": res.p_swapped is not None,
-        "n_rows": res.n_rows,
-    }
+    return judge_report(dataset, zero_shot(bridge, dataset, template, calibrate=calibrate,
+                                           **options))

@@ -11,13 +11,15 @@ A probe is a direction in the residual-stream basis plus a scalar map to a proba
 
 * :class:`SupervisedProbe` - L2 logistic regression, as in the paper: no intercept, balanced
   class weights; scikit-learn's objective, solved by the sweep's Newton solver
-  (:mod:`ppairs_lens.probes.logistic`).
+  (:mod:`ppairs_lens.probes.logistic`), on features scaled by their training RMS by default
+  (``standardize=True``: ``C`` means the same at every layer).
 * :class:`PCAProbe` - top principal component of the differences (unsupervised direction).
 * :class:`MassMeanProbe` - difference of the class means of the differences.
 
 For PCA and mass-mean the scale is a 1-D logistic regression of the training labels on the
 training projections (:mod:`ppairs_lens.probes.scaling`), so their probabilities are
-calibrated like the supervised probe's.
+calibrated like the supervised probe's. Their ``sign_confidence_`` says how firmly the training labels
+choose the direction's sign (:mod:`ppairs_lens.probes.sign_confidence`).
 
 Conventions (sklearn): the constructor only stores parameters; ``fit`` returns ``self``;
 fitted attributes end in ``_``; ``predict_proba`` columns follow ``classes_ = [2, 1]``, i.e.
@@ -51,6 +53,7 @@ from ppairs_lens.probes.features import (
 )
 from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
 from ppairs_lens.probes.principal import top_principal_direction
+from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
 __all__ = [
     "PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe", "PCAProbe", "MassMeanProbe",
@@ -137,18 +140,21 @@ class PairProbe(BaseEstimator):
     classes_: np.ndarray
 
     # -- subclass hook ------------------------------------------------------------------------
-    def _fit_weights(self, diffs: Float[Tensor, "n d"], y: Int[Tensor, "n"]
-                     ) -> tuple[Float[Tensor, "d"], float]:
+    def _fit_weights(self, diffs: Float[Tensor, "n d"], y: Int[Tensor, "n"],
+                     groups: Any = None) -> tuple[Float[Tensor, "d"], float]:
         """Return ``(coef, intercept)`` with ``decision = diffs @ coef + intercept``."""
         raise NotImplementedError
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, acts: Float[Tensor, "n 2 d"] | np.ndarray, labels: Any, *,
-            layer: int | None = None, model_name: str | None = None) -> PairProbe:
+            layer: int | None = None, model_name: str | None = None,
+            groups: Any = None) -> PairProbe:
         """Fit on one layer's activations and labels 1 / 2 (no ties); returns ``self``.
 
         ``layer`` / ``model_name`` are stored as ``layer_`` / ``model_name_`` and checked
-        whenever the caller passes them again when applying the probe.
+        whenever the caller passes them again when applying the probe. ``groups`` (one per
+        pair: pairs sharing items or a template) are the units the PCA / mass-mean sign
+        confidence resamples; pairs when None.
         """
         x = _finite_acts(acts, "training")
         y = labels_to_targets(labels)
@@ -162,7 +168,7 @@ class PairProbe(BaseEstimator):
                 "all contrast differences are zero after centring each side: the two prompts of "
                 "every pair give the same activations up to a constant (e.g. an embedding layer "
                 "at the answer token), so there is no direction to fit")
-        coef, intercept = self._fit_weights(diffs, y)
+        coef, intercept = self._fit_weights(diffs, y, groups)
         norm = float(coef.norm())
         if not np.isfinite(norm) or norm == 0.0:
             raise ProbeError(f"{type(self).__name__} found no direction (weight norm {norm}): "
@@ -243,14 +249,20 @@ class SupervisedProbe(PairProbe):
     weights; an intercept is not supported. ``coef_`` is the weight vector, ``direction_`` it
     normalised, ``scale_`` its norm, ``n_iter_`` the Newton steps taken. ``solver`` and
     ``direct_max`` choose how each Newton step is solved (see the solver).
+    ``standardize`` (default True): fit on the features divided by their training root mean
+    square, so that ``C`` means the same at every layer; ``coef_`` / ``direction_`` are for
+    the raw features either way (see :mod:`ppairs_lens.probes.logistic`). With
+    ``standardize=False`` it is scikit-learn's estimator on the raw differences.
     """
 
     kind = "supervised"
 
     def __init__(self, C: float = 1.0, fit_intercept: bool = False,
                  class_weight: str | None = "balanced", solver: Solver = "auto",
-                 tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048):
+                 tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048,
+                 standardize: bool = True):
         self.C = C
+        self.standardize = standardize
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
         self.solver = solver
@@ -258,14 +270,15 @@ class SupervisedProbe(PairProbe):
         self.max_iter = max_iter
         self.direct_max = direct_max
 
-    def _fit_weights(self, diffs, y):
+    def _fit_weights(self, diffs, y, groups=None):
         if self.fit_intercept:
             raise ProbeError("SupervisedProbe fits no intercept (fit_intercept=True is not "
                              "supported): the centred differences are symmetric around zero, "
                              "and swapping a pair's items must flip its prediction")
         w, n_iter, converged = batched_logistic_regression(
             diffs[None], y, self.C, class_weight=self.class_weight, solver=self.solver,
-            tol=self.tol, max_iter=self.max_iter, direct_max=self.direct_max)
+            tol=self.tol, max_iter=self.max_iter, direct_max=self.direct_max,
+            standardize=self.standardize)
         self.n_iter_ = int(n_iter[0])
         if not bool(converged[0]):
             warnings.warn(f"SupervisedProbe did not converge in {self.max_iter} Newton steps "
@@ -274,13 +287,24 @@ class SupervisedProbe(PairProbe):
 
 
 class ScaledDirectionProbe(PairProbe):
-    """A direction from ``_direction`` plus a calibrated 1-D logistic scale."""
+    """A direction from ``_direction`` plus a calibrated 1-D logistic scale.
+
+    ``sign_confidence_``: share of ``n_sign_boot`` bootstrap resamples (by ``groups`` when
+    ``fit`` is given them; seeded by ``seed``) of the training pairs in which the projections
+    correlate with the labels with the chosen sign (:mod:`ppairs_lens.probes.sign_confidence`).
+    """
+
+    def __init__(self, n_sign_boot: int = N_SIGN_BOOT, seed: int = 0):
+        self.n_sign_boot = n_sign_boot
+        self.seed = seed
 
     def _direction(self, diffs, y) -> Float[Tensor, "d"]:
         raise NotImplementedError
 
-    def _fit_weights(self, diffs, y):
+    def _fit_weights(self, diffs, y, groups=None):
         direction, proj = orient_to_targets(self._direction(diffs, y), diffs, y)
+        self.sign_confidence_ = float(sign_confidence(proj, y, groups, n_boot=self.n_sign_boot,
+                                                      seed=self.seed))
         scale = fit_logistic_scale(proj, y)
         if not torch.isfinite(scale):
             raise ProbeError(f"{type(self).__name__}: every training pair projects to the same "
@@ -306,9 +330,6 @@ class PCAProbe(ScaledDirectionProbe):
 
     kind = "pca"
 
-    def __init__(self):
-        pass
-
     def _direction(self, diffs, y):
         return top_principal_direction(diffs)
 
@@ -321,9 +342,6 @@ class MassMeanProbe(ScaledDirectionProbe):
     """
 
     kind = "mass_mean"
-
-    def __init__(self):
-        pass
 
     def _direction(self, diffs, y):
         m = class_mean_difference(diffs[None], y)[0]

@@ -16,6 +16,17 @@ default). Each step solves ``(I + X^T diag(h) X) s = -g``:
   (``newton-cg``), which needs no ``d x d`` or ``n x n`` matrix.
 
 A single-layer probe is a batch of one, so it and a sweep fit the same optimum.
+
+*Standardisation* (``standardize=True``, the probes' default): each layer's features are
+divided by one number, their root mean square over pairs and features (on the training
+data), before the fit, and the weights are mapped back to the raw features. Without it the
+penalty ``||w||^2 / 2`` weighs against a log-loss whose inputs grow by orders of magnitude
+with depth, so a fixed ``C`` is a weak penalty at one layer and a strong one at another; with
+it ``C`` means the same at every layer (the fit is the raw fit with ``C / rms^2``). One scale
+per layer rather than one per feature keeps the L2 geometry of the raw residual basis (the
+fitted direction is still the raw problem's, only the strength of the penalty changes; cosines
+with the PCA and mass-mean directions compare like with like), does not blow up near-constant
+coordinates to unit variance with n ~ d, and keeps the dual kernel shared with the PCA.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from torch import Tensor
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.batched_linalg import bmv, bmv_t, chol_apply, cholesky, pcg
 
-__all__ = ["Solver", "batched_logistic_regression"]
+__all__ = ["Solver", "batched_logistic_regression", "feature_rms"]
 
 Solver = Literal["auto", "newton", "newton-cg"]
 
@@ -176,11 +187,26 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
     return a_out, act.n_iter, act.converged
 
 
+def feature_rms(x: Float[Tensor, "l n d"], kernel: Float[Tensor, "l n n"] | None = None
+                ) -> Float[Tensor, "l"]:
+    """Root mean square of each layer's features over pairs and features (1 where it is 0:
+    all-zero features have nothing to rescale). From the kernel ``x @ x^T`` when given (its
+    trace is the sum of squares), which saves a pass over ``x``."""
+    n, d = x.shape[-2:]
+    if kernel is not None:
+        ms = kernel.diagonal(dim1=-2, dim2=-1).sum(-1) / (n * d)
+    else:
+        ms = x.pow(2).mean(dim=(-2, -1))
+    rms = ms.clamp_min(0).sqrt()
+    return torch.where(rms > 0, rms, torch.ones_like(rms))
+
+
 def batched_logistic_regression(
     x: Float[Tensor, "l n d"], y: Float[Tensor, "n"], C: float = 1.0, *,
     class_weight: Literal["balanced"] | None = "balanced", solver: Solver = "auto",
     tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048, cg_max_iter: int = 250,
     reuse_cg_iter: int = 8, kernel: Float[Tensor, "l n n"] | None = None,
+    standardize: bool = False,
 ) -> tuple[Float[Tensor, "l d"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
     """sklearn's ``LogisticRegression(C, fit_intercept=False, class_weight)`` for a batch.
 
@@ -196,9 +222,28 @@ def batched_logistic_regression(
     preconditioner of a few CG steps on later iterations (the weights ``p(1-p)`` change less
     and less), and refreshed when ``reuse_cg_iter`` CG steps no longer suffice: forming the
     Hessian costs ``2 n d^2`` per layer, a CG step ``4 n d``. ``kernel`` (``x @ x^T``, the
-    dual case) may be passed when the caller has it already.
+    dual case) may be passed when the caller has it already (of the raw ``x``).
+
+    ``standardize``: fit on ``x / feature_rms(x)`` per layer (see the module notes) and return
+    the weights for the raw ``x`` (``w_std / rms``); the tolerance applies to the standardised
+    problem. The dual case rescales the kernel instead of copying ``x``.
     """
     n_layers, n, d = x.shape
+    if standardize:
+        if solver != "newton-cg" and n < d and min(n, d) <= direct_max:
+            k = x @ x.mT if kernel is None else kernel.to(x)
+            rms = feature_rms(x, kernel=k)
+            # (X/s)(X/s)^T = K/s^2; weights (X/s)^T a map back to raw as X^T a / s^2
+            a_w, n_iter, converged = batched_logistic_regression(
+                x, y, C, class_weight=class_weight, solver=solver, tol=tol,
+                max_iter=max_iter, direct_max=direct_max, kernel=k / rms[:, None, None] ** 2)
+            return a_w / rms[:, None] ** 2, n_iter, converged
+        rms = feature_rms(x)
+        w, n_iter, converged = batched_logistic_regression(
+            x / rms[:, None, None], y, C, class_weight=class_weight, solver=solver, tol=tol,
+            max_iter=max_iter, direct_max=direct_max, cg_max_iter=cg_max_iter,
+            reuse_cg_iter=reuse_cg_iter)
+        return w / rms[:, None], n_iter, converged
     y = y.to(x)
     if class_weight == "balanced":
         n1 = y.sum()

@@ -13,13 +13,19 @@ estimator that module fits.
 Layers whose contrast differences are all zero (an embedding layer at the answer token is the
 same for every pair) cannot be probed: they are marked in ``degenerate[kind]`` with a warning,
 and their probabilities are NaN, rather than failing the whole sweep.
+
+The supervised probes are fitted on standardised features by default (``standardize=True``,
+see :mod:`ppairs_lens.probes.logistic`), so ``C`` means the same at every layer; PCA and
+mass-mean directions do not depend on the features' scale. For those two,
+``sign_confidence[kind][layer]`` says how firmly the training labels choose the direction's
+sign (:mod:`ppairs_lens.probes.sign_confidence`).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +48,7 @@ from ppairs_lens.probes.features import as_acts, labels_to_targets
 from ppairs_lens.probes.layer_chunks import chunk_diffs, layers_per_chunk
 from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
 from ppairs_lens.probes.principal import top_principal_direction
+from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
 __all__ = ["SweepProbes", "fit_sweep"]
 
@@ -55,6 +62,9 @@ class SweepProbes:
     is the contrast difference centred by the training means ``mu_pos[l]``, ``mu_neg[l]``.
     Axis 0 of every tensor is the layer axis of the training activations; ``layers`` holds
     the label of each position (the model's layer numbers, by default ``0..L-1``).
+    ``standardize``: whether the supervised probes were fitted on standardised features.
+    ``sign_confidence[kind]`` (``pca`` / ``mass_mean``): per layer, the share of bootstrap
+    resamples of the training pairs that pick the same sign (NaN on degenerate layers).
     """
 
     kinds: tuple[str, ...]
@@ -70,6 +80,8 @@ class SweepProbes:
     n_train: int = 0
     n_iter: Int[Tensor, "layer"] | None = None
     converged: Bool[Tensor, "layer"] | None = None
+    standardize: bool = True
+    sign_confidence: dict[str, Float[Tensor, "layer"]] = field(default_factory=dict)
 
     @property
     def n_layers(self) -> int:
@@ -150,7 +162,8 @@ class SweepProbes:
         if bool(self.degenerate[kind][layer]):
             raise ProbeError(f"the {kind!r} probe of layer {self.layers[layer]} is degenerate "
                              f"(no pair-specific signal there); it cannot be used")
-        probe = make_probe(kind, C=self.C) if kind == "supervised" else make_probe(kind)
+        probe = (make_probe(kind, C=self.C, standardize=self.standardize)
+                 if kind == "supervised" else make_probe(kind))
         direction = self.directions[kind][layer].clone()
         scale = float(self.scales[kind][layer])
         probe.mu_pos_ = self.mu_pos[layer].numpy().copy()
@@ -165,6 +178,8 @@ class SweepProbes:
         probe.model_name_ = self.model_name
         if kind == "supervised" and self.n_iter is not None:
             probe.n_iter_ = int(self.n_iter[layer])
+        if kind in self.sign_confidence:
+            probe.sign_confidence_ = float(self.sign_confidence[kind][layer])
         return probe
 
 
@@ -183,6 +198,8 @@ def fit_sweep(
     layers: Sequence[int] | None = None, model_name: str | None = None,
     solver: Solver = "auto", tol: float = 1e-9, max_iter: int = 100, direct_max: int = 2048,
     device: str | torch.device | None = None, layer_batch: int | None = None,
+    standardize: bool = True, groups: Sequence | None = None, n_sign_boot: int = N_SIGN_BOOT,
+    seed: int = 0,
 ) -> SweepProbes:
     """Fit ``kinds`` probes on every layer of ``acts`` (``[n, 2, layer, d]``) at once.
 
@@ -194,7 +211,10 @@ def fit_sweep(
     ``layers`` labels the layer axis (default ``range(L)``); ``solver`` / ``tol`` /
     ``max_iter`` / ``direct_max`` go to
     :func:`ppairs_lens.probes.logistic.batched_logistic_regression`, as those of
-    :class:`~ppairs_lens.probes.estimators.SupervisedProbe` do.
+    :class:`~ppairs_lens.probes.estimators.SupervisedProbe` do, with ``standardize``
+    (default True: supervised features divided by each layer's training RMS). ``groups``
+    (one per pair) are the units of the sign-confidence bootstrap (``n_sign_boot``
+    resamples, seeded by ``seed``); pairs when None.
     """
     kinds = tuple(kinds)
     for k in kinds:
@@ -208,6 +228,8 @@ def fit_sweep(
     if y_int.numel() != n:
         raise ProbeError(f"{n} activation pairs but {y_int.numel()} labels")
     check_classes(y_int)
+    if groups is not None and len(groups) != n:
+        raise ProbeError(f"{len(groups)} groups for {n} activation pairs")
     layers = tuple(range(n_layers)) if layers is None else tuple(int(v) for v in layers)
     if len(layers) != n_layers:
         raise ProbeError(f"{len(layers)} layer labels for {n_layers} layers of activations")
@@ -237,7 +259,7 @@ def fit_sweep(
             if k == "supervised":
                 w, it, conv = batched_logistic_regression(
                     diffs, y, C, solver=solver, tol=tol, max_iter=max_iter,
-                    direct_max=direct_max, kernel=shared)
+                    direct_max=direct_max, kernel=shared, standardize=standardize)
                 norm = w.norm(dim=-1)
                 directions[k][sl] = (w / norm[:, None]).cpu()
                 scales[k][sl] = norm.cpu()
@@ -253,9 +275,13 @@ def fit_sweep(
                 projections[k][sl] = proj
         del diffs, shared
     # The 1-D scale fits (bisection: many tiny steps) run once for all chunks and kinds.
+    sign_conf = {}
     if projections:
-        fitted = fit_logistic_scale(torch.stack(list(projections.values())), y).cpu()
+        stacked = torch.stack(list(projections.values()))
+        fitted = fit_logistic_scale(stacked, y).cpu()
         scales.update(zip(projections, fitted))
+        confs = sign_confidence(stacked, y, groups, n_boot=n_sign_boot, seed=seed).cpu()
+        sign_conf = dict(zip(projections, confs))
 
     if bool(flat.all()):
         raise ProbeError("all contrast differences are zero on every layer: the two prompts of "
@@ -267,6 +293,8 @@ def fit_sweep(
         directions[k][bad] = float("nan")
         scales[k][bad] = float("nan")
         degenerate[k] = bad
+        if k in sign_conf:
+            sign_conf[k][bad] = float("nan")
         if bool(bad.any()):
             warnings.warn(f"{k} probes are degenerate (no pair-specific signal) on layer(s) "
                           f"{[layers[i] for i in torch.nonzero(bad).flatten().tolist()]}; "
@@ -280,4 +308,5 @@ def fit_sweep(
                        directions=directions, scales=scales, intercepts=intercepts,
                        degenerate=degenerate, C=float(C), model_name=model_name, n_train=n,
                        n_iter=n_iter if "supervised" in kinds else None,
-                       converged=converged if "supervised" in kinds else None)
+                       converged=converged if "supervised" in kinds else None,
+                       standardize=bool(standardize), sign_confidence=sign_conf)

@@ -1,0 +1,66 @@
+"""Next-token logits of a few token ids, without the model's full-vocabulary unembedding.
+
+A judge or an ablation reads the logits of two or three token ids at many branch positions.
+The HF model would project every read position onto the whole vocabulary (49152 x 576 on
+SmolLM2: about a quarter of a branch pass) to keep three columns. Where the model's logits
+are exactly ``lm_head(last hidden state)``, the bridge is asked for no logits at all (an empty
+``logits_to_keep``) and the few columns are projected here from ``ln_final.hook_out``, which
+on a bridge is that last hidden state (:mod:`ppairs_lens.models.backend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ppairs_lens.models.backend import FINAL_NORM_HOOK
+
+#: HF causal-LM classes whose logits are ``lm_head(last_hidden_state[:, kept])`` and nothing
+#: more (checked in transformers' modeling code). Others (Gemma 2's soft-capping, Cohere's
+#: logit scale, ...) change the logits after ``lm_head``, so they keep the model's own path.
+PLAIN_UNEMBEDDING_MODELS = frozenset(
+    {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"})
+
+
+def plain_unembedding(bridge) -> bool:
+    """Whether ``bridge``'s logits are a linear map of ``ln_final.hook_out`` that
+    :func:`project_logits` computes: a listed HF model, a linear unembedding with its weights
+    on a device (not offloaded), and the final norm's hook seeing the tensor unconverted."""
+    hf = getattr(bridge, "original_model", None)
+    linear = getattr(getattr(bridge, "unembed", None), "original_component", None)
+    point = getattr(bridge, "hook_dict", {}).get(FINAL_NORM_HOOK)
+    return (type(hf).__name__ in PLAIN_UNEMBEDDING_MODELS
+            and isinstance(linear, torch.nn.Linear) and linear.weight.device.type != "meta"
+            and point is not None and getattr(point, "hook_conversion", None) is None)
+
+
+def unembedding_hooked(bridge) -> bool:
+    """Whether a forward hook is on the unembedding now (``unembed.hook_in``/``hook_out``):
+    it must see the logits the model computes, so then the model computes them."""
+    from transformer_lens.hook_points import HookPoint
+
+    return any(len(m._forward_hooks) for m in bridge.unembed.modules()
+               if isinstance(m, HookPoint))
+
+
+def no_logits() -> Tensor:
+    """A ``logits_to_keep`` that keeps no position: the model projects nothing. (On the CPU:
+    torch takes CPU indices for a tensor on any device, and on a model split across devices
+    the last hidden state is not where the token ids are.)"""
+    return torch.empty(0, dtype=torch.long)
+
+
+def project_logits(bridge, x: Float[Tensor, "*rows d_model"],
+                   ids: Sequence[int]) -> Float[Tensor, "*rows n_ids"]:
+    """The logits of token ``ids`` at final-norm outputs ``x``: ``x @ W_U[:, ids] + b_U[ids]``
+    with the weights the model's unembedding runs, in float32, on ``x``'s device."""
+    linear = bridge.unembed.original_component
+    idx = torch.as_tensor(list(ids), dtype=torch.long, device=linear.weight.device)
+    w = linear.weight[idx].to(x.device, torch.float32)
+    out = x.to(torch.float32) @ w.T
+    if linear.bias is not None:  # the bridge adds a zero buffer where the checkpoint has none
+        out = out + linear.bias[idx].to(x.device, torch.float32)
+    return out

@@ -1,0 +1,163 @@
+"""Two no-model baselines every probe is shown beside, fitted on the training split only.
+
+A probe that scores 0.78 means little if looking up each word's training win rate also scores
+0.78, or if "the longer summary wins" does. These baselines read nothing but the store's pair
+dicts (ids, labels, text lengths) and return P(item 1) for every test pair, so they are scored
+by exactly the code (metrics, grouped bootstrap CIs, paired differences) that scores a probe.
+
+* :func:`memorisation_baseline`: each key's (item id; a template or a producing system where
+  the pairs name one) win rate on the training pairs; P(item 1) = 0.5 + (rate1 - rate2) / 2,
+  unseen keys at the prior 0.5. Of the candidate keys, the one with the best leave-one-out
+  training accuracy is used, and named. For true/false statements (no item ids) the key is the leak group (the
+  subject): its share of true statements in training.
+* :func:`surface_baseline`: the longer item wins (comparisons) or the longer statement is true
+  (statements: longer than the training median), with the sign that fits training better.
+
+In SummEval and HANNA the item id *is* the producing system (``S0``..``S15`` recur in every
+article), so the item key already is the system key there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from jaxtyping import Float
+
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.metrics import accuracy, targets
+from ppairs_lens.evaluation.store_split import pair_groups
+
+__all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS",
+           "BASELINE_LABELS"]
+
+#: Candidate memorisation keys of comparison pairs: name -> (field of item 1, field of item 2).
+MEMO_KEYS: dict[str, tuple[str, str]] = {
+    "item_id": ("item1_id", "item2_id"),
+    "template": ("item1_template", "item2_template"),
+    "system": ("item1_system", "item2_system"),
+}
+
+#: How figures name the baselines.
+BASELINE_LABELS: dict[str, str] = {"memorisation": "memorisation (no model)",
+                                   "surface": "surface: length (no model)"}
+
+
+@dataclass
+class Baseline:
+    """P(item 1) of a no-model predictor on the test pairs (None when it cannot be built)."""
+
+    kind: str                                   # "memorisation" | "surface"
+    p: Float[np.ndarray, " n_test"] | None
+    predictor: str                              # what it predicted from, for the tables
+    train_accuracy: float = float("nan")
+    reason: str | None = None                   # why it is unavailable
+
+    @property
+    def available(self) -> bool:
+        return self.p is not None
+
+
+def _check(pairs_train: Sequence[dict], labels_train: np.ndarray) -> np.ndarray:
+    y = targets(labels_train)                   # refuses ties
+    if len(y) != len(pairs_train):
+        raise ProbeError(f"{len(pairs_train)} training pairs but {len(y)} labels")
+    return y
+
+
+def _is_statement(pairs: Sequence[dict]) -> bool:
+    return all(p.get("item1_id") is None for p in pairs) and \
+        all(p.get("len2", None) is None for p in pairs)
+
+
+def _win_counts(keys: list[tuple], y: np.ndarray) -> tuple[dict, dict]:
+    wins: dict = {}
+    seen: dict = {}
+    for (a, b), t in zip(keys, y):
+        for k, w in ((a, float(t)), (b, 1.0 - float(t))):
+            wins[k] = wins.get(k, 0.0) + w
+            seen[k] = seen.get(k, 0) + 1
+    return wins, seen
+
+
+def _rate(wins: dict, seen: dict, k, drop: float | None = None) -> float:
+    """Win rate of key ``k`` (the prior 0.5 when unseen); ``drop``: leave out one comparison
+    that ``k`` won (1) or lost (0), so a key seen once says nothing about its own pair."""
+    n = seen.get(k, 0) - (drop is not None)
+    return (wins.get(k, 0.0) - (drop or 0.0)) / n if n > 0 else 0.5
+
+
+def _pair_p(keys: list[tuple], wins: dict, seen: dict) -> np.ndarray:
+    return np.array([0.5 + (_rate(wins, seen, a) - _rate(wins, seen, b)) / 2 for a, b in keys])
+
+
+def _loo_accuracy(keys: list[tuple], y: np.ndarray, wins: dict, seen: dict) -> float:
+    """Training accuracy with each pair left out of its own items' rates: an in-sample
+    lookup of ids that never recur would score 1.0 and always be chosen."""
+    p = np.array([0.5 + (_rate(wins, seen, a, float(t)) - _rate(wins, seen, b, 1.0 - float(t)))
+                  / 2 for (a, b), t in zip(keys, y)])
+    return accuracy(y, p)
+
+
+def memorisation_baseline(pairs_train: Sequence[dict], labels_train: Sequence[int],
+                          pairs_test: Sequence[dict]) -> Baseline:
+    """The best of the candidate win-rate lookups (:data:`MEMO_KEYS`), chosen on train."""
+    y = _check(pairs_train, np.asarray(labels_train))
+    if _is_statement(pairs_train):
+        g_tr = pair_groups(pairs_train)
+        wins, seen = _win_counts([(g, None) for g in g_tr], y)
+        acc = accuracy(y, np.array([_rate(wins, seen, g, float(t)) for g, t in zip(g_tr, y)]))
+        p_te = np.array([_rate(wins, seen, g) for g in pair_groups(pairs_test)])
+        return Baseline("memorisation", p_te, f"group_id truth rate (leave-one-out train acc "
+                        f"{acc:.3f})", acc)
+    best: tuple[float, str, np.ndarray] | None = None
+    for name, (f1, f2) in MEMO_KEYS.items():
+        if not all(p.get(f1) is not None and p.get(f2) is not None
+                   for p in (*pairs_train, *pairs_test)):
+            continue
+        k_tr = [(p[f1], p[f2]) for p in pairs_train]
+        wins, seen = _win_counts(k_tr, y)
+        acc = _loo_accuracy(k_tr, y, wins, seen)
+        if best is None or acc > best[0]:
+            best = (acc, name, _pair_p([(p[f1], p[f2]) for p in pairs_test], wins, seen))
+    if best is None:
+        return Baseline("memorisation", None, "", reason="the pairs carry no item ids")
+    acc, name, p_te = best
+    seen = float(np.mean(p_te != 0.5))
+    return Baseline("memorisation", p_te, f"{name} win rate (best on train, leave-one-out acc "
+                    f"{acc:.3f}; "
+                    f"{seen:.0%} of test pairs informed)", acc)
+
+
+def _lengths(pairs: Sequence[dict], statements: bool, median: float) -> np.ndarray:
+    if statements:
+        return np.array([float(p["len1"]) - median for p in pairs])
+    return np.array([float(p["len1"]) - float(p["len2"]) for p in pairs])
+
+
+def surface_baseline(pairs_train: Sequence[dict], labels_train: Sequence[int],
+                     pairs_test: Sequence[dict]) -> Baseline:
+    """Length decides: item 1 when it is longer (statements: true when longer than the
+    training median), or the reverse when that fits the training pairs better."""
+    y = _check(pairs_train, np.asarray(labels_train))
+    both = (*pairs_train, *pairs_test)
+    if any(p.get("len1") is None for p in both):
+        return Baseline("surface", None, "", reason="the store's pairs carry no text lengths "
+                        "(len1/len2; harvested before they were recorded)")
+    statements = all(p.get("len2") is None for p in both)
+    if not statements and any(p.get("len2") is None for p in both):
+        return Baseline("surface", None, "", reason="some pairs have no len2")
+    median = float(np.median([float(p["len1"]) for p in pairs_train])) if statements else 0.0
+    d_tr = _lengths(pairs_train, statements, median)
+    scale = float(np.std(d_tr)) or 1.0
+    sig = lambda d: 1.0 / (1.0 + np.exp(-np.clip(d / scale, -30, 30)))  # noqa: E731
+    acc_long = accuracy(y, sig(d_tr))
+    acc_short = accuracy(y, sig(-d_tr))
+    sign = 1.0 if acc_long >= acc_short else -1.0
+    what = ("longer" if sign > 0 else "shorter") + (" statement is true (than the train "
+                                                    f"median {median:.0f} chars)" if statements
+                                                    else " item wins")
+    acc = max(acc_long, acc_short)
+    return Baseline("surface", sig(sign * _lengths(pairs_test, statements, median)),
+                    f"{what} (sign chosen on train, acc {acc:.3f})", acc)

@@ -1,0 +1,127 @@
+"""Many ablations in one pass: a different direction at each read-out position.
+
+:func:`ppairs_lens.activations.harvest.run_branches` runs each prompt's prefix once and then
+reads the model at ``D`` branch tokens appended to it, each alone (it sees the prefix and
+itself, not the other branches). With ``final_hooks`` those branch tokens are the whole
+sequence of their forward pass, one per position. :func:`batched_rejection_hooks` rejects
+direction ``r_j`` at branch position ``j`` (``x[:, j] -= (x[:, j] . r_j) r_j``) at every hook
+point of a preset, so one pass evaluates ``D`` ablations that share the prefix's cache; a
+zero direction means "no ablation", so the baseline rides in the same pass.
+
+What is ablated: **the read-out token only** (the prompt's last token, where the judge's
+answer is read), at every hook point of the preset (``"paper"``: every ``resid_post`` and
+after the final norm). The prefix stays clean, which is what lets ``D`` directions share it;
+this is ``positions="last"`` of :func:`ppairs_lens.interventions.ablation.ablate`, not the
+every-position ablation of ``positions="all"`` (which needs a full forward per direction).
+
+:func:`judge_under_directions` turns this into the calibrated zero-shot judge's log-odds per
+record and direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.prompts import Template, build_contrast_pairs
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.judges.calibration import swap_calibrated_logodds
+from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
+from ppairs_lens.models.backend import resolve_hooks
+from ppairs_lens.models.hook_points import Hook, Preset, check_hook_names, hook_points
+
+__all__ = ["batched_rejection_hooks", "judge_under_directions", "unit_rows"]
+
+
+def unit_rows(directions: Float[Tensor, "D d_model"]) -> Float[Tensor, "D d_model"]:
+    """Each row normalised to unit length (float32 or wider); zero rows stay zero."""
+    r = torch.as_tensor(directions).detach()
+    if r.ndim != 2 or r.shape[0] == 0:
+        raise PPairsError(f"directions must be [D, d_model] with D >= 1, got shape "
+                          f"{tuple(r.shape)}")
+    r = r.to(torch.promote_types(r.dtype, torch.float32))
+    if not torch.isfinite(r).all():
+        raise PPairsError("directions contain NaN or infinite values")
+    norms = r.norm(dim=-1, keepdim=True)
+    return torch.where(norms > 0, r / norms.clamp_min(torch.finfo(r.dtype).tiny), r)
+
+
+def _position_hook(basis: Float[Tensor, "D d_model"], name: str) -> Callable:
+    """A hook rejecting ``basis[j]`` at position ``j`` of a ``[batch, D, d_model]`` pass."""
+
+    def hook(x: Float[Tensor, "batch pos d_model"], hook=None) -> Tensor:
+        if x.ndim != 3 or x.shape[1] != basis.shape[0] or x.shape[2] != basis.shape[1]:
+            raise PPairsError(f"batched ablation at {name}: expected [batch, {basis.shape[0]}, "
+                              f"{basis.shape[1]}] (one position per direction), got "
+                              f"{tuple(x.shape)}; use it as final_hooks of run_branches")
+        work = torch.promote_types(x.dtype, torch.float32)
+        b = basis.to(device=x.device, dtype=work)
+        xw = x.to(work)
+        return (xw - (xw * b).sum(-1, keepdim=True) * b).to(x.dtype)
+
+    return hook
+
+
+def batched_rejection_hooks(bridge, directions: Float[Tensor, "D d_model"],
+                            preset: Preset | Sequence[str] = "paper") -> list[Hook]:
+    """Hooks rejecting ``directions[j]`` at position ``j`` at every hook point of ``preset``.
+
+    Meant as ``final_hooks`` of :func:`run_branches` with ``D`` branch tokens per row (the
+    branch step's sequence is those tokens alone). A zero row leaves its position untouched.
+    """
+    basis = unit_rows(directions)
+    if basis.shape[1] != bridge.cfg.d_model:
+        raise PPairsError(f"directions have dimension {basis.shape[1]}, the model's d_model is "
+                          f"{bridge.cfg.d_model}")
+    names = hook_points(preset, bridge.cfg.n_layers)
+    check_hook_names(bridge, names)
+    return resolve_hooks(bridge, [(n, _position_hook(basis, n)) for n in names])
+
+
+def _logit_differences(bridge, pairs, directions, preset, settings, chunk: int
+                       ) -> Float[np.ndarray, "pair D"]:
+    """logit(choice 1) - logit(choice 2) per pair, read-out token ablated along each row."""
+    out = []
+    for start in range(0, directions.shape[0], chunk):
+        block = directions[start:start + chunk]
+        out.append(choice_logodds_of(bridge, pairs, settings=settings, n_branch=block.shape[0],
+                                     final_hooks=batched_rejection_hooks(bridge, block, preset)
+                                     ).reshape(len(pairs), -1))
+    return np.concatenate(out, axis=1)
+
+
+@torch.inference_mode()
+def judge_under_directions(
+    bridge, dataset: Dataset, template: Template | None, directions: Float[Tensor, "D d_model"],
+    preset: Preset | Sequence[str] = "paper", *, settings: HarvestSettings = HarvestSettings(),
+    directions_per_pass: int | None = None,
+) -> dict[str, np.ndarray | None]:
+    """The zero-shot judge's log-odds per record under each direction's ablation.
+
+    Returns ``{"z": [record, D], "ld_original": [record, D], "ld_swapped": [record, D] | None}``.
+    ``ld`` = logit(choice 1) - logit(choice 2) at the read-out token; for comparisons both
+    item orders run and ``z = (ld_original - ld_swapped) / 2`` (the swap-calibrated log-odds
+    that item 1 is preferred; :func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`);
+    for statements ``z`` is the raw ``ld``. Direction ``j`` is rejected at the read-out token
+    only, at every hook point of ``preset`` (module doc); a zero row is the unablated judge.
+    ``directions_per_pass``: directions per :func:`run_branches` call (None: all at once).
+    """
+    r = unit_rows(directions)
+    chunk = int(directions_per_pass or r.shape[0])
+    pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
+    n = len(pairs)
+    calibrate = dataset.kind == "comparison"
+    if calibrate:
+        pairs = pairs + build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
+    ld = _logit_differences(bridge, pairs, r, preset, settings, chunk)
+    if not calibrate:
+        return {"z": ld, "ld_original": ld, "ld_swapped": None}
+    ld_o, ld_s = ld[:n], ld[n:]
+    return {"z": swap_calibrated_logodds(ld_o, ld_s), "ld_original": ld_o, "ld_swapped": ld_s}
+

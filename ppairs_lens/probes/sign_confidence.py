@@ -1,0 +1,64 @@
+"""How sure is the sign of a label-free direction: a bootstrap of the training pairs.
+
+The PCA probe's direction comes without labels; only its *sign* is chosen from them, by the
+sign of the training correlation between projections and "item 1 preferred"
+(:func:`ppairs_lens.probes.scaling.orient_to_targets`). Where that correlation is near zero
+the sign is a coin flip, and a PCA curve can jump between ``acc`` and ``1 - acc`` from one
+layer to the next. :func:`sign_confidence` reports, per direction, the share of ``n_boot``
+bootstrap resamples of the training pairs (whole groups at a time when ``groups`` are given,
+so recurring items do not count as independent evidence) in which that correlation has the
+chosen sign: ~1 = a sign the data decide, ~0.5 = a sign they do not. The direction is held
+fixed: the labels choose only its sign, so only that choice is resampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ppairs_lens.errors import ProbeError
+
+__all__ = ["N_SIGN_BOOT", "bootstrap_weights", "sign_confidence"]
+
+#: Bootstrap resamples for the sign confidence.
+N_SIGN_BOOT: int = 200
+
+
+def bootstrap_weights(n: int, groups: Sequence | None, n_boot: int, seed: int
+                      ) -> Float[np.ndarray, "b n"]:
+    """How often each of ``n`` pairs is drawn in each of ``n_boot`` resamples: whole groups
+    drawn with replacement (as many draws as groups), or pairs when ``groups`` is None."""
+    if n_boot < 1:
+        raise ProbeError(f"n_boot must be at least 1, got {n_boot}")
+    if groups is None:
+        codes = np.arange(n)
+    else:
+        if len(groups) != n:
+            raise ProbeError(f"{len(groups)} groups for {n} training pairs")
+        codes = np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)[1]
+    n_groups = int(codes.max()) + 1 if n else 0
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_groups, size=(n_boot, n_groups))
+    counts = np.stack([np.bincount(row, minlength=n_groups) for row in draws])
+    return counts[:, codes].astype(np.float64)
+
+
+def sign_confidence(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"],
+                    groups: Sequence | None = None, *, n_boot: int = N_SIGN_BOOT, seed: int = 0
+                    ) -> Float[Tensor, "*b"]:
+    """Share of bootstrap resamples whose projection-label covariance is positive.
+
+    ``proj`` are the training projections on the *oriented* direction (positive covariance
+    with ``y`` on the full training set, by construction); ``y`` is 1 where item 1 is
+    preferred. A resample whose covariance is exactly zero counts one half.
+    """
+    w = torch.from_numpy(bootstrap_weights(proj.shape[-1], groups, n_boot, seed)).to(proj)
+    y = y.to(proj)
+    y_bar = (w @ y) / w.sum(-1).clamp_min(1.0)               # [b] weighted label mean
+    cov = proj @ (w * (y[None, :] - y_bar[:, None])).T      # [*b, boot]
+    agree = (cov > 0).to(proj) + 0.5 * (cov == 0).to(proj)
+    return agree.mean(-1)
