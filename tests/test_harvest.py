@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from ppairs_lens.errors import PPairsError
+from ppairs_lens.errors import ModelLoadError, PPairsError
 from ppairs_lens.activations.harvest import (
     DEFAULT_TOKEN_BUDGET,
     HarvestSettings,
@@ -55,6 +55,21 @@ def test_non_finite_activation_is_named(tiny):
     with tiny.hooks(fwd_hooks=[overflow]):
         with pytest.raises(NonFiniteActivationError, match=r"pair p\d .*blocks\.1\.hook_resid_post"):
             harvest_pairs(tiny, pairs)
+
+
+def test_a_bridge_that_hands_back_no_cache_is_refused(tiny, monkeypatch):
+    # transformers 5.24 with transformer-lens 4.3: the bridge returns no key-value cache, and
+    # every branch would silently be read without its prefix.
+    real = tiny.forward
+
+    def forward_without_cache(*args, **kwargs):
+        out = real(*args, **kwargs)
+        return (out[0], None) if kwargs.get("return_type") == "logits_and_cache" else out
+
+    monkeypatch.setattr(tiny, "forward", forward_without_cache)
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(3))
+    with pytest.raises(ModelLoadError, match=r"no key-value cache .*transformers<5\.24"):
+        harvest_pairs(tiny, pairs)
 
 
 @pytest.mark.integration

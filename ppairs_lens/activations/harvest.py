@@ -25,7 +25,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.errors import DataError, HookError, PPairsError
+from ppairs_lens.errors import DataError, HookError, ModelLoadError, PPairsError
 from ppairs_lens.activations.few_logits import (
     no_logits,
     plain_unembedding,
@@ -144,6 +144,23 @@ class BranchOutputs:
     logits: Float[Tensor, "row branch n_ids"] | None
 
 
+def no_cache_message() -> str:
+    """Why a bridge forward returned no key-value cache, with the installed versions."""
+    import importlib.metadata as md
+
+    def version(dist: str) -> str:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "absent"
+
+    return (f"the TransformerBridge returned no key-value cache (transformer-lens "
+            f"{version('transformer-lens')}, transformers {version('transformers')}), so "
+            "prefix-cached reads would see only their own tokens. transformers 5.24 renamed "
+            "the outputs' past_key_values to cache, which transformer-lens 4.3 does not read: "
+            "install transformers<5.24 (ppairs-lens pins it).")
+
+
 def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
     """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward that keeps
@@ -163,6 +180,9 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
         keep = no_logits() if skip_unembedding() else 1
         _, cache = bridge(ids, return_type="logits_and_cache", logits_to_keep=keep,
                           past_key_values=cache, attention_mask=mask, position_ids=pos)
+        if cache is None:
+            # Without it every later pass would see its own tokens only: wrong, not slow.
+            raise ModelLoadError(no_cache_message())
         return cache
 
     def read(ids, cache, mask, pos, n_read):
