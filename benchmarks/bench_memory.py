@@ -62,7 +62,7 @@ def main(argv=None) -> dict:
     gib = 1 << 20
     d_small = (small["peak"] - small["base"]) / gib
     d_large = (large["peak"] - large["base"]) / gib
-    print(f"\n[harvest peak memory] story_sentiment, shards of 64 pairs")
+    print("\n[harvest peak memory] story_sentiment, shards of 64 pairs")
     print(f"  {args.small:5d} pairs: peak {small['peak'] / gib:7.0f} MiB, above model {d_small:6.0f} MiB")
     print(f"  {args.large:5d} pairs: peak {large['peak'] / gib:7.0f} MiB, above model {d_large:6.0f} MiB")
     print(f"  ratio of peaks large/small: {large['peak'] / small['peak']:.3f} "

@@ -44,3 +44,7 @@ class ModelLoadError(PPairsError, RuntimeError):
 
 class ProbeError(PPairsError, ValueError):
     """A probe cannot be fitted or applied to the given features."""
+
+
+class DirectionError(PPairsError, ValueError):
+    """Directions to intervene along that are malformed (shape, NaN, zero, dependent)."""

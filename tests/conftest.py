@@ -18,6 +18,18 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny problems: one torch thread is ~30x faster than several on a shared CPU. Use with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     from ppairs_lens.models.loading import load_tokenizer

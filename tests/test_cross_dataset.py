@@ -71,13 +71,7 @@ def _unit(v):
 CFG = dict(n_boot=40, seed=0, n_random=4000)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny problems: one torch thread is ~30x faster than several on a shared CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,7 @@ from ppairs_lens.probes.sign_confidence import bootstrap_weights, sign_confidenc
 from ppairs_lens.probes.sweep import fit_sweep
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def noisy_pairs(n: int, d: int, *, seed: int, signal: float = 0.6

@@ -28,11 +28,26 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ppairs_lens.errors import DirectionError
 from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import Hook, Preset, check_hook_names, hook_points
 
 Positions = Literal["all", "last"]
 Directions = Float[Tensor, "d_model"] | Float[Tensor, "k d_model"] | Mapping[str, Tensor]
+
+
+def direction_rows(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, "k d_model"]:
+    """``directions`` as ``[k, d_model]`` rows (k >= 1) in float32 or wider, all finite."""
+    r = torch.as_tensor(directions).detach()
+    if r.ndim == 1:
+        r = r[None]
+    if r.ndim != 2 or r.shape[0] == 0:
+        raise DirectionError(f"directions must be [d_model] or [k, d_model] with k >= 1, got "
+                             f"shape {tuple(torch.as_tensor(directions).shape)}")
+    r = r.to(torch.promote_types(r.dtype, torch.float32))
+    if not torch.isfinite(r).all():
+        raise DirectionError("directions contain NaN or infinite values")
+    return r
 
 
 def orthonormal_basis(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, "k d_model"]:
@@ -43,28 +58,20 @@ def orthonormal_basis(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, 
     directions raise: QR would then return an orthonormal basis of a *larger* space (it fills
     the missing rank with arbitrary directions), silently ablating more than asked.
     """
-    r = directions.detach()
-    if r.ndim == 1:
-        r = r[None]
-    if r.ndim != 2 or r.shape[0] == 0:
-        raise ValueError(f"directions must be [d_model] or [k, d_model], got shape "
-                         f"{tuple(directions.shape)}")
-    r = r.to(torch.promote_types(r.dtype, torch.float32))
-    if not torch.isfinite(r).all():
-        raise ValueError("directions contain NaN or infinite values")
+    r = direction_rows(directions)
     norms = r.norm(dim=-1)
     if (norms == 0).any():
-        raise ValueError("a direction to ablate is the zero vector")
+        raise DirectionError("a direction to ablate is the zero vector")
     if r.shape[0] == 1:
         return r / norms[:, None]
     if r.shape[0] > r.shape[1]:
-        raise ValueError(f"{r.shape[0]} directions in a {r.shape[1]}-dimensional space are "
-                         "linearly dependent")
+        raise DirectionError(f"{r.shape[0]} directions in a {r.shape[1]}-dimensional space "
+                             "are linearly dependent")
     q, rr = torch.linalg.qr((r / norms[:, None]).T)  # q: [d_model, k], orthonormal columns
     diag = rr.diagonal().abs()
     if (diag < 1e-5 * diag.max()).any():
-        raise ValueError("the directions to ablate are linearly dependent; pass a basis of "
-                         "their span")
+        raise DirectionError("the directions to ablate are linearly dependent; pass a basis "
+                             "of their span")
     return q.T.contiguous()
 
 

@@ -31,6 +31,7 @@ from ppairs_lens.activations.harvest import HarvestSettings
 from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError
+from ppairs_lens.interventions.ablation import direction_rows
 from ppairs_lens.judges.calibration import swap_calibrated_logodds
 from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
 from ppairs_lens.models.backend import resolve_hooks
@@ -41,13 +42,7 @@ __all__ = ["batched_rejection_hooks", "judge_under_directions", "unit_rows"]
 
 def unit_rows(directions: Float[Tensor, "D d_model"]) -> Float[Tensor, "D d_model"]:
     """Each row normalised to unit length (float32 or wider); zero rows stay zero."""
-    r = torch.as_tensor(directions).detach()
-    if r.ndim != 2 or r.shape[0] == 0:
-        raise PPairsError(f"directions must be [D, d_model] with D >= 1, got shape "
-                          f"{tuple(r.shape)}")
-    r = r.to(torch.promote_types(r.dtype, torch.float32))
-    if not torch.isfinite(r).all():
-        raise PPairsError("directions contain NaN or infinite values")
+    r = direction_rows(directions)
     norms = r.norm(dim=-1, keepdim=True)
     return torch.where(norms > 0, r / norms.clamp_min(torch.finfo(r.dtype).tiny), r)
 
