@@ -44,14 +44,41 @@ def test_probes_beat_prompting_needs_every_judge_beaten(lo_zero, lo_few, holds):
     assert c["probes_beat_prompting"]["holds_on"] == holds
 
 
+def test_probes_beat_prompting_does_not_count_an_optimistic_ci():
+    few_groups = {**_entry("a", 0.01, 0.02), "n_groups_test": 6}
+    c = claims([few_groups, {**_entry("b", 0.01, 0.02), "n_groups_test": 40}], None, [])
+    p = c["probes_beat_prompting"]
+    assert p["holds_on"] == 1 and p["optimistic_only"] == ["a"]
+
+
+def _control(ds, p_matched):
+    return {"kind": "control", "dataset": ds, "condition": "unembedding", "effect": 2.0,
+            "p_random": 0.01, "p_matched": p_matched}
+
+
 def test_ablation_claim_fails_when_a_probe_beats_the_matched_null():
     rows = [{"kind": "probe", "dataset": "a", "condition": "supervised", "effect": 1.0,
              "p_random": 0.01, "p_matched": 0.01},
             {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 0.1,
-             "p_random": 0.5, "p_matched": 0.6}]
+             "p_random": 0.5, "p_matched": 0.6}, _control("a", 0.02)]
     c = claims([], None, rows)["ablation_leaves_judgement_unchanged"]
     assert not c["holds"] and c["directions_that_move_it"] == 1
     assert claims([], None, rows[1:])["ablation_leaves_judgement_unchanged"]["holds"]
+
+
+def test_ablation_claim_is_inconclusive_where_the_control_is_not_detected():
+    probe = {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 0.1,
+             "p_random": 0.5, "p_matched": 0.6}
+    blind = claims([], None, [probe, _control("a", 0.06)])["ablation_leaves_judgement_unchanged"]
+    assert not blind["holds"] and blind["inconclusive_on"] == ["a"]
+    assert not claims([], None, [probe])["ablation_leaves_judgement_unchanged"]["holds"]
+    mixed = claims([], None, [probe, _control("a", 0.06), {**probe, "dataset": "b"},
+                              _control("b", 0.01)])["ablation_leaves_judgement_unchanged"]
+    assert mixed["holds"] and mixed["control_detected_on"] == ["b"]
+    assert mixed["inconclusive_on"] == ["a"]
+    assert "inconclusive on a" in findings_markdown({
+        "model": "m", "timings_s": {"x": 1.0}, "sweep": [], "judges": {},
+        "claims": {"ablation_leaves_judgement_unchanged": mixed}})
 
 
 def test_unsupervised_agreement_compares_with_the_random_null():
