@@ -242,6 +242,10 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     test_ds = subsample_by_context(
         _subset(dataset, [p["pair_id"] for p in sp.pairs_test], f"{dataset.name}:test"),
         cfg.max_eval_pairs, cfg.seed)
+    if cfg.max_eval_pairs is not None and len(test_ds) < cfg.max_eval_pairs:
+        # Whole leak groups go to one side, so the test side can fall short of the ask.
+        log(f"{name}: only {len(test_ds)} test pairs (max_eval_pairs {cfg.max_eval_pairs}); "
+            f"raise test_size for more")
     y = (np.asarray(test_ds.labels()) == 1).astype(int)
     groups = list(test_ds.group_ids())
     rows, null_rows, z_rows = [], [], []

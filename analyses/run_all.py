@@ -61,13 +61,15 @@ class StudyConfig:
     test_size: float = 0.3
     few_shot_k: int = 4  # demonstrations of the few-shot judge (0: no few-shot judge)
     few_shot_max_pairs: int | None = 60  # test pairs the few-shot judge runs on (whole contexts)
-    # Ablation: one built-in and the real datasets (those present), 200 held-out pairs each
-    # (half of each 400-pair store: probes fit on the other half), 100 isotropic and 50
-    # variance-matched null directions, all batched into one pass per prompt.
+    # Ablation: one built-in and the real datasets (those present), 200 held-out pairs each,
+    # 100 isotropic and 50 variance-matched null directions, all batched into one pass per
+    # prompt. Whole leak groups go to the test side, so a fraction of 0.5 can land under 200
+    # of a 400-pair store (198 on larger_than); 0.55 leaves enough, trimmed to 200, and the
+    # probes fit on the rest.
     ablation_datasets: list[str] = field(default_factory=lambda: [
         "larger_number", "cities", "larger_than"])
     ablation_eval_pairs: int = 200
-    ablation_test_size: float = 0.5
+    ablation_test_size: float = 0.55
     ablation_random: int = 100
     ablation_matched: int = 50
     ranking_dataset: str = "story_sentiment"
