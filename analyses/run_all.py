@@ -62,7 +62,7 @@ class StudyConfig:
     few_shot_k: int = 4  # demonstrations of the few-shot judge (0: no few-shot judge)
     few_shot_max_pairs: int | None = 60  # test pairs the few-shot judge runs on (whole contexts)
     # Ablation: one built-in and the real datasets (those present), 200 held-out pairs each,
-    # 100 isotropic and 50 variance-matched null directions, all batched into one pass per
+    # 100 isotropic and 100 variance-matched null directions, all batched into one pass per
     # prompt. Whole leak groups go to the test side, so a fraction of 0.5 can land under 200
     # of a 400-pair store (198 on larger_than); 0.55 leaves enough, trimmed to 200, and the
     # probes fit on the rest.
@@ -71,7 +71,7 @@ class StudyConfig:
     ablation_eval_pairs: int = 200
     ablation_test_size: float = 0.55
     ablation_random: int = 100
-    ablation_matched: int = 50
+    ablation_matched: int = 100
     ranking_dataset: str = "story_sentiment"
     ranking_eval_contexts: int = 20
     ranking_train_contexts: int = 10
