@@ -194,9 +194,15 @@ def findings_markdown(s: dict) -> str:
     if "ablation_leaves_judgement_unchanged" in c:
         a = c["ablation_leaves_judgement_unchanged"]
         detected, blind = a.get("control_detected_on", []), a.get("inconclusive_on", [])
-        verdict = ("fails" if a["directions_that_move_it"] else
-                   f"holds on {len(detected)} of {len(detected) + len(blind)} datasets"
-                   if detected else "inconclusive")
+        moved_on = list(dict.fromkeys(r["dataset"] for r in a["evidence"]
+                                      if not _nan(r.get("p_matched")) and r["p_matched"] < ALPHA))
+        held_on = [d for d in detected if d not in moved_on]
+        if a["directions_that_move_it"]:
+            verdict = f"fails on {', '.join(moved_on) or 'some dataset'}" + (
+                f", holds on {', '.join(held_on)}" if held_on else "")
+        else:
+            verdict = (f"holds on {len(detected)} of {len(detected) + len(blind)} datasets"
+                       if detected else "inconclusive")
         if blind:
             verdict += (f" (inconclusive on {', '.join(blind)}: there the positive control "
                         f"does not beat the matched null either)")

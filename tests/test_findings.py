@@ -66,6 +66,18 @@ def test_ablation_claim_fails_when_a_probe_beats_the_matched_null():
     assert claims([], None, rows[1:])["ablation_leaves_judgement_unchanged"]["holds"]
 
 
+def test_a_failing_ablation_claim_names_where_it_fails_and_where_it_holds():
+    probe = {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 1.0,
+             "p_random": 0.01, "p_matched": 0.01}
+    rows = [probe, _control("a", 0.01), {**probe, "dataset": "b", "p_matched": 0.6},
+            _control("b", 0.01)]
+    c = claims([], None, rows)["ablation_leaves_judgement_unchanged"]
+    assert not c["holds"]
+    text = findings_markdown({"model": "m", "timings_s": {"x": 1.0}, "sweep": [], "judges": {},
+                              "claims": {"ablation_leaves_judgement_unchanged": c}})
+    assert "fails on a, holds on b;" in text
+
+
 def test_ablation_claim_is_inconclusive_where_the_control_is_not_detected():
     probe = {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 0.1,
              "p_random": 0.5, "p_matched": 0.6}
