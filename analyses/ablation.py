@@ -5,27 +5,26 @@ uses it. The causal test removes the direction ``r`` from the residual stream wh
 answers and asks whether its own prompted judgement moves more than when removing a direction
 that is *not* special. Per dataset:
 
-1. split the store leak-free (``split_by="auto"``); choose the read-out on a validation split
-   of the training data (:mod:`ppairs_lens.evaluation.layer_selection`, the ``layer_kind``
-   probe's validation accuracy; the test split is never read to choose); fit every probe kind
-   on the whole train split at that read-out and take their unit directions;
-2. draw the nulls: ``n_random`` isotropic random unit directions, and ``n_matched`` random
-   directions from the training contrasts' covariance at that read-out (variance-matched: they
-   live where the residual stream varies, as a probe's direction does); the positive control
-   is the two choice tokens' unembedding difference, ablated in the same preset;
+1. split the store leak-free; choose the read-out on a validation split of the training data
+   (never the test split); fit every probe kind on the train split there, take their directions;
+2. nulls: ``n_random`` isotropic random unit directions and ``n_matched`` drawn from the
+   training contrasts' covariance at that read-out (variance-matched). Positive control: the
+   choice tokens' unembedding difference, in the same preset (where removing it after the final
+   norm forces z = 0 by construction) and at the probes' read-out hook only (``unembedding_at_
+   readout``: can ablating at that depth move the judge at all?);
 3. on the test split (at most ``max_eval_pairs`` records, whole contexts) run the
-   swap-calibrated zero-shot judge with each direction ablated, **at the read-out token only**
-   (``positions="last"``: the prompt's last token, where the answer is read, at every hook
-   point of the preset; the prompt before it runs clean). That is what lets all directions
-   share one pass: :func:`ppairs_lens.interventions.batched.judge_under_directions` puts a
-   different direction at each branch position, the baseline being a zero direction;
+   swap-calibrated zero-shot judge with each direction ablated **at the judge's read-out
+   token only** (``positions="last"``), all directions in one pass
+   (:func:`ppairs_lens.interventions.batched.judge_under_directions`). The probes are read at
+   the contrast token, the judge decides at the token before (paper Appendix B): ablation at
+   every position (``ablate(positions="all")``) is the check;
 4. measure in the judge's calibrated log-odds ``z`` (:mod:`ppairs_lens.evaluation.null_test`):
-   effect = mean |z - z_base|, margin = mean signed change towards the gold item, accuracy of
-   sign(z); each probe's rank among each null and its permutation p-value (paired: the same
-   records), and its effect minus the null's median with a bootstrap CI over groups.
+   effect = mean |z - z_base|, permutation p-values against each null (Holm-corrected over
+   the run's probe tests: ``p_*_holm``), and Δaccuracy, ΔAUROC and Δlog-odds margin with
+   paired CIs over leak groups (:mod:`ppairs_lens.evaluation.judge_change`), which the
+   verdicts (:mod:`ppairs_lens.evaluation.verdicts`) read.
 
-Optionally (``refit``) the probes are also scored on activations re-harvested under each
-ablation (:mod:`ppairs_lens.interventions.refit`; slow, off by default).
+Optionally (``refit``) the probes are rescored on activations re-harvested under each ablation.
 
 Outputs: ``ablation.csv`` (one row per dataset x preset x condition), ``ablation_null.csv``
 (every null direction's effect), ``ablation_z.csv`` (per-record log-odds of the baseline, probes
@@ -44,23 +43,30 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analyses.ablation_plots import plot_ablation, read_rows, summary_lines
+from analyses.ablation_plots import plot_ablation, read_rows, same_columns, summary_lines
 from ppairs_lens.activations.harvest import HarvestSettings
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.activations.store_sets import readout_index
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
-from ppairs_lens.errors import PPairsError, ProbeError
-from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL, MATCHED_NULL, RANDOM_NULL
-from ppairs_lens.evaluation.layer_selection import select_layer, validation_scores
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.answer_change import (
+    BASELINE,
+    CONTROL,
+    CONTROL_AT_READOUT,
+    MATCHED_NULL,
+    RANDOM_NULL,
+)
+from ppairs_lens.evaluation.judge_change import condition_change, judge_baseline, judge_change
+from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
 from ppairs_lens.evaluation.null_test import (
     direction_effects,
-    excess_over_null,
     null_test,
     sign_accuracy,
 )
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
+from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.interventions.batched import judge_under_directions
 from ppairs_lens.interventions.directions import (
     choice_unembedding_direction,
@@ -90,9 +96,9 @@ class AblationConfig:
     n_random: int = 100  # isotropic random unit directions (null 1)
     n_matched: int = 100  # directions from the training contrast covariance (null 2)
     seed: int = 0
-    n_boot: int = 1000  # bootstrap of "probe effect minus null median", by group
+    n_boot: int = N_BOOT  # resamples of every CI (leak groups)
     test_size: float = 0.3
-    val_size: float = 0.25  # share of training groups that choose the read-out
+    val_size: float = VAL_SIZE  # share of training groups that choose the read-out
     split_by: str = "auto"
     C: float = 1.0
     # |z| <= tie_tol is "no answer" (half credit): the float32 round-off of two equal choice
@@ -101,6 +107,11 @@ class AblationConfig:
     tie_tol: float = 1e-4
     max_eval_pairs: int | None = 200  # test records run through the judge (whole contexts)
     directions_per_pass: int | None = None  # None: every direction in one run_branches call
+    # "Unchanged" is an equivalence test (TOST at alpha): the 90% paired CIs of Δaccuracy and of
+    # the Δlog-odds margin inside these; 0.2 log-odds is ~5 points of probability near 0.5.
+    accuracy_margin: float = 0.05
+    logodds_margin: float = 0.2
+    alpha: float = 0.05
     refit: bool = False  # re-harvest under each ablation and refit the probes (slow)
     max_refit_train: int | None = 120
     refit_random: int = 1  # random directions also re-harvested for the refit (its null)
@@ -116,30 +127,15 @@ def _subset(dataset: Dataset, ids: Sequence[str], name: str) -> Dataset:
     return replace(dataset, name=name, records=[r for r in dataset.records if r.pair_id in keep])
 
 
-def _train_groups(sp: StoreSplit) -> list[str]:
-    groups = getattr(sp, "groups_train", None)
-    if groups is not None and len(groups) == len(sp.pairs_train):
-        return [str(g) for g in groups]
-    return [str(p.get("group_id") or p.get("context_id") or p["pair_id"]) for p in sp.pairs_train]
-
-
-def choose_layer(sp: StoreSplit, n_layers: int, cfg: AblationConfig) -> tuple[int, str]:
-    """The read-out of the probe directions and how it was chosen (never on the test split)."""
-    if cfg.layer is not None:
-        return readout_index(cfg.layer, n_layers), "given (--layer)"
-    items = [(p.get("item1_id"), p.get("item2_id")) for p in sp.pairs_train]
-    items = items if all(a is not None for a, _ in items) else None
-    try:
-        val = validation_scores(sp.acts_train[:, :, :n_layers], sp.labels_train,
-                                _train_groups(sp), items, kinds=(cfg.layer_kind,),
-                                val_size=cfg.val_size, seed=cfg.seed, C=cfg.C)[cfg.layer_kind]
-        return select_layer(val), (f"best {cfg.layer_kind} validation accuracy "
-                                   f"({float(np.nanmax(val)):.3f}) on {cfg.val_size:.0%} of "
-                                   "the training groups")
-    except ProbeError as e:
-        warnings.warn(f"{sp.name}: no layer chosen on validation ({e}); using the last "
-                      "resid_post")
-        return n_layers - 1, f"last resid_post (validation failed: {e})"
+def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
+    """The read-out of the probe directions and how it was chosen: the one read-out choice
+    (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`) of the ``layer_kind``
+    probe, as the sweep and the transfer make it; never on the test split."""
+    c = choose_readout(sp, cfg.layer_kind, layer="val" if cfg.layer is None else cfg.layer,
+                       seed=cfg.seed, val_size=cfg.val_size, C=cfg.C)
+    how = (f"best {cfg.layer_kind} validation accuracy ({c.val_value:.3f})"
+           if c.selected_by == "validation" else c.selected_by)
+    return c.index, how
 
 
 def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
@@ -173,7 +169,6 @@ def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
 def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg) -> tuple:
     """Rows of ``ablation.csv`` for one preset, and of ``ablation_null.csv``."""
     eff, margin = direction_effects(z[:, 0], z, y)
-    abs_dz = np.abs(z - z[:, :1])
     acc = np.array([sign_accuracy(z[:, j], y, cfg.tie_tol) for j in range(z.shape[1])])
     bias = ((ld_o + ld_s) / 2).mean(0) if ld_s is not None else np.full(len(names), np.nan)
     cos_u = (r @ r[names.index(CONTROL)]).abs().numpy()
@@ -188,14 +183,16 @@ def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg) 
             null_rows.append({**base, "null": kind, "condition": cond, **common(j)})
             continue
         row = {**base, "condition": cond, "kind": kind, **common(j)}
+        row.update(judge_baseline(y, z[:, 0], ld_o[:, 0], None if ld_s is None else ld_s[:, 0],
+                                  groups, n_boot=cfg.n_boot, seed=cfg.seed, tol=cfg.tie_tol)
+                   if j == 0 else judge_change(y, z[:, 0], z[:, j], groups, n_boot=cfg.n_boot,
+                                               seed=cfg.seed, tol=cfg.tie_tol))
         for null, idx in null_idx.items():
+            # The permutation p-value says whether the probe beats the null; an "excess over
+            # the null median" CI that held the null directions fixed overstated it (gone).
             t = null_test(eff[j], eff[idx])
-            x = (excess_over_null(abs_dz[:, j], abs_dz[:, idx], groups, n_boot=cfg.n_boot,
-                                  seed=cfg.seed) if idx and j else
-                 {"value": float("nan"), "lo": float("nan"), "hi": float("nan")})
             row.update({f"rank_{null}": t["rank"], f"n_{null}": t["n_null"],
-                        f"p_{null}": t["p"], f"excess_{null}": x["value"],
-                        f"excess_{null}_lo": x["lo"], f"excess_{null}_hi": x["hi"]})
+                        f"p_{null}": t["p"]})
         rows.append(row)
     for null, idx in null_idx.items():
         if idx:
@@ -230,11 +227,10 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     settings = HarvestSettings(token_budget=cfg.token_budget)
-    n_layers = int(store.meta["n_layers"])
     name = store.meta["dataset"]
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     split_used = str(getattr(sp, "split_used", cfg.split_by))
-    layer, rule = choose_layer(sp, n_layers, cfg)
+    layer, rule = choose_layer(sp, cfg)
     cfg.layers_used[name] = f"{store.hook_names[layer]}: {rule}"
     cfg.splits_used[name] = split_used
     names, kinds, r, probes = _direction_table(bridge, store, dataset, template, sp, layer, cfg,
@@ -249,6 +245,9 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     y = (np.asarray(test_ds.labels()) == 1).astype(int)
     groups = list(test_ds.group_ids())
     rows, null_rows, z_rows = [], [], []
+    # The control at the probes' read-out hook only: can ablating at that depth move the judge?
+    ctrl = judge_under_directions(bridge, test_ds, template, r[[0, names.index(CONTROL)]],
+                                  [store.hook_names[layer]], settings=settings)
     for preset in cfg.presets:
         t0 = time.perf_counter()
         out = judge_under_directions(bridge, test_ds, template, r, preset, settings=settings,
@@ -259,19 +258,36 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
             f"({secs:.1f} s)")
         base = {"dataset": name, "preset": preset, "n": len(test_ds),
                 "n_groups": len(set(groups)), "layer": layer, "hook": store.hook_names[layer],
-                "positions": cfg.positions, "split_used": split_used}
+                "positions": cfg.positions, "split_used": split_used,
+                "accuracy_margin": cfg.accuracy_margin, "logodds_margin": cfg.logodds_margin}
         rr, nr = _condition_rows(base, names, kinds, r, out["z"], out["ld_original"],
                                  out["ld_swapped"], y, groups, cfg)
         for row in rr:
             if row["kind"] == "probe":
                 row["sign_confidence"] = getattr(probes.to_probe(row["condition"], 0),
                                                  "sign_confidence_", float("nan"))
-        rows += rr
+        rows += rr + [_readout_control_row(base, ctrl["z"], y, groups, cfg)]
         null_rows += nr
         z_rows += _z_rows(base, names, kinds, test_ds, out)
     refit = _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, test_ds,
                    settings, log) if cfg.refit else []
     return rows, null_rows, z_rows, refit
+
+
+def _readout_control_row(base: dict, z: np.ndarray, y, groups, cfg) -> dict:
+    """The control removed at the read-out hook only (column 1 of ``z``; column 0 clean)."""
+    return {**base, "condition": CONTROL_AT_READOUT, "kind": "control_readout",
+            **condition_change(y, z[:, 0], z[:, 1], groups, n_boot=cfg.n_boot, seed=cfg.seed,
+                               tol=cfg.tie_tol)}
+
+
+def _add_holm(rows: list[dict]) -> None:
+    """``p_<null>_holm``: Holm over every probe test of a preset (all datasets and kinds)."""
+    for preset in dict.fromkeys(r["preset"] for r in rows):
+        here = [r for r in rows if r["preset"] == preset and r["kind"] == "probe"]
+        for null in (RANDOM_NULL, MATCHED_NULL):
+            for r, q in zip(here, holm([r.get(f"p_{null}", np.nan) for r in here])):
+                r[f"p_{null}_holm"] = float(q)
 
 
 def _z_rows(base: dict, names, kinds, ds: Dataset, out: dict) -> list[dict]:
@@ -327,7 +343,8 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
         a, b, c, d = ablate_store(bridge, store, dataset, cfg, log=log)
         cfg.timings[store.meta["dataset"]] = round(time.perf_counter() - t0, 1)
         rows, null_rows, z_rows, refit = rows + a, null_rows + b, z_rows + c, refit + d
-    write_csv(out / "ablation.csv", _same_columns(rows))
+    _add_holm(rows)
+    write_csv(out / "ablation.csv", same_columns(rows))
     write_csv(out / "ablation_null.csv", null_rows)
     write_csv(out / "ablation_z.csv", z_rows)
     if refit:
@@ -335,12 +352,6 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     save_config(out, "ablation", cfg)
     _draw(rows, null_rows, cfg, cfg.model, out)
     return rows, null_rows
-
-
-def _same_columns(rows: list[dict]) -> list[dict]:
-    """Every row with every column (NaN where a column does not apply)."""
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    return [{k: r.get(k, float("nan")) for k in cols} for r in rows]
 
 
 def _draw(rows, null_rows, cfg, model, out) -> list[Path]:

@@ -12,10 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL, MATCHED_NULL, RANDOM_NULL
+from ppairs_lens.evaluation.answer_change import (
+    BASELINE,
+    CONTROL,
+    CONTROL_AT_READOUT,
+    MATCHED_NULL,
+    RANDOM_NULL,
+)
 from ppairs_lens.io.plotting import caption, color, label, style
 
-__all__ = ["plot_ablation", "read_rows", "summary_lines"]
+__all__ = ["plot_ablation", "read_rows", "same_columns", "summary_lines"]
 
 _NULL_STYLE = {RANDOM_NULL: ("#7f7f7f", "isotropic random"),
                MATCHED_NULL: ("#17becf", "variance-matched random")}
@@ -25,6 +31,14 @@ _TEXT = {"dataset", "preset", "condition", "kind", "hook", "positions", "split_u
 
 def _p(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def _d(r: dict, m: str) -> str:
+    """``+0.012 [-0.030, +0.050]``: a paired change of the judge's metric with its 95% CI."""
+    v = r.get(f"delta_{m}")
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{v:+.3f} [{r[f'delta_{m}_lo']:+.3f}, {r[f'delta_{m}_hi']:+.3f}]"
 
 
 def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
@@ -47,8 +61,9 @@ def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
         else:
             ax.axvline(r["effect"], color=color(r["condition"]), lw=2,
                        label=f"{label(r['condition'])}: {r['effect']:.3g} "
-                             f"(p random {_p(r.get('p_random'))}, "
-                             f"p matched {_p(r.get('p_matched'))})")
+                             f"(p matched {_p(r.get('p_matched'))}, Holm "
+                             f"{_p(r.get('p_matched_holm'))}; Δacc {_d(r, 'accuracy')}, "
+                             f"ΔAUROC {_d(r, 'auroc')})")
     if log:
         from matplotlib.ticker import NullFormatter
 
@@ -86,6 +101,9 @@ def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
                            f"({int(base['n_groups'])} groups)")
                 if ctrl:
                     sub += f"; control: mean |z| {ctrl['mean_abs_z']:.1e}"
+                at = next((r for r in here if r["condition"] == CONTROL_AT_READOUT), None)
+                if at:
+                    sub += f"\ncontrol at the read-out hook only: Δacc {_d(at, 'accuracy')}"
                 hook = here[0]["hook"] if here else ""
                 ax.set_title(f"{ds} · preset '{preset}' · directions at {hook}{sub}", fontsize=9)
         fig.suptitle(f"Directional ablation at the read-out token: probes vs null directions "
@@ -101,8 +119,14 @@ def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
                      f"validation split of train. Nulls: {cfg.n_random} isotropic random unit "
                      f"directions and {cfg.n_matched} drawn from the training contrasts' "
                      f"covariance. p = (1 + #null ≥ probe)/(1 + n_null), paired on the same "
-                     f"records. Positive control (dashed): the two choice tokens' unembedding "
-                     f"difference, ablated in the same preset.")
+                     f"records; Holm: corrected over every probe test of the run. Δacc / ΔAUROC: "
+                     f"the judge's accuracy / AUROC ablated minus clean, paired 95% CI over leak "
+                     f"groups. Positive control (dashed): the two choice tokens' unembedding "
+                     f"difference, ablated in the same preset (after the final norm this forces "
+                     f"z = 0 by construction) and, in the titles, at the probes' read-out hook "
+                     f"only. The probes are read at the contrast token while the judge decides "
+                     f"at the token before (as the paper's Appendix B notes); ablating at every "
+                     f"position (ablate(..., positions='all')) is the check.")
     return fig
 
 
@@ -113,9 +137,10 @@ def summary_lines(rows: list[dict]) -> list[str]:
     for r in rows:
         if r["kind"] == "null":
             extra = f"  null effects 2.5-97.5%: [{r['effect_lo']:.3g}, {r['effect_hi']:.3g}]"
-        elif r["kind"] in ("probe", "control"):
+        elif r["kind"] in ("probe", "control", "control_readout"):
             extra = (f"  p random {_p(r.get('p_random'))}  p matched {_p(r.get('p_matched'))}"
-                     f"  excess over matched median {r.get('excess_matched', float('nan')):+.3g}")
+                     f" (Holm {_p(r.get('p_matched_holm'))})  Δacc {_d(r, 'accuracy')}"
+                     f"  ΔAUROC {_d(r, 'auroc')}")
         else:
             extra = ""
         lines.append(f"{r['dataset']:24s} {r['preset']:6s} {r['condition']:12s} effect "
@@ -132,3 +157,9 @@ def read_rows(path: str | Path) -> list[dict]:
             rows.append({k: v if k in _TEXT else (float(v) if v not in ("", "None")
                                                   else float("nan")) for k, v in r.items()})
     return rows
+
+
+def same_columns(rows: list[dict]) -> list[dict]:
+    """Every row with every column (NaN where a column does not apply), for one CSV."""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    return [{k: r.get(k, float("nan")) for k in cols} for r in rows]

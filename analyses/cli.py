@@ -29,6 +29,8 @@ from ppairs_lens.errors import PPairsError
 
 #: Subcommands that run an analysis module's ``cli(args, bridge)``.
 ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
+            "steer": "steering",
+            "finetune": "finetuning",
             "run": "run_all"}
 
 
@@ -66,18 +68,27 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
                         ("ablate", "directional ablation of probe directions, with controls"),
+                        ("steer", "steering dose-response of the judge to probe directions, "
+                                  "against random and variance-matched nulls"),
+                        ("finetune", "probes against LoRA and full finetuning on the same "
+                                     "labels, with cost and a label curve"),
                         ("rank", "PAIRS ranking and insertion scoring against baselines"),
                         ("run", "the whole study on the embedded default (the main job)")]:
         p = sub.add_parser(name, help=help_)
         add_model_options(p)
         add_dataset_options(p, many=True)
         p.add_argument("--out", default="figures", help="folder for tables and figures")
-        if name in ("sweep", "transfer", "ablate", "run"):
+        if name in ("sweep", "transfer", "ablate", "steer", "finetune", "run"):
             add_split(p)
         if name in ("sweep", "transfer"):
             add_hooks(p)
-        if name in ("sweep", "transfer", "ablate"):
+        if name in ("sweep", "transfer", "ablate", "steer", "finetune"):
             add_template(p)
+        if name in ("sweep", "transfer"):
+            p.add_argument("--save-probes", default=None, metavar="DIR",
+                           help="also save each dataset's probes (every kind and read-out, "
+                                "fitted on its training split) into DIR/<dataset> "
+                                "(safetensors + metadata.json; ppairs_lens.load_sweep)")
         if name == "transfer":
             add_layer(p, None, "read-out index of the transfer matrix and cosines (default: "
                                "chosen on a validation split of each source's training "
@@ -90,6 +101,24 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--n-matched", type=positive_int, default=100,
                            help="random directions drawn from the training contrasts' "
                                 "covariance, ablated as the variance-matched null")
+        if name == "steer":
+            add_layer(p, None, "read-out index of the probe directions and of the steering "
+                               "hook (default: chosen on a validation split)")
+            p.add_argument("--n-random", type=positive_int, default=20,
+                           help="isotropic random directions added as a null")
+            p.add_argument("--n-matched", type=positive_int, default=20,
+                           help="variance-matched random directions added as a null")
+            p.add_argument("--alphas", type=float, nargs="+", default=None,
+                           help="steering strengths in units of the read-out's median "
+                                "activation norm (default: -1 -0.5 -0.25 0.25 0.5 1)")
+        if name == "finetune":
+            p.add_argument("--max-train", type=positive_int, default=None,
+                           help="training comparisons every method gets (default 48; "
+                                "--quick 16)")
+            p.add_argument("--curve-sizes", type=positive_int, nargs="+", default=None,
+                           help="label counts of the label curve (default 16 48)")
+            p.add_argument("--curve-seeds", type=int, nargs="+", default=None,
+                           help="seeds of each label count's subset (default 0)")
         if name == "rank":
             add_layer(p, None, "read-out index of the probe (default: chosen on held-out "
                                "training pairs)")
@@ -97,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--recompute", action="store_true",
                            help="redo every step (default: steps whose config, stores and code "
                                 "are unchanged since the last run into --out are reused)")
+            p.add_argument("--shared-data", default="../shared/datasets", metavar="DIR",
+                           help="folder of the seed experiments' datasets (the replication); "
+                                "absent: the study runs on the built-ins")
+            p.add_argument("--extra", nargs="+", default=[], metavar="SPEC",
+                           help="further files of the supported formats (path or path:aspect) "
+                                "for the probes-vs-prompting and transfer experiments")
+            p.add_argument("--full", action="store_true",
+                           help="the papers' sizes (for a GPU; hours on a CPU)")
+            p.add_argument("--builtins", action="store_true",
+                           help="run the built-ins study (generated datasets) instead")
     return parser
 
 
@@ -164,6 +203,24 @@ def _cmd_analysis(args) -> None:
     bridge = load_model_from_args(args)
     _check_layer_for(args, bridge)
     module.cli(args, bridge=bridge)
+    if getattr(args, "save_probes", None):
+        _save_probes(args, bridge)
+
+
+def _save_probes(args, bridge) -> None:
+    """``--save-probes DIR``: each dataset's sweep, fitted on its training split (the stores
+    the analysis used, reopened), saved into ``DIR/<dataset>``."""
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data import BUILTIN_NAMES
+    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.evaluation.saved_probes import save_store_probes
+
+    for spec in args.datasets or list(BUILTIN_NAMES):
+        dataset = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
+        store = ensure_store(bridge, dataset, args.stores, template=args.template,
+                             names=args.hooks)
+        path = save_store_probes(store, args.save_probes, split_by=args.split, seed=args.seed)
+        print(f"probes saved: {path}")
 
 
 def main(argv: list[str] | None = None) -> int:

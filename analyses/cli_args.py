@@ -128,7 +128,8 @@ def check_args(args) -> None:
         _check_folder(f"--{flag}", getattr(args, flag, None))
     _check_device(getattr(args, "device", None))
     if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
-            and args.command in ("harvest", "sweep", "transfer", "ablate")):
+            and args.command in ("harvest", "sweep", "transfer", "ablate", "steer",
+                                 "finetune")):
         args.max_pairs = QUICK_MAX_PAIRS
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
                                                                    or [])

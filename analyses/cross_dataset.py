@@ -38,31 +38,21 @@ from analyses.cross_dataset_plots import (
     print_summary,
 )
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.activations.store_sets import (
-    check_comparable,
-    readout_index,
-    unique_names,
-)
+from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
 from ppairs_lens.errors import PPairsError, ProbeError
+from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
-from ppairs_lens.evaluation.readout_choice import (
-    check_layer_setting,
-    chosen_layers,
-    common_layer,
-    layer_rule,
-    layer_setting,
-    split_half_directions,
-    store_validation_scores,
-)
+from ppairs_lens.evaluation.readout_choice import VAL_SIZE, ReadoutChoice, check_layer_setting
+from ppairs_lens.evaluation.readout_choice import choose_readouts, common_readout, layer_rule
+from ppairs_lens.evaluation.readout_choice import layer_setting, split_half_directions
 from ppairs_lens.evaluation.splits import SPLIT_MODES
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
+from ppairs_lens.evaluation.store_split import held_out_ci_counts
+from ppairs_lens.evaluation.verdicts import transfer_refusal
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
-from ppairs_lens.probes.direction_similarity import (
-    cosine,
-    cosine_pair_rows,
-    layer_cosine_table,
-    random_reference,
-)
+from ppairs_lens.probes.direction_similarity import cosine, cosine_pair_rows
+from ppairs_lens.probes.direction_similarity import layer_cosine_table, random_reference
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
@@ -89,8 +79,8 @@ class TransferConfig:
     seed: int = 0
     C: float = 1.0
     standardize: bool = True     # supervised probes on features / their training RMS
-    val_size: float = 0.25       # share of the training groups that chooses the read-out
-    n_boot: int = 300
+    val_size: float = VAL_SIZE   # share of the training groups that chooses the read-out
+    n_boot: int = N_BOOT
     metric: str = "accuracy"     # plotted / summarised metric: accuracy | f1 (| auroc)
     center_target: str = "target"  # headline centring of B when a probe from A is applied to B
     n_random: int = 10_000       # random unit-vector pairs for the |cos| null
@@ -125,6 +115,8 @@ class FittedStore:
     #: kind -> (direction on one half, direction on the other half) of the held-in pairs at
     #: the common read-out: the self-agreement reference (empty when not fitted).
     halves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    choices: dict[str, ReadoutChoice] = field(default_factory=dict)  # kind -> how chosen
+    prompt_kind: str | None = None  # "comparison" | "statement" (the store's meta)
 
 
 def fit_store(store: ActivationStore, cfg: TransferConfig, name: str | None = None
@@ -138,17 +130,20 @@ def fit_store(store: ActivationStore, cfg: TransferConfig, name: str | None = No
         probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds,
                            model_name=store.meta["model"], groups=sp.groups_train,
                            seed=cfg.seed, **fit_kw)
-    val = (store_validation_scores(sp, cfg.kinds, seed=cfg.seed, val_size=cfg.val_size,
-                                    **fit_kw) if layer_rule(cfg.layer) == "val" else None)
-    chosen = chosen_layers(val, cfg.layer, cfg.kinds, store.n_readouts)
-    return FittedStore(name or sp.name, sp, probes, store.hook_names, chosen, val)
+    choices = choose_readouts(sp, cfg.kinds, layer=cfg.layer, seed=cfg.seed,
+                              val_size=cfg.val_size, **fit_kw)
+    chosen, val = {k: c.index for k, c in choices.items()}, {
+        k: np.asarray(c.val_scores) for k, c in choices.items() if c.val_scores} or None
+    return FittedStore(name or sp.name, sp, probes, store.hook_names, chosen, val,
+                       choices=choices, prompt_kind=store.meta.get("kind"))
 
 
 def cosine_readout(fitted: list[FittedStore], cfg: TransferConfig) -> int:
     """The one read-out of the cosine views: ``cfg.layer``, or the best validation accuracy
-    averaged over sources and kinds (:func:`ppairs_lens.evaluation.readout_choice.common_layer`)."""
-    return common_layer([f.val_scores for f in fitted], cfg.layer, cfg.kinds,
-                        len(fitted[0].hook_names))
+    averaged over sources and kinds
+    (:func:`ppairs_lens.evaluation.readout_choice.common_readout`)."""
+    return common_readout([f.choices for f in fitted], fitted[0].hook_names,
+                          layer=cfg.layer).index
 
 
 def add_split_halves(fitted: list[FittedStore], cfg: TransferConfig, li: int) -> None:
@@ -195,6 +190,7 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
     for src in fitted:
         for dst in fitted:
             groups = bootstrap_groups(dst.split)[0]
+            refused = transfer_refusal(src.prompt_kind, dst.prompt_kind)  # then NaN cells
             for kind in cfg.kinds:
                 li = src.chosen[kind]
                 val = (float(src.val_scores[kind][li]) if src.val_scores is not None
@@ -205,7 +201,7 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                     if same and cache is not None:
                         scores = cache
                     else:
-                        p = transfer_proba(src, dst, kind, li, center)
+                        p = None if refused else transfer_proba(src, dst, kind, li, center)
                         scores = (None if p is None else
                                   evaluate(dst.split.labels_test, p, groups=groups,
                                            n_boot=cfg.n_boot, seed=cfg.seed))
@@ -217,9 +213,11 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                                      "center": center, "headline": center == cfg.center_target,
                                      "in_distribution": same, "metric": metric,
                                      "value": s["value"], "lo": s["lo"], "hi": s["hi"],
+                                     "ci_counts": held_out_ci_counts(dst.split, s),
                                      "layer": li, "hook": src.hook_names[li],
                                      "layer_rule": rule, "val_value": val,
-                                     "split_by": src.split.split_used,
+                                     "selected_by": src.choices[kind].selected_by,
+                                     "split_by": src.split.split_used, "refused": refused or "",
                                      "n_train": len(src.split.labels_train),
                                      "n_test": len(dst.split.labels_test)})
     return rows
@@ -314,6 +312,9 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     l_rows = layer_cosine_rows(fitted, cfg)
     ref = random_reference(stores[0].d_model, cfg.n_random, cfg.seed)
     summary = summarize(t_rows, c_rows, ref, cfg)
+    for k, v in agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], cfg.kinds, li,
+                                   n_boot=cfg.n_boot, seed=cfg.seed).items():
+        summary[k]["agreement"] = v  # the cosine claim, like-for-like nulls
     ref_public = {k: v for k, v in ref.items() if k != "samples"}
 
     out = Path(out)
@@ -354,7 +355,7 @@ def cli(args, bridge) -> None:
                            args.stores, template=args.template, names=args.hooks) for s in specs]
     cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed,
                          layer="val" if args.layer is None else args.layer,
-                         split_by=args.split, n_boot=100 if args.quick else 300)
+                         split_by=args.split, n_boot=100 if args.quick else N_BOOT)
     print_summary(run_transfer(stores, args.out, cfg), cfg)
 
 

@@ -111,7 +111,11 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
                      f"dataset it is scored on (held-out pairs; diagonal = in distribution, "
                      f"bold). {_layer_note(cfg, layers, hooks)} 95% bootstrap CIs over the "
                      f"test set's leak groups ({cfg.n_boot} resamples); "
-                     f"{_split_note(cfg, splits)}. Chance = 0.5 (white).")
+                     f"{_split_note(cfg, splits)}. Chance = 0.5 (white)."
+                     + (" Blank cells: not scored, the two datasets' prompts are of different "
+                        "kinds (comparison 'Choice 1/2' vs statement 'True/False'), whose "
+                        "answer mapping is arbitrary." if any(r.get("refused") for r in rows)
+                        else ""))
     return fig
 
 
@@ -303,3 +307,6 @@ def print_summary(result: dict, cfg) -> None:
               f"{cfg.metric}: in-distribution {s['in_distribution']:.3f}, off-diagonal "
               f"{s['off_diagonal']:.3f} (target-centred {s['off_diagonal_target']:.3f}, "
               f"train-centred {s['off_diagonal_train']:.3f})")
+        if "agreement" in s:
+            print(f"{'':10s} agreement across datasets {s['agreement']['outcome']}: "
+                  f"{s['agreement']['reason']}")

@@ -22,9 +22,13 @@ from typing import Any
 import numpy as np
 
 from ppairs_lens.data import CLIMATEX_LEVELS, load_climatex, read_climatex
-from ppairs_lens.data.item_sampling import balanced_by_score, training_comparisons
+from ppairs_lens.data.item_sampling import (
+    balanced_by_score,
+    stratified_by_score,
+    training_comparisons,
+)
 from ppairs_lens.errors import DataError
-from ppairs_lens.evaluation.metrics import mean_ci
+from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.judges.comparators import (
@@ -51,7 +55,7 @@ class InsertionConfig(ProbeJudgeConfig):
     path: str = "../shared/datasets/climatex/ipcc_statements_dataset.tsv"
     n_train: int = 100  # labelled training statements, balanced over the levels
     max_train_pairs: int | None = 400  # comparisons among them used to fit the probe
-    max_test: int | None = 40  # test statements, balanced over the levels where possible
+    max_test: int | None = 40  # test statements, in the test split's level proportions
     k: int = 5  # references compared per binary-search step
     methods: tuple[str, ...] = INSERTION_METHODS
 
@@ -63,7 +67,8 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                                records=[], name="climatex")
     rng = random.Random(cfg.seed)
     train_items = balanced_by_score([i for i in all_items if i.split == "train"], cfg.n_train, rng)
-    test_items = balanced_by_score([i for i in all_items if i.split == "test"], cfg.max_test, rng)
+    test_items = stratified_by_score([i for i in all_items if i.split == "test"], cfg.max_test,
+                                     rng)
     if not train_items or not test_items:
         raise DataError("ClimateX file needs statements in both the train and the test split",
                         file=cfg.path, field="split")
@@ -121,14 +126,14 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
             cost.update(trained.cost_columns())
         for lv in levels:
             sel = y == lv
-            acc = mean_ci(hit[sel], cfg.n_boot, cfg.seed) if sel.any() else {
+            acc = mean_ci(hit[sel], n_boot=cfg.n_boot, seed=cfg.seed) if sel.any() else {
                 "value": math.nan, "lo": math.nan, "hi": math.nan}
             rows.append({"method": m, "label": METHOD_LABELS[m], "level": CLIMATEX_LEVELS[lv],
                          "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
                          "n": int(sel.sum()), "slope": "", "bias": "",
                          "mean_pred": float(p[sel].mean()) if sel.any() else math.nan,
                          **cost})
-        acc = mean_ci(hit, cfg.n_boot, cfg.seed)
+        acc = mean_ci(hit, n_boot=cfg.n_boot, seed=cfg.seed)
         rows.append({"method": m, "label": METHOD_LABELS[m], "level": "overall",
                      "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
@@ -167,7 +172,7 @@ def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: Inserti
         layer = (f" Read-out {probe['layer']}: {probe['layer_selection']}." if probe else "")
         caption(fig, f"Binary search over levels, k={cfg.k} references per step from "
                      f"{cfg.n_train} balanced labelled training statements (the file's train "
-                     f"split; test statements from its test split); probe ({cfg.probe_kind}) "
+                     f"split; test statements from its test split, in its level proportions); probe ({cfg.probe_kind}) "
                      f"trained on up to {cfg.max_train_pairs} comparisons among them.{layer}")
         fig.tight_layout()
     return fig

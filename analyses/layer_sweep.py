@@ -23,7 +23,6 @@ judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.js
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,19 +30,20 @@ import numpy as np
 
 from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
 from ppairs_lens.evaluation.best_layers import best_layers
-from ppairs_lens.evaluation.layer_selection import (
-    VAL_SIZE,
-    select_layer,
-    validation_scores,
-)
 from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.readout_choice import (
+    VAL_REPEATS,
+    VAL_SIZE,
+    ReadoutChoice,
+    choose_readouts,
+)
 from ppairs_lens.evaluation.store_split import (
     StoreSplit,
     bootstrap_groups,
-    pair_items,
+    held_out_ci_counts,
     split_store,
 )
 from ppairs_lens.evaluation.sweep_scores import score_pairs
@@ -56,7 +56,13 @@ __all__ = ["JUDGES", "SweepConfig", "print_best", "run_sweep", "run_sweep_with_s
 
 #: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
 #: ``SweepConfig.zero_shot[dataset]``.
-JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair"}
+JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
+                          "zero_shot_threshold": "threshold_p_by_pair",
+                          "allure": "allure_p_by_pair"}
+#: No-model predictors that need the items' texts (fitted on train by the caller and passed
+#: per pair like the judges): kind -> key in ``SweepConfig.zero_shot[dataset]``.
+TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",
+                                  "embedding": "embedding_p_by_pair"}
 BASELINES = ("memorisation", "surface")
 
 
@@ -69,11 +75,11 @@ class SweepConfig:
     test_size: float = 0.3
     split_by: str = "auto"  # "auto" | "context" (by leak group) | "item" | "pair"
     val_size: float = VAL_SIZE  # share of training groups that choose the layer
-    val_repeats: int = 3  # validation splits averaged (a split by item leaves few pairs)
+    val_repeats: int = VAL_REPEATS  # validation splits averaged
     seed: int = 0
     C: float = 1.0
     standardize: bool = True  # supervised probes on features scaled by training RMS
-    n_boot: int = 300
+    n_boot: int = N_BOOT
     metric: str = "accuracy"  # plotted metric: accuracy | f1 (macro) | auroc
     # dataset -> the prompted judge: metrics, and per-pair P(item 1) ("p_by_pair",
     # "few_shot_p_by_pair": {pair_id: p}) scored on the test pairs they cover.
@@ -83,15 +89,17 @@ class SweepConfig:
 def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict, n: int,
          **extra) -> dict:
     return {"dataset": sp.name, "kind": kind, "layer": layer, "hook": hook, "metric": metric,
-            "value": s["value"], "lo": s["lo"], "hi": s["hi"], "n_train": len(sp.labels_train),
+            "value": s["value"], "lo": s["lo"], "hi": s["hi"], "ci_counts": s.get("ci_counts"),
+            "n_train": len(sp.labels_train),
             "n_test": n, "split_used": sp.split_used, "val_value": None,
-            "sign_confidence": None, "val_source": None, "predictor": "", **extra}
+            "sign_confidence": None, "chosen": None, "selected_by": None, "predictor": "",
+            **extra}
 
 
 def _judge_subsets(sp: StoreSplit, cfg: SweepConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
     out = {}
-    for kind, key in JUDGES.items():
+    for kind, key in {**JUDGES, **TEXT_BASELINES}.items():
         by_pair = cfg.zero_shot.get(sp.name, {}).get(key)
         if not by_pair:
             continue
@@ -106,8 +114,9 @@ def _judge_subsets(sp: StoreSplit, cfg: SweepConfig) -> dict[str, tuple[np.ndarr
 def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepConfig) -> dict:
     idx = np.arange(len(sp.labels_test)) if idx is None else idx
     unit = bootstrap_groups(sp)[0]
-    return score_pairs(sp.labels_test[idx], p, [sp.pairs_test[i] for i in idx],
-                       [unit[i] for i in idx], n_boot=cfg.n_boot, seed=cfg.seed)
+    scores = score_pairs(sp.labels_test[idx], p, [sp.pairs_test[i] for i in idx],
+                         [unit[i] for i in idx], n_boot=cfg.n_boot, seed=cfg.seed)
+    return {m: {**s, "ci_counts": held_out_ci_counts(sp, s)} for m, s in scores.items()}
 
 
 def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig
@@ -116,17 +125,8 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize, "model_name": model}
     probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, groups=sp.groups_train,
                        seed=cfg.seed, **fit_kw)
-    try:
-        val = validation_scores(sp.acts_train, sp.labels_train, sp.groups_train,
-                                pair_items(sp.pairs_train), kinds=cfg.kinds,
-                                val_size=cfg.val_size, seed=cfg.seed, by=sp.split_used,
-                                repeats=cfg.val_repeats, n_sign_boot=1, **fit_kw)
-        val_source = "validation"
-    except ProbeError as e:
-        # Too little data to hold any out: choose on the training fit, still never on test.
-        val = probes.score(sp.acts_train, sp.labels_train)
-        val_source = f"train accuracy ({e})"
-        warnings.warn(f"{sp.name}: layer chosen on training accuracy: {e}", stacklevel=2)
+    choice = choose_readouts(sp, cfg.kinds, seed=cfg.seed, val_size=cfg.val_size,
+                             repeats=cfg.val_repeats, C=cfg.C, standardize=cfg.standardize)
     proba = probes.predict_proba(sp.acts_test)
     sign_conf = getattr(probes, "sign_confidence", {}) or {}
     n_test = len(sp.labels_test)
@@ -137,10 +137,12 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
             if np.isnan(pk).any():
                 continue  # a degenerate layer (no pair-specific signal): nothing to score
             sc = float(sign_conf[kind][li]) if kind in sign_conf else None
+            c = choice[kind]
             for metric, s in _scored(sp, pk, None, cfg).items():
                 rows.append(_row(sp, kind, li, name, metric, s, n_test,
-                                 val_value=float(val[kind][li]), sign_confidence=sc,
-                                 val_source=val_source))
+                                 val_value=c.val_scores[li] if c.val_scores else None,
+                                 sign_confidence=sc, chosen=li == c.index,
+                                 selected_by=c.selected_by))
     others: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
     notes: dict[str, str] = {}
     for make in (memorisation_baseline, surface_baseline):
@@ -154,37 +156,41 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
             rows.append(_row(sp, b.kind, -1, "", metric, s, n_test, predictor=b.predictor))
     for kind, (idx, p) in _judge_subsets(sp, cfg).items():
         others[kind] = (idx, p)
-        notes[kind] = f"prompted judge on {len(idx)} of {n_test} test pairs"
+        what = "no-model baseline" if kind in TEXT_BASELINES else "prompted judge"
+        notes[kind] = f"{what} on {len(idx)} of {n_test} test pairs"
         for metric, s in _scored(sp, p, idx, cfg).items():
             rows.append(_row(sp, kind, -1, "", metric, s, len(idx), predictor=notes[kind]))
-    entries = _summary_entries(sp, hook_names, cfg, proba, val, others, notes)
-    for e in entries:
-        e["selected_by"] = val_source
-    return rows, entries
+    return rows, _summary_entries(sp, cfg, proba, choice, others, notes)
 
 
-def _summary_entries(sp: StoreSplit, hook_names: list[str], cfg: SweepConfig, proba: dict,
-                     val: dict, others: dict, notes: dict) -> list[dict]:
-    """Per probe kind: the validation-chosen layer, its test accuracy, and paired
-    differences against every baseline and judge on the pairs both scored."""
+def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
+                     choice: dict[str, ReadoutChoice], others: dict, notes: dict) -> list[dict]:
+    """Per probe kind: the chosen read-out, its test accuracy, and paired differences
+    against every baseline and judge on the pairs both scored."""
     y = sp.labels_test
     g, ci_unit = bootstrap_groups(sp)
     boot = {"n_boot": cfg.n_boot, "seed": cfg.seed}
     out = []
     for kind in cfg.kinds:
-        scores = np.where(np.isnan(proba[kind]).any(axis=1), np.nan, val[kind])
-        li = select_layer(scores)
+        c = choice[kind]
+        li = c.index
         pk = proba[kind][li]
-        entry = {"dataset": sp.name, "kind": kind, "layer": li, "hook": hook_names[li],
-                 "val_value": float(val[kind][li]), "selected_by": "validation",
+        if np.isnan(pk).any():       # degenerate on the whole training split: no score
+            continue
+        entry = {"dataset": sp.name, "kind": kind, "layer": li, "hook": c.hook,
+                 "val_value": c.val_value, "selected_by": c.selected_by,
                  "split_used": sp.split_used, "n_test": len(y),
                  "n_groups_test": len(set(sp.groups_test)), "ci_unit": ci_unit,
                  "test": _test_interval(sp, pk, cfg),
                  "minus": {}}
-        for other, (idx, p) in others.items():
+        # the other probe kinds at their own chosen read-outs (supervised - unsupervised)
+        kinds = {f"probe:{k}": (None, proba[k][choice[k].index]) for k in cfg.kinds
+                 if k != kind and not np.isnan(proba[k][choice[k].index]).any()}
+        for other, (idx, p) in {**others, **kinds}.items():
             sel = np.arange(len(y)) if idx is None else idx
             d = paired_difference(y[sel], pk[sel], p, [g[i] for i in sel], **boot)
-            entry["minus"][other] = {**d, "about": notes[other]}
+            entry["minus"][other] = {**d, "ci_counts": held_out_ci_counts(sp, d),
+                                     "about": notes.get(other, "probe at its chosen read-out")}
         entry["unavailable"] = {k: v for k, v in notes.items() if k not in others}
         out.append(entry)
     return out
@@ -192,7 +198,8 @@ def _summary_entries(sp: StoreSplit, hook_names: list[str], cfg: SweepConfig, pr
 
 def _test_interval(sp: StoreSplit, p: np.ndarray, cfg: SweepConfig) -> dict:
     s = _scored(sp, p, None, cfg)["accuracy"]
-    return {"metric": "accuracy", "value": s["value"], "lo": s["lo"], "hi": s["hi"]}
+    return {"metric": "accuracy", "value": s["value"], "lo": s["lo"], "hi": s["hi"],
+            "ci_counts": s["ci_counts"]}
 
 
 def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
@@ -208,9 +215,11 @@ def _sweep_one(store: ActivationStore, cfg: SweepConfig) -> tuple[list[dict], li
 def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
     """The JSON written as ``layer_sweep_summary.json``: how layers were chosen and the
     per-(dataset, kind) entries of :func:`sweep_split`."""
-    return {"selection": "layer with the best validation accuracy (probe fitted on "
-                         f"{1 - cfg.val_size:.0%} of the training groups, scored on the rest); "
-                         "test set never read to choose",
+    return {"selection": "read-out with the best validation accuracy (probes fitted on "
+                         f"{1 - cfg.val_size:.0%} of the training groups, scored on the rest, "
+                         f"{cfg.val_repeats} splits made as the test split; first maximum); "
+                         "without a validation split the last block's resid_post; test set "
+                         "never read to choose",
             "metric": "accuracy", "ci": f"95% percentile bootstrap over leak groups "
                                         f"({cfg.n_boot} resamples), paired for differences",
             "entries": summary}
@@ -218,7 +227,8 @@ def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
 
 def _config_record(cfg: SweepConfig) -> SweepConfig:
     """The config as saved: per-pair judge probabilities replaced by how many there were."""
-    zs = {ds: {k: (len(v) if k in JUDGES.values() else v) for k, v in d.items()}
+    per_pair = {*JUDGES.values(), *TEXT_BASELINES.values()}
+    zs = {ds: {k: (len(v) if k in per_pair else v) for k, v in d.items()}
           for ds, d in cfg.zero_shot.items()}
     return replace(cfg, zero_shot=zs)
 
@@ -266,7 +276,7 @@ def cli(args, bridge) -> None:
               for d in datasets]
     cfg = SweepConfig(stores=[str(s.path) for s in stores], seed=args.seed,
                       split_by=getattr(args, "split", None) or "auto",
-                      n_boot=100 if args.quick else 300)
+                      n_boot=100 if args.quick else N_BOOT)
     cfg.zero_shot = {s.meta["dataset"]: judge_entry(judge_held_out(
         bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed))
         for s, d in zip(stores, datasets)}

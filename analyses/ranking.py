@@ -40,7 +40,8 @@ from typing import Any
 from analyses.ranking_plots import plot_ranking
 from ppairs_lens.data.item_sampling import items_by_context, training_comparisons
 from ppairs_lens.data.records import Dataset, ScoredItem
-from ppairs_lens.evaluation.metrics import mean_ci, spearman
+from ppairs_lens.evaluation.bootstrap import mean_ci
+from ppairs_lens.evaluation.metrics import spearman
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.judges.comparators import (
     BatchComparator,
@@ -271,7 +272,7 @@ def _score(results: Mapping[str, dict], name: str, eval_ctx: Sequence[str],
             ctx_rows.append({"dataset": name, "method": m, "context_id": c,
                              "group": split.group_of[c],
                              "n_items": len(gold[c]), "spearman": rho, "constant": const})
-        ci = mean_ci(rhos, cfg.n_boot, cfg.seed)
+        ci = mean_ci(rhos, n_boot=cfg.n_boot, seed=cfg.seed)
         row = {"dataset": name, "method": m, "label": METHOD_LABELS[m],
                "spearman": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
                "n_contexts": len(eval_ctx), "n_items": sum(len(g) for g in gold.values()),

@@ -215,9 +215,30 @@ def print_summary(summary: dict) -> None:
 
 
 def cli(args, bridge=None) -> None:
-    """``ppairs-lens run``; ``bridge``: the loaded model (:mod:`analyses.cli` passes it)."""
+    """``ppairs-lens run``: the replication on the seed experiments' data
+    (:mod:`analyses.replication`) where ``--shared-data`` exists, else (or with
+    ``--builtins``) the study on the built-ins; ``bridge``: the loaded model."""
+    from analyses.replication import ReplicationConfig, full, quick as quick_replication
+    from analyses.replication import run_replication
+
+    if not getattr(args, "builtins", False) and Path(args.shared_data).is_dir():
+        rc = ReplicationConfig(model=args.model, shared_data=args.shared_data,
+                               extra=list(args.extra), out=args.out, stores=args.stores,
+                               seed=args.seed, split_by=args.split or "auto")
+        rc = quick_replication(rc) if args.quick else full(rc) if args.full else rc
+        run_replication(rc, reuse=not getattr(args, "recompute", False), bridge=bridge)
+        return
+    print(f"{args.shared_data} not found: the seed experiments' data is absent (a fresh clone "
+          f"without ../shared), so the study runs on the generated built-ins")
+    _builtins_cli(args, bridge)
+
+
+def _builtins_cli(args, bridge=None) -> None:
+    """The built-ins study (``--builtins``, or no shared data)."""
     cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores, seed=args.seed,
-                      max_pairs=args.max_pairs, split_by=args.split)
+                      max_pairs=args.max_pairs, split_by=args.split or "auto",
+                      real_datasets=[] if not Path(args.shared_data).is_dir() else
+                      list(REAL_DATASETS), shared_data=args.shared_data)
     if args.datasets:  # extra datasets join the built-ins and the real ones
         cfg.datasets = list(BUILTIN_NAMES) + [d for d in args.datasets if d not in BUILTIN_NAMES]
     run(quick(cfg) if args.quick else cfg, reuse=not getattr(args, "recompute", False),

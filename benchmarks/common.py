@@ -155,21 +155,37 @@ def bare_schedule(hf_model, pairs: Sequence[ContrastPair],
     """The physical limit: a bare HF model (no bridge, no hooks, no read-out) running exactly
     the tokens our harvester computes, on the same schedule (the same prefix-sharing plan,
     executed by the same :func:`ppairs_lens.activations.prefix_sharing.run_rows`)."""
-    from ppairs_lens.activations.prefix_sharing import plan, run_plan
+    bare_plan(hf_model, [p.prefix_ids for p in pairs], [p.final_ids for p in pairs],
+              [p.group for p in pairs], token_budget)
 
+
+def bare_steps(hf_model, read_logits: bool = True):
+    """A bare HF model as prefix sharing runs it: the cache kept, logits at the read columns
+    only (what any pass must compute at least); ``read_logits=False``: at one column (a pass
+    that needs a few logits at many columns projects them itself)."""
     def forward(ids, cache, mask, pos):
         return hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
                         use_cache=True, logits_to_keep=1).past_key_values
 
     def read(ids, cache, mask, pos, n_read):
         hf_model(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
-                 logits_to_keep=n_read)
+                 logits_to_keep=n_read if read_logits else 1)
         return None, None
 
-    prefixes = [p.prefix_ids for p in pairs]
-    branches = [p.final_ids for p in pairs]
-    run_plan(plan(prefixes, [p.group for p in pairs]), branches, forward, read,
-             lambda *a: None, token_budget=token_budget, device=hf_model.device)
+    return forward, read
+
+
+@torch.inference_mode()
+def bare_plan(hf_model, prefixes: Sequence[Sequence[int]], branches: Sequence[Sequence[int]],
+              groups: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
+              read_logits: bool = True) -> None:
+    """The limit of any prefix-shared pass: ``prefixes`` and their ``branches`` through a bare
+    HF model on the plan the harvester would make of them."""
+    from ppairs_lens.activations.prefix_sharing import plan, run_plan
+
+    forward, read = bare_steps(hf_model, read_logits)
+    run_plan(plan(prefixes, groups), branches, forward, read, lambda *a: None,
+             token_budget=token_budget, device=hf_model.device)
 
 
 def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted((ROOT / "ppairs_lens").rglob("*.py"))
 ANALYSES = sorted((ROOT / "analyses").glob("*.py"))
 #: Modules that compose experiments: they may import them.
-ENTRY_POINTS = {"cli", "run_all", "__init__", "__main__"}
+ENTRY_POINTS = {"cli", "run_all", "replication", "__init__", "__main__"}
 MAX_LINES = 400
 
 
@@ -104,3 +104,123 @@ def test_the_check_sees_a_violation(tmp_path):
     mods = [(m, n) for m, n, _ in _imports(bad, tmp_path)]
     assert ("analyses.ablation", ["x"]) in mods
     assert ("ppairs_lens.probes.sweep", ["_chunk"]) in mods
+
+
+# -- the library's layers ---------------------------------------------------------------------
+
+#: Which subpackages of the library each one may import (besides itself, ``errors.py`` and
+#: the package root's ``__version__``): the pipeline's order, data and models at the bottom.
+#: A subpackage missing here fails the check until it is placed.
+LAYERS: dict[str, set[str]] = {
+    "io": set(),
+    "data": set(),
+    "models": set(),
+    "activations": {"data", "models", "io"},
+    "probes": {"data", "io"},
+    "evaluation": {"data", "activations", "probes", "io"},
+    "judges": {"data", "models", "activations", "probes", "evaluation", "io"},
+    "ranking": {"data", "evaluation", "judges", "io"},
+    "interventions": {"data", "models", "activations", "probes", "evaluation", "judges", "io"},
+    "finetuning": {"data", "models", "activations", "probes", "evaluation", "judges", "io"},
+}
+#: Known breaches being fixed in parallel work, each with its reason; an entry that is no
+#: longer needed fails the check (delete it).
+PENDING: dict[tuple[str, str], str] = {}
+PENDING_CYCLES: dict[frozenset, str] = {}
+
+
+def _subpackage(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else None
+
+
+def _library_modules() -> dict[str, Path]:
+    out = {}
+    for p in LIBRARY:
+        name = _module(p)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def _library_edges(path: Path, known: dict[str, Path], root: Path = ROOT) -> set[str]:
+    """Library modules ``path`` imports anywhere in it (function-level imports included)."""
+    deps = set()
+    for mod, names, _ in _imports(path, root):
+        if not _is(mod, "ppairs_lens"):
+            continue
+        deps |= {f"{mod}.{n}" for n in names if f"{mod}.{n}" in known}
+        if mod in known:
+            deps.add(mod)
+    return deps
+
+
+def _layer_breaches(paths: list[Path], root: Path = ROOT) -> list[tuple[str, str, str]]:
+    known = _library_modules()
+    bad = []
+    for path in paths:
+        src = _module(path, root)
+        pkg = _subpackage(src)
+        if pkg is None or (len(src.split(".")) == 2 and src.endswith("__init__")):
+            continue
+        if pkg not in LAYERS:
+            bad.append((src, "?", f"subpackage {pkg!r} has no place in LAYERS"))
+            continue
+        for dep in _library_edges(path, known, root) | {m for m, _, _ in _imports(path, root)
+                                                        if _is(m, "ppairs_lens")}:
+            target = _subpackage(dep)
+            if target is None or target == pkg or target in LAYERS[pkg]:
+                continue
+            bad.append((src, target, dep))
+    return bad
+
+
+def test_subpackages_import_only_the_layers_below_them():
+    found = {(src, target) for src, target, _ in _layer_breaches(LIBRARY)}
+    new = sorted(f"{s} imports {t}" for s, t in found - set(PENDING))
+    assert not new, ("layer breaches (see LAYERS in this file; judges must not import "
+                     f"ranking, probes not evaluation...): {new}")
+    stale = sorted(f"{s} -> {t}" for s, t in set(PENDING) - found)
+    assert not stale, f"PENDING entries no longer needed, delete them: {stale}"
+
+
+def _cycles() -> set[frozenset]:
+    known = _library_modules()
+    graph = {m: _library_edges(p, known) - {m, "ppairs_lens"} for m, p in known.items()}
+    found, state, stack = set(), {}, []
+
+    def visit(u: str) -> None:
+        state[u] = 1
+        stack.append(u)
+        for v in graph.get(u, ()):
+            if state.get(v) == 1:
+                found.add(frozenset(stack[stack.index(v):]))
+            elif not state.get(v):
+                visit(v)
+        stack.pop()
+        state[u] = 2
+
+    for m in graph:
+        if not state.get(m):
+            visit(m)
+    return found
+
+
+def test_no_import_cycle_between_library_modules():
+    found = _cycles()
+    new = [sorted(c) for c in found - set(PENDING_CYCLES)]
+    assert not new, f"import cycles (function-level imports count): {new}"
+    stale = [sorted(c) for c in set(PENDING_CYCLES) - found]
+    assert not stale, f"PENDING_CYCLES entries no longer needed, delete them: {stale}"
+
+
+def test_the_layer_check_sees_a_breach(tmp_path):
+    """A judge that imports ranking, and a data module that imports models, are caught."""
+    judge = tmp_path / "ppairs_lens" / "judges" / "fake.py"
+    data = tmp_path / "ppairs_lens" / "data" / "fake.py"
+    for path, line in ((judge, "from ppairs_lens.ranking.merge_sort import merge_sort"),
+                       (data, "    from ..models.loading import load_model")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"def f():\n    pass\n{line}\n" if not line.startswith(" ")
+                        else f"def f():\n{line}\n")
+    found = {(s, t) for s, t, _ in _layer_breaches([judge, data], tmp_path)}
+    assert found == {("ppairs_lens.judges.fake", "ranking"), ("ppairs_lens.data.fake", "models")}

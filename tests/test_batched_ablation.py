@@ -10,7 +10,6 @@ from ppairs_lens.data.records import Dataset, Statement
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.null_test import (
     direction_effects,
-    excess_over_null,
     null_test,
     sign_accuracy,
 )
@@ -102,20 +101,6 @@ def test_effects_margin_and_permutation_p():
     t = null_test(0.5, null)
     assert t["p"] == pytest.approx(51 / 101) and t["rank"] == 50
     assert null_test(0.5, np.array([]))["p"] != null_test(0.5, np.array([]))["p"]  # NaN
-
-
-def test_excess_over_null_is_paired_by_group():
-    rng = np.random.default_rng(0)
-    n, k = 60, 50
-    groups = [f"g{i // 3}" for i in range(n)]
-    hard = rng.exponential(1.0, n)  # some records move a lot under any direction
-    null = hard[:, None] * rng.uniform(0.8, 1.2, (n, k))
-    probe = hard * 1.5
-    out = excess_over_null(probe, null, groups, n_boot=400, seed=1)
-    assert out["value"] == pytest.approx(probe.mean() - np.median(null.mean(0)))
-    assert 0 < out["lo"] < out["value"] < out["hi"]
-    same = excess_over_null(hard, null, groups, n_boot=400, seed=1)
-    assert same["lo"] < 0 < same["hi"]
 
 
 @pytest.mark.integration

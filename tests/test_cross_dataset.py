@@ -48,12 +48,13 @@ def planted_acts(direction: np.ndarray, *, seed: int, n: int = N, strength: floa
 
 
 def write_store(path: Path, name: str, acts: np.ndarray, labels: np.ndarray, *,
-                model: str = "toy-model", shard_size: int = 256) -> ActivationStore:
+                model: str = "toy-model", shard_size: int = 256,
+                kind: str | None = None) -> ActivationStore:
     """A complete store holding ``acts`` ``[n, 2, read-out, d]``, two pairs per context."""
     n, _, n_ro, d = acts.shape
     meta = {"model": model, "dataset": name, "dataset_fingerprint": f"fp-{name}",
             "template_hash": "t0", "hook_names": HOOKS[:n_ro], "d_model": d,
-            "dtype": "float32", "shard_size": shard_size}
+            "dtype": "float32", "shard_size": shard_size, **({"kind": kind} if kind else {})}
     pairs = [{"pair_id": f"{name}:{i}", "label": int(labels[i]), "context_id": f"{name}:c{i // 2}",
               "item1_id": f"{i}a", "item2_id": f"{i}b"} for i in range(n)]
     store = ActivationStore.create(path, meta, pairs)
@@ -170,6 +171,37 @@ def test_outputs_and_config_are_written(shared):
     assert all(r["cos"] > 0.9 for r in adj)   # one planted direction at every read-out
     between = [r for r in result["layer_cosine"] if r["view"] == "between_datasets"]
     assert len(between) == 3 * len(cfg.kinds) * len(HOOKS)
+
+
+def test_agreement_verdict_holds_for_a_shared_direction(shared):
+    _, _, result, _ = shared
+    a = result["summary"]["supervised"]["agreement"]
+    assert a["outcome"] == "holds", a["reason"]
+    assert a["evidence"]["used"] == ["alpha", "beta", "gamma"]
+    assert a["evidence"]["p_covariance"] < 0.01 and a["evidence"]["n_pairs"] == 3
+    assert all(v["lo"] > 0.5 for v in a["in_distribution"].values())
+
+
+def test_agreement_verdict_fails_for_independent_directions(independent):
+    from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
+
+    cfg, fitted = independent
+    v = agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], ["supervised"], 1,
+                           n_boot=40, seed=0, n_sim=500)["supervised"]
+    assert v["outcome"] == "fails", v["reason"]
+
+
+def test_transfer_is_not_scored_across_prompt_kinds(tmp_path):
+    r = _unit(np.random.default_rng(7).normal(size=D))
+    stores = [write_store(tmp_path / n, n, *planted_acts(r, seed=i), kind=k)
+              for i, (n, k) in enumerate([("cmp", "comparison"), ("stm", "statement")])]
+    cfg = TransferConfig(stores=[str(s.path) for s in stores], **CFG)
+    rows = transfer_rows([fit_store(s, cfg) for s in stores], cfg)
+    cross = [r for r in rows if r["train"] != r["test"]]
+    assert cross and all(np.isnan(r["value"]) and "prompt kinds differ" in r["refused"]
+                         for r in cross)
+    assert all(r["value"] > 0.9 and not r["refused"] for r in rows
+               if r["train"] == r["test"] and r["metric"] == "accuracy")
 
 
 def test_independent_directions_look_random_and_do_not_transfer(independent):

@@ -51,50 +51,79 @@ def test_probes_beat_prompting_does_not_count_an_optimistic_ci():
     assert p["holds_on"] == 1 and p["optimistic_only"] == ["a"]
 
 
-def _control(ds, p_matched):
-    return {"kind": "control", "dataset": ds, "condition": "unembedding", "effect": 2.0,
-            "p_random": 0.01, "p_matched": p_matched}
+def _ablation_rows(ds, *, judge_lo=0.7, same=0.4, acc=(-0.02, 0.03), p=0.5, holm_p=0.9,
+                   control=(-0.3, -0.2)):
+    """Rows of one dataset as ``ablation.csv`` has them: baseline, one probe, the control at
+    the probe's read-out."""
+    def delta(lo, hi, tag=""):
+        return {f"delta_accuracy{tag}_lo": lo, f"delta_accuracy{tag}_hi": hi}
+
+    base = {"dataset": ds, "preset": "paper", "condition": "none", "kind": "baseline",
+            "judge_accuracy_lo": judge_lo, "same_answer_share": same}
+    probe = {"dataset": ds, "preset": "paper", "condition": "pca", "kind": "probe",
+             "effect": 0.1, "p_matched": p, "p_matched_holm": holm_p, "n_matched": 1000,
+             "delta_accuracy": sum(acc) / 2, **delta(*acc), **delta(*acc, "_tost"),
+             "delta_auroc": 0.0, "delta_auroc_lo": -0.01, "delta_auroc_hi": 0.01,
+             "delta_logodds_tost_lo": -0.1, "delta_logodds_tost_hi": 0.1}
+    ctl = {"dataset": ds, "preset": "paper", "condition": "unembedding_at_readout",
+           "kind": "control_readout", **delta(*control)}
+    return [base, probe, ctl]
 
 
-def test_ablation_claim_fails_when_a_probe_beats_the_matched_null():
-    rows = [{"kind": "probe", "dataset": "a", "condition": "supervised", "effect": 1.0,
-             "p_random": 0.01, "p_matched": 0.01},
-            {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 0.1,
-             "p_random": 0.5, "p_matched": 0.6}, _control("a", 0.02)]
-    c = claims([], None, rows)["ablation_leaves_judgement_unchanged"]
-    assert not c["holds"] and c["directions_that_move_it"] == 1
-    assert claims([], None, rows[1:])["ablation_leaves_judgement_unchanged"]["holds"]
+def _ablation_claim(rows, judges=None):
+    return claims([], None, rows, judges)["ablation_leaves_judgement_unchanged"]
 
 
-def test_a_failing_ablation_claim_names_where_it_fails_and_where_it_holds():
-    probe = {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 1.0,
-             "p_random": 0.01, "p_matched": 0.01}
-    rows = [probe, _control("a", 0.01), {**probe, "dataset": "b", "p_matched": 0.6},
-            _control("b", 0.01)]
-    c = claims([], None, rows)["ablation_leaves_judgement_unchanged"]
-    assert not c["holds"]
-    text = findings_markdown({"model": "m", "timings_s": {"x": 1.0}, "sweep": [], "judges": {},
-                              "claims": {"ablation_leaves_judgement_unchanged": c}})
-    assert "fails on a, holds on b;" in text
+def _markdown(c):
+    return findings_markdown({"model": "m", "timings_s": {"x": 1.0}, "sweep": [], "judges": {},
+                              "claims": c})
 
 
-def test_ablation_claim_is_inconclusive_where_the_control_is_not_detected():
-    probe = {"kind": "probe", "dataset": "a", "condition": "pca", "effect": 0.1,
-             "p_random": 0.5, "p_matched": 0.6}
-    blind = claims([], None, [probe, _control("a", 0.06)])["ablation_leaves_judgement_unchanged"]
-    assert not blind["holds"] and blind["inconclusive_on"] == ["a"]
-    assert not claims([], None, [probe])["ablation_leaves_judgement_unchanged"]["holds"]
-    mixed = claims([], None, [probe, _control("a", 0.06), {**probe, "dataset": "b"},
-                              _control("b", 0.01)])["ablation_leaves_judgement_unchanged"]
-    assert mixed["holds"] and mixed["control_detected_on"] == ["b"]
-    assert mixed["inconclusive_on"] == ["a"]
-    assert "inconclusive on a" in findings_markdown({
-        "model": "m", "timings_s": {"x": 1.0}, "sweep": [], "judges": {},
-        "claims": {"ablation_leaves_judgement_unchanged": mixed}})
+def test_ablation_claim_holds_by_equivalence_and_fails_on_a_change():
+    ok = _ablation_claim(_ablation_rows("a"))
+    assert ok["outcome"] == "holds" and ok["holds_on"] == ["a"]
+    moved = _ablation_rows("b", acc=(-0.3, -0.1), p=0.001, holm_p=0.002)
+    c = _ablation_claim(_ablation_rows("a") + moved)
+    assert c["outcome"] == "fails" and c["fails_on"] == ["b"] and c["holds_on"] == ["a"]
+    assert c["changes"]["outcome"] == "holds"          # the opposite claim: it changes
+    text = _markdown({"ablation_leaves_judgement_unchanged": c})
+    assert "holds on a; fails on b" in text and "Δaccuracy -0.200 [-0.300, -0.100]" in text
 
 
-def test_unsupervised_agreement_compares_with_the_random_null():
-    t = {"per_kind": {"pca": {"mean_abs_cos": 0.05, "random_p99": 0.11}}}
-    assert not claims([], t, [])["unsupervised_directions_agree"]["holds"]
-    t["per_kind"]["pca"]["mean_abs_cos"] = 0.4
-    assert claims([], t, [])["unsupervised_directions_agree"]["holds"]
+def test_ablation_claim_cannot_be_decided_on_a_judge_that_does_not_decide():
+    c = _ablation_claim(_ablation_rows("a", same=1.0) + _ablation_rows("b", judge_lo=0.45))
+    assert c["outcome"] == "cannot be decided here" and c["undecided_on"] == ["a", "b"]
+    assert all("does not decide" in e["reason"] for e in c["evidence"])
+
+
+def test_ablation_claim_without_a_working_control_cannot_be_decided():
+    c = _ablation_claim(_ablation_rows("a", control=(-0.02, 0.01)))
+    assert c["outcome"] == "cannot be decided here"
+    assert "positive control" in c["evidence"][0]["reason"]
+
+
+def test_older_ablation_rows_use_the_study_judge_and_report_unreachable_holm():
+    rows = [{"dataset": "a", "preset": "paper", "condition": "none", "kind": "baseline"},
+            {"dataset": "a", "preset": "paper", "condition": "pca", "kind": "probe",
+             "effect": 0.02, "p_matched": 0.0297, "n_matched": 100}]
+    judges = {"a": {"zero_shot_accuracy": {"lo": 0.44},
+                    "zero_shot": {"same_raw_answer_share": 1.0}}}
+    c = _ablation_claim(rows, judges)
+    assert c["outcome"] == "cannot be decided here" and "100%" in c["evidence"][0]["reason"]
+    many = [{**rows[1], "condition": k} for k in ("pca", "supervised", "mass_mean")] * 3
+    c = _ablation_claim(rows[:1] + many, judges)
+    assert c["changes"]["outcome"] == "cannot be decided here"
+    assert "1/101" in c["changes"]["reason"]
+
+
+def test_cosine_claim_comes_from_the_transfer_verdict_or_cannot_be_decided():
+    old = {"per_kind": {"pca": {"mean_abs_cos": 0.085, "random_p99": 0.11}}}
+    u = claims([], old, [])["unsupervised_directions_agree"]
+    assert u["outcome"] == "cannot be decided here"
+    verdict = {"outcome": "fails", "reason": "within the isotropic null", "rule": "r",
+               "evidence": {"used": ["x", "y"]}}
+    new = {"per_kind": {"pca": {"mean_abs_cos": 0.05, "agreement": verdict}}}
+    u = claims([], new, [])["unsupervised_directions_agree"]
+    assert u["outcome"] == "fails"
+    assert "fails: within the isotropic null; probes above chance in distribution: x, y" in (
+        _markdown({"unsupervised_directions_agree": u}))

@@ -12,7 +12,6 @@ from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.metrics import (
     auroc,
-    bootstrap_ci,
     evaluate,
     f1,
     f1_item1,
@@ -71,28 +70,11 @@ def test_metric_edge_cases():
 
 
 def test_single_class_resamples_are_skipped_for_auroc():
-    y = np.r_[1, np.zeros(29)].astype(int)
+    y = np.r_[1, np.full(29, 2)]
     s = np.linspace(1, 0, 30)                          # the positive scores highest
-    ci = bootstrap_ci(auroc, y, s, n_boot=400, seed=0)
+    ci = evaluate(y, s, n_boot=400, seed=0)["auroc"]
     assert 200 < ci["n_boot_used"] < 400               # ~ (1 - (29/30)^30) resamples have the 1
     assert ci["value"] == ci["lo"] == ci["hi"] == 1.0
-
-
-def test_group_bootstrap_is_wider_for_clustered_data():
-    rng = np.random.default_rng(2)
-    groups = np.repeat(np.arange(20), 25)
-    y = np.repeat(rng.random(20) < 0.5, 25).astype(int)  # whole groups agree
-    s = np.zeros_like(y, dtype=float)
-
-    def mean_y(a, _):
-        return float(np.mean(a))
-
-    iid = bootstrap_ci(mean_y, y, s, n_boot=500, seed=0)
-    grouped = bootstrap_ci(mean_y, y, s, n_boot=500, seed=0, groups=groups)
-    assert grouped["value"] == iid["value"]
-    assert (grouped["hi"] - grouped["lo"]) > 2 * (iid["hi"] - iid["lo"])
-    with pytest.raises(ProbeError, match="group ids"):
-        bootstrap_ci(mean_y, y, s, groups=groups[:10])
 
 
 def _ranked_pairs(n_ctx: int = 8, n_items: int = 5, seed: int = 3):
@@ -167,7 +149,8 @@ def test_weighted_resamples_equal_the_metrics_on_index_resamples():
     """evaluate scores all resamples at once as weighted counts: each one equals the metric
     computed on the resample's records (ties in p, single-class resamples, groups)."""
     from ppairs_lens.evaluation.metrics import accuracy
-    from ppairs_lens.evaluation.resampled import WEIGHTED, resample_weights
+    from ppairs_lens.evaluation.bootstrap import resample_weights
+    from ppairs_lens.evaluation.resampled import WEIGHTED
 
     labels, proba = _noisy(n=60, seed=5)
     y = (labels == 1).astype(float)

@@ -15,7 +15,7 @@ from ppairs_lens.data.item_sampling import items_by_context, training_comparison
 from ppairs_lens.data.records import Comparison, Dataset, ScoredItem
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.metrics import spearman
-from ppairs_lens.judges.probe_judge import choose_layer
+from ppairs_lens.judges.probe_judge import choose_probe_readout
 from ppairs_lens.ranking.baselines import (
     length_scores,
     length_sign,
@@ -166,19 +166,45 @@ def _planted(n_groups: int = 6, per: int = 10, layers: int = 5, signal_at: int =
     return torch.tensor(acts, dtype=torch.float32), labels, groups, items
 
 
-def test_the_read_out_is_chosen_on_whole_held_out_groups_of_training_pairs():
+HOOKS5 = [f"blocks.{i}.hook_resid_post" for i in range(4)] + ["ln_final.hook_out"]
+
+
+def test_the_read_out_is_chosen_on_whole_held_out_groups_of_training_pairs(monkeypatch):
+    import ppairs_lens.evaluation.readout_choice as rc
+
     acts, labels, groups, items = _planted()
-    choice = choose_layer(acts, labels, groups, items, "supervised", seed=0)
-    assert choice.layer == 3  # a spike at one read-out, not moved to a neighbour
-    assert choice.split == "group" and choice.n_fit + choice.n_val == len(labels)
-    assert choice.n_val % 10 == 0  # whole groups of 10 pairs
-    assert len(choice.val_scores) == 5 and "validation split" in choice.describe()
+    seen = []
+    real = rc.validation_split
+
+    def spy(g, it, **kw):
+        fit, val = real(g, it, **kw)
+        seen.append((kw["by"], len(val)))
+        return fit, val
+
+    monkeypatch.setattr(rc, "validation_split", spy)
+    choice = choose_probe_readout(acts, labels, groups, items, HOOKS5, kind="supervised",
+                                  layer=None, seed=0)
+    assert choice.index == 3 and choice.hook == HOOKS5[3]  # the spike, not a neighbour
+    assert choice.selected_by == "validation" and len(choice.val_scores) == 5
+    assert seen and all(by == "context" and n % 10 == 0 for by, n in seen)  # whole groups
 
 
-def test_without_groups_the_validation_split_keeps_items_apart():
+def test_without_groups_the_validation_split_keeps_items_apart(monkeypatch):
+    import ppairs_lens.evaluation.readout_choice as rc
+
     acts, labels, _, _ = _planted()
     n = len(labels)
     items = [(f"i{k % 12}", f"i{(k * 5 + 1) % 12}") for k in range(n)]  # items recur
     items = [(a, b) if a != b else (a, "i_x") for a, b in items]
-    choice = choose_layer(acts, labels, None, items, "supervised", seed=0)
-    assert choice.split == "item" and choice.n_fit + choice.n_val < n  # cross pairs dropped
+    seen = []
+    real = rc.validation_split
+
+    def spy(g, it, **kw):
+        fit, val = real(g, it, **kw)
+        seen.append((kw["by"], len(fit) + len(val)))
+        return fit, val
+
+    monkeypatch.setattr(rc, "validation_split", spy)
+    choose_probe_readout(acts, labels, [str(i) for i in range(n)], items, HOOKS5,
+                         kind="supervised", layer=None, seed=1)
+    assert seen and all(by == "item" and m < n for by, m in seen)  # cross pairs dropped

@@ -352,7 +352,6 @@ def test_sweep_rows_carry_baselines_judges_and_validation_scores(swept):
 
 def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept):
     from ppairs_lens.evaluation.best_layers import best_layers
-    from ppairs_lens.evaluation.layer_selection import select_layer
 
     res, out, _ = swept
     summary = json.loads((out / "layer_sweep_summary.json").read_text())
@@ -362,7 +361,9 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
         rs = sorted((r for r in res["rows"] if r["dataset"] == e["dataset"]
                      and r["kind"] == e["kind"] and r["metric"] == "accuracy"),
                     key=lambda r: r["layer"])
-        assert e["layer"] == select_layer([r["val_value"] for r in rs])
+        vals = [r["val_value"] for r in rs]
+        assert e["layer"] == vals.index(max(vals))  # the first validation maximum
+        assert [r["chosen"] for r in rs] == [r["layer"] == e["layer"] for r in rs]
         assert e["layer"] == best[e["dataset"], e["kind"]]["layer"]
         assert e["test"]["value"] == pytest.approx(rs[e["layer"]]["value"])
         want = {"memorisation", "surface"} | ({"zero_shot"} if e["dataset"] == "ctx" else set())
@@ -375,18 +376,19 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
     assert "p_by_pair" in json.dumps(config) and '"split_by": "auto"' in json.dumps(config)
 
 
-def test_sweep_without_a_possible_validation_split_chooses_on_train_and_says_so(
+def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_so(
         tmp_path, monkeypatch):
     import analyses.layer_sweep as ls
+    import ppairs_lens.evaluation.readout_choice as rc
 
     def impossible(*a, **k):
         raise ProbeError("no usable validation split")
 
-    monkeypatch.setattr(ls, "validation_scores", impossible)
+    monkeypatch.setattr(rc, "validation_scores", impossible)
     store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))
-    with pytest.warns(UserWarning, match="training accuracy"):
+    with pytest.warns(UserWarning, match="no validation split"):
         rows = ls.sweep_store(store, ls.SweepConfig(stores=[], n_boot=20))
     from ppairs_lens.evaluation.best_layers import best_layers
 
     for r in best_layers(rows):
-        assert r["selected_by"].startswith("train accuracy")
+        assert r["selected_by"].startswith("fallback") and r["layer"] == 2  # last resid_post

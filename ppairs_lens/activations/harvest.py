@@ -25,7 +25,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.errors import DataError, HookError, ModelLoadError, PPairsError
+from ppairs_lens.errors import DataError, ModelLoadError, PPairsError
 from ppairs_lens.activations.few_logits import (
     no_logits,
     plain_unembedding,
@@ -257,15 +257,19 @@ def run_branches(
     if any(len(b) != n_branch for b in branches):
         raise ValueError("every row needs the same number of branch tokens")
     dev = model_device(bridge)
-    acts = (torch.empty(len(prefixes), n_branch, len(names), bridge.cfg.d_model,
-                        dtype=settings.out_dtype) if names else None)
+    # Allocated at the first read, at the read-outs' width (d_model, or an SAE's d_sae).
+    out: dict[str, Tensor] = {}
     logits = (torch.empty(len(prefixes), n_branch, len(logit_ids)) if logit_ids is not None
               else None)
     forward, read = model_steps(bridge, names, logit_ids, final_hooks)
 
     def emit(rows: list[int], a: Tensor | None, lg: Tensor | None) -> None:
-        if acts is not None:
-            acts[rows] = a.view(len(rows), n_branch, len(names), -1).to(settings.out_dtype)
+        if names:
+            a = a.view(len(rows), n_branch, len(names), -1)
+            if "acts" not in out:
+                out["acts"] = torch.empty(len(prefixes), n_branch, len(names), a.shape[-1],
+                                          dtype=settings.out_dtype)
+            out["acts"][rows] = a.to(settings.out_dtype)
         if logits is not None:
             logits[rows] = lg.view(len(rows), n_branch, -1)
         if progress is not None:
@@ -277,6 +281,9 @@ def run_branches(
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
                  read, emit, token_budget=settings.budget_for(bridge, dev), device=dev,
                  fuse=not final_hooks)
+    acts = out.get("acts")
+    if names and acts is None:  # no rows
+        acts = torch.empty(0, n_branch, len(names), bridge.cfg.d_model, dtype=settings.out_dtype)
     return BranchOutputs(acts, logits)
 
 
@@ -317,16 +324,19 @@ def harvest_pairs(
 
 def readout_names(bridge, names: str | Sequence[str] | None) -> list[str]:
     """The exact hook names a harvest of ``names`` reads (None: every block's resid_post and
-    the final norm), refused unless each is one ``d_model`` vector per token."""
+    the final norm), refused unless each is one vector per token, all of one width (d_model,
+    or an SAE's d_sae of any size: :func:`readout_width`)."""
     if names is None:
         return default_readouts(bridge)
-    readouts = resolve_readouts(bridge, names, model_device(bridge))
-    if readouts.width != bridge.cfg.d_model:
-        raise HookError(f"read-outs {readouts.names} have width {readouts.width}, not the "
-                        f"model's d_model {bridge.cfg.d_model}: harvests and stores hold "
-                        "d_model-wide read-outs only (a store records one width, d_model), so "
-                        "an SAE's latents are harvested only where d_sae equals d_model")
-    return readouts.names
+    return resolve_readouts(bridge, names, model_device(bridge)).names
+
+
+def readout_width(bridge, names: str | Sequence[str] | None) -> int:
+    """The width of the vectors a harvest of ``names`` reads (d_model for the residual
+    stream, d_sae for an SAE's latents)."""
+    if names is None:
+        return int(bridge.cfg.d_model)
+    return resolve_readouts(bridge, names, model_device(bridge)).width
 
 
 @torch.inference_mode()

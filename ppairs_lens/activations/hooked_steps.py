@@ -12,9 +12,13 @@ a 4-D mask). Here are a HookedTransformer's, with TransformerLens' own
 - positions: TransformerLens derives them from the 2-D attention mask (``cumsum - 1``), which
   equals the explicit positions prefix sharing computes for every real token (padding columns
   are masked as keys, so their own positions do not matter);
-- no 4-D masks: a read runs the row's tail (if any) with its first branch token, then each
-  further branch token in a pass of one token per row over a frozen cache (reused, never
-  extended): a contrast pair costs two passes per part where the bridge needs one.
+- no 4-D masks in the model's signature, so a read gives the tail and every branch token one
+  pass (as the bridge does) through the 2-D mask and ``hook_attn_scores``
+  (:mod:`ppairs_lens.activations.hooked_branches`): each branch token after the first is
+  masked as a key, which puts it at the first one's position, and the hook on the scores
+  masks the first from the others and puts back each one's score with itself. Models whose
+  scores depend on more than ``q . k`` (ALiBi, relative biases, log-n scaling) or that have no
+  rotary positions keep the older schedule: each further branch token in a pass of its own.
 """
 
 from __future__ import annotations
@@ -25,9 +29,21 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ppairs_lens.activations.hooked_branches import (
+    branch_columns_mask,
+    branch_fusable,
+    branch_mask_hooks,
+    hooked_plain_unembedding,
+    project_hooked_logits,
+)
 from ppairs_lens.activations.prefix_sharing import Forward, Read
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.models.backend import hooked_device, readout_point, resolve_hooks
+from ppairs_lens.models.backend import (
+    FINAL_NORM_HOOK,
+    hooked_device,
+    readout_point,
+    resolve_hooks,
+)
 
 
 @dataclass
@@ -101,6 +117,9 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
     names = list(names)
     points = [readout_point(model, n) for n in names]
     final_hooks = resolve_hooks(model, final_hooks)
+    fusable = branch_fusable(model)
+    final_point = readout_point(model, FINAL_NORM_HOOK)
+    final_key = "final norm, for logits"  # its own key: names may hold ln_final.hook_out too
 
     def forward(ids, cache, mask, pos):
         check_window(model, mask)
@@ -109,25 +128,52 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
         model(ids, return_type=None, past_kv_cache=kv, attention_mask=mask[:, -new:])
         return HookedKV([KVLayer(e.past_keys, e.past_values) for e in kv.entries])
 
-    def branch_pass(tokens, cache, seen, new_mask, frozen: bool):
+    def branch_pass(tokens, cache, seen, new_mask, frozen: bool, n_read: int = 1,
+                    extra: Sequence[tuple[str, Callable]] = (), project: bool = False):
         """``tokens`` after ``cache`` (whose columns have the mask ``seen``), the branch steps'
-        hooks on, read at the last column; also the cache TransformerLens filled."""
+        hooks on, read at the last ``n_read`` columns; also the cache TransformerLens filled.
+        ``project``: the logits of ``logit_ids`` from the final norm, the model computes none."""
         grabbed: dict[str, Tensor] = {}
 
         def grabber(name, to_readout):
             def grab(x, hook):
-                grabbed[name] = to_readout(x[:, -1]).to(tokens.device, torch.float32, copy=True)
+                grabbed[name] = to_readout(x[:, -n_read:]).to(tokens.device, torch.float32,
+                                                              copy=True)
             return grab
 
         kv = tl_cache(model, cache, seen, frozen=frozen)
         # Grabbers after final_hooks on the same point, so they see what those hooks did.
-        fwd = final_hooks + [(p, grabber(n, f)) for n, (p, f) in zip(names, points)]
+        fwd = (final_hooks + list(extra) + [(p, grabber(n, f)) for n, (p, f) in zip(names, points)]
+               + ([(final_point[0], grabber(final_key, final_point[1]))] if project else []))
         with model.hooks(fwd_hooks=fwd):
+            full = logit_ids is not None and not project
             out = model(tokens, past_kv_cache=kv, attention_mask=new_mask,
-                        return_type="logits" if logit_ids is not None else None)
-        acts = torch.stack([grabbed[n] for n in names], 1) if names else None
-        lg = out[:, -1, list(logit_ids)].float() if logit_ids is not None else None
+                        return_type="logits" if full else None)
+        acts = torch.stack([grabbed[n] for n in names], 2) if names else None  # row, col, ...
+        if logit_ids is None:
+            lg = None
+        elif project:
+            lg = project_hooked_logits(model, grabbed[final_key], logit_ids)
+        else:
+            lg = out[:, -n_read:, list(logit_ids)].float()
         return acts, lg, kv
+
+    def fused_read(ids, cache, seen, c, width, n_read):
+        """Tail and every branch token in one pass (:mod:`ppairs_lens.activations.
+        hooked_branches`). Logits: projected from the final norm where the unembedding is
+        plain; else the tail runs first, so that the model computes them at the branches
+        only."""
+        project = logit_ids is not None and hooked_plain_unembedding(model)
+        if width and logit_ids is not None and not project:
+            cache = forward(ids[:, :width], cache, seen, None)
+            ids, c, width = ids[:, width:], c + width, 0
+        branch_cols = branch_columns_mask(ids.shape[0], n_read, seen)
+        acts, lg, _ = branch_pass(ids, cache, seen[:, :c],
+                                  torch.cat([seen[:, c:], branch_cols], 1), frozen=False,
+                                  n_read=n_read, extra=branch_mask_hooks(model, n_read),
+                                  project=project)
+        return ((acts.flatten(0, 1).cpu() if names else None),
+                (lg.flatten(0, 1).cpu() if logit_ids is not None else None))
 
     def read(ids, cache, mask, pos, n_read):
         width = ids.shape[1] - n_read
@@ -136,6 +182,8 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
         seen = mask[:, 0, -1, :c + width].long()
         one = torch.ones(ids.shape[0], 1, dtype=seen.dtype, device=seen.device)
         check_window(model, torch.cat([seen, one], 1))
+        if fusable:
+            return fused_read(ids, cache, seen, c, width, n_read)
         reads, first = [], width
         if width and logit_ids is None and not final_hooks:
             # The tail and the first branch token in one pass (one pass fewer): with right
@@ -154,10 +202,9 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
             a, lg, _ = branch_pass(ids[:, b:b + 1], cache, seen, one, frozen=True)
             reads.append((a, lg))
         # Rows first, each row's branches together, as the bridge's read gives them.
-        acts = torch.stack([a for a, _ in reads], 1).flatten(0, 1).cpu() if names else None
-        logits = (torch.stack([lg for _, lg in reads], 1).flatten(0, 1).cpu()
+        acts = torch.cat([a for a, _ in reads], 1).flatten(0, 1).cpu() if names else None
+        logits = (torch.cat([lg for _, lg in reads], 1).flatten(0, 1).cpu()
                   if logit_ids is not None else None)
         return acts, logits
 
     return forward, read
-

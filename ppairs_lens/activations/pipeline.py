@@ -13,7 +13,12 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs, readout_names
+from ppairs_lens.activations.harvest import (
+    HarvestSettings,
+    harvest_pairs,
+    readout_names,
+    readout_width,
+)
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.activations.prompts import (
     ComparisonTemplate,
@@ -70,6 +75,50 @@ def parse_shard(spec: str | None) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | None,
+              shard_size: int, settings: HarvestSettings, names, shard: tuple[int, int] = (0, 1)
+              ) -> tuple[ActivationStore, list, dict, FileLock]:
+    """(store created or reopened, its contrast pairs, read-out keywords, the held lock of
+    this shard spec: two harvests of one shard spec at once are refused, not interleaved)."""
+    template = template or default_template(dataset)
+    pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
+    hooks = readout_names(bridge, names)  # checked before anything is written
+    meta = {
+        "model": model_name(bridge),
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint(),
+        "dataset_source": dataset.source,
+        "aspect": dataset.aspect,
+        "kind": dataset.kind,
+        "template": template.describe(),
+        "template_hash": template_hash(template),
+        "hook_names": hooks,
+        "n_layers": bridge.cfg.n_layers,
+        # The stored vectors' width: d_model, or an SAE's d_sae (any size); one per read-out.
+        "d_model": (width := readout_width(bridge, names)),
+        "readout_widths": [width] * len(hooks),
+        "dtype": str(settings.out_dtype).removeprefix("torch."),
+        "shard_size": shard_size,
+        "harvest_settings": {k: str(v) for k, v in asdict(settings).items()},
+    }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    i, n = shard
+    lock = FileLock(out / f".harvest-{i}-of-{n}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise StoreError(f"{out} is being written by another harvest (shard {i}/{n}; lock file "
+                         f"{lock.lock_file}); wait for it, or give this one another --shard") from None
+    try:
+        store = ActivationStore.create(out, meta, pair_info(dataset))
+    except BaseException:
+        lock.release()
+        raise
+    # the default read-outs: the plain call (no names), as before read-outs could be named
+    return store, pairs, ({} if names is None else {"names": hooks}), lock
+
+
 def harvest_dataset(
     bridge,
     dataset: Dataset,
@@ -93,50 +142,79 @@ def harvest_dataset(
     array, a shell loop) fill one store without collisions. Two harvests of the same shard
     spec at once are refused by a lock rather than interleaved.
     """
-    template = template or default_template(dataset)
-    pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
-    hooks = readout_names(bridge, names)  # checked before anything is written
-    meta = {
-        "model": model_name(bridge),
-        "dataset": dataset.name,
-        "dataset_fingerprint": dataset.fingerprint(),
-        "dataset_source": dataset.source,
-        "aspect": dataset.aspect,
-        "kind": dataset.kind,
-        "template": template.describe(),
-        "template_hash": template_hash(template),
-        "hook_names": hooks,
-        "n_layers": bridge.cfg.n_layers,
-        "d_model": bridge.cfg.d_model,
-        "dtype": str(settings.out_dtype).removeprefix("torch."),
-        "shard_size": shard_size,
-        "harvest_settings": {k: str(v) for k, v in asdict(settings).items()},
-    }
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     i, n = shard
-    lock = FileLock(out / f".harvest-{i}-of-{n}.lock")
+    store, pairs, named, lock = _prepared(bridge, dataset, out, template, shard_size,
+                                          settings, names, shard)
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise StoreError(f"{out} is being written by another harvest (shard {i}/{n}; lock file "
-                         f"{lock.lock_file}); wait for it, or give this one another --shard") from None
-    try:
-        store = ActivationStore.create(out, meta, pair_info(dataset))
         todo = [k for k in store.missing_shards() if k % n == i]
         total = sum(store.shard_range(k)[1] - store.shard_range(k)[0] for k in todo)
         bar = tqdm(total=total, desc=f"harvest {dataset.name}", unit="pair", disable=not progress)
-        # the default read-outs: the plain call (no names), as before read-outs could be named
-        named = {} if names is None else {"names": hooks}
         for k in todo:
-            start, stop = store.shard_range(k)
-            acts = harvest_pairs(bridge, pairs[start:stop], settings, progress=bar.update,
-                                 **named)
-            store.write_shard(k, acts)
+            store.write_shard(k, harvest_pairs(bridge, pairs[slice(*store.shard_range(k))],
+                                               settings, progress=bar.update, **named))
         bar.close()
     finally:
         lock.release()
     return store
+
+
+def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template | None]], *,
+                     shard_size: int = 256, settings: HarvestSettings = HarvestSettings(),
+                     progress: bool = True, names: str | Sequence[str] | None = None
+                     ) -> list[ActivationStore]:
+    """Harvest several ``(dataset, store folder, template)`` at once, shard by shard: shard
+    ``k`` of every store runs in one pass, so prompts that share a context across datasets
+    (one article asked about four aspects) compute it once. Each store stays resumable per
+    shard, exactly as :func:`harvest_dataset` leaves it."""
+    prepared = []
+    try:
+        for d, out, t in jobs:
+            prepared.append(_prepared(bridge, d, out, t, shard_size, settings, names))
+        todo = sorted({k for s, *_ in prepared for k in s.missing_shards()})
+        total = sum(s.shard_range(k)[1] - s.shard_range(k)[0]
+                    for s, *_ in prepared for k in s.missing_shards())
+        label = jobs[0][0].name if len(jobs) == 1 else f"{len(jobs)} datasets"
+        bar = tqdm(total=total, desc=f"harvest {label}", unit="pair", disable=not progress)
+        named = prepared[0][2]
+        for k in todo:
+            parts = [(s, pairs[slice(*s.shard_range(k))]) for s, pairs, _, _ in prepared
+                     if k in s.missing_shards()]
+            acts = harvest_pairs(bridge, [p for _, ps in parts for p in ps], settings,
+                                 progress=bar.update, **named)
+            at = 0
+            for s, ps in parts:
+                s.write_shard(k, acts[at:at + len(ps)])
+                at += len(ps)
+        bar.close()
+    finally:
+        for *_, lock in prepared:
+            lock.release()
+    return [s for s, *_ in prepared]
+
+
+def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
+                  settings: HarvestSettings = HarvestSettings(), progress: bool = True
+                  ) -> list[ActivationStore]:
+    """:func:`ensure_store` for several datasets (default template and read-outs), harvesting
+    the incomplete ones together (:func:`harvest_together`) so shared contexts run once."""
+    paths = [default_store_path(root, model_name(bridge), d, default_template(d))
+             for d in datasets]
+    out: list[ActivationStore | None] = []
+    for p in paths:
+        done = None
+        if (p / "metadata.json").exists():
+            s = ActivationStore.open(p)
+            if s.complete and s.meta["model"] == model_name(bridge) \
+                    and s.hook_names == default_readouts(bridge):
+                done = s
+        out.append(done)
+    missing = [i for i, s in enumerate(out) if s is None]
+    if missing:
+        made = harvest_together(bridge, [(datasets[i], paths[i], None) for i in missing],
+                                settings=settings, progress=progress)
+        for i, s in zip(missing, made):
+            out[i] = s
+    return out
 
 
 def ensure_store(

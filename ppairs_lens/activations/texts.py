@@ -10,15 +10,17 @@ with the failing prompt named.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from jaxtyping import Float
+import torch
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
 from ppairs_lens.activations.prompts import ContrastPair, split_final
-from ppairs_lens.errors import TemplateError
+from ppairs_lens.errors import DataError, TemplateError
 
-__all__ = ["harvest_texts", "text_pairs"]
+__all__ = ["LabelledTexts", "harvest_labelled_texts", "harvest_texts", "text_pairs"]
 
 #: Every text pair is in one group: their common prefix (a shared instruction) runs once.
 TEXT_GROUP = "__texts__"
@@ -71,3 +73,41 @@ def harvest_texts(
     """
     pairs = text_pairs(model.tokenizer, prompts, choices)
     return harvest_pairs(model, pairs, settings, progress, names=names)
+
+
+@dataclass(frozen=True)
+class LabelledTexts:
+    """Activations of labelled prompt texts, ready for ``fit_sweep(acts, labels,
+    groups=groups)`` and for leak-free splits by ``groups``."""
+
+    acts: Float[Tensor, "prompt side readout d_model"]
+    labels: Int[Tensor, " prompt"]  # 1: choices[0] is right, 2: choices[1] is
+    groups: tuple[str, ...]  # leak group of each prompt (its index when none given)
+
+
+def _text_label(value, i: int) -> int:
+    if isinstance(value, bool):
+        return 1 if value else 2
+    if isinstance(value, (int, str)) and str(value).strip() in ("1", "2"):
+        return int(str(value).strip())
+    raise DataError(f"label must be 1 / 2 (or True / False), got {value!r}", file="<labels>",
+                    row=i + 1, field="label")
+
+
+def harvest_labelled_texts(
+    model, prompts: Sequence[str], labels: Sequence, groups: Sequence | None = None,
+    choices: tuple[str, str] = ("1", "2"), names: str | Sequence[str] | None = None, *,
+    settings: HarvestSettings = HarvestSettings(),
+    progress: Callable[[int], None] | None = None,
+) -> LabelledTexts:
+    """:func:`harvest_texts` with a label per prompt (1 / True: ``choices[0]`` is the right
+    continuation, 2 / False: ``choices[1]``) and an optional leak group per prompt; lengths
+    and values are checked before the model runs (errors name the row)."""
+    if len(labels) != len(prompts):
+        raise DataError(f"{len(labels)} labels for {len(prompts)} prompts", file="<labels>")
+    if groups is not None and len(groups) != len(prompts):
+        raise DataError(f"{len(groups)} groups for {len(prompts)} prompts", file="<groups>")
+    y = torch.tensor([_text_label(v, i) for i, v in enumerate(labels)], dtype=torch.long)
+    g = tuple(str(i) for i in range(len(prompts))) if groups is None else tuple(map(str, groups))
+    acts = harvest_texts(model, prompts, choices, names, settings=settings, progress=progress)
+    return LabelledTexts(acts=acts, labels=y, groups=g)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ppairs_lens.data.builtin import BUILTIN, BUILTIN_NAMES, BuiltinFactory, builtin_dataset
 from ppairs_lens.data.climatex import CLIMATEX_LEVELS, load_climatex, read_climatex
 from ppairs_lens.data.formats import FORMATS, load_dataset, sniff_format
+from ppairs_lens.data.hf import comparisons_from_hf, statements_from_hf
 from ppairs_lens.data.mctaco import load_mctaco
 from ppairs_lens.data.pairwise import load_pairwise_json
 from ppairs_lens.data.reading import DataWarning
@@ -21,8 +22,8 @@ from ppairs_lens.data.true_false import load_true_false_csv
 
 __all__ = [
     "BUILTIN", "BUILTIN_NAMES", "CLIMATEX_LEVELS", "FORMATS", "BuiltinFactory", "DataWarning",
-    "builtin_dataset", "comparisons_within_contexts", "load_climatex", "load_dataset",
+    "builtin_dataset", "comparisons_from_hf", "comparisons_within_contexts", "load_climatex", "load_dataset",
     "load_mctaco", "load_pairwise_json", "load_scored_items", "load_story_cloze",
     "load_true_false_csv", "read_climatex", "read_scored_items", "scored_item_aspects",
-    "sniff_format",
+    "sniff_format", "statements_from_hf",
 ]

@@ -16,7 +16,7 @@ from ppairs_lens.data.records import TIE, Comparison, Dataset, ScoredItem
 from ppairs_lens.data.scored_items import comparisons_within_contexts
 from ppairs_lens.errors import DataError
 
-__all__ = ["balanced_by_score", "items_by_context", "training_comparisons"]
+__all__ = ["balanced_by_score", "items_by_context", "stratified_by_score", "training_comparisons"]
 
 
 def items_by_context(dataset: Dataset) -> dict[str, dict[str, ScoredItem]]:
@@ -49,6 +49,25 @@ def training_comparisons(meta: Dataset, items: Sequence[ScoredItem], max_pairs: 
                 for r in (g if len(g) <= max_pairs else rng.sample(g, max_pairs))}
         recs = [r for r in recs if id(r) in keep]
     return dataclasses.replace(meta, name=f"{meta.name}:train", records=recs)
+
+
+def stratified_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.Random
+                        ) -> list[ScoredItem]:
+    """``n`` items keeping each score level's share of ``items`` (ClimateX's test split is
+    50 low, 100 medium, 100 high, 50 very high: a sample keeps those proportions, so accuracy
+    means what it means on the whole split); ``None``: all of them, level by level."""
+    by: dict[float, list[ScoredItem]] = {}
+    for it in items:
+        by.setdefault(it.score, []).append(it)
+    for v in by.values():
+        rng.shuffle(v)
+    if n is None or n >= len(items):
+        return [it for lv in sorted(by) for it in by[lv]]
+    want = {lv: n * len(v) / len(items) for lv, v in by.items()}
+    take = {lv: int(w) for lv, w in want.items()}
+    for lv in sorted(want, key=lambda lv: want[lv] - take[lv], reverse=True)[:n - sum(take.values())]:
+        take[lv] += 1  # largest remainders get the leftover places
+    return [it for lv in sorted(by) for it in by[lv][:take[lv]]]
 
 
 def balanced_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.Random

@@ -83,6 +83,8 @@ class Dataset:
     ``aspect`` is the adjective of the question ("more coherent", "larger"), ``item_name`` what
     an item is ("summary", "number"), ``context_name`` what the shared context is ("article"),
     ``aspect_description`` an optional definition (as in the paper's appendix).
+    ``Dataset.from_hf(ds, ...)`` reads a Hugging Face dataset (defined in
+    :mod:`ppairs_lens.data.hf`, which imports this module).
     """
 
     name: str

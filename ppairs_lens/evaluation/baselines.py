@@ -5,10 +5,9 @@ A probe that scores 0.78 means little if looking up each word's training win rat
 dicts (ids, labels, text lengths) and return P(item 1) for every test pair, so they are scored
 by exactly the code (metrics, grouped bootstrap CIs, paired differences) that scores a probe.
 
-* :func:`memorisation_baseline`: each key's (item id; a template or a producing system where
-  the pairs name one) win rate on the training pairs; P(item 1) = 0.5 + (rate1 - rate2) / 2,
-  unseen keys at the prior 0.5. Of the candidate keys, the one with the best leave-one-out
-  training accuracy is used, and named. For true/false statements (no item ids) the key is the leak group (the
+* :func:`memorisation_baseline`: each item id's win rate on the training pairs; P(item 1) =
+  0.5 + (rate1 - rate2) / 2, unseen items at the prior 0.5 (its leave-one-out training
+  accuracy is reported). For true/false statements (no item ids) the key is the leak group (the
   subject): its share of true statements in training.
 * :func:`surface_baseline`: the longer item wins (comparisons) or the longer statement is true
   (statements: longer than the training median), with the sign that fits training better.
@@ -33,22 +32,23 @@ __all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS",
            "BASELINE_LABELS"]
 
 #: Candidate memorisation keys of comparison pairs: name -> (field of item 1, field of item 2).
+#: Only fields a store's pair dicts carry (``activations.pipeline.pair_info``).
 MEMO_KEYS: dict[str, tuple[str, str]] = {
     "item_id": ("item1_id", "item2_id"),
-    "template": ("item1_template", "item2_template"),
-    "system": ("item1_system", "item2_system"),
 }
 
 #: How figures name the baselines.
 BASELINE_LABELS: dict[str, str] = {"memorisation": "memorisation (no model)",
-                                   "surface": "surface: length (no model)"}
+                                   "surface": "surface: length (no model)",
+                                   "lexical": "lexical: TF-IDF words (no model)",
+                                   "embedding": "embedding layer: pooled W_E (no blocks)"}
 
 
 @dataclass
 class Baseline:
     """P(item 1) of a no-model predictor on the test pairs (None when it cannot be built)."""
 
-    kind: str                                   # "memorisation" | "surface"
+    kind: str                                   # a key of BASELINE_LABELS
     p: Float[np.ndarray, " n_test"] | None
     predictor: str                              # what it predicted from, for the tables
     train_accuracy: float = float("nan")

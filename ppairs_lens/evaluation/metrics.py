@@ -13,7 +13,8 @@ ambiguous). ``proba`` is P(item 1 preferred): a vector ``[n]`` or a ``predict_pr
 
 F1 is macro (the mean of F1 with item 1 and with item 2 as the positive class), so it does not
 depend on the order the items of a pair are listed in; :func:`f1_item1` is the one-sided form.
-:func:`evaluate` scores all bootstrap resamples at once (:mod:`ppairs_lens.evaluation.resampled`).
+:func:`evaluate` scores all bootstrap resamples at once (:mod:`ppairs_lens.evaluation.resampled`);
+the resamples and the interval rules are :mod:`ppairs_lens.evaluation.bootstrap`'s.
 """
 
 from __future__ import annotations
@@ -27,13 +28,12 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.resampled import WEIGHTED, resample_weights
+from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, Interval, intervals, mean_ci
+from ppairs_lens.evaluation.resampled import WEIGHTED
 from ppairs_lens.probes.features import labels_to_targets
 
-__all__ = ["bootstrap_ci", "evaluate", "spearman", "within_context_spearman", "accuracy", "f1",
-           "f1_item1", "auroc", "mean_ci", "METRICS", "targets", "proba_vector"]
-
-Interval = dict[str, float]
+__all__ = ["evaluate", "spearman", "within_context_spearman", "accuracy", "f1", "f1_item1",
+           "auroc", "METRICS", "targets", "proba_vector"]
 
 
 def proba_vector(proba: Any) -> np.ndarray:
@@ -105,65 +105,16 @@ def _safe(metric_fn: Callable[..., float], *args: Any) -> float:
     return v
 
 
-def _group_index(groups: Sequence[Hashable], n: int) -> list[np.ndarray]:
-    if len(groups) != n:
-        raise ProbeError(f"{len(groups)} group ids for {n} predictions")
-    codes: dict[Hashable, list[int]] = {}
-    for i, g in enumerate(groups):
-        codes.setdefault(g, []).append(i)
-    return [np.asarray(v, dtype=np.int64) for v in codes.values()]
-
-
-def bootstrap_ci(metric_fn: Callable[[np.ndarray, np.ndarray], float], y_true: Any,
-                 y_score: Any, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
-                 groups: Sequence[Hashable] | None = None) -> Interval:
-    """``{"value", "lo", "hi"}`` of ``metric_fn(y_true, y_score)`` with a percentile interval.
-
-    Resamples items with replacement, or whole ``groups`` (one id per item, e.g. the context
-    of each comparison) with replacement when given. Resamples where ``metric_fn`` raises
-    ``ValueError`` or returns a non-finite value are skipped; ``n_boot_used`` says how many
-    counted. ``y_true`` / ``y_score`` are passed through as numpy arrays, unchanged.
-    """
-    if not 0.0 < alpha < 1.0:
-        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
-    y = np.asarray(y_true)
-    s = np.asarray(y_score)
-    n = len(y)
-    if len(s) != n:
-        raise ProbeError(f"{n} true values but {len(s)} scores")
-    if n == 0:
-        raise ProbeError("cannot score zero predictions")
-    value = _safe(metric_fn, y, s)
-    rng = np.random.default_rng(seed)
-    blocks = _group_index(groups, n) if groups is not None else None
-    stats = []
-    for _ in range(n_boot):
-        if blocks is None:
-            idx = rng.integers(0, n, size=n)
-        else:
-            pick = rng.integers(0, len(blocks), size=len(blocks))
-            idx = np.concatenate([blocks[j] for j in pick])
-        v = _safe(metric_fn, y[idx], s[idx])
-        if np.isfinite(v):
-            stats.append(v)
-    if stats:
-        lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
-    else:
-        lo = hi = float("nan")
-    return {"value": value, "lo": float(lo), "hi": float(hi), "n_boot_used": len(stats)}
-
-
 #: The pairwise metrics every table reports, by name (value of ``metric`` arguments).
 METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "accuracy": accuracy, "f1": f1, "auroc": auroc}
 
 
 def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
-             n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict[str, Interval]:
-    """Accuracy, F1 (macro over both item orders, :func:`f1`) and AUROC, each with a CI.
-
-    ``groups`` (e.g. context ids) makes the bootstrap resample whole groups.
-    """
+             n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int = 0) -> dict[str, Interval]:
+    """Accuracy, F1 (macro over both item orders, :func:`f1`) and AUROC, each with a CI
+    (:mod:`ppairs_lens.evaluation.bootstrap`: ``groups``, e.g. leak groups, resampled whole;
+    the three metrics on the same resamples)."""
     y = targets(y_true)
     p = proba_vector(proba)
     if len(p) != len(y):
@@ -171,22 +122,9 @@ def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
     if not np.isfinite(p).all():
         raise ProbeError(f"{int((~np.isfinite(p)).sum())} probabilities are NaN/inf "
                          f"(a degenerate layer?)")
-    if not 0.0 < alpha < 1.0:
-        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
-    if groups is not None:
-        _group_index(groups, len(y))                     # checks the length
-    # All resamples at once (weighted counts): the same intervals as bootstrap_ci's loop,
-    # ~50x faster, which a sweep of ~100 layer x kind rows per dataset needs.
-    w = resample_weights(len(y), groups, n_boot, seed)
-    out = {}
-    for name, fn in METRICS.items():
-        stats = WEIGHTED[name](w, y, p)
-        stats = stats[np.isfinite(stats)]
-        lo, hi = (np.quantile(stats, [alpha / 2, 1 - alpha / 2]) if len(stats)
-                  else (float("nan"), float("nan")))
-        out[name] = {"value": _safe(fn, y, p), "lo": float(lo), "hi": float(hi),
-                     "n_boot_used": len(stats)}
-    return out
+    stats = {name: (lambda w, f=WEIGHTED[name]: f(w, y, p)) for name in METRICS}
+    return intervals(stats, len(y), groups, n_boot=n_boot, seed=seed, alpha=alpha,
+                     values={name: _safe(fn, y, p) for name, fn in METRICS.items()})
 
 
 def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
@@ -263,8 +201,8 @@ def _context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], p: np.nd
 
 
 def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], proba: Any,
-                            gold_scores: Mapping[Hashable, float], n_boot: int = 1000,
-                            alpha: float = 0.05, seed: int = 0) -> dict[str, float]:
+                            gold_scores: Mapping[Hashable, float], n_boot: int = N_BOOT,
+                            alpha: float = ALPHA, seed: int = 0) -> dict[str, float]:
     """Mean over contexts of Spearman(win rate, gold score), with a bootstrap over contexts.
 
     ``pairs[i] = (context_id, item1_id, item2_id)`` and ``proba[i]`` = P(item 1 preferred).
@@ -284,18 +222,7 @@ def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]]
     if len(rhos) == 0:
         raise ProbeError("no context has at least two items with different gold scores; "
                          "within-context Spearman is undefined")
-    value = float(rhos.mean())
-    rng = np.random.default_rng(seed)
-    if len(rhos) > 1:
-        boots = rhos[rng.integers(0, len(rhos), size=(n_boot, len(rhos)))].mean(axis=1)
-        lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
-    else:
-        lo = hi = float("nan")
-    return {"value": value, "lo": float(lo), "hi": float(hi), "n_contexts": len(rhos)}
-
-
-def mean_ci(values: Sequence[float], n_boot: int, seed: int) -> Interval:
-    """``{"value", "lo", "hi"}`` of the mean of ``values`` (e.g. one score per context), with a
-    percentile bootstrap interval over the values."""
-    v = np.asarray(values, dtype=float)
-    return bootstrap_ci(lambda y, _s: float(np.mean(y)), v, v, n_boot=n_boot, seed=seed)
+    ci = mean_ci(rhos, n_boot=n_boot, seed=seed, alpha=alpha)     # contexts resampled
+    if len(rhos) < 2:
+        ci["lo"] = ci["hi"] = float("nan")
+    return {**ci, "n_contexts": len(rhos)}

@@ -17,7 +17,8 @@ from jaxtyping import Float
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.metrics import METRICS, proba_vector, targets
-from ppairs_lens.evaluation.resampled import WEIGHTED, resample_weights
+from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, bootstrap
+from ppairs_lens.evaluation.resampled import WEIGHTED
 
 __all__ = ["paired_difference"]
 
@@ -32,13 +33,14 @@ def _value(fn, t: np.ndarray, p: np.ndarray) -> float:
 def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
                       p_b: Float[np.ndarray, " n"] | Sequence[float],
                       groups: Sequence[Hashable] | None, *, metric: str = "accuracy",
-                      n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
-    """``{"value", "lo", "hi", "a", "b", "n", "n_groups", "n_boot_used"}``: metric(a) -
-    metric(b) on labels ``y`` (1 / 2, as in a store), with a percentile interval.
+                      n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> dict:
+    """``{"value", "lo", "hi", "a", "b", "n", "n_groups", "n_boot_used", "ci_counts"}``:
+    metric(a) - metric(b) on labels ``y`` (1 / 2, as in a store), with a percentile interval.
 
     ``p_a`` / ``p_b`` are P(item 1) of the two predictors on the same records; ``groups``
-    (one id per record; None: records) are resampled jointly for both. ``a`` / ``b`` are
-    the two values on all records. Identical predictors give 0 with a zero-width interval.
+    (one id per record; None: records) are resampled jointly for both (the same resamples,
+    :func:`ppairs_lens.evaluation.bootstrap.bootstrap`). ``a`` / ``b`` are the two values on
+    all records. Identical predictors give 0 with a zero-width interval.
     """
     if metric not in METRICS:
         raise ProbeError(f"unknown metric {metric!r}; use one of {sorted(METRICS)}")
@@ -48,19 +50,8 @@ def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
         raise ProbeError(f"{len(t)} labels but {len(a)} and {len(b)} probabilities")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ProbeError("probabilities are NaN/inf: score finite predictions only")
-    if not 0.0 < alpha < 1.0:
-        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
-    if groups is not None and len(groups) != len(t):
-        raise ProbeError(f"{len(groups)} group ids for {len(t)} records")
     fn, wfn = METRICS[metric], WEIGHTED[metric]
-    # The same resamples (seeded draws of groups) as evaluate's intervals, both predictors
-    # scored on each.
-    w = resample_weights(len(t), groups, n_boot, seed)
-    diffs = wfn(w, t, a) - wfn(w, t, b)
-    diffs = diffs[np.isfinite(diffs)]
-    lo, hi = (np.quantile(diffs, [alpha / 2, 1 - alpha / 2]) if len(diffs)
-              else (float("nan"), float("nan")))
     va, vb = _value(fn, t, a), _value(fn, t, b)
-    n_groups = len(set(groups)) if groups is not None else len(t)
-    return {"value": va - vb, "lo": float(lo), "hi": float(hi), "a": va, "b": vb,
-            "n": len(t), "n_groups": n_groups, "n_boot_used": len(diffs), "metric": metric}
+    ci = bootstrap(lambda w: wfn(w, t, a) - wfn(w, t, b), len(t), groups, value=va - vb,
+                   n_boot=n_boot, seed=seed, alpha=alpha)
+    return {**ci, "a": va, "b": vb, "n": len(t), "metric": metric}

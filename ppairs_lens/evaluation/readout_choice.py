@@ -1,32 +1,75 @@
-"""The read-out of a store split's probes, chosen without reading its test set.
+"""The one read-out choice: which layer a store split's probe is read at, never by its test set.
 
-A layer setting is ``"val"`` or an int read-out index (forced). With ``"val"``, a store's
-probes are scored on a validation split of *its own* training pairs (whole leak groups on
-one side, :func:`ppairs_lens.evaluation.layer_selection.validation_scores`) and each kind
-takes the best read-out there (:func:`chosen_layers`); a view that needs one read-out for
-several stores takes the best validation score averaged over stores and kinds
-(:func:`common_layer`). :func:`split_half_directions` fits one read-out on two leak-free
-halves of the training pairs (a kind's self-agreement). Used by the cross-dataset analysis.
+A sweep scores 30-odd read-outs; the maximum of 30 noisy test scores is biased upwards, so
+the read-out is chosen on a *validation* split of the training pairs, made exactly as the
+test split was (``by=split.split_used``, whole leak groups on one side), by probes fitted on
+the rest. The rule, written once here and used by every analysis (sweep, transfer, ablation,
+ranking, insertion):
+
+* ``layer="val"``: every probe kind is fitted on the fit part of ``VAL_REPEATS`` validation
+  splits (seeds ``seed``, ``seed + 1``, ...) at every read-out in one :func:`fit_sweep`, and
+  each kind takes the read-out with the best validation accuracy, weighted by validation
+  pairs; ties go to the first maximum; degenerate read-outs (NaN) are never chosen.
+* One fallback when no validation split is possible (too few groups, one class): the paper's
+  read-out, the last block's ``resid_post``; ``selected_by`` says so and why.
+* ``layer=<int>``: that read-out, forced (negative counts from the end).
+
+Scores are computed for all kinds at once and memoised per training data, so the sweep, the
+transfer and a probe judge on the same split fit once and read the same numbers.
+:func:`common_readout` is the one read-out for views that compare several stores (the
+cross-dataset cosines): the best validation accuracy averaged over stores and kinds.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from jaxtyping import Float
 
-from ppairs_lens.activations.store_sets import readout_index
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.layer_selection import select_layer, validation_scores
 from ppairs_lens.evaluation.store_split import StoreSplit, pair_items, validation_split
+from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["LAYER_RULES", "check_layer_setting", "chosen_layers", "common_layer", "layer_rule",
-           "layer_setting", "split_half_directions", "store_validation_scores"]
+__all__ = ["LAYER_RULES", "ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "check_layer_setting",
+           "choose_readout", "choose_readouts", "common_readout", "fallback_index", "layer_rule",
+           "layer_setting", "split_half_directions", "validation_scores"]
 
+#: Share of the training groups held out to choose the read-out.
+VAL_SIZE: float = 0.25
+#: Validation splits averaged: a split by item leaves few validation pairs, one split jitters.
+VAL_REPEATS: int = 3
 #: Layer settings that are not a fixed read-out index.
 LAYER_RULES: tuple[str, ...] = ("val",)
+_RESID_POST = re.compile(r"^blocks\.(\d+)\.hook_resid_post$")
+_MEMO: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
+_MEMO_SIZE = 16
+
+
+@dataclass(frozen=True)
+class ReadoutChoice:
+    """The read-out a probe kind is used at, and how it was chosen.
+
+    ``selected_by``: ``"validation"``, ``"given (layer=N)"`` or the fallback with its reason;
+    ``val_scores``: validation accuracy per read-out (empty when none was computed).
+    """
+
+    index: int
+    hook: str
+    kind: str
+    selected_by: str
+    val_scores: tuple[float, ...] = ()
+
+    @property
+    def val_value(self) -> float:
+        """Validation accuracy at the chosen read-out (NaN without validation scores)."""
+        return self.val_scores[self.index] if self.val_scores else float("nan")
 
 
 def layer_rule(layer: int | str) -> str:
@@ -47,39 +90,146 @@ def check_layer_setting(layer: Any) -> None:
                          f"training pairs) or an int read-out index, got {layer!r}")
 
 
-def store_validation_scores(sp: StoreSplit, kinds: tuple[str, ...], *, seed: int,
-                             val_size: float, **fit_kw: Any) -> dict[str, np.ndarray]:
-    """``{kind: [read-out]}`` validation accuracy of probes fitted on the rest of ``sp``'s
-    training pairs (split by ``sp.split_used``, groups kept whole); the test pairs are never
-    read."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)   # degenerate read-outs: NaN, never chosen
-        return validation_scores(sp.acts_train, sp.labels_train, sp.groups_train,
-                                 pair_items(sp.pairs_train), kinds=kinds, val_size=val_size,
-                                 seed=seed, by=sp.split_used, **fit_kw)
+def _argmax(scores: Float[np.ndarray, " layer"]) -> int:
+    """Position of the best score: the first on ties, NaN skipped."""
+    v = np.asarray(scores, dtype=np.float64)
+    if v.ndim != 1 or not len(v) or np.isnan(v).all():
+        raise ProbeError("every read-out's validation score is NaN: none can be chosen")
+    return int(np.nanargmax(v))                   # nanargmax returns the first maximum
 
 
-def chosen_layers(val_scores: dict[str, np.ndarray] | None, layer: int | str,
-                  kinds: tuple[str, ...], n_readouts: int) -> dict[str, int]:
-    """Read-out index per kind: the validation argmax, or the forced ``layer``."""
+def _hooks(split: StoreSplit) -> list[str]:
+    n = split.acts_train.shape[2]
+    names = list(split.hook_names)
+    return names if len(names) == n else [f"read-out {i}" for i in range(n)]
+
+
+def fallback_index(hook_names: Sequence[str]) -> int:
+    """The paper's read-out: the last block's ``resid_post`` (else the last read-out)."""
+    blocks = [(int(m.group(1)), i) for i, h in enumerate(hook_names)
+              if (m := _RESID_POST.match(h))]
+    return max(blocks)[1] if blocks else len(hook_names) - 1
+
+
+def _memo_key(split: StoreSplit, seed: int, val_size: float, repeats: int, fit_kw: dict
+              ) -> tuple:
+    # Content, not identity: separate analyses re-split the same store into new objects.
+    a = split.acts_train
+    probe = a.reshape(a.shape[0], -1)[:, :: max(1, a[0].numel() // 4096)].double()
+    return (split.name, split.split_used, tuple(split.groups_train), tuple(a.shape),
+            float(probe.sum()), float((probe * probe).sum()),
+            tuple(np.asarray(split.labels_train).tolist()), seed, val_size, repeats,
+            tuple(sorted((k, repr(v)) for k, v in fit_kw.items())))
+
+
+def validation_scores(split: StoreSplit, *, seed: int = 0, val_size: float = VAL_SIZE,
+                      repeats: int = VAL_REPEATS, **fit_kw: Any) -> dict[str, np.ndarray]:
+    """``{kind: [read-out]}`` validation accuracy of every probe kind, fitted on the fit part
+    of ``split``'s training pairs and scored on the rest (split by ``split.split_used``),
+    averaged over ``repeats`` splits weighted by their validation pairs. The test pairs are
+    never read. Raises :class:`ProbeError` when no validation split is usable."""
+    if repeats < 1:
+        raise ProbeError(f"repeats must be at least 1, got {repeats}")
+    key = _memo_key(split, seed, val_size, repeats, fit_kw)
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return {k: v.copy() for k, v in _MEMO[key].items()}
+    y = np.asarray(split.labels_train)
+    groups, items = list(split.groups_train), pair_items(split.pairs_train)
+    total: dict[str, np.ndarray] = {}
+    n_val, problems = 0, []
+    for r in range(repeats):
+        try:
+            fit, val = validation_split(groups, items, val_size=val_size, seed=seed + r,
+                                        by=split.split_used)
+        except ProbeError as e:
+            problems.append(str(e))
+            continue
+        bad = [part for part, idx in (("fit", fit), ("validation", val))
+               if len(np.unique(y[idx])) < 2]
+        if bad:                      # a small split by item can leave one class: skip it
+            problems.append(f"the {bad[0]} part holds pairs of one class only")
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # degenerate read-outs: NaN
+            probes = fit_sweep(split.acts_train[fit], y[fit], PROBE_KINDS,
+                               groups=[groups[i] for i in fit], seed=seed, n_sign_boot=1,
+                               **fit_kw)
+        for kind, acc in probes.score(split.acts_train[val], y[val]).items():
+            total[kind] = total.get(kind, 0.0) + acc * len(val)
+        n_val += len(val)
+    if not n_val:
+        raise ProbeError(f"no usable validation split of {len(y)} training pairs in {repeats} "
+                         f"tries ({problems[-1]})")
+    out = {kind: v / n_val for kind, v in total.items()}
+    _MEMO[key] = out
+    while len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return {k: v.copy() for k, v in out.items()}
+
+
+def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
+                    layer: int | str = "val", seed: int = 0, val_size: float = VAL_SIZE,
+                    repeats: int = VAL_REPEATS, **fit_kw: Any) -> dict[str, ReadoutChoice]:
+    """``{kind: ReadoutChoice}`` for several kinds from one validation fit (module doc).
+    ``fit_kw`` go to :func:`fit_sweep` (``C``, ``standardize``)."""
+    check_layer_setting(layer)
+    hooks = _hooks(split)
+    n = len(hooks)
     if layer_rule(layer) == "fixed":
-        li = readout_index(int(layer), n_readouts)
-        return {k: li for k in kinds}
-    if val_scores is None:
-        raise ProbeError("layer='val' needs the validation scores of each source")
-    return {k: select_layer(val_scores[k]) for k in kinds}
+        if not -n <= int(layer) < n:
+            raise ProbeError(f"read-outs are 0..{n - 1} (or -{n}..-1); layer {layer} is out "
+                             "of range")
+        li = int(layer) % n
+        return {k: ReadoutChoice(li, hooks[li], k, f"given (layer={layer})") for k in kinds}
+    try:
+        val = validation_scores(split, seed=seed, val_size=val_size, repeats=repeats, **fit_kw)
+    except ProbeError as e:
+        li = fallback_index(hooks)
+        warnings.warn(f"{split.name}: no validation split ({e}); read-out {hooks[li]}",
+                      stacklevel=2)
+        return {k: ReadoutChoice(li, hooks[li], k, f"fallback: {hooks[li]}, the paper's "
+                                 f"read-out (no validation split: {e})") for k in kinds}
+    out = {}
+    for k in kinds:
+        scores = tuple(float(v) for v in val[k])
+        try:
+            li, how = _argmax(val[k]), "validation"
+        except ProbeError as e:
+            li = fallback_index(hooks)
+            how = f"fallback: {hooks[li]}, the paper's read-out ({e})"
+        out[k] = ReadoutChoice(li, hooks[li], k, how, scores)
+    return out
 
 
-def common_layer(val_scores: list[dict[str, np.ndarray] | None], layer: int | str,
-                 kinds: tuple[str, ...], n_readouts: int) -> int:
-    """One read-out for views that compare every dataset at once: the forced ``layer``, or
-    the best validation accuracy averaged over sources and kinds (NaN ignored)."""
-    if layer_rule(layer) == "fixed":
-        return readout_index(int(layer), n_readouts)
-    stack = np.stack([v[k] for v in val_scores if v is not None for k in kinds])
+def choose_readout(split: StoreSplit, kind: str, *, layer: int | str = "val", seed: int = 0,
+                   val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
+                   ) -> ReadoutChoice:
+    """The read-out of ``split``'s ``kind`` probe (module doc): :func:`choose_readouts` for one
+    kind, from the same all-kinds validation fit, so every caller reads the same numbers."""
+    return choose_readouts(split, (kind,), layer=layer, seed=seed, val_size=val_size,
+                           repeats=repeats, **fit_kw)[kind]
+
+
+def common_readout(choices: Sequence[dict[str, ReadoutChoice]], hook_names: Sequence[str],
+                   *, layer: int | str = "val") -> ReadoutChoice:
+    """One read-out for views that compare several stores (``choices``: each store's
+    :func:`choose_readouts`, read-outs ``hook_names``): the forced ``layer``, else the best
+    validation accuracy averaged over stores and kinds (first maximum), else (a store without
+    validation scores) the fallback. ``kind`` is the kinds joined by "+"."""
+    flat = [c for per in choices for c in per.values()]
+    if not flat:
+        raise ProbeError("common_readout needs every store's read-out choices")
+    kind = "+".join(dict.fromkeys(c.kind for c in flat))
+    if layer_rule(layer) == "fixed" or any(not c.val_scores for c in flat):
+        c = next((c for c in flat if not c.val_scores), flat[0])
+        return ReadoutChoice(c.index, c.hook, kind, c.selected_by)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN read-outs stay NaN
-        return select_layer(np.nanmean(stack, axis=0))
+        mean = np.nanmean(np.array([c.val_scores for c in flat]), axis=0)
+    li = _argmax(mean)
+    return ReadoutChoice(li, hook_names[li], kind, "validation (mean over stores and kinds)",
+                         tuple(float(v) for v in mean))
 
 
 def split_half_directions(sp: StoreSplit, li: int, kinds: tuple[str, ...], *, seed: int,
@@ -88,9 +238,8 @@ def split_half_directions(sp: StoreSplit, li: int, kinds: tuple[str, ...], *, se
     split as the test split was (whole groups / items on one side).
 
     Their cosine is how well one probe kind agrees with *itself* on the same task given half
-    the data: the ceiling to read cross-dataset cosines against (a kind whose split-half
-    |cos| is ~0 cannot show agreement between datasets, whatever the truth). Empty when the
-    halves cannot be split or fitted.
+    the data: the ceiling to read cross-dataset cosines against. Empty when the halves cannot
+    be split or fitted.
     """
     try:
         h1, h2 = validation_split(sp.groups_train, pair_items(sp.pairs_train), val_size=0.5,

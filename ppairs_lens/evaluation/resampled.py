@@ -1,38 +1,17 @@
 """Accuracy, macro F1 and AUROC on every bootstrap resample at once.
 
-A bootstrap resample is a vector of multiplicities (how often each record was drawn); each
-metric is a weighted count, so all resamples are one matrix product instead of a Python loop
-of metric calls (a sweep scores ~100 layer x kind combinations x 300 resamples per dataset).
-Values equal the loop over index resamples that :func:`ppairs_lens.evaluation.metrics.
-bootstrap_ci` runs, for the same draws.
+A bootstrap resample (drawn by :mod:`ppairs_lens.evaluation.bootstrap`) is a vector
+of multiplicities (how often each record was drawn); each metric here is a weighted count, so
+all resamples are one matrix product instead of a Python loop of metric calls. Values equal
+the metrics of :mod:`ppairs_lens.evaluation.metrics` on the resampled records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-
 import numpy as np
 from jaxtyping import Float
 
-__all__ = ["resample_weights", "weighted_accuracy", "weighted_auroc", "weighted_f1",
-           "WEIGHTED"]
-
-
-def resample_weights(n: int, groups: Sequence[Hashable] | None, n_boot: int, seed: int
-                     ) -> Float[np.ndarray, "b n"]:
-    """Multiplicity of each of ``n`` records in each of ``n_boot`` resamples: whole groups
-    drawn with replacement (as many draws as groups), or records when ``groups`` is None."""
-    if groups is None:
-        codes = np.arange(n)
-    else:
-        first: dict[Hashable, int] = {}
-        codes = np.array([first.setdefault(g, len(first)) for g in groups], dtype=np.int64)
-    n_groups = int(codes.max()) + 1 if n else 0
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_groups, size=(n_boot, n_groups))
-    counts = np.zeros((n_boot, n_groups))
-    np.add.at(counts, (np.arange(n_boot)[:, None], draws), 1.0)
-    return counts[:, codes]
+__all__ = ["weighted_accuracy", "weighted_auroc", "weighted_f1", "WEIGHTED"]
 
 
 def weighted_accuracy(w: np.ndarray, y: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ arguments always give the same split, so separate analyses see the same held-out
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from jaxtyping import Float, Int
@@ -20,10 +20,11 @@ from torch import Tensor
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
 from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
-__all__ = ["StoreSplit", "bootstrap_groups", "pair_groups", "pair_items", "split_pairs", "split_store",
-           "validation_split"]
+__all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items", "split_pairs", "split_store",
+           "training_split", "validation_split"]
 
 
 @dataclass
@@ -45,6 +46,8 @@ class StoreSplit:
     groups_train: list[str]
     groups_test: list[str]
     split_used: str
+    #: the store's read-out names, one per layer of ``acts_*`` (what a read-out choice names)
+    hook_names: list[str] = field(default_factory=list)
 
 
 def pair_groups(pairs: Sequence[dict]) -> list[str]:
@@ -87,7 +90,25 @@ def split_store(store: ActivationStore, *, test_size: float, split_by: str = "au
     groups = pair_groups(pairs)
     return StoreSplit(store.meta["dataset"], acts[train], acts[test], labels[train],
                       labels[test], [pairs[i] for i in test], [pairs[i] for i in train],
-                      [groups[i] for i in train], [groups[i] for i in test], used)
+                      [groups[i] for i in train], [groups[i] for i in test], used,
+                      list(store.hook_names) if layers is None
+                      else [store.hook_names[i] for i in layers])
+
+
+def training_split(name: str, acts: Float[Tensor, "n 2 layer d_model"], labels: np.ndarray,
+                   groups: Sequence[Hashable], item_ids: Sequence[tuple] | None,
+                   hook_names: Sequence[str]) -> StoreSplit:
+    """Training pairs with no test side (a probe judge's harvest: its evaluated items are
+    elsewhere), as a :class:`StoreSplit` so that the read-out is chosen as every store's is;
+    ``split_used`` is what ``"auto"`` resolves to on these ids."""
+    if item_ids is not None and any(a is None or b is None for a, b in item_ids):
+        item_ids = None
+    used = resolve_split_by(list(groups), item_ids)
+    pairs = [{"pair_id": str(i), "group_id": g,
+              "item1_id": item_ids[i][0] if item_ids else None,
+              "item2_id": item_ids[i][1] if item_ids else None} for i, g in enumerate(groups)]
+    return StoreSplit(name, acts, acts[:0], np.asarray(labels), np.asarray(labels)[:0], [],
+                      pairs, [str(g) for g in groups], [], used, list(hook_names))
 
 
 def validation_split(groups: Sequence[Hashable],
@@ -114,17 +135,13 @@ def validation_split(groups: Sequence[Hashable],
                          f"(by={by!r}): {e}") from None
 
 
-#: Fewest distinct test groups a bootstrap resamples; with fewer (e.g. 2 template pools) a
-#: resample of groups says nothing, so contexts are resampled instead and the CI says so.
-MIN_BOOTSTRAP_GROUPS = 10
-
-
 def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
     """The unit a held-out CI resamples, and how to say it in a caption.
 
-    The split's leak groups when the test side holds at least :data:`MIN_BOOTSTRAP_GROUPS`;
-    else contexts (each pair its own where there is none), which is optimistic because items
-    recur inside the few groups.
+    The split's leak groups when the test side holds at least
+    :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` (with fewer, e.g. 2
+    template pools, a resample of groups says nothing); else contexts (each pair its own
+    where there is none), which is optimistic because items recur inside the few groups.
     """
     n_groups = len(set(sp.groups_test))
     if n_groups >= MIN_BOOTSTRAP_GROUPS:
@@ -132,3 +149,11 @@ def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
     ctx = [p.get("context_id") or p["pair_id"] for p in sp.pairs_test]
     return ctx, (f"by context ({len(set(ctx))}); items recur within the {n_groups} test "
                  f"groups, so this CI is optimistic")
+
+
+def held_out_ci_counts(sp: StoreSplit, ci: dict) -> bool:
+    """Whether a CI on ``sp``'s test pairs may count toward a claim: the bootstrap's own flag
+    (enough resampled units) and at least ``MIN_BOOTSTRAP_GROUPS`` leak groups on the test
+    side (contexts resampled inside fewer groups, :func:`bootstrap_groups`' fallback, do not
+    count)."""
+    return bool(ci.get("ci_counts", False)) and len(set(sp.groups_test)) >= MIN_BOOTSTRAP_GROUPS

@@ -20,8 +20,9 @@ from jaxtyping import Float
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.metrics import Interval, auroc, bootstrap_ci, evaluate
-from ppairs_lens.evaluation.metrics import within_context_spearman
+from ppairs_lens.evaluation.bootstrap import Interval, intervals
+from ppairs_lens.evaluation.metrics import auroc, evaluate, within_context_spearman
+from ppairs_lens.evaluation.resampled import weighted_auroc
 from ppairs_lens.probes.sweep import SweepProbes
 
 __all__ = ["score_sweep_logits", "score_pairs", "rank_contexts", "MIN_RANK_ITEMS"]
@@ -74,10 +75,6 @@ def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[dict],
     return scores
 
 
-def _logit_accuracy(y: np.ndarray, z: np.ndarray) -> float:
-    return float(np.mean((z >= 0) == (y == 1)))
-
-
 def score_sweep_logits(sweep: SweepProbes, acts: Float[Tensor, "n 2 layer d_model"],
                        labels: np.ndarray, groups: Sequence[Hashable], *, n_boot: int,
                        seed: int) -> dict[tuple[str, int], dict[str, Interval]]:
@@ -88,13 +85,19 @@ def score_sweep_logits(sweep: SweepProbes, acts: Float[Tensor, "n 2 layer d_mode
     """
     logits = sweep.decision_function(acts)
     y = (np.asarray(labels) == 1).astype(float)
-    kw = dict(n_boot=n_boot, seed=seed, groups=groups)
     out = {}
     for k in sweep.kinds:
         for j in range(sweep.n_layers):
             z = logits[k][j]
             if not np.isfinite(z).all():
                 continue  # a degenerate read-out: nothing to score
-            out[k, j] = {"accuracy": bootstrap_ci(_logit_accuracy, y, z, **kw),
-                         "auroc": bootstrap_ci(auroc, y, z, **kw)}
+            hit = ((z >= 0) == (y == 1)).astype(float)
+            stats = {"accuracy": lambda w, h=hit: (w @ h) / w.sum(axis=1),
+                     "auroc": lambda w, z=z: weighted_auroc(w, y, z)}
+            try:
+                exact_auroc = auroc(y, z)
+            except ValueError:          # one class: undefined
+                exact_auroc = float("nan")
+            out[k, j] = intervals(stats, len(y), groups, n_boot=n_boot, seed=seed,
+                                  values={"accuracy": float(hit.mean()), "auroc": exact_auroc})
     return out

@@ -20,7 +20,7 @@ raw answer is the same position in both orders.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,11 +28,13 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ppairs_lens.ranking.merge_sort import Comparator
-
 __all__ = ["LOGIT_EPS", "logit", "sigmoid", "swap_calibrated_logodds", "swap_calibrate",
            "swap_calibrated", "choice_columns", "choice_logodds", "choice_probability",
            "judge_diagnostics"]
+
+#: ``compare(a, b)`` = probability that item ``a`` is preferred over (is "more X" than) ``b``:
+#: what a judge gives and the sorts of :mod:`ppairs_lens.ranking` take.
+Comparator = Callable[[Hashable, Hashable], float]
 
 P = TypeVar("P", float, np.ndarray)
 

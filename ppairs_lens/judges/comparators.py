@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from ppairs_lens.activations.harvest import (
     HarvestSettings,
@@ -61,6 +62,7 @@ from ppairs_lens.judges.calibration import (
     swap_calibrated_logodds,
 )
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
+from ppairs_lens.judges.progress import MIN_ROWS, sort_comparisons_bound
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 from ppairs_lens.models.loading import model_name
 
@@ -103,6 +105,7 @@ class BatchComparator:
         self.n_batches = 0
         self.n_calls = 0
         self.seconds = 0.0
+        self.bar = None  # progress over the rows merge sorts of ``items`` need at most
 
     # -- subclass hooks -----------------------------------------------------------------------
     def _evaluate(self, pairs: list[tuple[Hashable, Hashable]]) -> np.ndarray:
@@ -149,7 +152,19 @@ class BatchComparator:
             self.logodds[k] = float(v)
         self.n_rows += len(batch)
         self.n_batches += 1
+        self._progress(len(batch))
         return len(batch)
+
+    def _progress(self, n: int) -> None:
+        if self.bar is None:
+            contexts = [self._item(k)[2] for k in self.items]
+            bound = sort_comparisons_bound(contexts) * (2 if self.calibrate else 1)
+            self.bar = tqdm(total=max(bound, self.n_rows), unit="prompt",
+                            desc=f"{type(self).__name__} (total: a sort's most)",
+                            disable=bound < MIN_ROWS)
+        if self.bar.n + n > self.bar.total:  # more than sorts ask (insertion, prefetch)
+            self.bar.total = self.bar.n + n
+        self.bar.update(n)
 
     def __call__(self, a: Hashable, b: Hashable) -> float:
         self.n_calls += 1

@@ -13,7 +13,7 @@ comparators (:mod:`ppairs_lens.judges.comparators`) and the scoring baselines
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -100,7 +100,9 @@ class ContextKV:
     @torch.inference_mode()
     def run(self, prefixes: Sequence[Sequence[int]], branches: Sequence[Sequence[int]],
             anchors: Sequence[tuple[int, ...] | None], *, names: Sequence[str] = (),
-            logit_ids: Sequence[int] | None = None) -> BranchOutputs:
+            logit_ids: Sequence[int] | None = None,
+            progress: Callable[[int], None] | None = None) -> BranchOutputs:
+        """Rows read as described above; ``progress(n)`` after each ``n`` rows done."""
         n = len(prefixes)
         if n == 0:
             raise ValueError("no rows to run")
@@ -124,6 +126,8 @@ class ContextKV:
                     self.settings.out_dtype)
             if logits is not None:
                 logits[rows] = lg.view(len(rows), n_branch, -1)
+            if progress is not None:
+                progress(len(rows))
 
         for anchor, idx in by_anchor.items():
             state = self._context(anchor, forward)
@@ -135,7 +139,8 @@ class ContextKV:
         if rest:
             out = run_branches(self.bridge, [prefixes[i] for i in rest],
                                [branches[i] for i in rest], ["__rest__"] * len(rest),
-                               names=names, logit_ids=logit_ids, settings=self.settings)
+                               names=names, logit_ids=logit_ids, settings=self.settings,
+                               progress=progress)
             self.n_tokens += tokens_computed(plan([prefixes[i] for i in rest],
                                                   ["__rest__"] * len(rest)), n_branch)
             self.n_fallback_rows += len(rest)

@@ -182,7 +182,7 @@ def few_shot(
         pairs += build_few_shot_pairs(bridge.tokenizer, swapped_dataset(dataset), demos,
                                       template)
     ld = choice_logodds_of(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
-                           settings=settings)
+                           settings=settings, desc=f"few-shot judge {dataset.name}")
     return ZeroShotResult.from_logodds(ld[:n], ld[n:] if calibrate else None, len(pairs))
 
 

@@ -37,6 +37,7 @@ from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.errors import TemplateError
 from ppairs_lens.judges.comparators import dataset_meta
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
+from ppairs_lens.judges.progress import judge_bar
 
 __all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items"]
 
@@ -159,11 +160,14 @@ def score_items(bridge, items: Mapping[Hashable, ScoredItem | str],
     if runner is not None:
         before = runner.n_tokens
         anchors = [context_anchor(tok, p.text, p.block) for p in prompts]
-        lg = runner.run(prefixes, branches, anchors, logit_ids=ids).logits[:, 0]
+        with judge_bar(len(prompts), "scoring judge") as update:
+            lg = runner.run(prefixes, branches, anchors, logit_ids=ids,
+                            progress=update).logits[:, 0]
         n_tokens = runner.n_tokens - before
     else:
-        lg = run_branches(bridge, prefixes, branches, [p.group for p in prompts],
-                          logit_ids=ids, settings=settings).logits[:, 0]
+        with judge_bar(len(prompts), "scoring judge") as update:
+            lg = run_branches(bridge, prefixes, branches, [p.group for p in prompts],
+                              logit_ids=ids, settings=settings, progress=update).logits[:, 0]
         n_tokens = tokens_computed(plan(prefixes, [p.group for p in prompts],
                                            share=settings.share_prefixes), 1)
     values = tuple(float(s) for s in template.scores)

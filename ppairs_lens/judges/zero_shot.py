@@ -44,6 +44,7 @@ from ppairs_lens.judges.calibration import (
     sigmoid,
     swap_calibrated_logodds,
 )
+from ppairs_lens.judges.progress import judge_bar
 from ppairs_lens.models.backend import backend_of
 
 
@@ -72,6 +73,7 @@ def choice_logodds_of(
     final_hooks: Sequence[Hook] = (),
     settings: HarvestSettings = HarvestSettings(),
     n_branch: int = 1,
+    desc: str = "prompted judge",
 ) -> Float[np.ndarray, "pair"] | Float[np.ndarray, "pair branch"]:
     """logit(first choice) - logit(second choice) per pair, after the prefix (float64).
 
@@ -79,7 +81,7 @@ def choice_logodds_of(
     act on the step that reads the logits (the prompt's last token). ``n_branch > 1`` reads
     the last token ``n_branch`` times from the same prefix cache, each a position of its own
     in the read pass (final hooks may treat each differently: batched ablation), and returns
-    ``[pair, n_branch]``.
+    ``[pair, n_branch]``. ``desc`` names the progress bar (prompts done, time left).
     """
     if not pairs:
         return np.zeros(0)
@@ -89,9 +91,11 @@ def choice_logodds_of(
     prefixes = [p.prefix_ids[:-1] for p in pairs]
     check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
     ids, columns = choice_columns([p.final_ids for p in pairs])
-    out = run_branches(bridge, prefixes, [(p.prefix_ids[-1],) * n_branch for p in pairs],
-                       [p.group for p in pairs], logit_ids=ids, hooks=hooks,
-                       final_hooks=final_hooks, settings=settings).logits  # [pair, branch, ids]
+    with judge_bar(len(pairs), desc) as update:
+        out = run_branches(bridge, prefixes, [(p.prefix_ids[-1],) * n_branch for p in pairs],
+                           [p.group for p in pairs], logit_ids=ids, hooks=hooks,
+                           final_hooks=final_hooks, settings=settings,
+                           progress=update).logits  # [pair, branch, ids]
     ld = np.stack([choice_logodds(out[:, j], columns) for j in range(n_branch)], axis=1)
     return ld[:, 0] if n_branch == 1 else ld
 
@@ -164,7 +168,7 @@ def zero_shot(
     if calibrate:
         pairs = pairs + build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
     ld = choice_logodds_of(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
-                           settings=settings)
+                           settings=settings, desc=f"zero-shot judge {dataset.name}")
     return ZeroShotResult.from_logodds(ld[:n], ld[n:] if calibrate else None, len(pairs))
 
 

@@ -20,7 +20,7 @@ import torch
 
 from ppairs_lens.errors import ModelLoadError
 from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
-from ppairs_lens.models.loading import load_tokenizer
+from ppairs_lens.models.tokenizer import load_tokenizer
 
 #: HF architectures this loader converts, with the TransformerLens weight converter's name.
 CONVERTERS: dict[str, str] = {

@@ -15,16 +15,11 @@ import torch
 from ppairs_lens.errors import ModelLoadError
 from ppairs_lens.models.compat import bridge_boot_kwargs
 from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
+from ppairs_lens.models.hooked import load_hooked
+from ppairs_lens.models.tokenizer import load_tokenizer
 
 #: The kinds of TransformerLens model :func:`load_model` builds.
 BACKENDS: tuple[str, ...] = ("bridge", "hooked")
-
-
-def load_tokenizer(name: str | None = None):
-    """The tokenizer of ``name`` (default: the embedded model), offline where cached."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(embedded_model_dir()) if name is None else name)
 
 
 def load_model(
@@ -54,7 +49,6 @@ def load_model(
         if given:
             raise ModelLoadError(f"{', '.join(given)} place a TransformerBridge's layers; "
                                  "backend='hooked' loads on one device (device=...)")
-        from ppairs_lens.models.hooked import load_hooked  # it imports this module
 
         return load_hooked(name, dtype=dtype, device=device,
                            name=EMBEDDED_MODEL_NAME if name is None else name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ppairs_lens.models.loading import load_tokenizer
+from ppairs_lens.models.tokenizer import load_tokenizer
 
 TINY_MODEL_NAME = "tiny-random-llama"
 

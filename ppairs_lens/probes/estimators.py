@@ -44,6 +44,7 @@ from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.batched_linalg import bmv_t
+from ppairs_lens.probes.ccs import fit_ccs_directions
 from ppairs_lens.probes.scaling import fit_logistic_scale, orient_to_targets
 from ppairs_lens.probes.features import (
     as_acts,
@@ -56,12 +57,14 @@ from ppairs_lens.probes.principal import top_principal_direction
 from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
 __all__ = [
-    "PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe", "PCAProbe", "MassMeanProbe",
-    "make_probe", "is_degenerate", "class_mean_difference", "check_classes",
+    "PROBE_KINDS", "ALL_PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe",
+    "PCAProbe", "MassMeanProbe", "CCSProbe", "make_probe", "is_degenerate", "class_mean_difference", "check_classes",
 ]
 
 #: Probe kinds understood by :func:`make_probe` and :func:`ppairs_lens.probes.sweep.fit_sweep`.
 PROBE_KINDS: tuple[str, ...] = ("supervised", "pca", "mass_mean")
+#: With CCS (gradient descent, so not in the default sweep; ``fit_sweep`` takes it by name).
+ALL_PROBE_KINDS: tuple[str, ...] = (*PROBE_KINDS, "ccs")
 #: Fewer training pairs than this in either class and a probe refuses to fit.
 MIN_PER_CLASS: int = 2
 #: Contrast differences smaller than this, relative to the activations' magnitude, are zero.
@@ -352,17 +355,45 @@ class MassMeanProbe(ScaledDirectionProbe):
         return m / norm
 
 
+class CCSProbe(ScaledDirectionProbe):
+    """Contrast-consistent search (:mod:`ppairs_lens.probes.ccs`): a label-free direction from
+    the centred sides; as for PCA the labels only pick its sign and scale (``ccs_loss_``)."""
+
+    kind = "ccs"
+
+    def __init__(self, n_tries: int = 5, n_epochs: int = 400, lr: float = 1e-2,
+                 weight_decay: float = 0.0, n_sign_boot: int = N_SIGN_BOOT, seed: int = 0):
+        super().__init__(n_sign_boot=n_sign_boot, seed=seed)
+        self.n_tries, self.n_epochs, self.lr = n_tries, n_epochs, lr
+        self.weight_decay = weight_decay
+
+    def fit(self, acts, labels, **kw) -> CCSProbe:
+        x = as_acts(acts, dtype=torch.float64).cpu()
+        self._sides = x  # the centred sides are what CCS reads; dropped after the fit
+        try:
+            return super().fit(acts, labels, **kw)
+        finally:
+            del self._sides
+
+    def _direction(self, diffs, y):
+        x, (mu_pos, mu_neg) = self._sides, side_means(self._sides)
+        w, loss = fit_ccs_directions((x[:, 0] - mu_pos)[None], (x[:, 1] - mu_neg)[None],
+                                     n_tries=self.n_tries, n_epochs=self.n_epochs, lr=self.lr,
+                                     weight_decay=self.weight_decay, seed=self.seed)
+        self.ccs_loss_ = float(loss[0])
+        return w[0] / w[0].norm()
+
+
 _KINDS: dict[str, type[PairProbe]] = {
-    "supervised": SupervisedProbe, "pca": PCAProbe, "mass_mean": MassMeanProbe,
+    "supervised": SupervisedProbe, "pca": PCAProbe, "mass_mean": MassMeanProbe, "ccs": CCSProbe,
 }
 
 
 def make_probe(kind: str, **kw: Any) -> PairProbe:
     """An unfitted probe of ``kind`` (one of :data:`PROBE_KINDS`) with parameters ``kw``."""
-    try:
-        cls = _KINDS[kind]
-    except KeyError:
-        raise ProbeError(f"unknown probe kind {kind!r}; choose one of {PROBE_KINDS}") from None
+    if kind not in _KINDS:
+        raise ProbeError(f"unknown probe kind {kind!r}; choose one of {ALL_PROBE_KINDS}")
+    cls = _KINDS[kind]
     try:
         return cls(**kw)
     except TypeError as e:

@@ -37,7 +37,9 @@ from torch import Tensor
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.batched_linalg import bmv
 from ppairs_lens.probes.scaling import fit_logistic_scale, orient_to_targets
+from ppairs_lens.probes.ccs import fit_ccs_directions
 from ppairs_lens.probes.estimators import (
+    ALL_PROBE_KINDS,
     PROBE_KINDS,
     check_classes,
     class_mean_difference,
@@ -218,8 +220,8 @@ def fit_sweep(
     """
     kinds = tuple(kinds)
     for k in kinds:
-        if k not in PROBE_KINDS:
-            raise ProbeError(f"unknown probe kind {k!r}; choose from {PROBE_KINDS}")
+        if k not in ALL_PROBE_KINDS:
+            raise ProbeError(f"unknown probe kind {k!r}; choose from {ALL_PROBE_KINDS}")
     if not kinds:
         raise ProbeError("no probe kinds requested")
     x_all = _check_sweep_acts(acts)
@@ -267,6 +269,11 @@ def fit_sweep(
             else:
                 if k == "pca":
                     v = top_principal_direction(diffs, gram=shared)
+                elif k == "ccs":  # the centred sides, layers first: [l, n, d]
+                    xs = x_all[:, :, sl].to(dev, torch.float64)
+                    v = fit_ccs_directions((xs[:, 0] - mp).transpose(0, 1),
+                                           (xs[:, 1] - mn).transpose(0, 1), seed=seed)[0]
+                    v = v / v.norm(dim=-1, keepdim=True)
                 else:
                     v = class_mean_difference(diffs, y_int)
                     v = v / v.norm(dim=-1, keepdim=True)

@@ -30,6 +30,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ppairs_lens.judges.calibration import Comparator  # compare(a, b) = P(a preferred)
+
 __all__ = [
     "Comparator",
     "CountingComparator",
@@ -39,8 +41,6 @@ __all__ = [
     "DEFAULT_UNCERTAINTY",
 ]
 
-#: ``compare(a, b)`` = probability that item ``a`` is preferred over (is "more X" than) ``b``.
-Comparator = Callable[[Hashable, Hashable], float]
 
 #: Beam width of :func:`beam_merge_sort` (PairS reference code default ``--beam_size 100``).
 DEFAULT_BEAM_SIZE: int = 100

@@ -1,0 +1,352 @@
+"""Probes against finetuning the judge on the same labels (the paper's Section 5.2, Fig. 3).
+
+On each store's held-out split (:func:`ppairs_lens.evaluation.store_split.split_store`, the
+split every analysis scores on) five judges answer the same test pairs:
+
+* the supervised probe and the unsupervised (PCA) probe, fitted on the training pairs'
+  activations at the read-out chosen on a validation split of those pairs
+  (:mod:`ppairs_lens.evaluation.readout_choice`);
+* the model finetuned with LoRA and with full finetuning on exactly those training
+  comparisons, both item orders (:func:`ppairs_lens.finetuning.judge.finetune_judge`; a copy
+  of the weights is trained, the model passed in is not changed);
+* the zero-shot prompted judge, with no training.
+
+Every judge's answer on a test pair is a P(item 1); the finetuned and prompted judges read the
+two choice tokens' logits in both item orders, swap-calibrated. ``finetuning.csv`` has one
+row per (dataset, method): accuracy with a CI over leak groups, the paired difference to the
+supervised probe (:func:`ppairs_lens.evaluation.paired.paired_difference`), and the cost of
+training: wall time, trainable parameters and peak memory (probe: harvesting the training
+pairs plus choosing the read-out and fitting; memory as in :mod:`ppairs_lens.finetuning.cost`).
+All methods see the same ``max_train`` training comparisons (a seeded subset of the training
+side when there are more).
+
+The label curve (``finetuning_curve.csv``, ``finetuning_curve.png``) repeats the probe, LoRA
+and full finetuning with 25, 50, 100, ... training labels (each size a seeded subset, for each
+seed of ``curve_seeds``), all scored on the same test pairs, with CIs over leak groups of the
+accuracy averaged over seeds: where, if anywhere, finetuning overtakes the probe.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from analyses.finetuning_plots import plot_comparison, plot_curve
+from ppairs_lens.activations.harvest import harvest_pairs, model_device
+from ppairs_lens.activations.pipeline import check_store_matches, store_template
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.readout_choice import choose_readout
+from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.evaluation.resampled import weighted_accuracy
+from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
+from ppairs_lens.finetuning.cost import Cost, measure
+from ppairs_lens.finetuning.judge import finetune_judge
+from ppairs_lens.finetuning.train import FinetuneConfig
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.judges.held_out import held_out_datasets
+from ppairs_lens.judges.zero_shot import zero_shot
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.probes.sweep import fit_sweep
+
+__all__ = ["FinetuningConfig", "METHODS", "run_finetuning", "cli"]
+
+#: Every judge of the comparison, in table order.
+METHODS: tuple[str, ...] = ("supervised", "pca", "lora", "full", "zero_shot")
+PROBES = ("supervised", "pca")
+TUNED = ("lora", "full")
+
+
+@dataclass(frozen=True)
+class FinetuningConfig:
+    """What the comparison and the label curve ran with (saved as ``finetuning.config.json``).
+
+    ``max_train``: training comparisons every method gets (None: the whole training side);
+    ``max_test``: test pairs every judge answers (a seeded subset of the store's held-out
+    pairs, the same for all; None: all of them);
+    ``curve_sizes``: label counts of the curve (those above the training side are dropped),
+    each drawn for every seed of ``curve_seeds``; ``curve_methods``: who is trained at each.
+    The default is small (CPU, minutes); :meth:`quick` smaller still.
+    """
+
+    test_size: float = 0.3
+    split_by: str = "auto"
+    seed: int = 0
+    max_train: int | None = 48
+    max_test: int | None = 60
+    methods: tuple[str, ...] = METHODS
+    lora: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(method="lora"))
+    full: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(method="full"))
+    curve_sizes: tuple[int, ...] = (16, 48)
+    curve_seeds: tuple[int, ...] = (0,)
+    curve_methods: tuple[str, ...] = ("supervised", "lora", "full")
+    layer: int | str = "val"
+    val_size: float = 0.25
+    C: float = 1.0
+    n_boot: int = 300
+
+    def __post_init__(self) -> None:
+        bad = [m for m in (*self.methods, *self.curve_methods) if m not in METHODS]
+        if bad:
+            raise PPairsError(f"unknown method(s) {bad}; choose from {METHODS}")
+        if self.max_train is not None and self.max_train < 4:
+            raise PPairsError(f"max_train must be at least 4, got {self.max_train}")
+
+    @classmethod
+    def quick(cls, **kw) -> FinetuningConfig:
+        """A preview: 16 training comparisons, 30 test pairs, a curve of 8 and 16, 100
+        resamples."""
+        return cls(**{"max_train": 16, "max_test": 30, "curve_sizes": (8, 16), "n_boot": 100,
+                      **kw})
+
+    def tuning(self, method: str, seed: int) -> FinetuneConfig:
+        return replace(self.lora if method == "lora" else self.full, seed=seed)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One method's answers on the test pairs (P(item 1)) and what its training cost."""
+
+    p: np.ndarray
+    cost: Cost
+    trainable_params: int
+    extra: dict
+
+
+def subset(labels: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """Sorted positions of a seeded draw of ``size`` training pairs (all: None), stratified
+    by label (each class in its share, at least 2 of each where there are)."""
+    y = np.asarray(labels)
+    n = len(y)
+    if size is None or size >= n:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    ones, twos = (rng.permutation(np.flatnonzero(y == c)) for c in (1, 2))
+    k1 = int(round(size * len(ones) / n))
+    k1 = min(max(k1, min(2, len(ones)), size - len(twos)), len(ones), size - min(2, len(twos)))
+    return np.sort(np.concatenate([ones[:k1], twos[:size - k1]]))
+
+
+def _sub_split(sp: StoreSplit, idx: np.ndarray) -> StoreSplit:
+    return replace(sp, acts_train=sp.acts_train[idx], labels_train=sp.labels_train[idx],
+                   pairs_train=[sp.pairs_train[i] for i in idx],
+                   groups_train=[sp.groups_train[i] for i in idx])
+
+
+def harvest_cost(bridge, train: Dataset, template) -> Cost:
+    """Time and peak memory of harvesting ``train``'s contrast pairs (every read-out), the
+    part of a probe's cost that runs the model (the store already holds the result)."""
+    pairs = build_contrast_pairs(bridge.tokenizer, train, template)
+    with measure(model_device(bridge)) as m:
+        harvest_pairs(bridge, pairs)
+    assert m.cost is not None
+    return m.cost
+
+
+def probe_answers(sp: StoreSplit, kind: str, cfg: FinetuningConfig, seed: int,
+                  harvest: Cost | None = None) -> Scored:
+    """A probe of ``kind`` fitted on ``sp``'s training pairs at the read-out
+    :func:`ppairs_lens.evaluation.readout_choice.choose_readout` picks from them (validation,
+    or its fallback where the pairs are too few to split), P(item 1) on the test pairs. Its
+    cost adds ``harvest`` (:func:`harvest_cost`) to choosing the read-out and fitting. The
+    validation fit serves every probe kind at once (memoised), so the first kind asked
+    carries its time."""
+    with measure() as mf, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a fallback read-out: in selected_by
+        choice = choose_readout(sp, kind, layer=cfg.layer, seed=seed, val_size=cfg.val_size,
+                                C=cfg.C)
+        li = choice.index
+        sw = fit_sweep(sp.acts_train[:, :, [li]], sp.labels_train, (kind,), C=cfg.C,
+                       groups=sp.groups_train, seed=seed)
+    p = sw.predict_proba(sp.acts_test[:, :, [li]])[kind][0]
+    trainable = sp.acts_train.shape[-1] + (1 if kind == "supervised" else 0)
+    cost = mf.cost if harvest is None else harvest.plus(mf.cost)
+    return Scored(p, cost, trainable, {"layer": li, "hook": choice.hook,
+                                       "layer_rule": choice.selected_by})
+
+
+def tuned_answers(bridge, train: Dataset, test: Dataset, method: str, cfg: FinetuningConfig,
+                  seed: int, template) -> Scored:
+    """LoRA or full finetuning on ``train``, then the finetuned judge's P(item 1) on ``test``
+    (the trained copy is dropped afterwards)."""
+    judge = finetune_judge(bridge, train, template, cfg.tuning(method, seed))
+    p = judge.zero_shot(test, template).p
+    out = Scored(p, judge.cost, judge.trainable_params, judge.summary())
+    del judge
+    gc.collect()
+    return out
+
+
+def answers(bridge, sp: StoreSplit, train: Dataset, test: Dataset, method: str,
+            cfg: FinetuningConfig, seed: int, template, harvest: Cost | None = None) -> Scored:
+    if method in PROBES:
+        return probe_answers(sp, method, cfg, seed, harvest)
+    if method in TUNED:
+        return tuned_answers(bridge, train, test, method, cfg, seed, template)
+    res = zero_shot(bridge, test, template)
+    return Scored(res.p, Cost(0.0, 0.0, "none", 0.0), 0, {})
+
+
+def _prepare(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig):
+    check_store_matches(bridge, store, dataset)
+    template = store_template(store)
+    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    train, test, _ = held_out_datasets(store, dataset, test_size=cfg.test_size,
+                                       split_by=cfg.split_by, seed=cfg.seed)
+    if ([r.pair_id for r in train.records] != [p["pair_id"] for p in sp.pairs_train]
+            or [r.pair_id for r in test.records] != [p["pair_id"] for p in sp.pairs_test]):
+        raise PPairsError(f"{dataset.name}: the dataset's split differs from the store's")
+    if cfg.max_test is not None and cfg.max_test < len(test.records):
+        keep = np.sort(np.random.default_rng(cfg.seed).permutation(len(test.records))
+                       [:cfg.max_test])
+        sp = replace(sp, acts_test=sp.acts_test[keep], labels_test=sp.labels_test[keep],
+                     pairs_test=[sp.pairs_test[i] for i in keep],
+                     groups_test=[sp.groups_test[i] for i in keep])
+        test = replace(test, records=[test.records[i] for i in keep])
+    return template, sp, train, test
+
+
+def _take(sp: StoreSplit, train: Dataset, idx: np.ndarray) -> tuple[StoreSplit, Dataset]:
+    return _sub_split(sp, idx), replace(train, records=[train.records[i] for i in idx])
+
+
+def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig
+                  ) -> tuple[list[dict], list[dict], dict]:
+    """``(rows, curve rows, summary)`` of one dataset: the comparison and the label curve."""
+    template, sp, train, test = _prepare(bridge, store, dataset, cfg)
+    groups, unit = bootstrap_groups(sp)
+    y = sp.labels_test
+    n_all = len(train.records)
+    cache: dict[tuple[str, int, int], Scored] = {}
+
+    def run(method: str, size: int, seed: int, harvest: Cost | None = None) -> Scored:
+        key = (method, size, seed)
+        if key not in cache:
+            sub_sp, sub_train = _take(sp, train, subset(sp.labels_train, size, seed))
+            cache[key] = answers(bridge, sub_sp, sub_train, test, method, cfg, seed, template,
+                                 harvest)
+        return cache[key]
+
+    n_main = min(cfg.max_train or n_all, n_all)
+    harvest = None
+    if any(m in PROBES for m in cfg.methods):
+        harvest = harvest_cost(bridge, _take(sp, train, subset(sp.labels_train, n_main,
+                                                                cfg.seed))[1], template)
+    main = {m: run(m, n_main, cfg.seed, harvest) for m in cfg.methods}
+    rows = []
+    for m, s in main.items():
+        acc = evaluate(y, s.p, groups=groups, n_boot=cfg.n_boot, seed=cfg.seed)["accuracy"]
+        row = {"dataset": dataset.name, "method": m, "n_train": 0 if m == "zero_shot" else n_main,
+               "n_test": len(y), "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"]}
+        if "supervised" in main:
+            d = paired_difference(y, s.p, main["supervised"].p, groups, n_boot=cfg.n_boot,
+                                  seed=cfg.seed)
+            row.update(minus_supervised=d["value"], minus_supervised_lo=d["lo"],
+                       minus_supervised_hi=d["hi"])
+        row.update(train_seconds=s.cost.seconds, train_cpu_seconds=s.cost.cpu_seconds,
+                   peak_mb=s.cost.peak_mb,
+                   memory_kind=s.cost.memory_kind, trainable_params=s.trainable_params,
+                   layer=s.extra.get("layer"), hook=s.extra.get("hook"), layer_rule=s.extra.get("layer_rule"),
+                   examples_per_s=s.extra.get("examples_per_s"),
+                   cpu_seconds_per_example=s.extra.get("cpu_seconds_per_example"),
+                   loss_first=s.extra.get("loss_first"), loss_last=s.extra.get("loss_last"),
+                   split_used=sp.split_used, ci_unit=unit)
+        rows.append(row)
+    sizes = sorted({min(n, n_all) for n in cfg.curve_sizes if n <= n_all} | (
+        {n_all} if any(n > n_all for n in cfg.curve_sizes) else set()))
+    curve = curve_rows(dataset.name, sizes, cfg, run, y, groups)
+    summary = {"split_used": sp.split_used, "ci_unit": unit, "n_train_available": n_all,
+               "n_train": n_main, "n_test": len(y),
+               "tuned": {m: s.extra for m, s in main.items() if m in TUNED}}
+    return rows, curve, summary
+
+
+def curve_rows(name: str, sizes: list[int], cfg: FinetuningConfig, run, y: np.ndarray,
+               groups: list) -> list[dict]:
+    """Per (method, size): accuracy of each seed, and the mean over seeds with a CI over
+    leak groups (every seed scored on each resample of the test groups)."""
+    rows = []
+    for m in cfg.curve_methods:
+        for n in sizes:
+            accs, ps = [], []
+            for seed in cfg.curve_seeds:
+                s = run(m, n, seed)
+                accs.append(float(np.mean((s.p > 0.5) == (y == 1))))
+                ps.append(s.p)
+                rows.append({"dataset": name, "method": m, "n_labels": n, "seed": seed,
+                             "accuracy": accs[-1], "train_seconds": s.cost.seconds})
+            ci = bootstrap(lambda w, ps=ps: np.mean([weighted_accuracy(w, y, p) for p in ps],
+                                                    axis=0),
+                           len(y), groups, n_boot=cfg.n_boot, seed=cfg.seed)
+            lo, hi = ci["lo"], ci["hi"]
+            rows.append({"dataset": name, "method": m, "n_labels": n, "seed": "mean",
+                         "accuracy": float(np.mean(accs)), "lo": float(lo), "hi": float(hi),
+                         "n_seeds": len(accs)})
+    return rows
+
+
+def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: str | Path,
+                   cfg: FinetuningConfig | None = None) -> list[dict]:
+    """The comparison and the label curve on every ``(store, dataset)`` (the store harvested
+    from the dataset with ``bridge``'s model, e.g. by
+    :func:`ppairs_lens.activations.pipeline.ensure_store`); writes ``finetuning.csv``,
+    ``finetuning_curve.csv``, ``finetuning_summary.json``, their figures and the config into
+    ``out``, and returns the comparison rows. ``bridge`` is not changed."""
+    cfg = cfg or FinetuningConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, curve, summary = [], [], {}
+    for store, dataset in stores:
+        if dataset.kind != "comparison":
+            warnings.warn(f"{dataset.name}: finetuning compares comparisons; skipped")
+            continue
+        r, c, s = compare_store(bridge, store, dataset, cfg)
+        rows += r
+        curve += c
+        summary[dataset.name] = s
+    model = model_name(bridge)
+    write_csv(out / "finetuning.csv", rows)
+    write_csv(out / "finetuning_curve.csv", curve)
+    write_json(out / "finetuning_summary.json", {"model": model, "datasets": summary})
+    save_config(out, "finetuning", cfg)
+    import matplotlib.pyplot as plt
+
+    for name, fig in (("finetuning", plot_comparison(rows, model, cfg)),
+                      ("finetuning_curve", plot_curve(curve, rows, model, cfg))):
+        save_figure(fig, out, name)
+        plt.close(fig)
+    return rows
+
+
+def cli(args, bridge) -> None:
+    """``ppairs-lens finetune`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data import BUILTIN_NAMES
+    from ppairs_lens.data.specs import load_dataset_spec
+
+    specs = args.datasets or list(BUILTIN_NAMES)
+    pairs = []
+    for spec in specs:
+        ds = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
+        if ds.kind == "comparison":
+            pairs.append((ensure_store(bridge, ds, args.stores, template=args.template), ds))
+    kw = {"seed": args.seed, "split_by": args.split}
+    if args.max_train is not None:
+        kw["max_train"] = args.max_train
+    if args.curve_sizes:
+        kw["curve_sizes"] = tuple(args.curve_sizes)
+    if args.curve_seeds:
+        kw["curve_seeds"] = tuple(args.curve_seeds)
+    cfg = FinetuningConfig.quick(**kw) if args.quick else FinetuningConfig(**kw)
+    for r in run_finetuning(bridge, pairs, args.out, cfg):
+        print(f"{r['dataset']:24s} {r['method']:10s} acc {r['accuracy']:.3f} "
+              f"[{r['lo']:.3f}, {r['hi']:.3f}]  train {r['train_seconds']:.1f} s  "
+              f"{r['trainable_params']} params  peak {r['peak_mb']:.0f} MB")

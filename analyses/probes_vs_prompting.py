@@ -1,0 +1,124 @@
+"""Probes against prompting and against baselines that could win (paper Figures 1, 2, 3).
+
+Read off the layer sweep's summary (every number is on the same held-out pairs, paired,
+with 95% CIs over leak groups): per dataset, the supervised and the unsupervised (PCA) probe
+and the mass-mean probe at the read-outs chosen on validation; the prompted judge in each
+fair form (the paper's position-marginalised probability, a decision threshold fitted on the
+training labels, AUROC) and the ALLURE judge; and the no-model baselines fitted on train
+(length, memorisation where ids recur, lexical TF-IDF, mean-pooled input embeddings).
+
+Each probe is compared with the *strongest* baseline and the *best* judge form on the test
+pairs (the most conservative choice for the probe), with the paired CI of the difference.
+Writes ``probes_vs_prompting.csv`` (one row per dataset x method), ``..._claims.csv`` (one
+row per dataset x claim, with its verdict) and ``probes_vs_prompting.{png,svg}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analyses.probes_vs_prompting_plots import plot_pvp
+from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.published import citation, published
+from ppairs_lens.evaluation.verdicts import interval_verdict
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+
+__all__ = ["BASELINES", "JUDGE_FORMS", "PROBES", "PvPConfig", "run_probes_vs_prompting"]
+
+PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)",
+          "mass_mean": "mass-mean probe"}
+JUDGE_FORMS = {"zero_shot": "zero-shot, paper form", "zero_shot_threshold":
+               "zero-shot, threshold fitted on train", "allure": "ALLURE (few-shot)",
+               "few_shot": "few-shot"}
+BASELINES = {"surface": "length", "memorisation": "memorisation (ids)",
+             "lexical": "lexical (TF-IDF)", "embedding": "input embeddings (mean-pooled)"}
+
+
+@dataclass
+class PvPConfig:
+    datasets: list[str] = field(default_factory=list)
+    n_boot: int = N_BOOT
+
+
+def _others(sweep: dict, dataset: str) -> dict[tuple[str, str], dict]:
+    return {(r["kind"], r["metric"]): r for r in sweep.get("others", [])
+            if r["dataset"] == dataset}
+
+
+def _strongest(entry: dict, names: dict[str, str]) -> str | None:
+    """The comparison (baseline or judge form) that scored best on the pairs it shares with
+    the probe: the hardest one for the probe to beat."""
+    have = [k for k in names if k in entry["minus"]]
+    return max(have, key=lambda k: entry["minus"][k]["b"]) if have else None
+
+
+def dataset_rows(sweep: dict, dataset: str) -> tuple[list[dict], list[dict]]:
+    """(method rows, claim rows) of one dataset."""
+    entries = {e["kind"]: e for e in sweep["entries"] if e["dataset"] == dataset}
+    others = _others(sweep, dataset)
+    rows = []
+    for kind, e in entries.items():
+        t = e["test"]
+        rows.append({"dataset": dataset, "method": PROBES.get(kind, kind), "kind": kind,
+                     "family": "probe", "accuracy": t["value"], "lo": t["lo"], "hi": t["hi"],
+                     "ci_counts": t.get("ci_counts"), "read_out": e["layer"],
+                     "selected_by": e["selected_by"], "n": e["n_test"],
+                     "auroc": None, "f1": None})
+    for (kind, metric), r in others.items():
+        if metric != "accuracy":
+            continue
+        family = "judge" if kind in JUDGE_FORMS else "baseline"
+        rows.append({"dataset": dataset, "method": {**JUDGE_FORMS, **BASELINES}.get(kind, kind),
+                     "kind": kind, "family": family, "accuracy": r["value"], "lo": r["lo"],
+                     "hi": r["hi"], "ci_counts": r.get("ci_counts"), "read_out": None,
+                     "selected_by": r.get("predictor"), "n": r["n_test"],
+                     "auroc": others.get((kind, "auroc"), {}).get("value"),
+                     "f1": others.get((kind, "f1"), {}).get("value")})
+    claims = []
+    for kind, e in entries.items():
+        for claim, names in (("beats the strongest no-model baseline", BASELINES),
+                             ("beats the best prompted judge", JUDGE_FORMS)):
+            k = _strongest(e, names)
+            if k is None:
+                continue
+            d = e["minus"][k]
+            claims.append({"dataset": dataset, "probe": PROBES.get(kind, kind),
+                           "claim": claim, "against": {**JUDGE_FORMS, **BASELINES}[k],
+                           "probe_value": d["a"], "other_value": d["b"],
+                           "difference": d["value"], "lo": d["lo"], "hi": d["hi"],
+                           "n": d["n"], "verdict": interval_verdict(d)})
+    if "supervised" in entries and "probe:pca" in entries["supervised"]["minus"]:
+        d = entries["supervised"]["minus"]["probe:pca"]
+        claims.append({"dataset": dataset, "probe": PROBES["supervised"],
+                       "claim": "beats the unsupervised probe (paper Figure 3)",
+                       "against": PROBES["pca"], "probe_value": d["a"], "other_value": d["b"],
+                       "difference": d["value"], "lo": d["lo"], "hi": d["hi"], "n": d["n"],
+                       "verdict": interval_verdict(d)})
+    return rows, claims
+
+
+def published_context() -> list[dict]:
+    """The paper's statements these rows answer (Figures 1-3 give no exact table)."""
+    return [{"source": citation(p), "dataset": p.dataset, "method": p.method,
+             "value": p.value, "note": p.note}
+            for p in published(source="paper") if p.table.startswith("Figure")]
+
+
+def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
+                            cfg: PvPConfig) -> dict:
+    """Tables and figure from the sweep summary; ``judges``: each dataset's judge record
+    (diagnostics: does the prompted judge decide at all?)."""
+    rows, claims = [], []
+    for name in cfg.datasets:
+        r, c = dataset_rows(sweep, name)
+        for x in r:
+            if x["family"] == "judge" and name in judges:
+                x["same_raw_answer_share"] = judges[name]["diagnostics"].get(
+                    "same_raw_answer_share")
+        rows += r
+        claims += c
+    write_csv(f"{out}/probes_vs_prompting.csv", rows)
+    write_csv(f"{out}/probes_vs_prompting_claims.csv", claims)
+    save_config(out, "probes_vs_prompting", cfg)
+    save_figure(plot_pvp(rows, published_context()), out, "probes_vs_prompting")
+    return {"rows": rows, "claims": claims, "published": published_context()}

@@ -1,0 +1,207 @@
+"""The main job: the seed experiments of the thesis and the paper on their own data.
+
+With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` (what ``make
+demo`` runs) does, on one model:
+
+1. harvest every dataset (SummEval x 4 aspects, HANNA, ROCStories, MC-TACO, MT-Bench, LLMBar
+   Natural + Normal, and any file given with ``--extra``), contexts shared across datasets run
+   once;
+2. the prompted judges on every held-out pair, in every fair form (paper form, threshold fitted
+   on training labels, AUROC) and ALLURE;
+3. the no-model baselines fitted on train (length, memorisation where ids recur, lexical
+   TF-IDF, mean-pooled input embeddings);
+4. the layer sweep (paper Appendix A), every probe kind at every read-out beside them;
+5. probes against prompting and baselines (paper Figures 1, 2, 3): ``probes_vs_prompting``;
+6. thesis Tables 4.1 and 4.2 on SummEval: ``thesis_tables``;
+7. transfer and cosine similarity (paper Table 1, Figure 5);
+8. LLMBar distribution shift (paper Figure 4, Appendix C): ``distribution_shift``;
+9. ablation of the probe directions on MT-Bench (paper Appendix B, Table 2);
+10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
+
+then ``summary.json`` and the README's replication block (:mod:`analyses.replication_findings`).
+Each table carries the published numbers beside ours. Sizes: :class:`ReplicationSizes`
+(``--quick`` / ``--full``), printed in every caption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from analyses.ablation import AblationConfig, run_ablation
+from analyses.cross_dataset import TransferConfig, run_transfer
+from analyses.distribution_shift import ShiftConfig, run_shift
+from analyses.insertion import InsertionConfig, run_insertion
+from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
+from analyses.replication_findings import replication_summary, replication_markdown
+from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
+from ppairs_lens.activations.pipeline import ensure_stores
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
+from ppairs_lens.data.specs import load_dataset_spec
+from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.text_baselines import text_baselines
+from ppairs_lens.io.outputs import save_config, write_json
+from ppairs_lens.io.study_runner import StudyRunner
+from ppairs_lens.judges.allure import AllureConfig
+from ppairs_lens.judges.held_out import held_out_datasets
+from ppairs_lens.judges.study import JudgeStudySettings, judge_study
+from ppairs_lens.models.loading import load_model, model_name
+
+__all__ = ["ReplicationConfig", "run_replication"]
+
+STEPS = 12
+
+
+@dataclass
+class ReplicationConfig:
+    """The replication; saved as ``replication.config.json`` beside the outputs."""
+
+    model: str | None = None  # None: the embedded SmolLM2-135M-Instruct
+    shared_data: str = "../shared/datasets"
+    extra: list[str] = field(default_factory=list)  # further files (Figure 2 and transfer)
+    out: str = "figures"
+    stores: str = "stores"
+    sizes: ReplicationSizes = ReplicationSizes()
+    seed: int = 0
+    split_by: str = "auto"
+    test_size: float = 0.5  # the paper fits and tests on random halves
+    n_boot: int = N_BOOT
+    judge_train_pairs: int = 48  # training comparisons that fit the judge's threshold
+    allure: AllureConfig | None = AllureConfig()
+    ablation_dataset: str = "mt-bench"
+    ablation_random: int = 100
+    ablation_matched: int = 100
+    ablation_eval_pairs: int = 100
+    climatex_test: int = 60  # of the 300-statement test split (balanced as it is)
+    climatex_k: int = 5
+    quick: bool = False
+
+
+def quick(cfg: ReplicationConfig) -> ReplicationConfig:
+    """A preview in a few minutes (and what the tests run)."""
+    return replace(cfg, sizes=ReplicationSizes.quick(), n_boot=200, judge_train_pairs=16,
+                   allure=AllureConfig(rounds=1, per_round=2, pool=12, test_pairs=12),
+                   ablation_random=8, ablation_matched=8, ablation_eval_pairs=16,
+                   climatex_test=8, climatex_k=2, quick=True)
+
+
+def full(cfg: ReplicationConfig) -> ReplicationConfig:
+    """The papers' sizes (for a GPU)."""
+    return replace(cfg, sizes=ReplicationSizes.full(), judge_train_pairs=400,
+                   allure=AllureConfig(rounds=3, per_round=2, pool=200, test_pairs=None),
+                   ablation_eval_pairs=200, ablation_random=1000, ablation_matched=1000,
+                   climatex_test=300, climatex_k=10)
+
+
+def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
+    out = replication_datasets(cfg.shared_data, cfg.sizes, seed=cfg.seed, log=log)
+    for spec in cfg.extra:
+        d = load_dataset_spec(spec, max_pairs=cfg.sizes.mctaco_pairs, seed=cfg.seed)
+        out[d.name] = d
+    return out
+
+
+def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[str, float]]]:
+    """Per dataset: the lexical and embedding baselines' P(item 1) per held-out pair id."""
+    out = {}
+    for s, d in zip(stores, datasets):
+        train, test, _ = held_out_datasets(s, d, test_size=cfg.test_size, split_by=cfg.split_by,
+                                           seed=cfg.seed)
+        ids = [r.pair_id for r in test.records]
+        out[d.name] = {f"{b.kind}_p_by_pair": dict(zip(ids, map(float, b.p)))
+                       for b in text_baselines(train, test, embedding=bridge.W_E.detach(),
+                                               tokenizer=bridge.tokenizer, seed=cfg.seed)
+                       if b.available}
+    return out
+
+
+def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) -> dict | None:
+    """The replication; None (with a printed reason) when no replication data is found."""
+    log = tqdm.write
+    datasets = _datasets(cfg, log)
+    if not datasets:
+        return None
+    run = StudyRunner(cfg.out, STEPS, reuse=reuse, desc="replication")
+    out = cfg.out
+    bridge = bridge if bridge is not None else run.timed("load model",
+                                                         lambda: load_model(cfg.model))
+    names = list(datasets)
+    ds = [datasets[n] for n in names]
+    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores))
+    store_of = dict(zip(names, stores))
+    common = dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in stores])
+    split = dict(test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+
+    def judges_step():
+        j = judge_study(bridge, stores, ds, JudgeStudySettings(
+            **split, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
+        return {n: {"p": v.p_by_pair(), "record": v.record()} for n, v in j.items()}
+    judges = run.step("prompted judges", judges_step, **common)
+    texts = run.step("text baselines", lambda: _text_baselines(bridge, stores, ds, cfg), **common)
+
+    per_pair = {n: {**judges[n]["p"], **texts.get(n, {})} for n in names}
+    def sweep_step():
+        res = run_sweep_with_summary(stores, out, SweepConfig(
+            stores=[str(s.path) for s in stores], n_boot=cfg.n_boot, zero_shot=per_pair,
+            **split))
+        return {**res["summary"], "others": [r for r in res["rows"] if int(r["layer"]) < 0]}
+    sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
+                     judges=per_pair, **common)
+    chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
+
+    pvp = run.step("probes vs prompting", lambda: run_probes_vs_prompting(
+        sweep, {n: judges[n]["record"] for n in names}, out,
+        PvPConfig(datasets=names, n_boot=cfg.n_boot)),
+        outputs=("probes_vs_prompting.csv",), sweep=sweep, **common)
+
+    summeval = [n for n in names if n.startswith("summeval-")]
+    thesis = run.step("thesis tables", lambda: run_thesis_tables(
+        bridge, [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
+                 for n in summeval],
+        {n: judges[n]["p"]["p_by_pair"] for n in summeval},
+        {n: chosen[(n, "supervised")] for n in summeval}, out,
+        ThesisTablesConfig(stores=[str(store_of[n].path) for n in summeval], n_boot=cfg.n_boot,
+                           **split)) if summeval else [],
+        outputs=("thesis_tables.csv",), sweep=sweep, **common)
+
+    comparison = [n for n in names if datasets[n].kind == "comparison"]
+    transfer = run.step("transfer", lambda: run_transfer(
+        [store_of[n] for n in comparison], out, TransferConfig(
+            stores=[str(store_of[n].path) for n in comparison], n_boot=cfg.n_boot, **split)
+    ).get("summary"), outputs=("transfer.csv", "transfer.png"), **common)
+
+    shift = run.step("distribution shift", lambda: run_shift(
+        store_of.get("llmbar-clean"), [store_of[n] for n in names if n == "mt-bench"],
+        {n: judges[n]["p"]["p_by_pair"] for n in names}, out,
+        ShiftConfig(n_boot=cfg.n_boot, **split))
+        if "llmbar-clean" in store_of else None,
+        outputs=("distribution_shift.csv",), **common)
+
+    abl = cfg.ablation_dataset
+    ablation = run.step("ablation", lambda: run_ablation(
+        bridge, [(store_of[abl], datasets[abl])], out, AblationConfig(
+            stores=[str(store_of[abl].path)], n_random=cfg.ablation_random,
+            n_matched=cfg.ablation_matched, max_eval_pairs=cfg.ablation_eval_pairs,
+            n_boot=cfg.n_boot, **split), log=log)[0] if abl in store_of else [],
+        outputs=("ablation.csv",), **common)
+
+    climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
+    insertion = run.step("insertion", lambda: run_insertion(bridge, InsertionConfig(
+        path=str(climatex), max_test=cfg.climatex_test, k=cfg.climatex_k, seed=cfg.seed,
+        n_boot=cfg.n_boot), out) if climatex.is_file() else [],
+        outputs=("insertion.csv",), **common)
+    run.close()
+
+    summary = replication_summary(
+        model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
+        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp,
+        thesis=thesis, transfer=transfer, shift=shift, ablation=ablation,
+        insertion=insertion, judges={n: judges[n]["record"] for n in names})
+    write_json(Path(out) / "summary.json", summary)
+    save_config(out, "replication", cfg)
+    print(replication_markdown(summary))
+    return summary

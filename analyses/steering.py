@@ -1,0 +1,239 @@
+"""Steering dose-response: does *adding* the probe direction move the model's own judgement?
+
+The complement of the ablation (:mod:`analyses.ablation`): instead of removing the direction,
+add ``alpha`` times it and watch the prompted judge. Per dataset:
+
+1. split the store leak-free; choose the read-out on a validation split of the training data
+   (the ``layer_kind`` probe's validation accuracy; never the test split); fit every probe
+   kind on the training split there and take their unit directions, oriented so that "+"
+   means item 1 preferred;
+2. draw the nulls as the ablation does (:mod:`ppairs_lens.interventions.directions`):
+   ``n_random`` isotropic unit directions and ``n_matched`` from the training contrasts'
+   covariance at that read-out;
+3. for each ``alpha`` in ``alphas`` (in units of the median norm of the read-out's activations
+   on the training pairs, ``norm_unit``, so the same ``alpha`` means the same push on any
+   model), add ``alpha * norm_unit * r`` for every direction ``r`` (the same norm for probes
+   and nulls) at the read-out's hook, at the read-out token only, and run the swap-calibrated
+   zero-shot judge on the test records
+   (:func:`ppairs_lens.interventions.steered_judge.judge_under_steering`: all directions share
+   one pass; the swapped order gets ``-v``);
+4. report per direction and alpha the mean change of the calibrated log-odds ``z`` from the
+   unsteered judge (``delta_z``) and the judge's accuracy; per probe the least-squares slope
+   of ``delta_z`` on ``alpha`` and its one-sided permutation p-value among the nulls' slopes
+   (does the probe direction move the judge towards item 1 more than a random direction of
+   the same norm?).
+
+Outputs: ``steering.csv`` (dataset x condition x alpha; probes, the baseline and the nulls'
+median with their 2.5-97.5% band), ``steering.config.json`` and ``steering.{png,svg}``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from analyses.steering_plots import plot_steering
+from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.pipeline import check_store_matches, store_template
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.specs import subsample_by_context
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
+from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
+from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
+from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.interventions.directions import random_directions, variance_matched_directions
+from ppairs_lens.interventions.steered_judge import judge_under_steering
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.models.loading import model_name
+from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.probes.sweep import fit_sweep
+
+__all__ = ["SteeringConfig", "steer_store", "run_steering", "cli"]
+
+
+@dataclass
+class SteeringConfig:
+    """What a steering analysis ran on; saved beside its results."""
+
+    stores: list[str]
+    datasets: list[str] = field(default_factory=list)
+    alphas: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)  # x norm_unit
+    layer: int | None = None  # read-out (and steering hook); None: chosen on validation
+    layer_kind: str = "supervised"
+    kinds: tuple[str, ...] = PROBE_KINDS
+    n_random: int = 20
+    n_matched: int = 20
+    seed: int = 0
+    test_size: float = 0.3
+    val_size: float = VAL_SIZE
+    split_by: str = "auto"
+    C: float = 1.0
+    tie_tol: float = 1e-4  # |z| <= tie_tol counts half in the accuracy (as in the ablation)
+    max_eval_pairs: int | None = 100
+    directions_per_pass: int | None = None
+    token_budget: int | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # filled in: seconds
+    layers_used: dict[str, str] = field(default_factory=dict)  # filled in: hook and rule
+    norm_units: dict[str, float] = field(default_factory=dict)  # filled in: per dataset
+    model: str = ""
+
+
+def _choose_layer(sp, cfg: SteeringConfig) -> tuple[int, str]:
+    """The read-out (and steering hook) as the ablation chooses it
+    (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`); never on the test split."""
+    c = choose_readout(sp, cfg.layer_kind, layer="val" if cfg.layer is None else cfg.layer,
+                       seed=cfg.seed, val_size=cfg.val_size, C=cfg.C)
+    how = (f"best {cfg.layer_kind} validation accuracy ({c.val_value:.3f})"
+           if c.selected_by == "validation" else c.selected_by)
+    return c.index, how
+
+
+def _directions(sp, layer: int, d: int, cfg: SteeringConfig, name: str):
+    """``(names, kinds, unit rows [D, d])``: probe directions, then the two nulls."""
+    probes = fit_sweep(sp.acts_train[:, :, [layer]], sp.labels_train, cfg.kinds, C=cfg.C,
+                       layers=[layer])
+    names, kinds, rows = [], [], []
+    for k in cfg.kinds:
+        if bool(probes.degenerate[k][0]):
+            warnings.warn(f"{name}: the {k} probe is degenerate at read-out {layer}; skipped")
+            continue
+        names.append(k)
+        kinds.append("probe")
+        rows.append(probes.directions[k][0].float())
+    acts = sp.acts_train[:, :, layer].double()
+    for null, dirs in ((RANDOM_NULL, random_directions(cfg.n_random, d, cfg.seed)),
+                       (MATCHED_NULL, variance_matched_directions(acts[:, 0] - acts[:, 1],
+                                                                  cfg.n_matched, cfg.seed + 1))):
+        names += [f"{null}_{i:03d}" for i in range(len(dirs))]
+        kinds += [null] * len(dirs)
+        rows += list(dirs)
+    return names, kinds, torch.stack(rows)
+
+
+def _slope(alphas: np.ndarray, dz: np.ndarray) -> np.ndarray:
+    """Least-squares slope through the origin of ``dz [A, D]`` on ``alphas [A]``."""
+    return (alphas[:, None] * dz).sum(0) / float((alphas ** 2).sum())
+
+
+def steer_store(bridge, store: ActivationStore, dataset: Dataset,
+                cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print
+                ) -> list[dict]:
+    """Rows of ``steering.csv`` for one store (``dataset``: the records it was harvested
+    from, checked by fingerprint)."""
+    cfg = cfg or SteeringConfig(stores=[str(store.path)])
+    if cfg.n_random < 1 or cfg.n_matched < 1 or not cfg.alphas:
+        raise PPairsError("steering needs n_random, n_matched >= 1 and at least one alpha")
+    check_store_matches(bridge, store, dataset)
+    template = store_template(store)
+    name = store.meta["dataset"]
+    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    layer, rule = _choose_layer(sp, cfg)
+    hook = store.hook_names[layer]
+    cfg.layers_used[name] = f"{hook}: {rule}"
+    names, kinds, r = _directions(sp, layer, store.d_model, cfg, name)
+    unit = float(sp.acts_train[:, 0, layer].double().norm(dim=-1).median())
+    cfg.norm_units[name] = unit
+    keep = {p["pair_id"] for p in sp.pairs_test}
+    test_ds = subsample_by_context(
+        replace(dataset, name=f"{dataset.name}:test",
+                records=[x for x in dataset.records if x.pair_id in keep]),
+        cfg.max_eval_pairs, cfg.seed)
+    y = (np.asarray(test_ds.labels()) == 1).astype(int)
+    settings = HarvestSettings(token_budget=cfg.token_budget)
+    t0 = time.perf_counter()
+
+    def judge(vectors):
+        return judge_under_steering(bridge, test_ds, template, vectors, [hook],
+                                    settings=settings,
+                                    vectors_per_pass=cfg.directions_per_pass)["z"]
+
+    z0 = judge(torch.zeros(1, store.d_model))[:, 0]
+    alphas = np.asarray(cfg.alphas, dtype=float)
+    z = np.stack([judge(float(a) * unit * r) for a in alphas])  # [A, n, D]
+    cfg.timings[name] = round(time.perf_counter() - t0, 1)
+    log(f"{name}: {len(names)} directions x {len(alphas)} alphas x {len(test_ds)} records at "
+        f"{hook} ({cfg.timings[name]:.1f} s)")
+    dz = (z - z0[None, :, None]).mean(1)  # [A, D]
+    acc = np.array([[sign_accuracy(z[a, :, j], y, cfg.tie_tol) for j in range(len(names))]
+                    for a in range(len(alphas))])
+    slope = _slope(alphas, dz)
+    base = {"dataset": name, "hook": hook, "layer": layer, "n": len(test_ds),
+            "norm_unit": unit, "split_used": sp.split_used}
+    rows = [{**base, "condition": BASELINE, "kind": "baseline", "alpha": 0.0, "delta_z": 0.0,
+             "mean_z": float(z0.mean()), "accuracy": sign_accuracy(z0, y, cfg.tie_tol)}]
+    idx = {n: [j for j, k in enumerate(kinds) if k == n] for n in (RANDOM_NULL, MATCHED_NULL)}
+    for j, (cond, kind) in enumerate(zip(names, kinds)):
+        if kind != "probe":
+            continue
+        tests = {n: null_test(slope[j], slope[i]) for n, i in idx.items()}
+        for a, alpha in enumerate(alphas):
+            rows.append({**base, "condition": cond, "kind": "probe", "alpha": float(alpha),
+                         "delta_z": float(dz[a, j]), "mean_z": float(z[a, :, j].mean()),
+                         "accuracy": float(acc[a, j]), "slope": float(slope[j]),
+                         **{f"p_slope_{n}": t["p"] for n, t in tests.items()},
+                         **{f"slope_rank_{n}": t["rank"] for n, t in tests.items()}})
+    for null, i in idx.items():
+        for a, alpha in enumerate(alphas):
+            lo, med, hi = np.quantile(dz[a, i], [0.025, 0.5, 0.975])
+            rows.append({**base, "condition": null, "kind": "null", "alpha": float(alpha),
+                         "delta_z": float(med), "delta_z_lo": float(lo), "delta_z_hi": float(hi),
+                         "mean_z": float(z[a][:, i].mean()), "accuracy": float(acc[a, i].mean()),
+                         "slope": float(np.median(slope[i])), f"n_{null}": len(i)})
+    return rows
+
+
+def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
+                 cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print
+                 ) -> list[dict]:
+    """Steer on every (store, dataset); write ``steering.csv``, the figure and the config to
+    ``out``; returns the rows."""
+    cfg = cfg or SteeringConfig(stores=[str(s.path) for s, _ in items])
+    if not cfg.datasets:
+        cfg.datasets = [d.name for _, d in items]
+    cfg.model = model_name(bridge)
+    out = Path(out)
+    rows: list[dict] = []
+    for store, dataset in items:
+        rows += steer_store(bridge, store, dataset, cfg, log=log)
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    write_csv(out / "steering.csv", [{k: r.get(k, float("nan")) for k in cols} for r in rows])
+    save_config(out, "steering", cfg)
+    import matplotlib.pyplot as plt
+
+    fig = plot_steering(rows, cfg.model)
+    save_figure(fig, out, "steering")
+    plt.close(fig)
+    return rows
+
+
+def cli(args, bridge=None) -> None:
+    """``ppairs-lens steer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data.specs import load_dataset_spec
+
+    specs = args.datasets or ["larger_number", "capital_true"]
+    datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
+    items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
+             for ds in datasets]
+    cfg = SteeringConfig(stores=[str(s.path) for s, _ in items], datasets=list(specs),
+                         seed=args.seed, layer=args.layer, n_random=args.n_random,
+                         n_matched=args.n_matched, split_by=args.split)
+    if args.alphas:
+        cfg.alphas = tuple(args.alphas)
+    if getattr(args, "quick", False):
+        cfg = replace(cfg, max_eval_pairs=24, n_random=min(cfg.n_random, 8),
+                      n_matched=min(cfg.n_matched, 8))
+    rows = run_steering(bridge, items, args.out, cfg)
+    for r in rows:
+        if r["kind"] == "probe" and r["alpha"] == max(cfg.alphas):
+            print(f"{r['dataset']:28s} {r['condition']:10s} slope {r['slope']:+.3f} log-odds "
+                  f"per alpha (p vs random {r['p_slope_random_null']:.3f}, vs matched "
+                  f"{r['p_slope_matched_null']:.3f})")

@@ -1,0 +1,229 @@
+"""Thesis Tables 4.1 and 4.2 on SummEval (and NEWSROOM where a file is given).
+
+Per aspect, on the held-out articles of each store's split (whole articles on one side):
+
+* Table 4.1, pairwise accuracy of direct scoring (a 1-5 score per summary, one forward each;
+  the higher score wins, equal scores count half), PAIRS (the calibrated zero-shot comparison,
+  marginalised over positions) and PPAIRS (the supervised probe at the read-out the layer
+  sweep chose on validation);
+* Table 4.2, mean Spearman correlation with the human scores after sorting each held-out
+  article's summaries: PAIRS and PPAIRS by the PAIRS beam merge sort (beam 1000, uncertainty
+  0.6, as the thesis), reading the comparisons already scored (every pair among an article's
+  drawn summaries is in the store: no extra model call); direct scoring and G-Eval by their
+  scores.
+
+The published numbers (thesis Tables 4.1, 4.2; 7B-8B models and GPT-4-Turbo) stand beside
+ours. Writes ``thesis_tables.csv``, ``thesis_tables.{png,svg}`` and the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyses.thesis_tables_plots import plot_tables
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.data.records import TIE, Dataset, ScoredItem
+from ppairs_lens.evaluation.bootstrap import N_BOOT, mean_ci
+from ppairs_lens.evaluation.metrics import evaluate, spearman
+from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.published import citation, published
+from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.judges.scoring import score_items
+from ppairs_lens.probes.estimators import SupervisedProbe
+from ppairs_lens.ranking.merge_sort import beam_merge_sort
+
+__all__ = ["ThesisTablesConfig", "run_thesis_tables"]
+
+METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
+
+
+@dataclass
+class ThesisTablesConfig:
+    stores: list[str]
+    test_size: float = 0.5
+    split_by: str = "auto"
+    seed: int = 0
+    n_boot: int = N_BOOT
+    beam_size: int = 1000
+    uncertainty: float = 0.6
+    C: float = 1.0
+
+
+def _test_items(test: Dataset) -> dict[str, ScoredItem]:
+    """The held-out summaries (one per item id within its article), with gold scores."""
+    out: dict[str, ScoredItem] = {}
+    for r in test.records:
+        for iid, text, score in ((r.item1_id, r.item1, r.score1), (r.item2_id, r.item2, r.score2)):
+            out[f"{r.context_id}/{iid}"] = ScoredItem(f"{r.context_id}/{iid}", text, score,
+                                                      r.context_id, r.context)
+    return out
+
+
+def _pair_p(test: Dataset, p: Mapping[str, float]) -> dict[tuple[str, str], float]:
+    """P(a better than b) for both orders of every held-out pair with a score."""
+    out = {}
+    for r in test.records:
+        if r.pair_id in p:
+            a, b = f"{r.context_id}/{r.item1_id}", f"{r.context_id}/{r.item2_id}"
+            out[(a, b)] = p[r.pair_id]
+            out[(b, a)] = 1.0 - p[r.pair_id]
+    return out
+
+
+def _articles(items: dict[str, ScoredItem]) -> dict[str, list[str]]:
+    by_ctx: dict[str, list[str]] = {}
+    for k, it in items.items():
+        by_ctx.setdefault(it.context_id, []).append(k)
+    return {c: keys for c, keys in by_ctx.items() if len(keys) >= 3}
+
+
+def _per_article(items: dict[str, ScoredItem], p_ab: Mapping[tuple[str, str], float],
+                 cfg: ThesisTablesConfig) -> dict[str, float]:
+    """Spearman per article after the beam merge sort (articles with every pair scored)."""
+    out = {}
+    for c, keys in _articles(items).items():
+        if all((a, b) in p_ab for a in keys for b in keys if a != b):
+            order = beam_merge_sort(keys, lambda a, b: p_ab[(a, b)], beam_size=cfg.beam_size,
+                                    uncertainty=cfg.uncertainty)
+            out[c] = spearman(order, {k: items[k].score for k in keys})
+    return {c: r for c, r in out.items() if np.isfinite(r)}
+
+
+def _per_article_of(items: dict[str, ScoredItem], scores: Mapping[str, float]
+                    ) -> dict[str, float]:
+    out = {c: spearman({k: scores[k] for k in keys}, {k: items[k].score for k in keys})
+           for c, keys in _articles(items).items()}
+    return {c: r for c, r in out.items() if np.isfinite(r)}
+
+
+def _per_article_scores(items, method: str, test: Dataset, pair_ps: dict) -> dict[str, float]:
+    return _per_article_of(items, pair_ps[f"{method} scores"])
+
+
+def _direct_p(test: Dataset, scores: Mapping[str, float]) -> dict[str, float]:
+    """Pairwise P(item 1) from item scores: the higher score wins, equal scores count half."""
+    return {r.pair_id: float(0.5 + 0.5 * np.sign(scores[f"{r.context_id}/{r.item1_id}"]
+                                                  - scores[f"{r.context_id}/{r.item2_id}"]))
+            for r in test.records}
+
+
+def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dict[str, float]:
+    """The supervised probe's P(item 1) on the store's held-out pairs, fitted on its training
+    pairs at the read-out the sweep chose."""
+    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    probe = SupervisedProbe(C=cfg.C).fit(sp.acts_train[:, :, layer], sp.labels_train)
+    p = probe.predict_proba(sp.acts_test[:, :, layer])
+    return {q["pair_id"]: float(v) for q, v in zip(sp.pairs_test, p)}
+
+
+def thesis_rows(bridge, store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
+                layer: int, cfg: ThesisTablesConfig) -> list[dict]:
+    """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store."""
+    test = Dataset(**{**test.__dict__, "records": [r for r in test.records if r.label != TIE]})
+    items = _test_items(test)
+    scored = score_items(bridge, items, test)
+    direct, geval = scored.as_dict("direct"), scored.as_dict("geval")
+    probe = _probe_p(store, layer, cfg)
+    y = np.array(test.labels())
+    groups = [r.context_id for r in test.records]
+    pair_ps = {"direct": _direct_p(test, direct), "G-Eval": _direct_p(test, geval),
+               "PAIRS": dict(judge_p), "PPAIRS": probe,
+               "direct scores": direct, "G-Eval scores": geval}
+    rows = _paired_rows(y, groups, test, pair_ps, items, cfg, store.meta["aspect"])
+    base = {"dataset": "SummEval", "aspect": store.meta["aspect"], "model": "ours",
+            "n_test_pairs": len(test), "n_test_articles": len(set(groups)),
+            "n_items_per_article": round(len(items) / max(1, len(set(groups))), 1),
+            "read_out": layer}
+    for method in METHODS:
+        ids = [i for i, r in enumerate(test.records) if r.pair_id in pair_ps[method]]
+        p = np.array([pair_ps[method][test.records[i].pair_id] for i in ids])
+        acc = evaluate(y[ids], p, groups=[groups[i] for i in ids], n_boot=cfg.n_boot,
+                       seed=cfg.seed)["accuracy"]
+        rows.append({**base, "table": "4.1", "method": method, "metric": "pairwise accuracy",
+                     "value": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(ids)})
+        if method in ("direct", "G-Eval"):
+            rhos = list(_per_article_of(items, pair_ps[f"{method} scores"]).values())
+        else:
+            rhos = list(_per_article(items, _pair_p(test, pair_ps[method]), cfg).values())
+        ci = mean_ci(rhos, n_boot=cfg.n_boot, seed=cfg.seed) if rhos else \
+            {"value": float("nan"), "lo": float("nan"), "hi": float("nan")}
+        rows.append({**base, "table": "4.2", "method": method, "metric": "spearman",
+                     "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(rhos)})
+    return rows
+
+
+def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTablesConfig,
+                 aspect: str) -> list[dict]:
+    """PPAIRS minus each other method: pairwise accuracy on the same held-out pairs (paired
+    CI over articles) and Spearman on the same articles (CI over articles)."""
+    rows = []
+    ids = [i for i, r in enumerate(test.records)
+           if all(r.pair_id in pair_ps[m] for m in METHODS)]
+    g = [groups[i] for i in ids]
+    probe = np.array([pair_ps["PPAIRS"][test.records[i].pair_id] for i in ids])
+    sorted_probe = _per_article(items, _pair_p(test, pair_ps["PPAIRS"]), cfg)
+    for other in ("direct", "G-Eval", "PAIRS"):
+        q = np.array([pair_ps[other][test.records[i].pair_id] for i in ids])
+        d = paired_difference(y[ids], probe, q, g, n_boot=cfg.n_boot, seed=cfg.seed)
+        rows.append({"table": "4.1", "dataset": "SummEval", "aspect": aspect, "model": "ours",
+                     "method": f"PPAIRS - {other}", "metric": "pairwise accuracy difference",
+                     "value": d["value"], "lo": d["lo"], "hi": d["hi"], "n": d["n"],
+                     "ci_counts": d["ci_counts"]})
+        if other == "PAIRS":
+            theirs = _per_article(items, _pair_p(test, pair_ps[other]), cfg)
+        else:
+            theirs = _per_article_scores(items, other, test, pair_ps)
+        common = sorted(set(sorted_probe) & set(theirs))
+        diffs = [sorted_probe[c] - theirs[c] for c in common]
+        ci = mean_ci(diffs, n_boot=cfg.n_boot, seed=cfg.seed) if diffs else \
+            {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "ci_counts": False}
+        rows.append({"table": "4.2", "dataset": "SummEval", "aspect": aspect, "model": "ours",
+                     "method": f"PPAIRS - {other}", "metric": "spearman difference",
+                     "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(diffs),
+                     "ci_counts": ci.get("ci_counts")})
+    return rows
+
+
+_ASPECTS = {"coherent": "coherence", "consistent": "consistency", "fluent": "fluency",
+            "relevant": "relevance"}
+
+
+def published_rows(aspects: Sequence[str]) -> list[dict]:
+    """The thesis's numbers for the same cells (SummEval), labelled with their model."""
+    out = []
+    for table, metric in (("Table 4.1", "pairwise accuracy"), ("Table 4.2", "spearman")):
+        for p in published(source="thesis", table=table, dataset="SummEval"):
+            if p.aspect in aspects:
+                out.append({"table": table.split()[-1], "dataset": "SummEval", "aspect": p.aspect,
+                            "method": p.method, "metric": metric, "model": p.model,
+                            "value": p.value, "lo": None, "hi": None, "source": citation(p)})
+    return out
+
+
+def run_thesis_tables(bridge, items: Sequence[tuple[ActivationStore, Dataset]],
+                      judges: Mapping[str, Mapping[str, float]], layers: Mapping[str, int],
+                      out, cfg: ThesisTablesConfig) -> list[dict]:
+    """``items``: (store, held-out Dataset) per SummEval aspect; ``judges``: the zero-shot
+    judge's P(item 1) per pair id (paper form) per store name; ``layers``: the read-out the
+    sweep chose for the supervised probe per store name."""
+    rows = []
+    for store, test in items:
+        name = store.meta["dataset"]
+        r = thesis_rows(bridge, store, test, judges[name], layers[name], cfg)
+        rows += [{**x, "aspect": _ASPECTS.get(x["aspect"], x["aspect"])} for x in r]
+    aspects = sorted({r["aspect"] for r in rows})
+    rows += published_rows(aspects)
+    write_csv(f"{out}/thesis_tables.csv", rows)
+    save_config(out, "thesis_tables", cfg)
+    save_figure(plot_tables(rows, bridge_name(bridge)), out, "thesis_tables")
+    return rows
+
+
+def bridge_name(bridge) -> str:
+    from ppairs_lens.models.loading import model_name
+
+    return model_name(bridge)

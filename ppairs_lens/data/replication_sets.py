@@ -1,0 +1,139 @@
+"""The seed experiments' own data, read from a folder laid out like ``../shared/datasets``.
+
+The thesis and the paper judge text against human ratings: SummEval (four aspects), HANNA,
+ROCStories (Story Cloze), MC-TACO, MT-Bench, LLMBar (Natural + Normal) and ClimateX.
+:func:`replication_datasets` loads each one that is present, at the sizes of a
+:class:`ReplicationSizes` (seeded, leak groups kept whole), and says why any is skipped.
+
+Scored-items sets (SummEval, HANNA) are drawn as ``items_per_context`` items of each of
+``n_contexts`` contexts with *every* pair among them, so a held-out context can be sorted
+(merge sort) from the pairs already scored, with no extra model call.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ppairs_lens.data.formats import load_dataset
+from ppairs_lens.data.records import Comparison, Dataset
+from ppairs_lens.data.specs import subsample_by_context
+
+__all__ = ["SUMMEVAL_ASPECTS", "ReplicationSizes", "combine", "replication_datasets",
+           "items_within_contexts"]
+
+#: The thesis's four SummEval aspects (Tables 4.1, 4.2), in its column order.
+SUMMEVAL_ASPECTS: tuple[str, ...] = ("coherence", "consistency", "fluency", "relevance")
+
+
+@dataclass(frozen=True)
+class ReplicationSizes:
+    """How much of each dataset a run reads (printed in every caption)."""
+
+    summeval_contexts: int = 12
+    summeval_items: int = 6  # summaries per article; all pairs among them
+    summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
+    hanna_contexts: int = 14
+    hanna_items: int = 4
+    hanna_aspect: str = "coherence"
+    story_cloze_pairs: int = 160
+    mctaco_pairs: int = 160
+    mt_bench_pairs: int = 200
+    llmbar_pairs: int | None = None  # Natural + Normal (None: all 159)
+
+    @classmethod
+    def quick(cls) -> ReplicationSizes:
+        return cls(summeval_contexts=4, summeval_items=4, summeval_aspects=("coherence",),
+                   hanna_contexts=4, hanna_items=3, story_cloze_pairs=40, mctaco_pairs=40,
+                   mt_bench_pairs=40, llmbar_pairs=40)
+
+    @classmethod
+    def full(cls) -> ReplicationSizes:
+        """The papers' data as the files hold it (for a GPU)."""
+        return cls(summeval_contexts=100, summeval_items=16, hanna_contexts=96, hanna_items=11,
+                   story_cloze_pairs=1871, mctaco_pairs=5000, mt_bench_pairs=200,
+                   llmbar_pairs=None)
+
+
+def items_within_contexts(dataset: Dataset, n_contexts: int, items_per_context: int,
+                          seed: int = 0) -> Dataset:
+    """``n_contexts`` contexts (seeded) and, in each, ``items_per_context`` items (seeded per
+    context) with every comparison among them; records keep the dataset's order."""
+    items: dict[str, list[str]] = {}
+    for r in dataset.records:
+        ids = items.setdefault(r.context_id, [])
+        ids += [i for i in (r.item1_id, r.item2_id) if i not in ids]
+    contexts = sorted(items)
+    random.Random(seed).shuffle(contexts)
+    keep_items = {c: set(random.Random(f"{seed}:{c}").sample(
+        items[c], min(items_per_context, len(items[c])))) for c in contexts[:n_contexts]}
+    records = [r for r in dataset.records if r.context_id in keep_items
+               and {r.item1_id, r.item2_id} <= keep_items[r.context_id]]
+    return replace(dataset, records=records,
+                   name=f"{dataset.name}-c{len(keep_items)}i{items_per_context}s{seed}")
+
+
+def combine(name: str, parts: list[Dataset]) -> Dataset:
+    """One comparison dataset of several files asking the same question (LLMBar Natural +
+    Normal); pair, context and item ids are prefixed by each part's name."""
+    def tag(part: Dataset, r: Comparison) -> Comparison:
+        p = part.name
+        return replace(r, pair_id=f"{p}/{r.pair_id}", context_id=f"{p}/{r.context_id}",
+                       item1_id=f"{p}/{r.item1_id}", item2_id=f"{p}/{r.item2_id}",
+                       group_id=None if r.group_id is None else f"{p}/{r.group_id}")
+    return replace(parts[0], name=name, records=[tag(p, r) for p in parts for r in p.records],
+                   source=", ".join(str(p.source) for p in parts))
+
+
+def _entries(sizes: ReplicationSizes, seed: int
+             ) -> list[tuple[str, str, Callable[[Path], Dataset]]]:
+    """(name, path under the root, loader) for every dataset the replication reads."""
+    def scored(rel: str, aspect: str, n: int, m: int, name: str):
+        return lambda root: replace(items_within_contexts(
+            load_dataset(root / rel, aspect=aspect), n, m, seed), name=name)
+
+    def whole(rel: str, n: int | None, name: str):
+        return lambda root: replace(subsample_by_context(load_dataset(root / rel), n, seed),
+                                    name=name)
+
+    out = [(f"summeval-{a}", "summeval/summeval.jsonl",
+            scored("summeval/summeval.jsonl", a, sizes.summeval_contexts, sizes.summeval_items,
+                   f"summeval-{a}")) for a in sizes.summeval_aspects]
+    out.append((f"hanna-{sizes.hanna_aspect}", "hanna/hanna.jsonl",
+                scored("hanna/hanna.jsonl", sizes.hanna_aspect, sizes.hanna_contexts,
+                       sizes.hanna_items, f"hanna-{sizes.hanna_aspect}")))
+    out.append(("rocstories", "story_cloze/cloze_test_val_spring2016.csv",
+                whole("story_cloze/cloze_test_val_spring2016.csv", sizes.story_cloze_pairs,
+                      "rocstories")))
+    out.append(("mctaco", "mctaco/dev_3783.tsv",
+                whole("mctaco/dev_3783.tsv", sizes.mctaco_pairs, "mctaco")))
+    out.append(("mt-bench", "llmbar/Processed_MT-Bench/dataset.json",
+                whole("llmbar/Processed_MT-Bench/dataset.json", sizes.mt_bench_pairs,
+                      "mt-bench")))
+
+    def llmbar(root: Path) -> Dataset:
+        parts = [replace(load_dataset(root / f"llmbar/{sub}/dataset.json"), name=short)
+                 for sub, short in (("LLMBar_Natural", "natural"), ("CaseStudy_Normal", "normal"))]
+        return subsample_by_context(combine("llmbar-clean", parts), sizes.llmbar_pairs, seed)
+    out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar))
+    return out
+
+
+def replication_datasets(root: str | Path, sizes: ReplicationSizes = ReplicationSizes(), *,
+                         seed: int = 0, log=print) -> dict[str, Dataset]:
+    """``{name: Dataset}`` of every replication dataset found under ``root`` (a missing folder
+    or file is skipped with a printed reason)."""
+    root = Path(root)
+    if not root.is_dir():
+        log(f"replication data skipped: {root} does not exist (a clone without ../shared)")
+        return {}
+    out = {}
+    for name, rel, load in _entries(sizes, seed):
+        if not (root / rel).is_file():
+            log(f"{name} skipped: {root / rel} is missing")
+            continue
+        ds = load(root)
+        out[name] = replace(ds, name=name) if ds.name != name else ds
+    return out

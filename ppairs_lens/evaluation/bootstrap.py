@@ -1,0 +1,114 @@
+"""The one bootstrap: every confidence interval of the package is drawn here.
+
+Records that share a leak group (a context, an item block, a template pool) are not
+independent, so a resample draws whole *groups* with replacement (as many draws as groups;
+records when no groups are given). A resample is a vector of multiplicities ``w`` (how often
+each record was drawn), and a statistic is a function of the weights matrix ``[b, n]``
+returning one value per resample, so all resamples cost one matrix product. Two statistics
+scored on the same call (:func:`intervals`) see the *same* resamples: that is what makes a
+paired difference's interval the interval of the difference.
+
+The rules, written once: :data:`N_BOOT` resamples by default; a 95% percentile interval;
+resamples where a statistic is undefined (NaN) are skipped and counted (``n_boot_used``);
+an interval over fewer than :data:`MIN_BOOTSTRAP_GROUPS` distinct groups carries
+``ci_counts: False`` (with few groups, a resample of them says little: such a CI is shown,
+with its caption, but a claim must not count it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+from jaxtyping import Float
+
+from ppairs_lens.errors import ProbeError
+
+__all__ = ["ALPHA", "MIN_BOOTSTRAP_GROUPS", "N_BOOT", "Interval", "bootstrap", "intervals",
+           "mean_ci", "resample_weights"]
+
+#: Resamples of every interval unless a caller asks otherwise (quick runs).
+N_BOOT: int = 2000
+#: Two-sided level of every interval (95%).
+ALPHA: float = 0.05
+#: Fewest distinct groups an interval needs to count toward a claim.
+MIN_BOOTSTRAP_GROUPS: int = 10
+
+#: ``{"value", "lo", "hi", "n_boot_used", "n_groups", "ci_counts"}``.
+Interval = dict[str, float]
+Statistic = Callable[[Float[np.ndarray, "b n"]], Float[np.ndarray, " b"]]
+
+
+def _codes(n: int, groups: Sequence[Hashable] | None) -> np.ndarray:
+    if groups is None:
+        return np.arange(n)
+    if len(groups) != n:
+        raise ProbeError(f"{len(groups)} group ids for {n} records")
+    first: dict[Hashable, int] = {}
+    return np.array([first.setdefault(g, len(first)) for g in groups], dtype=np.int64)
+
+
+def resample_weights(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BOOT,
+                     seed: int = 0) -> Float[np.ndarray, "b n"]:
+    """Multiplicity of each of ``n`` records in each of ``n_boot`` resamples: whole groups
+    drawn with replacement (as many draws as groups), or records when ``groups`` is None.
+    The only place in the package that draws bootstrap resamples."""
+    if n_boot < 1:
+        raise ProbeError(f"n_boot must be at least 1, got {n_boot}")
+    codes = _codes(n, groups)
+    n_groups = int(codes.max()) + 1 if n else 0
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_groups, size=(n_boot, n_groups))
+    counts = np.zeros((n_boot, n_groups))
+    np.add.at(counts, (np.arange(n_boot)[:, None], draws), 1.0)
+    return counts[:, codes]
+
+
+def _interval(value: float, stats: np.ndarray, n_groups: int, alpha: float) -> Interval:
+    stats = stats[np.isfinite(stats)]
+    lo, hi = (np.quantile(stats, [alpha / 2, 1 - alpha / 2]) if len(stats)
+              else (float("nan"), float("nan")))
+    return {"value": float(value), "lo": float(lo), "hi": float(hi),
+            "n_boot_used": int(len(stats)), "n_groups": int(n_groups),
+            "ci_counts": bool(n_groups >= MIN_BOOTSTRAP_GROUPS and len(stats) > 0)}
+
+
+def intervals(stats: Mapping[str, Statistic], n: int, groups: Sequence[Hashable] | None = None,
+              *, values: Mapping[str, float] | None = None, n_boot: int = N_BOOT,
+              seed: int = 0, alpha: float = ALPHA) -> dict[str, Interval]:
+    """``{name: Interval}`` of several statistics of the same ``n`` records, all on the same
+    resamples (so differences of them are paired). ``stats[name](w)`` maps weights ``[b, n]``
+    to ``[b]``; the value is the statistic on all records (unit weights) unless ``values``
+    gives it (an exact form, e.g. with undefined cases handled)."""
+    if not 0.0 < alpha < 1.0:
+        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
+    if n == 0:
+        raise ProbeError("cannot bootstrap zero records")
+    w = resample_weights(n, groups, n_boot, seed)
+    n_groups = len(set(groups)) if groups is not None else n
+    ones = np.ones((1, n))
+    out = {}
+    for name, fn in stats.items():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = (values[name] if values is not None and name in values
+                     else float(np.asarray(fn(ones))[0]))
+            out[name] = _interval(value, np.asarray(fn(w), dtype=float), n_groups, alpha)
+    return out
+
+
+def bootstrap(stat: Statistic, n: int, groups: Sequence[Hashable] | None = None, *,
+              value: float | None = None, n_boot: int = N_BOOT, seed: int = 0,
+              alpha: float = ALPHA) -> Interval:
+    """The :data:`Interval` of one statistic (see :func:`intervals`)."""
+    vals = None if value is None else {"s": value}
+    return intervals({"s": stat}, n, groups, values=vals, n_boot=n_boot, seed=seed,
+                     alpha=alpha)["s"]
+
+
+def mean_ci(values: Sequence[float], groups: Sequence[Hashable] | None = None, *,
+            n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> Interval:
+    """The mean of ``values`` (e.g. one score per context) with its interval, resampling
+    ``groups`` (one per value; None: the values themselves)."""
+    v = np.asarray(values, dtype=float)
+    return bootstrap(lambda w: (w @ v) / w.sum(axis=1), len(v), groups, n_boot=n_boot,
+                     seed=seed, alpha=alpha)

@@ -1,0 +1,103 @@
+"""How much an intervention changes a judge's answers, with paired CIs over leak groups.
+
+The judge's answer per record is its calibrated log-odds ``z`` that item 1 is preferred. For
+one condition against the unablated baseline, on the same records: Δaccuracy and ΔAUROC
+(:func:`ppairs_lens.evaluation.paired.paired_difference`, groups resampled jointly) and the
+Δlog-odds margin, the mean signed change of ``z`` towards the gold item; each with a 95% CI
+and the 90% CI that an equivalence test (two one-sided tests at 5%) reads
+(:func:`ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`). :func:`judge_baseline`
+says whether the unablated judge decides at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+from jaxtyping import Float
+
+from ppairs_lens.evaluation.bootstrap import mean_ci
+from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.evaluation.null_test import direction_effects, sign_accuracy
+from ppairs_lens.evaluation.paired import paired_difference
+
+__all__ = ["condition_change", "judge_baseline", "judge_change", "proba_from_logodds"]
+
+
+def proba_from_logodds(z: Float[np.ndarray, "n"], tol: float = 0.0) -> Float[np.ndarray, "n"]:
+    """P(item 1) = sigmoid(z), exactly 0.5 where ``|z| <= tol`` (no answer: half credit)."""
+    z = np.asarray(z, dtype=float)
+    return np.where(np.abs(z) <= tol, 0.5, 1.0 / (1.0 + np.exp(-z)))
+
+
+def _labels(y01: np.ndarray) -> np.ndarray:
+    return np.where(np.asarray(y01) == 1, 1, 2)  # 1 / 2 as in a store
+
+
+def _mean_ci(v: np.ndarray, groups: Sequence[Hashable], n_boot: int, seed: int,
+             alpha: float) -> tuple[float, float]:
+    ci = mean_ci(v, groups, n_boot=n_boot, seed=seed, alpha=alpha)
+    return ci["lo"], ci["hi"]
+
+
+def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
+                 z_cond: Float[np.ndarray, "n"], groups: Sequence[Hashable], *, n_boot: int,
+                 seed: int, tol: float = 0.0, alpha: float = 0.05) -> dict[str, float]:
+    """Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base`` (``y``: 1 where
+    item 1 is gold, else 0), each ``value`` with ``_lo``/``_hi`` (``1 - alpha``) and
+    ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``: whether the CIs
+    resample enough leak groups to count toward a claim."""
+    y = np.asarray(y)
+    lab = _labels(y)
+    pa, pb = proba_from_logodds(z_cond, tol), proba_from_logodds(z_base, tol)
+    out: dict[str, float] = {}
+    for metric in ("accuracy", "auroc"):
+        for a, tag in ((alpha, ""), (2 * alpha, "_tost")):
+            d = paired_difference(lab, pa, pb, groups, metric=metric, n_boot=n_boot, seed=seed,
+                                  alpha=a)
+            out[f"delta_{metric}"] = d["value"]
+            # fewer leak groups than a CI needs: shown, but not counted toward a claim
+            out["delta_ci_counts"] = bool(d.get("ci_counts", True))
+            out[f"delta_{metric}{tag}_lo"], out[f"delta_{metric}{tag}_hi"] = d["lo"], d["hi"]
+    signed = np.where(y == 1, 1.0, -1.0) * (np.asarray(z_cond, float) - np.asarray(z_base, float))
+    out["delta_logodds"] = float(signed.mean())
+    out["delta_logodds_lo"], out["delta_logodds_hi"] = _mean_ci(signed, groups, n_boot, seed,
+                                                                alpha)
+    out["delta_logodds_tost_lo"], out["delta_logodds_tost_hi"] = _mean_ci(
+        signed, groups, n_boot, seed, 2 * alpha)
+    return out
+
+
+def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
+                   ld_original: Float[np.ndarray, "n"], ld_swapped: Float[np.ndarray, "n"] | None,
+                   groups: Sequence[Hashable], *, n_boot: int, seed: int, tol: float = 0.0
+                   ) -> dict[str, float]:
+    """The unablated judge: accuracy and AUROC with CIs, and ``same_answer_share``: the share
+    of records answered with the same raw answer whatever the items (comparisons: the same
+    position in both orders; statements: the majority answer, "True" or "False")."""
+    ev = evaluate(_labels(np.asarray(y)), proba_from_logodds(z, tol), groups=groups,
+                  n_boot=n_boot, seed=seed)
+    ld_o = np.asarray(ld_original, dtype=float)
+    if ld_swapped is not None:
+        same = float(np.mean(np.sign(ld_o) == np.sign(np.asarray(ld_swapped, dtype=float))))
+    else:
+        first = float(np.mean(ld_o > 0))
+        same = max(first, 1.0 - first)
+    return {"judge_accuracy": ev["accuracy"]["value"], "judge_accuracy_lo": ev["accuracy"]["lo"],
+            "judge_accuracy_hi": ev["accuracy"]["hi"], "judge_auroc": ev["auroc"]["value"],
+            "judge_auroc_lo": ev["auroc"]["lo"], "judge_auroc_hi": ev["auroc"]["hi"],
+            "same_answer_share": same}
+
+
+
+def condition_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
+                     z_cond: Float[np.ndarray, "n"], groups: Sequence[Hashable], *, n_boot: int,
+                     seed: int, tol: float = 0.0) -> dict[str, float]:
+    """One condition's row: ``effect`` (mean |Δz|), ``margin``, ``accuracy`` (of sign(z)),
+    ``accuracy_delta``, ``mean_abs_z`` and :func:`judge_change`'s CIs."""
+    z = np.column_stack([np.asarray(z_base, float), np.asarray(z_cond, float)])
+    eff, margin = direction_effects(z[:, 0], z, y)
+    acc = [sign_accuracy(z[:, j], y, tol) for j in (0, 1)]
+    return {"effect": float(eff[1]), "margin": float(margin[1]), "accuracy": acc[1],
+            "accuracy_delta": acc[1] - acc[0], "mean_abs_z": float(np.abs(z[:, 1]).mean()),
+            **judge_change(y, z_base, z_cond, groups, n_boot=n_boot, seed=seed, tol=tol)}

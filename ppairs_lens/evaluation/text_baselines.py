@@ -1,0 +1,266 @@
+"""No-model baselines that read the items' texts, fitted on the training split only.
+
+A probe on the model's residual stream means something only if it beats what can be read off
+the words themselves. Two such readers, each returning a :class:`Baseline` (P(item 1) per test
+record) so that it is scored by the code that scores a probe:
+
+* :func:`lexical_baseline`: TF-IDF of word 1-2 grams (vocabulary and idf from the training
+  texts), item 1 minus item 2, logistic regression.
+* :func:`embedding_baseline`: the model's input embedding ``W_E`` mean-pooled over each item's
+  tokens, item 1 minus item 2, logistic regression. This stands for "the read-out before
+  block 0": at the contrast token that read-out is the embedding of the choice token itself,
+  the same for every pair, so it is chance by construction. Pooling over the items sees their
+  tokens and no computation, which is the question that read-out was meant to ask.
+
+Comparisons are fitted without intercept on the training pairs in both orders, ``(x, y)`` and
+``(-x, 1 - y)``, so that swapping the two items gives exactly ``1 - p``: the baseline cannot win
+by learning that item 1 tends to be the better one. Statements (true/false) get an intercept
+and the features of the statement alone. ``C`` is chosen from :data:`C_GRID` by cross-validation
+on the training records, folds by leak group (``group_id``, else ``context_id``, else
+``pair_id``), so a group never informs its own score; ``train_accuracy`` is that CV accuracy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from jaxtyping import Float
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+
+from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset, Statement
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.baselines import Baseline
+from ppairs_lens.evaluation.metrics import accuracy
+
+__all__ = ["lexical_baseline", "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
+
+#: Inverse L2 strengths tried; the smallest of the best is kept (ties go to more regularising).
+C_GRID: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
+#: Folds of the grouped cross-validation that chooses C (fewer when there are fewer groups).
+MAX_FOLDS = 5
+
+Record = Comparison | Statement
+Features = np.ndarray | sp.spmatrix
+
+
+def _kind(records: Sequence[Record], what: str) -> str:
+    if all(isinstance(r, Comparison) for r in records):
+        return "comparison"
+    if all(isinstance(r, Statement) for r in records):
+        return "statement"
+    raise ProbeError(f"{what} mixes comparisons and statements (or holds other records)")
+
+
+def _targets(records: Sequence[Record], y: Sequence[int], kind: str) -> np.ndarray:
+    """0/1 targets: 1 = item 1 better (comparisons), 1 = true (statements)."""
+    y = list(y)
+    if len(y) != len(records):
+        raise ProbeError(f"{len(records)} training records but {len(y)} labels")
+    if kind == "statement":       # Dataset.labels(): 1 true, 2 false; bools accepted too
+        bad = [v for v in y if v not in (ITEM1, ITEM2, True, False)]
+        if bad:
+            raise ProbeError(f"statement labels must be 1 (true) / 2 (false) or bools, got "
+                             f"{bad[:5]}")
+        return np.array([1 if (v is True or v == ITEM1) else 0 for v in y])
+    ties = sum(1 for v in y if v == TIE)
+    if ties:
+        raise ProbeError(f"{ties} training comparisons are ties (label 0): a text baseline "
+                         "predicts which item is better, so drop ties first (text_baselines "
+                         "does)")
+    bad = [v for v in y if v not in (ITEM1, ITEM2)]
+    if bad:
+        raise ProbeError(f"comparison labels must be 1 (item 1 better) or 2, got {bad[:5]}")
+    return np.array([1 if v == ITEM1 else 0 for v in y])
+
+
+def _groups(records: Sequence[Record]) -> np.ndarray:
+    return np.array([r.group_id or r.context_id or r.pair_id for r in records])
+
+
+def _texts(records: Sequence[Record], kind: str) -> list[tuple[str, ...]]:
+    if kind == "statement":
+        return [(r.statement,) for r in records]
+    return [(r.item1, r.item2) for r in records]
+
+
+def _pair_features(rows: Features, index: dict[str, int], texts: list[tuple[str, ...]],
+                   kind: str) -> Features:
+    """Rows of the unique texts -> one row per record: the statement, or item 1 - item 2."""
+    first = [index[t[0]] for t in texts]
+    if kind == "statement":
+        return rows[first]
+    return rows[first] - rows[[index[t[1]] for t in texts]]
+
+
+def _logistic(C: float, intercept: bool, seed: int) -> LogisticRegression:
+    return LogisticRegression(C=C, fit_intercept=intercept, max_iter=2000, random_state=seed)
+
+
+def _fit(X: Features, t: np.ndarray, antisymmetric: bool, C: float,
+         seed: int) -> LogisticRegression:
+    if antisymmetric:             # both orders: (x, y) and (-x, 1 - y); no intercept
+        X = sp.vstack([X, -X]).tocsr() if sp.issparse(X) else np.vstack([X, -X])
+        t = np.concatenate([t, 1 - t])
+    return _logistic(C, not antisymmetric, seed).fit(X, t)
+
+
+def _choose_C(X: Features, t: np.ndarray, groups: np.ndarray, antisymmetric: bool,
+              seed: int) -> tuple[float, float, int]:
+    """``(C, CV accuracy, folds)`` by grouped CV on the training records (NaN: too few
+    groups to cross-validate, C = 1)."""
+    k = min(MAX_FOLDS, len(set(groups)))
+    if k < 2:
+        return 1.0, float("nan"), 0
+    cv = (GroupKFold(k, shuffle=True, random_state=seed) if antisymmetric
+          else StratifiedGroupKFold(k, shuffle=True, random_state=seed))
+    folds = [(a, b) for a, b in cv.split(X, t, groups)
+             if antisymmetric or len(set(t[a])) == 2]   # a one-class fold fits nothing
+    if not folds:
+        return 1.0, float("nan"), 0
+    best = (-1.0, 1.0)
+    for C in C_GRID:
+        correct = 0.0
+        for a, b in folds:
+            p = _fit(X[a], t[a], antisymmetric, C, seed).predict_proba(X[b])[:, 1]
+            correct += accuracy(t[b], p) * len(b)
+        acc = correct / sum(len(b) for _, b in folds)
+        if acc > best[0]:
+            best = (acc, C)
+    return best[1], best[0], len(folds)
+
+
+def _fit_baseline(kind_name: str, X_tr: Features, t: np.ndarray, groups: np.ndarray,
+                  X_te: Features, antisymmetric: bool, seed: int,
+                  describe: str) -> Baseline:
+    if not antisymmetric and len(set(t)) < 2:
+        return Baseline(kind_name, None, describe, reason="the training statements are all "
+                        "true or all false: nothing to fit")
+    C, cv_acc, k = _choose_C(X_tr, t, groups, antisymmetric, seed)
+    model = _fit(X_tr, t, antisymmetric, C, seed)
+    p = model.predict_proba(X_te)[:, 1] if X_te.shape[0] else np.empty(0)
+    how = ("both item orders, no intercept" if antisymmetric else "with intercept")
+    cv = (f"C={C:g} by {k}-fold grouped CV on train, CV acc {cv_acc:.3f}" if k
+          else "C=1 (too few leak groups to cross-validate)")
+    return Baseline(kind_name, np.asarray(p, dtype=np.float64),
+                    f"{describe}; logistic regression ({how}); {cv}", cv_acc)
+
+
+def _setup(train: Sequence[Record], y_train: Sequence[int],
+           test: Sequence[Record]) -> tuple[str, np.ndarray, list, list]:
+    if not len(train):
+        raise ProbeError("no training records")
+    kind = _kind(train, "the training split")
+    if len(test) and _kind(test, "the test split") != kind:
+        raise ProbeError(f"training records are {kind}s but test records are not")
+    return kind, _targets(train, y_train, kind), _texts(train, kind), _texts(test, kind)
+
+
+def lexical_baseline(train: Sequence[Record], y_train: Sequence[int],
+                     test: Sequence[Record], *, seed: int = 0) -> Baseline:
+    """TF-IDF bag of word 1-2 grams + logistic regression; P(item 1) (or P(true)) per test
+    record. ``y_train``: 1 / 2 per comparison (ties refused), 1 true / 2 false per statement.
+    The vectoriser sees the unique training texts only (no labels); test words it has not
+    seen are ignored."""
+    kind, t, tx_tr, tx_te = _setup(train, y_train, test)
+    uniq_tr = sorted({s for tx in tx_tr for s in tx})
+    vec = None
+    for min_df in (2, 1):         # min_df=2 drops one-off words; tiny data may keep none
+        try:
+            vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=min_df,
+                                  token_pattern=r"(?u)\b\w+\b").fit(uniq_tr)
+            break
+        except ValueError:
+            continue
+    if vec is None:
+        return Baseline("lexical", None, "", reason="the training texts hold no words")
+    uniq = sorted(set(uniq_tr) | {s for tx in tx_te for s in tx})
+    rows, index = vec.transform(uniq).tocsr(), {s: i for i, s in enumerate(uniq)}
+    X_tr = _pair_features(rows, index, tx_tr, kind)
+    X_te = _pair_features(rows, index, tx_te, kind) if tx_te else rows[:0]
+    what = "item 1 minus item 2" if kind == "comparison" else "the statement"
+    describe = (f"TF-IDF word 1-2 grams of {what} ({len(vec.vocabulary_)} terms, "
+                f"min_df={min_df}, sublinear tf; fitted on train texts)")
+    return _fit_baseline("lexical", X_tr, t, _groups(train), X_te, kind == "comparison",
+                         seed, describe)
+
+
+def _token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
+    return list(tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else []
+
+
+def _mean_embeddings(embedding, ids: list[list[int]]) -> Float[np.ndarray, "n d_model"]:
+    """Mean of the embedding rows of each text's tokens (zeros for a text with none); only
+    the rows used are gathered, so a GPU ``W_E`` is not copied whole."""
+    vocab, d = int(embedding.shape[0]), int(embedding.shape[1])
+    used = sorted({i for seq in ids for i in seq})
+    if used and (used[0] < 0 or used[-1] >= vocab):
+        raise ProbeError(f"token id {used[-1]} is outside the embedding's {vocab} rows: the "
+                         "tokenizer and the embedding come from different models")
+    if hasattr(embedding, "detach"):                 # a torch tensor (model.W_E)
+        import torch
+
+        sub = embedding.detach()[torch.as_tensor(used, dtype=torch.long,
+                                                 device=embedding.device)]
+        sub = sub.to("cpu", torch.float64).numpy()
+    else:
+        sub = np.asarray(embedding, dtype=np.float64)[used]
+    where = {tok: k for k, tok in enumerate(used)}
+    out = np.zeros((len(ids), d))
+    for n, seq in enumerate(ids):
+        if seq:
+            out[n] = sub[[where[i] for i in seq]].mean(axis=0)
+    return out
+
+
+def embedding_baseline(embedding, tokenizer, train: Sequence[Record], y_train: Sequence[int],
+                       test: Sequence[Record], *, seed: int = 0) -> Baseline:
+    """The model's input embedding, mean-pooled over each item's tokens, + logistic regression.
+
+    ``embedding``: ``W_E`` ``[vocab, d_model]`` (``model.W_E`` of a TransformerBridge or a
+    HookedTransformer; a tensor or an array). ``tokenizer(text, add_special_tokens=False)``
+    gives each item's tokens. This is the "read-out before block 0" baseline made informative:
+    the literal residual stream before block 0 at the contrast token is the choice token's own
+    embedding, identical for every pair. Features are scaled by their training RMS (one
+    number) so that :data:`C_GRID` means the same for every model.
+    """
+    kind, t, tx_tr, tx_te = _setup(train, y_train, test)
+    uniq = sorted({s for tx in (*tx_tr, *tx_te) for s in tx})
+    rows = _mean_embeddings(embedding, _token_ids(tokenizer, uniq))
+    index = {s: i for i, s in enumerate(uniq)}
+    X_tr = _pair_features(rows, index, tx_tr, kind)
+    X_te = _pair_features(rows, index, tx_te, kind) if tx_te else rows[:0]
+    rms = float(np.sqrt(np.mean(X_tr ** 2))) or 1.0
+    what = "item 1 minus item 2" if kind == "comparison" else "the statement"
+    describe = (f"input embedding W_E ({rows.shape[1]} dims) mean-pooled over the tokens of "
+                f"{what}, no block run (the literal pre-block-0 read-out at the contrast "
+                "token is the choice token's embedding, the same for every pair)")
+    return _fit_baseline("embedding", X_tr / rms, t, _groups(train), X_te / rms,
+                         kind == "comparison", seed, describe)
+
+
+def _no_ties(ds: Dataset) -> tuple[list[Record], list[int]]:
+    keep = [(r, y) for r, y in zip(ds.records, ds.labels()) if y != TIE]
+    return [r for r, _ in keep], [y for _, y in keep]
+
+
+def text_baselines(train: Dataset, test: Dataset, *, embedding=None, tokenizer=None,
+                   seed: int = 0) -> list[Baseline]:
+    """The lexical baseline, and the embedding baseline when ``embedding`` (``W_E``) is given.
+
+    Ties (label 0) are dropped from both datasets first, so each baseline's ``p`` aligns with
+    ``test``'s non-tie records, in their order (statements have no ties: every record).
+    """
+    if embedding is not None and tokenizer is None:
+        raise ProbeError("the embedding baseline needs the tokenizer of the embedding's model")
+    if train.kind != test.kind:
+        raise ProbeError(f"train is {train.kind} data but test is {test.kind} data")
+    tr, y_tr = _no_ties(train)
+    te, _ = _no_ties(test)
+    out = [lexical_baseline(tr, y_tr, te, seed=seed)]
+    if embedding is not None:
+        out.append(embedding_baseline(embedding, tokenizer, tr, y_tr, te, seed=seed))
+    return out

@@ -1,0 +1,222 @@
+"""Finetuning a copy of a model's weights on choice examples: LoRA (``peft``) or full.
+
+The model the user passed is never trained: :func:`hf_model_copy` builds a fresh Hugging Face
+model from the weights the bridge runs on now (``bridge.original_model``'s, whose parameter
+names carry TransformerBridge's ``_original_component`` wrappers, stripped here), so booting,
+hooks and the bridge's own modules are untouched. Training runs on that copy; the global RNG
+is left as it was (every draw is seeded from :attr:`FinetuneConfig.seed` inside
+``torch.random.fork_rng``).
+
+The objective is the cross-entropy of the correct choice token over the full vocabulary at the
+prompt's last position (:func:`choice_loss`), on both item orders of each training comparison
+(:mod:`ppairs_lens.finetuning.data`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ppairs_lens.errors import ModelLoadError, PPairsError
+from ppairs_lens.finetuning.data import ChoiceBatch, ChoiceExample, collate
+from ppairs_lens.models.backend import backend_of
+
+__all__ = ["METHODS", "FinetuneConfig", "TrainingLog", "choice_loss", "hf_model_copy",
+           "mean_choice_loss", "prepare_model", "train_model", "trainable_parameters"]
+
+#: Finetuning methods: low-rank adapters on every linear module, or every weight.
+METHODS: tuple[str, ...] = ("lora", "full")
+
+#: Learning rates when :attr:`FinetuneConfig.lr` is None (our choice; the paper does not say).
+DEFAULT_LR = {"lora": 2e-4, "full": 2e-5}
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """How a judge is finetuned (saved with every result).
+
+    LoRA defaults are the paper's (rank 64, alpha 64, every linear module, one epoch);
+    dropout, learning rates, batch size and gradient clipping are ours. ``lr`` None:
+    :data:`DEFAULT_LR` of the method. AdamW, constant learning rate.
+    """
+
+    method: str = "lora"
+    rank: int = 64
+    alpha: int = 64
+    dropout: float = 0.05
+    target_modules: str | tuple[str, ...] = "all-linear"
+    epochs: int = 1
+    lr: float | None = None
+    batch_size: int = 8
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise PPairsError(f"finetuning method must be one of {METHODS}, got {self.method!r}")
+        if self.rank < 1 or self.epochs < 1 or self.batch_size < 1:
+            raise PPairsError("rank, epochs and batch_size must be at least 1")
+
+    @property
+    def learning_rate(self) -> float:
+        return DEFAULT_LR[self.method] if self.lr is None else float(self.lr)
+
+
+@dataclass(frozen=True)
+class TrainingLog:
+    """One finished training run: the loss of every step, examples seen, wall time and this
+    process's CPU time."""
+
+    losses: tuple[float, ...]
+    n_examples: int
+    n_steps: int
+    seconds: float
+    cpu_seconds: float = float("nan")
+
+    @property
+    def examples_per_s(self) -> float:
+        return self.n_examples / self.seconds if self.seconds else float("nan")
+
+
+def hf_model_copy(bridge):
+    """A fresh Hugging Face model holding a copy of the weights ``bridge`` runs on now.
+
+    Built from the bridge's HF config (random init inside a forked RNG, then every weight
+    loaded from the bridge's state dict), on the device of the bridge's weights; the bridge
+    and its HF model are not changed. A HookedTransformer has no HF model: refused.
+    """
+    if backend_of(bridge) != "bridge":
+        raise ModelLoadError("finetuning needs a TransformerBridge (load_model(), the default "
+                             "backend); a HookedTransformer has no Hugging Face model to copy")
+    from transformers import AutoModelForCausalLM
+
+    hf = bridge.original_model
+    if getattr(hf, "hf_device_map", None) and len(set(hf.hf_device_map.values())) > 1:
+        raise ModelLoadError("finetuning copies the model onto one device; this one is spread "
+                             "over several (device_map)")
+    state = {k.replace("._original_component", ""): v for k, v in hf.state_dict().items()}
+    param = next(hf.parameters())
+    config = copy.deepcopy(hf.config)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        try:
+            model = AutoModelForCausalLM.from_config(config, dtype=param.dtype,
+                                                     attn_implementation="sdpa")
+        except (ValueError, ImportError):
+            model = AutoModelForCausalLM.from_config(config, dtype=param.dtype)
+    target = model.state_dict()
+    missing = [k for k in target if k not in state]
+    tied = {k for k in missing if k.endswith("lm_head.weight")
+            and getattr(config, "tie_word_embeddings", False)}
+    if set(missing) - tied:
+        raise ModelLoadError(f"cannot copy the bridge's weights into a fresh "
+                             f"{type(model).__name__}: {len(missing)} missing, e.g. "
+                             f"{sorted(set(missing) - tied)[:3]}")
+    model.load_state_dict({k: state[k] for k in target if k in state}, strict=False)
+    model.tie_weights()
+    return model.to(param.device)
+
+
+def prepare_model(model, cfg: FinetuneConfig):
+    """``model`` made trainable for ``cfg.method``: LoRA adapters (``peft``) on
+    ``cfg.target_modules``, or every parameter (full). Seeded adapter init."""
+    if cfg.method == "full":
+        for p in model.parameters():
+            p.requires_grad_(True)
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
+                      target_modules=(cfg.target_modules if isinstance(cfg.target_modules, str)
+                                      else list(cfg.target_modules)),
+                      bias="none", task_type="CAUSAL_LM")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        return get_peft_model(model, lora)
+
+
+def trainable_parameters(model) -> int:
+    return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
+
+
+def choice_loss(model, batch: ChoiceBatch) -> tuple[Tensor, Tensor]:
+    """``(loss, log-odds)``: mean cross-entropy of the correct choice token (full vocabulary)
+    after each prompt, and logit(correct) - logit(other choice) per row (detached)."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids, use_cache=False, logits_to_keep=1)
+    logits = out.logits[:, -1].float()
+    loss = F.cross_entropy(logits, batch.targets)
+    rows = torch.arange(len(batch.targets), device=logits.device)
+    margin = (logits[rows, batch.targets] - logits[rows, batch.wrong]).detach()
+    return loss, margin
+
+
+@torch.no_grad()
+def mean_choice_loss(model, examples: Sequence[ChoiceExample], pad_id: int,
+                     batch_size: int = 8) -> float:
+    """Mean :func:`choice_loss` over ``examples`` in eval mode (no dropout, no gradients)."""
+    was = model.training
+    model.eval()
+    dev = next(model.parameters()).device
+    total = 0.0
+    for i in range(0, len(examples), batch_size):
+        part = examples[i:i + batch_size]
+        loss, _ = choice_loss(model, collate(part, pad_id, dev))
+        total += float(loss) * len(part)
+    model.train(was)
+    return total / len(examples)
+
+
+def train_model(model, examples: Sequence[ChoiceExample], cfg: FinetuneConfig, pad_id: int, *,
+                progress: bool = True, desc: str = "finetune",
+                on_step: Callable[[int, float], None] | None = None) -> TrainingLog:
+    """Train ``model`` (from :func:`prepare_model`) in place on ``examples``: ``cfg.epochs``
+    passes in a seeded order, AdamW, gradients clipped at ``cfg.max_grad_norm``."""
+    import time
+
+    if not examples:
+        raise PPairsError("no training examples")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise PPairsError("the model has no trainable parameters")
+    dev = params[0].device
+    opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    rng = np.random.default_rng(cfg.seed)
+    n_steps = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
+    losses: list[float] = []
+    t0, c0 = time.perf_counter(), time.process_time()
+    model.train()
+    with torch.inference_mode(False), torch.enable_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)  # dropout masks
+        bar = tqdm(total=n_steps, desc=desc, unit="step", disable=not progress)
+        for _ in range(cfg.epochs):
+            order = rng.permutation(len(examples))
+            for i in range(0, len(order), cfg.batch_size):
+                batch = collate([examples[j] for j in order[i:i + cfg.batch_size]], pad_id, dev)
+                loss, _ = choice_loss(model, batch)
+                if not torch.isfinite(loss):
+                    raise PPairsError(f"training loss is {float(loss)} at step {len(losses)}; "
+                                      "lower the learning rate or use float32")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                opt.step()
+                losses.append(loss.detach().item())
+                if on_step is not None:
+                    on_step(len(losses), losses[-1])
+                bar.update(1)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        bar.close()
+    model.eval()
+    return TrainingLog(tuple(losses), cfg.epochs * len(examples), len(losses),
+                       time.perf_counter() - t0, time.process_time() - c0)

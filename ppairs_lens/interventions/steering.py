@@ -1,0 +1,151 @@
+"""Steering: add ``alpha`` times a unit direction to the residual stream while the model runs.
+
+The complement of :mod:`ppairs_lens.interventions.ablation` (which removes a direction), with
+the same hook machinery: presets or hook names (:mod:`ppairs_lens.models.hook_points`), or a
+dict ``{hook_name: direction}``; ``positions="all"`` or ``"last"``; on a HookedTransformer a
+hook on ``ln_final.hook_out`` acts after the final norm's gain, as on a bridge
+(:func:`ppairs_lens.models.backend.resolve_hooks`). The hooks are removed when the ``with``
+block exits, exceptions included.
+
+Adding at every hook point of a preset compounds along the residual stream (what is added at
+block ``l``'s output is carried into every later block); to steer once, name one hook.
+
+:func:`batched_steering_hooks` adds a different vector at each branch position of the read-out
+step (as :func:`ppairs_lens.interventions.batched.batched_rejection_hooks` rejects one), so
+many directions share one pass of :func:`ppairs_lens.activations.harvest.run_branches`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from ppairs_lens.errors import DirectionError
+from ppairs_lens.interventions.ablation import Directions, Positions, direction_rows
+from ppairs_lens.models.backend import resolve_hooks
+from ppairs_lens.models.hook_points import (
+    PRESETS,
+    Hook,
+    Preset,
+    check_hook_names,
+    hook_points,
+)
+
+__all__ = ["steering_vector", "steering_hooks", "steer", "batched_steering_hooks"]
+
+
+def steering_vector(direction: Float[Tensor, "d_model"], alpha: float
+                    ) -> Float[Tensor, "d_model"]:
+    """``alpha * direction / |direction|`` (float32 or wider); the zero vector is refused."""
+    r = direction_rows(direction)
+    if r.shape[0] != 1:
+        raise DirectionError(f"steering adds one direction per hook point, got {r.shape[0]}")
+    n = r[0].norm()
+    if n == 0:
+        raise DirectionError("the steering direction is the zero vector")
+    return float(alpha) * r[0] / n
+
+
+def _as_points(preset: Preset | str | Sequence[str]) -> Preset | Sequence[str]:
+    """A preset name, a list of hook names, or one hook name (as a one-item list)."""
+    return [preset] if isinstance(preset, str) and preset not in PRESETS else preset
+
+
+def _add(x: Tensor, v: Tensor) -> Tensor:
+    work = torch.promote_types(x.dtype, torch.float32)
+    return (x.to(work) + v.to(device=x.device, dtype=work)).to(x.dtype)
+
+
+def _hook_fn(v: Float[Tensor, "d_model"], name: str, positions: Positions,
+             last_positions: Int[Tensor, "batch"] | None) -> Callable:
+    def hook(x: Float[Tensor, "batch pos d_model"], hook=None) -> Tensor:
+        if x.shape[-1] != v.shape[-1]:
+            raise ValueError(f"steering at {name}: activation has last dimension {x.shape[-1]} "
+                             f"but the direction has {v.shape[-1]}")
+        if positions == "all":
+            return _add(x, v)
+        rows = torch.arange(x.shape[0], device=x.device)
+        pos = (torch.full_like(rows, -1) if last_positions is None
+               else last_positions.to(x.device))
+        if pos.shape != rows.shape:
+            raise ValueError(f"last_positions has {pos.shape[0]} rows but the batch at {name} "
+                             f"has {x.shape[0]}")
+        out = x.clone()
+        out[rows, pos] = _add(x[rows, pos], v)
+        return out
+
+    return hook
+
+
+def steering_hooks(
+    bridge, direction: Directions, alpha: float,
+    preset: Preset | Sequence[str] = "paper", positions: Positions = "all",
+    last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
+) -> list[Hook]:
+    """Forward hooks ``[(name, fn)]`` adding ``alpha`` times the unit ``direction``.
+
+    ``direction``: ``[d_model]`` (added at every hook point of ``preset``, a preset name or a
+    list of hook names) or ``{hook_name: direction}`` (each point its own; ``preset`` unused).
+    ``positions``/``last_positions`` as in :func:`ppairs_lens.interventions.ablation.ablation_hooks`.
+    """
+    if positions not in ("all", "last"):
+        raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
+    if last_positions is not None and positions != "last":
+        raise ValueError("last_positions only applies with positions='last'")
+    lp = (None if last_positions is None
+          else torch.as_tensor(last_positions, dtype=torch.long).reshape(-1))
+    if isinstance(direction, Mapping):
+        if not direction:
+            raise ValueError("the dict of directions is empty")
+        per_point = {n: steering_vector(torch.as_tensor(r), alpha) for n, r in direction.items()}
+    else:
+        v = steering_vector(torch.as_tensor(direction), alpha)
+        per_point = {n: v for n in hook_points(_as_points(preset), bridge.cfg.n_layers)}
+    check_hook_names(bridge, list(per_point))
+    for name, v in per_point.items():
+        if v.shape[-1] != bridge.cfg.d_model:
+            raise ValueError(f"direction for {name} has dimension {v.shape[-1]}, the model's "
+                             f"d_model is {bridge.cfg.d_model}")
+    return resolve_hooks(bridge, [(n, _hook_fn(v, n, positions, lp))
+                                  for n, v in per_point.items()])
+
+
+@contextmanager
+def steer(
+    bridge, direction: Directions, alpha: float,
+    preset: Preset | Sequence[str] = "paper", positions: Positions = "all",
+    last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
+) -> Iterator:
+    """``with steer(bridge, r, alpha, ["blocks.6.hook_resid_post"]): ...`` runs the model with
+    ``alpha * r / |r|`` added (see :func:`steering_hooks`); hooks removed on exit."""
+    hooks = steering_hooks(bridge, direction, alpha, preset, positions, last_positions)
+    with bridge.hooks(fwd_hooks=hooks):
+        yield bridge
+
+
+def _position_hook(vectors: Float[Tensor, "D d_model"], name: str) -> Callable:
+    def hook(x: Float[Tensor, "batch pos d_model"], hook=None) -> Tensor:
+        if x.ndim != 3 or tuple(x.shape[1:]) != tuple(vectors.shape):
+            raise DirectionError(f"batched steering at {name}: expected [batch, "
+                                 f"{vectors.shape[0]}, {vectors.shape[1]}] (one position per "
+                                 f"direction), got {tuple(x.shape)}; use it as final_hooks")
+        return _add(x, vectors)
+
+    return hook
+
+
+def batched_steering_hooks(bridge, vectors: Float[Tensor, "D d_model"],
+                           hooks: Preset | Sequence[str]) -> list[Hook]:
+    """Hooks adding ``vectors[j]`` (as given: not normalised) at branch position ``j`` at every
+    hook point of ``hooks``; for ``final_hooks`` of ``run_branches`` with ``D`` branches."""
+    v = direction_rows(vectors)
+    if v.shape[1] != bridge.cfg.d_model:
+        raise DirectionError(f"vectors have dimension {v.shape[1]}, the model's d_model is "
+                             f"{bridge.cfg.d_model}")
+    names = hook_points(_as_points(hooks), bridge.cfg.n_layers)
+    check_hook_names(bridge, names)
+    return resolve_hooks(bridge, [(n, _position_hook(v, n)) for n in names])

@@ -1,0 +1,114 @@
+"""Every dataset's prompted judges on its store's split, in one pass of the model.
+
+A study asks the zero-shot judge about the held-out comparisons of many datasets, each in both
+item orders, and about a sample of training comparisons (to fit the judge's decision threshold
+on the labels the supervised probe sees). :func:`judge_study` builds all those prompts and
+runs them in ONE call, so a context shared by several prompts (an article asked about four
+aspects, in both orders) is computed once. The ALLURE judge (:mod:`ppairs_lens.judges.allure`)
+starts from the training sample's zero-shot answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ppairs_lens.activations.pipeline import check_store_matches, store_template
+from ppairs_lens.activations.prompts import build_contrast_pairs
+from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.data.records import ITEM1, Dataset
+from ppairs_lens.data.specs import subsample_by_context
+from ppairs_lens.judges.allure import AllureConfig, allure
+from ppairs_lens.judges.calibration import judge_diagnostics
+from ppairs_lens.judges.fair_forms import JudgeForms, judge_forms
+from ppairs_lens.judges.held_out import held_out_datasets
+from ppairs_lens.judges.zero_shot import ZeroShotResult, choice_logodds_of, swapped_dataset
+
+__all__ = ["HeldOutJudges", "JudgeStudySettings", "judge_study"]
+
+
+@dataclass(frozen=True)
+class JudgeStudySettings:
+    test_size: float = 0.5
+    split_by: str = "auto"
+    seed: int = 0
+    train_pairs: int = 48  # training comparisons (whole contexts) that fit the threshold
+    allure: AllureConfig | None = AllureConfig()
+
+
+@dataclass(frozen=True)
+class HeldOutJudges:
+    """One dataset's prompted judges on its held-out comparisons (ties dropped)."""
+
+    dataset: str
+    split_used: str
+    test_ids: tuple[str, ...]
+    forms: JudgeForms
+    diagnostics: dict
+    allure_ids: tuple[str, ...] = ()
+    allure_p: np.ndarray | None = None
+    allure_demos: tuple[str, ...] = ()
+    allure_skipped: str | None = None
+    n_prompts: dict = field(default_factory=dict)
+
+    def p_by_pair(self) -> dict[str, dict[str, float]]:
+        """Per-pair P(item 1) under the keys the layer sweep reads
+        (:data:`analyses.layer_sweep.JUDGES`)."""
+        out = {"p_by_pair": dict(zip(self.test_ids, map(float, self.forms.paper))),
+               "threshold_p_by_pair": dict(zip(self.test_ids, map(float, self.forms.threshold)))}
+        if self.allure_p is not None:
+            out["allure_p_by_pair"] = dict(zip(self.allure_ids, map(float, self.allure_p)))
+        return out
+
+    def record(self) -> dict:
+        """What a summary keeps (no per-pair arrays)."""
+        return {"dataset": self.dataset, "split_used": self.split_used,
+                "n_test": len(self.test_ids), "threshold": self.forms.t,
+                "threshold_fitted_on": self.forms.n_train, "diagnostics": self.diagnostics,
+                "allure_n": len(self.allure_ids), "allure_demos": list(self.allure_demos),
+                "allure_skipped": self.allure_skipped, "n_prompts": self.n_prompts}
+
+
+def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Dataset],
+                settings: JudgeStudySettings = JudgeStudySettings(), log=print
+                ) -> dict[str, HeldOutJudges]:
+    """``{dataset name: HeldOutJudges}`` for every store (comparisons in both orders)."""
+    parts, prompts, sides = [], [], []
+    for store, ds in zip(stores, datasets):
+        check_store_matches(bridge, store, ds)
+        template = store_template(store)
+        train, test, used = held_out_datasets(store, ds, test_size=settings.test_size,
+                                              split_by=settings.split_by, seed=settings.seed)
+        train_sub = subsample_by_context(train, settings.train_pairs, settings.seed)
+        parts.append((store.meta["dataset"], template, train, train_sub, test, used))
+        for side in (test, swapped_dataset(test), train_sub, swapped_dataset(train_sub)):
+            ps = build_contrast_pairs(bridge.tokenizer, side, template)
+            sides.append(len(ps))
+            prompts += ps
+    ld = choice_logodds_of(bridge, prompts, desc="zero-shot judge, every dataset, both orders")
+    bounds = np.cumsum([0, *sides])
+    out = {}
+    for k, (name, template, train, train_sub, test, used) in enumerate(parts):
+        ld_o, ld_s, tr_o, tr_s = (ld[bounds[4 * k + j]:bounds[4 * k + j + 1]] for j in range(4))
+        y_tr = np.array([y == ITEM1 for y in train_sub.labels()])
+        forms = judge_forms(ld_o, ld_s, (tr_o - tr_s) / 2, y_tr)
+        diag = judge_diagnostics(ZeroShotResult.from_logodds(ld_o, ld_s, 2 * len(test)),
+                                 test.labels())
+        extra: dict = {}
+        if settings.allure is not None:
+            evaluated = subsample_by_context(test, settings.allure.test_pairs, settings.seed)
+            try:
+                res, demos = allure(bridge, train_sub, (tr_o - tr_s) / 2, evaluated, template,
+                                    settings.allure)
+                extra = dict(allure_ids=tuple(r.pair_id for r in evaluated.records),
+                             allure_p=res.p,
+                             allure_demos=tuple(d.record.pair_id for d in demos))
+            except ValueError as e:  # e.g. a context too long for the model with demos
+                extra = dict(allure_skipped=str(e))
+                log(f"{name}: ALLURE judge skipped: {e}")
+        out[name] = HeldOutJudges(
+            name, used, tuple(r.pair_id for r in test.records), forms, diag,
+            n_prompts={"zero_shot": 2 * (len(test) + len(train_sub))}, **extra)
+    return out

@@ -1,0 +1,36 @@
+"""The README's replication block is what ``figures/summary.json`` says; claims get verdicts."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyses.replication_findings import (
+    README_END,
+    README_START,
+    replication_markdown,
+)
+from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED, interval_verdict
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_readme_block_equals_the_committed_summary():
+    summary = json.loads((REPO / "figures" / "summary.json").read_text())
+    if summary.get("kind") != "replication":
+        pytest.skip("figures/summary.json is not a replication summary")
+    text = (REPO / "README.md").read_text()
+    block = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    assert block == replication_markdown(summary).strip(), (
+        "README replication block is stale: run python -m analyses.replication_findings")
+
+
+@pytest.mark.parametrize("diff, want", [
+    ({"lo": 0.01, "hi": 0.2, "ci_counts": True}, HOLDS),
+    ({"lo": -0.3, "hi": -0.02, "ci_counts": True}, FAILS),
+    ({"lo": -0.1, "hi": 0.2, "ci_counts": True}, UNDECIDED),
+    ({"lo": 0.1, "hi": 0.2, "ci_counts": False}, UNDECIDED),   # too few groups to count
+    ({"lo": float("nan"), "hi": 0.2}, UNDECIDED),
+])
+def test_interval_verdict_for_each_outcome(diff, want):
+    assert interval_verdict(diff).startswith(want)

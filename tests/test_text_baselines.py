@@ -1,0 +1,137 @@
+"""Text baselines (lexical TF-IDF, pooled input embedding): fitted on train, antisymmetric."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppairs_lens.data.records import Comparison, Dataset, Statement
+from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.baselines import BASELINE_LABELS
+from ppairs_lens.evaluation.metrics import accuracy, targets
+from ppairs_lens.evaluation.text_baselines import (embedding_baseline, lexical_baseline,
+                                                   text_baselines)
+
+WORDS = [f"w{k}" for k in range(150)]
+
+
+def _sentence(rng, n: int = 8) -> str:
+    return " ".join(rng.choice(WORDS, size=n))
+
+
+def _comparisons(n: int, seed: int, cue: bool, start: int = 0) -> list[Comparison]:
+    """Pairs of random sentences; with ``cue`` the better item says "excellent"; the label is
+    random, so without the cue nothing in the texts predicts it. Groups of 4 pairs."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(start, start + n):
+        good, bad = _sentence(rng), _sentence(rng)
+        if cue:
+            good = f"{good} excellent"
+        label = int(rng.integers(1, 3))
+        a, b = (good, bad) if label == 1 else (bad, good)
+        out.append(Comparison(f"p{k}", a, b, label, group_id=f"g{k // 4}"))
+    return out
+
+
+def _labels(records) -> list[int]:
+    return [r.label for r in records]
+
+
+def _swapped(records: list[Comparison]) -> list[Comparison]:
+    return [Comparison(r.pair_id, r.item2, r.item1, {1: 2, 2: 1}.get(r.label, 0),
+                       group_id=r.group_id) for r in records]
+
+
+def test_a_planted_word_is_learned_and_random_texts_are_chance():
+    tr, te = _comparisons(240, 0, cue=True), _comparisons(200, 1, cue=True, start=1000)
+    b = lexical_baseline(tr, _labels(tr), te, seed=0)
+    assert b.kind == "lexical" and b.available and b.p.shape == (200,)
+    assert accuracy(targets(_labels(te)), b.p) > 0.9
+    assert b.train_accuracy > 0.9                      # grouped CV on train finds it too
+    assert "TF-IDF" in b.predictor and "C=" in b.predictor and "CV acc" in b.predictor
+
+    tr, te = _comparisons(240, 2, cue=False), _comparisons(400, 3, cue=False, start=1000)
+    b = lexical_baseline(tr, _labels(tr), te, seed=0)
+    assert 0.4 < accuracy(targets(_labels(te)), b.p) < 0.6
+
+
+def test_swapping_the_items_flips_p():
+    tr, te = _comparisons(120, 4, cue=True), _comparisons(60, 5, cue=True, start=1000)
+    p = lexical_baseline(tr, _labels(tr), te, seed=0).p
+    q = lexical_baseline(tr, _labels(tr), _swapped(te), seed=0).p
+    np.testing.assert_allclose(q, 1 - p, atol=1e-9)
+    # the training order does not matter either: both orders are fitted
+    q2 = lexical_baseline(_swapped(tr), _labels(_swapped(tr)), te, seed=0).p
+    np.testing.assert_allclose(q2, p, atol=1e-6)
+
+
+def test_the_seed_is_explicit_and_reproducible():
+    tr, te = _comparisons(120, 6, cue=True), _comparisons(40, 7, cue=True, start=1000)
+    a = lexical_baseline(tr, _labels(tr), te, seed=3)
+    b = lexical_baseline(tr, _labels(tr), te, seed=3)
+    np.testing.assert_array_equal(a.p, b.p)
+    assert a.predictor == b.predictor
+
+
+def test_training_ties_are_refused_and_the_dataset_helper_drops_them():
+    tr, te = _comparisons(80, 8, cue=True), _comparisons(30, 9, cue=True, start=1000)
+    tied = tr + [Comparison("tie", "same words", "other words", 0, group_id="gt")]
+    with pytest.raises(ProbeError, match="ties"):
+        lexical_baseline(tied, _labels(tied), te)
+    te_tied = te[:10] + [Comparison("tie2", "a b", "c d", 0)] + te[10:]
+    out = text_baselines(Dataset("tr", "comparison", tied), Dataset("te", "comparison", te_tied))
+    assert [b.kind for b in out] == ["lexical"]
+    assert out[0].p.shape == (len(te),)                # aligned with test's non-tie records
+    np.testing.assert_allclose(out[0].p, lexical_baseline(tr, _labels(tr), te).p)
+
+
+def test_statements_use_the_statement_with_an_intercept():
+    rng = np.random.default_rng(10)
+    recs = [Statement(f"s{k}", _sentence(rng) + (" indeed" if k % 2 else " perhaps"),
+                      bool(k % 2), group_id=f"g{k // 2}") for k in range(200)]
+    tr, te = Dataset("tr", "statement", recs[:140]), Dataset("te", "statement", recs[140:])
+    (b,) = text_baselines(tr, te)
+    assert accuracy(targets(te.labels()), b.p) > 0.9
+
+
+def test_mixed_kinds_and_bad_labels_are_refused():
+    tr = _comparisons(20, 11, cue=True)
+    with pytest.raises(ProbeError, match="labels"):
+        lexical_baseline(tr, [3] * len(tr), tr)
+    with pytest.raises(ProbeError):
+        lexical_baseline(tr, _labels(tr), [Statement("s", "x y", True)])
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_embedding_baseline_is_antisymmetric(tokenizer, as_tensor):
+    emb = np.random.default_rng(0).normal(size=(len(tokenizer), 16)).astype(np.float32)
+    if as_tensor:
+        import torch
+
+        emb = torch.from_numpy(emb)
+    tr, te = _comparisons(120, 12, cue=True), _comparisons(50, 13, cue=True, start=1000)
+    b = embedding_baseline(emb, tokenizer, tr, _labels(tr), te, seed=0)
+    assert b.kind == "embedding" and b.available and b.p.shape == (50,)
+    assert np.all((b.p > 0) & (b.p < 1))
+    assert "mean-pooled" in b.predictor and "W_E" in b.predictor
+    q = embedding_baseline(emb, tokenizer, tr, _labels(tr), _swapped(te), seed=0).p
+    np.testing.assert_allclose(q, 1 - b.p, atol=1e-9)
+
+
+def test_embedding_baseline_through_the_dataset_helper(tokenizer):
+    emb = np.random.default_rng(1).normal(size=(len(tokenizer), 8))
+    tr, te = _comparisons(60, 14, cue=True), _comparisons(20, 15, cue=True, start=1000)
+    out = text_baselines(Dataset("tr", "comparison", tr), Dataset("te", "comparison", te),
+                         embedding=emb, tokenizer=tokenizer)
+    assert [b.kind for b in out] == ["lexical", "embedding"]
+    assert all(b.p.shape == (20,) for b in out)
+    with pytest.raises(ProbeError, match="tokenizer"):
+        text_baselines(Dataset("tr", "comparison", tr), Dataset("te", "comparison", te),
+                       embedding=emb)
+    with pytest.raises(ProbeError, match="outside"):
+        embedding_baseline(emb[:10], tokenizer, tr, _labels(tr), te)
+
+
+def test_the_kinds_have_figure_labels():
+    assert {"lexical", "embedding"} <= set(BASELINE_LABELS)

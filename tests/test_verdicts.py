@@ -1,0 +1,158 @@
+"""Each verdict function, fed a planted case for each outcome: holds, fails, cannot be decided."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppairs_lens.evaluation.verdicts import (
+    FAILS,
+    HOLDS,
+    UNDECIDED,
+    ablation_changes_verdict,
+    ablation_unchanged_verdict,
+    cosine_agreement_verdict,
+    covariance_mean_abs_cos,
+    holm,
+    isotropic_mean_abs_cos,
+    judge_decides,
+    mean_abs_pairwise_cos,
+)
+
+D = 64
+FAST = dict(n_sim=300, seed=0)
+
+
+def _unit(v):
+    return v / np.linalg.norm(v)
+
+
+def _features(rng, n=80, spread=None):
+    """Contrast differences whose covariance is ``diag(spread)`` (isotropic by default)."""
+    spread = np.ones(D) if spread is None else spread
+    return rng.standard_normal((n, D)) * np.sqrt(spread)
+
+
+# ------------------------------------------------------------------ cosine agreement
+
+def test_isotropic_null_is_the_mean_over_pairs_not_one_pair():
+    one = isotropic_mean_abs_cos(2, D, 2000, 0)     # one pair
+    six = isotropic_mean_abs_cos(6, D, 2000, 0)     # 15 pairs
+    assert one.mean() == pytest.approx(six.mean(), rel=0.05)
+    assert np.quantile(six, 0.99) < 0.8 * np.quantile(one, 0.99)  # the mean of 15 is tighter
+
+
+def test_cosine_holds_for_a_shared_direction():
+    rng = np.random.default_rng(0)
+    shared = _unit(rng.standard_normal(D))
+    dirs = [_unit(shared + 0.2 * rng.standard_normal(D) / np.sqrt(D)) for _ in range(4)]
+    v = cosine_agreement_verdict(dirs, [0.8, 0.7, 0.9, 0.75],
+                                 features=[_features(rng) for _ in range(4)], **FAST)
+    assert v.outcome == HOLDS, v.reason
+    assert v.evidence["n_pairs"] == 6 and v.evidence["mean_abs_cos"] > 0.9
+
+
+def test_cosine_fails_for_independent_directions():
+    rng = np.random.default_rng(1)
+    dirs = [_unit(rng.standard_normal(D)) for _ in range(4)]
+    v = cosine_agreement_verdict(dirs, [0.8] * 4, features=[_features(rng) for _ in range(4)],
+                                 **FAST)
+    assert v.outcome == FAILS and "isotropic" in v.reason
+
+
+def test_cosine_fails_when_the_anisotropic_null_explains_the_agreement():
+    """Directions that all lie along the stream's one big axis agree with each other more
+    than isotropic vectors do, but no more than random directions of that covariance."""
+    rng = np.random.default_rng(2)
+    spread = np.full(D, 0.01)
+    spread[0] = 100.0
+    feats = [_features(rng, spread=spread) for _ in range(4)]
+    dirs = [_unit(rng.standard_normal(len(f)) @ f) for f in feats]
+    v = cosine_agreement_verdict(dirs, [0.8] * 4, features=feats, **FAST)
+    assert v.evidence["p_isotropic"] < 0.01
+    assert v.outcome == FAILS and "covariance" in v.reason
+
+
+def test_cosine_cannot_be_decided_with_fewer_than_two_working_probes():
+    rng = np.random.default_rng(3)
+    dirs = [_unit(rng.standard_normal(D)) for _ in range(3)]
+    v = cosine_agreement_verdict(dirs, [0.8, 0.45, 0.5], names=["a", "b", "c"], **FAST)
+    assert v.outcome == UNDECIDED and "only 1 of 3" in v.reason
+    assert v.evidence["below_chance"] == ["b", "c"]
+
+
+def test_cosine_without_a_covariance_null_cannot_hold():
+    rng = np.random.default_rng(4)
+    shared = _unit(rng.standard_normal(D))
+    v = cosine_agreement_verdict([shared, shared, shared], [0.9] * 3, **FAST)
+    assert v.outcome == UNDECIDED and "covariance" in v.reason
+
+
+def test_the_statistic_and_the_covariance_null():
+    e = np.eye(3)
+    assert mean_abs_pairwise_cos(np.stack([e[0], e[0], e[1]])) == pytest.approx(1 / 3)
+    rng = np.random.default_rng(5)
+    flat = covariance_mean_abs_cos([_features(rng) for _ in range(3)], 500, 0)
+    assert flat.mean() == pytest.approx(isotropic_mean_abs_cos(3, D, 500, 0).mean(), rel=0.1)
+
+
+# ------------------------------------------------------------------ ablation
+
+def test_holm_matches_the_step_down_rule():
+    adj = holm([0.01, 0.04, 0.03, np.nan])
+    assert adj[:3] == pytest.approx([0.03, 0.06, 0.06]) and np.isnan(adj[3])
+
+
+def test_changes_holds_when_enough_nulls_and_a_small_p():
+    v = ablation_changes_verdict([0.001, 0.5, 0.9], n_null=1000, names=["a", "b", "c"])
+    assert v.outcome == HOLDS and v.evidence["moved"] == ["a"]
+
+
+def test_changes_fails_when_no_holm_p_is_small():
+    v = ablation_changes_verdict([0.03, 0.5, 0.9], n_null=1000)
+    assert v.outcome == FAILS
+
+
+def test_changes_cannot_be_decided_when_the_smallest_p_cannot_pass_holm():
+    v = ablation_changes_verdict([1 / 101] * 9, n_null=100)   # the committed study's design
+    assert v.outcome == UNDECIDED and "1/101" in v.reason and "0.05/9" in v.reason
+
+
+DECIDING = dict(accuracy_margin=0.05, logodds_margin=0.2, judge_accuracy_lo=0.7,
+                same_answer_share=0.4, control_accuracy_ci=(-0.3, -0.2))
+
+
+def test_unchanged_holds_by_equivalence():
+    v = ablation_unchanged_verdict((-0.02, 0.03), (-0.1, 0.05), **DECIDING)
+    assert v.outcome == HOLDS, v.reason
+
+
+@pytest.mark.parametrize("acc,lo,moved", [((-0.2, -0.1), (-0.1, 0.1), False),
+                                          ((-0.02, 0.03), (0.3, 0.6), False),
+                                          ((-0.02, 0.03), (-0.1, 0.1), True)])
+def test_unchanged_fails_when_a_change_is_shown(acc, lo, moved):
+    v = ablation_unchanged_verdict(acc, lo, moved_by_test=moved, **DECIDING)
+    assert v.outcome == FAILS
+
+
+@pytest.mark.parametrize("change,why", [
+    (dict(judge_accuracy_lo=0.45), "does not decide"),
+    (dict(same_answer_share=0.97), "same raw answer"),
+    (dict(control_accuracy_ci=(-0.04, 0.01)), "positive control"),
+    (dict(control_accuracy_ci=None), "positive control"),
+    (dict(ci_counts=False), "too few leak groups"),
+])
+def test_unchanged_cannot_be_decided_without_a_deciding_judge_or_a_working_control(change, why):
+    v = ablation_unchanged_verdict((-0.02, 0.03), (-0.1, 0.05), **{**DECIDING, **change})
+    assert v.outcome == UNDECIDED and why in v.reason
+
+
+def test_unchanged_cannot_be_decided_when_the_ci_crosses_the_margin():
+    v = ablation_unchanged_verdict((-0.08, 0.03), (-0.1, 0.05), **DECIDING)
+    assert v.outcome == UNDECIDED and "cross" in v.reason
+
+
+def test_judge_decides():
+    assert judge_decides(0.6, 0.3)[0]
+    assert not judge_decides(0.49, 0.3)[0] and not judge_decides(None, None)[0]
+    assert not judge_decides(0.9, 0.96)[0]
