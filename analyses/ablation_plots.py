@@ -149,13 +149,18 @@ def summary_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _cell(v: str):
+    if v in ("True", "False"):  # flags such as delta_ci_counts
+        return v == "True"
+    return float(v) if v not in ("", "None") else float("nan")
+
+
 def read_rows(path: str | Path) -> list[dict]:
     """Rows of a written ablation CSV, numbers as numbers (empty cells as NaN)."""
     rows = []
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            rows.append({k: v if k in _TEXT else (float(v) if v not in ("", "None")
-                                                  else float("nan")) for k, v in r.items()})
+            rows.append({k: v if k in _TEXT else _cell(v) for k, v in r.items()})
     return rows
 
 

@@ -163,7 +163,7 @@ def _check_device(device: str | None) -> None:
 def _tokenizer(args):
     """The model's tokenizer, to check a template's contrast pairs before the model loads; None
     where it cannot be had without the model (the model's own load then says why)."""
-    from ppairs_lens.models.loading import load_tokenizer
+    from ppairs_lens.models.tokenizer import load_tokenizer
 
     try:
         return load_tokenizer(args.model)

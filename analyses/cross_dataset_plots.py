@@ -74,15 +74,17 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
                 ax = axes[r_i, c_i]
                 val = np.full((nd, nd), np.nan)
                 lo, hi = val.copy(), val.copy()
+                refused = np.zeros((nd, nd), dtype=bool)
                 for r in rows:
                     if r["kind"] == kind and r["center"] == center and r["metric"] == cfg.metric:
                         i, j = names.index(r["train"]), names.index(r["test"])
                         val[i, j], lo[i, j], hi[i, j] = r["value"], r["lo"], r["hi"]
+                        refused[i, j] = bool(r.get("refused"))
                 im = ax.imshow(val, cmap="RdBu", vmin=0.0, vmax=1.0)
                 for i in range(nd):
                     for j in range(nd):
                         if np.isnan(val[i, j]):
-                            txt = "n/a"
+                            txt = "other\nkind" if refused[i, j] else "n/a"
                         else:
                             txt = f"{val[i, j]:.2f}\n[{lo[i, j]:.2f},{hi[i, j]:.2f}]"
                         dark = not np.isnan(val[i, j]) and abs(val[i, j] - 0.5) > 0.3
@@ -112,7 +114,7 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
                      f"bold). {_layer_note(cfg, layers, hooks)} 95% bootstrap CIs over the "
                      f"test set's leak groups ({cfg.n_boot} resamples); "
                      f"{_split_note(cfg, splits)}. Chance = 0.5 (white)."
-                     + (" Blank cells: not scored, the two datasets' prompts are of different "
+                     + (" 'other kind': not scored, the two datasets' prompts are of different "
                         "kinds (comparison 'Choice 1/2' vs statement 'True/False'), whose "
                         "answer mapping is arbitrary." if any(r.get("refused") for r in rows)
                         else ""))

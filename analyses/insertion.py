@@ -29,6 +29,8 @@ from ppairs_lens.data.item_sampling import (
 )
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
+from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_level
+from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.judges.comparators import (
@@ -46,6 +48,8 @@ __all__ = ["INSERTION_METHODS", "InsertionConfig", "cli", "insert_dataset", "pri
 
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
 METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}
+NO_MODEL_LABELS = {"majority": "majority level of the train split (no model)",
+                   "lexical": "lexical TF-IDF tagger (no model)"}
 
 
 @dataclass
@@ -101,6 +105,7 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                                                       calibrate=cfg.calibrate_zero_shot,
                                                       settings=settings)
     rows, preds = [], []
+    hits: dict[str, np.ndarray] = {}
     for m, comp in comparators.items():
         def task(iid: str, k: int):
             return lambda cmp: insertion_score(iid, levels, references, cmp, k=cfg.k,
@@ -121,6 +126,7 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                           "path": "/".join(CLIMATEX_LEVELS[lv] for lv in out[i][1].path)})
         slope, bias = slope_bias(p, y)
         hit = (p == y).astype(float)
+        hits[m] = hit
         cost = {"n_rows": comp.n_rows - r0, "n_comparisons": n_cmp, "seconds": round(secs, 2)}
         if m == "probe" and trained is not None:
             cost.update(trained.cost_columns())
@@ -138,7 +144,50 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                      "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
         info[f"{m}_cost"] = comp.cost()
+    rows += _no_model_rows(all_items, train_items, test_items, hits, cfg)
     return rows, preds, info
+
+
+def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarray],
+                   cfg: InsertionConfig) -> list[dict]:
+    """The majority level of the train split and a lexical tagger fitted on the probe's own
+    training statements, scored on the same test statements; each model method minus each
+    of them (paired: the difference of hits per statement, resampled together)."""
+    y = np.array([int(i.score) for i in test_items])
+    preds = {"majority": majority_level([int(i.score) for i in all_items if i.split == "train"],
+                                        len(y)),
+             "lexical": lexical_levels([i.text for i in train_items],
+                                       [int(i.score) for i in train_items],
+                                       [i.text for i in test_items], seed=cfg.seed)}
+    rows = []
+    for m, p in preds.items():
+        hit = (p == y).astype(float)
+        acc = mean_ci(hit, n_boot=cfg.n_boot, seed=cfg.seed)
+        slope, bias = slope_bias(p, y)
+        rows.append({"method": m, "label": NO_MODEL_LABELS[m], "level": "overall",
+                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
+                     "slope": slope, "bias": bias, "mean_pred": float(p.mean()),
+                     "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
+        for mm, h in hits.items():
+            d = mean_ci(h - hit, n_boot=cfg.n_boot, seed=cfg.seed)
+            rows.append({"method": f"{mm} - {m}", "label": f"{METHOD_LABELS[mm]} minus "
+                         f"{NO_MODEL_LABELS[m]}", "level": "difference", "accuracy": d["value"],
+                         "lo": d["lo"], "hi": d["hi"], "n": len(y), "slope": "", "bias": "",
+                         "mean_pred": "", "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
+    return rows
+
+
+def _beside(rows: list[dict]) -> str:
+    """The no-model rows and the published numbers, for the caption."""
+    own = "; ".join(f"{r['label']} {r['accuracy']:.2f}" for r in rows
+                    if r["method"] in NO_MODEL_LABELS)
+    pub = "; ".join(f"{p.model} {p.method} {p.value:.3f}" for p in
+                    published(source="climatex", dataset="ClimateX", metric="accuracy"))
+    thesis = "; ".join(f"{p.setting} {p.value:.2f}" for p in
+                       published(source="thesis", dataset="ClimateX", metric="accuracy"))
+    return (f"Same test statements, no model: {own}. Published on the whole 300-statement test "
+            f"split (ClimateX paper): {pub}. Thesis PPAIRS_INSERT (Llama-3-8B-Instruct) by "
+            f"assessment cycle: {thesis}.")
 
 
 def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: InsertionConfig):
@@ -173,7 +222,8 @@ def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: Inserti
         caption(fig, f"Binary search over levels, k={cfg.k} references per step from "
                      f"{cfg.n_train} balanced labelled training statements (the file's train "
                      f"split; test statements from its test split, in its level proportions); probe ({cfg.probe_kind}) "
-                     f"trained on up to {cfg.max_train_pairs} comparisons among them.{layer}")
+                     f"trained on up to {cfg.max_train_pairs} comparisons among them.{layer} "
+                     f"{_beside(rows)}")
         fig.tight_layout()
     return fig
 

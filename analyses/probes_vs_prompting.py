@@ -75,9 +75,16 @@ def dataset_rows(sweep: dict, dataset: str) -> tuple[list[dict], list[dict]]:
                      "auroc": others.get((kind, "auroc"), {}).get("value"),
                      "f1": others.get((kind, "f1"), {}).get("value")})
     claims = []
+    # the paper's comparisons: each probe against the strongest baseline and the best judge
+    # form; the unsupervised probe also against the calibrated zero-shot judge (Figure 2)
+    wanted = {"supervised": (("beats the strongest no-model baseline", BASELINES),
+                             ("beats the best prompted judge", JUDGE_FORMS)),
+              "pca": (("beats the strongest no-model baseline", BASELINES),
+                      ("beats calibrated zero-shot prompting (paper Figure 2)",
+                       {"zero_shot": JUDGE_FORMS["zero_shot"]}),
+                      ("beats the best prompted judge", JUDGE_FORMS))}
     for kind, e in entries.items():
-        for claim, names in (("beats the strongest no-model baseline", BASELINES),
-                             ("beats the best prompted judge", JUDGE_FORMS)):
+        for claim, names in wanted.get(kind, ()):
             k = _strongest(e, names)
             if k is None:
                 continue

@@ -15,7 +15,8 @@ demo`` runs) does, on one model:
 6. thesis Tables 4.1 and 4.2 on SummEval: ``thesis_tables``;
 7. transfer and cosine similarity (paper Table 1, Figure 5);
 8. LLMBar distribution shift (paper Figure 4, Appendix C): ``distribution_shift``;
-9. ablation of the probe directions on MT-Bench (paper Appendix B, Table 2);
+9. ablation of the probe directions on MT-Bench (paper Appendix B, Table 2), and steering
+   along them (the dose-response against null directions at the same norms);
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 
 then ``summary.json`` and the README's replication block (:mod:`analyses.replication_findings`).
@@ -28,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from analyses.ablation import AblationConfig, run_ablation
@@ -36,13 +38,16 @@ from analyses.distribution_shift import ShiftConfig, run_shift
 from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
+from analyses.steering import SteeringConfig, run_steering
 from analyses.replication_findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
 from ppairs_lens.data.specs import load_dataset_spec
+from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
@@ -53,7 +58,7 @@ from ppairs_lens.models.loading import load_model, model_name
 
 __all__ = ["ReplicationConfig", "run_replication"]
 
-STEPS = 12
+STEPS = 13
 
 
 @dataclass
@@ -70,12 +75,14 @@ class ReplicationConfig:
     split_by: str = "auto"
     test_size: float = 0.5  # the paper fits and tests on random halves
     n_boot: int = N_BOOT
-    judge_train_pairs: int = 48  # training comparisons that fit the judge's threshold
+    judge_train_pairs: int = 24  # training comparisons that fit the judge's threshold
     allure: AllureConfig | None = AllureConfig()
     ablation_dataset: str = "mt-bench"
     ablation_random: int = 100
     ablation_matched: int = 100
-    ablation_eval_pairs: int = 100
+    ablation_eval_pairs: int = 50
+    steering_nulls: int = 20  # random and variance-matched directions each
+    steering_eval_pairs: int = 30
     climatex_test: int = 60  # of the 300-statement test split (balanced as it is)
     climatex_k: int = 5
     quick: bool = False
@@ -86,6 +93,7 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     return replace(cfg, sizes=ReplicationSizes.quick(), n_boot=200, judge_train_pairs=16,
                    allure=AllureConfig(rounds=1, per_round=2, pool=12, test_pairs=12),
                    ablation_random=8, ablation_matched=8, ablation_eval_pairs=16,
+                   steering_nulls=4, steering_eval_pairs=8,
                    climatex_test=8, climatex_k=2, quick=True)
 
 
@@ -94,6 +102,7 @@ def full(cfg: ReplicationConfig) -> ReplicationConfig:
     return replace(cfg, sizes=ReplicationSizes.full(), judge_train_pairs=400,
                    allure=AllureConfig(rounds=3, per_round=2, pool=200, test_pairs=None),
                    ablation_eval_pairs=200, ablation_random=1000, ablation_matched=1000,
+                   steering_nulls=100, steering_eval_pairs=200,
                    climatex_test=300, climatex_k=10)
 
 
@@ -119,6 +128,23 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[s
     return out
 
 
+def _fits(store, split: dict, log) -> bool:
+    """Whether a store's split leaves both classes on both sides (else it is left out of
+    every experiment, with the reason printed)."""
+    try:
+        sp = split_store(store, **split)
+        for side, y in (("training", sp.labels_train), ("held-out", sp.labels_test)):
+            counts = np.bincount(np.asarray(y, dtype=int), minlength=3)[1:]
+            if counts.min() < 2:
+                log(f"{store.meta['dataset']} left out: its {side} half has {counts[0]} "
+                    f"pairs preferring item 1 and {counts[1]} item 2 (fewer than 2 of one)")
+                return False
+    except PPairsError as e:
+        log(f"{store.meta['dataset']} left out: {e}")
+        return False
+    return True
+
+
 def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) -> dict | None:
     """The replication; None (with a printed reason) when no replication data is found."""
     log = tqdm.write
@@ -132,9 +158,11 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     names = list(datasets)
     ds = [datasets[n] for n in names]
     stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores))
+    split = dict(test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    keep = [k for k, s in enumerate(stores) if _fits(s, split, log)]
+    names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
     store_of = dict(zip(names, stores))
     common = dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in stores])
-    split = dict(test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
 
     def judges_step():
         j = judge_study(bridge, stores, ds, JudgeStudySettings(
@@ -168,11 +196,17 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                            **split)) if summeval else [],
         outputs=("thesis_tables.csv",), sweep=sweep, **common)
 
-    comparison = [n for n in names if datasets[n].kind == "comparison"]
-    transfer = run.step("transfer", lambda: run_transfer(
-        [store_of[n] for n in comparison], out, TransferConfig(
-            stores=[str(store_of[n].path) for n in comparison], n_boot=cfg.n_boot, **split)
-    ).get("summary"), outputs=("transfer.csv", "transfer.png"), **common)
+    # one SummEval aspect stands for SummEval (the four share their prompts but the aspect)
+    comparison = [n for n in names if datasets[n].kind == "comparison"
+                  and not (n.startswith("summeval-") and n != "summeval-coherence")]
+
+    def transfer_step():
+        res = run_transfer([store_of[n] for n in comparison], out, TransferConfig(
+            stores=[str(store_of[n].path) for n in comparison], n_boot=cfg.n_boot, **split))
+        return {**res["summary"], "f1": [r for r in res["transfer"]
+                                         if r["metric"] == "f1" and r.get("headline")]}
+    transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
+                        **common)
 
     shift = run.step("distribution shift", lambda: run_shift(
         store_of.get("llmbar-clean"), [store_of[n] for n in names if n == "mt-bench"],
@@ -189,6 +223,12 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
             n_boot=cfg.n_boot, **split), log=log)[0] if abl in store_of else [],
         outputs=("ablation.csv",), **common)
 
+    steering = run.step("steering", lambda: run_steering(
+        bridge, [(store_of[abl], datasets[abl])], out, SteeringConfig(
+            stores=[str(store_of[abl].path)], n_random=cfg.steering_nulls,
+            n_matched=cfg.steering_nulls, max_eval_pairs=cfg.steering_eval_pairs, **split),
+        log=log) if abl in store_of else [], outputs=("steering.csv",), **common)
+
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     insertion = run.step("insertion", lambda: run_insertion(bridge, InsertionConfig(
         path=str(climatex), max_test=cfg.climatex_test, k=cfg.climatex_k, seed=cfg.seed,
@@ -199,7 +239,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     summary = replication_summary(
         model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
         datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp,
-        thesis=thesis, transfer=transfer, shift=shift, ablation=ablation,
+        thesis=thesis, transfer=transfer, shift=shift, ablation=ablation, steering=steering,
         insertion=insertion, judges={n: judges[n]["record"] for n in names})
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)

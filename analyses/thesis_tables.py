@@ -116,7 +116,7 @@ def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dic
     pairs at the read-out the sweep chose."""
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     probe = SupervisedProbe(C=cfg.C).fit(sp.acts_train[:, :, layer], sp.labels_train)
-    p = probe.predict_proba(sp.acts_test[:, :, layer])
+    p = probe.predict_proba(sp.acts_test[:, :, layer])[:, 1]  # P(item 1)
     return {q["pair_id"]: float(v) for q, v in zip(sp.pairs_test, p)}
 
 

@@ -46,7 +46,7 @@ def plot_tables(rows: list[dict], model: str):
         fig.legend(seen.values(), seen.keys(), loc="upper center", ncol=4, fontsize=7,
                    bbox_to_anchor=(0.5, 1.08))
         n = {r["aspect"]: (r["n_test_pairs"], r["n_test_articles"], r["n_items_per_article"])
-             for r in ours}
+             for r in ours if "n_test_pairs" in r}
         size = "; ".join(f"{a}: {p} held-out pairs in {c} articles, {i:g} summaries each"
                          for a, (p, c, i) in sorted(n.items()))
         caption(fig, f"Bars: {model} on held-out SummEval articles (95% CI, bootstrap over "

@@ -41,7 +41,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--tiny", action="store_true", help="the tiny random model (smoke run)")
     args = ap.parse_args(argv)
     if args.tiny:
-        from ppairs_lens.models.loading import load_tokenizer
+        from ppairs_lens.models.tokenizer import load_tokenizer
         from ppairs_lens.models.tiny import tiny_model
 
         bridge = tiny_model(seed=0, tokenizer=load_tokenizer())

@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # models
     "load_model": "ppairs_lens.models.loading",
-    "load_tokenizer": "ppairs_lens.models.loading",
+    "load_tokenizer": "ppairs_lens.models.tokenizer",
     "model_name": "ppairs_lens.models.loading",
     "tiny_model": "ppairs_lens.models.tiny",
     "hook_points": "ppairs_lens.models.hook_points",
@@ -93,6 +93,8 @@ _EXPORTS: dict[str, str] = {
     "leace_hooks": "ppairs_lens.interventions.leace",
     "harvest_labelled_texts": "ppairs_lens.activations.texts",
     "LabelledTexts": "ppairs_lens.activations.texts",
+    "sae_attribution": "ppairs_lens.probes.sae_features",
+    "SAEAttribution": "ppairs_lens.probes.sae_features",
     # ranking
     "merge_sort": "ppairs_lens.ranking.merge_sort",
     "beam_merge_sort": "ppairs_lens.ranking.merge_sort",

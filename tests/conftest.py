@@ -32,7 +32,7 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from ppairs_lens.models.loading import load_tokenizer
+    from ppairs_lens.models.tokenizer import load_tokenizer
 
     return load_tokenizer()
 

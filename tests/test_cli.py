@@ -22,6 +22,7 @@ import ppairs_lens.models.loading
 from analyses.cli import main
 from analyses.cli_args import QUICK_MAX_PAIRS
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.models.hook_points import hook_points
 
 MODEL_COMMANDS = ["harvest", "sweep", "transfer", "ablate", "rank", "run"]
@@ -143,7 +144,7 @@ def test_transfer_honours_layer_and_split(loads, recorded, tmp_path):
     assert run(base("transfer", tmp_path) + ["--layer", "1", "--split", "pair",
                                              "--max-pairs", "8"]) == 0
     stores, _, cfg = recorded["transfer"][0]
-    assert (cfg.layer, cfg.split_by, cfg.n_boot) == (1, "pair", 300)
+    assert (cfg.layer, cfg.split_by, cfg.n_boot) == (1, "pair", N_BOOT)
     assert stores[0].hook_names == hook_points("paper", 2)
 
 

@@ -164,3 +164,18 @@ def test_the_analysis_writes_its_tables_and_figures(tiny, tmp_path):
     sup = next(r for r in rows if r["method"] == "supervised")
     assert sup["minus_supervised"] == 0 and sup["train_seconds"] > 0
     assert all(r["n_test"] == rows[0]["n_test"] for r in rows)
+
+
+def test_the_command_line_runs_the_comparison(tiny, tmp_path, capsys):
+    from analyses import finetuning
+    from analyses.cli import build_parser
+    from analyses.cli_args import check_args
+
+    args = build_parser().parse_args(
+        ["finetune", "--quick", "--datasets", "alphabetical", "--max-pairs", "30",
+         "--max-train", "8", "--curve-sizes", "4", "8", "--stores", str(tmp_path / "s"),
+         "--out", str(tmp_path / "o")])
+    check_args(args)
+    finetuning.cli(args, bridge=tiny)
+    assert "lora" in capsys.readouterr().out
+    assert (tmp_path / "o" / "finetuning_curve.csv").is_file()

@@ -40,10 +40,16 @@ def test_bad_read_outs_are_refused_clearly(tiny, names, match):
         resolve_readouts(tiny, names, CPU)
 
 
-def test_a_width_other_than_d_model_is_refused(tiny):
+def test_a_width_other_than_d_model_is_harvested(tiny):
+    """Read-outs of one width other than d_model (an MLP's hidden units here, an SAE's
+    latents in practice) are harvested at that width; mixed widths stay refused."""
+    from ppairs_lens.activations.harvest import readout_width
+
     pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(2))
-    with pytest.raises(HookError, match=r"width 128, not the model's d_model 64"):
-        harvest_pairs(tiny, pairs, names="blocks.*.mlp.hook_post")
+    acts = harvest_pairs(tiny, pairs, names="blocks.*.mlp.hook_post")
+    assert acts.shape == (2, 2, tiny.cfg.n_layers, 128)
+    assert readout_width(tiny, "blocks.*.mlp.hook_post") == 128
+    assert readout_width(tiny, None) == tiny.cfg.d_model
 
 
 def test_harvest_reads_the_named_hooks(tiny):

@@ -68,8 +68,33 @@ def test_sae_latents_are_harvested_and_stored(tokenizer, tmp_path):
     torch.testing.assert_close(store.load(), acts)
 
 
-def test_latents_wider_than_d_model_are_refused_clearly(tokenizer):
-    model = sae_model(tokenizer, d_sae=128)
-    pairs = build_contrast_pairs(tokenizer, small_comparisons(2))
-    with pytest.raises(HookError, match=r"width 128, not the model's d_model 64"):
-        harvest_pairs(model, pairs, names=[LATENTS])
+def test_latents_of_any_width_are_harvested_stored_probed_and_attributed(tokenizer, tmp_path):
+    """d_sae = 4 x d_model: the store records the width; sweeps and probes run on the
+    latents; sae_attribution reads a residual-stream direction in the SAE's features."""
+    from ppairs_lens.probes.estimators import make_probe
+    from ppairs_lens.probes.sae_features import sae_attribution
+    from ppairs_lens.probes.sweep import fit_sweep
+
+    from ppairs_lens.data import builtin_dataset
+
+    model = sae_model(tokenizer, d_sae=256)
+    dataset = builtin_dataset("larger_number", n=8)
+    store = ensure_store(model, dataset, tmp_path, names=[LATENTS], progress=False)
+    assert store.d_model == 256 and store.meta["readout_widths"] == [256]
+    acts, labels = store.load(), store.labels()
+    assert acts.shape == (8, 2, 1, 256)
+    sweep = fit_sweep(acts, labels, kinds=("mass_mean",))
+    assert sweep.d_model == 256
+    resid = ensure_store(model, dataset, tmp_path, names=[f"{SAE_HOOK}.hook_sae_input"],
+                         progress=False)  # the residual stream the SAE reads
+    x = resid.load()[:, :, 0]
+    probe = make_probe("mass_mean").fit(x, labels)
+    sae = next(iter(model.acts_to_saes.values()))
+    att = sae_attribution(probe.direction_, sae, k=5, acts=x, labels=labels)
+    assert len(att.latents) == 5 == len(set(att.latents))
+    assert all(abs(c) <= 1 for c in att.cosines)
+    assert abs(att.cosines[0]) >= abs(att.cosines[-1])
+    assert len(att.response_difference) == 5
+    with pytest.raises(HookError, match="different widths"):
+        harvest_pairs(model, build_contrast_pairs(tokenizer, small_comparisons(2)),
+                      names=[LATENTS, "blocks.1.hook_resid_post"])

@@ -61,11 +61,16 @@ def keep(seen: dict[str, Tensor], key: str, n: int) -> Callable:
 def apart(attn, seen: dict[str, Tensor], n: int) -> Callable:
     """The hook on the scores: among the last ``n`` queries and keys, only the diagonal."""
     def hook(scores: Float[Tensor, "batch head query key"], hook=None):
-        own = attn.calculate_attention_scores(seen["q"], seen["k"])  # [batch, head, n, n]
-        eye = torch.eye(n, dtype=torch.bool, device=scores.device)
-        block = torch.where(eye, own.to(scores.device, scores.dtype),
-                            attn.IGNORE.to(scores.device, scores.dtype))
-        scores[:, :, -n:, -n:] = block
+        q, k = seen["q"], seen["k"]  # [batch, n, head, d], [batch, n, kv_head, d]
+        b = q.shape[0]
+        # Each branch's score with itself only (not n x n): the n pairs as a batch, through
+        # the layer's own score function (scale, grouped heads, soft cap).
+        own = attn.calculate_attention_scores(q.reshape(b * n, 1, *q.shape[2:]),
+                                              k.reshape(b * n, 1, *k.shape[2:]))
+        own = own.reshape(b, n, -1).transpose(1, 2)  # [batch, head, n]
+        block = scores[:, :, -n:, -n:]
+        block.fill_(attn.IGNORE.item())
+        block.diagonal(dim1=-2, dim2=-1).copy_(own)
         seen.clear()
         return scores
     return hook

@@ -32,21 +32,22 @@ SUMMEVAL_ASPECTS: tuple[str, ...] = ("coherence", "consistency", "fluency", "rel
 class ReplicationSizes:
     """How much of each dataset a run reads (printed in every caption)."""
 
-    summeval_contexts: int = 12
-    summeval_items: int = 6  # summaries per article; all pairs among them
+    # 20 articles: the held-out half is 10, the fewest groups a CI needs to count
+    summeval_contexts: int = 20
+    summeval_items: int = 4  # summaries per article; all pairs among them
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
-    hanna_contexts: int = 14
-    hanna_items: int = 4
+    hanna_contexts: int = 20
+    hanna_items: int = 3
     hanna_aspect: str = "coherence"
-    story_cloze_pairs: int = 160
-    mctaco_pairs: int = 160
-    mt_bench_pairs: int = 200
-    llmbar_pairs: int | None = None  # Natural + Normal (None: all 159)
+    story_cloze_pairs: int = 120
+    mctaco_pairs: int = 120
+    mt_bench_pairs: int = 100
+    llmbar_pairs: int | None = 100  # Natural + Normal (None: all 159)
 
     @classmethod
     def quick(cls) -> ReplicationSizes:
-        return cls(summeval_contexts=4, summeval_items=4, summeval_aspects=("coherence",),
-                   hanna_contexts=4, hanna_items=3, story_cloze_pairs=40, mctaco_pairs=40,
+        return cls(summeval_contexts=8, summeval_items=4, summeval_aspects=("coherence",),
+                   hanna_contexts=8, hanna_items=3, story_cloze_pairs=40, mctaco_pairs=40,
                    mt_bench_pairs=40, llmbar_pairs=40)
 
     @classmethod

@@ -9,7 +9,6 @@ the metrics of :mod:`ppairs_lens.evaluation.metrics` on the resampled records.
 from __future__ import annotations
 
 import numpy as np
-from jaxtyping import Float
 
 __all__ = ["weighted_accuracy", "weighted_auroc", "weighted_f1", "WEIGHTED"]
 

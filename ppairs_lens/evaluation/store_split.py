@@ -23,8 +23,8 @@ from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
-__all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items", "split_pairs", "split_store",
-           "training_split", "validation_split"]
+__all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
+           "split_pairs", "split_store", "training_split", "validation_split"]
 
 
 @dataclass

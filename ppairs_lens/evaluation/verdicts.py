@@ -33,8 +33,8 @@ from jaxtyping import Float
 __all__ = ["FAILS", "HOLDS", "UNDECIDED", "Verdict", "ablation_changes_verdict",
            "ablation_unchanged_verdict", "beats_chance", "covariance_mean_abs_cos", "holm",
            "isotropic_mean_abs_cos", "judge_decides", "mean_abs_pairwise_cos",
-           "cosine_agreement_verdict", "cosine_rule", "permutation_p", "transfer_refusal",
-           "unchanged_rule"]
+           "cosine_agreement_verdict", "cosine_rule", "interval_verdict", "permutation_p",
+           "transfer_refusal", "unchanged_rule"]
 
 HOLDS = "holds"
 FAILS = "fails"
@@ -118,6 +118,11 @@ def permutation_p(observed: float, null: Float[np.ndarray, "n"]) -> float:
     return float((1 + np.sum(null >= observed)) / (1 + len(null)))
 
 
+def _frac(p: float, n_sim: int) -> str:
+    """A permutation p as the exact count it is, ``k/(n_sim + 1)`` (no rounding to 0)."""
+    return f"{round(p * (n_sim + 1))}/{n_sim + 1}"
+
+
 def cosine_rule(chance: float = 0.5, n_sim: int = 2000, alpha: float = 0.01) -> str:
     """The rule :func:`cosine_agreement_verdict` applies, in words."""
     return (f"mean |cos| over all pairs of directions of probes whose in-distribution accuracy "
@@ -160,16 +165,17 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
                   p_covariance=permutation_p(obs, cov))
     if ev["p_isotropic"] >= alpha:
         return Verdict(FAILS, f"mean |cos| {obs:.3f} is within the isotropic null (p = "
-                       f"{ev['p_isotropic']:.3f})", rule, ev)
+                       f"{_frac(ev['p_isotropic'], n_sim)})", rule, ev)
     if cov is None:
         return Verdict(UNDECIDED, f"mean |cos| {obs:.3f} beats the isotropic null, but no "
                        "covariance null was drawn (no training contrasts given)", rule, ev)
     if ev["p_covariance"] >= alpha:
         return Verdict(FAILS, f"mean |cos| {obs:.3f} beats isotropic vectors but not random "
                        f"directions of the residual stream's own covariance (p = "
-                       f"{ev['p_covariance']:.3f})", rule, ev)
-    return Verdict(HOLDS, f"mean |cos| {obs:.3f} beats both nulls (p = {ev['p_isotropic']:.3f}, "
-                   f"{ev['p_covariance']:.3f})", rule, ev)
+                       f"{_frac(ev['p_covariance'], n_sim)})", rule, ev)
+    return Verdict(HOLDS, f"mean |cos| {obs:.3f} beats both nulls (p = "
+                   f"{_frac(ev['p_isotropic'], n_sim)}, {_frac(ev['p_covariance'], n_sim)})",
+                   rule, ev)
 
 
 # ------------------------------------------------------------------ ablation

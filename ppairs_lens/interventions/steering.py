@@ -90,7 +90,8 @@ def steering_hooks(
 
     ``direction``: ``[d_model]`` (added at every hook point of ``preset``, a preset name or a
     list of hook names) or ``{hook_name: direction}`` (each point its own; ``preset`` unused).
-    ``positions``/``last_positions`` as in :func:`ppairs_lens.interventions.ablation.ablation_hooks`.
+    ``positions`` / ``last_positions``: as in
+    :func:`ppairs_lens.interventions.ablation.ablation_hooks`.
     """
     if positions not in ("all", "last"):
         raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")

@@ -34,7 +34,7 @@ class JudgeStudySettings:
     test_size: float = 0.5
     split_by: str = "auto"
     seed: int = 0
-    train_pairs: int = 48  # training comparisons (whole contexts) that fit the threshold
+    train_pairs: int = 24  # training comparisons (whole contexts) that fit the threshold
     allure: AllureConfig | None = AllureConfig()
 
 
@@ -99,9 +99,12 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
         extra: dict = {}
         if settings.allure is not None:
             evaluated = subsample_by_context(test, settings.allure.test_pairs, settings.seed)
+            pool = subsample_by_context(train_sub, settings.allure.pool, settings.seed)
+            z_of = dict(zip((r.pair_id for r in train_sub.records), (tr_o - tr_s) / 2))
             try:
-                res, demos = allure(bridge, train_sub, (tr_o - tr_s) / 2, evaluated, template,
-                                    settings.allure)
+                res, demos = allure(bridge, pool, np.array([z_of[r.pair_id]
+                                                            for r in pool.records]),
+                                    evaluated, template, settings.allure)
                 extra = dict(allure_ids=tuple(r.pair_id for r in evaluated.records),
                              allure_p=res.p,
                              allure_demos=tuple(d.record.pair_id for d in demos))

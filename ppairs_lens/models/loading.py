@@ -16,7 +16,6 @@ from ppairs_lens.errors import ModelLoadError
 from ppairs_lens.models.compat import bridge_boot_kwargs
 from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
 from ppairs_lens.models.hooked import load_hooked
-from ppairs_lens.models.tokenizer import load_tokenizer
 
 #: The kinds of TransformerLens model :func:`load_model` builds.
 BACKENDS: tuple[str, ...] = ("bridge", "hooked")

@@ -56,10 +56,9 @@ from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
 from ppairs_lens.probes.principal import top_principal_direction
 from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
-__all__ = [
-    "PROBE_KINDS", "ALL_PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe",
-    "PCAProbe", "MassMeanProbe", "CCSProbe", "make_probe", "is_degenerate", "class_mean_difference", "check_classes",
-]
+__all__ = ["PROBE_KINDS", "ALL_PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe",
+           "PCAProbe", "MassMeanProbe", "CCSProbe", "make_probe", "is_degenerate",
+           "class_mean_difference", "check_classes"]
 
 #: Probe kinds understood by :func:`make_probe` and :func:`ppairs_lens.probes.sweep.fit_sweep`.
 PROBE_KINDS: tuple[str, ...] = ("supervised", "pca", "mass_mean")

@@ -157,7 +157,7 @@ def _read(path: str | Path, obj: str, expected: dict) -> tuple[dict[str, Tensor]
 # --------------------------------------------------------------------------------------------
 
 _PROBE_ARRAYS = ("mu_pos_", "mu_neg_", "coef_", "direction_")
-_PROBE_SCALARS = ("scale_", "intercept_", "n_iter_", "sign_confidence_", "layer_")
+_PROBE_SCALARS = ("scale_", "intercept_", "n_iter_", "sign_confidence_", "layer_", "ccs_loss_")
 
 
 def save_probe(probe: PairProbe, path: str | Path, *, hook: str | None = None,

@@ -1,0 +1,124 @@
+"""The study-level claims drawn from an experiment's rows by the verdict tests.
+
+The built-ins study (:mod:`analyses.findings`) and the replication
+(:mod:`analyses.replication_findings`) decide the same two claims the same way:
+
+* :func:`cosine_claim`: do the unsupervised directions agree across datasets? As the transfer
+  step decided it (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`).
+* :func:`ablation_claim`: does removing a probe direction leave the judgement unchanged? Per
+  direction an equivalence test, over all of them the Holm-corrected permutation test
+  (:func:`~ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`,
+  :func:`~ppairs_lens.evaluation.verdicts.ablation_changes_verdict`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL_AT_READOUT
+from ppairs_lens.evaluation.verdicts import (
+    FAILS,
+    HOLDS,
+    UNDECIDED,
+    Verdict,
+    ablation_changes_verdict,
+    ablation_unchanged_verdict,
+    cosine_rule,
+    judge_decides,
+    unchanged_rule,
+)
+
+__all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_claim", "cosine_claim"]
+
+ALPHA = 0.05
+#: Equivalence margins for ablation rows that do not carry their run's (AblationConfig's).
+ACCURACY_MARGIN, LOGODDS_MARGIN = 0.05, 0.2
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def cosine_claim(transfer: dict | None) -> dict | None:
+    """The PCA directions' agreement, as the transfer step decided it
+    (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`)."""
+    per_kind = (transfer or {}).get("per_kind", transfer or {})  # the file or run_transfer's
+    pk = per_kind.get("pca")
+    if not pk:
+        return None
+    v = pk.get("agreement") or Verdict(
+        UNDECIDED, "this run's transfer step recorded neither each probe's in-distribution "
+        "accuracy CI at the cosine read-out nor the same statistic under the nulls (mean |cos| "
+        "of as many random directions); rerun it", cosine_rule()).as_dict()
+    return {**v, "mean_abs_cos": pk.get("mean_abs_cos"),
+            "frac_above_0.7": pk.get("frac_abs_cos_above_0.7")}
+
+
+def _judge_of(base: dict, judge: dict) -> tuple[float | None, float | None, str]:
+    """The unablated judge's accuracy CI lower end and same-raw-answer share: the ablation
+    run's own, else (older runs) the study's zero-shot judge on its test split."""
+    if base.get("judge_accuracy_lo") is not None:
+        return base["judge_accuracy_lo"], base.get("same_answer_share"), "ablation records"
+    z = judge.get("zero_shot") or {}
+    same = z.get("same_raw_answer_share")
+    if same is None and z.get("first_answer_share") is not None:  # statements
+        same = max(z["first_answer_share"], 1 - z["first_answer_share"])
+    return ((judge.get("zero_shot_accuracy") or {}).get("lo"), same,
+            "the study's zero-shot judge on its test split")
+
+
+def _ci_of(r: dict | None, m: str, tag: str = "") -> tuple[float, float] | None:
+    if not r or _nan(r.get(f"delta_{m}{tag}_lo")):
+        return None
+    return r[f"delta_{m}{tag}_lo"], r[f"delta_{m}{tag}_hi"]
+
+
+def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
+    """Per probe direction: equivalence (unchanged) by
+    :func:`~ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`; over all of them,
+    "it changes" by :func:`~ppairs_lens.evaluation.verdicts.ablation_changes_verdict`."""
+    preset = next((r.get("preset") for r in ablation if r.get("kind") == "probe"), None)
+    rows = [r for r in ablation if r.get("preset") == preset]
+    probes = [r for r in rows if r.get("kind") == "probe"]
+    if not probes:
+        return None
+    by = {(r["dataset"], r["condition"]): r for r in rows}
+    ev, rule = [], None
+    for r in probes:
+        ds = r["dataset"]
+        acc_lo, same, source = _judge_of(by.get((ds, BASELINE), {}), judges.get(ds, {}))
+        ctl = by.get((ds, CONTROL_AT_READOUT))
+        holm_p = r.get("p_matched_holm")
+        acc, lo = _ci_of(r, "accuracy", "_tost"), _ci_of(r, "logodds", "_tost")
+        if acc and lo:
+            v = ablation_unchanged_verdict(
+                acc, lo, accuracy_margin=r.get("accuracy_margin", ACCURACY_MARGIN),
+                logodds_margin=r.get("logodds_margin", LOGODDS_MARGIN),
+                judge_accuracy_lo=acc_lo, same_answer_share=same,
+                control_accuracy_ci=_ci_of(ctl, "accuracy"),
+                moved_by_test=not _nan(holm_p) and holm_p < ALPHA,
+                ci_counts=bool(r.get("delta_ci_counts", True)))
+        else:
+            decides, why = judge_decides(acc_lo, same)
+            v = Verdict(UNDECIDED, why if not decides else "this run recorded no paired "
+                        "Δaccuracy / Δlog-odds CI (rerun the ablation step)", "")
+        rule = rule or v.rule
+        ev.append({**{k: r.get(k) for k in ("dataset", "condition", "effect", "p_matched",
+                                             "p_matched_holm", "delta_accuracy",
+                                             "delta_accuracy_lo", "delta_accuracy_hi",
+                                             "delta_auroc", "delta_auroc_lo", "delta_auroc_hi")
+                      if k in r},
+                   "outcome": v.outcome, "reason": v.reason, "judge_from": source})
+    n_null = min(int(r.get("n_matched") or 0) for r in probes)
+    changes = ablation_changes_verdict([r.get("p_matched", float("nan")) for r in probes],
+                                       n_null, ALPHA, [f"{r['dataset']} {r['condition']}"
+                                                       for r in probes])
+    outcomes = {o: list(dict.fromkeys(e["dataset"] for e in ev if e["outcome"] == o))
+                for o in (HOLDS, FAILS, UNDECIDED)}
+    return {"rule": rule or unchanged_rule(ACCURACY_MARGIN, LOGODDS_MARGIN, ALPHA),
+            "evidence": ev, "holds_on": outcomes[HOLDS], "fails_on": outcomes[FAILS],
+            "undecided_on": outcomes[UNDECIDED], "changes": changes.as_dict(),
+            "outcome": (FAILS if outcomes[FAILS] else HOLDS if outcomes[HOLDS] and not
+                        outcomes[UNDECIDED] else UNDECIDED)}
+
+

@@ -1,0 +1,43 @@
+"""The replication main job end to end on the tiny random model (the shared data's files, at
+the --quick sizes): every experiment writes its table, every claim gets a verdict, and a
+second run reuses every finished step."""
+
+import json
+
+import pytest
+
+from analyses.replication import ReplicationConfig, quick, run_replication
+from analyses.replication_findings import replication_markdown
+from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED
+
+pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("one_torch_thread")]
+
+OUTPUTS = ("layer_sweep.csv", "probes_vs_prompting.csv", "probes_vs_prompting_claims.csv",
+           "thesis_tables.csv", "transfer.csv", "distribution_shift.csv", "ablation.csv",
+           "insertion.csv", "summary.json", "replication.config.json")
+
+
+def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tmp_path):
+    cfg = quick(ReplicationConfig(shared_data=str(shared_datasets), out=str(tmp_path / "fig"),
+                                  stores=str(tmp_path / "stores")))
+    s = run_replication(cfg, bridge=tiny)
+    for name in OUTPUTS:
+        assert (tmp_path / "fig" / name).is_file(), name
+    assert s["kind"] == "replication" and s["claims"]
+    assert all(c["verdict"].startswith((HOLDS, FAILS, UNDECIDED)) for c in s["claims"])
+    thesis = [r for r in s["thesis_tables"] if r["model"] == "ours" and r["table"] == "4.1"]
+    assert {r["method"] for r in thesis} >= {"direct", "G-Eval", "PAIRS", "PPAIRS"}
+    assert any(r["model"] == "Llama-3-8B-Instruct" for r in s["thesis_tables"])  # published
+    kinds = {r["kind"] for r in s["probes_vs_prompting"]}
+    assert {"supervised", "pca", "zero_shot", "zero_shot_threshold", "surface", "lexical",
+            "embedding"} <= kinds
+    assert replication_markdown(json.loads((tmp_path / "fig" / "summary.json").read_text()))
+    again = run_replication(cfg, bridge=tiny)
+    assert set(again["reused_steps"]) >= {"prompted judges", "layer sweep", "thesis tables",
+                                          "transfer", "ablation", "insertion"}
+
+
+def test_without_the_data_folder_nothing_runs_and_the_reason_is_printed(tiny, tmp_path, capsys):
+    cfg = ReplicationConfig(shared_data=str(tmp_path / "absent"), out=str(tmp_path / "fig"))
+    assert run_replication(cfg, bridge=tiny) is None
+    assert "does not exist" in capsys.readouterr().out
