@@ -12,7 +12,6 @@ findings (:mod:`analyses.findings`) come from these outputs. ``ppairs-lens run``
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.io.outputs import save_config, write_json
-from ppairs_lens.io.step_cache import StepCache
+from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import judge_entry, judge_held_out
 from ppairs_lens.models.loading import load_model, model_name
 
@@ -124,34 +123,13 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
     all); stores are always reused when complete. ``bridge``: an already loaded model
     (default: load ``cfg.model``)."""
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cache = StepCache(out / ".ppairs-steps", enabled=reuse,
-                      code_packages=("ppairs_lens", "analyses"))
-    timings: dict[str, float] = {}
-    reused: list[str] = []
-    steps = tqdm(total=8, desc="study", unit="step")
-
-    def step(name: str, fn, outputs=(), **inputs):
-        t = time.perf_counter()
-        result, was = cache.run(name, cache.key(name, **inputs), fn,
-                                [out / o for o in outputs])
-        timings[name] = round(time.perf_counter() - t, 1)
-        if was:
-            reused.append(name)
-        steps.set_postfix_str(f"{name} {timings[name]:.0f}s" + (" (reused)" if was else ""))
-        steps.update(1)
-        return result
-
-    t = time.perf_counter()
-    bridge = bridge if bridge is not None else load_model(cfg.model)
-    timings["load model"] = round(time.perf_counter() - t, 1)
-    steps.update(1)
-
-    t = time.perf_counter()
+    run_ = StudyRunner(out, 8, reuse=reuse)
+    step = run_.step
+    bridge = bridge if bridge is not None else run_.timed("load model",
+                                                          lambda: load_model(cfg.model))
     datasets = study_datasets(cfg, log=tqdm.write)
-    stores = [ensure_store(bridge, d, cfg.stores) for d in datasets]
-    timings["harvest"] = round(time.perf_counter() - t, 1)
-    steps.update(1)
+    stores = run_.timed("harvest", lambda: [ensure_store(bridge, d, cfg.stores)
+                                            for d in datasets])
     common = dict(cfg=cfg, model=model_name(bridge),
                   stores=[s.fingerprint() for s in stores])
     names = [s.meta["dataset"] for s in stores]
@@ -162,14 +140,14 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
         stores, out, SweepConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
                                  split_by=cfg.split_by, test_size=cfg.test_size,
                                  n_boot=cfg.n_boot, zero_shot=judges)),
-        outputs=["layer_sweep.csv", "layer_sweep.png", "layer_sweep_summary.json"],
+        outputs=("layer_sweep.csv", "layer_sweep.png", "layer_sweep_summary.json"),
         judges=judges, **common)
 
     transfer = step("transfer", lambda: run_transfer(
         stores, out, TransferConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
                                     split_by=cfg.split_by, test_size=cfg.test_size,
                                     n_boot=cfg.n_boot)),
-        outputs=["transfer.csv", "transfer.png"], **common)
+        outputs=("transfer.csv", "transfer.png"), **common)
 
     pick = [i for want in cfg.ablation_datasets for i, n in enumerate(names)
             if n.startswith(want)][:len(cfg.ablation_datasets)]
@@ -179,15 +157,15 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
             n_boot=cfg.n_boot, split_by=cfg.split_by, test_size=cfg.ablation_test_size,
             n_random=cfg.ablation_random, n_matched=cfg.ablation_matched,
             max_eval_pairs=cfg.ablation_eval_pairs), log=tqdm.write)[0],
-        outputs=["ablation.csv", "ablation_null.csv", "ablation.png"], **common)
+        outputs=("ablation.csv", "ablation_null.csv", "ablation.png"), **common)
 
     rank_rows = step("ranking", lambda: run_ranking(bridge, RankingConfig(
         dataset=cfg.ranking_dataset, model=cfg.model, n_eval_contexts=cfg.ranking_eval_contexts,
         n_train_contexts=cfg.ranking_train_contexts, n_boot=cfg.n_boot, seed=cfg.seed), out),
-        outputs=["ranking.csv", "ranking.png"], **common)
-    steps.close()
+        outputs=("ranking.csv", "ranking.png"), **common)
+    run_.close()
 
-    summary = study_summary(model=model_name(bridge), timings=timings, reused=reused,
+    summary = study_summary(model=model_name(bridge), timings=run_.timings, reused=run_.reused,
                             sweep=sweep["summary"], judges=judges,
                             transfer=transfer.get("summary"), ablation=abl_rows,
                             ranking=rank_rows)

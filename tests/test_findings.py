@@ -1,15 +1,11 @@
 """The built-ins study's claims follow their stated rules (the README shows the replication's
 findings instead: tests/test_replication_findings.py)."""
 
-import json
-import re
-from pathlib import Path
 
 import pytest
 
 from analyses.findings import claims, findings_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _entry(ds, lo_zero, lo_few):

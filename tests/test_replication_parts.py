@@ -67,8 +67,10 @@ def test_replication_datasets_skip_a_missing_folder_with_a_reason(tmp_path):
 def test_replication_datasets_on_the_shared_files(shared_datasets):
     d = replication_datasets(shared_datasets, ReplicationSizes.quick(), log=lambda m: None)
     assert {"summeval-coherence", "rocstories", "mctaco", "mt-bench", "llmbar-clean"} <= set(d)
-    # SummEval: every pair among 4 summaries of each of 4 articles
-    assert len(d["summeval-coherence"]) == 4 * 6
+    # SummEval: every pair among the drawn summaries of each drawn article
+    sizes = ReplicationSizes.quick()
+    pairs = sizes.summeval_items * (sizes.summeval_items - 1) // 2
+    assert len(d["summeval-coherence"]) == sizes.summeval_contexts * pairs
 
 
 def test_paper_form_and_threshold():

@@ -192,8 +192,8 @@ def _paper_claims() -> list[Published]:
                  "(two forward passes per example)") for m in ("supervised", "unsupervised")),
         P("paper", "Figure 2", SEVERAL, SEVERAL, "unsupervised", "claim", _NAN,
           note="unsupervised probes beat position-calibrated zero-shot prompting on all six "
-               "datasets (the paper's) and four model families except Qwen 2.5 0.5B; direct scoring and "
-               "G-Eval also reported on the text-quality sets"),
+               "datasets (the paper's) and four model families except Qwen 2.5 0.5B; direct "
+               "scoring and G-Eval also reported on the text-quality sets"),
         P("paper", "Figure 3", "Gemma 2 2B/9B/27B", SEVERAL, "supervised", "claim", _NAN,
           note="supervised probes beat unsupervised ones and LoRA (rank 64, alpha 64, all "
                "modules, one epoch) and full finetuning on the same 5000 examples; finetuning "

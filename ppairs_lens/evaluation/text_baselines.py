@@ -27,11 +27,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 from jaxtyping import Float
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+from sklearn.model_selection import StratifiedGroupKFold
 from threadpoolctl import threadpool_limits
+from torch import Tensor
 
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset, Statement
 from ppairs_lens.errors import ProbeError
@@ -47,6 +49,7 @@ MAX_FOLDS = 5
 
 Record = Comparison | Statement
 Features = np.ndarray | sp.spmatrix
+Embedding = Float[Tensor, "vocab d_model"] | Float[np.ndarray, "vocab d_model"]
 
 
 def _kind(records: Sequence[Record], what: str) -> str:
@@ -113,10 +116,17 @@ def _choose_C(X: Features, t: np.ndarray, groups: np.ndarray, antisymmetric: boo
     k = min(MAX_FOLDS, len(set(groups)))
     if k < 2:
         return 1.0, float("nan"), 0
-    cv = (GroupKFold(k, shuffle=True, random_state=seed) if antisymmetric
-          else StratifiedGroupKFold(k, shuffle=True, random_state=seed))
-    folds = [(a, b) for a, b in cv.split(X, t, groups)
-             if antisymmetric or len(set(t[a])) == 2]   # a one-class fold fits nothing
+    if antisymmetric:             # groups shuffled by seed, dealt round-robin into k folds
+        # (GroupKFold shuffles only from scikit-learn 1.6)
+        uniq = np.unique(groups)
+        fold_of = dict(zip(np.random.default_rng(seed).permutation(uniq),
+                           np.arange(len(uniq)) % k))
+        f = np.array([fold_of[g] for g in groups])
+        folds = [(np.flatnonzero(f != j), np.flatnonzero(f == j)) for j in range(k)]
+    else:
+        cv = StratifiedGroupKFold(k, shuffle=True, random_state=seed)
+        folds = [(a, b) for a, b in cv.split(X, t, groups)
+                 if len(set(t[a])) == 2]        # a one-class fold fits nothing
     if not folds:
         return 1.0, float("nan"), 0
     correct = np.zeros(len(C_GRID))
@@ -191,7 +201,8 @@ def _token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
     return list(tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else []
 
 
-def _mean_embeddings(embedding, ids: list[list[int]]) -> Float[np.ndarray, "n d_model"]:
+def _mean_embeddings(embedding: Embedding,
+                     ids: list[list[int]]) -> Float[np.ndarray, " n d_model"]:
     """Mean of the embedding rows of each text's tokens (zeros for a text with none); only
     the rows used are gathered, so a GPU ``W_E`` is not copied whole."""
     vocab, d = int(embedding.shape[0]), int(embedding.shape[1])
@@ -199,9 +210,7 @@ def _mean_embeddings(embedding, ids: list[list[int]]) -> Float[np.ndarray, "n d_
     if used and (used[0] < 0 or used[-1] >= vocab):
         raise ProbeError(f"token id {used[-1]} is outside the embedding's {vocab} rows: the "
                          "tokenizer and the embedding come from different models")
-    if hasattr(embedding, "detach"):                 # a torch tensor (model.W_E)
-        import torch
-
+    if isinstance(embedding, Tensor):                # model.W_E, maybe on a GPU
         sub = embedding.detach()[torch.as_tensor(used, dtype=torch.long,
                                                  device=embedding.device)]
         sub = sub.to("cpu", torch.float64).numpy()
@@ -215,8 +224,9 @@ def _mean_embeddings(embedding, ids: list[list[int]]) -> Float[np.ndarray, "n d_
     return out
 
 
-def embedding_baseline(embedding, tokenizer, train: Sequence[Record], y_train: Sequence[int],
-                       test: Sequence[Record], *, seed: int = 0) -> Baseline:
+def embedding_baseline(embedding: Embedding, tokenizer, train: Sequence[Record],
+                       y_train: Sequence[int], test: Sequence[Record], *,
+                       seed: int = 0) -> Baseline:
     """The model's input embedding, mean-pooled over each item's tokens, + logistic regression.
 
     ``embedding``: ``W_E`` ``[vocab, d_model]`` (``model.W_E`` of a TransformerBridge or a
@@ -246,8 +256,8 @@ def _no_ties(ds: Dataset) -> tuple[list[Record], list[int]]:
     return [r for r, _ in keep], [y for _, y in keep]
 
 
-def text_baselines(train: Dataset, test: Dataset, *, embedding=None, tokenizer=None,
-                   seed: int = 0) -> list[Baseline]:
+def text_baselines(train: Dataset, test: Dataset, *, embedding: Embedding | None = None,
+                   tokenizer=None, seed: int = 0) -> list[Baseline]:
     """The lexical baseline, and the embedding baseline when ``embedding`` (``W_E``) is given.
 
     Ties (label 0) are dropped from both datasets first, so each baseline's ``p`` aligns with
