@@ -113,11 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "activation norm (default: -1 -0.5 -0.25 0.25 0.5 1)")
         if name == "finetune":
             p.add_argument("--max-train", type=positive_int, default=None,
-                           help="training comparisons every method gets (default 16; "
-                                "--quick 8)")
+                           help="training comparisons every method gets (default 8; "
+                                "--quick 4)")
             p.add_argument("--curve-sizes", type=positive_int, nargs="+", default=None,
-                           help="label counts of the label curve (default 8 16; --quick "
-                                "4 8)")
+                           help="label counts of the label curve (default 4 8; --quick 4)")
             p.add_argument("--curve-seeds", type=int, nargs="+", default=None,
                            help="seeds of each label count's subset (default 0)")
         if name == "rank":

@@ -18,7 +18,8 @@ def _color(m: str) -> str:
 
 def plot_comparison(rows: list[dict], model: str, cfg):
     """Left: held-out accuracy per dataset and method (CI over leak groups). Right: training
-    wall time per method (log scale)."""
+    CPU time per method (this process, all threads; steadier than wall time on a shared
+    machine; log scale; the zero-shot judge trains nothing)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -37,7 +38,8 @@ def plot_comparison(rows: list[dict], model: str, cfg):
                    [r["hi"] - r["accuracy"] if r else 0 for r in rs]]
             ax.bar(x, v, width, yerr=err, color=_color(m), label=NAMES.get(m, m),
                    capsize=2, error_kw={"lw": 0.8})
-            t = [r["train_seconds"] if r and r["train_seconds"] > 0 else np.nan for r in rs]
+            t = [r.get("train_cpu_seconds", r["train_seconds"]) if r and r["train_seconds"] > 0
+                 else np.nan for r in rs]
             ax2.bar(x, t, width, color=_color(m))
         for a in (ax, ax2):
             a.set_xticks(np.arange(len(datasets)))
@@ -48,7 +50,7 @@ def plot_comparison(rows: list[dict], model: str, cfg):
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7, ncol=3,
                   frameon=False)
         ax2.set_yscale("log")
-        ax2.set_ylabel("training wall time (s; probe: harvest + fit)")
+        ax2.set_ylabel("training CPU time (s; probe: harvest + fit)")
         n = {r["dataset"]: (r["n_train"], r["n_test"]) for r in rows if r["method"] != "zero_shot"}
         caption(fig, f"{model}; training comparisons / test pairs: "
                 + ", ".join(f"{d} {a}/{b}" for d, (a, b) in n.items())

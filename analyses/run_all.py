@@ -27,6 +27,7 @@ from ppairs_lens.activations.pipeline import ensure_store
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import load_dataset_spec
+from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import judge_entry, judge_held_out
@@ -74,7 +75,7 @@ class StudyConfig:
     ranking_dataset: str = "story_sentiment"
     ranking_eval_contexts: int = 20
     ranking_train_contexts: int = 10
-    n_boot: int = 300
+    n_boot: int = N_BOOT
     quick: bool = False  # small settings for tests and previews
 
 
@@ -195,19 +196,22 @@ def print_summary(summary: dict) -> None:
 def cli(args, bridge=None) -> None:
     """``ppairs-lens run``: the replication on the seed experiments' data
     (:mod:`analyses.replication`) where ``--shared-data`` exists, else (or with
-    ``--builtins``) the study on the built-ins; ``bridge``: the loaded model."""
+    ``--builtins``, or ``--datasets``) the study on the built-ins; ``bridge``: the loaded
+    model."""
     from analyses.replication import ReplicationConfig, full, quick as quick_replication
     from analyses.replication import run_replication
 
-    if not getattr(args, "builtins", False) and Path(args.shared_data).is_dir():
+    builtins = getattr(args, "builtins", False) or bool(args.datasets)
+    if not builtins and Path(args.shared_data).is_dir():
         rc = ReplicationConfig(model=args.model, shared_data=args.shared_data,
                                extra=list(args.extra), out=args.out, stores=args.stores,
                                seed=args.seed, split_by=args.split or "auto")
         rc = quick_replication(rc) if args.quick else full(rc) if args.full else rc
         run_replication(rc, reuse=not getattr(args, "recompute", False), bridge=bridge)
         return
-    print(f"{args.shared_data} not found: the seed experiments' data is absent (a fresh clone "
-          f"without ../shared), so the study runs on the generated built-ins")
+    if not builtins:
+        print(f"{args.shared_data} not found: the seed experiments' data is absent (a fresh "
+              f"clone without ../shared), so the study runs on the generated built-ins")
     _builtins_cli(args, bridge)
 
 

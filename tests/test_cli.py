@@ -168,6 +168,21 @@ def test_run_honours_split_quick_and_the_loaded_model(loads, recorded, tiny, tmp
     assert kw == {"reuse": False, "bridge": tiny}
 
 
+def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, tmp_path,
+                                                                   monkeypatch):
+    import analyses.replication
+
+    got = {}
+    monkeypatch.setattr(analyses.replication, "run_replication",
+                        lambda cfg, **kw: got.update(cfg=cfg, kw=kw))
+    data = tmp_path / "shared"
+    data.mkdir()
+    argv = ["run", "--out", str(tmp_path / "out"), "--shared-data", str(data), "--quick"]
+    assert run(argv) == 0
+    assert got["cfg"].shared_data == str(data) and got["cfg"].quick
+    assert got["kw"] == {"reuse": True, "bridge": tiny}
+
+
 BAD = [  # (argv after the command's base arguments, what the message must say)
     ("harvest", ["--max-pairs", "0"], "--max-pairs: must be at least 1, got 0"),
     ("harvest", ["--max-pairs", "-3"], "must be at least 1, got -3"),

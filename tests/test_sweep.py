@@ -367,6 +367,9 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
         assert e["layer"] == best[e["dataset"], e["kind"]]["layer"]
         assert e["test"]["value"] == pytest.approx(rs[e["layer"]]["value"])
         want = {"memorisation", "surface"} | ({"zero_shot"} if e["dataset"] == "ctx" else set())
+        # and every other probe kind at its own chosen read-out (supervised - unsupervised)
+        want |= {f"probe:{k}" for k in {x["kind"] for x in summary["entries"]
+                                         if x["dataset"] == e["dataset"]} - {e["kind"]}}
         assert set(e["minus"]) == want
         for d in e["minus"].values():
             assert d["lo"] <= d["value"] <= d["hi"]
