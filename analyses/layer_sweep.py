@@ -58,7 +58,8 @@ __all__ = ["JUDGES", "SweepConfig", "print_best", "run_sweep", "run_sweep_with_s
 #: ``SweepConfig.zero_shot[dataset]``.
 JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
                           "zero_shot_threshold": "threshold_p_by_pair",
-                          "allure": "allure_p_by_pair"}
+                          "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
+                          "g_eval": "geval_p_by_pair"}
 #: No-model predictors that need the items' texts (fitted on train by the caller and passed
 #: per pair like the judges): kind -> key in ``SweepConfig.zero_shot[dataset]``.
 TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",

@@ -29,7 +29,8 @@ PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)",
           "mass_mean": "mass-mean probe"}
 JUDGE_FORMS = {"zero_shot": "zero-shot, paper form", "zero_shot_threshold":
                "zero-shot, threshold fitted on train", "allure": "ALLURE (few-shot)",
-               "few_shot": "few-shot"}
+               "few_shot": "few-shot", "direct": "direct scoring (1-5)",
+               "g_eval": "G-Eval (expected score)"}
 BASELINES = {"surface": "length", "memorisation": "memorisation (ids)",
              "lexical": "lexical (TF-IDF)", "embedding": "input embeddings (mean-pooled)"}
 

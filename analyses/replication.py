@@ -53,12 +53,13 @@ from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.allure import AllureConfig
 from ppairs_lens.judges.held_out import held_out_datasets
+from ppairs_lens.judges.held_out_scores import score_held_out
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 
 __all__ = ["ReplicationConfig", "run_replication"]
 
-STEPS = 13
+STEPS = 14
 
 
 @dataclass
@@ -171,7 +172,19 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     judges = run.step("prompted judges", judges_step, **common)
     texts = run.step("text baselines", lambda: _text_baselines(bridge, stores, ds, cfg), **common)
 
-    per_pair = {n: {**judges[n]["p"], **texts.get(n, {})} for n in names}
+    scored = [n for n in names if all(r.score1 is not None for r in datasets[n].records)]
+
+    def scoring_step():
+        out_ = {}
+        for n in scored:
+            test = held_out_datasets(store_of[n], datasets[n], **split)[1]
+            out_[n] = score_held_out(bridge, test).__dict__
+        return out_
+    ratings = run.step("direct scoring and G-Eval", scoring_step, **common)
+    per_pair = {n: {**judges[n]["p"], **texts.get(n, {}),
+                    **({"direct_p_by_pair": ratings[n]["direct_p"],
+                        "geval_p_by_pair": ratings[n]["geval_p"]} if n in ratings else {})}
+                for n in names}
     def sweep_step():
         res = run_sweep_with_summary(stores, out, SweepConfig(
             stores=[str(s.path) for s in stores], n_boot=cfg.n_boot, zero_shot=per_pair,
@@ -188,9 +201,9 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     summeval = [n for n in names if n.startswith("summeval-")]
     thesis = run.step("thesis tables", lambda: run_thesis_tables(
-        bridge, [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
-                 for n in summeval],
-        {n: judges[n]["p"]["p_by_pair"] for n in summeval},
+        [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
+         for n in summeval],
+        {n: judges[n]["p"]["p_by_pair"] for n in summeval}, ratings,
         {n: chosen[(n, "supervised")] for n in summeval}, out,
         ThesisTablesConfig(stores=[str(store_of[n].path) for n in summeval], n_boot=cfg.n_boot,
                            **split)) if summeval else [],

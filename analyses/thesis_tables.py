@@ -32,7 +32,7 @@ from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.judges.scoring import score_items
+from ppairs_lens.judges.held_out_scores import held_out_items
 from ppairs_lens.probes.estimators import SupervisedProbe
 from ppairs_lens.ranking.merge_sort import beam_merge_sort
 
@@ -51,16 +51,6 @@ class ThesisTablesConfig:
     beam_size: int = 1000
     uncertainty: float = 0.6
     C: float = 1.0
-
-
-def _test_items(test: Dataset) -> dict[str, ScoredItem]:
-    """The held-out summaries (one per item id within its article), with gold scores."""
-    out: dict[str, ScoredItem] = {}
-    for r in test.records:
-        for iid, text, score in ((r.item1_id, r.item1, r.score1), (r.item2_id, r.item2, r.score2)):
-            out[f"{r.context_id}/{iid}"] = ScoredItem(f"{r.context_id}/{iid}", text, score,
-                                                      r.context_id, r.context)
-    return out
 
 
 def _pair_p(test: Dataset, p: Mapping[str, float]) -> dict[tuple[str, str], float]:
@@ -104,13 +94,6 @@ def _per_article_scores(items, method: str, test: Dataset, pair_ps: dict) -> dic
     return _per_article_of(items, pair_ps[f"{method} scores"])
 
 
-def _direct_p(test: Dataset, scores: Mapping[str, float]) -> dict[str, float]:
-    """Pairwise P(item 1) from item scores: the higher score wins, equal scores count half."""
-    return {r.pair_id: float(0.5 + 0.5 * np.sign(scores[f"{r.context_id}/{r.item1_id}"]
-                                                  - scores[f"{r.context_id}/{r.item2_id}"]))
-            for r in test.records}
-
-
 def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dict[str, float]:
     """The supervised probe's P(item 1) on the store's held-out pairs, fitted on its training
     pairs at the read-out the sweep chose."""
@@ -120,17 +103,18 @@ def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dic
     return {q["pair_id"]: float(v) for q, v in zip(sp.pairs_test, p)}
 
 
-def thesis_rows(bridge, store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
-                layer: int, cfg: ThesisTablesConfig) -> list[dict]:
-    """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store."""
+def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
+                scores: Mapping[str, Mapping[str, float]], layer: int,
+                cfg: ThesisTablesConfig) -> list[dict]:
+    """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store; ``scores``: the held-out
+    items' ratings (:class:`ppairs_lens.judges.held_out_scores.HeldOutScores` fields)."""
     test = Dataset(**{**test.__dict__, "records": [r for r in test.records if r.label != TIE]})
-    items = _test_items(test)
-    scored = score_items(bridge, items, test)
-    direct, geval = scored.as_dict("direct"), scored.as_dict("geval")
+    items = held_out_items(test)
+    direct, geval = scores["direct_scores"], scores["geval_scores"]
     probe = _probe_p(store, layer, cfg)
     y = np.array(test.labels())
     groups = [r.context_id for r in test.records]
-    pair_ps = {"direct": _direct_p(test, direct), "G-Eval": _direct_p(test, geval),
+    pair_ps = {"direct": dict(scores["direct_p"]), "G-Eval": dict(scores["geval_p"]),
                "PAIRS": dict(judge_p), "PPAIRS": probe,
                "direct scores": direct, "G-Eval scores": geval}
     rows = _paired_rows(y, groups, test, pair_ps, items, cfg, store.meta["aspect"])
@@ -204,26 +188,22 @@ def published_rows(aspects: Sequence[str]) -> list[dict]:
     return out
 
 
-def run_thesis_tables(bridge, items: Sequence[tuple[ActivationStore, Dataset]],
-                      judges: Mapping[str, Mapping[str, float]], layers: Mapping[str, int],
-                      out, cfg: ThesisTablesConfig) -> list[dict]:
-    """``items``: (store, held-out Dataset) per SummEval aspect; ``judges``: the zero-shot
-    judge's P(item 1) per pair id (paper form) per store name; ``layers``: the read-out the
-    sweep chose for the supervised probe per store name."""
+def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
+                      judges: Mapping[str, Mapping[str, float]],
+                      scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+                      layers: Mapping[str, int], out, cfg: ThesisTablesConfig) -> list[dict]:
+    """``items``: (store, held-out Dataset) per SummEval aspect; per store name, ``judges``:
+    the zero-shot judge's P(item 1) per pair id (paper form), ``scores``: the held-out items'
+    direct and G-Eval ratings, ``layers``: the read-out the sweep chose for the supervised
+    probe."""
     rows = []
     for store, test in items:
         name = store.meta["dataset"]
-        r = thesis_rows(bridge, store, test, judges[name], layers[name], cfg)
+        r = thesis_rows(store, test, judges[name], scores[name], layers[name], cfg)
         rows += [{**x, "aspect": _ASPECTS.get(x["aspect"], x["aspect"])} for x in r]
     aspects = sorted({r["aspect"] for r in rows})
     rows += published_rows(aspects)
     write_csv(f"{out}/thesis_tables.csv", rows)
     save_config(out, "thesis_tables", cfg)
-    save_figure(plot_tables(rows, bridge_name(bridge)), out, "thesis_tables")
+    save_figure(plot_tables(rows, items[0][0].meta["model"]), out, "thesis_tables")
     return rows
-
-
-def bridge_name(bridge) -> str:
-    from ppairs_lens.models.loading import model_name
-
-    return model_name(bridge)
