@@ -45,7 +45,8 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.readout_choice import choose_readout
-from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.evaluation.bootstrap import N_BOOT, bootstrap
+from ppairs_lens.evaluation.store_split import held_out_ci_counts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
 from ppairs_lens.finetuning.cost import Cost, measure
@@ -98,7 +99,7 @@ class FinetuningConfig:
     layer: int | str = "val"
     val_size: float = 0.25
     C: float = 1.0
-    n_boot: int = 300
+    n_boot: int = N_BOOT
 
     def __post_init__(self) -> None:
         bad = [m for m in (*self.methods, *self.curve_methods) if m not in METHODS]
@@ -258,7 +259,8 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
             d = paired_difference(y, s.p, main["supervised"].p, groups, n_boot=cfg.n_boot,
                                   seed=cfg.seed)
             row.update(minus_supervised=d["value"], minus_supervised_lo=d["lo"],
-                       minus_supervised_hi=d["hi"])
+                       minus_supervised_hi=d["hi"],
+                       minus_supervised_ci_counts=held_out_ci_counts(sp, d))
         row.update(train_seconds=s.cost.seconds, train_cpu_seconds=s.cost.cpu_seconds,
                    peak_mb=s.cost.peak_mb,
                    memory_kind=s.cost.memory_kind, trainable_params=s.trainable_params,

@@ -15,6 +15,8 @@ demo`` runs) does, on one model:
 6. thesis Tables 4.1 and 4.2 on SummEval: ``thesis_tables``;
 7. transfer and cosine similarity (paper Table 1, Figure 5);
 8. LLMBar distribution shift (paper Figure 4, Appendix C): ``distribution_shift``;
+   probes against LoRA and full finetuning on the same labels, and the label curve (paper
+   Section 5.2, Figure 3): ``finetuning``;
 9. ablation of the probe directions on MT-Bench (paper Appendix B, Table 2), and steering
    along them (the dose-response against null directions at the same norms);
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
@@ -35,6 +37,7 @@ from tqdm.auto import tqdm
 from analyses.ablation import AblationConfig, run_ablation
 from analyses.cross_dataset import TransferConfig, run_transfer
 from analyses.distribution_shift import ShiftConfig, run_shift
+from analyses.finetuning import FinetuningConfig, run_finetuning
 from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
@@ -59,7 +62,7 @@ from ppairs_lens.models.loading import load_model, model_name
 
 __all__ = ["ReplicationConfig", "run_replication"]
 
-STEPS = 14
+STEPS = 15
 
 
 @dataclass
@@ -82,6 +85,12 @@ class ReplicationConfig:
     ablation_random: int = 100
     ablation_matched: int = 100
     ablation_eval_pairs: int = 50
+    # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
+    # prompts, as a training example costs ~3-6 CPU-seconds here
+    finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
+    finetune_train: int = 8
+    finetune_test: int = 40
+    finetune_curve: tuple[int, ...] = (4, 8)
     steering_nulls: int = 20  # random and variance-matched directions each
     steering_eval_pairs: int = 30
     climatex_test: int = 60  # of the 300-statement test split (balanced as it is)
@@ -94,7 +103,8 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     return replace(cfg, sizes=ReplicationSizes.quick(), n_boot=200, judge_train_pairs=16,
                    allure=AllureConfig(rounds=1, per_round=2, pool=12, test_pairs=12),
                    ablation_random=8, ablation_matched=8, ablation_eval_pairs=16,
-                   steering_nulls=4, steering_eval_pairs=8,
+                   steering_nulls=4, steering_eval_pairs=8, finetune_datasets=("rocstories",),
+                   finetune_train=4, finetune_test=8, finetune_curve=(4,),
                    climatex_test=8, climatex_k=2, quick=True)
 
 
@@ -104,6 +114,9 @@ def full(cfg: ReplicationConfig) -> ReplicationConfig:
                    allure=AllureConfig(rounds=3, per_round=2, pool=200, test_pairs=None),
                    ablation_eval_pairs=200, ablation_random=1000, ablation_matched=1000,
                    steering_nulls=100, steering_eval_pairs=200,
+                   finetune_datasets=("summeval-coherence", "hanna-coherence", "rocstories",
+                                      "mctaco", "mt-bench"), finetune_train=400,
+                   finetune_test=None, finetune_curve=(25, 50, 100, 200, 400),
                    climatex_test=300, climatex_k=10)
 
 
@@ -228,6 +241,13 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         if "llmbar-clean" in store_of else None,
         outputs=("distribution_shift.csv",), **common)
 
+    tuned = [n for n in cfg.finetune_datasets if n in store_of]
+    finetuning = run.step("finetuning", lambda: run_finetuning(
+        bridge, [(store_of[n], datasets[n]) for n in tuned], out, FinetuningConfig(
+            max_train=cfg.finetune_train, max_test=cfg.finetune_test,
+            curve_sizes=cfg.finetune_curve, n_boot=cfg.n_boot, **split)) if tuned else [],
+        outputs=("finetuning.csv",), **common)
+
     abl = cfg.ablation_dataset
     ablation = run.step("ablation", lambda: run_ablation(
         bridge, [(store_of[abl], datasets[abl])], out, AblationConfig(
@@ -253,6 +273,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
         datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp,
         thesis=thesis, transfer=transfer, shift=shift, ablation=ablation, steering=steering,
+        finetuning=finetuning,
         insertion=insertion, judges={n: judges[n]["record"] for n in names})
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)

@@ -88,6 +88,37 @@ def _insertion_claims(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _finetuning_claims(rows: list[dict]) -> list[dict]:
+    """Paper Section 5.2: the supervised probe against LoRA and full finetuning on the same
+    training comparisons, paired on the same test pairs."""
+    from ppairs_lens.evaluation.verdicts import interval_verdict
+
+    out = []
+    for r in rows or []:
+        if r.get("method") in ("lora", "full") and r.get("minus_supervised") is not None:
+            d = {"value": -r["minus_supervised"], "lo": -r["minus_supervised_hi"],
+                 "hi": -r["minus_supervised_lo"],
+                 "ci_counts": r.get("minus_supervised_ci_counts")}
+            out.append({"source": "paper Section 5.2", "dataset": r["dataset"],
+                        "claim": f"the supervised probe beats {r['method']} finetuning on the "
+                                 f"same {r['n_train']} training comparisons",
+                        "difference": d["value"], "lo": d["lo"], "hi": d["hi"],
+                        "verdict": interval_verdict(d)})
+    return out
+
+
+def _finetuning_table(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["| dataset | method | training labels | accuracy [95% CI] | wall s | trainable "
+           "parameters | peak MB |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['dataset']} | {r['method']} | {r['n_train']} | {_ci(r)} | "
+                   f"{_f(r.get('train_seconds'), '.1f')} | {r.get('trainable_params') or 0:,} | "
+                   f"{_f(r.get('peak_mb'), '.0f')} |")
+    return out
+
+
 def _verdict_rows(rows, source: str) -> list[dict]:
     out = []
     for r in rows or []:
@@ -103,12 +134,13 @@ def _verdict_rows(rows, source: str) -> list[dict]:
 def replication_summary(*, model: str, timings: dict, reused: list, cfg, datasets: dict,
                         sweep: dict, pvp: dict, thesis: list, transfer: dict | None,
                         shift: dict | None, ablation: list, insertion: list, steering: list,
+                        finetuning: list,
                         judges: dict) -> dict:
     claims = (_thesis_claims(thesis)
               + [{"source": "paper Figures 1-3", **c, "claim": f"{c['probe']} {c['claim']} "
                   f"({c['against']})"} for c in pvp.get("claims", [])]
               + _verdict_rows((shift or {}).get("drops"), "paper Figure 4")
-              + _insertion_claims(insertion))
+              + _insertion_claims(insertion) + _finetuning_claims(finetuning))
     cos = cosine_claim(transfer)
     if cos:
         claims.append({"source": "paper Figure 5", "dataset": "all comparison datasets",
@@ -146,7 +178,7 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
         "sizes": cfg.sizes, "test_size": cfg.test_size, "split_by": cfg.split_by,
         "n_boot": cfg.n_boot, "datasets": datasets, "judges": judges,
         "probes_vs_prompting": pvp.get("rows", []), "thesis_tables": thesis,
-        "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering,
+        "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering, "finetuning": finetuning,
         "insertion": insertion,
         "claims": claims,
         # the published numbers the tables print beside ours (thesis, paper, ClimateX paper)
@@ -285,6 +317,13 @@ def replication_markdown(s: dict) -> str:
         lines += ["**Paper Table 1** (F1 of probes trained on a column's dataset and scored on "
                   "a row's, supervised/unsupervised; ours, then the paper's Llama 3.1 70B in "
                   "brackets):", "", *t1, ""]
+    ft = _finetuning_table(s.get("finetuning") or [])
+    if ft:
+        lines += ["**Paper Section 5.2** (probes against LoRA, rank 64, alpha 64, all linear "
+                  "modules, one epoch, and full finetuning, on the same training comparisons "
+                  "and test pairs; cost = training wall time, trainable parameters, peak "
+                  "memory; the probe's cost is harvest + fit; the label curve is in "
+                  "`figures/finetuning_curve.csv`):", "", *ft, ""]
     lines += _ablation_lines(s.get("ablation") or [])
     lines += _steering_lines(s.get("steering") or [])
     lines += _insertion_lines(s.get("insertion") or [])

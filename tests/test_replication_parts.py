@@ -95,7 +95,7 @@ def test_most_wrong_picks_the_worst_mistakes_and_alternates_answers():
 
 
 def test_joint_harvest_equals_separate_harvests(tiny, tmp_path):
-    d1 = small_comparisons(10)
+    d1 = replace(small_comparisons(10), source="one-file")  # one file: harvested together
     d2 = replace(d1, name="small2", aspect="smaller")  # same contexts, another question
     together = ensure_stores(tiny, [d1, d2], tmp_path / "joint")
     alone = [ensure_store(tiny, d, tmp_path / f"alone{k}") for k, d in enumerate((d1, d2))]

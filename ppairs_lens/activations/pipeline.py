@@ -195,8 +195,9 @@ def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template 
 def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
                   settings: HarvestSettings = HarvestSettings(), progress: bool = True
                   ) -> list[ActivationStore]:
-    """:func:`ensure_store` for several datasets (default template and read-outs), harvesting
-    the incomplete ones together (:func:`harvest_together`) so shared contexts run once."""
+    """:func:`ensure_store` for several datasets (default template and read-outs); incomplete
+    ones read from the same file are harvested together (:func:`harvest_together`), so their
+    shared contexts run once."""
     paths = [default_store_path(root, model_name(bridge), d, default_template(d))
              for d in datasets]
     out: list[ActivationStore | None] = []
@@ -208,11 +209,16 @@ def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
                     and s.hook_names == default_readouts(bridge):
                 done = s
         out.append(done)
-    missing = [i for i, s in enumerate(out) if s is None]
-    if missing:
-        made = harvest_together(bridge, [(datasets[i], paths[i], None) for i in missing],
+    # Datasets read from one file (SummEval's four aspects) share their contexts: harvest
+    # them together; the others one by one, so an interruption loses one file's shard only.
+    by_source: dict[str, list[int]] = {}
+    for i, s in enumerate(out):
+        if s is None:
+            by_source.setdefault(str(datasets[i].source or datasets[i].name), []).append(i)
+    for idx in by_source.values():
+        made = harvest_together(bridge, [(datasets[i], paths[i], None) for i in idx],
                                 settings=settings, progress=progress)
-        for i, s in zip(missing, made):
+        for i, s in zip(idx, made):
             out[i] = s
     return out
 
