@@ -79,22 +79,25 @@ class ReplicationConfig:
     split_by: str = "auto"
     test_size: float = 0.5  # the paper fits and tests on random halves
     n_boot: int = N_BOOT
-    judge_train_pairs: int = 24  # training comparisons that fit the judge's threshold
+    judge_train_pairs: int = 12  # training comparisons that fit the judge's threshold
     allure: AllureConfig | None = AllureConfig()
     ablation_dataset: str = "mt-bench"
     ablation_random: int = 100
     ablation_matched: int = 100
-    ablation_eval_pairs: int = 50
+    ablation_eval_pairs: int = 30
     # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
     # prompts, as a training example costs ~3-6 CPU-seconds here
     finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
     finetune_train: int = 8
-    finetune_test: int = 40
+    finetune_test: int = 30
     finetune_curve: tuple[int, ...] = (4, 8)
-    steering_nulls: int = 20  # random and variance-matched directions each
-    steering_eval_pairs: int = 30
-    climatex_test: int = 60  # of the 300-statement test split (balanced as it is)
-    climatex_k: int = 5
+    steering_nulls: int = 10  # random and variance-matched directions each
+    steering_eval_pairs: int = 16
+    climatex_test: int = 40  # of the 300-statement test split, in its level proportions
+    climatex_k: int = 4  # references per binary-search step
+    climatex_train: int = 60  # labelled training statements (balanced over the levels)
+    climatex_train_pairs: int = 150
+    climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
     quick: bool = False
 
 
@@ -105,7 +108,8 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
                    ablation_random=8, ablation_matched=8, ablation_eval_pairs=16,
                    steering_nulls=4, steering_eval_pairs=8, finetune_datasets=("rocstories",),
                    finetune_train=4, finetune_test=8, finetune_curve=(4,),
-                   climatex_test=8, climatex_k=2, quick=True)
+                   climatex_test=8, climatex_k=2, climatex_train=20, climatex_train_pairs=40,
+                   quick=True)
 
 
 def full(cfg: ReplicationConfig) -> ReplicationConfig:
@@ -117,7 +121,8 @@ def full(cfg: ReplicationConfig) -> ReplicationConfig:
                    finetune_datasets=("summeval-coherence", "hanna-coherence", "rocstories",
                                       "mctaco", "mt-bench"), finetune_train=400,
                    finetune_test=None, finetune_curve=(25, 50, 100, 200, 400),
-                   climatex_test=300, climatex_k=10)
+                   climatex_test=300, climatex_k=10, climatex_train=100,
+                   climatex_train_pairs=400, climatex_methods=("probe", "zero_shot"))
 
 
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
@@ -265,7 +270,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     insertion = run.step("insertion", lambda: run_insertion(bridge, InsertionConfig(
         path=str(climatex), max_test=cfg.climatex_test, k=cfg.climatex_k, seed=cfg.seed,
-        n_boot=cfg.n_boot), out) if climatex.is_file() else [],
+        n_train=cfg.climatex_train, max_train_pairs=cfg.climatex_train_pairs,
+        methods=cfg.climatex_methods, n_boot=cfg.n_boot), out) if climatex.is_file() else [],
         outputs=("insertion.csv",), **common)
     run.close()
 

@@ -36,13 +36,13 @@ class ReplicationSizes:
     summeval_contexts: int = 20
     summeval_items: int = 4  # summaries per article; all pairs among them
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
-    hanna_contexts: int = 20
+    hanna_contexts: int = 12  # stories are long (~740 tokens a pair)
     hanna_items: int = 3
     hanna_aspect: str = "coherence"
-    story_cloze_pairs: int = 120
-    mctaco_pairs: int = 120
-    mt_bench_pairs: int = 100
-    llmbar_pairs: int | None = 100  # Natural + Normal (None: all 159)
+    story_cloze_pairs: int = 100
+    mctaco_pairs: int = 100
+    mt_bench_pairs: int = 60  # long answers (~540 tokens a pair)
+    llmbar_pairs: int | None = 80  # Natural + Normal (None: all 159)
 
     @classmethod
     def quick(cls) -> ReplicationSizes:

@@ -25,8 +25,8 @@ __all__ = ["AllureConfig", "allure", "allure_demos", "most_wrong"]
 class AllureConfig:
     rounds: int = 2
     per_round: int = 2  # demonstrations added per round
-    pool: int = 16  # training comparisons scored each round (whole contexts, seeded)
-    test_pairs: int | None = 24  # held-out comparisons the final judge answers
+    pool: int = 8  # training comparisons scored each round (whole contexts, seeded)
+    test_pairs: int | None = 12  # held-out comparisons the final judge answers
 
 
 def most_wrong(z: np.ndarray, labels: list[int], exclude: set[int], k: int) -> list[int]:
