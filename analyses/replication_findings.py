@@ -347,6 +347,9 @@ def update_readme(figures: str | Path = "figures", readme: str | Path = "README.
     """Rewrite the README block between the markers from ``figures/summary.json``."""
     s = json.loads((Path(figures) / "summary.json").read_text("utf-8"))
     text = Path(readme).read_text("utf-8")
+    if s.get("kind") != "replication":  # the built-ins study: its block is not the README's
+        print(f"{figures}/summary.json is not a replication summary: README left as it is")
+        return text
     if README_START not in text or README_END not in text:
         raise SystemExit(f"{readme} has no replication markers")
     head, rest = text.split(README_START, 1)
