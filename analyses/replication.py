@@ -84,7 +84,7 @@ class ReplicationConfig:
     ablation_dataset: str = "mt-bench"
     ablation_random: int = 100
     ablation_matched: int = 100
-    ablation_eval_pairs: int = 30
+    ablation_eval_pairs: int = 24
     # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
     # prompts, as a training example costs ~3-6 CPU-seconds here
     finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
@@ -92,8 +92,8 @@ class ReplicationConfig:
     finetune_test: int = 30
     finetune_curve: tuple[int, ...] = (4, 8)
     steering_nulls: int = 10  # random and variance-matched directions each
-    steering_eval_pairs: int = 16
-    climatex_test: int = 40  # of the 300-statement test split, in its level proportions
+    steering_eval_pairs: int = 12
+    climatex_test: int = 32  # of the 300-statement test split, in its level proportions
     climatex_k: int = 4  # references per binary-search step
     climatex_train: int = 60  # labelled training statements (balanced over the levels)
     climatex_train_pairs: int = 150

@@ -32,17 +32,18 @@ SUMMEVAL_ASPECTS: tuple[str, ...] = ("coherence", "consistency", "fluency", "rel
 class ReplicationSizes:
     """How much of each dataset a run reads (printed in every caption)."""
 
-    # 20 articles: the held-out half is 10, the fewest groups a CI needs to count
+    # 20 articles: the held-out half is 10, the fewest groups a CI needs to count; 3 of each
+    # article's 16 summaries, every pair among them (the article is most of the cost)
     summeval_contexts: int = 20
-    summeval_items: int = 4  # summaries per article; all pairs among them
+    summeval_items: int = 3
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
-    hanna_contexts: int = 12  # stories are long (~740 tokens a pair)
+    hanna_contexts: int = 10  # stories are long (~740 tokens a pair)
     hanna_items: int = 3
     hanna_aspect: str = "coherence"
-    story_cloze_pairs: int = 100
-    mctaco_pairs: int = 100
-    mt_bench_pairs: int = 60  # long answers (~540 tokens a pair)
-    llmbar_pairs: int | None = 80  # Natural + Normal (None: all 159)
+    story_cloze_pairs: int = 80
+    mctaco_pairs: int = 80
+    mt_bench_pairs: int = 50  # long answers (~540 tokens a pair)
+    llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
 
     @classmethod
     def quick(cls) -> ReplicationSizes:

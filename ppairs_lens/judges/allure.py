@@ -23,7 +23,7 @@ __all__ = ["AllureConfig", "allure", "allure_demos", "most_wrong"]
 
 @dataclass(frozen=True)
 class AllureConfig:
-    rounds: int = 2
+    rounds: int = 1  # the first round reads the zero-shot answers: no extra pass
     per_round: int = 2  # demonstrations added per round
     pool: int = 8  # training comparisons scored each round (whole contexts, seeded)
     test_pairs: int | None = 12  # held-out comparisons the final judge answers
