@@ -100,6 +100,27 @@ def reject(x: Float[Tensor, "... d_model"], r: Float[Tensor, "*k d_model"]
     return _project_out(x, orthonormal_basis(r))
 
 
+def apply_at_positions(x: Float[Tensor, "batch pos d_model"], fn: Callable[[Tensor], Tensor],
+                       positions: Positions, last_positions: Int[Tensor, "batch"] | None,
+                       name: str) -> Tensor:
+    """``fn`` applied to every position of ``x`` (``positions="all"``), or only to each row's
+    last real position (``"last"``: position -1, or ``last_positions`` per row, which left or
+    right padding needs): the one place both ablation and steering hooks choose positions."""
+    if positions == "all":
+        return fn(x)
+    if x.ndim != 3:
+        raise ValueError(f"positions='last' needs [batch, pos, d_model] activations at "
+                         f"{name}, got shape {tuple(x.shape)}")
+    rows = torch.arange(x.shape[0], device=x.device)
+    pos = torch.full_like(rows, -1) if last_positions is None else last_positions.to(x.device)
+    if pos.shape != rows.shape:
+        raise ValueError(f"last_positions has {pos.shape[0]} rows but the batch at {name} "
+                         f"has {x.shape[0]}")
+    out = x.clone()
+    out[rows, pos] = fn(x[rows, pos])
+    return out
+
+
 def _hook_fn(basis: Float[Tensor, "k d_model"], name: str, positions: Positions,
              last_positions: Int[Tensor, "batch"] | None) -> Callable:
     """A forward hook that rejects ``basis`` from its activation (all or last positions)."""
@@ -108,22 +129,8 @@ def _hook_fn(basis: Float[Tensor, "k d_model"], name: str, positions: Positions,
         if x.shape[-1] != basis.shape[-1]:
             raise ValueError(f"ablation at {name}: activation has last dimension {x.shape[-1]} "
                              f"but the direction has {basis.shape[-1]}")
-        if positions == "all":
-            return _project_out(x, basis)
-        if x.ndim != 3:
-            raise ValueError(f"positions='last' needs [batch, pos, d_model] activations at "
-                             f"{name}, got shape {tuple(x.shape)}")
-        rows = torch.arange(x.shape[0], device=x.device)
-        if last_positions is None:
-            pos = torch.full_like(rows, -1)
-        else:
-            pos = last_positions.to(x.device)
-            if pos.shape != rows.shape:
-                raise ValueError(f"last_positions has {pos.shape[0]} rows but the batch at "
-                                 f"{name} has {x.shape[0]}")
-        out = x.clone()
-        out[rows, pos] = _project_out(x[rows, pos], basis)
-        return out
+        return apply_at_positions(x, lambda v: _project_out(v, basis), positions,
+                                  last_positions, name)
 
     return hook
 

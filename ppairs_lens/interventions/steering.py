@@ -25,7 +25,12 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from ppairs_lens.errors import DirectionError
-from ppairs_lens.interventions.ablation import Directions, Positions, direction_rows
+from ppairs_lens.interventions.ablation import (
+    Directions,
+    Positions,
+    apply_at_positions,
+    direction_rows,
+)
 from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import (
     PRESETS,
@@ -66,17 +71,7 @@ def _hook_fn(v: Float[Tensor, "d_model"], name: str, positions: Positions,
         if x.shape[-1] != v.shape[-1]:
             raise ValueError(f"steering at {name}: activation has last dimension {x.shape[-1]} "
                              f"but the direction has {v.shape[-1]}")
-        if positions == "all":
-            return _add(x, v)
-        rows = torch.arange(x.shape[0], device=x.device)
-        pos = (torch.full_like(rows, -1) if last_positions is None
-               else last_positions.to(x.device))
-        if pos.shape != rows.shape:
-            raise ValueError(f"last_positions has {pos.shape[0]} rows but the batch at {name} "
-                             f"has {x.shape[0]}")
-        out = x.clone()
-        out[rows, pos] = _add(x[rows, pos], v)
-        return out
+        return apply_at_positions(x, lambda y: _add(y, v), positions, last_positions, name)
 
     return hook
 
