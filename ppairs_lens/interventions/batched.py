@@ -79,16 +79,25 @@ def batched_rejection_hooks(bridge, directions: Float[Tensor, "D d_model"],
     return resolve_hooks(bridge, [(n, _position_hook(basis, n)) for n in names])
 
 
+def logodds_per_branch(bridge, pairs, rows: Tensor, make_hooks: Callable[[Tensor], list],
+                       settings, chunk: int) -> Float[np.ndarray, "pair D"]:
+    """logit(choice 1) - logit(choice 2) per pair and row of ``rows`` (a direction to remove,
+    a vector to add): ``chunk`` rows per call, each row a branch of the read-out token that
+    ``make_hooks(block)`` treats (ablation and steering share this)."""
+    out = []
+    for start in range(0, rows.shape[0], chunk):
+        block = rows[start:start + chunk]
+        out.append(choice_logodds_of(bridge, pairs, settings=settings, n_branch=block.shape[0],
+                                     final_hooks=make_hooks(block)).reshape(len(pairs), -1))
+    return np.concatenate(out, axis=1)
+
+
 def _logit_differences(bridge, pairs, directions, preset, settings, chunk: int
                        ) -> Float[np.ndarray, "pair D"]:
     """logit(choice 1) - logit(choice 2) per pair, read-out token ablated along each row."""
-    out = []
-    for start in range(0, directions.shape[0], chunk):
-        block = directions[start:start + chunk]
-        out.append(choice_logodds_of(bridge, pairs, settings=settings, n_branch=block.shape[0],
-                                     final_hooks=batched_rejection_hooks(bridge, block, preset)
-                                     ).reshape(len(pairs), -1))
-    return np.concatenate(out, axis=1)
+    return logodds_per_branch(bridge, pairs, directions,
+                              lambda b: batched_rejection_hooks(bridge, b, preset), settings,
+                              chunk)
 
 
 @torch.inference_mode()

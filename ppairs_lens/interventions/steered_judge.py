@@ -25,20 +25,16 @@ from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.interventions.steering import batched_steering_hooks
 from ppairs_lens.judges.calibration import swap_calibrated_logodds
-from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
+from ppairs_lens.interventions.batched import logodds_per_branch
+from ppairs_lens.judges.zero_shot import swapped_dataset
 from ppairs_lens.models.hook_points import Preset
 
 __all__ = ["judge_under_steering"]
 
 
 def _logodds(bridge, pairs, vectors, hooks, settings, chunk) -> Float[np.ndarray, "pair D"]:
-    out = []
-    for start in range(0, vectors.shape[0], chunk):
-        block = vectors[start:start + chunk]
-        out.append(choice_logodds_of(bridge, pairs, settings=settings, n_branch=block.shape[0],
-                                     final_hooks=batched_steering_hooks(bridge, block, hooks)
-                                     ).reshape(len(pairs), -1))
-    return np.concatenate(out, axis=1)
+    return logodds_per_branch(bridge, pairs, vectors,
+                              lambda b: batched_steering_hooks(bridge, b, hooks), settings, chunk)
 
 
 @torch.inference_mode()
