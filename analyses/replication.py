@@ -79,21 +79,22 @@ class ReplicationConfig:
     split_by: str = "auto"
     test_size: float = 0.5  # the paper fits and tests on random halves
     n_boot: int = N_BOOT
-    judge_train_pairs: int = 12  # training comparisons that fit the judge's threshold
+    judge_train_pairs: int = 10  # training comparisons that fit the judge's threshold
     allure: AllureConfig | None = AllureConfig()
     ablation_dataset: str = "mt-bench"
     ablation_random: int = 100
     ablation_matched: int = 100
-    ablation_eval_pairs: int = 24
+    ablation_eval_pairs: int = 20
     # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
     # prompts, as a training example costs ~3-6 CPU-seconds here
     finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
     finetune_train: int = 8
-    finetune_test: int = 30
+    finetune_test: int = 20
     finetune_curve: tuple[int, ...] = (4, 8)
     steering_nulls: int = 10  # random and variance-matched directions each
-    steering_eval_pairs: int = 12
-    climatex_test: int = 32  # of the 300-statement test split, in its level proportions
+    steering_eval_pairs: int = 8
+    steering_alphas: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)  # x the read-out's norm
+    climatex_test: int = 24  # of the 300-statement test split, in its level proportions
     climatex_k: int = 4  # references per binary-search step
     climatex_train: int = 60  # labelled training statements (balanced over the levels)
     climatex_train_pairs: int = 150
@@ -264,6 +265,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     steering = run.step("steering", lambda: run_steering(
         bridge, [(store_of[abl], datasets[abl])], out, SteeringConfig(
             stores=[str(store_of[abl].path)], n_random=cfg.steering_nulls,
+            alphas=cfg.steering_alphas,
             n_matched=cfg.steering_nulls, max_eval_pairs=cfg.steering_eval_pairs, **split),
         log=log) if abl in store_of else [], outputs=("steering.csv",), **common)
 

@@ -76,10 +76,16 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
                               max_train_pairs=30, max_test=4, k=2, n_boot=50)
     ins = run_insertion(tiny, ins_cfg, out)
     overall = [r for r in ins if r["level"] == "overall"]
-    assert [r["method"] for r in overall] == list(INSERTION_METHODS)
+    # the model's methods, then the no-model taggers on the same test statements
+    assert [r["method"] for r in overall] == [*INSERTION_METHODS, "majority", "lexical"]
     for r in overall:
         assert r["n"] == 4 and 0 <= r["accuracy"] <= 1 and math.isfinite(r["bias"])
-    assert {r["level"] for r in ins} == {"low", "medium", "high", "very high", "overall"}
+    assert {r["level"] for r in ins} == {"low", "medium", "high", "very high", "overall",
+                                         "difference"}
+    diffs = [r for r in ins if r["level"] == "difference"]  # each method minus each tagger
+    assert len(diffs) == 2 * len(INSERTION_METHODS)
+    for r in diffs:
+        assert r["lo"] <= r["accuracy"] <= r["hi"]
     preds = _read(out / "insertion_predictions.csv")
     assert len(preds) == 4 * len(INSERTION_METHODS)
     assert (out / "insertion.config.json").exists()

@@ -25,8 +25,8 @@ __all__ = ["AllureConfig", "allure", "allure_demos", "most_wrong"]
 class AllureConfig:
     rounds: int = 1  # the first round reads the zero-shot answers: no extra pass
     per_round: int = 2  # demonstrations added per round
-    pool: int = 8  # training comparisons scored each round (whole contexts, seeded)
-    test_pairs: int | None = 12  # held-out comparisons the final judge answers
+    pool: int = 6  # training comparisons scored each round (whole contexts, seeded)
+    test_pairs: int | None = 8  # held-out comparisons the final judge answers
 
 
 def most_wrong(z: np.ndarray, labels: list[int], exclude: set[int], k: int) -> list[int]:
