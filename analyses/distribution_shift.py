@@ -24,11 +24,11 @@ from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import split_store
-from ppairs_lens.evaluation.verdicts import interval_verdict
+from ppairs_lens.evaluation.verdicts import UNDECIDED, interval_verdict
 from ppairs_lens.io.outputs import save_config, write_csv
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["ShiftConfig", "run_shift"]
+__all__ = ["ShiftConfig", "gap_verdict", "run_shift"]
 
 
 @dataclass
@@ -39,6 +39,15 @@ class ShiftConfig:
     seed: int = 0
     n_boot: int = N_BOOT
     C: float = 1.0
+
+
+def gap_verdict(d: dict, in_dist: dict[str, float], kind: str) -> str:
+    """"``kind`` probes lose less than prompting" from the CI of (judge's drop - probe's drop);
+    a drop is a loss only for a method above chance in distribution (its CI's lower end)."""
+    at_chance = [m for m in (kind, "zero_shot") if not in_dist.get(m, float("nan")) > 0.5]
+    verdict = (f"{UNDECIDED}: {' and '.join(at_chance)} at chance in distribution (95% CI "
+               f"lower end <= 0.5), so a drop is no loss" if at_chance else interval_verdict(d))
+    return verdict + f" (claim: {kind} probes lose less than prompting)"
 
 
 def _held_out(store: ActivationStore, cfg: ShiftConfig):
@@ -77,6 +86,7 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
                          "ci_counts": ci["ci_counts"], "n": len(t)})
     drops = []
     src = per_set[0]
+    in_dist = {r["method"]: r["lo"] for r in rows if r["role"] == "in distribution"}
     for name, role, t2, p2, g2 in per_set[1:]:
         t1, p1, g1 = src[2], src[3], src[4]
         n1 = len(t1)
@@ -100,9 +110,7 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
             d = bootstrap(gap, len(tt), gg, n_boot=cfg.n_boot, seed=cfg.seed)
             drops.append({"shifted": name, "method": f"zero_shot drop - {k} drop",
                           "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
-                          "ci_counts": d["ci_counts"],
-                          "verdict": interval_verdict(d) + f" (claim: {k} probes lose less "
-                                                            "than prompting)"})
+                          "ci_counts": d["ci_counts"], "verdict": gap_verdict(d, in_dist, k)})
     write_csv(f"{out}/distribution_shift.csv", rows + [{"role": "drop", **d} for d in drops])
     save_config(out, "distribution_shift", cfg)
     pub = [{"source": citation(p), "note": p.note} for p in published(source="paper")

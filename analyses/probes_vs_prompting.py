@@ -47,9 +47,12 @@ def _others(sweep: dict, dataset: str) -> dict[tuple[str, str], dict]:
 
 
 def _strongest(entry: dict, names: dict[str, str]) -> str | None:
-    """The comparison (baseline or judge form) that scored best on the pairs it shares with
-    the probe: the hardest one for the probe to beat."""
-    have = [k for k in names if k in entry["minus"]]
+    """The comparison (baseline or judge form) that scored best on the held-out pairs: the
+    hardest one for the probe to beat. Only forms scored on *every* held-out pair compete (a
+    judge run on a subset, ALLURE at demo sizes, would win or lose on a few pairs); chosen on
+    the test pairs, which favours the comparison, never the probe."""
+    have = [k for k in names if k in entry["minus"]
+            and entry["minus"][k].get("n") == entry["n_test"]]
     return max(have, key=lambda k: entry["minus"][k]["b"]) if have else None
 
 

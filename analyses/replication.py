@@ -60,7 +60,7 @@ from ppairs_lens.judges.held_out_scores import score_held_out
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 
-__all__ = ["ReplicationConfig", "run_replication"]
+__all__ = ["ReplicationConfig", "refresh", "run_replication"]
 
 STEPS = 15
 
@@ -287,3 +287,50 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     save_config(out, "replication", cfg)
     print(replication_markdown(summary))
     return summary
+
+
+def refresh(figures: str | Path = "figures") -> dict:
+    """Re-decide a finished replication's claims from its own outputs in ``figures`` (no model
+    run): the probes-vs-prompting table from the sweep's summary and rows, the shift verdicts
+    from its rows, then ``summary.json``. For when a verdict rule changed after the run."""
+    import csv
+    import json
+
+    from analyses.distribution_shift import gap_verdict
+
+    fig = Path(figures)
+    s = json.loads((fig / "summary.json").read_text("utf-8"))
+    sweep = json.loads((fig / "layer_sweep_summary.json").read_text("utf-8"))
+    num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
+    others = []
+    for r in csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")):
+        if int(r["layer"]) < 0:
+            others.append({**r, **{k: f(r[k]) if r[k] != "" else float("nan")
+                                   for k, f in num.items()},
+                           "ci_counts": r["ci_counts"] == "True"})
+    sweep["others"] = others
+    names = list(dict.fromkeys(e["dataset"] for e in sweep["entries"]))
+    pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=names,
+                                                                     n_boot=s["n_boot"]))
+    shift = s.get("shift")
+    if shift:
+        in_dist = {r["method"]: r["lo"] for r in shift["rows"] if r["role"] == "in distribution"}
+        for d in shift["drops"]:
+            if d.get("verdict"):
+                d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5])
+    cfg = ReplicationConfig(sizes=ReplicationSizes(**{k: tuple(v) if isinstance(v, list) else v
+                                                      for k, v in s["sizes"].items()}),
+                            test_size=s["test_size"], split_by=s["split_by"], n_boot=s["n_boot"])
+    out = replication_summary(
+        model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
+        datasets=s["datasets"], sweep=sweep, pvp=pvp, thesis=s["thesis_tables"],
+        transfer=s["transfer"], shift=shift, ablation=s["ablation"], steering=s["steering"],
+        finetuning=s["finetuning"], insertion=s["insertion"], judges=s["judges"])
+    write_json(fig / "summary.json", out)
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    refresh(*sys.argv[1:2])

@@ -193,15 +193,19 @@ def _pvp_table(rows: list[dict]) -> list[str]:
     for ds in dict.fromkeys(r["dataset"] for r in rows):
         rs = [r for r in rows if r["dataset"] == ds]
         get = {r["kind"]: r for r in rs}
-        judge = max((r for r in rs if r["family"] == "judge"), key=lambda r: r["accuracy"],
+        full = [r for r in rs if r["n"] == get.get("supervised", {}).get("n")]
+        judge = max((r for r in full if r["family"] == "judge"), key=lambda r: r["accuracy"],
                     default=None)
-        base = max((r for r in rs if r["family"] == "baseline"), key=lambda r: r["accuracy"],
+        base = max((r for r in full if r["family"] == "baseline"), key=lambda r: r["accuracy"],
                    default=None)
-        cell = (lambda r: "—" if r is None else f"{_ci(r)}")
+        n_test = get.get("supervised", {}).get("n")
+
+        def cell(r):
+            return "—" if r is None else _ci(r) + ("" if r["n"] == n_test else f" (n={r['n']})")
         out.append(f"| {ds} (n={get.get('supervised', {}).get('n', '?')}) | "
                    f"{cell(get.get('supervised'))} | {cell(get.get('pca'))} | "
-                   f"{'—' if judge is None else judge['method'] + ' ' + _ci(judge)} | "
-                   f"{'—' if base is None else base['method'] + ' ' + _ci(base)} |")
+                   f"{'—' if judge is None else judge['method'] + ' ' + cell(judge)} | "
+                   f"{'—' if base is None else base['method'] + ' ' + cell(base)} |")
     return out
 
 
@@ -217,7 +221,8 @@ def _thesis_table(rows: list[dict], table: str) -> list[str]:
     head += " | " + " | ".join(f"PPAIRS {m}" for m in models) + " |"
     out = [head, "|" + "---|" * (5 + len(models))]
     for a in aspects:
-        cells = [_ci(ours[(a, m)], ".2f") if (a, m) in ours else "—"
+        cells = [(_ci(ours[(a, m)], ".2f") + (f" (n={ours[(a, m)]['n']})" if table == "4.2"
+                                               else "")) if (a, m) in ours else "—"
                  for m in ("direct", "G-Eval", "PAIRS", "PPAIRS")]
         cells += [_f(pub.get((a, "PPAIRS", m)), ".2f") for m in models]
         out.append(f"| {a} | " + " | ".join(cells) + " |")
@@ -306,11 +311,14 @@ def replication_markdown(s: dict) -> str:
     if s.get("thesis_tables"):
         lines += ["**Thesis Table 4.1** (SummEval pairwise accuracy, 95% CI; published "
                   "PPAIRS beside):", "", *_thesis_table(s["thesis_tables"], "4.1"), "",
-                  "**Thesis Table 4.2** (mean Spearman after sorting each held-out article):",
+                  "**Thesis Table 4.2** (mean Spearman after sorting each held-out article; n = "
+                  "articles with 3 or more untied summaries, fewer than 10 decide nothing):",
                   "", *_thesis_table(s["thesis_tables"], "4.2"), ""]
     if s.get("probes_vs_prompting"):
         lines += ["**Paper Figures 1-3** (held-out accuracy, 95% CI; read-outs chosen on "
-                  "validation; every judge form and baseline on the same pairs):", "",
+                  "validation; the best judge form and the strongest baseline among those "
+                  "scored on every held-out pair, chosen on those pairs; each form's own row, "
+                  "ALLURE on a subset included, is in `figures/probes_vs_prompting.csv`):", "",
                   *_pvp_table(s["probes_vs_prompting"]), ""]
     t1 = _transfer_table(s.get("transfer"))
     if t1:

@@ -89,8 +89,14 @@ def test_older_ablation_rows_use_the_study_judge_and_report_unreachable_holm():
     assert c["outcome"] == "cannot be decided here" and "100%" in c["evidence"][0]["reason"]
     many = [{**rows[1], "condition": k} for k in ("pca", "supervised", "mass_mean")] * 3
     c = _ablation_claim(rows[:1] + many, judges)
+    # a judge that never changes its answer cannot show a change either
     assert c["changes"]["outcome"] == "cannot be decided here"
-    assert "1/101" in c["changes"]["reason"]
+    assert "does not decide" in c["changes"]["reason"]
+    deciding = {"a": {"zero_shot_accuracy": {"lo": 0.6},
+                      "zero_shot": {"same_raw_answer_share": 0.5}}}
+    c = _ablation_claim(rows[:1] + many, deciding)
+    assert c["changes"]["outcome"] == "cannot be decided here"
+    assert "1/101" in c["changes"]["reason"]  # Holm out of reach with 100 nulls
 
 
 def test_cosine_claim_comes_from_the_transfer_verdict_or_cannot_be_decided():

@@ -110,9 +110,17 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
                       if k in r},
                    "outcome": v.outcome, "reason": v.reason, "judge_from": source})
     n_null = min(int(r.get("n_matched") or 0) for r in probes)
-    changes = ablation_changes_verdict([r.get("p_matched", float("nan")) for r in probes],
-                                       n_null, ALPHA, [f"{r['dataset']} {r['condition']}"
-                                                       for r in probes])
+    decides = {ds: judge_decides(*_judge_of(by.get((ds, BASELINE), {}),
+                                            judges.get(ds, {}))[:2])
+               for ds in {r["dataset"] for r in probes}}
+    if not any(ok for ok, _ in decides.values()):
+        # a judge that never changes its answer cannot show a change either
+        changes = Verdict(UNDECIDED, "; ".join(f"{ds}: {why}" for ds, (_, why) in
+                                               decides.items()), "")
+    else:
+        changes = ablation_changes_verdict([r.get("p_matched", float("nan")) for r in probes],
+                                           n_null, ALPHA, [f"{r['dataset']} {r['condition']}"
+                                                           for r in probes])
     outcomes = {o: list(dict.fromkeys(e["dataset"] for e in ev if e["outcome"] == o))
                 for o in (HOLDS, FAILS, UNDECIDED)}
     return {"rule": rule or unchanged_rule(ACCURACY_MARGIN, LOGODDS_MARGIN, ALPHA),
