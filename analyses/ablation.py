@@ -35,7 +35,6 @@ and control), ``ablation_probe_refit.csv`` (with ``refit``), ``ablation.config.j
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -68,11 +67,8 @@ from ppairs_lens.evaluation.null_test import (
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
 from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.interventions.batched import judge_under_directions
-from ppairs_lens.interventions.directions import (
-    choice_unembedding_direction,
-    random_directions,
-    variance_matched_directions,
-)
+from ppairs_lens.interventions.direction_table import null_directions, probe_directions
+from ppairs_lens.interventions.directions import choice_unembedding_direction
 from ppairs_lens.interventions.refit import refit_rows
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.models.loading import model_name
@@ -141,27 +137,15 @@ def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
 def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
     """``(names, kinds, directions [D, d])``: baseline (zero), probes, control, the nulls."""
     name = store.meta["dataset"]
-    probes = fit_sweep(sp.acts_train[:, :, [layer]], sp.labels_train, cfg.kinds, C=cfg.C,
-                       layers=[layer])
-    names, kinds, rows = [BASELINE], ["baseline"], [torch.zeros(store.d_model)]
-    for k in cfg.kinds:
-        if bool(probes.degenerate[k][0]):
-            warnings.warn(f"{name}: the {k} probe is degenerate at read-out {layer}; skipped")
-            continue
-        names.append(k)
-        kinds.append("probe")
-        rows.append(torch.from_numpy(np.asarray(probes.to_probe(k, 0).direction_)).float())
-    names.append(CONTROL)
-    kinds.append("control")
-    rows.append(choice_unembedding_direction(bridge, dataset, template))
-    acts = sp.acts_train[:, :, layer].double()
-    nulls = {RANDOM_NULL: random_directions(cfg.n_random, store.d_model, cfg.seed),
-             MATCHED_NULL: variance_matched_directions(acts[:, 0] - acts[:, 1], cfg.n_matched,
-                                                       cfg.seed + 1)}
-    for null, dirs in nulls.items():
-        names += [f"{null}_{i:03d}" for i in range(len(dirs))]
-        kinds += [null] * len(dirs)
-        rows += list(dirs)
+    probes, kept, probe_rows = probe_directions(sp.acts_train, sp.labels_train, layer,
+                                                cfg.kinds, C=cfg.C, name=name)
+    names = [BASELINE, *kept, CONTROL]
+    kinds = ["baseline", *["probe"] * len(kept), "control"]
+    rows = [torch.zeros(store.d_model), *probe_rows,
+            choice_unembedding_direction(bridge, dataset, template)]
+    n_names, n_kinds, n_rows = null_directions(sp.acts_train, layer, cfg.n_random,
+                                               cfg.n_matched, cfg.seed)
+    names, kinds, rows = names + n_names, kinds + n_kinds, rows + n_rows
     log(f"{name}: {len(names)} directions at read-out {layer} ({store.hook_names[layer]})")
     return names, kinds, torch.stack(rows), probes
 

@@ -30,7 +30,6 @@ median with their 2.5-97.5% band), ``steering.config.json`` and ``steering.{png,
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -49,12 +48,11 @@ from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
 from ppairs_lens.evaluation.store_split import split_store
-from ppairs_lens.interventions.directions import random_directions, variance_matched_directions
+from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.steered_judge import judge_under_steering
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
-from ppairs_lens.probes.sweep import fit_sweep
 
 __all__ = ["SteeringConfig", "steer_store", "run_steering", "cli"]
 
@@ -98,23 +96,12 @@ def _choose_layer(sp, cfg: SteeringConfig) -> tuple[int, str]:
 
 def _directions(sp, layer: int, d: int, cfg: SteeringConfig, name: str):
     """``(names, kinds, unit rows [D, d])``: probe directions, then the two nulls."""
-    probes = fit_sweep(sp.acts_train[:, :, [layer]], sp.labels_train, cfg.kinds, C=cfg.C,
-                       layers=[layer])
-    names, kinds, rows = [], [], []
-    for k in cfg.kinds:
-        if bool(probes.degenerate[k][0]):
-            warnings.warn(f"{name}: the {k} probe is degenerate at read-out {layer}; skipped")
-            continue
-        names.append(k)
-        kinds.append("probe")
-        rows.append(probes.directions[k][0].float())
-    acts = sp.acts_train[:, :, layer].double()
-    for null, dirs in ((RANDOM_NULL, random_directions(cfg.n_random, d, cfg.seed)),
-                       (MATCHED_NULL, variance_matched_directions(acts[:, 0] - acts[:, 1],
-                                                                  cfg.n_matched, cfg.seed + 1))):
-        names += [f"{null}_{i:03d}" for i in range(len(dirs))]
-        kinds += [null] * len(dirs)
-        rows += list(dirs)
+    _, names, rows = probe_directions(sp.acts_train, sp.labels_train, layer, cfg.kinds,
+                                      C=cfg.C, name=name)
+    kinds = ["probe"] * len(names)
+    n_names, n_kinds, n_rows = null_directions(sp.acts_train, layer, cfg.n_random,
+                                               cfg.n_matched, cfg.seed)
+    names, kinds, rows = names + n_names, kinds + n_kinds, rows + n_rows
     return names, kinds, torch.stack(rows)
 
 
