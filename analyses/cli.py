@@ -46,6 +46,15 @@ def _shard_arg(spec: str) -> str:
     return spec
 
 
+def _add_nulls(p: argparse.ArgumentParser, default: int, verb: str) -> None:
+    """The null directions of an intervention study (ablate, steer)."""
+    p.add_argument("--n-random", type=positive_int, default=default,
+                   help=f"isotropic random directions {verb} as a null")
+    p.add_argument("--n-matched", type=positive_int, default=default,
+                   help=f"random directions drawn from the training contrasts' covariance, "
+                        f"{verb} as the variance-matched null")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="ppairs-lens", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -96,18 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "ablate":
             add_layer(p, None, "read-out index of the probe directions (default: chosen on "
                                "a validation split of the training pairs)")
-            p.add_argument("--n-random", type=positive_int, default=100,
-                           help="isotropic random directions ablated as a null")
-            p.add_argument("--n-matched", type=positive_int, default=100,
-                           help="random directions drawn from the training contrasts' "
-                                "covariance, ablated as the variance-matched null")
+            _add_nulls(p, 100, "ablated")
         if name == "steer":
             add_layer(p, None, "read-out index of the probe directions and of the steering "
                                "hook (default: chosen on a validation split)")
-            p.add_argument("--n-random", type=positive_int, default=20,
-                           help="isotropic random directions added as a null")
-            p.add_argument("--n-matched", type=positive_int, default=20,
-                           help="variance-matched random directions added as a null")
+            _add_nulls(p, 20, "added")
             p.add_argument("--alphas", type=float, nargs="+", default=None,
                            help="steering strengths in units of the read-out's median "
                                 "activation norm (default: -1 -0.5 -0.25 0.25 0.5 1)")
