@@ -136,7 +136,7 @@ def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
 
 def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
     """``(names, kinds, directions [D, d])``: baseline (zero), probes, control, the nulls."""
-    name = store.meta["dataset"]
+    name = store.meta.dataset
     probes, kept, probe_rows = probe_directions(sp.acts_train, sp.labels_train, layer,
                                                 cfg.kinds, C=cfg.C, name=name)
     names = [BASELINE, *kept, CONTROL]
@@ -211,7 +211,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     settings = HarvestSettings(token_budget=cfg.token_budget)
-    name = store.meta["dataset"]
+    name = store.meta.dataset
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     split_used = str(getattr(sp, "split_used", cfg.split_by))
     layer, rule = choose_layer(sp, cfg)
@@ -220,7 +220,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     names, kinds, r, probes = _direction_table(bridge, store, dataset, template, sp, layer, cfg,
                                                log)
     test_ds = subsample_by_context(
-        _subset(dataset, [p["pair_id"] for p in sp.pairs_test], f"{dataset.name}:test"),
+        _subset(dataset, [p.pair_id for p in sp.pairs_test], f"{dataset.name}:test"),
         cfg.max_eval_pairs, cfg.seed)
     if cfg.max_eval_pairs is not None and len(test_ds) < cfg.max_eval_pairs:
         # Whole leak groups go to one side, so the test side can fall short of the ask.
@@ -294,7 +294,7 @@ def _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, te
     probes = fit_sweep(sp.acts_train[:, :, readouts], sp.labels_train, cfg.kinds, C=cfg.C,
                        layers=readouts)
     train_ds = subsample_by_context(
-        _subset(dataset, [p["pair_id"] for p in sp.pairs_train], f"{dataset.name}:train"),
+        _subset(dataset, [p.pair_id for p in sp.pairs_train], f"{dataset.name}:train"),
         cfg.max_refit_train, cfg.seed)
     keep = [j for j, k in enumerate(kinds) if k in ("probe", "control")]
     keep += [j for j, k in enumerate(kinds) if k == RANDOM_NULL][:cfg.refit_random]
@@ -305,7 +305,7 @@ def _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, te
             bridge, store, train_ds, test_ds, template, probes, readouts, conds,
             kinds=cfg.kinds, C=cfg.C, positions=cfg.positions, n_boot=cfg.n_boot,
             seed=cfg.seed, settings=settings)]
-    log(f"{store.meta['dataset']}: probe refit ({time.perf_counter() - t0:.1f} s)")
+    log(f"{store.meta.dataset}: probe refit ({time.perf_counter() - t0:.1f} s)")
     return rows
 
 
@@ -325,7 +325,7 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     for store, dataset in items:
         t0 = time.perf_counter()
         a, b, c, d = ablate_store(bridge, store, dataset, cfg, log=log)
-        cfg.timings[store.meta["dataset"]] = round(time.perf_counter() - t0, 1)
+        cfg.timings[store.meta.dataset] = round(time.perf_counter() - t0, 1)
         rows, null_rows, z_rows, refit = rows + a, null_rows + b, z_rows + c, refit + d
     _add_holm(rows)
     write_csv(out / "ablation.csv", same_columns(rows))

@@ -16,6 +16,7 @@ from analyses.cli_args import (
     OneLineParser,
     add_dataset_options,
     add_hooks,
+    add_kinds,
     add_layer,
     add_model_options,
     add_split,
@@ -102,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
             add_layer(p, None, "read-out index of the transfer matrix and cosines (default: "
                                "chosen on a validation split of each source's training "
                                "pairs; -1 the final norm)")
+            add_kinds(p, "probe kinds of the transfer matrix and cosines (default: all four; "
+                         "ccs is fitted at the cosine read-out only)")
         if name == "ablate":
             add_layer(p, None, "read-out index of the probe directions (default: chosen on "
                                "a validation split of the training pairs)")

@@ -15,7 +15,7 @@ from pathlib import Path
 from ppairs_lens.errors import PPairsError
 
 __all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_dataset_options", "add_hooks",
-           "add_layer", "add_model_options", "add_split", "add_template", "check_args",
+           "add_kinds", "add_layer", "add_model_options", "add_split", "add_template", "check_args",
            "check_layer", "load_model_from_args", "positive_int"]
 
 #: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
@@ -99,6 +99,14 @@ def add_split(p: argparse.ArgumentParser) -> None:
 
 def add_layer(p: argparse.ArgumentParser, default: int | None, help_: str) -> None:
     p.add_argument("--layer", type=int, default=default, help=help_)
+
+
+def add_kinds(p: argparse.ArgumentParser, help_: str) -> None:
+    """``--kinds``: probe kinds, any of ``ALL_PROBE_KINDS`` (default None: the command's own)."""
+    from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
+
+    p.add_argument("--kinds", nargs="+", choices=list(ALL_PROBE_KINDS), default=None,
+                   metavar="KIND", help=f"{help_} (choose from {', '.join(ALL_PROBE_KINDS)})")
 
 
 def add_template(p: argparse.ArgumentParser) -> None:

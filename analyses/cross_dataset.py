@@ -7,17 +7,18 @@ leak-free (:func:`ppairs_lens.evaluation.store_split.split_store`, ``split_by="a
 group or item on both sides) and every probe kind is fitted on its held-in part at every
 read-out at once (supervised probes on standardised features). Each (source, kind) probe is
 taken at the read-out chosen on a validation split of the *source's* training pairs
-(``cfg.layer="val"``, :mod:`ppairs_lens.evaluation.readout_choice`; an int forces one read-out, -2
-the last block's ``resid_post``, -1 the final norm's output) and scored on every dataset's
+(``cfg.layer="val"``, :mod:`ppairs_lens.evaluation.readout_choice`; an int forces one read-out,
+-2 the last block's ``resid_post``, -1 the final norm's output) and scored on every dataset's
 held-out pairs (``transfer.csv``, bootstrap CIs over leak groups, centrings in
 :func:`transfer_proba`); at one common read-out (chosen the same way) the directions' cosines
 are compared with each other, with the same kind fitted on two halves of one dataset (a
 ceiling) and with random unit vectors (a null; ``cosine.csv``); and they are followed across
-read-outs (``layer_cosine.csv``). Figures
-(:mod:`analyses.cross_dataset_plots`): ``transfer``, ``cosine``, ``cosine_distribution`` and
-``layer_cosine`` (``.png``, ``.svg``), with ``transfer.config.json`` and
-``transfer_summary.json``. Everything regenerates from stores alone, no model:
-``python -m analyses.cross_dataset STORE [STORE ...] --out DIR``.
+read-outs (``layer_cosine.csv``). Figures (:mod:`analyses.cross_dataset_plots`): ``transfer``,
+``cosine``, ``cosine_distribution`` and ``layer_cosine`` (``.png``, ``.svg``), with
+``transfer.config.json`` and ``transfer_summary.json``. CCS (``--kinds``; gradient descent, too
+slow at every read-out) is fitted at the cosine read-out only and transfers from there
+(:func:`fit_stores`). Everything regenerates from stores alone, no model: ``python -m
+analyses.cross_dataset STORE [STORE ...] --out DIR``.
 """
 
 from __future__ import annotations
@@ -25,17 +26,20 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from analyses.cross_dataset_plots import (
+    CENTERINGS,
+    METRICS,
     plot_cosine,
     plot_cosine_distribution,
     plot_layer_cosine,
     plot_transfer,
     print_summary,
+    summarize,
 )
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
@@ -43,9 +47,10 @@ from ppairs_lens.errors import PPairsError, ProbeError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
-from ppairs_lens.evaluation.readout_choice import VAL_SIZE, ReadoutChoice, check_layer_setting
-from ppairs_lens.evaluation.readout_choice import choose_readouts, common_readout, layer_rule
-from ppairs_lens.evaluation.readout_choice import layer_setting, split_half_directions
+from ppairs_lens.evaluation.readout_choice import VAL_SIZE, ReadoutChoice, add_kinds_at
+from ppairs_lens.evaluation.readout_choice import check_layer_setting, choose_readouts
+from ppairs_lens.evaluation.readout_choice import common_readout, layer_rule, layer_setting
+from ppairs_lens.evaluation.readout_choice import split_half_directions
 from ppairs_lens.evaluation.splits import SPLIT_MODES
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
 from ppairs_lens.evaluation.store_split import held_out_ci_counts
@@ -53,15 +58,17 @@ from ppairs_lens.evaluation.verdicts import transfer_refusal
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.probes.direction_similarity import cosine, cosine_pair_rows
 from ppairs_lens.probes.direction_similarity import layer_cosine_table, random_reference
-from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.probes.estimators import ALL_PROBE_KINDS, PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
-__all__ = ["TransferConfig", "FittedStore", "run_transfer", "fit_store", "transfer_proba",
+__all__ = ["TransferConfig", "FittedStore", "run_transfer", "fit_store", "fit_stores", "cli",
+           "add_single_readout_kinds", "SINGLE_READOUT_KINDS", "swept_kinds", "transfer_proba",
            "transfer_rows", "cosine_matrix", "cosine_rows", "layer_cosine_rows", "summarize",
-           "cli", "main"]
+           "main"]
 
-CENTERINGS = ("target", "train")
-METRICS = ("accuracy", "f1", "auroc")
+#: Kinds fitted at the cosine read-out only (CCS, 5 tries x 400 Adam steps: at every read-out
+#: and on every validation split it would double the step's time)
+SINGLE_READOUT_KINDS = ("ccs",)
 
 
 @dataclass
@@ -73,7 +80,7 @@ class TransferConfig:
     #: of the source's training pairs (cosines: best mean over sources and kinds); an int
     #: forces that read-out index (-2 last block's resid_post, -1 final norm)
     layer: int | str = "val"
-    kinds: tuple[str, ...] = PROBE_KINDS
+    kinds: tuple[str, ...] = ALL_PROBE_KINDS  # "ccs": at the cosine read-out only
     test_size: float = 0.3
     split_by: str = "auto"       # "auto" | "context" (by group) | "item" | "pair"
     seed: int = 0
@@ -93,11 +100,19 @@ class TransferConfig:
             raise ProbeError(f"center_target must be 'target' (each dataset centred by its own "
                              f"side means, as in the paper) or 'train' (the probe's training "
                              f"means), got {self.center_target!r}")
-        bad = [k for k in self.kinds if k not in PROBE_KINDS]
+        bad = [k for k in self.kinds if k not in ALL_PROBE_KINDS]
         if bad or not self.kinds:
-            raise ProbeError(f"unknown probe kind(s) {bad}; choose from {PROBE_KINDS}")
+            raise ProbeError(f"unknown probe kind(s) {bad}; choose from {ALL_PROBE_KINDS}")
+        if not swept_kinds(self):
+            raise ProbeError(f"{self.kinds} are fitted at the read-out the other kinds choose "
+                             f"on validation: add one of {PROBE_KINDS}")
         if self.n_random < 100:
             raise ProbeError(f"n_random must be at least 100, got {self.n_random}")
+
+
+def swept_kinds(cfg: TransferConfig) -> tuple[str, ...]:
+    """The kinds fitted at every read-out (all but :data:`SINGLE_READOUT_KINDS`)."""
+    return tuple(k for k in cfg.kinds if k not in SINGLE_READOUT_KINDS)
 
 
 @dataclass
@@ -122,32 +137,56 @@ class FittedStore:
 def fit_store(store: ActivationStore, cfg: TransferConfig, name: str | None = None
               ) -> FittedStore:
     """Split ``store`` (ties dropped, by ``cfg.split_by``), fit every kind at every read-out
-    and choose each kind's read-out (on validation, or ``cfg.layer``)."""
+    and choose each kind's read-out (on validation, or ``cfg.layer``); CCS at this store's
+    own common read-out (several stores: :func:`fit_stores`, at their cosine read-out)."""
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # degenerate read-outs: reported as NaN
-        probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds,
-                           model_name=store.meta["model"], groups=sp.groups_train,
+        probes = fit_sweep(sp.acts_train, sp.labels_train, swept_kinds(cfg),
+                           model_name=store.meta.model, groups=sp.groups_train,
                            seed=cfg.seed, **fit_kw)
-    choices = choose_readouts(sp, cfg.kinds, layer=cfg.layer, seed=cfg.seed,
+    choices = choose_readouts(sp, swept_kinds(cfg), layer=cfg.layer, seed=cfg.seed,
                               val_size=cfg.val_size, **fit_kw)
     chosen, val = {k: c.index for k, c in choices.items()}, {
         k: np.asarray(c.val_scores) for k, c in choices.items() if c.val_scores} or None
-    return FittedStore(name or sp.name, sp, probes, store.hook_names, chosen, val,
-                       choices=choices, prompt_kind=store.meta.get("kind"))
+    f = FittedStore(name or sp.name, sp, probes, store.hook_names, chosen, val,
+                    choices=choices, prompt_kind=store.meta.kind)
+    add_single_readout_kinds(f, cfg, cosine_readout([f], cfg))
+    return f
+
+
+def fit_stores(stores: list[ActivationStore], cfg: TransferConfig,
+               names: list[str] | None = None) -> list[FittedStore]:
+    """:func:`fit_store` of every store, CCS at their common (cosine) read-out."""
+    swept = replace(cfg, kinds=swept_kinds(cfg))
+    fitted = [fit_store(s, swept, n) for s, n in zip(stores, names or [None] * len(stores))]
+    li = cosine_readout(fitted, cfg)
+    for f in fitted:
+        add_single_readout_kinds(f, cfg, li)
+    return fitted
+
+
+def add_single_readout_kinds(f: FittedStore, cfg: TransferConfig, li: int) -> None:
+    """CCS (``cfg.kinds`` among :data:`SINGLE_READOUT_KINDS`) fitted at read-out ``li`` only
+    (:func:`ppairs_lens.evaluation.readout_choice.add_kinds_at`)."""
+    f.sweep, choices = add_kinds_at(f.split, f.sweep, [k for k in cfg.kinds if k in
+                                                       SINGLE_READOUT_KINDS], li, seed=cfg.seed,
+                                    why="the cosine read-out (fitted there only)")
+    f.choices.update(choices)
+    f.chosen.update({k: c.index for k, c in choices.items()})
 
 
 def cosine_readout(fitted: list[FittedStore], cfg: TransferConfig) -> int:
     """The one read-out of the cosine views: ``cfg.layer``, or the best validation accuracy
-    averaged over sources and kinds
+    averaged over sources and the kinds swept at every read-out
     (:func:`ppairs_lens.evaluation.readout_choice.common_readout`)."""
-    return common_readout([f.choices for f in fitted], fitted[0].hook_names,
-                          layer=cfg.layer).index
+    return common_readout([{k: c for k, c in f.choices.items() if k not in SINGLE_READOUT_KINDS}
+                           for f in fitted], fitted[0].hook_names, layer=cfg.layer).index
 
 
 def add_split_halves(fitted: list[FittedStore], cfg: TransferConfig, li: int) -> None:
-    """Fill each store's ``halves`` at read-out ``li``."""
+    """Fill each store's ``halves`` at read-out ``li`` (every kind, CCS too)."""
     for f in fitted:
         f.halves = split_half_directions(f.split, li, cfg.kinds, seed=cfg.seed, C=cfg.C,
                                          standardize=cfg.standardize)
@@ -169,9 +208,8 @@ def transfer_proba(src: FittedStore, dst: FittedStore, kind: str, li: int, cente
       part (never from the test pairs being scored) and use no labels, so this is what a user
       with unlabelled data from the target task can do. On the diagonal it is exactly the
       in-distribution probe (training means = B's held-in means).
-    * ``"train"``: the probe as fitted, training means and all - the honest "ship the probe
-      unchanged" default of :mod:`ppairs_lens.probes.features`.
-    """
+    * ``"train"``: the probe as fitted, training means and all (the honest "ship the probe
+      unchanged" default of :mod:`ppairs_lens.probes.features`)."""
     if bool(src.sweep.degenerate[kind][li]):
         return None
     probe = src.sweep.to_probe(kind, li)
@@ -193,8 +231,7 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
             refused = transfer_refusal(src.prompt_kind, dst.prompt_kind)  # then NaN cells
             for kind in cfg.kinds:
                 li = src.chosen[kind]
-                val = (float(src.val_scores[kind][li]) if src.val_scores is not None
-                       else float("nan"))
+                val = src.choices[kind].val_value
                 cache = None
                 for center in CENTERINGS:
                     same = src is dst  # both centrings are the in-distribution probe
@@ -244,43 +281,11 @@ def cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
 def layer_cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
     """Per-read-out cosines (adjacent read-outs, between kinds, between datasets; see
     :func:`ppairs_lens.probes.direction_similarity.layer_cosine_table`). The last step (last
-    block -> final norm) compares two bases (the norm rescales each coordinate)."""
-    return layer_cosine_table({f.name: {k: f.sweep.directions[k].numpy() for k in cfg.kinds}
+    block -> final norm) compares two bases (the norm rescales each coordinate). Kinds swept
+    at every read-out only (CCS is at one)."""
+    return layer_cosine_table({f.name: {k: f.sweep.directions[k].numpy()
+                                        for k in swept_kinds(cfg)}
                                for f in fitted}, fitted[0].hook_names)
-
-
-def _nanmean(xs) -> float:
-    xs = [x for x in xs if x == x]
-    return float(np.mean(xs)) if xs else float("nan")
-
-
-def summarize(t_rows: list[dict], c_rows: list[dict], ref: dict, cfg: TransferConfig) -> dict:
-    """Per kind: mean |cos| between datasets vs the null, mean on/off-diagonal transfer."""
-    out = {}
-    for k in cfg.kinds:
-        between = [r["abs_cos"] for r in c_rows if r["relation"] == "between_datasets"
-                   and r["kind_a"] == k]
-        signed = [r["cos"] for r in c_rows if r["relation"] == "between_datasets"
-                  and r["kind_a"] == k]
-        tr = [r for r in t_rows if r["kind"] == k and r["metric"] == cfg.metric]
-        halves = [r["abs_cos"] for r in c_rows if r["relation"] == "split_half"
-                  and r["kind_a"] == k]
-        entry = {"mean_abs_cos": _nanmean(between), "mean_cos": _nanmean(signed),
-                 "split_half_abs_cos": _nanmean(halves),
-                 "frac_abs_cos_above_0.7": (float(np.mean(np.array(between) > 0.7))
-                                            if between else float("nan")),
-                 "frac_abs_cos_above_null_p95": (float(np.mean(np.array(between) > ref["p95"]))
-                                                 if between else float("nan")),
-                 "random_mean_abs_cos": ref["mean"], "random_p95": ref["p95"],
-                 "random_p99": ref["p99"],
-                 "in_distribution": _nanmean(r["value"] for r in tr if r["in_distribution"]
-                                             and r["center"] == cfg.center_target)}
-        for c in CENTERINGS:
-            entry[f"off_diagonal_{c}"] = _nanmean(r["value"] for r in tr
-                                                  if not r["in_distribution"] and r["center"] == c)
-        entry["off_diagonal"] = entry[f"off_diagonal_{cfg.center_target}"]
-        out[k] = entry
-    return out
 
 
 def run_transfer(stores: list[ActivationStore], out: str | Path,
@@ -290,23 +295,20 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     Returns ``{"transfer", "cosine", "layer_cosine"}`` (lists of rows, as in the CSVs),
     ``"random"`` (the null's summary), ``"summary"`` (per kind, see :func:`summarize`),
     ``"names"``, ``"hook"`` (the cosine views' read-out), ``"layers"`` (``{source: {kind:
-    read-out index}}`` of the transfer probes) and ``"split_by"`` (per dataset, the split
-    used).
-    """
+    read-out index}}`` of the transfer probes) and ``"split_by"`` (per dataset's split)."""
     cfg = cfg or TransferConfig(stores=[str(s.path) for s in stores])
     cfg.validate()
     check_comparable(stores)
     if layer_rule(cfg.layer) == "fixed":
         readout_index(int(cfg.layer), stores[0].n_readouts)    # out of range: fail before fits
-    model = stores[0].meta["model"]
+    model = stores[0].meta.model
     names = unique_names(stores)
-    fitted = [fit_store(s, cfg, n) for s, n in zip(stores, names)]
+    fitted = fit_stores(stores, cfg, names)
     li = cosine_readout(fitted, cfg)
     hook = stores[0].hook_names[li]
     add_split_halves(fitted, cfg, li)
     layers = {f.name: dict(f.chosen) for f in fitted}
     splits = {f.name: f.split.split_used for f in fitted}
-
     t_rows = transfer_rows(fitted, cfg)
     c_rows = cosine_rows(fitted, cfg)
     l_rows = layer_cosine_rows(fitted, cfg)
@@ -316,7 +318,6 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
                                    n_boot=cfg.n_boot, seed=cfg.seed).items():
         summary[k]["agreement"] = v  # the cosine claim, like-for-like nulls
     ref_public = {k: v for k, v in ref.items() if k != "samples"}
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "transfer.csv", t_rows)
@@ -355,6 +356,7 @@ def cli(args, bridge) -> None:
                            args.stores, template=args.template, names=args.hooks) for s in specs]
     cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed,
                          layer="val" if args.layer is None else args.layer,
+                         kinds=tuple(getattr(args, "kinds", None) or ALL_PROBE_KINDS),
                          split_by=args.split, n_boot=100 if args.quick else N_BOOT)
     print_summary(run_transfer(stores, args.out, cfg), cfg)
 
@@ -370,9 +372,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="'val' (default: each source's read-out chosen on a validation split "
                         "of its training pairs) or a read-out index (-2 last block's "
                         "resid_post, -1 final norm)")
-    p.add_argument("--split", choices=SPLIT_MODES, default="auto",
-                   help="how held-out pairs are chosen (auto: whole groups, else items, "
-                        "else pairs)")
+    p.add_argument("--split", choices=SPLIT_MODES, default="auto", help="how held-out pairs "
+                   "are chosen (auto: whole groups, else items, else pairs)")
+    p.add_argument("--kinds", nargs="+", choices=ALL_PROBE_KINDS, default=ALL_PROBE_KINDS,
+                   help="probe kinds (default: all four; ccs at the cosine read-out only)")
     p.add_argument("--center-target", choices=CENTERINGS, default="target")
     p.add_argument("--metric", choices=METRICS, default="accuracy")
     p.add_argument("--n-boot", type=int, default=300)
@@ -381,9 +384,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         stores = [ActivationStore.open(s) for s in args.stores]
-        cfg = TransferConfig(stores=[str(s.path) for s in stores], layer=args.layer,
-                             split_by=args.split, center_target=args.center_target, metric=args.metric,
-                             n_boot=args.n_boot, test_size=args.test_size, seed=args.seed)
+        cfg = TransferConfig(
+            stores=[str(s.path) for s in stores], layer=args.layer, kinds=tuple(args.kinds),
+            split_by=args.split, center_target=args.center_target, metric=args.metric,
+            n_boot=args.n_boot, test_size=args.test_size, seed=args.seed)
         print_summary(run_transfer(stores, args.out, cfg), cfg)
     except PPairsError as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)

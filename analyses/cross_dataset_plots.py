@@ -1,6 +1,6 @@
 """Figures of the cross-dataset analysis: transfer heatmaps, cosine matrix and distribution,
 and per-layer cosines, each drawn from the rows :mod:`analyses.cross_dataset` computes; and
-its printed summary.
+its summary per kind (:func:`summarize`, printed by :func:`print_summary`).
 
 ``cfg`` is that run's ``TransferConfig``; ``ref`` the random-direction null
 (:func:`ppairs_lens.probes.direction_similarity.random_reference`, with its ``samples``).
@@ -14,12 +14,22 @@ import numpy as np
 
 from ppairs_lens.io.plotting import caption, color, label, style
 
-__all__ = ["plot_cosine", "plot_cosine_distribution", "plot_layer_cosine", "plot_transfer",
-           "print_summary"]
+__all__ = ["CENTERINGS", "METRICS", "plot_cosine", "plot_cosine_distribution",
+           "plot_layer_cosine", "plot_transfer", "print_summary", "summarize"]
 
+CENTERINGS = ("target", "train")
+METRICS = ("accuracy", "f1", "auroc")
 #: Colours of the kind-vs-kind comparisons in the per-layer figure.
 PAIR_COLORS = {"supervised~pca": "#9467bd", "supervised~mass_mean": "#17becf",
-               "pca~mass_mean": "#8c564b"}
+               "pca~mass_mean": "#8c564b", "supervised~ccs": "#e377c2", "pca~ccs": "#ff9896",
+               "mass_mean~ccs": "#98df8a"}
+
+
+def _ccs_note(cfg) -> str:
+    """CCS's one read-out, for a caption ('' without CCS)."""
+    return (" CCS (label-free, gradient descent: 5 tries x 400 Adam steps) is fitted at the "
+            "cosine read-out only, for transfer too (too slow to validate at every read-out)."
+            if "ccs" in cfg.kinds else "")
 
 
 def _short(name: str, n: int = 16) -> str:
@@ -32,14 +42,14 @@ def _layer_note(cfg, layers: dict[str, dict[str, int]], hooks: dict[int, str]) -
         return f"Read-out {cfg.layer} ({next(iter(hooks.values()))}) for every probe, as set."
     return ("Read-out of each (training dataset, kind) probe chosen on a validation split "
             f"(share {cfg.val_size}) of that dataset's training pairs, never on a test set "
-            "(index in the row labels).")
+            "(index in the row labels)." + _ccs_note(cfg))
 
 
 def _cosine_readout_note(cfg) -> str:
     if cfg.layer != "val":
-        return f"Read-out {cfg.layer}, as set."
+        return f"Read-out {cfg.layer}, as set." + _ccs_note(cfg)
     return ("Read-out with the best validation accuracy averaged over datasets and kinds "
-            "(validation splits of the training pairs; no test set read).")
+            "(validation splits of the training pairs; no test set read)." + _ccs_note(cfg))
 
 
 def _split_note(cfg, splits: dict[str, str]) -> str:
@@ -177,8 +187,9 @@ def plot_cosine_distribution(c_rows: list[dict], cfg, model: str, hook: str,
                          [r["abs_cos"] for r in c_rows if r["relation"] == "between_kinds"
                           and f"{r['kind_a']}~{r['kind_b']}" == p]) for p in pairs]))
     with style():
-        fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.4),
-                                 squeeze=False, sharey=True)
+        widths = [max(4.2, 0.95 * (len(series) + 1)) for _, series in groups]  # 6 kind pairs
+        fig, axes = plt.subplots(1, len(groups), figsize=(sum(widths), 3.4), squeeze=False,
+                                 sharey=True, gridspec_kw={"width_ratios": widths})
         for ax, (title, series) in zip(axes[0], groups):
             for x, (_, name, col, vals) in enumerate(series):
                 vals = np.asarray([v for v in vals if v == v])
@@ -231,7 +242,9 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
     """``li``: the read-out used for transfer (dotted line)."""
     import matplotlib.pyplot as plt
 
-    nd, nk = len(names), len(cfg.kinds)
+    kinds = [k for k in cfg.kinds if any(r["view"] == "adjacent_layers" and r["kind"] == k
+                                         for r in rows)]   # swept at every read-out (not CCS)
+    nd, nk = len(names), len(kinds)
     ncol = max(nd, nk)
     with style():
         fig, axes = plt.subplots(3, ncol, figsize=(3.0 * ncol, 7.6), squeeze=False, sharey=True)
@@ -243,18 +256,18 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
 
         for c, ds in enumerate(names):
             ax = axes[0, c]
-            for k in cfg.kinds:
+            for k in kinds:
                 x, y = series("adjacent_layers", ds, k)
                 ax.plot(x + 0.5, y, color=color(k), label=label(k), lw=1.3)
             ax.set_title(f"{_short(ds, 24)}: layer l vs l+1")
             ax = axes[1, c]
-            for ka, kb in combinations(cfg.kinds, 2):
+            for ka, kb in combinations(kinds, 2):
                 p = f"{ka}~{kb}"
                 x, y = series("between_kinds", ds, p)
                 ax.plot(x, y, color=PAIR_COLORS.get(p, "#7f7f7f"), lw=1.3,
                         label=f"{ka} vs {kb}")
             ax.set_title(f"{_short(ds, 24)}: between kinds")
-        for c, k in enumerate(cfg.kinds):
+        for c, k in enumerate(kinds):
             ax = axes[2, c]
             ys = []
             for a, b in combinations(names, 2):
@@ -277,7 +290,8 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
                 ax.axvline(li, color="k", ls=":", lw=0.8, alpha=0.7)
                 ax.set_xlabel("read-out (last = final norm)")
             axes[r_i, 0].set_ylabel("cosine")
-            axes[r_i, 0].legend(loc="lower left", fontsize=6.5)
+            if axes[r_i, 0].get_legend_handles_labels()[0]:    # one kind: no kind pairs
+                axes[r_i, 0].legend(loc="lower left", fontsize=6.5)
         axes[0, 0].set_ylim(-1.05, 1.05)
         fig.suptitle(f"Where the probe directions settle — {model}", y=1.0)
         caption(fig, f"Top: cosine of a kind's directions at adjacent read-outs (plotted "
@@ -287,7 +301,9 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
                      f"{ref['p95']:.3f}). Dotted: the read-out of the cosine views "
                      f"({li}: {'chosen on validation' if cfg.layer == 'val' else 'as set'}; "
                      f"transfer probes use their own, see transfer.png). The last step compares directions before and after the "
-                     f"final norm, i.e. in two bases.")
+                     f"final norm, i.e. in two bases."
+                     + (" CCS is fitted at one read-out only, so it is not drawn here."
+                        if "ccs" in cfg.kinds else ""))
         fig.tight_layout()
     return fig
 
@@ -312,3 +328,37 @@ def print_summary(result: dict, cfg) -> None:
         if "agreement" in s:
             print(f"{'':10s} agreement across datasets {s['agreement']['outcome']}: "
                   f"{s['agreement']['reason']}")
+
+
+def _nanmean(xs) -> float:
+    xs = [x for x in xs if x == x]
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def summarize(t_rows: list[dict], c_rows: list[dict], ref: dict, cfg) -> dict:
+    """Per kind: mean |cos| between datasets vs the null, mean on/off-diagonal transfer."""
+    out = {}
+    for k in cfg.kinds:
+        between = [r["abs_cos"] for r in c_rows if r["relation"] == "between_datasets"
+                   and r["kind_a"] == k]
+        signed = [r["cos"] for r in c_rows if r["relation"] == "between_datasets"
+                  and r["kind_a"] == k]
+        tr = [r for r in t_rows if r["kind"] == k and r["metric"] == cfg.metric]
+        halves = [r["abs_cos"] for r in c_rows if r["relation"] == "split_half"
+                  and r["kind_a"] == k]
+        entry = {"mean_abs_cos": _nanmean(between), "mean_cos": _nanmean(signed),
+                 "split_half_abs_cos": _nanmean(halves),
+                 "frac_abs_cos_above_0.7": (float(np.mean(np.array(between) > 0.7))
+                                            if between else float("nan")),
+                 "frac_abs_cos_above_null_p95": (float(np.mean(np.array(between) > ref["p95"]))
+                                                 if between else float("nan")),
+                 "random_mean_abs_cos": ref["mean"], "random_p95": ref["p95"],
+                 "random_p99": ref["p99"],
+                 "in_distribution": _nanmean(r["value"] for r in tr if r["in_distribution"]
+                                             and r["center"] == cfg.center_target)}
+        for c in CENTERINGS:
+            entry[f"off_diagonal_{c}"] = _nanmean(r["value"] for r in tr
+                                                  if not r["in_distribution"] and r["center"] == c)
+        entry["off_diagonal"] = entry[f"off_diagonal_{cfg.center_target}"]
+        out[k] = entry
+    return out

@@ -61,20 +61,20 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
     choice = choose_readouts(sp, cfg.kinds, seed=cfg.seed, C=cfg.C)
     probes = {k: fit_sweep(sp.acts_train[:, :, [choice[k].index]], sp.labels_train, (k,),
                            groups=sp.groups_train, seed=cfg.seed, C=cfg.C) for k in cfg.kinds}
-    sets = [(source.meta["dataset"], "in distribution", sp.acts_test, sp.labels_test,
+    sets = [(source.meta.dataset, "in distribution", sp.acts_test, sp.labels_test,
              sp.pairs_test, sp.groups_test)]
     for st in shifted:
         t = _held_out(st, cfg)
-        sets.append((st.meta["dataset"], "shifted", t.acts_test, t.labels_test, t.pairs_test,
+        sets.append((st.meta.dataset, "shifted", t.acts_test, t.labels_test, t.pairs_test,
                      t.groups_test))
     rows, per_set = [], []
     for name, role, acts, y, pairs, groups in sets:
         jp = judge_p.get(name, {})
-        keep = [i for i, p in enumerate(pairs) if p["pair_id"] in jp and y[i] != TIE]
+        keep = [i for i, p in enumerate(pairs) if p.pair_id in jp and y[i] != TIE]
         t = (np.asarray(y)[keep] == 1).astype(float)
         preds = {k: probes[k].predict_proba(acts[keep][:, :, [choice[k].index]])[k][0]
                  for k in cfg.kinds}
-        preds["zero_shot"] = np.array([jp[pairs[i]["pair_id"]] for i in keep])
+        preds["zero_shot"] = np.array([jp[pairs[i].pair_id] for i in keep])
         g = [f"{name}/{groups[i]}" for i in keep]
         per_set.append((name, role, t, preds, g))
         for method, p in preds.items():

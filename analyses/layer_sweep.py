@@ -104,10 +104,10 @@ def _judge_subsets(sp: StoreSplit, cfg: SweepConfig) -> dict[str, tuple[np.ndarr
         by_pair = cfg.zero_shot.get(sp.name, {}).get(key)
         if not by_pair:
             continue
-        idx = np.array([i for i, p in enumerate(sp.pairs_test) if p["pair_id"] in by_pair],
+        idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
                        dtype=np.int64)
         if len(idx):
-            out[kind] = (idx, np.array([float(by_pair[sp.pairs_test[i]["pair_id"]])
+            out[kind] = (idx, np.array([float(by_pair[sp.pairs_test[i].pair_id])
                                         for i in idx]))
     return out
 
@@ -210,7 +210,7 @@ def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
 
 def _sweep_one(store: ActivationStore, cfg: SweepConfig) -> tuple[list[dict], list[dict]]:
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
-    return sweep_split(sp, store.hook_names, store.meta["model"], cfg)
+    return sweep_split(sp, store.hook_names, store.meta.model, cfg)
 
 
 def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
@@ -249,7 +249,7 @@ def run_sweep_with_summary(stores: list[ActivationStore], out: str | Path,
     write_csv(out / "layer_sweep.csv", rows)
     write_json(out / "layer_sweep_summary.json", summary)
     save_config(out, "layer_sweep", _config_record(cfg))
-    fig = plot_sweep(rows, entries, _config_record(cfg), stores[0].meta["model"])
+    fig = plot_sweep(rows, entries, _config_record(cfg), stores[0].meta.model)
     save_figure(fig, out, "layer_sweep")
     return {"rows": rows, "summary": summary}
 
@@ -278,7 +278,7 @@ def cli(args, bridge) -> None:
     cfg = SweepConfig(stores=[str(s.path) for s in stores], seed=args.seed,
                       split_by=getattr(args, "split", None) or "auto",
                       n_boot=100 if args.quick else N_BOOT)
-    cfg.zero_shot = {s.meta["dataset"]: judge_entry(judge_held_out(
+    cfg.zero_shot = {s.meta.dataset: judge_entry(judge_held_out(
         bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed))
         for s, d in zip(stores, datasets)}
     rows = run_sweep(stores, args.out, cfg)

@@ -59,6 +59,7 @@ from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import score_held_out
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
+from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
 __all__ = ["ReplicationConfig", "refresh", "run_replication"]
 
@@ -81,6 +82,11 @@ class ReplicationConfig:
     n_boot: int = N_BOOT
     judge_train_pairs: int = 10  # training comparisons that fit the judge's threshold
     allure: AllureConfig | None = AllureConfig()
+    # Transfer and cosines: all four probe kinds. CCS (5 tries x 400 Adam steps, as
+    # CCSProbe) is fitted at the cosine read-out only (the one read-out choice forced there:
+    # readout_choice.add_kinds_at) and its split halves: +4.5 CPU-s at these sizes, where at
+    # every read-out it would add ~17 s
+    transfer_kinds: tuple[str, ...] = ALL_PROBE_KINDS
     ablation_dataset: str = "mt-bench"
     ablation_random: int = 100
     ablation_matched: int = 100
@@ -104,9 +110,9 @@ class ReplicationConfig:
 
 def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     """A preview in a few minutes (and what the tests run)."""
-    return replace(cfg, sizes=ReplicationSizes.quick(), n_boot=200, judge_train_pairs=16,
-                   allure=AllureConfig(rounds=1, per_round=2, pool=12, test_pairs=12),
-                   ablation_random=8, ablation_matched=8, ablation_eval_pairs=16,
+    return replace(cfg, sizes=ReplicationSizes.quick(), n_boot=200, judge_train_pairs=8,
+                   allure=AllureConfig(rounds=1, per_round=2, pool=6, test_pairs=6),
+                   ablation_random=8, ablation_matched=8, ablation_eval_pairs=8,
                    steering_nulls=4, steering_eval_pairs=8, finetune_datasets=("rocstories",),
                    finetune_train=4, finetune_test=8, finetune_curve=(4,),
                    climatex_test=8, climatex_k=2, climatex_train=20, climatex_train_pairs=40,
@@ -156,11 +162,11 @@ def _fits(store, split: dict, log) -> bool:
         for side, y in (("training", sp.labels_train), ("held-out", sp.labels_test)):
             counts = np.bincount(np.asarray(y, dtype=int), minlength=3)[1:]
             if counts.min() < 2:
-                log(f"{store.meta['dataset']} left out: its {side} half has {counts[0]} "
+                log(f"{store.meta.dataset} left out: its {side} half has {counts[0]} "
                     f"pairs preferring item 1 and {counts[1]} item 2 (fewer than 2 of one)")
                 return False
     except PPairsError as e:
-        log(f"{store.meta['dataset']} left out: {e}")
+        log(f"{store.meta.dataset} left out: {e}")
         return False
     return True
 
@@ -234,7 +240,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     def transfer_step():
         res = run_transfer([store_of[n] for n in comparison], out, TransferConfig(
-            stores=[str(store_of[n].path) for n in comparison], n_boot=cfg.n_boot, **split))
+            stores=[str(store_of[n].path) for n in comparison], kinds=cfg.transfer_kinds,
+            n_boot=cfg.n_boot, **split))
         return {**res["summary"], "f1": [r for r in res["transfer"]
                                          if r["metric"] == "f1" and r.get("headline")]}
     transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),

@@ -112,7 +112,7 @@ def study_datasets(cfg: StudyConfig, log=print) -> list[Dataset]:
 
 def _judges(bridge, stores, datasets, cfg: StudyConfig) -> dict:
     """Zero-shot and few-shot judges on every held-out pair, per dataset (for pairing)."""
-    return {s.meta["dataset"]: judge_entry(judge_held_out(
+    return {s.meta.dataset: judge_entry(judge_held_out(
         bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed,
         few_shot_k=cfg.few_shot_k, few_shot_max_pairs=cfg.few_shot_max_pairs))
         for s, d in zip(stores, datasets)}
@@ -133,7 +133,7 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
                                             for d in datasets])
     common = dict(cfg=cfg, model=model_name(bridge),
                   stores=[s.fingerprint() for s in stores])
-    names = [s.meta["dataset"] for s in stores]
+    names = [s.meta.dataset for s in stores]
 
     judges = step("prompted judges", lambda: _judges(bridge, stores, datasets, cfg), **common)
 

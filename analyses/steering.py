@@ -120,7 +120,7 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
         raise PPairsError("steering needs n_random, n_matched >= 1 and at least one alpha")
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
-    name = store.meta["dataset"]
+    name = store.meta.dataset
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     layer, rule = _choose_layer(sp, cfg)
     hook = store.hook_names[layer]
@@ -128,7 +128,7 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     names, kinds, r = _directions(sp, layer, store.d_model, cfg, name)
     unit = float(sp.acts_train[:, 0, layer].double().norm(dim=-1).median())
     cfg.norm_units[name] = unit
-    keep = {p["pair_id"] for p in sp.pairs_test}
+    keep = {p.pair_id for p in sp.pairs_test}
     test_ds = subsample_by_context(
         replace(dataset, name=f"{dataset.name}:test",
                 records=[x for x in dataset.records if x.pair_id in keep]),

@@ -100,7 +100,7 @@ def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dic
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     probe = SupervisedProbe(C=cfg.C).fit(sp.acts_train[:, :, layer], sp.labels_train)
     p = probe.predict_proba(sp.acts_test[:, :, layer])[:, 1]  # P(item 1)
-    return {q["pair_id"]: float(v) for q, v in zip(sp.pairs_test, p)}
+    return {q.pair_id: float(v) for q, v in zip(sp.pairs_test, p)}
 
 
 def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
@@ -117,8 +117,8 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
     pair_ps = {"direct": dict(scores["direct_p"]), "G-Eval": dict(scores["geval_p"]),
                "PAIRS": dict(judge_p), "PPAIRS": probe,
                "direct scores": direct, "G-Eval scores": geval}
-    rows = _paired_rows(y, groups, test, pair_ps, items, cfg, store.meta["aspect"])
-    base = {"dataset": "SummEval", "aspect": store.meta["aspect"], "model": "ours",
+    rows = _paired_rows(y, groups, test, pair_ps, items, cfg, store.meta.aspect)
+    base = {"dataset": "SummEval", "aspect": store.meta.aspect, "model": "ours",
             "n_test_pairs": len(test), "n_test_articles": len(set(groups)),
             "n_items_per_article": round(len(items) / max(1, len(set(groups))), 1),
             "read_out": layer}
@@ -198,12 +198,12 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
     probe."""
     rows = []
     for store, test in items:
-        name = store.meta["dataset"]
+        name = store.meta.dataset
         r = thesis_rows(store, test, judges[name], scores[name], layers[name], cfg)
         rows += [{**x, "aspect": _ASPECTS.get(x["aspect"], x["aspect"])} for x in r]
     aspects = sorted({r["aspect"] for r in rows})
     rows += published_rows(aspects)
     write_csv(f"{out}/thesis_tables.csv", rows)
     save_config(out, "thesis_tables", cfg)
-    save_figure(plot_tables(rows, items[0][0].meta["model"]), out, "thesis_tables")
+    save_figure(plot_tables(rows, items[0][0].meta.model), out, "thesis_tables")
     return rows

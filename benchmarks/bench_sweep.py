@@ -63,7 +63,7 @@ def load_acts(store_path: str | None, n: int):
 
         s = ActivationStore.open(store_path)
         acts, labels = s.load(), s.labels().numpy()
-        ctx = [p["context_id"] for p in s.pairs()]
+        ctx = [p.context_id for p in s.pairs()]
         name = str(s.path)
     else:
         from ppairs_lens.activations.harvest import harvest_pairs

@@ -171,7 +171,7 @@ def test_read_out_is_the_validation_choice(tiny, store_ds, tmp_path, monkeypatch
                                                log=lambda s: None))
     assert {r["layer"] for r in rows} == {1}
     assert seen["n"] < len(store.pairs())  # train pairs only
-    assert seen["by"] == cfg.splits_used[store.meta["dataset"]]  # made as the test split
+    assert seen["by"] == cfg.splits_used[store.meta.dataset]  # made as the test split
 
 
 def test_refit_when_asked(tiny, store_ds, tmp_path):

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.evaluation.baselines import MEMO_KEYS, memorisation_baseline, surface_baseline
 from ppairs_lens.evaluation.metrics import accuracy, targets
 
 
-def _ranked_pairs(n: int, n_items: int, seed: int, lengths: bool = True) -> list[dict]:
+def _ranked_pairs(n: int, n_items: int, seed: int, lengths: bool = True) -> list[PairInfo]:
     """Pairs among items with a fixed rank (lower index wins) and random order; the length
     of an item is unrelated to its rank."""
     rng = np.random.default_rng(seed)
@@ -18,16 +21,14 @@ def _ranked_pairs(n: int, n_items: int, seed: int, lengths: bool = True) -> list
     for k in range(n):
         a, b = rng.choice(n_items, size=2, replace=False)
         label = 1 if a < b else 2
-        p = {"pair_id": f"p{k}", "label": label, "context_id": f"p{k}", "group_id": f"p{k}",
-             "item1_id": f"w{a}", "item2_id": f"w{b}"}
-        if lengths:
-            p.update(len1=int(length[a]), len2=int(length[b]))
-        out.append(p)
+        out.append(PairInfo(f"p{k}", label, f"p{k}", f"p{k}", f"w{a}", f"w{b}",
+                            len1=int(length[a]) if lengths else None,
+                            len2=int(length[b]) if lengths else None))
     return out
 
 
 def _labels(pairs):
-    return np.array([p["label"] for p in pairs])
+    return np.array([p.label for p in pairs])
 
 
 def test_memorisation_reads_recurring_items_and_is_chance_on_unseen_ones():
@@ -36,25 +37,24 @@ def test_memorisation_reads_recurring_items_and_is_chance_on_unseen_ones():
     b = memorisation_baseline(tr, _labels(tr), te)
     assert b.available and b.predictor.startswith("item_id")
     assert accuracy(targets(_labels(te)), b.p) > 0.85              # items leak: it memorises
-    unseen = _ranked_pairs(100, 30, seed=1)
-    for p in unseen:                                               # other items altogether
-        p["item1_id"], p["item2_id"] = "x" + p["item1_id"], "x" + p["item2_id"]
+    unseen = [replace(p, item1_id="x" + str(p.item1_id), item2_id="x" + str(p.item2_id))
+              for p in _ranked_pairs(100, 30, seed=1)]             # other items altogether
     b2 = memorisation_baseline(tr, _labels(tr), unseen)
     np.testing.assert_array_equal(b2.p, 0.5)                       # the prior, nothing else
 
 
 def test_memorisation_reads_only_fields_a_store_writes():
-    """The candidate keys are fields of ``pair_info``'s dicts, nothing a store never holds."""
+    """The candidate keys are fields of ``pair_info``'s records, nothing a store never holds."""
     from ppairs_lens.activations.pipeline import pair_info
     from ppairs_lens.data import builtin_dataset
 
-    fields = set(pair_info(builtin_dataset("larger_number", n=4))[0])
+    fields = set(pair_info(builtin_dataset("larger_number", n=4))[0].to_json())
     assert {f for pair in MEMO_KEYS.values() for f in pair} <= fields
 
 
 def test_statements_memorise_the_truth_rate_of_their_group():
-    pairs = [{"pair_id": f"s{k}", "label": 1 if k % 4 else 2, "context_id": f"city{k % 4}",
-              "group_id": f"city{k % 4}", "len1": 30 + k % 7, "len2": None} for k in range(80)]
+    pairs = [PairInfo(f"s{k}", 1 if k % 4 else 2, f"city{k % 4}", f"city{k % 4}",
+                      len1=30 + k % 7, kind="statement") for k in range(80)]
     b = memorisation_baseline(pairs[:60], _labels(pairs[:60]), pairs[60:])
     assert b.predictor.startswith("group_id")
     assert accuracy(targets(_labels(pairs[60:])), b.p) == 1.0
@@ -62,10 +62,9 @@ def test_statements_memorise_the_truth_rate_of_their_group():
 
 @pytest.mark.parametrize("longer_wins", [True, False])
 def test_surface_finds_the_sign_of_length_on_train(longer_wins):
-    pairs = _ranked_pairs(300, 40, seed=3)
-    for p in pairs:                                  # make length decide (either way round)
-        win_long = (p["label"] == 1) == longer_wins
-        p["len1"], p["len2"] = (120, 80) if win_long else (80, 120)
+    pairs = [replace(p, **dict(zip(("len1", "len2"), (120, 80) if (p.label == 1) == longer_wins
+                                   else (80, 120))))   # make length decide (either way round)
+             for p in _ranked_pairs(300, 40, seed=3)]
     b = surface_baseline(pairs[:200], _labels(pairs[:200]), pairs[200:])
     assert b.available and ("longer" if longer_wins else "shorter") in b.predictor
     assert accuracy(targets(_labels(pairs[200:])), b.p) == 1.0
@@ -76,8 +75,9 @@ def test_surface_is_near_chance_when_length_says_nothing_and_statements_use_the_
     pairs = _ranked_pairs(600, 60, seed=4)
     b = surface_baseline(pairs[:400], _labels(pairs[:400]), pairs[400:])
     assert abs(accuracy(targets(_labels(pairs[400:])), b.p) - 0.5) < 0.12
-    st = [{"pair_id": f"s{k}", "label": 1 if k % 2 else 2, "context_id": f"s{k}",
-           "len1": 50 + (10 if k % 2 else -10) + k % 3, "len2": None} for k in range(100)]
+    st = [PairInfo(f"s{k}", 1 if k % 2 else 2, f"s{k}",
+                   len1=50 + (10 if k % 2 else -10) + k % 3, kind="statement")
+          for k in range(100)]
     b = surface_baseline(st[:70], _labels(st[:70]), st[70:])
     assert "statement is true" in b.predictor
     assert accuracy(targets(_labels(st[70:])), b.p) == 1.0
@@ -87,8 +87,6 @@ def test_missing_fields_give_a_reason_not_an_error():
     pairs = _ranked_pairs(50, 10, seed=5, lengths=False)
     b = surface_baseline(pairs[:30], _labels(pairs[:30]), pairs[30:])
     assert not b.available and "len1" in b.reason
-    for p in pairs:
-        p["item1_id"] = p["item2_id"] = None
-        p["len1"], p["len2"] = 10, 12
+    pairs = [replace(p, item1_id=None, item2_id=None, len1=10, len2=12) for p in pairs]
     b = memorisation_baseline(pairs[:30], _labels(pairs[:30]), pairs[30:])
     assert not b.available and "item ids" in b.reason

@@ -94,9 +94,9 @@ def test_harvest_honours_hooks_template_shards_and_quick(loads, tmp_path, capsys
     store = ActivationStore.open(tmp_path / "store")
     assert store.complete and store.n_pairs == 6 and store.n_shards == 2
     assert store.hook_names == ["blocks.0.hook_resid_pre", "blocks.1.hook_resid_pre"]
-    assert store.meta["template"]["choices"] == [" A", " B"]
-    assert store.meta["template"]["assistant"] == "The {comparative} {item} is Choice"
-    assert store.meta["harvest_settings"]["token_budget"] == "512"
+    assert store.meta.template["choices"] == [" A", " B"]
+    assert store.meta.template["assistant"] == "The {comparative} {item} is Choice"
+    assert store.meta.harvest_settings["token_budget"] == "512"
     assert "6 pairs x 2 x 2 read-outs" in capsys.readouterr().out
     # --quick without --max-pairs: a small store, under --stores
     assert run(["harvest", "--dataset", "larger_number", "--quick",
@@ -137,7 +137,7 @@ def test_sweep_honours_split_quick_hooks_and_template(loads, recorded, tmp_path)
     stores, out, cfg = recorded["sweep"][0]
     assert cfg.split_by == "auto" and cfg.n_boot == 100 and str(out) == str(tmp_path / "out")
     assert stores[0].hook_names == ["hook_embed", "blocks.1.hook_resid_post"]
-    assert stores[0].n_pairs == 8 and stores[0].meta["template"]["choices"] == [" A", " B"]
+    assert stores[0].n_pairs == 8 and stores[0].meta.template["choices"] == [" A", " B"]
 
 
 def test_transfer_honours_layer_and_split(loads, recorded, tmp_path):
@@ -145,7 +145,10 @@ def test_transfer_honours_layer_and_split(loads, recorded, tmp_path):
                                              "--max-pairs", "8"]) == 0
     stores, _, cfg = recorded["transfer"][0]
     assert (cfg.layer, cfg.split_by, cfg.n_boot) == (1, "pair", N_BOOT)
+    assert cfg.kinds == ("supervised", "pca", "mass_mean", "ccs")          # CCS by default
     assert stores[0].hook_names == hook_points("paper", 2)
+    assert run(base("transfer", tmp_path) + ["--kinds", "pca", "ccs", "--max-pairs", "8"]) == 0
+    assert recorded["transfer"][0][2].kinds == ("pca", "ccs")
 
 
 def test_ablate_honours_layer_n_random_split_and_quick(loads, recorded, tmp_path):
@@ -210,6 +213,7 @@ BAD = [  # (argv after the command's base arguments, what the message must say)
     ("ablate", ["--n-random", "0"], "--n-random: must be at least 1"),
     ("sweep", ["--split", "contexts"], "invalid choice: 'contexts'"),
     ("transfer", ["--layer", "last"], "--layer: invalid int value"),
+    ("transfer", ["--kinds", "lda"], "--kinds: invalid choice: 'lda'"),
 ]
 
 

@@ -40,7 +40,7 @@ def test_two_ray_workers_fill_one_store_equal_to_single_process(tokenizer, tmp_p
         torch.set_num_threads(threads)
     torch.testing.assert_close(store.load(), single.load(), rtol=0, atol=0)
     assert store.pairs() == single.pairs()
-    assert store.meta["model"] == single.meta["model"] == str(model_dir)
+    assert store.meta.model == single.meta.model == str(model_dir)
 
     # Re-running on the complete store writes nothing and returns it unchanged.
     again, reports = harvest_with_ray(ModelSpec(str(model_dir)), dataset, tmp_path / "ray",

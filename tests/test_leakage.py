@@ -49,7 +49,7 @@ def check_leak_free(ds: Dataset, *, global_ids: bool = False, seed: int = 0) -> 
     no group and no item key is on both sides, in the test split and in a validation split of
     train. Returns the mode the split used."""
     rows = pair_info(ds)
-    keep = [i for i, r in enumerate(rows) if r["label"] != TIE]
+    keep = [i for i, r in enumerate(rows) if r.label != TIE]
     rows, records = [rows[i] for i in keep], [ds.records[i] for i in keep]
     train, test, used = split_pairs(rows, test_size=TEST_SIZE, split_by="auto", seed=seed)
     assert len(train) and len(test) and not set(train) & set(test)
@@ -82,7 +82,7 @@ def test_story_sentiment_holds_out_templates(seed: int) -> None:
     templates = [{r.item1_id, r.item2_id} for r in ds.records]
     seen = set().union(*(templates[i] for i in train))
     assert not seen & set().union(*(templates[i] for i in test))
-    assert len({rows[i]["context_id"] for i in test}) >= 20     # passages to rank on
+    assert len({rows[i].context_id for i in test}) >= 20     # passages to rank on
 
 
 def _win_rate_accuracy(ds: Dataset, split_by: str, seed: int) -> float:

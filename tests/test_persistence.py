@@ -110,7 +110,7 @@ def test_sweep_and_transfer_save_probes_from_the_cli(tiny, tmp_path, monkeypatch
         store = ActivationStore.open(next(p for p in (tmp_path / "stores").rglob("metadata.json")
                                           ).parent)
         sweep = load_sweep(folder, model=model_name(tiny), hook_names=store.hook_names,
-                           template_hash=store.meta["template_hash"])
+                           template_hash=store.meta.template_hash)
         assert sweep.n_layers == store.n_readouts and read_metadata(folder).split == "pair"
         probs = sweep.predict_proba(store.load())
         assert set(probs) == set(PROBE_KINDS)

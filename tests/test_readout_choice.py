@@ -8,7 +8,9 @@ import pytest
 import torch
 
 import ppairs_lens.evaluation.readout_choice as rc
+from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.activations.store_meta import StoreMeta
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.readout_choice import (
@@ -43,13 +45,12 @@ def planted_acts(labels: np.ndarray, seed: int) -> np.ndarray:
 def planted_store(path, name: str = "planted", n: int = 240, seed: int = 0) -> ActivationStore:
     rng = np.random.default_rng(seed)
     labels = np.where(rng.random(n) < 0.5, 1, 2)
-    pairs = [{"pair_id": f"{name}:{i}", "label": int(labels[i]), "context_id": f"c{i // 2}",
-              "group_id": f"g{i // 2}", "item1_id": f"{i}a", "item2_id": f"{i}b"}
-             for i in range(n)]
+    pairs = [PairInfo(f"{name}:{i}", int(labels[i]), f"c{i // 2}", f"g{i // 2}", f"{i}a",
+                      f"{i}b") for i in range(n)]
     meta = {"model": "toy", "dataset": name, "dataset_fingerprint": f"fp-{name}",
             "template_hash": "t", "dtype": "float32", "hook_names": HOOKS, "d_model": D,
             "shard_size": n}
-    store = ActivationStore.create(path, meta, pairs)
+    store = ActivationStore.create(path, StoreMeta.from_json(meta), pairs)
     store.write_shard(0, torch.from_numpy(planted_acts(labels, seed)))
     return ActivationStore.open(path)
 
@@ -181,3 +182,21 @@ def test_best_layers_reads_the_marked_choice():
         r.pop("chosen", None)
     with pytest.raises(ProbeError, match="chosen"):
         best_layers(rows)
+
+
+def test_ccs_is_not_validated_but_added_at_a_forced_readout(stores):
+    """CCS is refused by the validation choice (not fitted there), and ``add_kinds_at`` fits it
+    at one read-out only, its choice the forced one."""
+    from ppairs_lens.probes.sweep import fit_sweep
+
+    sp = split_store(stores[0], test_size=0.3, seed=0)
+    with pytest.raises(ProbeError, match="not chosen on validation"):
+        rc.choose_readouts(sp, ("pca", "ccs"))
+    sweep = fit_sweep(sp.acts_train, sp.labels_train, PROBE_KINDS)
+    added, choices = rc.add_kinds_at(sp, sweep, ["ccs"], PLANTED, why="test")
+    assert added.kinds == (*PROBE_KINDS, "ccs")
+    assert choices["ccs"].index == PLANTED and choices["ccs"].selected_by.endswith(": test")
+    assert [bool(v) for v in added.degenerate["ccs"]] == [i != PLANTED
+                                                         for i in range(sweep.n_layers)]
+    acc = added.score(sp.acts_test, sp.labels_test)
+    assert acc["ccs"][PLANTED] > 0.8 and np.isnan(acc["ccs"]).sum() == sweep.n_layers - 1

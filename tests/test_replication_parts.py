@@ -100,7 +100,7 @@ def test_joint_harvest_equals_separate_harvests(tiny, tmp_path):
     together = ensure_stores(tiny, [d1, d2], tmp_path / "joint")
     alone = [ensure_store(tiny, d, tmp_path / f"alone{k}") for k, d in enumerate((d1, d2))]
     for a, b in zip(together, alone):
-        assert a.complete and a.meta["dataset"] == b.meta["dataset"]
+        assert a.complete and a.meta.dataset == b.meta.dataset
         torch.testing.assert_close(a.load(), b.load(), rtol=1e-4, atol=1e-4)
     # reopened, not harvested again
     again = ensure_stores(tiny, [d1, d2], tmp_path / "joint")

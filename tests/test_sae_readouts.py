@@ -80,7 +80,7 @@ def test_latents_of_any_width_are_harvested_stored_probed_and_attributed(tokeniz
     model = sae_model(tokenizer, d_sae=256)
     dataset = builtin_dataset("larger_number", n=8)
     store = ensure_store(model, dataset, tmp_path, names=[LATENTS], progress=False)
-    assert store.d_model == 256 and store.meta["readout_widths"] == [256]
+    assert store.d_model == 256 and store.meta.readout_widths == (256,)
     acts, labels = store.load(), store.labels()
     assert acts.shape == (8, 2, 1, 256)
     sweep = fit_sweep(acts, labels, kinds=("mass_mean",))

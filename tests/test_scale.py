@@ -135,8 +135,8 @@ def test_two_process_sharded_harvest_equals_single(tiny_model_dir, tmp_path):
                              progress=False)
     torch.testing.assert_close(sharded.load(), single.load(), rtol=0, atol=0)
     assert sharded.pairs() == single.pairs()
-    assert {k: sharded.meta[k] for k in IDENTITY_FIELDS} == {k: single.meta[k]
-                                                             for k in IDENTITY_FIELDS}
+    assert {k: getattr(sharded.meta, k) for k in IDENTITY_FIELDS} == {
+        k: getattr(single.meta, k) for k in IDENTITY_FIELDS}
     # Nothing left behind but the lock files: no temporary shard halves.
     assert not list((out / "shards").glob(".*tmp"))
 

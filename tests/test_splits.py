@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations
 
 import numpy as np
 import pytest
 import torch
 
+from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.activations.store_meta import StoreMeta
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.splits import (
     labelled_items_split,
@@ -103,14 +106,13 @@ def test_no_global_rng_and_refusals():
         train_test_split_pairs(["a", "b"], [("x", "y")])
 
 
-def _block_pairs(n_blocks: int = 12, per: int = 6) -> list[dict]:
+def _block_pairs(n_blocks: int = 12, per: int = 6) -> list[PairInfo]:
     """Store pair rows: all pairs among ``per`` items inside each block, the block the group."""
     rows = []
     for b in range(n_blocks):
         for x, y in combinations(range(per), 2):
-            rows.append({"pair_id": f"b{b}:{x}|{y}", "label": 1 + (x + y) % 2,
-                         "context_id": f"b{b}:{x}|{y}", "group_id": f"block{b}",
-                         "item1_id": f"b{b}i{x}", "item2_id": f"b{b}i{y}"})
+            rows.append(PairInfo(f"b{b}:{x}|{y}", 1 + (x + y) % 2, f"b{b}:{x}|{y}",
+                                 f"block{b}", f"b{b}i{x}", f"b{b}i{y}"))
     return rows
 
 
@@ -122,8 +124,8 @@ def test_split_pairs_uses_groups_and_resolves_auto():
     groups = pair_groups(rows)
     assert not {groups[i] for i in train} & {groups[i] for i in test}
     # an old store without group ids falls back to contexts (here: one pair each) ...
-    old = [{k: v for k, v in r.items() if k != "group_id"} for r in rows]
-    assert pair_groups(old) == [r["context_id"] for r in rows]
+    old = [replace(r, group_id=None) for r in rows]
+    assert pair_groups(old) == [r.context_id for r in rows]
     # ... and auto then splits by item, since items recur: still no item on both sides
     train, test, used = split_pairs(old, test_size=0.3, seed=0)
     assert used == "item" and not leaked_items(pair_items(old), train, test)
@@ -131,7 +133,7 @@ def test_split_pairs_uses_groups_and_resolves_auto():
     # a plain pair split of the same rows does leak items: the check can fail
     train, test, used = split_pairs(old, test_size=0.3, seed=0, split_by="pair")
     assert used == "pair" and leaked_items(pair_items(old), train, test)
-    assert pair_items([{"pair_id": "s", "item1_id": None}]) is None
+    assert pair_items([PairInfo("s", 1, item1_id=None)]) is None
 
 
 @pytest.mark.parametrize("by", ["auto", "context", "item", "pair"])
@@ -163,20 +165,20 @@ def test_validation_split_refusals():
 
 def test_split_store_reports_groups_and_mode(tmp_path):
     rows = _block_pairs(n_blocks=10, per=4)
-    rows[0]["label"] = 0                                       # a tie: dropped
+    rows[0] = replace(rows[0], label=0)                        # a tie: dropped
     meta = {"model": "toy", "dataset": "blocks", "dataset_fingerprint": "fp",
             "template_hash": "t", "hook_names": ["h0", "h1"], "d_model": 3,
             "dtype": "float32", "shard_size": 64}
-    store = ActivationStore.create(tmp_path / "s", meta, rows)
+    store = ActivationStore.create(tmp_path / "s", StoreMeta.from_json(meta), rows)
     acts = torch.arange(len(rows) * 12, dtype=torch.float32).reshape(len(rows), 2, 2, 3)
     store.write_shard(0, acts)
     sp = split_store(store, test_size=0.3, seed=0)
     assert sp.split_used == "context" and len(sp.groups_test) == len(sp.pairs_test)
-    assert set(sp.groups_test) == {p["group_id"] for p in sp.pairs_test}
+    assert set(sp.groups_test) == {p.group_id for p in sp.pairs_test}
     assert not set(sp.groups_train) & set(sp.groups_test)
     assert len(sp.pairs_train) + len(sp.pairs_test) == len(rows) - 1
     assert sp.acts_train.shape[1:] == (2, 2, 3) and len(sp.labels_test) == len(sp.pairs_test)
-    k = next(i for i, r in enumerate(rows) if r["pair_id"] == sp.pairs_test[0]["pair_id"])
+    k = next(i for i, r in enumerate(rows) if r.pair_id == sp.pairs_test[0].pair_id)
     torch.testing.assert_close(sp.acts_test[0], acts[k])
     assert split_store(store, test_size=0.3, seed=0, split_by="pair").split_used == "pair"
 

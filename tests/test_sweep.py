@@ -10,6 +10,8 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
+from ppairs_lens.activations.pair_info import PairInfo
+from ppairs_lens.activations.store_meta import StoreMeta
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.estimators import PROBE_KINDS, SupervisedProbe, make_probe
 from ppairs_lens.probes.features import contrast_features, side_means
@@ -252,29 +254,29 @@ def test_kernel_newton_reaches_the_primal_optimum():
 
 # ---- the layer-sweep analysis: baselines, validation-chosen layers, paired summaries -------
 
-def _planted_store(path, pairs: list[dict], *, n_layers: int = 3, d: int = 16, seed: int = 0):
+def _planted_store(path, pairs: list[PairInfo], *, n_layers: int = 3, d: int = 16, seed: int = 0):
     """A store whose activations carry each pair's label along a planted direction that
     strengthens with depth."""
     from ppairs_lens.activations.store import ActivationStore
 
     rng = np.random.default_rng(seed)
-    s = np.array([1.0 if p["label"] == 1 else -1.0 for p in pairs])
+    s = np.array([1.0 if p.label == 1 else -1.0 for p in pairs])
     r = rng.normal(size=(n_layers, d))
     r /= np.linalg.norm(r, axis=1, keepdims=True)
     strength = np.linspace(0.2, 3.0, n_layers)[None, :, None]
     x = rng.normal(size=(len(pairs), 2, n_layers, d))
     x[:, 0] += 0.5 * strength * s[:, None, None] * r
     x[:, 1] -= 0.5 * strength * s[:, None, None] * r
-    meta = {"model": "toy", "dataset": pairs[0]["pair_id"].split(":")[0],
+    meta = {"model": "toy", "dataset": pairs[0].pair_id.split(":")[0],
             "dataset_fingerprint": "x", "template_hash": "t", "dtype": "float32",
             "hook_names": [f"blocks.{i}.hook_resid_post" for i in range(n_layers)],
             "d_model": d, "shard_size": len(pairs)}
-    store = ActivationStore.create(path, meta, pairs)
+    store = ActivationStore.create(path, StoreMeta.from_json(meta), pairs)
     store.write_shard(0, torch.tensor(x, dtype=torch.float32))
     return ActivationStore.open(path)
 
 
-def _context_pairs(n_ctx: int = 50, seed: int = 0) -> list[dict]:
+def _context_pairs(n_ctx: int = 50, seed: int = 0) -> list[PairInfo]:
     """Contexts of 4 scored items, all 6 pairs each, random item order."""
     rng = np.random.default_rng(seed)
     out = []
@@ -283,24 +285,20 @@ def _context_pairs(n_ctx: int = 50, seed: int = 0) -> list[dict]:
         for i in range(4):
             for j in range(i + 1, 4):
                 a, b = (i, j) if rng.random() < 0.5 else (j, i)
-                out.append({"pair_id": f"ctx:{c}:{a}|{b}", "context_id": f"c{c}",
-                            "group_id": f"c{c}", "label": 1 if scores[a] > scores[b] else 2,
-                            "item1_id": f"S{a}", "item2_id": f"S{b}", "score1": scores[a],
-                            "score2": scores[b], "len1": int(rng.integers(50, 150)),
-                            "len2": int(rng.integers(50, 150))})
+                out.append(PairInfo(f"ctx:{c}:{a}|{b}", 1 if scores[a] > scores[b] else 2,
+                                    f"c{c}", f"c{c}", f"S{a}", f"S{b}", scores[a], scores[b],
+                                    int(rng.integers(50, 150)), int(rng.integers(50, 150))))
     return out
 
 
-def _item_pairs(n: int = 700, n_items: int = 60, seed: int = 1) -> list[dict]:
+def _item_pairs(n: int = 700, n_items: int = 60, seed: int = 1) -> list[PairInfo]:
     """Pairs among ranked items without contexts; the better item is the longer one."""
     rng = np.random.default_rng(seed)
     out = []
     for k in range(n):
         a, b = rng.choice(n_items, size=2, replace=False)
-        out.append({"pair_id": f"items:{k}", "context_id": f"items:{k}",
-                    "group_id": f"items:{k}", "label": 1 if a < b else 2,
-                    "item1_id": f"w{a}", "item2_id": f"w{b}", "score1": None, "score2": None,
-                    "len1": 200 - int(a), "len2": 200 - int(b)})
+        out.append(PairInfo(f"items:{k}", 1 if a < b else 2, f"items:{k}", f"items:{k}",
+                            f"w{a}", f"w{b}", None, None, 200 - int(a), 200 - int(b)))
     return out
 
 
@@ -313,7 +311,7 @@ def swept(tmp_path_factory):
     stores = [_planted_store(tmp / "ctx", ctx_pairs),
               _planted_store(tmp / "items", _item_pairs(), seed=1)]
     # A judge right on 3 pairs in 4, known for every other pair only.
-    judge = {p["pair_id"]: (0.8 if (p["label"] == 1) == (k % 8 != 0) else 0.2)
+    judge = {p.pair_id: (0.8 if (p.label == 1) == (k % 8 != 0) else 0.2)
              for k, p in enumerate(ctx_pairs) if k % 2 == 0}
     cfg = SweepConfig(stores=[str(s.path) for s in stores], n_boot=50,
                       zero_shot={"ctx": {"p_by_pair": judge}})

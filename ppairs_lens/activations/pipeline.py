@@ -28,8 +28,10 @@ from ppairs_lens.activations.prompts import (
     default_template,
     template_hash,
 )
-from ppairs_lens.data.records import Comparison, Dataset
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.activations.pair_info import pair_info
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.activations.store_meta import StoreMeta
 from ppairs_lens.activations.readouts import default_readouts
 
 
@@ -45,24 +47,6 @@ def default_store_path(root: str | Path, model: str, dataset: Dataset, template:
     if hook_names is not None:
         folder += "-h" + hashlib.sha256(json.dumps(list(hook_names)).encode()).hexdigest()[:8]
     return Path(root) / _slug(Path(model).name if Path(model).exists() else model) / folder
-
-
-def pair_info(dataset: Dataset) -> list[dict]:
-    """What analyses need per pair without the model: ids, label, context, leak group
-    (``group_id``, which splits keep on one side), gold scores, and the character lengths of
-    the two items (``len1``/``len2``; a statement's length and None) for surface baselines."""
-    labels, contexts, groups = dataset.labels(), dataset.context_ids(), dataset.group_ids()
-    info = []
-    for rec, label, ctx, group in zip(dataset.records, labels, contexts, groups):
-        row = {"pair_id": rec.pair_id, "label": label, "context_id": ctx, "group_id": group}
-        if isinstance(rec, Comparison):
-            row.update(item1_id=rec.item1_id, item2_id=rec.item2_id,
-                       score1=rec.score1, score2=rec.score2,
-                       len1=len(rec.item1), len2=len(rec.item2))
-        else:
-            row.update(len1=len(rec.statement), len2=None)
-        info.append(row)
-    return info
 
 
 def parse_shard(spec: str | None) -> tuple[int, int]:
@@ -83,24 +67,24 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
     template = template or default_template(dataset)
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
     hooks = readout_names(bridge, names)  # checked before anything is written
-    meta = {
-        "model": model_name(bridge),
-        "dataset": dataset.name,
-        "dataset_fingerprint": dataset.fingerprint(),
-        "dataset_source": dataset.source,
-        "aspect": dataset.aspect,
-        "kind": dataset.kind,
-        "template": template.describe(),
-        "template_hash": template_hash(template),
-        "hook_names": hooks,
-        "n_layers": bridge.cfg.n_layers,
+    meta = StoreMeta(
+        model=model_name(bridge),
+        dataset=dataset.name,
+        dataset_fingerprint=dataset.fingerprint(),
+        dataset_source=dataset.source,
+        aspect=dataset.aspect,
+        kind=dataset.kind,
+        template=template.describe(),
+        template_hash=template_hash(template),
+        hook_names=tuple(hooks),
+        n_layers=bridge.cfg.n_layers,
         # The stored vectors' width: d_model, or an SAE's d_sae (any size); one per read-out.
-        "d_model": (width := readout_width(bridge, names)),
-        "readout_widths": [width] * len(hooks),
-        "dtype": str(settings.out_dtype).removeprefix("torch."),
-        "shard_size": shard_size,
-        "harvest_settings": {k: str(v) for k, v in asdict(settings).items()},
-    }
+        d_model=(width := readout_width(bridge, names)),
+        readout_widths=(width,) * len(hooks),
+        dtype=str(settings.out_dtype).removeprefix("torch."),
+        shard_size=shard_size,
+        harvest_settings={k: str(v) for k, v in asdict(settings).items()},
+    )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     i, n = shard
@@ -205,7 +189,7 @@ def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
         done = None
         if (p / "metadata.json").exists():
             s = ActivationStore.open(p)
-            if s.complete and s.meta["model"] == model_name(bridge) \
+            if s.complete and s.meta.model == model_name(bridge) \
                     and s.hook_names == default_readouts(bridge):
                 done = s
         out.append(done)
@@ -244,7 +228,7 @@ def ensure_store(
                               None if default else hooks)
     if (path / "metadata.json").exists():
         store = ActivationStore.open(path)
-        if (store.complete and store.meta["model"] == model_name(bridge)
+        if (store.complete and store.meta.model == model_name(bridge)
                 and store.hook_names == hooks):
             return store
     return harvest_dataset(bridge, dataset, path, template=template, settings=settings,
@@ -253,13 +237,13 @@ def ensure_store(
 
 def store_template(store: ActivationStore) -> Template:
     """The prompt template a store was harvested with, rebuilt from its metadata."""
-    desc = dict(store.meta["template"])
+    desc = dict(store.meta.template or {})
     kind = desc.pop("kind")
     cls = ComparisonTemplate if kind == "comparison" else StatementTemplate
     if "choices" in desc:
         desc["choices"] = tuple(desc["choices"])
     template = cls(**desc)
-    if template_hash(template) != store.meta["template_hash"]:
+    if template_hash(template) != store.meta.template_hash:
         raise StoreError(f"{store.path}: cannot rebuild the store's prompt template from its "
                          "metadata (hash mismatch)")
     return template
@@ -268,14 +252,14 @@ def store_template(store: ActivationStore) -> Template:
 def check_store_matches(bridge, store: ActivationStore, dataset: Dataset) -> None:
     """Refuse a store not harvested from ``dataset``'s records with ``bridge``'s model (an
     analysis that re-runs the model on the records needs both to be the store's)."""
-    if store.meta["model"] != model_name(bridge):
-        raise StoreError(f"{store.path} was harvested with model {store.meta['model']!r}, but "
+    if store.meta.model != model_name(bridge):
+        raise StoreError(f"{store.path} was harvested with model {store.meta.model!r}, but "
                          f"the model given is {model_name(bridge)!r}")
-    if store.meta["dataset_fingerprint"] != dataset.fingerprint():
-        raise StoreError(f"{store.path} holds dataset {store.meta['dataset']!r} "
-                         f"(fingerprint {store.meta['dataset_fingerprint']}), not the records of "
+    if store.meta.dataset_fingerprint != dataset.fingerprint():
+        raise StoreError(f"{store.path} holds dataset {store.meta.dataset!r} "
+                         f"(fingerprint {store.meta.dataset_fingerprint}), not the records of "
                          f"{dataset.name!r} ({dataset.fingerprint()}); pass the dataset the "
                          "store was harvested from")
-    ids = [p["pair_id"] for p in store.pairs()]
+    ids = [p.pair_id for p in store.pairs()]
     if ids != [r.pair_id for r in dataset.records]:
         raise StoreError(f"{store.path}: pair ids differ from the dataset's records")

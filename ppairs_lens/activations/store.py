@@ -5,7 +5,9 @@ Layout::
     store/
       metadata.json          what was harvested: model, read-outs, d_model, dtype, template,
                              dataset fingerprint, shard size, package version, creation time
+                             (read as a ``StoreMeta``: ``store.meta.dataset``)
       pairs.jsonl            one line per pair: id, label, context and item ids, gold scores
+                             (each a ``PairInfo``: ``store.pairs()[0].group_id``)
       shards/shard-00003.safetensors   tensors "layer_00" .. "layer_NN", each [n, 2, d_model]
       shards/shard-00003.json          written last: pair range and a sha256 per tensor
 
@@ -23,6 +25,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -32,12 +35,12 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from ppairs_lens import __version__
+from ppairs_lens.activations.pair_info import PairInfo
+from ppairs_lens.activations.store_meta import IDENTITY_FIELDS, REQUIRED_FIELDS, StoreMeta
 from ppairs_lens.errors import StoreError
 from ppairs_lens.io.atomic import atomic_write_text
 
-#: Fields that must agree between a store on disk and a harvest that wants to write into it.
-IDENTITY_FIELDS = ("model", "dataset_fingerprint", "template_hash", "hook_names", "d_model",
-                   "dtype", "n_pairs", "shard_size")
+__all__ = ["ActivationStore", "IDENTITY_FIELDS"]
 
 
 def _tensor_sha(t: Tensor) -> str:
@@ -47,13 +50,14 @@ def _tensor_sha(t: Tensor) -> str:
 class ActivationStore:
     """An activation store on disk. Use :meth:`create` to start or resume, :meth:`open` to read."""
 
-    def __init__(self, path: Path, meta: dict):
+    def __init__(self, path: Path, meta: StoreMeta):
         self.path = Path(path)
         self.meta = meta
 
     # ---- creation and opening -------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | Path, meta: dict, pairs: Sequence[dict]) -> ActivationStore:
+    def create(cls, path: str | Path, meta: StoreMeta, pairs: Sequence[PairInfo]
+               ) -> ActivationStore:
         """Start a store, or reopen one whose identity fields all match ``meta``.
 
         A store for another model, template or dataset is refused with the fields that differ.
@@ -61,20 +65,22 @@ class ActivationStore:
         path = Path(path)
         # Normalise through JSON (tuples become lists) so the comparison below sees what a
         # reader of metadata.json sees.
-        meta = json.loads(json.dumps({**meta, "n_pairs": len(pairs)}))
+        want = json.loads(json.dumps(replace(meta, n_pairs=len(pairs)).to_json()))
         if (path / "metadata.json").exists():
             store = cls.open(path)
-            diffs = [f"{k}: store has {store.meta.get(k)!r}, this harvest has {meta.get(k)!r}"
-                     for k in IDENTITY_FIELDS if store.meta.get(k) != meta.get(k)]
+            have = store.meta.to_json()
+            diffs = [f"{k}: store has {have.get(k)!r}, this harvest has {want.get(k)!r}"
+                     for k in IDENTITY_FIELDS if have.get(k) != want.get(k)]
             if diffs:
                 raise StoreError(f"{path} holds a different harvest; differing fields: "
                                  + "; ".join(diffs)
                                  + ". Use another output folder, or delete this one.")
             return store
-        full = {**meta, "package_version": __version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        atomic_write_text(path / "pairs.jsonl", "".join(json.dumps(p) + "\n" for p in pairs))
-        atomic_write_text(path / "metadata.json", json.dumps(full, indent=2))
+        full = StoreMeta.from_json({**want, "package_version": __version__,
+                                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        atomic_write_text(path / "pairs.jsonl",
+                          "".join(json.dumps(p.to_json()) + "\n" for p in pairs))
+        atomic_write_text(path / "metadata.json", json.dumps(full.to_json(), indent=2))
         return cls(path, full)
 
     @classmethod
@@ -87,43 +93,43 @@ class ActivationStore:
             meta = json.loads(mfile.read_text("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise StoreError(f"{mfile} is corrupt: {e}") from e
-        missing = [k for k in IDENTITY_FIELDS if k not in meta]
+        missing = [k for k in REQUIRED_FIELDS if k not in meta]
         if missing:
             raise StoreError(f"{mfile} lacks fields {missing}")
-        return cls(path, meta)
+        return cls(path, StoreMeta.from_json(meta))
 
     # ---- shape and per-pair information ------------------------------------------------------
     @property
     def n_pairs(self) -> int:
-        return int(self.meta["n_pairs"])
+        return int(self.meta.n_pairs)
 
     @property
     def hook_names(self) -> list[str]:
-        return list(self.meta["hook_names"])
+        return list(self.meta.hook_names)
 
     @property
     def n_readouts(self) -> int:
         """Number of stored read-outs: every block's resid_post plus the final norm's output."""
-        return len(self.meta["hook_names"])
+        return len(self.meta.hook_names)
 
     @property
     def d_model(self) -> int:
-        return int(self.meta["d_model"])
+        return int(self.meta.d_model)
 
-    def pairs(self) -> list[dict]:
+    def pairs(self) -> list[PairInfo]:
         lines = (self.path / "pairs.jsonl").read_text("utf-8").splitlines()
-        return [json.loads(line) for line in lines if line]
+        return [PairInfo.from_json(json.loads(line)) for line in lines if line]
 
     def labels(self) -> Int[Tensor, " pair"]:
-        return torch.tensor([p["label"] for p in self.pairs()], dtype=torch.long)
+        return torch.tensor([p.label for p in self.pairs()], dtype=torch.long)
 
     # ---- shards -----------------------------------------------------------------------------
     @property
     def n_shards(self) -> int:
-        return -(-self.n_pairs // int(self.meta["shard_size"]))
+        return -(-self.n_pairs // int(self.meta.shard_size))
 
     def shard_range(self, i: int) -> tuple[int, int]:
-        size = int(self.meta["shard_size"])
+        size = int(self.meta.shard_size)
         return i * size, min((i + 1) * size, self.n_pairs)
 
     def _shard_paths(self, i: int) -> tuple[Path, Path]:
@@ -155,7 +161,7 @@ class ActivationStore:
         if tuple(acts.shape) != expect:
             raise StoreError(f"shard {i} of {self.path}: got shape {tuple(acts.shape)}, "
                              f"expected {expect}")
-        dtype = getattr(torch, self.meta["dtype"])
+        dtype = getattr(torch, self.meta.dtype)
         tensors = {f"layer_{l:02d}": acts[:, :, l].to(dtype).contiguous()
                    for l in range(self.n_readouts)}
         data_path, side_path = self._shard_paths(i)

@@ -25,8 +25,8 @@ def check_comparable(stores: Sequence[ActivationStore]) -> None:
     for s in stores[1:]:
         for key, what in (("model", "model"), ("d_model", "d_model"),
                           ("hook_names", "read-outs (hook_names)")):
-            if s.meta.get(key) != first.meta.get(key):
-                a, b = first.meta.get(key), s.meta.get(key)
+            if getattr(s.meta, key) != getattr(first.meta, key):
+                a, b = getattr(first.meta, key), getattr(s.meta, key)
                 if key == "hook_names":
                     a, b = f"{len(a or [])} read-outs", f"{len(b or [])} read-outs"
                 raise StoreError(
@@ -37,7 +37,7 @@ def check_comparable(stores: Sequence[ActivationStore]) -> None:
 
 def unique_names(stores: Sequence[ActivationStore]) -> list[str]:
     """Dataset names; the store folder name where two stores hold the same dataset name."""
-    names = [s.meta["dataset"] for s in stores]
+    names = [s.meta.dataset for s in stores]
     return [s.path.name if names.count(n) > 1 else n for n, s in zip(names, stores)]
 
 

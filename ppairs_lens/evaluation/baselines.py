@@ -1,9 +1,10 @@
 """Two no-model baselines every probe is shown beside, fitted on the training split only.
 
 A probe that scores 0.78 means little if looking up each word's training win rate also scores
-0.78, or if "the longer summary wins" does. These baselines read nothing but the store's pair
-dicts (ids, labels, text lengths) and return P(item 1) for every test pair, so they are scored
-by exactly the code (metrics, grouped bootstrap CIs, paired differences) that scores a probe.
+0.78, or if "the longer summary wins" does. These baselines read nothing but the store's pairs
+(:class:`~ppairs_lens.activations.pair_info.PairInfo`: ids, labels, text lengths) and return
+P(item 1) for every test pair, so they are scored by exactly the code (metrics, grouped
+bootstrap CIs, paired differences) that scores a probe.
 
 * :func:`memorisation_baseline`: each item id's win rate on the training pairs; P(item 1) =
   0.5 + (rate1 - rate2) / 2, unseen items at the prior 0.5 (its leave-one-out training
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from jaxtyping import Float
 
+from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.metrics import accuracy, targets
 from ppairs_lens.evaluation.store_split import pair_groups
@@ -32,7 +34,7 @@ __all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS",
            "BASELINE_LABELS"]
 
 #: Candidate memorisation keys of comparison pairs: name -> (field of item 1, field of item 2).
-#: Only fields a store's pair dicts carry (``activations.pipeline.pair_info``).
+#: Only fields of a store's pairs (:class:`~ppairs_lens.activations.pair_info.PairInfo`).
 MEMO_KEYS: dict[str, tuple[str, str]] = {
     "item_id": ("item1_id", "item2_id"),
 }
@@ -59,16 +61,15 @@ class Baseline:
         return self.p is not None
 
 
-def _check(pairs_train: Sequence[dict], labels_train: np.ndarray) -> np.ndarray:
+def _check(pairs_train: Sequence[PairInfo], labels_train: np.ndarray) -> np.ndarray:
     y = targets(labels_train)                   # refuses ties
     if len(y) != len(pairs_train):
         raise ProbeError(f"{len(pairs_train)} training pairs but {len(y)} labels")
     return y
 
 
-def _is_statement(pairs: Sequence[dict]) -> bool:
-    return all(p.get("item1_id") is None for p in pairs) and \
-        all(p.get("len2", None) is None for p in pairs)
+def _is_statement(pairs: Sequence[PairInfo]) -> bool:
+    return all(p.item1_id is None and p.len2 is None for p in pairs)
 
 
 def _win_counts(keys: list[tuple], y: np.ndarray) -> tuple[dict, dict]:
@@ -100,8 +101,8 @@ def _loo_accuracy(keys: list[tuple], y: np.ndarray, wins: dict, seen: dict) -> f
     return accuracy(y, p)
 
 
-def memorisation_baseline(pairs_train: Sequence[dict], labels_train: Sequence[int],
-                          pairs_test: Sequence[dict]) -> Baseline:
+def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
+                          pairs_test: Sequence[PairInfo]) -> Baseline:
     """The best of the candidate win-rate lookups (:data:`MEMO_KEYS`), chosen on train."""
     y = _check(pairs_train, np.asarray(labels_train))
     if _is_statement(pairs_train):
@@ -113,14 +114,15 @@ def memorisation_baseline(pairs_train: Sequence[dict], labels_train: Sequence[in
                         f"{acc:.3f})", acc)
     best: tuple[float, str, np.ndarray] | None = None
     for name, (f1, f2) in MEMO_KEYS.items():
-        if not all(p.get(f1) is not None and p.get(f2) is not None
+        if not all(getattr(p, f1) is not None and getattr(p, f2) is not None
                    for p in (*pairs_train, *pairs_test)):
             continue
-        k_tr = [(p[f1], p[f2]) for p in pairs_train]
+        k_tr = [(getattr(p, f1), getattr(p, f2)) for p in pairs_train]
         wins, seen = _win_counts(k_tr, y)
         acc = _loo_accuracy(k_tr, y, wins, seen)
         if best is None or acc > best[0]:
-            best = (acc, name, _pair_p([(p[f1], p[f2]) for p in pairs_test], wins, seen))
+            best = (acc, name, _pair_p([(getattr(p, f1), getattr(p, f2)) for p in pairs_test],
+                                            wins, seen))
     if best is None:
         return Baseline("memorisation", None, "", reason="the pairs carry no item ids")
     acc, name, p_te = best
@@ -130,25 +132,25 @@ def memorisation_baseline(pairs_train: Sequence[dict], labels_train: Sequence[in
                     f"{seen:.0%} of test pairs informed)", acc)
 
 
-def _lengths(pairs: Sequence[dict], statements: bool, median: float) -> np.ndarray:
+def _lengths(pairs: Sequence[PairInfo], statements: bool, median: float) -> np.ndarray:
     if statements:
-        return np.array([float(p["len1"]) - median for p in pairs])
-    return np.array([float(p["len1"]) - float(p["len2"]) for p in pairs])
+        return np.array([float(p.len1) - median for p in pairs])
+    return np.array([float(p.len1) - float(p.len2) for p in pairs])
 
 
-def surface_baseline(pairs_train: Sequence[dict], labels_train: Sequence[int],
-                     pairs_test: Sequence[dict]) -> Baseline:
+def surface_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
+                     pairs_test: Sequence[PairInfo]) -> Baseline:
     """Length decides: item 1 when it is longer (statements: true when longer than the
     training median), or the reverse when that fits the training pairs better."""
     y = _check(pairs_train, np.asarray(labels_train))
     both = (*pairs_train, *pairs_test)
-    if any(p.get("len1") is None for p in both):
+    if any(p.len1 is None for p in both):
         return Baseline("surface", None, "", reason="the store's pairs carry no text lengths "
                         "(len1/len2; harvested before they were recorded)")
-    statements = all(p.get("len2") is None for p in both)
-    if not statements and any(p.get("len2") is None for p in both):
+    statements = all(p.len2 is None for p in both)
+    if not statements and any(p.len2 is None for p in both):
         return Baseline("surface", None, "", reason="some pairs have no len2")
-    median = float(np.median([float(p["len1"]) for p in pairs_train])) if statements else 0.0
+    median = float(np.median([float(p.len1) for p in pairs_train])) if statements else 0.0
     d_tr = _lengths(pairs_train, statements, median)
     scale = float(np.std(d_tr)) or 1.0
     sig = lambda d: 1.0 / (1.0 + np.exp(-np.clip(d / scale, -30, 30)))  # noqa: E731

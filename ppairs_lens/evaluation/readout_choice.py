@@ -18,6 +18,8 @@ Scores are computed for all kinds at once and memoised per training data, so the
 transfer and a probe judge on the same split fit once and read the same numbers.
 :func:`common_readout` is the one read-out for views that compare several stores (the
 cross-dataset cosines): the best validation accuracy averaged over stores and kinds.
+CCS (gradient descent) is not validated at every read-out: :func:`add_kinds_at` fits it at a
+read-out chosen for the other kinds, forced through :func:`choose_readouts` (``layer=li``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,9 +37,10 @@ from jaxtyping import Float
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.store_split import StoreSplit, pair_items, validation_split
 from ppairs_lens.probes.estimators import PROBE_KINDS
-from ppairs_lens.probes.sweep import fit_sweep
+from ppairs_lens.probes.sweep import SweepProbes, fit_sweep, with_kinds_at
 
-__all__ = ["LAYER_RULES", "ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "check_layer_setting",
+__all__ = ["LAYER_RULES", "ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at",
+           "check_layer_setting",
            "choose_readout", "choose_readouts", "common_readout", "fallback_index", "layer_rule",
            "layer_setting", "split_half_directions", "validation_scores"]
 
@@ -192,6 +195,9 @@ def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
                                  f"read-out (no validation split: {e})") for k in kinds}
     out = {}
     for k in kinds:
+        if k not in val:
+            raise ProbeError(f"{k} probes are not chosen on validation (only {PROBE_KINDS}): "
+                             f"force a read-out (layer=<int>), e.g. with add_kinds_at")
         scores = tuple(float(v) for v in val[k])
         try:
             li, how = _argmax(val[k]), "validation"
@@ -254,3 +260,21 @@ def split_half_directions(sp: StoreSplit, li: int, kinds: tuple[str, ...], *, se
     except ProbeError:
         return {}
     return {k: (dirs[0][k][0].numpy(), dirs[1][k][0].numpy()) for k in kinds}
+
+
+def add_kinds_at(split: StoreSplit, sweep: SweepProbes, kinds: Sequence[str], li: int, *,
+                 seed: int = 0, why: str = "") -> tuple[SweepProbes, dict[str, ReadoutChoice]]:
+    """``kinds`` (e.g. CCS) fitted on ``split``'s training pairs at read-out ``li`` only and
+    added to ``sweep`` (:func:`ppairs_lens.probes.sweep.with_kinds_at`), with their
+    :class:`ReadoutChoice`: the one read-out choice forced to ``li``, ``why`` appended to
+    its ``selected_by``."""
+    kinds = tuple(k for k in kinds if k not in sweep.kinds)
+    if not kinds:
+        return sweep, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # degenerate: NaN, as in the sweep
+        part = fit_sweep(split.acts_train[:, :, [li]], split.labels_train, kinds, layers=[li],
+                         model_name=sweep.model_name, groups=split.groups_train, seed=seed)
+    choices = {k: replace(c, selected_by=c.selected_by + (f": {why}" if why else ""))
+               for k, c in choose_readouts(split, kinds, layer=li).items()}
+    return with_kinds_at(sweep, part, li), choices

@@ -31,8 +31,8 @@ def save_store_probes(store, out: str | Path, *, kinds: Sequence[str] = PROBE_KI
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # degenerate read-outs are saved as NaN
         sweep = fit_sweep(sp.acts_train, sp.labels_train, tuple(kinds), C=C,
-                          standardize=standardize, model_name=store.meta.get("model"),
+                          standardize=standardize, model_name=store.meta.model,
                           groups=sp.groups_train, seed=seed)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(store.meta.get("dataset", "store")))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", store.meta.dataset)
     return save_sweep(sweep, Path(out) / name, hook_names=list(store.hook_names),
                       split=str(getattr(sp, "split_used", split_by)), **metadata_from_store(store))

@@ -17,6 +17,7 @@ import numpy as np
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
 from ppairs_lens.errors import ProbeError
@@ -41,8 +42,8 @@ class StoreSplit:
     acts_test: Float[Tensor, "n_test 2 layer d_model"]
     labels_train: np.ndarray
     labels_test: np.ndarray
-    pairs_test: list[dict]
-    pairs_train: list[dict]
+    pairs_test: list[PairInfo]
+    pairs_train: list[PairInfo]
     groups_train: list[str]
     groups_test: list[str]
     split_used: str
@@ -50,23 +51,24 @@ class StoreSplit:
     hook_names: list[str] = field(default_factory=list)
 
 
-def pair_groups(pairs: Sequence[dict]) -> list[str]:
-    """Each store pair's leak group: ``"group_id"``, else its context (old stores)."""
-    return [p["group_id"] if p.get("group_id") is not None else p["context_id"] for p in pairs]
+def pair_groups(pairs: Sequence[PairInfo]) -> list[str]:
+    """Each store pair's leak group: ``group_id``, else its context (old stores)."""
+    return [p.group for p in pairs]
 
 
-def pair_items(pairs: Sequence[dict]) -> list[tuple[str, str]] | None:
+def pair_items(pairs: Sequence[PairInfo]) -> list[tuple[str, str]] | None:
     """Each store pair's ``(item1_id, item2_id)``; None when some pair has no item ids
     (statements), so no split by item is possible."""
-    if not pairs or any(p.get("item1_id") is None or p.get("item2_id") is None for p in pairs):
+    items = [(p.item1_id, p.item2_id) for p in pairs]
+    if not items or any(a is None or b is None for a, b in items):
         return None
-    return [(p["item1_id"], p["item2_id"]) for p in pairs]
+    return items  # type: ignore[return-value]  # None refused above
 
 
-def split_pairs(pairs: Sequence[dict], *, test_size: float, split_by: str = "auto",
+def split_pairs(pairs: Sequence[PairInfo], *, test_size: float, split_by: str = "auto",
                 seed: int = 0) -> tuple[Int[np.ndarray, " n_train"], Int[np.ndarray, " n_test"],
                                         str]:
-    """``(train, test, split_used)`` for store pair dicts (``pair_info`` rows): what
+    """``(train, test, split_used)`` for a store's pairs (``store.pairs()``): what
     :func:`split_store` does, without the activations."""
     groups, items = pair_groups(pairs), pair_items(pairs)
     used = resolve_split_by(groups, items) if split_by == "auto" else split_by
@@ -82,13 +84,13 @@ def split_store(store: ActivationStore, *, test_size: float, split_by: str = "au
     items if they recur, else pairs), "context" (by group), "item" or "pair"."""
     acts = store.load(layers)
     pairs = store.pairs()
-    labels = np.array([p["label"] for p in pairs])
+    labels = np.array([p.label for p in pairs])
     keep = np.flatnonzero(labels != TIE)
     acts, labels = acts[keep], labels[keep]
     pairs = [pairs[i] for i in keep]
     train, test, used = split_pairs(pairs, test_size=test_size, split_by=split_by, seed=seed)
     groups = pair_groups(pairs)
-    return StoreSplit(store.meta["dataset"], acts[train], acts[test], labels[train],
+    return StoreSplit(store.meta.dataset, acts[train], acts[test], labels[train],
                       labels[test], [pairs[i] for i in test], [pairs[i] for i in train],
                       [groups[i] for i in train], [groups[i] for i in test], used,
                       list(store.hook_names) if layers is None
@@ -104,9 +106,10 @@ def training_split(name: str, acts: Float[Tensor, "n 2 layer d_model"], labels: 
     if item_ids is not None and any(a is None or b is None for a, b in item_ids):
         item_ids = None
     used = resolve_split_by(list(groups), item_ids)
-    pairs = [{"pair_id": str(i), "group_id": g,
-              "item1_id": item_ids[i][0] if item_ids else None,
-              "item2_id": item_ids[i][1] if item_ids else None} for i, g in enumerate(groups)]
+    pairs = [PairInfo(str(i), int(labels[i]), group_id=str(g),
+                      item1_id=item_ids[i][0] if item_ids else None,
+                      item2_id=item_ids[i][1] if item_ids else None)
+             for i, g in enumerate(groups)]
     return StoreSplit(name, acts, acts[:0], np.asarray(labels), np.asarray(labels)[:0], [],
                       pairs, [str(g) for g in groups], [], used, list(hook_names))
 
@@ -146,7 +149,7 @@ def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
     n_groups = len(set(sp.groups_test))
     if n_groups >= MIN_BOOTSTRAP_GROUPS:
         return list(sp.groups_test), f"by {sp.split_used} group ({n_groups} test groups)"
-    ctx = [p.get("context_id") or p["pair_id"] for p in sp.pairs_test]
+    ctx = [p.context_id or p.pair_id for p in sp.pairs_test]
     return ctx, (f"by context ({len(set(ctx))}); items recur within the {n_groups} test "
                  f"groups, so this CI is optimistic")
 

@@ -19,6 +19,7 @@ import numpy as np
 from jaxtyping import Float
 from torch import Tensor
 
+from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.bootstrap import Interval, intervals
 from ppairs_lens.evaluation.metrics import auroc, evaluate, within_context_spearman
@@ -32,23 +33,23 @@ __all__ = ["score_sweep_logits", "score_pairs", "rank_contexts", "MIN_RANK_ITEMS
 MIN_RANK_ITEMS: int = 3
 
 
-def rank_contexts(pairs: Sequence[dict]) -> list[Hashable]:
-    """Contexts of ``pairs`` (store pair dicts) that have gold scores and at least
+def rank_contexts(pairs: Sequence[PairInfo]) -> list[Hashable]:
+    """Contexts of ``pairs`` (a store's pairs) that have gold scores and at least
     :data:`MIN_RANK_ITEMS` items; empty unless there are two or more such contexts (a mean
     over one context has no interval)."""
     items: dict[Hashable, set] = {}
     for p in pairs:
-        if p.get("score1") is None or p.get("score2") is None or p.get("item1_id") is None:
+        if p.score1 is None or p.score2 is None or p.item1_id is None:
             continue
-        items.setdefault(p["context_id"], set()).update((p["item1_id"], p["item2_id"]))
+        items.setdefault(p.context_id, set()).update((p.item1_id, p.item2_id))
     ctxs = [c for c, its in items.items() if len(its) >= MIN_RANK_ITEMS]
     return ctxs if len(ctxs) >= 2 else []
 
 
-def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[dict],
+def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[PairInfo],
                 groups: Sequence[Hashable], *, n_boot: int, seed: int) -> dict[str, Interval]:
-    """``{"accuracy", "f1", "auroc"[, "spearman"]}`` of P(item 1) ``p`` on ``pairs`` (store
-    pair dicts, labels ``labels``), bootstrapping whole ``groups`` (one per pair).
+    """``{"accuracy", "f1", "auroc"[, "spearman"]}`` of P(item 1) ``p`` on ``pairs`` (a
+    store's pairs, labels ``labels``), bootstrapping whole ``groups`` (one per pair).
 
     ``spearman`` (mean within-context Spearman of win rates against gold scores, bootstrap
     over contexts) is added only for the contexts :func:`rank_contexts` keeps; NaN where the
@@ -57,15 +58,15 @@ def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[dict],
     scores = evaluate(labels, p, groups=groups, n_boot=n_boot, seed=seed)
     ctxs = set(rank_contexts(pairs))
     if ctxs:
-        keep = [i for i, q in enumerate(pairs) if q["context_id"] in ctxs]
+        keep = [i for i, q in enumerate(pairs) if q.context_id in ctxs]
         # Item ids may recur across contexts (SummEval's S0..S15): key gold by context too.
         gold = {}
         trip = []
         for i in keep:
             q = pairs[i]
-            a, b = (q["context_id"], q["item1_id"]), (q["context_id"], q["item2_id"])
-            gold[a], gold[b] = q["score1"], q["score2"]
-            trip.append((q["context_id"], a, b))
+            a, b = (q.context_id, q.item1_id), (q.context_id, q.item2_id)
+            gold[a], gold[b] = q.score1, q.score2
+            trip.append((q.context_id, a, b))
         try:
             scores["spearman"] = within_context_spearman(trip, np.asarray(p)[keep], gold,
                                                          n_boot=n_boot, seed=seed)

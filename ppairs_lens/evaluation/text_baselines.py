@@ -125,8 +125,8 @@ def _choose_C(X: Features, t: np.ndarray, groups: np.ndarray, antisymmetric: boo
         folds = [(np.flatnonzero(f != j), np.flatnonzero(f == j)) for j in range(k)]
     else:
         cv = StratifiedGroupKFold(k, shuffle=True, random_state=seed)
-        folds = [(a, b) for a, b in cv.split(X, t, groups)
-                 if len(set(t[a])) == 2]        # a one-class fold fits nothing
+        folds = list(cv.split(X, t, groups))
+    folds = [(a, b) for a, b in folds if len(set(t[a])) == 2]  # a one-class fold fits nothing
     if not folds:
         return 1.0, float("nan"), 0
     correct = np.zeros(len(C_GRID))

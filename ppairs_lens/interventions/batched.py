@@ -37,7 +37,8 @@ from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
 from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import Hook, Preset, check_hook_names, hook_points
 
-__all__ = ["batched_rejection_hooks", "judge_under_directions", "unit_rows"]
+__all__ = ["batched_rejection_hooks", "judge_under_branches", "judge_under_directions",
+           "logodds_per_branch", "unit_rows"]
 
 
 def unit_rows(directions: Float[Tensor, "D d_model"]) -> Float[Tensor, "D d_model"]:
@@ -92,14 +93,6 @@ def logodds_per_branch(bridge, pairs, rows: Tensor, make_hooks: Callable[[Tensor
     return np.concatenate(out, axis=1)
 
 
-def _logit_differences(bridge, pairs, directions, preset, settings, chunk: int
-                       ) -> Float[np.ndarray, "pair D"]:
-    """logit(choice 1) - logit(choice 2) per pair, read-out token ablated along each row."""
-    return logodds_per_branch(bridge, pairs, directions,
-                              lambda b: batched_rejection_hooks(bridge, b, preset), settings,
-                              chunk)
-
-
 @torch.inference_mode()
 def judge_under_directions(
     bridge, dataset: Dataset, template: Template | None, directions: Float[Tensor, "D d_model"],
@@ -117,13 +110,26 @@ def judge_under_directions(
     ``directions_per_pass``: directions per :func:`run_branches` call (None: all at once).
     """
     r = unit_rows(directions)
-    chunk = int(directions_per_pass or r.shape[0])
+    return judge_under_branches(bridge, dataset, template, r,
+                                lambda b: batched_rejection_hooks(bridge, b, preset),
+                                settings=settings, per_pass=directions_per_pass)
+
+
+@torch.inference_mode()
+def judge_under_branches(bridge, dataset: Dataset, template: Template | None, rows: Tensor,
+                         make_hooks: Callable[[Tensor], list], *,
+                         settings: HarvestSettings = HarvestSettings(),
+                         per_pass: int | None = None) -> dict[str, np.ndarray | None]:
+    """The calibrated judge of :func:`judge_under_directions` with any per-branch intervention:
+    ``rows[j]`` (axis 0: one per branch) treated by ``make_hooks(block)`` at branch ``j``, the
+    same rows in both item orders (a rejection, an erasure: sign-free)."""
+    chunk = int(per_pass or rows.shape[0])
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
     n = len(pairs)
     calibrate = dataset.kind == "comparison"
     if calibrate:
         pairs = pairs + build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
-    ld = _logit_differences(bridge, pairs, r, preset, settings, chunk)
+    ld = logodds_per_branch(bridge, pairs, rows, make_hooks, settings, chunk)
     if not calibrate:
         return {"z": ld, "ld_original": ld, "ld_swapped": None}
     ld_o, ld_s = ld[:n], ld[n:]

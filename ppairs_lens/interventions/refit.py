@@ -43,7 +43,7 @@ def refit_rows(bridge, store: ActivationStore, train_ds: Dataset, test_ds: Datas
     """Rows ``{dataset, condition, mode, probe_kind, layer, hook, metric, value, lo, hi,
     delta_vs_clean, n_train, n_test, hooks}``; ``probes`` were fitted on the clean train
     split at ``readouts``; ``conditions`` must include the clean one (``None``) first."""
-    name = store.meta["dataset"]
+    name = store.meta.dataset
     train_ds = replace(train_ds, records=[r for r, lab in zip(train_ds.records,
                                                               train_ds.labels()) if lab != TIE])
     both = replace(train_ds, records=train_ds.records + test_ds.records)
@@ -51,7 +51,7 @@ def refit_rows(bridge, store: ActivationStore, train_ds: Dataset, test_ds: Datas
     n_tr = len(train_ds)
     y_tr, y_te = np.asarray(train_ds.labels()), np.asarray(test_ds.labels())
     groups = list(test_ds.context_ids())
-    row_of = {p["pair_id"]: i for i, p in enumerate(store.pairs())}
+    row_of = {p.pair_id: i for i, p in enumerate(store.pairs())}
     clean = store.load(list(readouts))[[row_of[r.pair_id] for r in both.records]]
     boot = dict(n_boot=n_boot, seed=seed)
     ref: dict[tuple, float] = {}

@@ -14,11 +14,13 @@ COLORS = {
     "supervised": "#1f77b4",
     "pca": "#d62728",
     "mass_mean": "#2ca02c",
+    "ccs": "#ff7f0e",
     "zero_shot": "#7f7f7f",
     "random": "#bcbd22",
 }
 LABELS = {"supervised": "supervised (logistic)", "pca": "unsupervised (PCA)",
-          "mass_mean": "mass-mean", "zero_shot": "zero-shot prompt (calibrated)",
+          "mass_mean": "mass-mean", "ccs": "CCS (label-free)",
+          "zero_shot": "zero-shot prompt (calibrated)",
           "few_shot": "few-shot prompt (calibrated)", "memorisation": "memorisation (no model)",
           "surface": "surface: length (no model)"}
 

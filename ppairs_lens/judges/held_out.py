@@ -36,17 +36,17 @@ def held_out_datasets(store: ActivationStore, dataset: Dataset, *, test_size: fl
                       split_by: str, seed: int) -> tuple[Dataset, Dataset, str]:
     """``(train, test, split_used)``: ``dataset``'s records on each side of the store's split
     (ties dropped, as every analysis drops them)."""
-    pairs = [p for p in store.pairs() if p["label"] != TIE]
+    pairs = [p for p in store.pairs() if p.label != TIE]
     train, test, used = split_pairs(pairs, test_size=test_size, split_by=split_by, seed=seed)
     by_id = {r.pair_id: r for r in dataset.records}
-    missing = [p["pair_id"] for p in pairs if p["pair_id"] not in by_id]
+    missing = [p.pair_id for p in pairs if p.pair_id not in by_id]
     if missing:
         raise DataError(f"{dataset.name}: {len(missing)} store pairs are not in the dataset "
                         f"(e.g. {missing[0]!r}); was the store harvested from it?")
 
     def side(idx: np.ndarray, name: str) -> Dataset:
         return replace(dataset, name=f"{dataset.name}:{name}",
-                       records=[by_id[pairs[i]["pair_id"]] for i in idx])
+                       records=[by_id[pairs[i].pair_id] for i in idx])
 
     return side(train, "train"), side(test, "test"), used
 

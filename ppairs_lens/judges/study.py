@@ -82,7 +82,7 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
         train, test, used = held_out_datasets(store, ds, test_size=settings.test_size,
                                               split_by=settings.split_by, seed=settings.seed)
         train_sub = subsample_by_context(train, settings.train_pairs, settings.seed)
-        parts.append((store.meta["dataset"], template, train, train_sub, test, used))
+        parts.append((store.meta.dataset, template, train, train_sub, test, used))
         for side in (test, swapped_dataset(test), train_sub, swapped_dataset(train_sub)):
             ps = build_contrast_pairs(bridge.tokenizer, side, template)
             sides.append(len(ps))

@@ -87,10 +87,9 @@ def _version() -> str:
 def metadata_from_store(store) -> dict[str, Any]:
     """The fields a store fixes (model, template and dataset fingerprints, d_model), as
     keyword arguments for :func:`save_probe` / :func:`save_sweep` / :func:`save_direction`."""
-    m = store.meta
-    return {"model": m.get("model"), "template_hash": m.get("template_hash"),
-            "dataset": m.get("dataset"), "dataset_fingerprint": m.get("dataset_fingerprint"),
-            "d_model": int(m["d_model"]) if "d_model" in m else None}
+    m = store.meta  # an activations.store_meta.StoreMeta (probes sit below activations)
+    return {"model": m.model, "template_hash": m.template_hash, "dataset": m.dataset,
+            "dataset_fingerprint": m.dataset_fingerprint, "d_model": int(m.d_model)}
 
 
 def check_metadata(meta: ProbeMetadata, path: str | Path = "", **expected: Any) -> None:

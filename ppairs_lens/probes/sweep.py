@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
 from ppairs_lens.probes.principal import top_principal_direction
 from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
-__all__ = ["SweepProbes", "fit_sweep"]
+__all__ = ["SweepProbes", "fit_sweep", "with_kinds_at"]
 
 
 @dataclass
@@ -183,6 +183,39 @@ class SweepProbes:
         if kind in self.sign_confidence:
             probe.sign_confidence_ = float(self.sign_confidence[kind][layer])
         return probe
+
+
+def with_kinds_at(sweep: SweepProbes, part: SweepProbes, index: int) -> SweepProbes:
+    """``sweep`` plus ``part``'s kinds, fitted at read-out ``index`` only.
+
+    ``part`` is a one-read-out sweep fitted on the same training pairs at ``index`` (e.g. CCS,
+    too slow to fit at every read-out); at every other read-out its kinds are NaN and marked
+    ``degenerate`` (not fitted there: not usable)."""
+    if part.n_layers != 1 or part.d_model != sweep.d_model or part.n_train != sweep.n_train:
+        raise ProbeError(f"with_kinds_at takes a one-read-out sweep of the same {sweep.n_train} "
+                         f"training pairs and d_model={sweep.d_model}, got {part.n_layers} "
+                         f"read-outs, {part.n_train} pairs, d_model={part.d_model}")
+    if not torch.allclose(part.mu_pos[0], sweep.mu_pos[index]):
+        raise ProbeError(f"the added kinds were fitted on other activations than read-out "
+                         f"{index} of the sweep (their side means differ)")
+    new = [k for k in part.kinds if k not in sweep.kinds]
+    n = sweep.n_layers
+
+    def spread(t: Tensor, fill) -> Tensor:
+        out = torch.full((n, *t.shape[1:]), fill, dtype=t.dtype)
+        out[index] = t[0]
+        return out
+
+    conf = {k: spread(part.sign_confidence[k], float("nan")) for k in new
+            if k in part.sign_confidence}
+    return replace(
+        sweep, kinds=(*sweep.kinds, *new),
+        directions={**sweep.directions,
+                    **{k: spread(part.directions[k], float("nan")) for k in new}},
+        scales={**sweep.scales, **{k: spread(part.scales[k], float("nan")) for k in new}},
+        intercepts={**sweep.intercepts, **{k: spread(part.intercepts[k], 0.0) for k in new}},
+        degenerate={**sweep.degenerate, **{k: spread(part.degenerate[k], True) for k in new}},
+        sign_confidence={**sweep.sign_confidence, **conf})
 
 
 def _check_sweep_acts(acts: Any) -> Float[Tensor, "n 2 layer d"]:

@@ -1,0 +1,99 @@
+"""What a store keeps per pair besides its activations: one :class:`PairInfo` per line of
+``pairs.jsonl``.
+
+Analyses read these without the model: splits need the ids and leak groups, the no-model
+baselines the item ids and text lengths, a rank correlation the gold scores. The record is
+typed so that a reader writes ``p.group_id``, not ``p["group_id"]``, and a misspelt field
+fails where it is written rather than as a ``KeyError`` deep in an analysis.
+
+The JSON keys stay exactly those the harvest has always written, so every existing store
+(and its fingerprint, a digest of ``pairs.jsonl``'s bytes) stays valid:
+
+* a comparison: ``pair_id, label, context_id, group_id, item1_id, item2_id, score1, score2,
+  len1, len2``; a statement has no item or score keys, and ``len2`` null;
+* stores harvested before leak groups and lengths existed lack ``group_id`` and
+  ``len1``/``len2``: those fields read as None, and are left out again when written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ppairs_lens.data.records import Comparison, Dataset
+
+__all__ = ["PairInfo", "pair_info"]
+
+#: The keys only a comparison's line carries (a statement has no items).
+_ITEM_KEYS = ("item1_id", "item2_id", "score1", "score2")
+
+
+@dataclass(frozen=True)
+class PairInfo:
+    """One pair of a store, as ``pairs.jsonl`` holds it."""
+
+    # Identity and target: which record this is (the dataset's ``pair_id``, checked against
+    # the records when an analysis re-runs the model) and its label (1, 2, or 0 for a tie).
+    pair_id: str
+    label: int
+    # Leak units: pairs sharing a context share a prompt prefix; pairs sharing a group stay on
+    # one side of every split. ``group_id`` is None in stores older than leak groups (splits
+    # fall back to the context then: :func:`ppairs_lens.evaluation.store_split.pair_groups`).
+    context_id: str | None = None
+    group_id: str | None = None
+    # The two items (comparisons only; None for statements and for unnamed items): ids the
+    # memorisation baseline and a split by item key on, gold scores for rank correlations.
+    item1_id: str | None = None
+    item2_id: str | None = None
+    score1: float | None = None
+    score2: float | None = None
+    # Character lengths of the two items (a statement's length and None), for the surface
+    # baseline; both None in stores older than them.
+    len1: int | None = None
+    len2: int | None = None
+    # Not a JSON key: it says whether the line carries the item keys (a statement's does not).
+    kind: Literal["comparison", "statement"] = "comparison"
+
+    @property
+    def group(self) -> str:
+        """The leak group a split keeps whole: ``group_id``, else the context (old stores),
+        else the pair itself."""
+        if self.group_id is not None:
+            return self.group_id
+        return self.context_id if self.context_id is not None else self.pair_id
+
+    def to_json(self) -> dict[str, Any]:
+        """The line's keys, in the order the harvest writes them (see the module's doc)."""
+        out: dict[str, Any] = {"pair_id": self.pair_id, "label": self.label,
+                               "context_id": self.context_id}
+        if self.group_id is not None:
+            out["group_id"] = self.group_id
+        if self.kind == "comparison":
+            out.update({k: getattr(self, k) for k in _ITEM_KEYS})
+        if self.len1 is not None:
+            out.update(len1=self.len1, len2=self.len2)
+        return out
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> PairInfo:
+        """A line of ``pairs.jsonl`` (any age); a line with item keys is a comparison."""
+        known = {k: row[k] for k in ("pair_id", "label", "context_id", "group_id",
+                                     *_ITEM_KEYS, "len1", "len2") if k in row}
+        return cls(**known, kind="comparison" if "item1_id" in row else "statement")
+
+
+def pair_info(dataset: Dataset) -> list[PairInfo]:
+    """What analyses need per pair without the model: ids, label, context, leak group
+    (``group_id``, which splits keep on one side), gold scores, and the character lengths of
+    the two items (``len1``/``len2``; a statement's length and None) for surface baselines."""
+    labels, contexts, groups = dataset.labels(), dataset.context_ids(), dataset.group_ids()
+    info = []
+    for rec, label, ctx, group in zip(dataset.records, labels, contexts, groups):
+        if isinstance(rec, Comparison):
+            info.append(PairInfo(rec.pair_id, label, ctx, group, rec.item1_id, rec.item2_id,
+                                 rec.score1, rec.score2, len(rec.item1), len(rec.item2)))
+        else:
+            info.append(PairInfo(rec.pair_id, label, ctx, group, len1=len(rec.statement),
+                                 kind="statement"))
+    return info

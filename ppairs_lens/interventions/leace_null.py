@@ -1,0 +1,163 @@
+"""LEACE against its matching null: the same eraser fitted on permuted labels.
+
+A rejected probe direction is compared with random and variance-matched directions
+(:mod:`ppairs_lens.interventions.direction_table`). The matching null of a LEACE eraser
+(:func:`ppairs_lens.interventions.leace.fit_leace`: a rank-1 oblique erasure, whitened by the
+contrast covariance) is LEACE fitted on the *same* features with the labels permuted: the same
+kind of erasure, in the same covariance geometry, of a concept that is the labels only by
+chance. :func:`permuted_erasers` draws ``K`` of them (seeded permutations).
+
+:func:`judge_under_erasers` runs the calibrated judge with each eraser applied at the read-out
+token only, at every hook point of a preset, all erasers in one pass, as the batched rejection
+does (branch ``j`` of the read-out token gets eraser ``j``; ``None``, the identity, is the
+unablated baseline in the same pass). :func:`eraser_null_test` compares the real eraser's
+change of any log-odds (the judge's, a probe's) with the permuted erasers', as the ablation
+compares a probe direction with its nulls (:mod:`ppairs_lens.evaluation.null_test`): effect
+= mean ``|Δz|``, its rank and permutation p-value ``(1 + #{null >= real}) / (1 + K)`` (so its
+resolution is ``1 / (K + 1)``), Δaccuracy and Δlog-odds margin with paired CIs over leak groups
+(:func:`ppairs_lens.evaluation.judge_change.judge_change`, the one bootstrap), and the verdict
+"the erasure changes the judgement more than the null"
+(:func:`ppairs_lens.evaluation.verdicts.ablation_changes_verdict`). :func:`leace_null_study`
+is all of it for one store split and dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.prompts import Template
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.errors import DirectionError
+from ppairs_lens.evaluation.judge_change import judge_change
+from ppairs_lens.evaluation.null_test import direction_effects, null_test, sign_accuracy
+from ppairs_lens.evaluation.verdicts import ablation_changes_verdict
+from ppairs_lens.interventions.batched import judge_under_branches
+from ppairs_lens.interventions.leace import fit_leace
+from ppairs_lens.models.backend import resolve_hooks
+from ppairs_lens.models.hook_points import PRESETS, Hook, Preset, check_hook_names, hook_points
+
+__all__ = ["batched_eraser_hooks", "eraser_null_test", "eraser_rows", "judge_under_erasers",
+           "leace_null_study", "permuted_erasers"]
+
+
+def permuted_erasers(acts: Float[Tensor, "n 2 d"], labels: Any, n_perm: int, seed: int = 0
+                     ) -> list:
+    """``n_perm`` LEACE erasers fitted on ``acts`` (one layer, ``[n, 2, d]``) with the labels
+    permuted (seeded; the class counts stay those of ``labels``)."""
+    if n_perm < 1:
+        raise DirectionError(f"n_perm must be at least 1, got {n_perm}")
+    y = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    return [fit_leace(acts, y[rng.permutation(len(y))]) for _ in range(n_perm)]
+
+
+def eraser_rows(erasers: Sequence, d: int) -> Float[Tensor, "D 3 d"]:
+    """Each rank-1 eraser ``x -> x - ((x - b) . v) u`` as a row ``(u, v, b)`` (float32 or
+    wider); ``None`` is the identity (zeros). A concept of more than one dimension is refused."""
+    rows = torch.zeros(len(erasers), 3, d, dtype=torch.float64)
+    for j, e in enumerate(erasers):
+        if e is None:
+            continue
+        left, right = e.proj_left, e.proj_right       # [d, k], [k, d]
+        if left.shape != (d, 1) or right.shape != (1, d):
+            raise DirectionError(f"eraser {j}: a rank-1 LEACE eraser of dimension {d} was "
+                                 f"expected, got projections {tuple(left.shape)} and "
+                                 f"{tuple(right.shape)} (labels of more than two classes?)")
+        rows[j, 0], rows[j, 1] = left[:, 0].double(), right[0].double()
+        if e.bias is not None:
+            rows[j, 2] = e.bias.double()
+    return rows
+
+
+def _position_hook(rows: Tensor, name: str) -> Callable:
+    def hook(x: Float[Tensor, "batch pos d_model"], hook=None) -> Tensor:
+        if x.ndim != 3 or x.shape[1:] != (rows.shape[0], rows.shape[2]):
+            raise DirectionError(f"batched erasure at {name}: expected [batch, {rows.shape[0]}, "
+                                 f"{rows.shape[2]}] (one position per eraser), got "
+                                 f"{tuple(x.shape)}")
+        work = torch.promote_types(x.dtype, torch.float32)
+        u, v, b = rows.to(device=x.device, dtype=work).unbind(1)
+        xw = x.to(work)
+        return (xw - ((xw - b) * v).sum(-1, keepdim=True) * u).to(x.dtype)
+
+    return hook
+
+
+def batched_eraser_hooks(bridge, rows: Float[Tensor, "D 3 d"],
+                         preset: Preset | Sequence[str] = "paper") -> list[Hook]:
+    """Hooks applying eraser row ``j`` (:func:`eraser_rows`) at branch position ``j`` at every
+    hook point of ``preset`` (a preset, hook names or one name): ``final_hooks`` of a branch
+    pass, as the batched rejection's."""
+    if rows.shape[-1] != bridge.cfg.d_model:
+        raise DirectionError(f"erasers have dimension {rows.shape[-1]}, the model's d_model is "
+                             f"{bridge.cfg.d_model}")
+    points = [preset] if isinstance(preset, str) and preset not in PRESETS else preset
+    names = hook_points(points, bridge.cfg.n_layers)
+    check_hook_names(bridge, names)
+    return resolve_hooks(bridge, [(n, _position_hook(rows, n)) for n in names])
+
+
+def judge_under_erasers(bridge, dataset: Dataset, template: Template | None, erasers: Sequence,
+                        preset: Preset | Sequence[str] = "paper", *,
+                        settings: HarvestSettings = HarvestSettings(),
+                        per_pass: int | None = None) -> dict[str, np.ndarray | None]:
+    """``{"z", "ld_original", "ld_swapped"}`` per record and eraser (``[record, D]``), each
+    eraser at the read-out token only at every hook point of ``preset``; ``None`` in
+    ``erasers`` is the unablated judge (as :func:`ppairs_lens.interventions.batched.
+    judge_under_directions`)."""
+    rows = eraser_rows(erasers, bridge.cfg.d_model)
+    return judge_under_branches(bridge, dataset, template, rows,
+                                lambda blk: batched_eraser_hooks(bridge, blk, preset),
+                                settings=settings, per_pass=per_pass)
+
+
+def eraser_null_test(z: Float[np.ndarray, "n D"], y: Float[np.ndarray, "n"],
+                     groups: Sequence[Hashable], *, n_boot: int, seed: int = 0,
+                     tol: float = 0.0, alpha: float = 0.05) -> dict[str, Any]:
+    """The real eraser against the permuted-label ones, in log-odds (module doc).
+
+    ``z``: columns baseline (no erasure), the real eraser, then the ``K`` permuted erasers;
+    ``y``: 1 where item 1 is gold, else 0; ``groups``: leak groups of the records."""
+    z = np.asarray(z, dtype=float)
+    if z.ndim != 2 or z.shape[1] < 3:
+        raise ValueError(f"z must be [n, 2 + K] (baseline, real, K >= 1 nulls), got {z.shape}")
+    eff, margin = direction_effects(z[:, 0], z, y)
+    acc = np.array([sign_accuracy(z[:, j], y, tol) for j in range(z.shape[1])])
+    t = null_test(eff[1], eff[2:])
+    null_eff, null_acc = eff[2:], acc[2:] - acc[0]
+    return {"effect": float(eff[1]), "margin": float(margin[1]),
+            "accuracy": float(acc[1]), "accuracy_delta": float(acc[1] - acc[0]),
+            "null_effect_median": float(np.median(null_eff)),
+            "null_effect_p95": float(np.quantile(null_eff, 0.95)),
+            "null_margin_median": float(np.median(margin[2:])),
+            "null_accuracy_delta_median": float(np.median(null_acc)),
+            "rank": t["rank"], "n_null": t["n_null"], "p": t["p"],
+            "p_resolution": 1.0 / (t["n_null"] + 1),
+            **judge_change(y, z[:, 0], z[:, 1], groups, n_boot=n_boot, seed=seed, tol=tol),
+            "verdict": ablation_changes_verdict([t["p"]], t["n_null"], alpha,
+                                                ["LEACE"]).as_dict()}
+
+
+def leace_null_study(bridge, dataset: Dataset, template: Template | None,
+                     acts_train: Float[Tensor, "n 2 d"], labels_train: Any, *,
+                     preset: Preset | Sequence[str] = "paper", n_perm: int = 39, seed: int = 0,
+                     n_boot: int, tol: float = 0.0,
+                     settings: HarvestSettings = HarvestSettings()) -> dict[str, Any]:
+    """LEACE fitted on one read-out's training pairs, and ``n_perm`` permuted-label erasers,
+    each applied while the judge answers ``dataset`` (its held-out records): the judge's
+    change under the real eraser against the permuted ones (:func:`eraser_null_test`), with
+    ``z`` (``[record, 2 + n_perm]``) for further use. ``n_perm=39``: the smallest p, 1/40,
+    is below the verdict's 0.05 (with 19 it could only equal it)."""
+    erasers = [None, fit_leace(acts_train, labels_train),
+               *permuted_erasers(acts_train, labels_train, n_perm, seed)]
+    out = judge_under_erasers(bridge, dataset, template, erasers, preset, settings=settings)
+    y = (np.asarray(dataset.labels()) == 1).astype(int)
+    return {**eraser_null_test(out["z"], y, list(dataset.group_ids()), n_boot=n_boot,
+                               seed=seed, tol=tol), "z": out["z"]}
