@@ -21,9 +21,13 @@ All methods see the same ``max_train`` training comparisons (a seeded subset of 
 side when there are more).
 
 The label curve (``finetuning_curve.csv``, ``finetuning_curve.png``) repeats the probe, LoRA
-and full finetuning with 25, 50, 100, ... training labels (each size a seeded subset, for each
-seed of ``curve_seeds``), all scored on the same test pairs, with CIs over leak groups of the
-accuracy averaged over seeds: where, if anywhere, finetuning overtakes the probe.
+and full finetuning with 25, 50, 100, ... training labels, all scored on the same test pairs,
+with CIs over leak groups of the accuracy averaged over seeds: where, if anywhere, finetuning
+overtakes the probe. Label sets are nested: size ``n`` is the first ``n`` pairs of a seeded
+order per seed (:func:`nested_order`, each prefix stratified). A finetuned judge is trained
+once per (method, seed) through that order and read after each size
+(:func:`ppairs_lens.finetuning.judge.finetune_curve`): exactly the judge a run on those ``n``
+alone gives. The main comparison is seed ``seed``'s point at ``max_train``.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from ppairs_lens.evaluation.store_split import held_out_ci_counts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
 from ppairs_lens.finetuning.cost import Cost, measure
-from ppairs_lens.finetuning.judge import finetune_judge
+from ppairs_lens.finetuning.judge import finetune_curve
 from ppairs_lens.finetuning.train import FinetuneConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.judges.held_out import held_out_datasets
@@ -58,7 +62,7 @@ from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["FinetuningConfig", "METHODS", "run_finetuning", "cli"]
+__all__ = ["FinetuningConfig", "METHODS", "nested_order", "run_finetuning", "cli"]
 
 #: Every judge of the comparison, in table order.
 METHODS: tuple[str, ...] = ("supervised", "pca", "lora", "full", "zero_shot")
@@ -73,16 +77,18 @@ class FinetuningConfig:
     ``max_train``: training comparisons every method gets (None: the whole training side);
     ``max_test``: test pairs every judge answers (a seeded subset of the store's held-out
     pairs, the same for all; None: all of them);
-    ``curve_sizes``: label counts of the curve (those above the training side are dropped),
-    each drawn for every seed of ``curve_seeds``; ``curve_methods``: who is trained at each.
+    ``curve_sizes``: label counts of the curve (sizes above the training side stand for all
+    of it), nested, for every seed of ``curve_seeds``; ``curve_sizes_full``: full
+    finetuning's (None: ``curve_sizes``), as its steps cost more where memory is slow;
+    ``curve_methods``: who is trained at each.
     The default is small: on the embedded 135M model (Story Cloze prompts, ~150 tokens, a
-    2-core CPU shared with other jobs) a training example cost 5.5 CPU-seconds with LoRA and
-    3.3 with full finetuning (forward and backward), and harvest + fit of 8 probe pairs 22;
-    8 training comparisons and 10 test pairs took 261 CPU-seconds for all five methods. So
-    the default (8 comparisons, 16 test pairs, a curve at 4 and 8) is a few CPU-minutes per
-    dataset, and its CIs are wide; :meth:`quick` is smaller still. On a GPU raise
-    ``max_train``, ``max_test`` and
-    ``curve_sizes`` (e.g. 25, 50, 100, 200, 400).
+    2-core CPU shared with other jobs) a training example cost 1-2 CPU-seconds and a test
+    read of 20 pairs a few. Each (method, seed) is trained once through nested label sets, a
+    point per size (:func:`ppairs_lens.finetuning.judge.finetune_curve`), and the two orders of
+    a comparison share their prompt prefix, so the curve costs about one run on its largest
+    size. The main job's demo runs LoRA to 16 labels and full finetuning to 8
+    (``curve_sizes_full``); :meth:`quick` is smaller still. On a GPU raise ``max_train``,
+    ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200, 400).
     """
 
     test_size: float = 0.3
@@ -94,6 +100,7 @@ class FinetuningConfig:
     lora: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(method="lora"))
     full: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(method="full"))
     curve_sizes: tuple[int, ...] = (4, 8)
+    curve_sizes_full: tuple[int, ...] | None = None
     curve_seeds: tuple[int, ...] = (0,)
     curve_methods: tuple[str, ...] = ("supervised", "lora", "full")
     layer: int | str = "val"
@@ -118,6 +125,12 @@ class FinetuningConfig:
     def tuning(self, method: str, seed: int) -> FinetuneConfig:
         return replace(self.lora if method == "lora" else self.full, seed=seed)
 
+    def sizes_of(self, method: str) -> tuple[int, ...]:
+        """The curve sizes ``method`` is scored at."""
+        if method == "full" and self.curve_sizes_full is not None:
+            return self.curve_sizes_full
+        return self.curve_sizes
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -129,18 +142,26 @@ class Scored:
     extra: dict
 
 
-def subset(labels: np.ndarray, size: int | None, seed: int) -> np.ndarray:
-    """Sorted positions of a seeded draw of ``size`` training pairs (all: None), stratified
-    by label (each class in its share, at least 2 of each where there are)."""
+def nested_order(labels: np.ndarray, sizes, seed: int) -> np.ndarray:
+    """A seeded order of the training pairs whose first ``n`` are a stratified draw for every
+    ``n`` in ``sizes`` (each class in its share, at least 2 of each where there are; each size
+    keeps the smaller sizes' pairs); ties and the rest come last, each block sorted."""
     y = np.asarray(labels)
-    n = len(y)
-    if size is None or size >= n:
-        return np.arange(n)
     rng = np.random.default_rng(seed)
-    ones, twos = (rng.permutation(np.flatnonzero(y == c)) for c in (1, 2))
-    k1 = int(round(size * len(ones) / n))
-    k1 = min(max(k1, min(2, len(ones)), size - len(twos)), len(ones), size - min(2, len(twos)))
-    return np.sort(np.concatenate([ones[:k1], twos[:size - k1]]))
+    pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in (1, 2)}
+    n12 = len(pools[1]) + len(pools[2])
+    taken = {1: 0, 2: 0}
+    out: list[np.ndarray] = []
+    for size in sorted({min(int(n), n12) for n in sizes if int(n) > 0}):
+        k1 = int(round(size * len(pools[1]) / max(n12, 1)))
+        k1 = min(max(k1, min(2, len(pools[1])), size - len(pools[2])), len(pools[1]),
+                 size - min(2, len(pools[2])))
+        k1 = min(max(k1, taken[1]), size - taken[2])
+        k = {1: k1, 2: size - k1}
+        out.append(np.sort(np.concatenate([pools[c][taken[c]:k[c]] for c in (1, 2)])))
+        taken = k
+    rest = np.setdiff1d(np.arange(len(y)), np.concatenate(out) if out else [])
+    return np.concatenate([*out, np.sort(rest)]).astype(int)
 
 
 def _sub_split(sp: StoreSplit, idx: np.ndarray) -> StoreSplit:
@@ -181,24 +202,23 @@ def probe_answers(sp: StoreSplit, kind: str, cfg: FinetuningConfig, seed: int,
                                        "layer_rule": choice.selected_by})
 
 
-def tuned_answers(bridge, train: Dataset, test: Dataset, method: str, cfg: FinetuningConfig,
-                  seed: int, template) -> Scored:
-    """LoRA or full finetuning on ``train``, then the finetuned judge's P(item 1) on ``test``
-    (the trained copy is dropped afterwards)."""
-    judge = finetune_judge(bridge, train, template, cfg.tuning(method, seed))
-    p = judge.zero_shot(test, template).p
-    out = Scored(p, judge.cost, judge.trainable_params, judge.summary())
-    del judge
+def tuned_curve(bridge, train: Dataset, test: Dataset, method: str, sizes: list[int],
+                cfg: FinetuningConfig, seed: int, template) -> dict[int, Scored]:
+    """LoRA or full finetuning through ``train``'s records in order (nested), the finetuned
+    judge's P(item 1) on ``test`` after the first ``n`` of them for each of ``sizes``."""
+    tune = cfg.tuning(method, seed)
+    points = finetune_curve(bridge, train, test, sizes, template, tune)
+    out = {pt.n_train: Scored(pt.result.p, pt.cost, pt.trainable_params, pt.summary(tune))
+           for pt in points}
     gc.collect()
     return out
 
 
-def answers(bridge, sp: StoreSplit, train: Dataset, test: Dataset, method: str,
-            cfg: FinetuningConfig, seed: int, template, harvest: Cost | None = None) -> Scored:
+def answers(sp: StoreSplit, bridge, test: Dataset, method: str, cfg: FinetuningConfig,
+            seed: int, template, harvest: Cost | None = None) -> Scored:
+    """A probe's or the zero-shot judge's answers (finetuned judges: :func:`tuned_curve`)."""
     if method in PROBES:
         return probe_answers(sp, method, cfg, seed, harvest)
-    if method in TUNED:
-        return tuned_answers(bridge, train, test, method, cfg, seed, template)
     res = zero_shot(bridge, test, template)
     return Scored(res.p, Cost(0.0, 0.0, "none", 0.0), 0, {})
 
@@ -209,8 +229,8 @@ def _prepare(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningCo
     sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
     train, test, _ = held_out_datasets(store, dataset, test_size=cfg.test_size,
                                        split_by=cfg.split_by, seed=cfg.seed)
-    if ([r.pair_id for r in train.records] != [p["pair_id"] for p in sp.pairs_train]
-            or [r.pair_id for r in test.records] != [p["pair_id"] for p in sp.pairs_test]):
+    if ([r.pair_id for r in train.records] != [p.pair_id for p in sp.pairs_train]
+            or [r.pair_id for r in test.records] != [p.pair_id for p in sp.pairs_test]):
         raise PPairsError(f"{dataset.name}: the dataset's split differs from the store's")
     if cfg.max_test is not None and cfg.max_test < len(test.records):
         keep = np.sort(np.random.default_rng(cfg.seed).permutation(len(test.records))
@@ -234,20 +254,39 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
     y = sp.labels_test
     n_all = len(train.records)
     cache: dict[tuple[str, int, int], Scored] = {}
+    n_main = min(cfg.max_train or n_all, n_all)
+    sizes = sorted({min(n, n_all) for n in cfg.curve_sizes})
+    orders = {}
+
+    def order(seed: int) -> np.ndarray:
+        if seed not in orders:
+            every = {n_main, *sizes, *(min(n, n_all) for n in cfg.sizes_of("full"))}
+            orders[seed] = nested_order(sp.labels_train, every, seed)
+        return orders[seed]
 
     def run(method: str, size: int, seed: int, harvest: Cost | None = None) -> Scored:
         key = (method, size, seed)
-        if key not in cache:
-            sub_sp, sub_train = _take(sp, train, subset(sp.labels_train, size, seed))
-            cache[key] = answers(bridge, sub_sp, sub_train, test, method, cfg, seed, template,
-                                 harvest)
+        if key in cache:
+            return cache[key]
+        if method in TUNED:  # the whole curve of (method, seed) in one run
+            want = {size} | ({min(n, n_all) for n in cfg.sizes_of(method)}
+                             if method in cfg.curve_methods and seed in cfg.curve_seeds
+                             else set())
+            if seed == cfg.seed and method in cfg.methods:
+                want.add(n_main)
+            top = max(want)
+            _, sub_train = _take(sp, train, order(seed)[:top])
+            for n, sc in tuned_curve(bridge, sub_train, test, method, sorted(want), cfg, seed,
+                                     template).items():
+                cache[(method, n, seed)] = sc
+            return cache[key]
+        sub_sp, _ = _take(sp, train, order(seed)[:size])
+        cache[key] = answers(sub_sp, bridge, test, method, cfg, seed, template, harvest)
         return cache[key]
 
-    n_main = min(cfg.max_train or n_all, n_all)
     harvest = None
     if any(m in PROBES for m in cfg.methods):
-        harvest = harvest_cost(bridge, _take(sp, train, subset(sp.labels_train, n_main,
-                                                                cfg.seed))[1], template)
+        harvest = harvest_cost(bridge, _take(sp, train, order(cfg.seed)[:n_main])[1], template)
     main = {m: run(m, n_main, cfg.seed, harvest) for m in cfg.methods}
     rows = []
     for m, s in main.items():
@@ -270,22 +309,20 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
                    loss_first=s.extra.get("loss_first"), loss_last=s.extra.get("loss_last"),
                    split_used=sp.split_used, ci_unit=unit)
         rows.append(row)
-    sizes = sorted({min(n, n_all) for n in cfg.curve_sizes if n <= n_all} | (
-        {n_all} if any(n > n_all for n in cfg.curve_sizes) else set()))
-    curve = curve_rows(dataset.name, sizes, cfg, run, y, groups)
+    curve = curve_rows(dataset.name, n_all, cfg, run, y, groups)
     summary = {"split_used": sp.split_used, "ci_unit": unit, "n_train_available": n_all,
                "n_train": n_main, "n_test": len(y),
                "tuned": {m: s.extra for m, s in main.items() if m in TUNED}}
     return rows, curve, summary
 
 
-def curve_rows(name: str, sizes: list[int], cfg: FinetuningConfig, run, y: np.ndarray,
+def curve_rows(name: str, n_all: int, cfg: FinetuningConfig, run, y: np.ndarray,
                groups: list) -> list[dict]:
     """Per (method, size): accuracy of each seed, and the mean over seeds with a CI over
     leak groups (every seed scored on each resample of the test groups)."""
     rows = []
     for m in cfg.curve_methods:
-        for n in sizes:
+        for n in sorted({min(k, n_all) for k in cfg.sizes_of(m)}):
             accs, ps = [], []
             for seed in cfg.curve_seeds:
                 s = run(m, n, seed)

@@ -101,8 +101,12 @@ def plot_curve(curve: list[dict], rows: list[dict], model: str, cfg):
         for ax in list(axes.flat)[len(datasets):]:
             ax.set_visible(False)
         axes.flat[0].legend(fontsize=7, loc="best")
-        caption(fig, f"{model}; each size a seeded subset of the training side "
-                f"(seeds {list(cfg.curve_seeds)}), the same test pairs throughout; line: mean "
-                f"over seeds, band: 95% CI over leak groups ({cfg.n_boot} resamples).")
+        full = ("" if cfg.sizes_of("full") == cfg.curve_sizes or "full" not in cfg.curve_methods
+                else f" Full finetuning at {list(cfg.sizes_of('full'))} labels only (its steps "
+                "cost more).")
+        caption(fig, f"{model}; nested seeded subsets of the training side (seeds "
+                f"{list(cfg.curve_seeds)}; each finetuned judge trained once through them and "
+                f"read after each size), the same test pairs throughout; line: mean over seeds, "
+                f"band: 95% CI over leak groups ({cfg.n_boot} resamples).{full}")
         fig.tight_layout()
     return fig

@@ -105,21 +105,25 @@ class Measure:
         self._c0 = time.process_time()
         return self
 
-    def __exit__(self, exc_type: type | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def elapsed(self) -> Cost:
+        """The cost so far, inside the ``with`` block (a label curve's point)."""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             peak = torch.cuda.max_memory_allocated(self.device)
         elif self._kind == "cpu_rss":
-            self._stop.set()
-            assert self._thread is not None
-            self._thread.join()
             peak = max(self._peak, _rss_bytes() or 0)
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        seconds = time.perf_counter() - self._t0
-        cpu = time.process_time() - self._c0
-        self.cost = Cost(seconds, max(peak - self._start, 0) / MB, self._kind, cpu)
+        return Cost(time.perf_counter() - self._t0, max(peak - self._start, 0) / MB,
+                    self._kind, time.process_time() - self._c0)
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._kind == "cpu_rss":
+            self._stop.set()
+            assert self._thread is not None
+            self._thread.join()
+        self.cost = self.elapsed()
 
 
 def measure(device: str | torch.device = "cpu", interval: float = 0.01) -> Measure:

@@ -11,20 +11,32 @@ The finetuned judge answers the prompted judge's question: its log-odds of the t
 tokens at the prompt's last position, both item orders, swap-calibrated in log-odds
 (:func:`ppairs_lens.judges.zero_shot.zero_shot` on the trained bridge), so any difference to
 the prompted judge is the training and nothing else.
+
+:func:`finetune_curve` trains one copy through nested label sets (blocks,
+:func:`ppairs_lens.finetuning.train.train_model`) and reads the test pairs after each block
+with :func:`read_choices`: the same prompts and the same two choice logits as the prompted
+judge, read from the Hugging Face model directly (both orders of a comparison share their
+prefix; no bridge is booted, LoRA is read unmerged), equal to the bridge's answers up to float
+rounding. Its cost per point is the training alone, up to that block.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import torch
 
 from ppairs_lens.activations.prompts import Template
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.finetuning.cost import Cost, measure
-from ppairs_lens.finetuning.data import choice_examples
+from ppairs_lens.finetuning.data import choice_examples, collate_shared, prompt_examples
 from ppairs_lens.finetuning.train import (
     FinetuneConfig,
     TrainingLog,
+    choice_logits,
     hf_model_copy,
     prepare_model,
     train_model,
@@ -33,7 +45,8 @@ from ppairs_lens.finetuning.train import (
 from ppairs_lens.judges.zero_shot import ZeroShotResult, judge_report, zero_shot
 from ppairs_lens.models.loading import model_name
 
-__all__ = ["FinetunedJudge", "finetune_judge", "pad_token_id"]
+__all__ = ["CurvePoint", "FinetunedJudge", "finetune_curve", "finetune_judge", "pad_token_id",
+           "read_choices"]
 
 
 @dataclass(frozen=True)
@@ -113,3 +126,87 @@ def finetune_judge(bridge, train: Dataset, template: Template | None = None,
     trained.ppairs_model_name = f"{base}+{cfg.method}-seed{cfg.seed}"
     assert m.cost is not None
     return FinetunedJudge(trained, cfg, base, len(train), log, n_trainable, n_total, m.cost)
+
+
+@torch.no_grad()
+def read_choices(model, tokenizer, dataset: Dataset, template: Template | None = None, *,
+                 batch_size: int = 8) -> ZeroShotResult:
+    """The swap-calibrated answers of a Hugging Face ``model`` (a finetuned copy, LoRA merged
+    or not) on ``dataset``: logit(choice 1) - logit(choice 2) after each order's prompt, as
+    :func:`ppairs_lens.judges.zero_shot.zero_shot` reads them on a bridge. ``batch_size``
+    comparisons a pass (both orders of each, their common prefix once)."""
+    was = model.training
+    model.eval()
+    ex = prompt_examples(tokenizer, dataset, template)
+    dev = next(model.parameters()).device
+    pad = pad_token_id(tokenizer)
+    ld = np.zeros(len(ex))
+    for i in range(0, len(ex), 2 * batch_size):
+        b = collate_shared(ex[i:i + 2 * batch_size], pad, dev)
+        logits = choice_logits(model, b)
+        rows = torch.arange(len(b.targets), device=logits.device)
+        ld[i:i + len(b.targets)] = (logits[rows, b.targets].double()
+                                    - logits[rows, b.wrong].double()).cpu().numpy()
+    model.train(was)
+    return ZeroShotResult.from_logodds(ld[0::2], ld[1::2], len(ex))
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """The finetuned judge after ``n_train`` comparisons of a curve run: its answers on the
+    test set, the training log so far, and the cost of training up to here (copying the
+    weights, adapters, steps; the test reads of earlier points left out)."""
+
+    n_train: int
+    result: ZeroShotResult
+    log: TrainingLog
+    trainable_params: int
+    cost: Cost
+
+    def summary(self, cfg: FinetuneConfig) -> dict:
+        return {"method": cfg.method, "config": cfg, "n_train": self.n_train,
+                "n_examples": self.log.n_examples, "n_steps": self.log.n_steps,
+                "train_seconds": self.log.seconds, "examples_per_s": self.log.examples_per_s,
+                "cpu_seconds_per_example": self.log.cpu_seconds / max(self.log.n_examples, 1),
+                "loss_first": self.log.losses[0], "loss_last": self.log.losses[-1],
+                "trainable_params": self.trainable_params, "seconds": self.cost.seconds,
+                "cpu_seconds": self.cost.cpu_seconds, "peak_mb": self.cost.peak_mb,
+                "memory_kind": self.cost.memory_kind}
+
+
+def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
+                   template: Template | None = None, cfg: FinetuneConfig = FinetuneConfig(),
+                   *, progress: bool = True) -> list[CurvePoint]:
+    """One copy of ``bridge``'s weights trained on ``train``'s comparisons in order, read on
+    ``test`` after the first ``n`` of them for every ``n`` in ``sizes`` (and all of them):
+    each point is the judge a run on those ``n`` alone gives (blocks at ``sizes``,
+    :func:`ppairs_lens.finetuning.train.train_model`). ``train``'s order is the nesting, so
+    draw it seeded and stratified (each prefix a fair subset). ``bridge`` is not changed."""
+    examples = choice_examples(bridge.tokenizer, train, template)
+    # untied comparisons before each record position: a size counts records, blocks count
+    # the comparisons trained on
+    untied = np.cumsum([0] + [r.label != 0 for r in train.records])
+    want = sorted({min(int(n), len(train.records)) for n in sizes} | {len(train.records)})
+    ends = {int(untied[n]): n for n in want if untied[n] > 0}
+    device = next(bridge.original_model.parameters()).device
+    points: list[CurvePoint] = []
+    read_s = [0.0, 0.0]
+    with measure(device) as m:
+        model = prepare_model(hf_model_copy(bridge), cfg)
+        n_trainable = trainable_parameters(model)
+
+        def at_block(n_groups: int, log: TrainingLog) -> None:
+            with measure(device) as r:
+                res = read_choices(model, bridge.tokenizer, test, template)
+            assert r.cost is not None
+            so_far = m.elapsed()
+            cost = Cost(so_far.seconds - read_s[0], so_far.peak_mb, so_far.memory_kind,
+                        so_far.cpu_seconds - read_s[1])
+            read_s[0] += r.cost.seconds
+            read_s[1] += r.cost.cpu_seconds
+            points.append(CurvePoint(ends[n_groups], res, log, n_trainable, cost))
+
+        train_model(model, examples, cfg, pad_token_id(bridge.tokenizer), progress=progress,
+                    desc=f"{cfg.method} {train.name}", blocks=sorted(ends), on_block=at_block)
+    del model
+    return points
