@@ -49,7 +49,6 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.answer_change import (
     BASELINE,
     CONTROL,
@@ -64,18 +63,19 @@ from ppairs_lens.evaluation.null_test import (
     null_test,
     sign_accuracy,
 )
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
 from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.interventions.batched import judge_under_directions
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.directions import choice_unembedding_direction
 from ppairs_lens.interventions.refit import refit_rows
-from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["AblationConfig", "ablate_store", "run_ablation", "replot", "cli"]
+__all__ = ["AblationConfig", "AblationRun", "ablate_store", "run_ablation", "replot", "cli"]
 
 
 @dataclass
@@ -91,11 +91,8 @@ class AblationConfig:
     kinds: tuple[str, ...] = PROBE_KINDS
     n_random: int = 100  # isotropic random unit directions (null 1)
     n_matched: int = 100  # directions from the training contrast covariance (null 2)
-    seed: int = 0
-    n_boot: int = N_BOOT  # resamples of every CI (leak groups)
-    test_size: float = 0.3
+    settings: EvalSettings = EvalSettings()  # seed, n_boot (CIs over leak groups), split
     val_size: float = VAL_SIZE  # share of training groups that choose the read-out
-    split_by: str = "auto"
     C: float = 1.0
     # |z| <= tie_tol is "no answer" (half credit): the float32 round-off of two equal choice
     # logits (SmolLM2's positive control lands within ~2e-5 of 0, its logits being ~40); its
@@ -112,10 +109,17 @@ class AblationConfig:
     max_refit_train: int | None = 120
     refit_random: int = 1  # random directions also re-harvested for the refit (its null)
     token_budget: int | None = None  # None: by device (harvest.default_token_budget)
-    timings: dict[str, float] = field(default_factory=dict)  # filled in: seconds
-    layers_used: dict[str, str] = field(default_factory=dict)  # filled in: read-out and rule
-    splits_used: dict[str, str] = field(default_factory=dict)  # filled in: resolved split
-    model: str = ""  # filled in: the model's name
+
+
+@dataclass
+class AblationRun:
+    """What a run found out (never written into its config): saved as ``ablation_run.json``."""
+
+    model: str = ""
+    datasets: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds
+    layers_used: dict[str, str] = field(default_factory=dict)  # read-out and rule
+    splits_used: dict[str, str] = field(default_factory=dict)  # resolved split
 
 
 def _subset(dataset: Dataset, ids: Sequence[str], name: str) -> Dataset:
@@ -128,7 +132,7 @@ def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
     (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`) of the ``layer_kind``
     probe, as the sweep and the transfer make it; never on the test split."""
     c = choose_readout(sp, cfg.layer_kind, layer="val" if cfg.layer is None else cfg.layer,
-                       seed=cfg.seed, val_size=cfg.val_size, C=cfg.C)
+                       seed=cfg.settings.seed, val_size=cfg.val_size, C=cfg.C)
     how = (f"best {cfg.layer_kind} validation accuracy ({c.val_value:.3f})"
            if c.selected_by == "validation" else c.selected_by)
     return c.index, how
@@ -144,7 +148,7 @@ def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
     rows = [torch.zeros(store.d_model), *probe_rows,
             choice_unembedding_direction(bridge, dataset, template)]
     n_names, n_kinds, n_rows = null_directions(sp.acts_train, layer, cfg.n_random,
-                                               cfg.n_matched, cfg.seed)
+                                               cfg.n_matched, cfg.settings.seed)
     names, kinds, rows = names + n_names, kinds + n_kinds, rows + n_rows
     log(f"{name}: {len(names)} directions at read-out {layer} ({store.hook_names[layer]})")
     return names, kinds, torch.stack(rows), probes
@@ -168,9 +172,9 @@ def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg) 
             continue
         row = {**base, "condition": cond, "kind": kind, **common(j)}
         row.update(judge_baseline(y, z[:, 0], ld_o[:, 0], None if ld_s is None else ld_s[:, 0],
-                                  groups, n_boot=cfg.n_boot, seed=cfg.seed, tol=cfg.tie_tol)
-                   if j == 0 else judge_change(y, z[:, 0], z[:, j], groups, n_boot=cfg.n_boot,
-                                               seed=cfg.seed, tol=cfg.tie_tol))
+                                  groups, **cfg.settings.boot_kwargs(), tol=cfg.tie_tol)
+                   if j == 0 else judge_change(y, z[:, 0], z[:, j], groups,
+                                               **cfg.settings.boot_kwargs(), tol=cfg.tie_tol))
         for null, idx in null_idx.items():
             # The permutation p-value says whether the probe beats the null; an "excess over
             # the null median" CI that held the null directions fixed overstated it (gone).
@@ -195,12 +199,15 @@ def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg) 
 
 
 def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
-                 cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
+                 cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print,
+                 run: AblationRun | None = None
                  ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """Rows of ``ablation.csv``, ``ablation_null.csv``, ``ablation_z.csv`` and
     ``ablation_probe_refit.csv`` for one store. ``dataset`` is the one the store was harvested
-    from (checked by fingerprint): the judge needs the records' text."""
+    from (checked by fingerprint): the judge needs the records' text. ``run``: where the read-out,
+    split and timings found are recorded (the config is never written to)."""
     cfg = cfg or AblationConfig(stores=[str(store.path)])
+    run = run if run is not None else AblationRun()
     if cfg.positions != "last":
         raise PPairsError(f"the ablation analysis ablates at the read-out token "
                           f"(positions='last'); got {cfg.positions!r}. Every-position "
@@ -212,16 +219,16 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     template = store_template(store)
     settings = HarvestSettings(token_budget=cfg.token_budget)
     name = store.meta.dataset
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
-    split_used = str(getattr(sp, "split_used", cfg.split_by))
+    sp = split_store(store, **cfg.settings.split_kwargs())
+    split_used = str(getattr(sp, "split_used", cfg.settings.split_by))
     layer, rule = choose_layer(sp, cfg)
-    cfg.layers_used[name] = f"{store.hook_names[layer]}: {rule}"
-    cfg.splits_used[name] = split_used
+    run.layers_used[name] = f"{store.hook_names[layer]}: {rule}"
+    run.splits_used[name] = split_used
     names, kinds, r, probes = _direction_table(bridge, store, dataset, template, sp, layer, cfg,
                                                log)
     test_ds = subsample_by_context(
         _subset(dataset, [p.pair_id for p in sp.pairs_test], f"{dataset.name}:test"),
-        cfg.max_eval_pairs, cfg.seed)
+        cfg.max_eval_pairs, cfg.settings.seed)
     if cfg.max_eval_pairs is not None and len(test_ds) < cfg.max_eval_pairs:
         # Whole leak groups go to one side, so the test side can fall short of the ask.
         log(f"{name}: only {len(test_ds)} test pairs (max_eval_pairs {cfg.max_eval_pairs}); "
@@ -237,7 +244,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
         out = judge_under_directions(bridge, test_ds, template, r, preset, settings=settings,
                                      directions_per_pass=cfg.directions_per_pass)
         secs = time.perf_counter() - t0
-        cfg.timings[f"{name}/{preset}"] = round(secs, 1)
+        run.timings[f"{name}/{preset}"] = round(secs, 1)
         log(f"{name}: preset {preset!r}, {len(names)} directions x {len(test_ds)} records "
             f"({secs:.1f} s)")
         base = {"dataset": name, "preset": preset, "n": len(test_ds),
@@ -261,7 +268,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
 def _readout_control_row(base: dict, z: np.ndarray, y, groups, cfg) -> dict:
     """The control removed at the read-out hook only (column 1 of ``z``; column 0 clean)."""
     return {**base, "condition": CONTROL_AT_READOUT, "kind": "control_readout",
-            **condition_change(y, z[:, 0], z[:, 1], groups, n_boot=cfg.n_boot, seed=cfg.seed,
+            **condition_change(y, z[:, 0], z[:, 1], groups, **cfg.settings.boot_kwargs(),
                                tol=cfg.tie_tol)}
 
 
@@ -295,7 +302,7 @@ def _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, te
                        layers=readouts)
     train_ds = subsample_by_context(
         _subset(dataset, [p.pair_id for p in sp.pairs_train], f"{dataset.name}:train"),
-        cfg.max_refit_train, cfg.seed)
+        cfg.max_refit_train, cfg.settings.seed)
     keep = [j for j, k in enumerate(kinds) if k in ("probe", "control")]
     keep += [j for j, k in enumerate(kinds) if k == RANDOM_NULL][:cfg.refit_random]
     rows = []
@@ -303,8 +310,8 @@ def _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, te
         conds = {BASELINE: None, **{names[j]: (r[j], preset) for j in keep}}
         rows += [{**row, "preset": preset} for row in refit_rows(
             bridge, store, train_ds, test_ds, template, probes, readouts, conds,
-            kinds=cfg.kinds, C=cfg.C, positions=cfg.positions, n_boot=cfg.n_boot,
-            seed=cfg.seed, settings=settings)]
+            kinds=cfg.kinds, C=cfg.C, positions=cfg.positions, **cfg.settings.boot_kwargs(),
+            settings=settings)]
     log(f"{store.meta.dataset}: probe refit ({time.perf_counter() - t0:.1f} s)")
     return rows
 
@@ -317,15 +324,14 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     Returns the rows of ``ablation.csv`` and of ``ablation_null.csv``.
     """
     cfg = cfg or AblationConfig(stores=[str(s.path) for s, _ in items])
-    if not cfg.datasets:
-        cfg.datasets = [d.name for _, d in items]
-    cfg.model = model_name(bridge)
+    run = AblationRun(model=model_name(bridge),
+                      datasets=list(cfg.datasets) or [d.name for _, d in items])
     out = Path(out)
     rows, null_rows, z_rows, refit = [], [], [], []
     for store, dataset in items:
         t0 = time.perf_counter()
-        a, b, c, d = ablate_store(bridge, store, dataset, cfg, log=log)
-        cfg.timings[store.meta.dataset] = round(time.perf_counter() - t0, 1)
+        a, b, c, d = ablate_store(bridge, store, dataset, cfg, log=log, run=run)
+        run.timings[store.meta.dataset] = round(time.perf_counter() - t0, 1)
         rows, null_rows, z_rows, refit = rows + a, null_rows + b, z_rows + c, refit + d
     _add_holm(rows)
     write_csv(out / "ablation.csv", same_columns(rows))
@@ -334,7 +340,8 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     if refit:
         write_csv(out / "ablation_probe_refit.csv", refit)
     save_config(out, "ablation", cfg)
-    _draw(rows, null_rows, cfg, cfg.model, out)
+    write_json(out / "ablation_run.json", run)
+    _draw(rows, null_rows, cfg, run.model, out)
     return rows, null_rows
 
 
@@ -348,13 +355,20 @@ def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
 
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
-    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs and config."""
+    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record."""
+    import json
+
     from ppairs_lens.io.outputs import load_config
 
     out = Path(out)
     cfg = load_config(AblationConfig, out / "ablation.config.json")
+    if model is None:  # ablation_run.json; a run saved before it kept the model in its config
+        found = out / "ablation_run.json"
+        saved = (json.loads(found.read_text("utf-8")) if found.is_file() else
+                 json.loads((out / "ablation.config.json").read_text("utf-8"))["config"])
+        model = saved.get("model", "")
     return _draw(read_rows(out / "ablation.csv"), read_rows(out / "ablation_null.csv"), cfg,
-                 model if model is not None else cfg.model, out)
+                 model, out)
 
 
 def cli(args, bridge=None) -> None:
@@ -371,11 +385,11 @@ def cli(args, bridge=None) -> None:
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
     cfg = AblationConfig(stores=[str(st.path) for st, _ in items], datasets=list(specs),
-                         seed=args.seed, layer=args.layer, n_random=args.n_random,
-                         n_matched=getattr(args, "n_matched", None) or args.n_random,
-                         split_by=args.split)
-    if getattr(args, "quick", False):
-        cfg = replace(cfg, max_eval_pairs=24, n_boot=100, max_refit_train=24)
+                         settings=args.settings, layer=args.layer,
+                         n_random=args.n_random,
+                         n_matched=getattr(args, "n_matched", None) or args.n_random)
+    if cfg.settings.quick:  # n_boot: the settings' own quick value
+        cfg = replace(cfg, max_eval_pairs=24, max_refit_train=24)
     rows, _ = run_ablation(bridge, items, args.out, cfg)
     for line in summary_lines(rows):
         print(line)

@@ -109,7 +109,8 @@ def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
         fig.suptitle(f"Directional ablation at the read-out token: probes vs null directions "
                      f"— {model}", y=1.02)
         fig.tight_layout()
-        split = ", ".join(f"{k}: {v}" for k, v in cfg.splits_used.items()) or cfg.split_by
+        used = {r["dataset"]: r["split_used"] for r in rows if r.get("split_used")}
+        split = ", ".join(f"{k}: {v}" for k, v in used.items()) or cfg.settings.split_by
         caption(fig, f"Swap-calibrated zero-shot judge on held-out pairs (split {split}); its "
                      f"log-odds z = (ld_AB − ld_BA)/2. Each direction is rejected at the "
                      f"read-out token only (the prompt's last token; earlier tokens run clean) "

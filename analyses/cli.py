@@ -15,11 +15,12 @@ from pathlib import Path
 from analyses.cli_args import (
     OneLineParser,
     add_dataset_options,
+    add_eval_settings,
     add_hooks,
     add_kinds,
     add_layer,
     add_model_options,
-    add_split,
+    add_seed,
     add_template,
     check_args,
     check_layer,
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("harvest", help="harvest contrast-pair activations into a store")
     add_model_options(p)
     add_dataset_options(p)
+    add_seed(p)
     p.add_argument("--out", default=None, help="store folder (default: under --stores)")
     p.add_argument("--shard", default=None, type=_shard_arg,
                    help="i/n: do only part i of n (0-based)")
@@ -88,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_model_options(p)
         add_dataset_options(p, many=True)
         p.add_argument("--out", default="figures", help="folder for tables and figures")
-        if name in ("sweep", "transfer", "ablate", "steer", "finetune", "run"):
-            add_split(p)
+        # --seed, --n-boot (every command), --test-size, --split-by (all but rank, which holds
+        # out whole contexts of its own): one record, analyses.cli_args.eval_settings_from_args
+        add_eval_settings(p, split=name != "rank")
         if name in ("sweep", "transfer"):
             add_hooks(p)
         if name in ("sweep", "transfer", "ablate", "steer", "finetune"):
@@ -224,7 +227,7 @@ def _save_probes(args, bridge) -> None:
         dataset = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         store = ensure_store(bridge, dataset, args.stores, template=args.template,
                              names=args.hooks)
-        path = save_store_probes(store, args.save_probes, split_by=args.split, seed=args.seed)
+        path = save_store_probes(store, args.save_probes, **args.settings.split_kwargs())
         print(f"probes saved: {path}")
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from ppairs_lens.errors import PPairsError
 
-__all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_dataset_options", "add_hooks",
-           "add_kinds", "add_layer", "add_model_options", "add_split", "add_template", "check_args",
-           "check_layer", "load_model_from_args", "positive_int"]
+__all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_dataset_options",
+           "add_eval_settings", "add_hooks", "add_kinds", "add_layer", "add_model_options",
+           "add_seed", "add_split", "add_template", "check_args", "check_layer",
+           "eval_settings_from_args", "load_model_from_args", "positive_int", "share"]
 
 #: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
 QUICK_MAX_PAIRS = 80
@@ -31,7 +32,15 @@ TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"compariso
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (and exit status 2)."""
+    """An argument parser whose errors are one line (and exit status 2). A command with the
+    evaluation options (:func:`add_eval_settings`) gets them as ONE record, ``args.settings``
+    (:func:`eval_settings_from_args`), which is what every experiment's ``cli`` reads."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, rest = super().parse_known_args(args, namespace)
+        if hasattr(ns, "n_boot") and not hasattr(ns, "settings"):
+            ns.settings = eval_settings_from_args(ns)
+        return ns, rest
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -45,6 +54,18 @@ def positive_int(text: str) -> int:
             from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def share(text: str) -> float:
+    """A share strictly between 0 and 1 (``--test-size``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") \
+            from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {value}")
     return value
 
 
@@ -86,11 +107,45 @@ def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
     p.add_argument("--max-pairs", type=positive_int, default=None,
                    help="use at most this many pairs (whole contexts, seeded)")
     p.add_argument("--stores", default="stores", help="root folder of activation stores")
-    p.add_argument("--seed", type=int, default=0)
+
+
+def add_seed(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the dataset subsets, splits and bootstrap resamples (default 0)")
+
+
+def add_eval_settings(p: argparse.ArgumentParser, split: bool = True) -> None:
+    """The shared evaluation protocol's options (one record,
+    :class:`ppairs_lens.evaluation.protocol.EvalSettings`; read back by
+    :func:`eval_settings_from_args`): ``--seed``, ``--n-boot`` and, with ``split``,
+    ``--test-size`` and ``--split-by`` (alias ``--split``)."""
+    add_seed(p)
+    p.add_argument("--n-boot", type=positive_int, default=None,
+                   help="bootstrap resamples of every confidence interval (default 2000; "
+                        "--quick 100)")
+    if split:
+        p.add_argument("--test-size", type=share, default=None,
+                       help="held-out share of the leak groups (default 0.3; the replication "
+                            "0.5, as the paper)")
+        add_split(p)
+
+
+def eval_settings_from_args(args, base=None):
+    """The one :class:`~ppairs_lens.evaluation.protocol.EvalSettings` of a command: ``base``
+    (default: the built-ins' protocol), made quick with ``--quick``, then every option given."""
+    from ppairs_lens.evaluation.protocol import EvalSettings
+
+    s = base if base is not None else EvalSettings()
+    if getattr(args, "quick", False):
+        s = s.as_quick()
+    given = {"seed": getattr(args, "seed", None), "n_boot": getattr(args, "n_boot", None),
+             "test_size": getattr(args, "test_size", None),
+             "split_by": getattr(args, "split", None)}
+    return s.but(**{k: v for k, v in given.items() if v is not None})
 
 
 def add_split(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--split", default="auto", choices=SPLITS,
+    p.add_argument("--split-by", "--split", dest="split", default="auto", choices=SPLITS,
                    help="how held-out pairs are chosen so that nothing leaks: auto (default: "
                         "whole groups where records share one (a context, an item block, a "
                         "statement's subject), else items if they recur (cross pairs "

@@ -44,9 +44,9 @@ from analyses.cross_dataset_plots import (
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
 from ppairs_lens.errors import PPairsError, ProbeError
-from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.evaluation.protocol import BUILTIN_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, ReadoutChoice, add_kinds_at
 from ppairs_lens.evaluation.readout_choice import check_layer_setting, choose_readouts
 from ppairs_lens.evaluation.readout_choice import common_readout, layer_rule, layer_setting
@@ -81,13 +81,10 @@ class TransferConfig:
     #: forces that read-out index (-2 last block's resid_post, -1 final norm)
     layer: int | str = "val"
     kinds: tuple[str, ...] = ALL_PROBE_KINDS  # "ccs": at the cosine read-out only
-    test_size: float = 0.3
-    split_by: str = "auto"       # "auto" | "context" (by group) | "item" | "pair"
-    seed: int = 0
+    settings: EvalSettings = EvalSettings()  # seed, n_boot, test share, split_by
     C: float = 1.0
     standardize: bool = True     # supervised probes on features / their training RMS
     val_size: float = VAL_SIZE   # share of the training groups that chooses the read-out
-    n_boot: int = N_BOOT
     metric: str = "accuracy"     # plotted / summarised metric: accuracy | f1 (| auroc)
     center_target: str = "target"  # headline centring of B when a probe from A is applied to B
     n_random: int = 10_000       # random unit-vector pairs for the |cos| null
@@ -136,17 +133,18 @@ class FittedStore:
 
 def fit_store(store: ActivationStore, cfg: TransferConfig, name: str | None = None
               ) -> FittedStore:
-    """Split ``store`` (ties dropped, by ``cfg.split_by``), fit every kind at every read-out
+    """Split ``store`` (ties dropped, by ``cfg.settings.split_by``), fit every kind at every
+    read-out
     and choose each kind's read-out (on validation, or ``cfg.layer``); CCS at this store's
     own common read-out (several stores: :func:`fit_stores`, at their cosine read-out)."""
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    sp = split_store(store, **cfg.settings.split_kwargs())
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # degenerate read-outs: reported as NaN
         probes = fit_sweep(sp.acts_train, sp.labels_train, swept_kinds(cfg),
                            model_name=store.meta.model, groups=sp.groups_train,
-                           seed=cfg.seed, **fit_kw)
-    choices = choose_readouts(sp, swept_kinds(cfg), layer=cfg.layer, seed=cfg.seed,
+                           seed=cfg.settings.seed, **fit_kw)
+    choices = choose_readouts(sp, swept_kinds(cfg), layer=cfg.layer, seed=cfg.settings.seed,
                               val_size=cfg.val_size, **fit_kw)
     chosen, val = {k: c.index for k, c in choices.items()}, {
         k: np.asarray(c.val_scores) for k, c in choices.items() if c.val_scores} or None
@@ -171,8 +169,8 @@ def add_single_readout_kinds(f: FittedStore, cfg: TransferConfig, li: int) -> No
     """CCS (``cfg.kinds`` among :data:`SINGLE_READOUT_KINDS`) fitted at read-out ``li`` only
     (:func:`ppairs_lens.evaluation.readout_choice.add_kinds_at`)."""
     f.sweep, choices = add_kinds_at(f.split, f.sweep, [k for k in cfg.kinds if k in
-                                                       SINGLE_READOUT_KINDS], li, seed=cfg.seed,
-                                    why="the cosine read-out (fitted there only)")
+                                                       SINGLE_READOUT_KINDS], li,
+                                    seed=cfg.settings.seed, why="the cosine read-out (fitted there only)")
     f.choices.update(choices)
     f.chosen.update({k: c.index for k, c in choices.items()})
 
@@ -188,7 +186,7 @@ def cosine_readout(fitted: list[FittedStore], cfg: TransferConfig) -> int:
 def add_split_halves(fitted: list[FittedStore], cfg: TransferConfig, li: int) -> None:
     """Fill each store's ``halves`` at read-out ``li`` (every kind, CCS too)."""
     for f in fitted:
-        f.halves = split_half_directions(f.split, li, cfg.kinds, seed=cfg.seed, C=cfg.C,
+        f.halves = split_half_directions(f.split, li, cfg.kinds, seed=cfg.settings.seed, C=cfg.C,
                                          standardize=cfg.standardize)
 
 
@@ -241,7 +239,7 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                         p = None if refused else transfer_proba(src, dst, kind, li, center)
                         scores = (None if p is None else
                                   evaluate(dst.split.labels_test, p, groups=groups,
-                                           n_boot=cfg.n_boot, seed=cfg.seed))
+                                           **cfg.settings.boot_kwargs()))
                         cache = scores
                     for metric in METRICS:
                         s = scores[metric] if scores else {"value": np.nan, "lo": np.nan,
@@ -312,10 +310,10 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     t_rows = transfer_rows(fitted, cfg)
     c_rows = cosine_rows(fitted, cfg)
     l_rows = layer_cosine_rows(fitted, cfg)
-    ref = random_reference(stores[0].d_model, cfg.n_random, cfg.seed)
+    ref = random_reference(stores[0].d_model, cfg.n_random, cfg.settings.seed)
     summary = summarize(t_rows, c_rows, ref, cfg)
     for k, v in agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], cfg.kinds, li,
-                                   n_boot=cfg.n_boot, seed=cfg.seed).items():
+                                   **cfg.settings.boot_kwargs()).items():
         summary[k]["agreement"] = v  # the cosine claim, like-for-like nulls
     ref_public = {k: v for k, v in ref.items() if k != "samples"}
     out = Path(out)
@@ -354,10 +352,9 @@ def cli(args, bridge) -> None:
     specs = args.datasets or list(BUILTIN_NAMES)
     stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
                            args.stores, template=args.template, names=args.hooks) for s in specs]
-    cfg = TransferConfig(stores=[str(s.path) for s in stores], seed=args.seed,
+    cfg = TransferConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                          layer="val" if args.layer is None else args.layer,
-                         kinds=tuple(getattr(args, "kinds", None) or ALL_PROBE_KINDS),
-                         split_by=args.split, n_boot=100 if args.quick else N_BOOT)
+                         kinds=tuple(getattr(args, "kinds", None) or ALL_PROBE_KINDS))
     print_summary(run_transfer(stores, args.out, cfg), cfg)
 
 
@@ -372,22 +369,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="'val' (default: each source's read-out chosen on a validation split "
                         "of its training pairs) or a read-out index (-2 last block's "
                         "resid_post, -1 final norm)")
-    p.add_argument("--split", choices=SPLIT_MODES, default="auto", help="how held-out pairs "
-                   "are chosen (auto: whole groups, else items, else pairs)")
+    p.add_argument("--split-by", "--split", dest="split", choices=SPLIT_MODES, default="auto",
+                   help="how held-out pairs are chosen (auto: whole groups, else items, else "
+                        "pairs)")
     p.add_argument("--kinds", nargs="+", choices=ALL_PROBE_KINDS, default=ALL_PROBE_KINDS,
                    help="probe kinds (default: all four; ccs at the cosine read-out only)")
     p.add_argument("--center-target", choices=CENTERINGS, default="target")
     p.add_argument("--metric", choices=METRICS, default="accuracy")
     p.add_argument("--n-boot", type=int, default=300)
-    p.add_argument("--test-size", type=float, default=0.3)
+    p.add_argument("--test-size", type=float, default=BUILTIN_TEST_SIZE)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     try:
         stores = [ActivationStore.open(s) for s in args.stores]
         cfg = TransferConfig(
             stores=[str(s.path) for s in stores], layer=args.layer, kinds=tuple(args.kinds),
-            split_by=args.split, center_target=args.center_target, metric=args.metric,
-            n_boot=args.n_boot, test_size=args.test_size, seed=args.seed)
+            center_target=args.center_target, metric=args.metric,
+            settings=EvalSettings(seed=args.seed, n_boot=args.n_boot, test_size=args.test_size,
+                                  split_by=args.split))
         print_summary(run_transfer(stores, args.out, cfg), cfg)
     except PPairsError as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)

@@ -55,8 +55,8 @@ def _cosine_readout_note(cfg) -> str:
 def _split_note(cfg, splits: dict[str, str]) -> str:
     used = sorted(set(splits.values()))
     how = used[0] if len(used) == 1 else ", ".join(f"{n}: {u}" for n, u in splits.items())
-    return (f"split_by={cfg.split_by} (used: {how}; 'context' = whole leak groups), test "
-            f"fraction {cfg.test_size}, seed {cfg.seed}; supervised probes "
+    return (f"split_by={cfg.settings.split_by} (used: {how}; 'context' = whole leak groups), test "
+            f"fraction {cfg.settings.test_size}, seed {cfg.settings.seed}; supervised probes "
             f"{'on standardised features' if cfg.standardize else 'on raw features'}, "
             f"C={cfg.C}")
 
@@ -122,7 +122,7 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
         caption(fig, f"Rows: dataset the probe was fitted on (@ read-out index); columns: "
                      f"dataset it is scored on (held-out pairs; diagonal = in distribution, "
                      f"bold). {_layer_note(cfg, layers, hooks)} 95% bootstrap CIs over the "
-                     f"test set's leak groups ({cfg.n_boot} resamples); "
+                     f"test set's leak groups ({cfg.settings.n_boot} resamples); "
                      f"{_split_note(cfg, splits)}. Chance = 0.5 (white)."
                      + (" 'other kind': not scored, the two datasets' prompts are of different "
                         "kinds (comparison 'Choice 1/2' vs statement 'True/False'), whose "
@@ -175,7 +175,7 @@ def plot_cosine_distribution(c_rows: list[dict], cfg, model: str, hook: str,
                              ref: dict):
     import matplotlib.pyplot as plt
 
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(cfg.settings.seed)
     pairs = [f"{a}~{b}" for a, b in combinations(cfg.kinds, 2)]
     groups = [("between datasets (same probe kind)",
                [(k, label(k).replace(" (", "\n("), color(k),

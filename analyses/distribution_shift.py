@@ -19,7 +19,8 @@ import numpy as np
 
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
-from ppairs_lens.evaluation.bootstrap import N_BOOT, bootstrap
+from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
@@ -34,10 +35,7 @@ __all__ = ["ShiftConfig", "gap_verdict", "run_shift"]
 @dataclass
 class ShiftConfig:
     kinds: tuple[str, ...] = ("supervised", "pca")
-    test_size: float = 0.5
-    split_by: str = "auto"
-    seed: int = 0
-    n_boot: int = N_BOOT
+    settings: EvalSettings = EvalSettings()  # the replication passes its own (test share 0.5)
     C: float = 1.0
 
 
@@ -51,16 +49,17 @@ def gap_verdict(d: dict, in_dist: dict[str, float], kind: str) -> str:
 
 
 def _held_out(store: ActivationStore, cfg: ShiftConfig):
-    return split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    return split_store(store, **cfg.settings.split_kwargs())
 
 
 def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
               judge_p: Mapping[str, Mapping[str, float]], out, cfg: ShiftConfig) -> dict:
     """``judge_p``: the zero-shot judge's P(item 1) per held-out pair id, per dataset name."""
     sp = _held_out(source, cfg)
-    choice = choose_readouts(sp, cfg.kinds, seed=cfg.seed, C=cfg.C)
+    choice = choose_readouts(sp, cfg.kinds, seed=cfg.settings.seed, C=cfg.C)
     probes = {k: fit_sweep(sp.acts_train[:, :, [choice[k].index]], sp.labels_train, (k,),
-                           groups=sp.groups_train, seed=cfg.seed, C=cfg.C) for k in cfg.kinds}
+                           groups=sp.groups_train, seed=cfg.settings.seed, C=cfg.C)
+              for k in cfg.kinds}
     sets = [(source.meta.dataset, "in distribution", sp.acts_test, sp.labels_test,
              sp.pairs_test, sp.groups_test)]
     for st in shifted:
@@ -79,7 +78,7 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
         per_set.append((name, role, t, preds, g))
         for method, p in preds.items():
             ci = bootstrap(lambda w, p=p: weighted_accuracy(w, t, p), len(t), g,
-                           n_boot=cfg.n_boot, seed=cfg.seed)
+                           **cfg.settings.boot_kwargs())
             rows.append({"dataset": name, "role": role, "method": method,
                          "read_out": choice[method].index if method in choice else None,
                          "accuracy": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
@@ -100,14 +99,14 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
         for method in p1:
             def drop(w, m=method):
                 return acc(w, p1[m], 0) - acc(w, p2[m], 1)
-            d = bootstrap(drop, len(tt), gg, n_boot=cfg.n_boot, seed=cfg.seed)
+            d = bootstrap(drop, len(tt), gg, **cfg.settings.boot_kwargs())
             drops.append({"shifted": name, "method": method, "drop": d["value"],
                           "lo": d["lo"], "hi": d["hi"], "ci_counts": d["ci_counts"]})
         for k in cfg.kinds:
             def gap(w, k=k):
                 return (acc(w, p1["zero_shot"], 0) - acc(w, p2["zero_shot"], 1)) - \
                     (acc(w, p1[k], 0) - acc(w, p2[k], 1))
-            d = bootstrap(gap, len(tt), gg, n_boot=cfg.n_boot, seed=cfg.seed)
+            d = bootstrap(gap, len(tt), gg, **cfg.settings.boot_kwargs())
             drops.append({"shifted": name, "method": f"zero_shot drop - {k} drop",
                           "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
                           "ci_counts": d["ci_counts"], "verdict": gap_verdict(d, in_dist, k)})

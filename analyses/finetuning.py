@@ -46,13 +46,14 @@ from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.bootstrap import bootstrap
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
-from ppairs_lens.evaluation.bootstrap import N_BOOT, bootstrap
-from ppairs_lens.evaluation.store_split import held_out_ci_counts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
-from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
+from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, held_out_ci_counts,
+                                                split_store)
 from ppairs_lens.finetuning.cost import Cost, measure
 from ppairs_lens.finetuning.judge import finetune_curve
 from ppairs_lens.finetuning.train import FinetuneConfig
@@ -91,9 +92,7 @@ class FinetuningConfig:
     ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200, 400).
     """
 
-    test_size: float = 0.3
-    split_by: str = "auto"
-    seed: int = 0
+    settings: EvalSettings = EvalSettings()
     max_train: int | None = 8
     max_test: int | None = 16
     methods: tuple[str, ...] = METHODS
@@ -106,7 +105,6 @@ class FinetuningConfig:
     layer: int | str = "val"
     val_size: float = 0.25
     C: float = 1.0
-    n_boot: int = N_BOOT
 
     def __post_init__(self) -> None:
         bad = [m for m in (*self.methods, *self.curve_methods) if m not in METHODS]
@@ -119,8 +117,8 @@ class FinetuningConfig:
     def quick(cls, **kw) -> FinetuningConfig:
         """A preview: 4 training comparisons, 8 test pairs, a one-point curve, 100
         resamples."""
-        return cls(**{"max_train": 4, "max_test": 8, "curve_sizes": (4,), "n_boot": 100,
-                      **kw})
+        kw["settings"] = kw.get("settings", EvalSettings()).as_quick()
+        return cls(**{"max_train": 4, "max_test": 8, "curve_sizes": (4,), **kw})
 
     def tuning(self, method: str, seed: int) -> FinetuneConfig:
         return replace(self.lora if method == "lora" else self.full, seed=seed)
@@ -226,14 +224,13 @@ def answers(sp: StoreSplit, bridge, test: Dataset, method: str, cfg: FinetuningC
 def _prepare(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig):
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
-    train, test, _ = held_out_datasets(store, dataset, test_size=cfg.test_size,
-                                       split_by=cfg.split_by, seed=cfg.seed)
+    sp = split_store(store, **cfg.settings.split_kwargs())
+    train, test, _ = held_out_datasets(store, dataset, **cfg.settings.split_kwargs())
     if ([r.pair_id for r in train.records] != [p.pair_id for p in sp.pairs_train]
             or [r.pair_id for r in test.records] != [p.pair_id for p in sp.pairs_test]):
         raise PPairsError(f"{dataset.name}: the dataset's split differs from the store's")
     if cfg.max_test is not None and cfg.max_test < len(test.records):
-        keep = np.sort(np.random.default_rng(cfg.seed).permutation(len(test.records))
+        keep = np.sort(np.random.default_rng(cfg.settings.seed).permutation(len(test.records))
                        [:cfg.max_test])
         sp = replace(sp, acts_test=sp.acts_test[keep], labels_test=sp.labels_test[keep],
                      pairs_test=[sp.pairs_test[i] for i in keep],
@@ -272,7 +269,7 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
             want = {size} | ({min(n, n_all) for n in cfg.sizes_of(method)}
                              if method in cfg.curve_methods and seed in cfg.curve_seeds
                              else set())
-            if seed == cfg.seed and method in cfg.methods:
+            if seed == cfg.settings.seed and method in cfg.methods:
                 want.add(n_main)
             top = max(want)
             _, sub_train = _take(sp, train, order(seed)[:top])
@@ -286,17 +283,16 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
 
     harvest = None
     if any(m in PROBES for m in cfg.methods):
-        harvest = harvest_cost(bridge, _take(sp, train, order(cfg.seed)[:n_main])[1], template)
-    main = {m: run(m, n_main, cfg.seed, harvest) for m in cfg.methods}
+        harvest = harvest_cost(bridge, _take(sp, train, order(cfg.settings.seed)[:n_main])[1], template)
+    main = {m: run(m, n_main, cfg.settings.seed, harvest) for m in cfg.methods}
     rows = []
     for m, s in main.items():
-        acc = evaluate(y, s.p, groups=groups, n_boot=cfg.n_boot, seed=cfg.seed)["accuracy"]
+        acc = evaluate(y, s.p, groups=groups, **cfg.settings.boot_kwargs())["accuracy"]
         row = {"dataset": dataset.name, "method": m, "n_train": 0 if m == "zero_shot" else n_main,
                "n_test": len(y), "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
                "ci_counts": acc.get("ci_counts")}
         if "supervised" in main:
-            d = paired_difference(y, s.p, main["supervised"].p, groups, n_boot=cfg.n_boot,
-                                  seed=cfg.seed)
+            d = paired_difference(y, s.p, main["supervised"].p, groups, **cfg.settings.boot_kwargs())
             row.update(minus_supervised=d["value"], minus_supervised_lo=d["lo"],
                        minus_supervised_hi=d["hi"],
                        minus_supervised_ci_counts=held_out_ci_counts(sp, d))
@@ -333,7 +329,7 @@ def curve_rows(name: str, n_all: int, cfg: FinetuningConfig, run, y: np.ndarray,
                              "train_cpu_seconds": s.cost.cpu_seconds})
             ci = bootstrap(lambda w, ps=ps: np.mean([weighted_accuracy(w, y, p) for p in ps],
                                                     axis=0),
-                           len(y), groups, n_boot=cfg.n_boot, seed=cfg.seed)
+                           len(y), groups, **cfg.settings.boot_kwargs())
             lo, hi = ci["lo"], ci["hi"]
             rows.append({"dataset": name, "method": m, "n_labels": n, "seed": "mean",
                          "accuracy": float(np.mean(accs)), "lo": float(lo), "hi": float(hi),
@@ -386,7 +382,7 @@ def cli(args, bridge) -> None:
         ds = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         if ds.kind == "comparison":
             pairs.append((ensure_store(bridge, ds, args.stores, template=args.template), ds))
-    kw = {"seed": args.seed, "split_by": args.split}
+    kw = {"settings": args.settings}
     if args.max_train is not None:
         kw["max_train"] = args.max_train
     if args.curve_sizes:

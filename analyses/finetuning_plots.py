@@ -54,7 +54,7 @@ def plot_comparison(rows: list[dict], model: str, cfg):
         n = {r["dataset"]: (r["n_train"], r["n_test"]) for r in rows if r["method"] != "zero_shot"}
         caption(fig, f"{model}; training comparisons / test pairs: "
                 + ", ".join(f"{d} {a}/{b}" for d, (a, b) in n.items())
-                + f". CIs: 95% over leak groups ({cfg.n_boot} resamples). LoRA rank "
+                + f". CIs: 95% over leak groups ({cfg.settings.n_boot} resamples). LoRA rank "
                 f"{cfg.lora.rank}, alpha {cfg.lora.alpha}, {cfg.lora.target_modules}, "
                 f"{cfg.lora.epochs} epoch(s), lr {cfg.lora.learning_rate:g}; full finetuning lr "
                 f"{cfg.full.learning_rate:g}; both orders of every training comparison.")
@@ -107,6 +107,6 @@ def plot_curve(curve: list[dict], rows: list[dict], model: str, cfg):
         caption(fig, f"{model}; nested seeded subsets of the training side (seeds "
                 f"{list(cfg.curve_seeds)}; each finetuned judge trained once through them and "
                 f"read after each size), the same test pairs throughout; line: mean over seeds, "
-                f"band: 95% CI over leak groups ({cfg.n_boot} resamples).{full}")
+                f"band: 95% CI over leak groups ({cfg.settings.n_boot} resamples).{full}")
         fig.tight_layout()
     return fig

@@ -69,7 +69,7 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     all_items = read_climatex(cfg.path)
     meta = dataclasses.replace(load_climatex(cfg.path, split=None, max_items=4, max_pairs=None),
                                records=[], name="climatex")
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.settings.seed)
     train_items = balanced_by_score([i for i in all_items if i.split == "train"], cfg.n_train, rng)
     test_items = stratified_by_score([i for i in all_items if i.split == "test"], cfg.max_test,
                                      rng)
@@ -92,11 +92,11 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     comparators: dict[str, BatchComparator] = {}
     trained = None
     if "probe" in cfg.methods:
-        train = training_comparisons(meta, train_items, cfg.max_train_pairs, cfg.seed)
+        train = training_comparisons(meta, train_items, cfg.max_train_pairs, cfg.settings.seed)
         cfg.say(f"climatex: harvesting {len(train)} training pairs of {len(train_items)} "
                   "statements")
         trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
-                              seed=cfg.seed, settings=settings)
+                              seed=cfg.settings.seed, settings=settings)
         info.update(trained.run_info())
         comparators["probe"] = ProbeComparator(bridge, trained.probe, trained.layer, flat, meta,
                                                calibrate=cfg.calibrate_probe, settings=settings)
@@ -109,7 +109,7 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     for m, comp in comparators.items():
         def task(iid: str, k: int):
             return lambda cmp: insertion_score(iid, levels, references, cmp, k=cfg.k,
-                                               seed=cfg.seed + k, return_trace=True)
+                                               seed=cfg.settings.seed + k, return_trace=True)
 
         cfg.say(f"{m}: inserting {len(true)} test statements")
         t0, r0 = time.perf_counter(), comp.n_rows
@@ -132,14 +132,14 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
             cost.update(trained.cost_columns())
         for lv in levels:
             sel = y == lv
-            acc = mean_ci(hit[sel], n_boot=cfg.n_boot, seed=cfg.seed) if sel.any() else {
+            acc = mean_ci(hit[sel], **cfg.settings.boot_kwargs()) if sel.any() else {
                 "value": math.nan, "lo": math.nan, "hi": math.nan}
             rows.append({"method": m, "label": METHOD_LABELS[m], "level": CLIMATEX_LEVELS[lv],
                          "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
                          "n": int(sel.sum()), "slope": "", "bias": "",
                          "mean_pred": float(p[sel].mean()) if sel.any() else math.nan,
                          **cost})
-        acc = mean_ci(hit, n_boot=cfg.n_boot, seed=cfg.seed)
+        acc = mean_ci(hit, **cfg.settings.boot_kwargs())
         rows.append({"method": m, "label": METHOD_LABELS[m], "level": "overall",
                      "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
@@ -158,18 +158,18 @@ def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarra
                                         len(y)),
              "lexical": lexical_levels([i.text for i in train_items],
                                        [int(i.score) for i in train_items],
-                                       [i.text for i in test_items], seed=cfg.seed)}
+                                       [i.text for i in test_items], seed=cfg.settings.seed)}
     rows = []
     for m, p in preds.items():
         hit = (p == y).astype(float)
-        acc = mean_ci(hit, n_boot=cfg.n_boot, seed=cfg.seed)
+        acc = mean_ci(hit, **cfg.settings.boot_kwargs())
         slope, bias = slope_bias(p, y)
         rows.append({"method": m, "label": NO_MODEL_LABELS[m], "level": "overall",
                      "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()),
                      "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
         for mm, h in hits.items():
-            d = mean_ci(h - hit, n_boot=cfg.n_boot, seed=cfg.seed)
+            d = mean_ci(h - hit, **cfg.settings.boot_kwargs())
             rows.append({"method": f"{mm} - {m}", "label": f"{METHOD_LABELS[mm]} minus "
                          f"{NO_MODEL_LABELS[m]}", "level": "difference", "accuracy": d["value"],
                          "lo": d["lo"], "hi": d["hi"], "n": len(y), "slope": "", "bias": "",
@@ -272,9 +272,9 @@ def cli(args, bridge=None) -> None:
     specs = _specs(args)
     if not specs:
         return
-    cfg = InsertionConfig(path=specs[0], model=args.model, seed=args.seed, verbose=True,
+    cfg = InsertionConfig(path=specs[0], model=args.model, settings=args.settings, verbose=True,
                           layer=args.layer)
-    if getattr(args, "quick", False):
+    if cfg.settings.quick:
         cfg = dataclasses.replace(cfg, n_train=20, max_train_pairs=60, max_test=8, k=3)
     if args.max_pairs:
         cfg.max_train_pairs = args.max_pairs

@@ -30,10 +30,10 @@ import numpy as np
 
 from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
 from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import (
     VAL_REPEATS,
     VAL_SIZE,
@@ -73,14 +73,11 @@ class SweepConfig:
 
     stores: list[str]
     kinds: tuple[str, ...] = PROBE_KINDS
-    test_size: float = 0.3
-    split_by: str = "auto"  # "auto" | "context" (by leak group) | "item" | "pair"
+    settings: EvalSettings = EvalSettings()  # seed, n_boot, test share, split_by
     val_size: float = VAL_SIZE  # share of training groups that choose the layer
     val_repeats: int = VAL_REPEATS  # validation splits averaged
-    seed: int = 0
     C: float = 1.0
     standardize: bool = True  # supervised probes on features scaled by training RMS
-    n_boot: int = N_BOOT
     metric: str = "accuracy"  # plotted metric: accuracy | f1 (macro) | auroc
     # dataset -> the prompted judge: metrics, and per-pair P(item 1) ("p_by_pair",
     # "few_shot_p_by_pair": {pair_id: p}) scored on the test pairs they cover.
@@ -116,7 +113,7 @@ def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepCon
     idx = np.arange(len(sp.labels_test)) if idx is None else idx
     unit = bootstrap_groups(sp)[0]
     scores = score_pairs(sp.labels_test[idx], p, [sp.pairs_test[i] for i in idx],
-                         [unit[i] for i in idx], n_boot=cfg.n_boot, seed=cfg.seed)
+                         [unit[i] for i in idx], **cfg.settings.boot_kwargs())
     return {m: {**s, "ci_counts": held_out_ci_counts(sp, s)} for m, s in scores.items()}
 
 
@@ -125,8 +122,8 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
     """``(rows, summary)`` of one split store: the CSV rows and the summary entries."""
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize, "model_name": model}
     probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, groups=sp.groups_train,
-                       seed=cfg.seed, **fit_kw)
-    choice = choose_readouts(sp, cfg.kinds, seed=cfg.seed, val_size=cfg.val_size,
+                       seed=cfg.settings.seed, **fit_kw)
+    choice = choose_readouts(sp, cfg.kinds, seed=cfg.settings.seed, val_size=cfg.val_size,
                              repeats=cfg.val_repeats, C=cfg.C, standardize=cfg.standardize)
     proba = probes.predict_proba(sp.acts_test)
     sign_conf = getattr(probes, "sign_confidence", {}) or {}
@@ -170,7 +167,7 @@ def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
     against every baseline and judge on the pairs both scored."""
     y = sp.labels_test
     g, ci_unit = bootstrap_groups(sp)
-    boot = {"n_boot": cfg.n_boot, "seed": cfg.seed}
+    boot = {"n_boot": cfg.settings.n_boot, "seed": cfg.settings.seed}
     out = []
     for kind in cfg.kinds:
         c = choice[kind]
@@ -209,7 +206,7 @@ def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
 
 
 def _sweep_one(store: ActivationStore, cfg: SweepConfig) -> tuple[list[dict], list[dict]]:
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    sp = split_store(store, **cfg.settings.split_kwargs())
     return sweep_split(sp, store.hook_names, store.meta.model, cfg)
 
 
@@ -221,8 +218,9 @@ def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
                          f"{cfg.val_repeats} splits made as the test split; first maximum); "
                          "without a validation split the last block's resid_post; test set "
                          "never read to choose",
-            "metric": "accuracy", "ci": f"95% percentile bootstrap over leak groups "
-                                        f"({cfg.n_boot} resamples), paired for differences",
+            "metric": "accuracy",
+            "ci": f"95% percentile bootstrap over leak groups ({cfg.settings.n_boot} resamples), "
+                  "paired for differences",
             "entries": summary}
 
 
@@ -275,11 +273,9 @@ def cli(args, bridge) -> None:
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
     stores = [ensure_store(bridge, d, args.stores, template=args.template, names=args.hooks)
               for d in datasets]
-    cfg = SweepConfig(stores=[str(s.path) for s in stores], seed=args.seed,
-                      split_by=getattr(args, "split", None) or "auto",
-                      n_boot=100 if args.quick else N_BOOT)
+    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings)
     cfg.zero_shot = {s.meta.dataset: judge_entry(judge_held_out(
-        bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed))
+        bridge, s, d, **cfg.settings.split_kwargs()))
         for s, d in zip(stores, datasets)}
     rows = run_sweep(stores, args.out, cfg)
     path = Path(args.out) / "layer_sweep_summary.json"

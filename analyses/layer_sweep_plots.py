@@ -85,11 +85,12 @@ def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
         fig.suptitle(f"Layer sweep of PPairS probes — {model}", y=1.0)
         splits = ", ".join(f"{ds}: {next(r['split_used'] for r in rows if r['dataset'] == ds)}"
                            for ds in datasets)
-        caption(fig, f"Split used ({splits}); test fraction {cfg.test_size}, seed {cfg.seed}. "
+        s = cfg.settings
+        caption(fig, f"Split used ({splits}); test fraction {s.test_size}, seed {s.seed}. "
                      f"Dots: layer chosen on validation ({cfg.val_size:.0%} of the training "
                      f"groups held out, {cfg.val_repeats} splits averaged; the test set is never "
                      f"read to choose). 95% bootstrap "
-                     f"CIs over leak groups ({cfg.n_boot} resamples; over contexts where the "
+                     f"CIs over leak groups ({s.n_boot} resamples; over contexts where the "
                      f"test side holds < 10 groups, then optimistic as items recur: "
                      f"ci_unit in layer_sweep_summary.json). Baselines fitted on the "
                      f"training split only; F1 is macro over both item orders."

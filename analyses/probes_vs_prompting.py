@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analyses.probes_vs_prompting_plots import plot_pvp
-from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.verdicts import interval_verdict
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
@@ -38,7 +38,7 @@ BASELINES = {"surface": "length", "memorisation": "memorisation (ids)",
 @dataclass
 class PvPConfig:
     datasets: list[str] = field(default_factory=list)
-    n_boot: int = N_BOOT
+    settings: EvalSettings = EvalSettings()  # n_boot and seed of the paired intervals
 
 
 def _others(sweep: dict, dataset: str) -> dict[tuple[str, str], dict]:

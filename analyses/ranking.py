@@ -154,11 +154,11 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
         raise ValueError(f"unknown ranking methods {sorted(unknown)}; choose from "
                          f"{RANKING_METHODS}")
     split = split_for_ranking(ds, groups, n_train=cfg.n_train_contexts,
-                              n_eval=cfg.n_eval_contexts, seed=cfg.seed,
+                              n_eval=cfg.n_eval_contexts, seed=cfg.settings.seed,
                               max_items=cfg.max_items_per_context)
     train_ctx, eval_ctx = split.train, split.eval
     settings = cfg.harvest_settings()
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.settings.seed)
 
     # Item ids need only be unique within a context (SummEval's "S8" is in every article):
     # key them "context::item".
@@ -173,7 +173,8 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
     orders = {c: list(g) for c, g in eval_items.items()}
     gold = {c: {i: it.score for i, it in g.items()} for c, g in eval_items.items()}
     train_items = [it for c in train_ctx for it in groups[c].values()]
-    train = training_comparisons(meta, train_items, cfg.max_train_pairs_per_context, cfg.seed)
+    train = training_comparisons(meta, train_items, cfg.max_train_pairs_per_context,
+                                 cfg.settings.seed)
 
     results: dict[str, dict[str, Any]] = {}  # method -> {pred: {ctx: order|scores}, cost...}
     info: dict[str, Any] = {"dataset": ds.name, "model": model_name(bridge),
@@ -191,7 +192,7 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                       for k in (_ctx_key(r.context_id) for r in train.records)]
         cfg.say(f"{ds.name}: harvesting {len(train)} training pairs of {len(train_ctx)} contexts")
         trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
-                              seed=cfg.seed, settings=settings, groups=rec_groups)
+                              seed=cfg.settings.seed, settings=settings, groups=rec_groups)
         info.update(trained.run_info())
         cfg.say(f"probe at read-out {trained.layer} ({trained.seconds:.0f}s); ranking "
                 f"{len(flat)} items of {len(eval_ctx)} contexts")
@@ -272,7 +273,7 @@ def _score(results: Mapping[str, dict], name: str, eval_ctx: Sequence[str],
             ctx_rows.append({"dataset": name, "method": m, "context_id": c,
                              "group": split.group_of[c],
                              "n_items": len(gold[c]), "spearman": rho, "constant": const})
-        ci = mean_ci(rhos, n_boot=cfg.n_boot, seed=cfg.seed)
+        ci = mean_ci(rhos, **cfg.settings.boot_kwargs())
         row = {"dataset": name, "method": m, "label": METHOD_LABELS[m],
                "spearman": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
                "n_contexts": len(eval_ctx), "n_items": sum(len(g) for g in gold.values()),
@@ -332,7 +333,8 @@ def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str 
 def figure_caption(cfgs: Sequence[RankingConfig], infos: Sequence[dict]) -> str:
     """How the figure was made: split, probe read-out, baselines, bootstrap."""
     c = cfgs[0] if cfgs else RankingConfig()
-    parts = [(f"95% bootstrap CIs over evaluation contexts ({c.n_boot} resamples); Spearman "
+    parts = [(f"95% bootstrap CIs over evaluation contexts ({c.settings.n_boot} resamples); "
+              f"Spearman "
               f"only for contexts of {MIN_RANK_ITEMS}+ items.")]
     for i in infos:
         layer = (f" Probe ({c.probe_kind}) read-out {i['layer']}: {i['layer_selection']}."
@@ -376,11 +378,11 @@ def cli(args, bridge=None) -> None:
         return
     cfgs = []
     for spec in specs:
-        cfg = RankingConfig(dataset=spec, model=args.model, seed=args.seed, verbose=True,
-                            layer=args.layer)
-        if getattr(args, "quick", False):
+        cfg = RankingConfig(dataset=spec, model=args.model, settings=args.settings,
+                            verbose=True, layer=args.layer)
+        if cfg.settings.quick:  # n_boot: the settings' own quick value
             cfg = dataclasses.replace(cfg, n_train_contexts=3, max_train_pairs_per_context=10,
-                                      n_eval_contexts=3, max_items_per_context=6, n_boot=200)
+                                      n_eval_contexts=3, max_items_per_context=6)
         if args.max_pairs:
             cfg.max_train_pairs_per_context = args.max_pairs
         cfgs.append(cfg)

@@ -49,7 +49,7 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, write_json
@@ -76,10 +76,8 @@ class ReplicationConfig:
     out: str = "figures"
     stores: str = "stores"
     sizes: ReplicationSizes = ReplicationSizes()
-    seed: int = 0
-    split_by: str = "auto"
-    test_size: float = 0.5  # the paper fits and tests on random halves
-    n_boot: int = N_BOOT
+    # One protocol, the same object in every step; the paper fits and tests on random halves.
+    settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
     judge_train_pairs: int = 10  # training comparisons that fit the judge's threshold
     allure: AllureConfig | None = AllureConfig()
     # Transfer and cosines: all four probe kinds. CCS (5 tries x 400 Adam steps, as
@@ -96,7 +94,10 @@ class ReplicationConfig:
     finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
     finetune_train: int = 8
     finetune_test: int = 20
-    finetune_curve: tuple[int, ...] = (4, 8)
+    # the label curve is one training run per method through nested label sets (a point per
+    # block): LoRA to 16 labels; full finetuning, whose steps cost more, to 8
+    finetune_curve: tuple[int, ...] = (4, 8, 16)
+    finetune_curve_full: tuple[int, ...] | None = (4, 8)
     steering_nulls: int = 10  # random and variance-matched directions each
     steering_eval_pairs: int = 8
     steering_alphas: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)  # x the read-out's norm
@@ -105,18 +106,18 @@ class ReplicationConfig:
     climatex_train: int = 60  # labelled training statements (balanced over the levels)
     climatex_train_pairs: int = 150
     climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
-    quick: bool = False
 
 
 def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     """A preview in a few minutes (and what the tests run)."""
-    return replace(cfg, sizes=ReplicationSizes.quick(), n_boot=200, judge_train_pairs=8,
-                   allure=AllureConfig(rounds=1, per_round=2, pool=6, test_pairs=6),
+    return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
+                   judge_train_pairs=4,
+                   allure=AllureConfig(rounds=1, per_round=2, pool=4, test_pairs=4),
                    ablation_random=8, ablation_matched=8, ablation_eval_pairs=8,
                    steering_nulls=4, steering_eval_pairs=8, finetune_datasets=("rocstories",),
                    finetune_train=4, finetune_test=8, finetune_curve=(4,),
-                   climatex_test=8, climatex_k=2, climatex_train=20, climatex_train_pairs=40,
-                   quick=True)
+                   finetune_curve_full=None,
+                   climatex_test=8, climatex_k=2, climatex_train=20, climatex_train_pairs=40)
 
 
 def full(cfg: ReplicationConfig) -> ReplicationConfig:
@@ -128,14 +129,15 @@ def full(cfg: ReplicationConfig) -> ReplicationConfig:
                    finetune_datasets=("summeval-coherence", "hanna-coherence", "rocstories",
                                       "mctaco", "mt-bench"), finetune_train=400,
                    finetune_test=None, finetune_curve=(25, 50, 100, 200, 400),
+                   finetune_curve_full=None,
                    climatex_test=300, climatex_k=10, climatex_train=100,
                    climatex_train_pairs=400, climatex_methods=("probe", "zero_shot"))
 
 
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
-    out = replication_datasets(cfg.shared_data, cfg.sizes, seed=cfg.seed, log=log)
+    out = replication_datasets(cfg.shared_data, cfg.sizes, seed=cfg.settings.seed, log=log)
     for spec in cfg.extra:
-        d = load_dataset_spec(spec, max_pairs=cfg.sizes.mctaco_pairs, seed=cfg.seed)
+        d = load_dataset_spec(spec, max_pairs=cfg.sizes.mctaco_pairs, seed=cfg.settings.seed)
         out[d.name] = d
     return out
 
@@ -144,12 +146,12 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[s
     """Per dataset: the lexical and embedding baselines' P(item 1) per held-out pair id."""
     out = {}
     for s, d in zip(stores, datasets):
-        train, test, _ = held_out_datasets(s, d, test_size=cfg.test_size, split_by=cfg.split_by,
-                                           seed=cfg.seed)
+        train, test, _ = held_out_datasets(s, d, **cfg.settings.split_kwargs())
         ids = [r.pair_id for r in test.records]
         out[d.name] = {f"{b.kind}_p_by_pair": dict(zip(ids, map(float, b.p)))
                        for b in text_baselines(train, test, embedding=bridge.W_E.detach(),
-                                               tokenizer=bridge.tokenizer, seed=cfg.seed)
+                                               tokenizer=bridge.tokenizer,
+                                               seed=cfg.settings.seed)
                        if b.available}
     return out
 
@@ -171,6 +173,52 @@ def _fits(store, split: dict, log) -> bool:
     return True
 
 
+def summeval_names(names) -> list[str]:
+    """The SummEval aspects among ``names`` (the thesis tables)."""
+    return [n for n in names if n.startswith("summeval-")]
+
+
+def comparison_names(names, kinds: dict[str, str]) -> list[str]:
+    """The comparison datasets of the transfer; one SummEval aspect stands for SummEval (the
+    four share their prompts but the aspect)."""
+    return [n for n in names if kinds[n] == "comparison"
+            and not (n.startswith("summeval-") and n != "summeval-coherence")]
+
+
+def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str],
+                 per_pair: dict | None = None) -> dict:
+    """Each step's config (``paths``: dataset name -> store path, ``kinds``: name -> record
+    kind; ``per_pair``: the sweep's judges and baselines), every one holding the replication's
+    own ``settings`` object: no step splits or resamples differently."""
+    s = cfg.settings
+    names = list(paths)
+    abl = [paths[cfg.ablation_dataset]] if cfg.ablation_dataset in paths else []
+    climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
+    return {
+        "sweep": SweepConfig(stores=[paths[n] for n in names], settings=s,
+                             zero_shot=per_pair or {}),
+        "probes vs prompting": PvPConfig(datasets=names, settings=s),
+        "thesis tables": ThesisTablesConfig(stores=[paths[n] for n in summeval_names(names)],
+                                            settings=s),
+        "transfer": TransferConfig(stores=[paths[n] for n in comparison_names(names, kinds)],
+                                   kinds=cfg.transfer_kinds, settings=s),
+        "distribution shift": ShiftConfig(settings=s),
+        "finetuning": FinetuningConfig(max_train=cfg.finetune_train, max_test=cfg.finetune_test,
+                                       curve_sizes=cfg.finetune_curve,
+                                       curve_sizes_full=cfg.finetune_curve_full, settings=s),
+        "ablation": AblationConfig(stores=abl, n_random=cfg.ablation_random,
+                                   n_matched=cfg.ablation_matched,
+                                   max_eval_pairs=cfg.ablation_eval_pairs, settings=s),
+        "steering": SteeringConfig(stores=abl, n_random=cfg.steering_nulls,
+                                   n_matched=cfg.steering_nulls, alphas=cfg.steering_alphas,
+                                   max_eval_pairs=cfg.steering_eval_pairs, settings=s),
+        "insertion": InsertionConfig(path=str(climatex), max_test=cfg.climatex_test,
+                                     k=cfg.climatex_k, n_train=cfg.climatex_train,
+                                     max_train_pairs=cfg.climatex_train_pairs,
+                                     methods=cfg.climatex_methods, settings=s),
+    }
+
+
 def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) -> dict | None:
     """The replication; None (with a printed reason) when no replication data is found."""
     log = tqdm.write
@@ -184,7 +232,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     names = list(datasets)
     ds = [datasets[n] for n in names]
     stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores))
-    split = dict(test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    split = cfg.settings.split_kwargs()  # for the library's own split functions
     keep = [k for k, s in enumerate(stores) if _fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
     store_of = dict(zip(names, stores))
@@ -210,38 +258,33 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                     **({"direct_p_by_pair": ratings[n]["direct_p"],
                         "geval_p_by_pair": ratings[n]["geval_p"]} if n in ratings else {})}
                 for n in names}
+    cfgs = step_configs(cfg, {n: str(store_of[n].path) for n in names},
+                        {n: datasets[n].kind for n in names}, per_pair)
+
     def sweep_step():
-        res = run_sweep_with_summary(stores, out, SweepConfig(
-            stores=[str(s.path) for s in stores], n_boot=cfg.n_boot, zero_shot=per_pair,
-            **split))
+        res = run_sweep_with_summary(stores, out, cfgs["sweep"])
         return {**res["summary"], "others": [r for r in res["rows"] if int(r["layer"]) < 0]}
     sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
                      judges=per_pair, **common)
     chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
 
     pvp = run.step("probes vs prompting", lambda: run_probes_vs_prompting(
-        sweep, {n: judges[n]["record"] for n in names}, out,
-        PvPConfig(datasets=names, n_boot=cfg.n_boot)),
+        sweep, {n: judges[n]["record"] for n in names}, out, cfgs["probes vs prompting"]),
         outputs=("probes_vs_prompting.csv",), sweep=sweep, **common)
 
-    summeval = [n for n in names if n.startswith("summeval-")]
+    summeval = summeval_names(names)
     thesis = run.step("thesis tables", lambda: run_thesis_tables(
         [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
          for n in summeval],
         {n: judges[n]["p"]["p_by_pair"] for n in summeval}, ratings,
-        {n: chosen[(n, "supervised")] for n in summeval}, out,
-        ThesisTablesConfig(stores=[str(store_of[n].path) for n in summeval], n_boot=cfg.n_boot,
-                           **split)) if summeval else [],
+        {n: chosen[(n, "supervised")] for n in summeval}, out, cfgs["thesis tables"])
+        if summeval else [],
         outputs=("thesis_tables.csv",), sweep=sweep, **common)
 
-    # one SummEval aspect stands for SummEval (the four share their prompts but the aspect)
-    comparison = [n for n in names if datasets[n].kind == "comparison"
-                  and not (n.startswith("summeval-") and n != "summeval-coherence")]
+    comparison = comparison_names(names, {n: datasets[n].kind for n in names})
 
     def transfer_step():
-        res = run_transfer([store_of[n] for n in comparison], out, TransferConfig(
-            stores=[str(store_of[n].path) for n in comparison], kinds=cfg.transfer_kinds,
-            n_boot=cfg.n_boot, **split))
+        res = run_transfer([store_of[n] for n in comparison], out, cfgs["transfer"])
         return {**res["summary"], "f1": [r for r in res["transfer"]
                                          if r["metric"] == "f1" and r.get("headline")]}
     transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
@@ -249,38 +292,29 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     shift = run.step("distribution shift", lambda: run_shift(
         store_of.get("llmbar-clean"), [store_of[n] for n in names if n == "mt-bench"],
-        {n: judges[n]["p"]["p_by_pair"] for n in names}, out,
-        ShiftConfig(n_boot=cfg.n_boot, **split))
+        {n: judges[n]["p"]["p_by_pair"] for n in names}, out, cfgs["distribution shift"])
         if "llmbar-clean" in store_of else None,
         outputs=("distribution_shift.csv",), **common)
 
     tuned = [n for n in cfg.finetune_datasets if n in store_of]
     finetuning = run.step("finetuning", lambda: run_finetuning(
-        bridge, [(store_of[n], datasets[n]) for n in tuned], out, FinetuningConfig(
-            max_train=cfg.finetune_train, max_test=cfg.finetune_test,
-            curve_sizes=cfg.finetune_curve, n_boot=cfg.n_boot, **split)) if tuned else [],
+        bridge, [(store_of[n], datasets[n]) for n in tuned], out, cfgs["finetuning"])
+        if tuned else [],
         outputs=("finetuning.csv",), **common)
 
     abl = cfg.ablation_dataset
     ablation = run.step("ablation", lambda: run_ablation(
-        bridge, [(store_of[abl], datasets[abl])], out, AblationConfig(
-            stores=[str(store_of[abl].path)], n_random=cfg.ablation_random,
-            n_matched=cfg.ablation_matched, max_eval_pairs=cfg.ablation_eval_pairs,
-            n_boot=cfg.n_boot, **split), log=log)[0] if abl in store_of else [],
+        bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
+        if abl in store_of else [],
         outputs=("ablation.csv",), **common)
 
     steering = run.step("steering", lambda: run_steering(
-        bridge, [(store_of[abl], datasets[abl])], out, SteeringConfig(
-            stores=[str(store_of[abl].path)], n_random=cfg.steering_nulls,
-            alphas=cfg.steering_alphas,
-            n_matched=cfg.steering_nulls, max_eval_pairs=cfg.steering_eval_pairs, **split),
-        log=log) if abl in store_of else [], outputs=("steering.csv",), **common)
+        bridge, [(store_of[abl], datasets[abl])], out, cfgs["steering"], log=log)
+        if abl in store_of else [], outputs=("steering.csv",), **common)
 
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
-    insertion = run.step("insertion", lambda: run_insertion(bridge, InsertionConfig(
-        path=str(climatex), max_test=cfg.climatex_test, k=cfg.climatex_k, seed=cfg.seed,
-        n_train=cfg.climatex_train, max_train_pairs=cfg.climatex_train_pairs,
-        methods=cfg.climatex_methods, n_boot=cfg.n_boot), out) if climatex.is_file() else [],
+    insertion = run.step("insertion", lambda: run_insertion(bridge, cfgs["insertion"], out)
+                         if climatex.is_file() else [],
         outputs=("insertion.csv",), **common)
     run.close()
 
@@ -317,8 +351,11 @@ def refresh(figures: str | Path = "figures") -> dict:
                            "ci_counts": r["ci_counts"] == "True"})
     sweep["others"] = others
     names = list(dict.fromkeys(e["dataset"] for e in sweep["entries"]))
+    settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
+                            split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
+                                                       if k in s})
     pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=names,
-                                                                     n_boot=s["n_boot"]))
+                                                                     settings=settings))
     shift = s.get("shift")
     if shift:
         in_dist = {r["method"]: r["lo"] for r in shift["rows"] if r["role"] == "in distribution"}
@@ -327,7 +364,7 @@ def refresh(figures: str | Path = "figures") -> dict:
                 d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5])
     cfg = ReplicationConfig(sizes=ReplicationSizes(**{k: tuple(v) if isinstance(v, list) else v
                                                       for k, v in s["sizes"].items()}),
-                            test_size=s["test_size"], split_by=s["split_by"], n_boot=s["n_boot"])
+                            settings=settings)
     out = replication_summary(
         model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
         datasets=s["datasets"], sweep=sweep, pvp=pvp, thesis=s["thesis_tables"],

@@ -175,8 +175,9 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
                        "verdict": f"{v.outcome}: {v.reason}"})
     return jsonable({
         "kind": "replication", "model": model, "timings_s": timings, "reused_steps": reused,
-        "sizes": cfg.sizes, "test_size": cfg.test_size, "split_by": cfg.split_by,
-        "n_boot": cfg.n_boot, "datasets": datasets, "judges": judges,
+        "sizes": cfg.sizes, "test_size": cfg.settings.test_size,
+        "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot, "datasets": datasets,
+        "judges": judges,
         "probes_vs_prompting": pvp.get("rows", []), "thesis_tables": thesis,
         "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering, "finetuning": finetuning,
         "insertion": insertion,

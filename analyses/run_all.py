@@ -27,7 +27,7 @@ from ppairs_lens.activations.pipeline import ensure_store
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import load_dataset_spec
-from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import judge_entry, judge_held_out
@@ -56,34 +56,28 @@ class StudyConfig:
     max_pairs: int | None = None  # per dataset, overrides the sizes above (quick runs)
     stores: str = "stores"
     out: str = "figures"
-    seed: int = 0
-    split_by: str = "auto"  # "auto" | "context" (leak group) | "item" | "pair"
-    test_size: float = 0.3
+    # One protocol (seed, n_boot, test share, split_by, quick), the same object in every step.
+    settings: EvalSettings = EvalSettings()
     few_shot_k: int = 4  # demonstrations of the few-shot judge (0: no few-shot judge)
     few_shot_max_pairs: int | None = 60  # test pairs the few-shot judge runs on (whole contexts)
-    # Ablation: one built-in and the real datasets (those present), 200 held-out pairs each,
-    # 100 isotropic and 100 variance-matched null directions, all batched into one pass per
-    # prompt. Whole leak groups go to the test side, so a fraction of 0.5 can land under 200
-    # of a 400-pair store (198 on larger_than); 0.55 leaves enough, trimmed to 200, and the
-    # probes fit on the rest.
+    # Ablation: one built-in and the real datasets (those present), at most 200 held-out pairs
+    # each (the study's test share, whole leak groups: ~120 of a 400-pair store), 100 isotropic
+    # and 100 variance-matched null directions, all batched into one pass per prompt.
     ablation_datasets: list[str] = field(default_factory=lambda: [
         "larger_number", "cities", "larger_than"])
     ablation_eval_pairs: int = 200
-    ablation_test_size: float = 0.55
     ablation_random: int = 100
     ablation_matched: int = 100
     ranking_dataset: str = "story_sentiment"
     ranking_eval_contexts: int = 20
     ranking_train_contexts: int = 10
-    n_boot: int = N_BOOT
-    quick: bool = False  # small settings for tests and previews
 
 
 def quick(cfg: StudyConfig) -> StudyConfig:
     """Small settings: a preview in a couple of minutes (and what the tests run)."""
     return replace(cfg, max_pairs=cfg.max_pairs or 80, ablation_eval_pairs=16,
                    ablation_random=8, ablation_matched=8, ranking_eval_contexts=2,
-                   ranking_train_contexts=4, n_boot=50, few_shot_k=2, quick=True)
+                   ranking_train_contexts=4, few_shot_k=2, settings=cfg.settings.as_quick())
 
 
 def study_datasets(cfg: StudyConfig, log=print) -> list[Dataset]:
@@ -92,9 +86,9 @@ def study_datasets(cfg: StudyConfig, log=print) -> list[Dataset]:
     for spec in cfg.datasets:
         if spec in BUILTIN_NAMES:
             n = cfg.max_pairs or cfg.builtin_sizes.get(spec)
-            out.append(builtin_dataset(spec, seed=cfg.seed, n=n))
+            out.append(builtin_dataset(spec, seed=cfg.settings.seed, n=n))
         else:
-            out.append(load_dataset_spec(spec, max_pairs=cfg.max_pairs, seed=cfg.seed))
+            out.append(load_dataset_spec(spec, max_pairs=cfg.max_pairs, seed=cfg.settings.seed))
     root = Path(cfg.shared_data)
     if cfg.real_datasets and not root.is_dir():
         log(f"real datasets skipped: {root} does not exist (a clone without ../shared); the "
@@ -106,16 +100,33 @@ def study_datasets(cfg: StudyConfig, log=print) -> list[Dataset]:
             log(f"real dataset skipped: {path} is missing")
             continue
         out.append(load_dataset_spec(str(path), max_pairs=cfg.max_pairs or cfg.real_max_pairs,
-                                     seed=cfg.seed))
+                                     seed=cfg.settings.seed))
     return out
 
 
 def _judges(bridge, stores, datasets, cfg: StudyConfig) -> dict:
     """Zero-shot and few-shot judges on every held-out pair, per dataset (for pairing)."""
     return {s.meta.dataset: judge_entry(judge_held_out(
-        bridge, s, d, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed,
-        few_shot_k=cfg.few_shot_k, few_shot_max_pairs=cfg.few_shot_max_pairs))
+        bridge, s, d, **cfg.settings.split_kwargs(), few_shot_k=cfg.few_shot_k,
+        few_shot_max_pairs=cfg.few_shot_max_pairs))
         for s, d in zip(stores, datasets)}
+
+
+def study_configs(cfg: StudyConfig, stores: list[str], ablation_stores: list[str],
+                  judges: dict | None = None) -> dict:
+    """Each step's config (store paths; ``judges``: the sweep's prompted judges), every one
+    holding the study's own ``settings`` object: no step splits or resamples differently."""
+    s = cfg.settings
+    return {
+        "sweep": SweepConfig(stores=list(stores), settings=s, zero_shot=judges or {}),
+        "transfer": TransferConfig(stores=list(stores), settings=s),
+        "ablation": AblationConfig(stores=list(ablation_stores), settings=s,
+                                   n_random=cfg.ablation_random, n_matched=cfg.ablation_matched,
+                                   max_eval_pairs=cfg.ablation_eval_pairs),
+        "ranking": RankingConfig(dataset=cfg.ranking_dataset, model=cfg.model, settings=s,
+                                 n_eval_contexts=cfg.ranking_eval_contexts,
+                                 n_train_contexts=cfg.ranking_train_contexts),
+    }
 
 
 def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
@@ -137,33 +148,25 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
 
     judges = step("prompted judges", lambda: _judges(bridge, stores, datasets, cfg), **common)
 
-    sweep = step("layer sweep", lambda: run_sweep_with_summary(
-        stores, out, SweepConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
-                                 split_by=cfg.split_by, test_size=cfg.test_size,
-                                 n_boot=cfg.n_boot, zero_shot=judges)),
-        outputs=("layer_sweep.csv", "layer_sweep.png", "layer_sweep_summary.json"),
-        judges=judges, **common)
+    pick = list(dict.fromkeys([i for want in cfg.ablation_datasets for i, n in enumerate(names)
+                               if n.startswith(want)][:len(cfg.ablation_datasets)]))
+    cfgs = study_configs(cfg, [str(s.path) for s in stores], [str(stores[i].path) for i in pick],
+                         judges)
 
-    transfer = step("transfer", lambda: run_transfer(
-        stores, out, TransferConfig(stores=[str(s.path) for s in stores], seed=cfg.seed,
-                                    split_by=cfg.split_by, test_size=cfg.test_size,
-                                    n_boot=cfg.n_boot)),
-        outputs=("transfer.csv", "transfer.png"), **common)
+    sweep = step("layer sweep", lambda: run_sweep_with_summary(stores, out, cfgs["sweep"]),
+                 outputs=("layer_sweep.csv", "layer_sweep.png", "layer_sweep_summary.json"),
+                 judges=judges, **common)
 
-    pick = [i for want in cfg.ablation_datasets for i, n in enumerate(names)
-            if n.startswith(want)][:len(cfg.ablation_datasets)]
+    transfer = step("transfer", lambda: run_transfer(stores, out, cfgs["transfer"]),
+                    outputs=("transfer.csv", "transfer.png"), **common)
+
     abl_rows = step("ablation", lambda: run_ablation(
-        bridge, [(stores[i], datasets[i]) for i in dict.fromkeys(pick)], out, AblationConfig(
-            stores=[str(stores[i].path) for i in dict.fromkeys(pick)], seed=cfg.seed,
-            n_boot=cfg.n_boot, split_by=cfg.split_by, test_size=cfg.ablation_test_size,
-            n_random=cfg.ablation_random, n_matched=cfg.ablation_matched,
-            max_eval_pairs=cfg.ablation_eval_pairs), log=tqdm.write)[0],
-        outputs=("ablation.csv", "ablation_null.csv", "ablation.png"), **common)
+        bridge, [(stores[i], datasets[i]) for i in pick], out, cfgs["ablation"],
+        log=tqdm.write)[0], outputs=("ablation.csv", "ablation_null.csv", "ablation.png"),
+        **common)
 
-    rank_rows = step("ranking", lambda: run_ranking(bridge, RankingConfig(
-        dataset=cfg.ranking_dataset, model=cfg.model, n_eval_contexts=cfg.ranking_eval_contexts,
-        n_train_contexts=cfg.ranking_train_contexts, n_boot=cfg.n_boot, seed=cfg.seed), out),
-        outputs=("ranking.csv", "ranking.png"), **common)
+    rank_rows = step("ranking", lambda: run_ranking(bridge, cfgs["ranking"], out),
+                     outputs=("ranking.csv", "ranking.png"), **common)
     run_.close()
 
     summary = study_summary(model=model_name(bridge), timings=run_.timings, reused=run_.reused,
@@ -203,9 +206,12 @@ def cli(args, bridge=None) -> None:
 
     builtins = getattr(args, "builtins", False) or bool(args.datasets)
     if not builtins and Path(args.shared_data).is_dir():
+        # the paper's halves unless --test-size says otherwise
+        settings = (args.settings if getattr(args, "test_size", None) is not None
+                    else args.settings.but(test_size=PAPER_TEST_SIZE))
         rc = ReplicationConfig(model=args.model, shared_data=args.shared_data,
                                extra=list(args.extra), out=args.out, stores=args.stores,
-                               seed=args.seed, split_by=args.split or "auto")
+                               settings=settings)
         rc = quick_replication(rc) if args.quick else full(rc) if args.full else rc
         run_replication(rc, reuse=not getattr(args, "recompute", False), bridge=bridge)
         return
@@ -217,8 +223,8 @@ def cli(args, bridge=None) -> None:
 
 def _builtins_cli(args, bridge=None) -> None:
     """The built-ins study (``--builtins``, or no shared data)."""
-    cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores, seed=args.seed,
-                      max_pairs=args.max_pairs, split_by=args.split or "auto",
+    cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores,
+                      settings=args.settings, max_pairs=args.max_pairs,
                       real_datasets=[] if not Path(args.shared_data).is_dir() else
                       list(REAL_DATASETS), shared_data=args.shared_data)
     if args.datasets:  # extra datasets join the built-ins and the real ones

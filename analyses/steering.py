@@ -47,14 +47,15 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.steered_judge import judge_under_steering
-from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 
-__all__ = ["SteeringConfig", "steer_store", "run_steering", "cli"]
+__all__ = ["SteeringConfig", "SteeringRun", "steer_store", "run_steering", "cli"]
 
 
 @dataclass
@@ -69,26 +70,31 @@ class SteeringConfig:
     kinds: tuple[str, ...] = PROBE_KINDS
     n_random: int = 20
     n_matched: int = 20
-    seed: int = 0
-    test_size: float = 0.3
+    settings: EvalSettings = EvalSettings()  # seed, test share, split_by
     val_size: float = VAL_SIZE
-    split_by: str = "auto"
     C: float = 1.0
     tie_tol: float = 1e-4  # |z| <= tie_tol counts half in the accuracy (as in the ablation)
     max_eval_pairs: int | None = 100
     directions_per_pass: int | None = None
     token_budget: int | None = None
-    timings: dict[str, float] = field(default_factory=dict)  # filled in: seconds
-    layers_used: dict[str, str] = field(default_factory=dict)  # filled in: hook and rule
-    norm_units: dict[str, float] = field(default_factory=dict)  # filled in: per dataset
+
+
+@dataclass
+class SteeringRun:
+    """What a run found out (never written into its config): saved as ``steering_run.json``."""
+
     model: str = ""
+    datasets: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds
+    layers_used: dict[str, str] = field(default_factory=dict)  # hook and rule
+    norm_units: dict[str, float] = field(default_factory=dict)  # per dataset
 
 
 def _choose_layer(sp, cfg: SteeringConfig) -> tuple[int, str]:
     """The read-out (and steering hook) as the ablation chooses it
     (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`); never on the test split."""
     c = choose_readout(sp, cfg.layer_kind, layer="val" if cfg.layer is None else cfg.layer,
-                       seed=cfg.seed, val_size=cfg.val_size, C=cfg.C)
+                       seed=cfg.settings.seed, val_size=cfg.val_size, C=cfg.C)
     how = (f"best {cfg.layer_kind} validation accuracy ({c.val_value:.3f})"
            if c.selected_by == "validation" else c.selected_by)
     return c.index, how
@@ -100,7 +106,7 @@ def _directions(sp, layer: int, d: int, cfg: SteeringConfig, name: str):
                                       C=cfg.C, name=name)
     kinds = ["probe"] * len(names)
     n_names, n_kinds, n_rows = null_directions(sp.acts_train, layer, cfg.n_random,
-                                               cfg.n_matched, cfg.seed)
+                                               cfg.n_matched, cfg.settings.seed)
     names, kinds, rows = names + n_names, kinds + n_kinds, rows + n_rows
     return names, kinds, torch.stack(rows)
 
@@ -111,28 +117,29 @@ def _slope(alphas: np.ndarray, dz: np.ndarray) -> np.ndarray:
 
 
 def steer_store(bridge, store: ActivationStore, dataset: Dataset,
-                cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print
-                ) -> list[dict]:
+                cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print,
+                run: SteeringRun | None = None) -> list[dict]:
     """Rows of ``steering.csv`` for one store (``dataset``: the records it was harvested
-    from, checked by fingerprint)."""
+    from, checked by fingerprint); ``run`` records what was found (never the config)."""
     cfg = cfg or SteeringConfig(stores=[str(store.path)])
+    run = run if run is not None else SteeringRun()
     if cfg.n_random < 1 or cfg.n_matched < 1 or not cfg.alphas:
         raise PPairsError("steering needs n_random, n_matched >= 1 and at least one alpha")
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     name = store.meta.dataset
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    sp = split_store(store, **cfg.settings.split_kwargs())
     layer, rule = _choose_layer(sp, cfg)
     hook = store.hook_names[layer]
-    cfg.layers_used[name] = f"{hook}: {rule}"
+    run.layers_used[name] = f"{hook}: {rule}"
     names, kinds, r = _directions(sp, layer, store.d_model, cfg, name)
     unit = float(sp.acts_train[:, 0, layer].double().norm(dim=-1).median())
-    cfg.norm_units[name] = unit
+    run.norm_units[name] = unit
     keep = {p.pair_id for p in sp.pairs_test}
     test_ds = subsample_by_context(
         replace(dataset, name=f"{dataset.name}:test",
                 records=[x for x in dataset.records if x.pair_id in keep]),
-        cfg.max_eval_pairs, cfg.seed)
+        cfg.max_eval_pairs, cfg.settings.seed)
     y = (np.asarray(test_ds.labels()) == 1).astype(int)
     settings = HarvestSettings(token_budget=cfg.token_budget)
     t0 = time.perf_counter()
@@ -145,9 +152,9 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     z0 = judge(torch.zeros(1, store.d_model))[:, 0]
     alphas = np.asarray(cfg.alphas, dtype=float)
     z = np.stack([judge(float(a) * unit * r) for a in alphas])  # [A, n, D]
-    cfg.timings[name] = round(time.perf_counter() - t0, 1)
+    run.timings[name] = round(time.perf_counter() - t0, 1)
     log(f"{name}: {len(names)} directions x {len(alphas)} alphas x {len(test_ds)} records at "
-        f"{hook} ({cfg.timings[name]:.1f} s)")
+        f"{hook} ({run.timings[name]:.1f} s)")
     dz = (z - z0[None, :, None]).mean(1)  # [A, D]
     acc = np.array([[sign_accuracy(z[a, :, j], y, cfg.tie_tol) for j in range(len(names))]
                     for a in range(len(alphas))])
@@ -183,19 +190,19 @@ def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     """Steer on every (store, dataset); write ``steering.csv``, the figure and the config to
     ``out``; returns the rows."""
     cfg = cfg or SteeringConfig(stores=[str(s.path) for s, _ in items])
-    if not cfg.datasets:
-        cfg.datasets = [d.name for _, d in items]
-    cfg.model = model_name(bridge)
+    run = SteeringRun(model=model_name(bridge),
+                      datasets=list(cfg.datasets) or [d.name for _, d in items])
     out = Path(out)
     rows: list[dict] = []
     for store, dataset in items:
-        rows += steer_store(bridge, store, dataset, cfg, log=log)
+        rows += steer_store(bridge, store, dataset, cfg, log=log, run=run)
     cols = list(dict.fromkeys(k for r in rows for k in r))
     write_csv(out / "steering.csv", [{k: r.get(k, float("nan")) for k in cols} for r in rows])
     save_config(out, "steering", cfg)
+    write_json(out / "steering_run.json", run)
     import matplotlib.pyplot as plt
 
-    fig = plot_steering(rows, cfg.model)
+    fig = plot_steering(rows, run.model)
     save_figure(fig, out, "steering")
     plt.close(fig)
     return rows
@@ -211,11 +218,11 @@ def cli(args, bridge=None) -> None:
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
     cfg = SteeringConfig(stores=[str(s.path) for s, _ in items], datasets=list(specs),
-                         seed=args.seed, layer=args.layer, n_random=args.n_random,
-                         n_matched=args.n_matched, split_by=args.split)
+                         settings=args.settings, layer=args.layer, n_random=args.n_random,
+                         n_matched=args.n_matched)
     if args.alphas:
-        cfg.alphas = tuple(args.alphas)
-    if getattr(args, "quick", False):
+        cfg = replace(cfg, alphas=tuple(args.alphas))
+    if cfg.settings.quick:
         cfg = replace(cfg, max_eval_pairs=24, n_random=min(cfg.n_random, 8),
                       n_matched=min(cfg.n_matched, 8))
     rows = run_steering(bridge, items, args.out, cfg)

@@ -26,9 +26,10 @@ import numpy as np
 from analyses.thesis_tables_plots import plot_tables
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset, ScoredItem
-from ppairs_lens.evaluation.bootstrap import N_BOOT, mean_ci
+from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import evaluate, spearman
 from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
@@ -44,10 +45,7 @@ METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
 @dataclass
 class ThesisTablesConfig:
     stores: list[str]
-    test_size: float = 0.5
-    split_by: str = "auto"
-    seed: int = 0
-    n_boot: int = N_BOOT
+    settings: EvalSettings = EvalSettings()  # the replication passes its own (test share 0.5)
     beam_size: int = 1000
     uncertainty: float = 0.6
     C: float = 1.0
@@ -97,7 +95,7 @@ def _per_article_scores(items, method: str, test: Dataset, pair_ps: dict) -> dic
 def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dict[str, float]:
     """The supervised probe's P(item 1) on the store's held-out pairs, fitted on its training
     pairs at the read-out the sweep chose."""
-    sp = split_store(store, test_size=cfg.test_size, split_by=cfg.split_by, seed=cfg.seed)
+    sp = split_store(store, **cfg.settings.split_kwargs())
     probe = SupervisedProbe(C=cfg.C).fit(sp.acts_train[:, :, layer], sp.labels_train)
     p = probe.predict_proba(sp.acts_test[:, :, layer])[:, 1]  # P(item 1)
     return {q.pair_id: float(v) for q, v in zip(sp.pairs_test, p)}
@@ -125,15 +123,15 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
     for method in METHODS:
         ids = [i for i, r in enumerate(test.records) if r.pair_id in pair_ps[method]]
         p = np.array([pair_ps[method][test.records[i].pair_id] for i in ids])
-        acc = evaluate(y[ids], p, groups=[groups[i] for i in ids], n_boot=cfg.n_boot,
-                       seed=cfg.seed)["accuracy"]
+        acc = evaluate(y[ids], p, groups=[groups[i] for i in ids], n_boot=cfg.settings.n_boot,
+                       seed=cfg.settings.seed)["accuracy"]
         rows.append({**base, "table": "4.1", "method": method, "metric": "pairwise accuracy",
                      "value": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(ids)})
         if method in ("direct", "G-Eval"):
             rhos = list(_per_article_of(items, pair_ps[f"{method} scores"]).values())
         else:
             rhos = list(_per_article(items, _pair_p(test, pair_ps[method]), cfg).values())
-        ci = mean_ci(rhos, n_boot=cfg.n_boot, seed=cfg.seed) if rhos else \
+        ci = mean_ci(rhos, **cfg.settings.boot_kwargs()) if rhos else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan")}
         rows.append({**base, "table": "4.2", "method": method, "metric": "spearman",
                      "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(rhos)})
@@ -152,7 +150,7 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
     sorted_probe = _per_article(items, _pair_p(test, pair_ps["PPAIRS"]), cfg)
     for other in ("direct", "G-Eval", "PAIRS"):
         q = np.array([pair_ps[other][test.records[i].pair_id] for i in ids])
-        d = paired_difference(y[ids], probe, q, g, n_boot=cfg.n_boot, seed=cfg.seed)
+        d = paired_difference(y[ids], probe, q, g, **cfg.settings.boot_kwargs())
         rows.append({"table": "4.1", "dataset": "SummEval", "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "pairwise accuracy difference",
                      "value": d["value"], "lo": d["lo"], "hi": d["hi"], "n": d["n"],
@@ -163,7 +161,7 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
             theirs = _per_article_scores(items, other, test, pair_ps)
         common = sorted(set(sorted_probe) & set(theirs))
         diffs = [sorted_probe[c] - theirs[c] for c in common]
-        ci = mean_ci(diffs, n_boot=cfg.n_boot, seed=cfg.seed) if diffs else \
+        ci = mean_ci(diffs, **cfg.settings.boot_kwargs()) if diffs else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "ci_counts": False}
         rows.append({"table": "4.2", "dataset": "SummEval", "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "spearman difference",

@@ -24,6 +24,7 @@ from ppairs_lens.evaluation.answer_change import (
 from ppairs_lens.evaluation.null_test import null_test
 from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.evaluation.protocol import EvalSettings
 
 N_RANDOM, N_MATCHED = 12, 9
 PRESETS = ("paper", "full")
@@ -49,7 +50,8 @@ def store_ds(tiny, tmp_path_factory):
 def ablation_run(tiny, store_ds):
     store, ds, root = store_ds
     cfg = AblationConfig(stores=[str(store.path)], n_random=N_RANDOM, n_matched=N_MATCHED,
-                         n_boot=50, max_eval_pairs=10, presets=PRESETS, tie_tol=1e-6)
+                         settings=EvalSettings(n_boot=50), max_eval_pairs=10, presets=PRESETS,
+                         tie_tol=1e-6)
     rows, null_rows = _one_thread(lambda: run_ablation(tiny, [(store, ds)], root / "out", cfg,
                                                        log=lambda s: None))
     return rows, null_rows, root / "out", cfg
@@ -106,7 +108,8 @@ def test_judge_change_rows_for_the_verdicts(ablation_run):
 
 def test_control_at_a_block_read_out_is_not_zero_by_construction(tiny, store_ds, tmp_path):
     store, ds, _ = store_ds
-    cfg = AblationConfig(stores=[str(store.path)], layer=0, n_random=2, n_matched=2, n_boot=20,
+    cfg = AblationConfig(stores=[str(store.path)], layer=0, n_random=2, n_matched=2,
+                         settings=EvalSettings(n_boot=20),
                          max_eval_pairs=10, tie_tol=1e-6)
     rows, _ = _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg,
                                                log=lambda s: None))
@@ -138,9 +141,11 @@ def test_outputs_and_config_written(ablation_run):
         assert (out / name).is_file(), name
     assert not (out / "ablation_probe_refit.csv").exists()  # refit is off by default
     cfg = json.loads((out / "ablation.config.json").read_text())["config"]
-    assert cfg["positions"] == "last" and cfg["split_by"] == "auto"
+    assert cfg["positions"] == "last" and cfg["settings"]["split_by"] == "auto"
     assert cfg["n_random"] == N_RANDOM and cfg["n_matched"] == N_MATCHED
-    assert cfg["layers_used"] and cfg["splits_used"] and cfg["timings"]
+    found = json.loads((out / "ablation_run.json").read_text())  # results: never in the config
+    assert found["layers_used"] and found["splits_used"] and found["timings"]
+    assert not {"layers_used", "splits_used", "timings", "model"} & set(cfg)
     header = (out / "ablation.csv").read_text().splitlines()[0].split(",")
     for col in ("effect", "margin", "accuracy", "p_random", "p_matched", "rank_random",
                 "rank_matched", "n"):
@@ -149,7 +154,7 @@ def test_outputs_and_config_written(ablation_run):
 
 def test_defaults_match_the_study():
     cfg = AblationConfig(stores=[])
-    assert (cfg.split_by, cfg.n_random, cfg.n_matched, cfg.presets, cfg.positions,
+    assert (cfg.settings.split_by, cfg.n_random, cfg.n_matched, cfg.presets, cfg.positions,
             cfg.max_eval_pairs, cfg.refit) == ("auto", 100, 100, ("paper",), "last", 200, False)
 
 
@@ -166,17 +171,20 @@ def test_read_out_is_the_validation_choice(tiny, store_ds, tmp_path, monkeypatch
         return {k: np.array([0.5, 0.9] + [0.6] * (n - 2)) for k in PROBE_KINDS}
 
     monkeypatch.setattr(rc, "validation_scores", planted)
-    cfg = AblationConfig(stores=[], n_random=2, n_matched=2, n_boot=10, max_eval_pairs=4)
+    cfg = AblationConfig(stores=[], n_random=2, n_matched=2, settings=EvalSettings(n_boot=10),
+                         max_eval_pairs=4)
     rows, _ = _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg,
                                                log=lambda s: None))
     assert {r["layer"] for r in rows} == {1}
     assert seen["n"] < len(store.pairs())  # train pairs only
-    assert seen["by"] == cfg.splits_used[store.meta.dataset]  # made as the test split
+    found = json.loads((tmp_path / "ablation_run.json").read_text())
+    assert seen["by"] == found["splits_used"][store.meta.dataset]  # made as the test split
 
 
 def test_refit_when_asked(tiny, store_ds, tmp_path):
     store, ds, _ = store_ds
-    cfg = AblationConfig(stores=[], n_random=2, n_matched=2, n_boot=10, max_eval_pairs=4,
+    cfg = AblationConfig(stores=[], n_random=2, n_matched=2, settings=EvalSettings(n_boot=10),
+                         max_eval_pairs=4,
                          refit=True, max_refit_train=10, kinds=("supervised",))
     _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg, log=lambda s: None))
     text = (tmp_path / "ablation_probe_refit.csv").read_text()

@@ -33,7 +33,7 @@ def test_defaults_are_one_constant_of_at_least_2000():
 
     for cfg in (AblationConfig(stores=[]), TransferConfig(stores=[]), SweepConfig(stores=[]),
                 ProbeJudgeConfig()):
-        assert cfg.n_boot == N_BOOT, type(cfg).__name__
+        assert cfg.settings.n_boot == N_BOOT, type(cfg).__name__
 
 
 def test_whole_groups_are_resampled_and_widen_clustered_intervals():

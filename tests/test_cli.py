@@ -135,7 +135,7 @@ def test_sweep_honours_split_quick_hooks_and_template(loads, recorded, tmp_path)
                                       "--template", tpl]
     assert run(argv) == 0
     stores, out, cfg = recorded["sweep"][0]
-    assert cfg.split_by == "auto" and cfg.n_boot == 100 and str(out) == str(tmp_path / "out")
+    assert cfg.settings.split_by == "auto" and cfg.settings.n_boot == 100 and str(out) == str(tmp_path / "out")
     assert stores[0].hook_names == ["hook_embed", "blocks.1.hook_resid_post"]
     assert stores[0].n_pairs == 8 and stores[0].meta.template["choices"] == [" A", " B"]
 
@@ -144,7 +144,7 @@ def test_transfer_honours_layer_and_split(loads, recorded, tmp_path):
     assert run(base("transfer", tmp_path) + ["--layer", "1", "--split", "pair",
                                              "--max-pairs", "8"]) == 0
     stores, _, cfg = recorded["transfer"][0]
-    assert (cfg.layer, cfg.split_by, cfg.n_boot) == (1, "pair", N_BOOT)
+    assert (cfg.layer, cfg.settings.split_by, cfg.settings.n_boot) == (1, "pair", N_BOOT)
     assert cfg.kinds == ("supervised", "pca", "mass_mean", "ccs")          # CCS by default
     assert stores[0].hook_names == hook_points("paper", 2)
     assert run(base("transfer", tmp_path) + ["--kinds", "pca", "ccs", "--max-pairs", "8"]) == 0
@@ -155,7 +155,8 @@ def test_ablate_honours_layer_n_random_split_and_quick(loads, recorded, tmp_path
     assert run(base("ablate", tmp_path) + ["--layer", "0", "--n-random", "3", "--split", "pair",
                                            "--max-pairs", "8", "--quick"]) == 0
     cfg = recorded["ablate"][0][3]
-    assert (cfg.layer, cfg.n_random, cfg.split_by, cfg.max_eval_pairs) == (0, 3, "pair", 24)
+    assert (cfg.layer, cfg.n_random, cfg.settings.split_by, cfg.max_eval_pairs) == (
+        0, 3, "pair", 24)
 
 
 def test_rank_honours_layer_and_quick(loads, recorded, tmp_path):
@@ -167,7 +168,8 @@ def test_rank_honours_layer_and_quick(loads, recorded, tmp_path):
 def test_run_honours_split_quick_and_the_loaded_model(loads, recorded, tiny, tmp_path):
     assert run(base("run", tmp_path) + ["--split", "item", "--quick", "--recompute"]) == 0
     (cfg,), kw = recorded["run"]
-    assert cfg.split_by == "item" and cfg.quick and cfg.max_pairs == QUICK_MAX_PAIRS
+    assert cfg.settings.split_by == "item" and cfg.settings.quick
+    assert cfg.max_pairs == QUICK_MAX_PAIRS
     assert kw == {"reuse": False, "bridge": tiny}
 
 
@@ -182,7 +184,8 @@ def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, 
     data.mkdir()
     argv = ["run", "--out", str(tmp_path / "out"), "--shared-data", str(data), "--quick"]
     assert run(argv) == 0
-    assert got["cfg"].shared_data == str(data) and got["cfg"].quick
+    assert got["cfg"].shared_data == str(data) and got["cfg"].settings.quick
+    assert got["cfg"].settings.test_size == 0.5  # the paper's halves unless --test-size
     assert got["kw"] == {"reuse": True, "bridge": tiny}
 
 

@@ -28,6 +28,7 @@ from ppairs_lens.errors import ProbeError, StoreError
 from ppairs_lens.evaluation.readout_choice import layer_setting
 from ppairs_lens.evaluation.store_split import split_pairs
 from ppairs_lens.probes.direction_similarity import random_reference
+from ppairs_lens.evaluation.protocol import EvalSettings
 
 D = 32          # d_model of the synthetic stores
 N = 400         # pairs per store (2 per context)
@@ -75,7 +76,7 @@ def _unit(v):
     return v / np.linalg.norm(v)
 
 
-CFG = dict(n_boot=40, seed=0, n_random=4000)
+CFG = dict(settings=EvalSettings(n_boot=40, seed=0), n_random=4000)
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -162,7 +163,7 @@ def test_outputs_and_config_are_written(shared):
         assert (out / name).is_file()
     saved = json.loads((out / "transfer.config.json").read_text())["config"]
     assert saved["layer"] == "val" and saved["center_target"] == "target"
-    assert saved["split_by"] == "auto" and saved["standardize"] is True
+    assert saved["settings"]["split_by"] == "auto" and saved["standardize"] is True
     summary = json.loads((out / "transfer_summary.json").read_text())
     assert summary["layer_rule"] == "val" and summary["split_by"] == {
         n: "context" for n in ("alpha", "beta", "gamma")}     # two pairs per context
@@ -240,7 +241,7 @@ def test_transfer_is_not_scored_across_prompt_kinds(tmp_path):
 
 def test_independent_directions_look_random_and_do_not_transfer(independent):
     cfg, fitted = independent
-    ref = random_reference(D, cfg.n_random, cfg.seed)
+    ref = random_reference(D, cfg.n_random, cfg.settings.seed)
     c_rows = cosine_rows(fitted, cfg)
     t_rows = transfer_rows(fitted, cfg)
     for kind in cfg.kinds:
@@ -327,8 +328,7 @@ def test_layer_is_chosen_on_validation_not_on_the_test_set(tmp_path):
     pairs = [PairInfo(f"spike:{i}", int(labels[i]), f"spike:c{i // 2}", item1_id=f"{i}a",
                       item2_id=f"{i}b") for i in range(n)]
     cfg = TransferConfig(stores=[], **CFG)
-    _, test, used = split_pairs(pairs, test_size=cfg.test_size, split_by=cfg.split_by,
-                                seed=cfg.seed)
+    _, test, used = split_pairs(pairs, **cfg.settings.split_kwargs())
     assert used == "context"
     in_test = np.zeros(n, bool)
     in_test[test] = True

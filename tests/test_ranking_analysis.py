@@ -11,6 +11,7 @@ import pytest
 
 from analyses.insertion import INSERTION_METHODS, InsertionConfig, run_insertion
 from analyses.ranking import RANKING_METHODS, RankingConfig, run_ranking
+from ppairs_lens.evaluation.protocol import EvalSettings
 
 _WORDS = ["The council met.", "Taxes rose sharply.", "A bridge was built.",
           "Fans cheered loudly.", "The storm passed.", "Prices fell again."]
@@ -52,7 +53,7 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
     spec = _summeval_like(tmp_path / "scored.jsonl")
     out = tmp_path / "out"
     cfg = RankingConfig(dataset=spec, n_train_contexts=3, max_train_pairs_per_context=None,
-                        n_eval_contexts=2, n_boot=50)
+                        n_eval_contexts=2, settings=EvalSettings(n_boot=50))
     rows = run_ranking(tiny, cfg, out)
     assert [r["method"] for r in rows] == list(RANKING_METHODS)
     n = 4
@@ -73,7 +74,8 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
         assert (out / f"ranking.{ext}").stat().st_size > 0
 
     ins_cfg = InsertionConfig(path=_climatex_like(tmp_path / "climatex.tsv"), n_train=12,
-                              max_train_pairs=30, max_test=4, k=2, n_boot=50)
+                              max_train_pairs=30, max_test=4, k=2,
+                              settings=EvalSettings(n_boot=50))
     ins = run_insertion(tiny, ins_cfg, out)
     overall = [r for r in ins if r["level"] == "overall"]
     # the model's methods, then the no-model taggers on the same test statements
@@ -118,7 +120,8 @@ def test_story_sentiment_ranking_keeps_template_pools_apart(tiny, tmp_path):
     from analyses.ranking import figure_caption
 
     cfg = RankingConfig(dataset="story_sentiment", n_train_contexts=4,
-                        max_train_pairs_per_context=6, n_eval_contexts=20, n_boot=50,
+                        max_train_pairs_per_context=6, n_eval_contexts=20,
+                        settings=EvalSettings(n_boot=50),
                         methods=("probe_greedy", "length", "memorised"))
     rows = run_ranking(tiny, cfg, tmp_path)
     by = {r["method"]: r for r in rows}

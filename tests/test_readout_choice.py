@@ -22,6 +22,7 @@ from ppairs_lens.evaluation.readout_choice import (
 )
 from ppairs_lens.evaluation.store_split import split_store, training_split, validation_split
 from ppairs_lens.probes.estimators import PROBE_KINDS
+from ppairs_lens.evaluation.protocol import EvalSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -71,12 +72,12 @@ def test_every_analysis_chooses_the_planted_readout(stores, tiny, monkeypatch):
     store = stores[0]
     sp = split_store(store, test_size=0.3, seed=0)
     # sweep: the summary and the table's chosen rows
-    rows, entries = sweep_split(sp, store.hook_names, "toy", SweepConfig(stores=[], n_boot=20))
+    rows, entries = sweep_split(sp, store.hook_names, "toy", SweepConfig(stores=[], settings=EvalSettings(n_boot=20)))
     assert {e["layer"] for e in entries} == {PLANTED}
     assert {e["selected_by"] for e in entries} == {"validation"}
     assert {r["layer"] for r in best_layers(rows)} == {PLANTED}
     # transfer: each source's probes and the cosines' common read-out
-    cfg = TransferConfig(stores=[], n_boot=20)
+    cfg = TransferConfig(stores=[], settings=EvalSettings(n_boot=20))
     fitted = [fit_store(s, cfg) for s in stores]
     assert all(set(f.chosen.values()) == {PLANTED} for f in fitted)
     assert cosine_readout(fitted, cfg) == PLANTED

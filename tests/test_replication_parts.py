@@ -123,3 +123,11 @@ def test_judge_study_equals_the_zero_shot_judge_per_dataset(tiny, tmp_path):
         assert list(got.test_ids) == [r.pair_id for r in test.records]
         np.testing.assert_allclose(got.forms.z, ref.z, rtol=1e-4, atol=1e-4)
         assert set(got.p_by_pair()) == {"p_by_pair", "threshold_p_by_pair"}
+
+
+def test_a_size_of_zero_leaves_a_dataset_out_with_a_reason(shared_datasets):
+    said = []
+    sizes = replace(ReplicationSizes.quick(), hanna_contexts=0, mctaco_pairs=0)
+    d = replication_datasets(shared_datasets, sizes, log=said.append)
+    assert "hanna-coherence" not in d and "mctaco" not in d and "rocstories" in d
+    assert any(m.startswith("mctaco left out") for m in said)

@@ -4,12 +4,13 @@ import json
 from dataclasses import replace
 
 from analyses.run_all import StudyConfig, quick, run
+from ppairs_lens.evaluation.protocol import EvalSettings
 
 
 def test_study_writes_everything_and_reuses_unchanged_steps(tiny, tmp_path, capsys):
     cfg = quick(StudyConfig(datasets=["larger_number", "story_sentiment"], max_pairs=32,
                             stores=str(tmp_path / "stores"), out=str(tmp_path / "out"),
-                            ranking_dataset="story_sentiment", n_boot=20,
+                            ranking_dataset="story_sentiment", settings=EvalSettings(n_boot=20),
                             shared_data=str(tmp_path / "no-shared")))
     first = run(cfg, bridge=tiny)
     out = tmp_path / "out"
@@ -35,7 +36,7 @@ def test_study_writes_everything_and_reuses_unchanged_steps(tiny, tmp_path, caps
     assert "reused from the last run" in capsys.readouterr().out
 
     (out / "ranking.png").unlink()  # a missing output is recomputed
-    changed = run(replace(cfg, n_boot=21), bridge=tiny)  # a config change recomputes all
+    changed = run(replace(cfg, settings=cfg.settings.but(n_boot=21)), bridge=tiny)  # a config change recomputes all
     assert changed["reused_steps"] == []
     assert (out / "ranking.png").is_file()
     forced = run(cfg, bridge=tiny, reuse=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -39,7 +41,8 @@ def test_rows_cover_probes_and_nulls_at_every_alpha(steering_run):
             assert r["delta_z_lo"] <= r["delta_z"] <= r["delta_z_hi"]
     assert all((out / f) .is_file() for f in ("steering.csv", "steering.png",
                                                "steering.config.json"))
-    assert cfg.norm_units and cfg.layers_used
+    found = json.loads((out / "steering_run.json").read_text())  # results: never in the config
+    assert found["norm_units"] and found["layers_used"]
 
 
 def test_judge_under_steering_zero_vector_is_unsteered(tiny):
@@ -70,5 +73,5 @@ def test_steer_command_passes_its_options(tiny, tmp_path, monkeypatch):
             "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")]
     assert main(argv) == 0
     cfg = got["cfg"]
-    assert (cfg.layer, cfg.n_random, cfg.n_matched, cfg.alphas, cfg.split_by) == (
+    assert (cfg.layer, cfg.n_random, cfg.n_matched, cfg.alphas, cfg.settings.split_by) == (
         1, 3, 2, (-1.0, 2.0), "pair")

@@ -17,6 +17,7 @@ from ppairs_lens.probes.estimators import PROBE_KINDS, SupervisedProbe, make_pro
 from ppairs_lens.probes.features import contrast_features, side_means
 from ppairs_lens.probes.logistic import batched_logistic_regression
 from ppairs_lens.probes.sweep import fit_sweep
+from ppairs_lens.evaluation.protocol import EvalSettings
 
 
 def planted_layers(n: int = 600, n_layers: int = 4, d: int = 24, *, seed: int = 0,
@@ -313,7 +314,7 @@ def swept(tmp_path_factory):
     # A judge right on 3 pairs in 4, known for every other pair only.
     judge = {p.pair_id: (0.8 if (p.label == 1) == (k % 8 != 0) else 0.2)
              for k, p in enumerate(ctx_pairs) if k % 2 == 0}
-    cfg = SweepConfig(stores=[str(s.path) for s in stores], n_boot=50,
+    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=EvalSettings(n_boot=50),
                       zero_shot={"ctx": {"p_by_pair": judge}})
     return run_sweep_with_summary(stores, tmp / "out", cfg), tmp / "out", judge
 
@@ -388,7 +389,7 @@ def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_s
     monkeypatch.setattr(rc, "validation_scores", impossible)
     store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))
     with pytest.warns(UserWarning, match="no validation split"):
-        rows = ls.sweep_store(store, ls.SweepConfig(stores=[], n_boot=20))
+        rows = ls.sweep_store(store, ls.SweepConfig(stores=[], settings=EvalSettings(n_boot=20)))
     from ppairs_lens.evaluation.best_layers import best_layers
 
     for r in best_layers(rows):

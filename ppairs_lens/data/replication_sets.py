@@ -45,13 +45,23 @@ class ReplicationSizes:
     mt_bench_pairs: int = 50  # long answers (~540 tokens a pair)
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
 
+    def left_out(self) -> set[str]:
+        """Datasets a size of 0 leaves out (a preview may skip the costliest)."""
+        sizes = {f"hanna-{self.hanna_aspect}": self.hanna_contexts * self.hanna_items,
+                 "rocstories": self.story_cloze_pairs, "mctaco": self.mctaco_pairs,
+                 "mt-bench": self.mt_bench_pairs, "llmbar-clean": self.llmbar_pairs}
+        if not self.summeval_contexts * self.summeval_items:
+            sizes.update({f"summeval-{a}": 0 for a in self.summeval_aspects})
+        return {n for n, k in sizes.items() if k == 0}
+
     @classmethod
     def quick(cls) -> ReplicationSizes:
-        # The long-item sets (HANNA stories, MT-Bench answers, LLMBar) are most of a preview's
-        # tokens, so they are the ones cut hardest: every analysis still gets 2+ groups a side
+        # Long items are most of a preview's tokens: HANNA's stories (~740 tokens a pair, and
+        # 6 contexts at least before both halves hold both labels) are left out, MT-Bench and
+        # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
         return cls(summeval_contexts=6, summeval_items=3, summeval_aspects=("coherence",),
-                   hanna_contexts=6, hanna_items=3, story_cloze_pairs=24, mctaco_pairs=24,
-                   mt_bench_pairs=16, llmbar_pairs=16)
+                   hanna_contexts=0, hanna_items=3, story_cloze_pairs=16, mctaco_pairs=16,
+                   mt_bench_pairs=12, llmbar_pairs=16)
 
     @classmethod
     def full(cls) -> ReplicationSizes:
@@ -122,7 +132,7 @@ def _entries(sizes: ReplicationSizes, seed: int
                  for sub, short in (("LLMBar_Natural", "natural"), ("CaseStudy_Normal", "normal"))]
         return subsample_by_context(combine("llmbar-clean", parts), sizes.llmbar_pairs, seed)
     out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar))
-    return out
+    return [e for e in out if e[0] not in sizes.left_out()]
 
 
 def replication_datasets(root: str | Path, sizes: ReplicationSizes = ReplicationSizes(), *,
@@ -134,6 +144,8 @@ def replication_datasets(root: str | Path, sizes: ReplicationSizes = Replication
         log(f"replication data skipped: {root} does not exist (a clone without ../shared)")
         return {}
     out = {}
+    for name in sorted(sizes.left_out()):
+        log(f"{name} left out: its size is 0 at these sizes")
     for name, rel, load in _entries(sizes, seed):
         if not (root / rel).is_file():
             log(f"{name} skipped: {root / rel} is missing")

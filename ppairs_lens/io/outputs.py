@@ -12,6 +12,7 @@ import io
 import json
 import platform
 import time
+import typing
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,29 @@ def config_record(config: Any) -> dict:
 
 
 def load_config(cls, path: str | Path):
-    """Rebuild a config dataclass from a saved ``*.config.json``."""
-    data = json.loads(Path(path).read_text("utf-8"))["config"]
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
+    """Rebuild a config dataclass from a saved ``*.config.json``: nested config records (e.g.
+    ``settings``) rebuilt as their own dataclasses; a config saved before a record was nested
+    (its fields at the top level) still loads."""
+    return config_from_data(cls, json.loads(Path(path).read_text("utf-8"))["config"])
+
+
+def config_from_data(cls, data: dict):
+    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an unresolvable annotation: no nested records then
+        hints = {}
+    kw = {}
+    for f in fields(cls):
+        kind = hints.get(f.name)
+        nested = isinstance(kind, type) and is_dataclass(kind)
+        if f.name in data:
+            v = data[f.name]
+            kw[f.name] = (config_from_data(kind, v) if nested and isinstance(v, dict)
+                          else tuple(v) if isinstance(v, list) else v)
+        elif nested and any(g.name in data for g in fields(kind)):  # saved flat, before nesting
+            kw[f.name] = config_from_data(kind, data)
+    return cls(**kw)
 
 
 def write_json(path: str | Path, obj: Any) -> Path:

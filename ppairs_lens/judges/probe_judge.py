@@ -24,7 +24,7 @@ from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import ReadoutChoice, choose_readout
 from ppairs_lens.evaluation.store_split import training_split
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
@@ -43,8 +43,7 @@ class ProbeJudgeConfig:
     layer: int | None = None  # read-out index; None: chosen on held-out training data
     calibrate_probe: bool = False
     calibrate_zero_shot: bool = True
-    n_boot: int = N_BOOT
-    seed: int = 0
+    settings: EvalSettings = EvalSettings()  # seed and n_boot (no held-out split of its own)
     token_budget: int | None = None  # None: by device (harvest.default_token_budget)
     verbose: bool = False  # print progress
 

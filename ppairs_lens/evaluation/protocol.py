@@ -1,0 +1,67 @@
+"""The evaluation protocol every experiment shares: one frozen record (:class:`EvalSettings`).
+
+Seed, bootstrap resamples, test share, split mode and the quick flag are written here once.
+Each experiment's config holds one of these as its ``settings`` field (never copies of its
+fields), and a study (the built-ins study, the replication) builds ONE record and hands the same
+object to every sub-config, so that no step can split or resample differently from another.
+Results are never written back into a config: the record is frozen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.splits import SPLIT_MODES
+
+__all__ = ["BUILTIN_TEST_SIZE", "EvalSettings", "PAPER_TEST_SIZE", "QUICK_N_BOOT"]
+
+#: Held-out share of the built-in analyses (and of every command unless ``--test-size``).
+BUILTIN_TEST_SIZE: float = 0.3
+#: Held-out share of the replication: the paper fits and tests on random halves.
+PAPER_TEST_SIZE: float = 0.5
+#: Bootstrap resamples of a quick run (a preview or a test), wherever ``quick`` is asked for.
+QUICK_N_BOOT: int = 100
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How every experiment splits, resamples and seeds: ``seed`` (splits, subsets, resamples),
+    ``n_boot`` (bootstrap resamples of every CI), ``test_size`` (held-out share of the leak
+    groups), ``split_by`` (``SPLIT_MODES``: auto, context, item, pair) and ``quick`` (a preview:
+    each experiment keeps its own small sizes, see :meth:`as_quick`)."""
+
+    seed: int = 0
+    n_boot: int = N_BOOT
+    test_size: float = BUILTIN_TEST_SIZE
+    split_by: str = "auto"
+    quick: bool = False
+
+    def __post_init__(self) -> None:
+        if self.split_by not in SPLIT_MODES:
+            raise PPairsError(f"split_by must be one of {SPLIT_MODES}, got {self.split_by!r}")
+        if not 0.0 < float(self.test_size) < 1.0:
+            raise PPairsError(f"test_size is a share of the leak groups, strictly between 0 "
+                              f"and 1; got {self.test_size}")
+        if int(self.n_boot) < 1:
+            raise PPairsError(f"n_boot must be at least 1, got {self.n_boot}")
+
+    def split_kwargs(self) -> dict:
+        """The keywords of a held-out split (``split_store``, ``held_out_datasets``,
+        ``judge_held_out``...): ``test_size``, ``split_by``, ``seed``."""
+        return {"test_size": self.test_size, "split_by": self.split_by, "seed": self.seed}
+
+    def boot_kwargs(self) -> dict:
+        """The keywords of a bootstrap interval (``mean_ci``, ``evaluate``...): ``n_boot``,
+        ``seed``."""
+        return {"n_boot": self.n_boot, "seed": self.seed}
+
+    def as_quick(self) -> EvalSettings:
+        """The same protocol for a preview: ``quick`` set, at most :data:`QUICK_N_BOOT`
+        resamples."""
+        return replace(self, n_boot=min(self.n_boot, QUICK_N_BOOT), quick=True)
+
+    def but(self, **changes) -> EvalSettings:
+        """A copy with ``changes`` (the record is frozen)."""
+        return replace(self, **changes)

@@ -1,0 +1,110 @@
+"""The one evaluation protocol (``EvalSettings``): every experiment config holds it, and the two
+studies hand the SAME record to every step, so that no step splits or resamples differently."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import FrozenInstanceError, fields
+
+import pytest
+
+from analyses.ablation import AblationConfig
+from analyses.cli import build_parser
+from analyses.replication import ReplicationConfig, step_configs
+from analyses.replication import quick as quick_replication
+from analyses.run_all import StudyConfig, study_configs
+from analyses.run_all import quick as quick_study
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.bootstrap import N_BOOT
+from ppairs_lens.evaluation.protocol import (
+    BUILTIN_TEST_SIZE,
+    PAPER_TEST_SIZE,
+    QUICK_N_BOOT,
+    EvalSettings,
+)
+from ppairs_lens.io.outputs import load_config, save_config
+
+SHARED = {"seed", "n_boot", "test_size", "split_by"}
+
+
+def test_the_record_is_frozen_checked_and_gives_the_split_keywords():
+    s = EvalSettings()
+    assert (s.seed, s.n_boot, s.test_size, s.split_by, s.quick) == (
+        0, N_BOOT, BUILTIN_TEST_SIZE, "auto", False)
+    assert s.split_kwargs() == {"test_size": 0.3, "split_by": "auto", "seed": 0}
+    assert s.boot_kwargs() == {"n_boot": N_BOOT, "seed": 0}
+    with pytest.raises(FrozenInstanceError):
+        s.seed = 1  # type: ignore[misc]
+    q = s.as_quick()
+    assert q.quick and q.n_boot == QUICK_N_BOOT and q.as_quick() == q
+    assert EvalSettings(n_boot=20).as_quick().n_boot == 20  # never more resamples
+    for bad in ({"split_by": "contexts"}, {"test_size": 1.0}, {"test_size": 0}, {"n_boot": 0}):
+        with pytest.raises(PPairsError):
+            EvalSettings(**bad)
+
+
+def test_no_config_repeats_the_shared_fields():
+    from analyses.cross_dataset import TransferConfig
+    from analyses.distribution_shift import ShiftConfig
+    from analyses.finetuning import FinetuningConfig
+    from analyses.insertion import InsertionConfig
+    from analyses.layer_sweep import SweepConfig
+    from analyses.probes_vs_prompting import PvPConfig
+    from analyses.ranking import RankingConfig
+    from analyses.steering import SteeringConfig
+    from analyses.thesis_tables import ThesisTablesConfig
+
+    for cls in (AblationConfig, TransferConfig, ShiftConfig, SweepConfig, PvPConfig,
+                SteeringConfig, ThesisTablesConfig, InsertionConfig, RankingConfig,
+                StudyConfig, ReplicationConfig, FinetuningConfig):
+        names = {f.name for f in fields(cls)}
+        assert "settings" in names and not names & (SHARED | {"quick"}), cls.__name__
+
+
+def test_the_builtins_study_passes_one_record_to_every_step():
+    cfg = quick_study(StudyConfig(settings=EvalSettings(seed=3, split_by="item")))
+    cfgs = study_configs(cfg, ["a", "b"], ["a"], {})
+    assert set(cfgs) == {"sweep", "transfer", "ablation", "ranking"}
+    for name, sub in cfgs.items():
+        assert sub.settings is cfg.settings, name  # the ablation's test share included
+    assert cfg.settings.quick and cfg.settings.seed == 3
+
+
+def test_the_replication_passes_one_record_to_every_step(tmp_path):
+    cfg = quick_replication(ReplicationConfig(shared_data=str(tmp_path)))
+    assert cfg.settings.test_size == PAPER_TEST_SIZE and cfg.settings.quick
+    paths = {"summeval-coherence": "s1", "summeval-fluency": "s2", "mt-bench": "m",
+             "llmbar-clean": "l", "cities": "c"}
+    kinds = {n: "statement" if n == "cities" else "comparison" for n in paths}
+    cfgs = step_configs(cfg, paths, kinds)
+    for name, sub in cfgs.items():
+        assert sub.settings is cfg.settings, name
+    assert cfgs["thesis tables"].stores == ["s1", "s2"]
+    assert cfgs["transfer"].stores == ["s1", "m", "l"]  # one SummEval aspect, no statements
+    assert cfgs["ablation"].stores == ["m"] == cfgs["steering"].stores
+
+
+def test_the_command_line_builds_one_record():
+    args = build_parser().parse_args(["sweep", "--quick", "--seed", "4", "--n-boot", "7",
+                                      "--test-size", "0.4", "--split-by", "pair"])
+    assert args.settings == EvalSettings(seed=4, n_boot=7, test_size=0.4, split_by="pair",
+                                         quick=True)
+    args = build_parser().parse_args(["rank", "--quick"])
+    assert args.settings == EvalSettings().as_quick()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["ablate", "--test-size", "1.5"])
+
+
+def test_saved_configs_nest_the_record_and_load_back(tmp_path):
+    cfg = AblationConfig(stores=["x"], settings=EvalSettings(seed=2, test_size=0.4))
+    save_config(tmp_path, "ablation", cfg)
+    saved = json.loads((tmp_path / "ablation.config.json").read_text())["config"]
+    assert saved["settings"]["test_size"] == 0.4 and "seed" not in saved
+    back = load_config(AblationConfig, tmp_path / "ablation.config.json")
+    assert back.settings == cfg.settings and back.kinds == cfg.kinds
+    # a config saved before the record was nested: its fields at the top level
+    flat = {k: v for k, v in saved.items() if k != "settings"}
+    flat.update(seed=2, n_boot=N_BOOT, test_size=0.4, split_by="auto", model="m")
+    (tmp_path / "old.config.json").write_text(json.dumps({"config": flat}))
+    old = load_config(AblationConfig, tmp_path / "old.config.json")
+    assert old.settings == cfg.settings and old.n_random == cfg.n_random
