@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="also save each dataset's probes (every kind and read-out, "
                                 "fitted on its training split) into DIR/<dataset> "
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
+        if name == "sweep":
+            add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
+                         "at every read-out on the validation split too, slower)")
         if name == "transfer":
             add_layer(p, None, "read-out index of the transfer matrix and cosines (default: "
                                "chosen on a validation split of each source's training "

@@ -46,7 +46,7 @@ from ppairs_lens.activations.store_sets import check_comparable, readout_index, 
 from ppairs_lens.errors import PPairsError, ProbeError
 from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
-from ppairs_lens.evaluation.protocol import BUILTIN_TEST_SIZE, EvalSettings
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, ReadoutChoice, add_kinds_at
 from ppairs_lens.evaluation.readout_choice import check_layer_setting, choose_readouts
 from ppairs_lens.evaluation.readout_choice import common_readout, layer_rule, layer_setting
@@ -376,9 +376,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="probe kinds (default: all four; ccs at the cosine read-out only)")
     p.add_argument("--center-target", choices=CENTERINGS, default="target")
     p.add_argument("--metric", choices=METRICS, default="accuracy")
-    p.add_argument("--n-boot", type=int, default=300)
-    p.add_argument("--test-size", type=float, default=BUILTIN_TEST_SIZE)
-    p.add_argument("--seed", type=int, default=0)
+    base = EvalSettings()  # the defaults of every other command
+    p.add_argument("--n-boot", type=int, default=base.n_boot)
+    p.add_argument("--test-size", type=float, default=base.test_size)
+    p.add_argument("--seed", type=int, default=base.seed)
     args = p.parse_args(argv)
     try:
         stores = [ActivationStore.open(s) for s in args.stores]

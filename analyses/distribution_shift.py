@@ -20,7 +20,7 @@ import numpy as np
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
 from ppairs_lens.evaluation.bootstrap import bootstrap
-from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
@@ -35,7 +35,7 @@ __all__ = ["ShiftConfig", "gap_verdict", "run_shift"]
 @dataclass
 class ShiftConfig:
     kinds: tuple[str, ...] = ("supervised", "pca")
-    settings: EvalSettings = EvalSettings()  # the replication passes its own (test share 0.5)
+    settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)  # the paper's halves
     C: float = 1.0
 
 

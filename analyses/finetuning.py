@@ -26,8 +26,9 @@ with CIs over leak groups of the accuracy averaged over seeds: where, if anywher
 overtakes the probe. Label sets are nested: size ``n`` is the first ``n`` pairs of a seeded
 order per seed (:func:`nested_order`, each prefix stratified). A finetuned judge is trained
 once per (method, seed) through that order and read after each size
-(:func:`ppairs_lens.finetuning.judge.finetune_curve`): exactly the judge a run on those ``n``
-alone gives. The main comparison is seed ``seed``'s point at ``max_train``.
+(:func:`ppairs_lens.finetuning.judge.finetune_curve`): the judge a run on those ``n`` gives
+with batches that do not cross the smaller curve sizes, so the main comparison (seed
+``seed``'s point at ``max_train``) depends on ``curve_sizes`` through its batch draw only.
 """
 
 from __future__ import annotations

@@ -273,7 +273,8 @@ def cli(args, bridge) -> None:
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
     stores = [ensure_store(bridge, d, args.stores, template=args.template, names=args.hooks)
               for d in datasets]
-    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings)
+    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
+                      **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
     cfg.zero_shot = {s.meta.dataset: judge_entry(judge_held_out(
         bridge, s, d, **cfg.settings.split_kwargs()))
         for s, d in zip(stores, datasets)}

@@ -78,8 +78,10 @@ class ReplicationConfig:
     sizes: ReplicationSizes = ReplicationSizes()
     # One protocol, the same object in every step; the paper fits and tests on random halves.
     settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
-    judge_train_pairs: int = 10  # training comparisons that fit the judge's threshold
-    allure: AllureConfig | None = AllureConfig()
+    judge_train_pairs: int = 8  # training comparisons that fit the judge's threshold
+    # ALLURE's pool costs nothing (its zero-shot answers are the training sample's); its
+    # held-out pairs are asked again after the demonstrations
+    allure: AllureConfig | None = AllureConfig(pool=6, test_pairs=6)
     # Transfer and cosines: all four probe kinds. CCS (5 tries x 400 Adam steps, as
     # CCSProbe) is fitted at the cosine read-out only (the one read-out choice forced there:
     # readout_choice.add_kinds_at) and its split halves: +4.5 CPU-s at these sizes, where at
@@ -99,7 +101,7 @@ class ReplicationConfig:
     finetune_curve: tuple[int, ...] = (4, 8, 16)
     finetune_curve_full: tuple[int, ...] | None = (4, 8)
     steering_nulls: int = 10  # random and variance-matched directions each
-    steering_eval_pairs: int = 8
+    steering_eval_pairs: int = 6
     steering_alphas: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)  # x the read-out's norm
     climatex_test: int = 24  # of the 300-statement test split, in its level proportions
     climatex_k: int = 4  # references per binary-search step
@@ -114,7 +116,7 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
                    judge_train_pairs=4,
                    allure=AllureConfig(rounds=1, per_round=2, pool=4, test_pairs=4),
                    ablation_random=8, ablation_matched=8, ablation_eval_pairs=8,
-                   steering_nulls=4, steering_eval_pairs=8, finetune_datasets=("rocstories",),
+                   steering_nulls=4, steering_eval_pairs=6, finetune_datasets=("rocstories",),
                    finetune_train=4, finetune_test=8, finetune_curve=(4,),
                    finetune_curve_full=None,
                    climatex_test=8, climatex_k=2, climatex_train=20, climatex_train_pairs=40)
@@ -240,7 +242,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     def judges_step():
         j = judge_study(bridge, stores, ds, JudgeStudySettings(
-            **split, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
+            cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
         return {n: {"p": v.p_by_pair(), "record": v.record()} for n, v in j.items()}
     judges = run.step("prompted judges", judges_step, **common)
     texts = run.step("text baselines", lambda: _text_baselines(bridge, stores, ds, cfg), **common)

@@ -176,11 +176,12 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
     return jsonable({
         "kind": "replication", "model": model, "timings_s": timings, "reused_steps": reused,
         "sizes": cfg.sizes, "test_size": cfg.settings.test_size,
-        "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot, "datasets": datasets,
+        "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot,
+        "seed": cfg.settings.seed, "quick": cfg.settings.quick, "datasets": datasets,
         "judges": judges,
         "probes_vs_prompting": pvp.get("rows", []), "thesis_tables": thesis,
-        "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering, "finetuning": finetuning,
-        "insertion": insertion,
+        "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering,
+        "finetuning": finetuning, "insertion": insertion,
         "claims": claims,
         # the published numbers the tables print beside ours (thesis, paper, ClimateX paper)
         "published": [{**p.__dict__, "citation": citation(p)} for p in PUBLISHED],

@@ -29,7 +29,7 @@ from ppairs_lens.data.records import TIE, Dataset, ScoredItem
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import evaluate, spearman
 from ppairs_lens.evaluation.paired import paired_difference
-from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
@@ -45,7 +45,7 @@ METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
 @dataclass
 class ThesisTablesConfig:
     stores: list[str]
-    settings: EvalSettings = EvalSettings()  # the replication passes its own (test share 0.5)
+    settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)  # the paper's halves
     beam_size: int = 1000
     uncertainty: float = 0.6
     C: float = 1.0

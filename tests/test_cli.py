@@ -288,3 +288,11 @@ def test_a_device_this_machine_lacks_fails_in_one_line(device, message, tmp_path
     assert main(base("sweep", tmp_path) + ["--device", device]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_sweep_takes_probe_kinds_ccs_included():
+    from analyses.cli import build_parser
+
+    args = build_parser().parse_args(["sweep", "--kinds", "supervised", "ccs"])
+    assert args.kinds == ["supervised", "ccs"]
+    assert build_parser().parse_args(["sweep"]).kinds is None

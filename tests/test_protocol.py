@@ -108,3 +108,16 @@ def test_saved_configs_nest_the_record_and_load_back(tmp_path):
     (tmp_path / "old.config.json").write_text(json.dumps({"config": flat}))
     old = load_config(AblationConfig, tmp_path / "old.config.json")
     assert old.settings == cfg.settings and old.n_random == cfg.n_random
+
+
+def test_a_quick_record_stays_as_given_and_optional_records_load_back(tmp_path):
+    # --quick --n-boot 300: the explicit count survives a second as_quick (a study's quick())
+    s = EvalSettings(n_boot=300, quick=True)
+    assert s.as_quick() is s and quick_replication(ReplicationConfig(settings=s)).settings is s
+    assert EvalSettings(n_boot=5000).as_quick().n_boot == QUICK_N_BOOT
+    # an optional nested record (allure: AllureConfig | None) comes back as its record
+    cfg = ReplicationConfig(settings=EvalSettings(seed=3, test_size=PAPER_TEST_SIZE))
+    save_config(tmp_path, "replication", cfg)
+    back = load_config(ReplicationConfig, tmp_path / "replication.config.json")
+    assert back.allure == cfg.allure and back.settings == cfg.settings
+    assert back.sizes == cfg.sizes

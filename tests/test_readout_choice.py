@@ -185,14 +185,16 @@ def test_best_layers_reads_the_marked_choice():
         best_layers(rows)
 
 
-def test_ccs_is_not_validated_but_added_at_a_forced_readout(stores):
-    """CCS is refused by the validation choice (not fitted there), and ``add_kinds_at`` fits it
-    at one read-out only, its choice the forced one."""
+def test_ccs_is_validated_when_asked_or_added_at_a_forced_readout(stores):
+    """Asked for, CCS is fitted at every read-out on the validation split (the other kinds'
+    choices unchanged by asking); ``add_kinds_at`` fits it at one read-out only instead, its
+    choice the forced one."""
     from ppairs_lens.probes.sweep import fit_sweep
 
     sp = split_store(stores[0], test_size=0.3, seed=0)
-    with pytest.raises(ProbeError, match="not chosen on validation"):
-        rc.choose_readouts(sp, ("pca", "ccs"))
+    both = rc.choose_readouts(sp, ("pca", "ccs"))
+    assert both["ccs"].selected_by == "validation" and both["ccs"].index == PLANTED
+    assert both["pca"] == rc.choose_readouts(sp, ("pca",))["pca"]
     sweep = fit_sweep(sp.acts_train, sp.labels_train, PROBE_KINDS)
     added, choices = rc.add_kinds_at(sp, sweep, ["ccs"], PLANTED, why="test")
     assert added.kinds == (*PROBE_KINDS, "ccs")

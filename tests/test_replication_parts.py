@@ -16,6 +16,7 @@ from ppairs_lens.data.replication_sets import (
     items_within_contexts,
     replication_datasets,
 )
+from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.judges.allure import most_wrong
 from ppairs_lens.judges.fair_forms import fit_threshold, judge_forms, paper_probability
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
@@ -114,7 +115,8 @@ def test_judge_study_equals_the_zero_shot_judge_per_dataset(tiny, tmp_path):
     d1 = small_comparisons(12)
     d2 = replace(d1, name="small2", aspect="smaller")
     stores = ensure_stores(tiny, [d1, d2], tmp_path)
-    settings = JudgeStudySettings(test_size=0.5, split_by="pair", train_pairs=4, allure=None)
+    settings = JudgeStudySettings(EvalSettings(test_size=0.5, split_by="pair"), train_pairs=4,
+                                  allure=None)
     out = judge_study(tiny, stores, [d1, d2], settings)
     for s, d in zip(stores, (d1, d2)):
         _, test, _ = held_out_datasets(s, d, test_size=0.5, split_by="pair", seed=0)

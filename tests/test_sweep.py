@@ -394,3 +394,16 @@ def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_s
 
     for r in best_layers(rows):
         assert r["selected_by"].startswith("fallback") and r["layer"] == 2  # last resid_post
+
+
+def test_a_sweep_with_ccs_chooses_its_readout_on_validation(tmp_path):
+    import analyses.layer_sweep as ls
+    from ppairs_lens.evaluation.best_layers import best_layers
+    from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
+
+    store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))
+    rows = ls.sweep_store(store, ls.SweepConfig(stores=[], kinds=ALL_PROBE_KINDS,
+                                                settings=EvalSettings(n_boot=20)))
+    best = {r["kind"]: r for r in best_layers(rows)}
+    assert set(best) >= set(ALL_PROBE_KINDS)
+    assert best["ccs"]["selected_by"] == "validation" and best["ccs"]["value"] > 0.7

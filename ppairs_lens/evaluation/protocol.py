@@ -59,7 +59,10 @@ class EvalSettings:
 
     def as_quick(self) -> EvalSettings:
         """The same protocol for a preview: ``quick`` set, at most :data:`QUICK_N_BOOT`
-        resamples."""
+        resamples. A record already quick is returned as it is (an explicit ``--n-boot``
+        given with ``--quick`` stays)."""
+        if self.quick:
+            return self
         return replace(self, n_boot=min(self.n_boot, QUICK_N_BOOT), quick=True)
 
     def but(self, **changes) -> EvalSettings:

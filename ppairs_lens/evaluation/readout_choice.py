@@ -18,8 +18,9 @@ Scores are computed for all kinds at once and memoised per training data, so the
 transfer and a probe judge on the same split fit once and read the same numbers.
 :func:`common_readout` is the one read-out for views that compare several stores (the
 cross-dataset cosines): the best validation accuracy averaged over stores and kinds.
-CCS (gradient descent) is not validated at every read-out: :func:`add_kinds_at` fits it at a
-read-out chosen for the other kinds, forced through :func:`choose_readouts` (``layer=li``).
+CCS (gradient descent) costs more: it is validated at every read-out only when asked for
+(the layer sweep's ``kinds``); :func:`add_kinds_at` fits it at one read-out chosen for the
+other kinds instead, forced through :func:`choose_readouts` (``layer=li``; the transfer).
 """
 
 from __future__ import annotations
@@ -125,15 +126,18 @@ def _memo_key(split: StoreSplit, seed: int, val_size: float, repeats: int, fit_k
             tuple(sorted((k, repr(v)) for k, v in fit_kw.items())))
 
 
-def validation_scores(split: StoreSplit, *, seed: int = 0, val_size: float = VAL_SIZE,
-                      repeats: int = VAL_REPEATS, **fit_kw: Any) -> dict[str, np.ndarray]:
-    """``{kind: [read-out]}`` validation accuracy of every probe kind, fitted on the fit part
+def validation_scores(split: StoreSplit, *, kinds: Sequence[str] = PROBE_KINDS, seed: int = 0,
+                      val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
+                      ) -> dict[str, np.ndarray]:
+    """``{kind: [read-out]}`` validation accuracy of each of ``kinds``, fitted on the fit part
     of ``split``'s training pairs and scored on the rest (split by ``split.split_used``),
     averaged over ``repeats`` splits weighted by their validation pairs. The test pairs are
-    never read. Raises :class:`ProbeError` when no validation split is usable."""
+    never read. Raises :class:`ProbeError` when no validation split is usable. (Each kind is
+    fitted on its own, so a kind's scores do not depend on which others are asked for.)"""
     if repeats < 1:
         raise ProbeError(f"repeats must be at least 1, got {repeats}")
-    key = _memo_key(split, seed, val_size, repeats, fit_kw)
+    kinds = tuple(kinds)
+    key = (kinds, *_memo_key(split, seed, val_size, repeats, fit_kw))
     if key in _MEMO:
         _MEMO.move_to_end(key)
         return {k: v.copy() for k, v in _MEMO[key].items()}
@@ -155,7 +159,7 @@ def validation_scores(split: StoreSplit, *, seed: int = 0, val_size: float = VAL
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # degenerate read-outs: NaN
-            probes = fit_sweep(split.acts_train[fit], y[fit], PROBE_KINDS,
+            probes = fit_sweep(split.acts_train[fit], y[fit], kinds,
                                groups=[groups[i] for i in fit], seed=seed, n_sign_boot=1,
                                **fit_kw)
         for kind, acc in probes.score(split.acts_train[val], y[val]).items():
@@ -185,8 +189,12 @@ def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
                              "of range")
         li = int(layer) % n
         return {k: ReadoutChoice(li, hooks[li], k, f"given (layer={layer})") for k in kinds}
+    # The three standard kinds always (one memoised fit every caller shares), plus any other
+    # asked for (CCS: its own fit at every read-out, costlier)
+    asked = (*PROBE_KINDS, *(k for k in kinds if k not in PROBE_KINDS))
     try:
-        val = validation_scores(split, seed=seed, val_size=val_size, repeats=repeats, **fit_kw)
+        val = validation_scores(split, kinds=asked, seed=seed, val_size=val_size,
+                                repeats=repeats, **fit_kw)
     except ProbeError as e:
         li = fallback_index(hooks)
         warnings.warn(f"{split.name}: no validation split ({e}); read-out {hooks[li]}",
@@ -195,9 +203,6 @@ def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
                                  f"read-out (no validation split: {e})") for k in kinds}
     out = {}
     for k in kinds:
-        if k not in val:
-            raise ProbeError(f"{k} probes are not chosen on validation (only {PROBE_KINDS}): "
-                             f"force a read-out (layer=<int>), e.g. with add_kinds_at")
         scores = tuple(float(v) for v in val[k])
         try:
             li, how = _argmax(val[k]), "validation"

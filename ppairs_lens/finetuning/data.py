@@ -16,7 +16,9 @@ end-of-turn token in SmolLM2's tokenizer: the mask is built from the lengths, ne
 prefix (the instructions and the shared context, about half of a Story Cloze or MC-TACO
 prompt) is one row of a prefix pass, and each order's remainder a row of a suffix pass that
 attends to it (:func:`ppairs_lens.finetuning.train.choice_logits`). The same attention, the
-same positions: the logits equal the padded batch's up to float rounding, with fewer tokens.
+same positions: the logits equal the padded batch's up to float rounding, with fewer tokens
+(without dropout: in training, LoRA's dropout then draws one mask for the shared prefix of
+both orders, where padded rows drew two).
 """
 
 from __future__ import annotations

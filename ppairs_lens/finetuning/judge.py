@@ -22,6 +22,8 @@ rounding. Its cost per point is the training alone, up to that block.
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -179,8 +181,9 @@ def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
                    *, progress: bool = True) -> list[CurvePoint]:
     """One copy of ``bridge``'s weights trained on ``train``'s comparisons in order, read on
     ``test`` after the first ``n`` of them for every ``n`` in ``sizes`` (and all of them):
-    each point is the judge a run on those ``n`` alone gives (blocks at ``sizes``,
-    :func:`ppairs_lens.finetuning.train.train_model`). ``train``'s order is the nesting, so
+    each point is the judge a run on those ``n`` gives when it has blocks at the same smaller
+    sizes (:func:`ppairs_lens.finetuning.train.train_model`; blocks change which comparisons
+    share a batch, so a run without them differs by a reshuffle). ``train``'s order is the nesting, so
     draw it seeded and stratified (each prefix a fair subset). ``bridge`` is not changed."""
     examples = choice_examples(bridge.tokenizer, train, template)
     # untied comparisons before each record position: a size counts records, blocks count
@@ -196,14 +199,16 @@ def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
         n_trainable = trainable_parameters(model)
 
         def at_block(n_groups: int, log: TrainingLog) -> None:
-            with measure(device) as r:
-                res = read_choices(model, bridge.tokenizer, test, template)
-            assert r.cost is not None
+            # The point's cost is taken before its own read, minus the earlier points' reads;
+            # the read is timed with plain clocks (a nested measure would reset the GPU's
+            # peak-memory counter and lose the training peak).
             so_far = m.elapsed()
             cost = Cost(so_far.seconds - read_s[0], so_far.peak_mb, so_far.memory_kind,
                         so_far.cpu_seconds - read_s[1])
-            read_s[0] += r.cost.seconds
-            read_s[1] += r.cost.cpu_seconds
+            t, c = time.perf_counter(), time.process_time()
+            res = read_choices(model, bridge.tokenizer, test, template)
+            read_s[0] += time.perf_counter() - t
+            read_s[1] += time.process_time() - c
             points.append(CurvePoint(ends[n_groups], res, log, n_trainable, cost))
 
         train_model(model, examples, cfg, pad_token_id(bridge.tokenizer), progress=progress,

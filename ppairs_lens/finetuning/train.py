@@ -17,9 +17,11 @@ runs once (:func:`choice_logits`: a prefix pass whose key-value cache, with its 
 shared by the two orders' suffixes). Comparisons are visited in a seeded order in *blocks*
 (:func:`train_model`'s ``blocks``): block ``k`` holds comparisons ``blocks[k-1]:blocks[k]``,
 is shuffled on its own, and no batch crosses its end, so the model after block ``k`` is
-exactly the model a run on the first ``blocks[k]`` comparisons alone ends with (same batches,
-same optimiser state, same dropout draws). One run through nested label sets gives every
-point of a label curve (``on_block``).
+exactly the model a run on the first ``blocks[k]`` comparisons with the same earlier block
+ends finishes with (same batches, same optimiser state, same dropout draws); a run without
+those ends shuffles its comparisons across them, a different draw of the same schedule. One
+run through nested label sets gives every point of a label curve (``on_block``); the clocks
+of its :class:`TrainingLog` stop while ``on_block`` runs (a curve point's test read).
 """
 
 from __future__ import annotations
@@ -249,10 +251,12 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: FinetuneConfig, p
     losses: list[float] = []
     seen = 0
     t0, c0 = time.perf_counter(), time.process_time()
+    paused = [0.0, 0.0]  # seconds, CPU seconds spent in on_block: not training
 
     def log() -> TrainingLog:
-        return TrainingLog(tuple(losses), seen, len(losses), time.perf_counter() - t0,
-                           time.process_time() - c0)
+        return TrainingLog(tuple(losses), seen, len(losses),
+                           time.perf_counter() - t0 - paused[0],
+                           time.process_time() - c0 - paused[1])
 
     model.train()
     with torch.inference_mode(False), torch.enable_grad(), torch.random.fork_rng(devices=[]):
@@ -280,8 +284,11 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: FinetuneConfig, p
                     bar.update(1)
                     bar.set_postfix(loss=f"{losses[-1]:.3f}")
                 if on_block is not None and cfg.epochs == 1:
+                    p, q = time.perf_counter(), time.process_time()
                     on_block(e, log())
                     model.train()
+                    paused[0] += time.perf_counter() - p
+                    paused[1] += time.process_time() - q
         bar.close()
     if on_block is not None and cfg.epochs != 1:
         on_block(len(groups), log())

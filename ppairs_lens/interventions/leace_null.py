@@ -24,6 +24,7 @@ is all of it for one store split and dataset.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from torch import Tensor
 
 from ppairs_lens.activations.harvest import HarvestSettings
 from ppairs_lens.activations.prompts import Template
-from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.records import ITEM1, TIE, Dataset
 from ppairs_lens.errors import DirectionError
 from ppairs_lens.evaluation.judge_change import judge_change
 from ppairs_lens.evaluation.null_test import direction_effects, null_test, sign_accuracy
@@ -157,7 +158,10 @@ def leace_null_study(bridge, dataset: Dataset, template: Template | None,
     is below the verdict's 0.05 (with 19 it could only equal it)."""
     erasers = [None, fit_leace(acts_train, labels_train),
                *permuted_erasers(acts_train, labels_train, n_perm, seed)]
+    # ties have no right answer: dropped, as every analysis drops them
+    dataset = replace(dataset, records=[r for r, y in zip(dataset.records, dataset.labels())
+                                        if y != TIE])
     out = judge_under_erasers(bridge, dataset, template, erasers, preset, settings=settings)
-    y = (np.asarray(dataset.labels()) == 1).astype(int)
+    y = (np.asarray(dataset.labels()) == ITEM1).astype(int)
     return {**eraser_null_test(out["z"], y, list(dataset.group_ids()), n_boot=n_boot,
                                seed=seed, tol=tol), "z": out["z"]}

@@ -12,6 +12,7 @@ import io
 import json
 import platform
 import time
+import types
 import typing
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
@@ -64,14 +65,11 @@ def load_config(cls, path: str | Path):
 
 def config_from_data(cls, data: dict):
     """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples)."""
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001 - an unresolvable annotation: no nested records then
-        hints = {}
+    hints = typing.get_type_hints(cls)  # an unresolvable annotation is an error, not a dict
     kw = {}
     for f in fields(cls):
-        kind = hints.get(f.name)
-        nested = isinstance(kind, type) and is_dataclass(kind)
+        kind = _record_type(hints.get(f.name))
+        nested = kind is not None
         if f.name in data:
             v = data[f.name]
             kw[f.name] = (config_from_data(kind, v) if nested and isinstance(v, dict)
@@ -79,6 +77,18 @@ def config_from_data(cls, data: dict):
         elif nested and any(g.name in data for g in fields(kind)):  # saved flat, before nesting
             kw[f.name] = config_from_data(kind, data)
     return cls(**kw)
+
+
+def _record_type(hint) -> type | None:
+    """The dataclass a field holds: ``R``, or ``R`` of an optional ``R | None``; else None."""
+    if isinstance(hint, type):
+        options = [hint]
+    elif typing.get_origin(hint) in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+    else:  # list[R], dict[...]: containers, not a record
+        return None
+    return options[0] if len(options) == 1 and isinstance(options[0], type) \
+        and is_dataclass(options[0]) else None
 
 
 def write_json(path: str | Path, obj: Any) -> Path:

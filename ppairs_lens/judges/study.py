@@ -20,6 +20,7 @@ from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import ITEM1, Dataset
 from ppairs_lens.data.specs import subsample_by_context
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.judges.allure import AllureConfig, allure
 from ppairs_lens.judges.calibration import judge_diagnostics
 from ppairs_lens.judges.fair_forms import JudgeForms, judge_forms
@@ -31,9 +32,8 @@ __all__ = ["HeldOutJudges", "JudgeStudySettings", "judge_study"]
 
 @dataclass(frozen=True)
 class JudgeStudySettings:
-    test_size: float = 0.5
-    split_by: str = "auto"
-    seed: int = 0
+    # the study's one protocol (its split is every store's split; the paper's halves)
+    protocol: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
     train_pairs: int = 24  # training comparisons (whole contexts) that fit the threshold
     allure: AllureConfig | None = AllureConfig()
 
@@ -79,9 +79,9 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
     for store, ds in zip(stores, datasets):
         check_store_matches(bridge, store, ds)
         template = store_template(store)
-        train, test, used = held_out_datasets(store, ds, test_size=settings.test_size,
-                                              split_by=settings.split_by, seed=settings.seed)
-        train_sub = subsample_by_context(train, settings.train_pairs, settings.seed)
+        seed = settings.protocol.seed
+        train, test, used = held_out_datasets(store, ds, **settings.protocol.split_kwargs())
+        train_sub = subsample_by_context(train, settings.train_pairs, seed)
         parts.append((store.meta.dataset, template, train, train_sub, test, used))
         for side in (test, swapped_dataset(test), train_sub, swapped_dataset(train_sub)):
             ps = build_contrast_pairs(bridge.tokenizer, side, template)
@@ -98,8 +98,8 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
                                  test.labels())
         extra: dict = {}
         if settings.allure is not None:
-            evaluated = subsample_by_context(test, settings.allure.test_pairs, settings.seed)
-            pool = subsample_by_context(train_sub, settings.allure.pool, settings.seed)
+            evaluated = subsample_by_context(test, settings.allure.test_pairs, seed)
+            pool = subsample_by_context(train_sub, settings.allure.pool, seed)
             z_of = dict(zip((r.pair_id for r in train_sub.records), (tr_o - tr_s) / 2))
             try:
                 res, demos = allure(bridge, pool, np.array([z_of[r.pair_id]
