@@ -45,15 +45,6 @@ class ReplicationSizes:
     mt_bench_pairs: int = 50  # long answers (~540 tokens a pair)
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
 
-    def left_out(self) -> set[str]:
-        """Datasets a size of 0 leaves out (a preview may skip the costliest)."""
-        sizes = {f"hanna-{self.hanna_aspect}": self.hanna_contexts * self.hanna_items,
-                 "rocstories": self.story_cloze_pairs, "mctaco": self.mctaco_pairs,
-                 "mt-bench": self.mt_bench_pairs, "llmbar-clean": self.llmbar_pairs}
-        if not self.summeval_contexts * self.summeval_items:
-            sizes.update({f"summeval-{a}": 0 for a in self.summeval_aspects})
-        return {n for n, k in sizes.items() if k == 0}
-
     @classmethod
     def quick(cls) -> ReplicationSizes:
         # Long items are most of a preview's tokens: HANNA's stories (~740 tokens a pair, and
@@ -102,8 +93,9 @@ def combine(name: str, parts: list[Dataset]) -> Dataset:
 
 
 def _entries(sizes: ReplicationSizes, seed: int
-             ) -> list[tuple[str, str, Callable[[Path], Dataset]]]:
-    """(name, path under the root, loader) for every dataset the replication reads."""
+             ) -> list[tuple[str, str, Callable[[Path], Dataset], int | None]]:
+    """(name, path under the root, loader, size) for every dataset the replication reads; a
+    size of 0 leaves the dataset out (a preview may skip the costliest), None reads all."""
     def scored(rel: str, aspect: str, n: int, m: int, name: str):
         return lambda root: replace(items_within_contexts(
             load_dataset(root / rel, aspect=aspect), n, m, seed), name=name)
@@ -114,25 +106,28 @@ def _entries(sizes: ReplicationSizes, seed: int
 
     out = [(f"summeval-{a}", "summeval/summeval.jsonl",
             scored("summeval/summeval.jsonl", a, sizes.summeval_contexts, sizes.summeval_items,
-                   f"summeval-{a}")) for a in sizes.summeval_aspects]
+                   f"summeval-{a}"), sizes.summeval_contexts * sizes.summeval_items)
+           for a in sizes.summeval_aspects]
     out.append((f"hanna-{sizes.hanna_aspect}", "hanna/hanna.jsonl",
                 scored("hanna/hanna.jsonl", sizes.hanna_aspect, sizes.hanna_contexts,
-                       sizes.hanna_items, f"hanna-{sizes.hanna_aspect}")))
+                       sizes.hanna_items, f"hanna-{sizes.hanna_aspect}"),
+                sizes.hanna_contexts * sizes.hanna_items))
     out.append(("rocstories", "story_cloze/cloze_test_val_spring2016.csv",
                 whole("story_cloze/cloze_test_val_spring2016.csv", sizes.story_cloze_pairs,
-                      "rocstories")))
+                      "rocstories"), sizes.story_cloze_pairs))
     out.append(("mctaco", "mctaco/dev_3783.tsv",
-                whole("mctaco/dev_3783.tsv", sizes.mctaco_pairs, "mctaco")))
+                whole("mctaco/dev_3783.tsv", sizes.mctaco_pairs, "mctaco"), sizes.mctaco_pairs))
     out.append(("mt-bench", "llmbar/Processed_MT-Bench/dataset.json",
                 whole("llmbar/Processed_MT-Bench/dataset.json", sizes.mt_bench_pairs,
-                      "mt-bench")))
+                      "mt-bench"), sizes.mt_bench_pairs))
 
     def llmbar(root: Path) -> Dataset:
         parts = [replace(load_dataset(root / f"llmbar/{sub}/dataset.json"), name=short)
                  for sub, short in (("LLMBar_Natural", "natural"), ("CaseStudy_Normal", "normal"))]
         return subsample_by_context(combine("llmbar-clean", parts), sizes.llmbar_pairs, seed)
-    out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar))
-    return [e for e in out if e[0] not in sizes.left_out()]
+    out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar,
+                sizes.llmbar_pairs))
+    return out
 
 
 def replication_datasets(root: str | Path, sizes: ReplicationSizes = ReplicationSizes(), *,
@@ -144,9 +139,10 @@ def replication_datasets(root: str | Path, sizes: ReplicationSizes = Replication
         log(f"replication data skipped: {root} does not exist (a clone without ../shared)")
         return {}
     out = {}
-    for name in sorted(sizes.left_out()):
-        log(f"{name} left out: its size is 0 at these sizes")
-    for name, rel, load in _entries(sizes, seed):
+    for name, rel, load, size in _entries(sizes, seed):
+        if size == 0:
+            log(f"{name} left out: its size is 0 at these sizes")
+            continue
         if not (root / rel).is_file():
             log(f"{name} skipped: {root / rel} is missing")
             continue
