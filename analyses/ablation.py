@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from analyses.ablation_plots import plot_ablation, read_rows, same_columns, summary_lines
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
@@ -108,7 +108,7 @@ class AblationConfig:
     refit: bool = False  # re-harvest under each ablation and refit the probes (slow)
     max_refit_train: int | None = 120
     refit_random: int = 1  # random directions also re-harvested for the refit (its null)
-    token_budget: int | None = None  # None: by device (harvest.default_token_budget)
+    token_budget: int | None = None  # None: by device (runner.default_token_budget)
 
 
 @dataclass

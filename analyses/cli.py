@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard-size", type=positive_int, default=256, help="pairs per store shard")
     p.add_argument("--token-budget", type=positive_int, default=None,
                    help="tokens held per forward pass (batch rows x sequence length; "
-                        "default: by device, ppairs_lens.activations.harvest.default_token_budget)")
+                        "default: by device, ppairs_lens.activations.runner.default_token_budget)")
     add_hooks(p)
     add_template(p)
 
@@ -162,7 +162,8 @@ def _cmd_datasets(_args) -> None:
 
 
 def _cmd_harvest(args) -> None:
-    from ppairs_lens.activations.harvest import HarvestSettings, readout_names
+    from ppairs_lens.activations.harvest import readout_names
+    from ppairs_lens.activations.runner import HarvestSettings
     from ppairs_lens.activations.pipeline import default_store_path, harvest_dataset, parse_shard
     from ppairs_lens.activations.prompts import default_template
     from ppairs_lens.activations.readouts import default_readouts

@@ -41,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from analyses.finetuning_plots import plot_comparison, plot_curve
-from ppairs_lens.activations.harvest import harvest_pairs, model_device
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.runner import model_device
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore

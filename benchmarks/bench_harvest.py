@@ -17,7 +17,8 @@ import torch
 from benchmarks.common import (batched_two_sided, bare_schedule, hf_copy, max_rel_err,
                                one_prompt_at_a_time, summeval_like, timed, tokens_computed)
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.activations.harvest import DEFAULT_TOKEN_BUDGET, HarvestSettings, harvest_pairs
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.runner import DEFAULT_TOKEN_BUDGET, HarvestSettings
 from ppairs_lens.models.embedded import embedded_model_dir
 from ppairs_lens.models.loading import load_model
 from ppairs_lens.activations.prompts import build_contrast_pairs

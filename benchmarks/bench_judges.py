@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import SHARED, bare_plan, bare_steps, hf_copy, summeval_like, timed
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prefix_sharing import PrefixState, extend, read_branches
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data import builtin_dataset

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from ppairs_lens.activations.harvest import DEFAULT_TOKEN_BUDGET
+from ppairs_lens.activations.runner import DEFAULT_TOKEN_BUDGET
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points

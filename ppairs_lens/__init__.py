@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "ComparisonTemplate": "ppairs_lens.activations.prompts",
     "StatementTemplate": "ppairs_lens.activations.prompts",
     "build_contrast_pairs": "ppairs_lens.activations.prompts",
-    "HarvestSettings": "ppairs_lens.activations.harvest",
+    "HarvestSettings": "ppairs_lens.activations.runner",
     "harvest_pairs": "ppairs_lens.activations.harvest",
     "harvest_texts": "ppairs_lens.activations.texts",
     "text_pairs": "ppairs_lens.activations.texts",

@@ -17,7 +17,7 @@ from ppairs_lens.judges.zero_shot import (
     swapped_dataset,
     zero_shot,
 )
-from ppairs_lens.activations.harvest import HarvestSettings, run_branches
+from ppairs_lens.activations.runner import HarvestSettings, run_branches
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset, Statement
 

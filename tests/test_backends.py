@@ -9,12 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.activations.harvest import (
-    HarvestSettings,
-    harvest_pairs,
-    reference_activations,
-    run_branches,
-)
+from ppairs_lens.activations.harvest import harvest_pairs, reference_activations
+from ppairs_lens.activations.runner import HarvestSettings, run_branches
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.errors import HookError, ModelLoadError

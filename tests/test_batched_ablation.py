@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset, Statement
 from ppairs_lens.errors import PPairsError

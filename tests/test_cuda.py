@@ -15,7 +15,8 @@ import torch
 from ppairs_lens.interventions.ablation import ablation_hook_sets
 from ppairs_lens.judges.comparators import ProbeComparator
 from ppairs_lens.judges.zero_shot import choice_probabilities
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.models.tiny import tiny_model
 from ppairs_lens.probes.estimators import make_probe
 from ppairs_lens.activations.prompts import build_contrast_pairs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prefix_sharing import plan
 from ppairs_lens.activations.prompts import ComparisonTemplate, chat_turns_text
 from ppairs_lens.data.records import Comparison, Dataset, Statement

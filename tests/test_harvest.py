@@ -3,12 +3,11 @@ import torch
 
 from ppairs_lens.errors import ModelLoadError, PPairsError
 from ppairs_lens.activations.harvest import (
-    DEFAULT_TOKEN_BUDGET,
-    HarvestSettings,
     NonFiniteActivationError,
     harvest_pairs,
     reference_activations,
 )
+from ppairs_lens.activations.runner import DEFAULT_TOKEN_BUDGET, HarvestSettings
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 
@@ -155,7 +154,7 @@ def _lm_head_positions(bridge):
                                     ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post"]])
 def test_branch_logits_skip_the_full_unembedding_and_equal_a_plain_forward(tiny, points):
     from ppairs_lens.activations.few_logits import plain_unembedding
-    from ppairs_lens.activations.harvest import run_branches
+    from ppairs_lens.activations.runner import run_branches
 
     u = torch.randn(tiny.cfg.d_model, generator=torch.Generator().manual_seed(0))
     u /= u.norm()
@@ -179,7 +178,7 @@ def test_branch_logits_skip_the_full_unembedding_and_equal_a_plain_forward(tiny,
 
 def test_a_hooked_unembedding_keeps_the_models_own_logits(tiny):
     # A hook on the unembedding's output must see (and may change) the model's logits.
-    from ppairs_lens.activations.harvest import run_branches
+    from ppairs_lens.activations.runner import run_branches
 
     pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
     args = ([p.prefix_ids for p in pairs], [p.final_ids for p in pairs], [p.group for p in pairs])

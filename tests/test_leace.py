@@ -52,7 +52,7 @@ def test_erase_hooks_change_only_inside_the_block(tiny):
 
 # ---------------------------------------------------------------- the permuted-label null
 
-from ppairs_lens.activations.harvest import HarvestSettings  # noqa: E402
+from ppairs_lens.activations.runner import HarvestSettings  # noqa: E402
 from ppairs_lens.activations.prompts import build_contrast_pairs  # noqa: E402
 from ppairs_lens.interventions.leace_null import (  # noqa: E402
     batched_eraser_hooks,

@@ -5,12 +5,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from ppairs_lens.activations.harvest import (
-    HarvestSettings,
-    harvest_pairs,
-    reference_activations,
-    run_branches,
-)
+from ppairs_lens.activations.harvest import harvest_pairs, reference_activations
+from ppairs_lens.activations.runner import HarvestSettings, run_branches
 from ppairs_lens.activations.prefix_sharing import plan, subgroups, tokens_computed
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Comparison, Dataset

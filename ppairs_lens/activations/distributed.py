@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.activations.store import ActivationStore

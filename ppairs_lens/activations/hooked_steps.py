@@ -2,7 +2,7 @@
 
 :mod:`ppairs_lens.activations.prefix_sharing` runs a plan through two callables (``Forward``,
 ``Read``) over a key-value cache it can gather rows of. The bridge's are
-:func:`ppairs_lens.activations.harvest.bridge_steps` (HF's ``DynamicCache``, explicit positions,
+:func:`ppairs_lens.activations.runner.bridge_steps` (HF's ``DynamicCache``, explicit positions,
 a 4-D mask). Here are a HookedTransformer's, with TransformerLens' own
 ``TransformerLensKeyValueCache``:
 
@@ -111,7 +111,7 @@ def check_window(model, mask: Tensor) -> None:
 def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[tuple[str, Callable]] = ()) -> tuple[Forward, Read]:
     """A HookedTransformer as prefix sharing runs it (see :func:`ppairs_lens.activations.
-    harvest.bridge_steps` for the contract): read-outs ``names`` (``ln_final.hook_out`` is the
+    runner.bridge_steps` for the contract): read-outs ``names`` (``ln_final.hook_out`` is the
     after-gain state) and next-token ``logit_ids`` at the branch tokens, with ``final_hooks``
     on the branch passes only."""
     names = list(names)

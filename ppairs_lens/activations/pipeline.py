@@ -13,12 +13,8 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import (
-    HarvestSettings,
-    harvest_pairs,
-    readout_names,
-    readout_width,
-)
+from ppairs_lens.activations.harvest import harvest_pairs, readout_names, readout_width
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.activations.prompts import (
     ComparisonTemplate,

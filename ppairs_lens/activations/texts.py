@@ -16,7 +16,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import ContrastPair, split_final
 from ppairs_lens.errors import DataError, TemplateError
 

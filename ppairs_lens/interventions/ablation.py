@@ -204,7 +204,7 @@ def ablation_hook_sets(
     preset: Preset | Sequence[str] = "paper",
     positions: Positions = "all",
 ) -> tuple[list[Hook], list[Hook]]:
-    """``(hooks, final_hooks)`` for :func:`ppairs_lens.activations.harvest.run_branches` / ``harvest_pairs``.
+    """``(hooks, final_hooks)`` for :func:`ppairs_lens.activations.runner.run_branches` / ``harvest_pairs``.
 
     ``positions="all"``: every forward pass (shared context, each pair's own part, the branch
     tokens) is ablated, so everything goes in ``hooks``. ``positions="last"``: only the branch

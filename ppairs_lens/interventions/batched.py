@@ -1,6 +1,6 @@
 """Many ablations in one pass: a different direction at each read-out position.
 
-:func:`ppairs_lens.activations.harvest.run_branches` runs each prompt's prefix once and then
+:func:`ppairs_lens.activations.runner.run_branches` runs each prompt's prefix once and then
 reads the model at ``D`` branch tokens appended to it, each alone (it sees the prefix and
 itself, not the other branches). With ``final_hooks`` those branch tokens are the whole
 sequence of their forward pass, one per position. :func:`batched_rejection_hooks` rejects
@@ -27,7 +27,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError

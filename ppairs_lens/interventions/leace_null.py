@@ -32,7 +32,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template
 from ppairs_lens.data.records import ITEM1, TIE, Dataset
 from ppairs_lens.errors import DirectionError

@@ -20,7 +20,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset

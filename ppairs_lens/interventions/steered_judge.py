@@ -20,7 +20,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.activations.harvest import HarvestSettings
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.interventions.steering import batched_steering_hooks

@@ -12,7 +12,7 @@ block ``l``'s output is carried into every later block); to steer once, name one
 
 :func:`batched_steering_hooks` adds a different vector at each branch position of the read-out
 step (as :func:`ppairs_lens.interventions.batched.batched_rejection_hooks` rejects one), so
-many directions share one pass of :func:`ppairs_lens.activations.harvest.run_branches`.
+many directions share one pass of :func:`ppairs_lens.activations.runner.run_branches`.
 """
 
 from __future__ import annotations

@@ -41,11 +41,8 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ppairs_lens.activations.harvest import (
-    HarvestSettings,
-    NonFiniteActivationError,
-    check_context_length,
-)
+from ppairs_lens.activations.harvest import NonFiniteActivationError, check_context_length
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import (
     ComparisonTemplate,
     build_contrast_pairs,

@@ -5,7 +5,7 @@ a short item part. :class:`ContextKV` keeps the key-value cache of each context'
 calls, so a prompt on a 500-token article costs only its own ~150 tokens, not the article again;
 :func:`context_anchor` gives the token ids of the part of a prompt to keep. Rows whose prompt
 does not start with their anchor fall back to
-:func:`ppairs_lens.activations.harvest.run_branches` (same numbers). Used by the on-demand
+:func:`ppairs_lens.activations.runner.run_branches` (same numbers). Used by the on-demand
 comparators (:mod:`ppairs_lens.judges.comparators`) and the scoring baselines
 (:mod:`ppairs_lens.judges.scoring`).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ppairs_lens.activations.harvest import (
+from ppairs_lens.activations.runner import (
     BranchOutputs,
     HarvestSettings,
     model_device,
@@ -58,7 +58,7 @@ def context_anchor(tokenizer, prompt_text: str, block: str | None) -> tuple[int,
 class ContextKV:
     """Run prompts from a cache of their shared context prefixes (key-value caches).
 
-    ``run`` reads, like :func:`ppairs_lens.activations.harvest.run_branches`, the hook points
+    ``run`` reads, like :func:`ppairs_lens.activations.runner.run_branches`, the hook points
     ``names`` and/or the next-token ``logit_ids`` at each branch token appended to each row's
     prefix. Each row may name an *anchor*: token ids its prefix starts with (the context
     part of its prompt). An anchor's key-value cache is computed once and kept for later

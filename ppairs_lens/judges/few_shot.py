@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ppairs_lens.activations.harvest import HarvestSettings, Hook
+from ppairs_lens.activations.runner import HarvestSettings
+from ppairs_lens.models.hook_points import Hook
 from ppairs_lens.activations.prompts import (
     ContrastPair,
     StatementTemplate,

@@ -20,7 +20,8 @@ import numpy as np
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.activations.harvest import HarvestSettings, harvest_pairs
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import ProbeError
@@ -44,7 +45,7 @@ class ProbeJudgeConfig:
     calibrate_probe: bool = False
     calibrate_zero_shot: bool = True
     settings: EvalSettings = EvalSettings()  # seed and n_boot (no held-out split of its own)
-    token_budget: int | None = None  # None: by device (harvest.default_token_budget)
+    token_budget: int | None = None  # None: by device (runner.default_token_budget)
     verbose: bool = False  # print progress
 
     def harvest_settings(self) -> HarvestSettings:

@@ -14,7 +14,7 @@ the prompt ends, so the logits are the probabilities of the whole answer):
 The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
 :class:`ppairs_lens.judges.comparators.ZeroShotComparator`.
 
-Prompts run with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt minus its
+Prompts run with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt minus its
 last token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
 its prefix; or through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context
 across calls. ``n_rows`` = items scored (one prompt each).
@@ -30,7 +30,8 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ppairs_lens.activations.harvest import HarvestSettings, check_context_length, run_branches
+from ppairs_lens.activations.harvest import check_context_length
+from ppairs_lens.activations.runner import HarvestSettings, run_branches
 from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
 from ppairs_lens.activations.prompts import TemplateBase, chat_text, render_chat
 from ppairs_lens.data.records import Dataset, ScoredItem

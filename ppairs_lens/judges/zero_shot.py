@@ -10,7 +10,7 @@ each is also asked with the items swapped, and the two answers are combined in l
 are not calibrated (``z`` = their raw log-odds of " True").
 :func:`ppairs_lens.judges.calibration.judge_diagnostics` says how far the judge decides.
 
-The logits are read with :func:`ppairs_lens.activations.harvest.run_branches` (prefix = prompt
+The logits are read with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt
 without its last token, branch = that last token), so long shared contexts run once, exactly as
 in a harvest, and ablation hooks plug in the same way.
 """
@@ -26,12 +26,9 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ppairs_lens.activations.harvest import (
-    HarvestSettings,
-    Hook,
-    check_context_length,
-    run_branches,
-)
+from ppairs_lens.activations.harvest import check_context_length
+from ppairs_lens.activations.runner import HarvestSettings, run_branches
+from ppairs_lens.models.hook_points import Hook
 from ppairs_lens.activations.prompts import ContrastPair, Template, build_contrast_pairs
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
 from ppairs_lens.errors import TemplateError

@@ -1,0 +1,271 @@
+"""Where a model is run: prompts read at their branch tokens, shared prefixes run once.
+
+The harvest, the judges and the interventions all run their prompts through here
+(:func:`run_branches`; :func:`model_device` says where token ids go, for finetuning too),
+because what they run has the same shape and the same waste to avoid:
+
+- shared prefixes: rows with the same group key share a long token prefix (an article with
+  its 16 summaries), so the group's common prefix runs once (batch 1) and keeps its key-value
+  cache; what rows of a group share beyond it (the same first item) runs once per subgroup,
+  then each row's own remainder on copies of those caches, right-padded in length-sorted
+  batches (:mod:`ppairs_lens.activations.prefix_sharing`);
+- token budget by device: those batches are sized by rows x (context + new tokens), small on
+  a CPU (the bridge's attention materialises its scores) and large on a GPU (a pass costs
+  little per token, much per pass), capped by free GPU memory (:class:`HarvestSettings`);
+- reads at branch tokens: each row ends in one or more branch tokens (a contrast pair's two
+  final tokens; a judge's last prompt token, once per intervention), each seeing the prompt
+  but not its siblings, read in the same pass as the row's remainder with hooks only at
+  their positions (:func:`run_branches`).
+
+Positions are passed explicitly and padding is masked with the tokenizer's conventions (never
+inferred from token ids: the pad token is also the end-of-turn token), so what is read equals
+an unbatched, unpadded run of each full prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from numbers import Integral
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ppairs_lens.errors import ModelLoadError, PPairsError
+from ppairs_lens.activations.few_logits import (
+    no_logits,
+    plain_unembedding,
+    project_logits,
+    unembedding_hooked,
+)
+from ppairs_lens.activations.hooked_steps import hooked_steps
+from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
+from ppairs_lens.models.backend import (
+    FINAL_NORM_HOOK,
+    backend_of,
+    hooked_device,
+    resolve_hooks,
+)
+from ppairs_lens.models.hook_points import Hook
+
+
+#: Rows x (context + new tokens) held per forward pass. Measured on SmolLM2-135M (2-core CPU,
+#: a SummEval article with its 120 pairs): 4096 took 61 s, 16384 took 96 s. The bridge's
+#: attention materialises its scores (batch x heads x new x cached tokens, in float32);
+#: past ~30 MB each such tensor is a fresh mmap whose pages fault in at every layer (16384:
+#: 16 million minor faults, 41 s of system time), while below ~1000 new tokens per pass the
+#: weights, read once per pass, dominate (1024: 86 s).
+DEFAULT_TOKEN_BUDGET = 4096
+#: On a GPU a pass costs little per token but much per pass (kernel launches, the bridge's
+#: Python hooks). Measured on an H100 (SmolLM2-135M architecture, 960 SummEval pairs): 4096
+#: took 20.8 s, 16384 5.6 s, 65536 4.2 s.
+GPU_TOKEN_BUDGET = 65536
+#: ... capped so that a pass's key-value cache (rows x cached tokens) stays under this share
+#: of the GPU memory free when the harvest starts (a part's cache is a gathered copy of its
+#: parent's, and attention scores come on top).
+GPU_MEMORY_SHARE = 0.2
+
+
+def default_token_budget(bridge, device: torch.device) -> int:
+    """:data:`DEFAULT_TOKEN_BUDGET` on a CPU; on a CUDA device :data:`GPU_TOKEN_BUDGET`,
+    capped by free memory over the model's key-value bytes per token."""
+    if device.type != "cuda":
+        return DEFAULT_TOKEN_BUDGET
+    cfg = bridge.cfg
+    kv_heads = getattr(cfg, "n_key_value_heads", None) or cfg.n_heads
+    itemsize = getattr(cfg, "dtype", torch.float32).itemsize
+    per_token = 2 * cfg.n_layers * kv_heads * cfg.d_head * itemsize
+    free, _ = torch.cuda.mem_get_info(device)
+    fits = int(GPU_MEMORY_SHARE * free // per_token)
+    return max(DEFAULT_TOKEN_BUDGET, min(GPU_TOKEN_BUDGET, fits))
+
+
+@dataclass(frozen=True)
+class HarvestSettings:
+    """How a harvest batches its work; none of these change the numbers stored."""
+
+    # rows x (context + suffix) tokens per pass; None: by device (default_token_budget)
+    token_budget: int | None = None
+    share_prefixes: bool = True  # False runs each pair's whole prefix (a reference path)
+    out_dtype: torch.dtype = torch.float32
+
+    def __post_init__(self):
+        b = self.token_budget  # any integer type (a numpy one from a sweep over budgets too)
+        if b is not None and (isinstance(b, bool) or not isinstance(b, Integral) or b < 1):
+            raise PPairsError(f"HarvestSettings.token_budget must be a positive number of "
+                              f"tokens or None (by device), not {self.token_budget!r}")
+
+    def budget_for(self, bridge, device: torch.device) -> int:
+        """The token budget of a harvest on ``device``: the one set here, else by device."""
+        return int(self.token_budget or default_token_budget(bridge, device))
+
+
+def model_device(bridge) -> torch.device:
+    """Where token ids go: the device of the input embedding's weights.
+
+    Not ``cfg.device`` alone: a bridge booted around an existing HF model records the best
+    available device there (cuda on a GPU machine) wherever the weights are. A disk-offloaded
+    embedding sits on 'meta', which holds no data: then ``cfg.device``, which
+    :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device.
+    A HookedTransformer's: its embedding's device.
+    """
+    if backend_of(bridge) == "hooked":
+        return hooked_device(bridge)
+    emb = bridge.original_model.get_input_embeddings()
+    dev = next(emb.parameters()).device if emb is not None else torch.device("meta")
+    if dev.type != "meta":
+        return dev
+    cfg_dev = getattr(bridge.cfg, "device", None)
+    return torch.device(cfg_dev) if cfg_dev else next(bridge.parameters()).device
+
+
+@dataclass
+class BranchOutputs:
+    """What :func:`run_branches` read at each branch token."""
+
+    acts: Float[Tensor, "row branch readout d_model"] | None
+    logits: Float[Tensor, "row branch n_ids"] | None
+
+
+def no_cache_message() -> str:
+    """Why a bridge forward returned no key-value cache, with the installed versions."""
+    import importlib.metadata as md
+
+    def version(dist: str) -> str:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "absent"
+
+    return (f"the TransformerBridge returned no key-value cache (transformer-lens "
+            f"{version('transformer-lens')}, transformers {version('transformers')}), so "
+            "prefix-cached reads would see only their own tokens. transformers 5.24 renamed "
+            "the outputs' past_key_values to cache, which transformer-lens 4.3 does not read: "
+            "install transformers<5.24 (ppairs-lens pins it).")
+
+
+def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
+                 final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
+    """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward that keeps
+    only the key-value cache, and a read-out of hook points ``names`` / next-token
+    ``logit_ids`` at the last columns of a pass, with ``final_hooks`` on that pass.
+
+    Where the unembedding is plain (:mod:`ppairs_lens.activations.few_logits`) and unhooked,
+    the model computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``."""
+    names = list(names)
+    plain = plain_unembedding(bridge)
+    final_key = "final norm, for logits"  # its own key: names may hold ln_final.hook_out too
+
+    def skip_unembedding() -> bool:  # called under the pass's hooks: they may hook unembed
+        return plain and not unembedding_hooked(bridge)
+
+    def forward(ids, cache, mask, pos):
+        keep = no_logits() if skip_unembedding() else 1
+        _, cache = bridge(ids, return_type="logits_and_cache", logits_to_keep=keep,
+                          past_key_values=cache, attention_mask=mask, position_ids=pos)
+        if cache is None:
+            # Without it every later pass would see its own tokens only: wrong, not slow.
+            raise ModelLoadError(no_cache_message())
+        return cache
+
+    def read(ids, cache, mask, pos, n_read):
+        grabbed: dict[str, Tensor] = {}
+
+        def grabber(name):  # keyed by our name: the bridge reports aliases' canonical names
+            def grab(x, hook):
+                # A copy on the model's device: one transfer per pass below, not one
+                # device-to-host sync per hook point (which stalls a GPU at every layer).
+                grabbed[name] = x[:, -n_read:].to(torch.float32, copy=True)
+                return x
+            return grab
+
+        # Grabbers after final_hooks on the same point, so they see what those hooks did
+        # (the last sees what the unembedding would get).
+        grab_final = plain and logit_ids is not None
+        fwd = (list(final_hooks) + [(n, grabber(n)) for n in names]
+               + ([(FINAL_NORM_HOOK, grabber(final_key))] if grab_final else []))
+        with bridge.hooks(fwd_hooks=fwd):
+            skip = skip_unembedding()
+            full = logit_ids is not None and not skip
+            out = bridge(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
+                         logits_to_keep=no_logits() if skip else n_read,
+                         return_type="logits" if full else None)
+        acts = (torch.stack([grabbed[n].to(ids.device) for n in names], 2).flatten(0, 1).cpu()
+                if names else None)
+        if logit_ids is None:
+            lg = None
+        elif full:
+            lg = out[:, -n_read:, list(logit_ids)].float().cpu().flatten(0, 1)
+        else:
+            lg = project_logits(bridge, grabbed[final_key], logit_ids).cpu().flatten(0, 1)
+        return acts, lg
+
+    return forward, read
+
+
+def model_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
+                final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
+    """:func:`bridge_steps` for a bridge, :func:`ppairs_lens.activations.hooked_steps.
+    hooked_steps` for a HookedTransformer (same contract, same read-out names)."""
+    steps = hooked_steps if backend_of(model) == "hooked" else bridge_steps
+    return steps(model, names, logit_ids, final_hooks)
+
+
+@torch.inference_mode()
+def run_branches(
+    bridge,
+    prefixes: Sequence[Sequence[int]],
+    branches: Sequence[Sequence[int]],
+    groups: Sequence[str],
+    *,
+    names: Sequence[str] = (),
+    logit_ids: Sequence[int] | None = None,
+    hooks: Sequence[Hook] = (),
+    final_hooks: Sequence[Hook] = (),
+    settings: HarvestSettings = HarvestSettings(),
+    progress: Callable[[int], None] | None = None,
+) -> BranchOutputs:
+    """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
+    appended to it (each branch alone, all from the same prefix cache).
+
+    Shared prefixes run once (:mod:`ppairs_lens.activations.prefix_sharing`): the common prefix of the
+    rows with the same ``groups`` key, then the parts that rows of a group share further.
+    ``names`` are hook points read at the branch token; ``logit_ids`` selects next-token logits
+    read there (``names`` must be residual-like points, ``[batch, pos, ...]``). ``hooks`` act
+    on every forward pass; ``final_hooks`` only on the branch step, whose sequence is then the
+    row's branch tokens alone, each at the read-out position. Without ``final_hooks`` the
+    branch tokens share a pass with the rest of their row's prompt (one pass fewer per part).
+    """
+    n_branch = len(branches[0])
+    if any(len(b) != n_branch for b in branches):
+        raise ValueError("every row needs the same number of branch tokens")
+    dev = model_device(bridge)
+    # Allocated at the first read, at the read-outs' width (d_model, or an SAE's d_sae).
+    out: dict[str, Tensor] = {}
+    logits = (torch.empty(len(prefixes), n_branch, len(logit_ids)) if logit_ids is not None
+              else None)
+    forward, read = model_steps(bridge, names, logit_ids, final_hooks)
+
+    def emit(rows: list[int], a: Tensor | None, lg: Tensor | None) -> None:
+        if names:
+            a = a.view(len(rows), n_branch, len(names), -1)
+            if "acts" not in out:
+                out["acts"] = torch.empty(len(prefixes), n_branch, len(names), a.shape[-1],
+                                          dtype=settings.out_dtype)
+            out["acts"][rows] = a.to(settings.out_dtype)
+        if logits is not None:
+            logits[rows] = lg.view(len(rows), n_branch, -1)
+        if progress is not None:
+            progress(len(rows))
+
+    # final_hooks act on every position of the pass they are in: that pass must hold the
+    # branch tokens alone, so a row's tail then runs in a pass of its own.
+    with bridge.hooks(fwd_hooks=resolve_hooks(bridge, hooks)):
+        run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
+                 read, emit, token_budget=settings.budget_for(bridge, dev), device=dev,
+                 fuse=not final_hooks)
+    acts = out.get("acts")
+    if names and acts is None:  # no rows
+        acts = torch.empty(0, n_branch, len(names), bridge.cfg.d_model, dtype=settings.out_dtype)
+    return BranchOutputs(acts, logits)
