@@ -7,8 +7,10 @@ over the leak groups. Beside the probes, on the same test pairs and with the sam
 
 * two no-model baselines fitted on train (:mod:`ppairs_lens.evaluation.baselines`): kind
   ``memorisation`` (training win rates of items) and ``surface`` (the longer item wins);
-* the prompted judges where the caller measured them (``zero_shot`` / ``few_shot``: per-pair
-  probabilities in ``SweepConfig.zero_shot``), scored on every test pair they cover.
+* the prompted judges and the text baselines where the caller measured them (``zero_shot`` /
+  ``few_shot`` / ``lexical`` ...: per-pair probabilities passed as ``judges``, a
+  :data:`PairScores`, an input beside the config and never part of it), scored on every test
+  pair they cover.
 
 Each probe row also carries ``val_value``: the accuracy at that layer of a probe fitted on
 part of the training split and scored on the rest (a leak-free validation split). The layer
@@ -18,12 +20,14 @@ accuracy, and paired differences (probe - each baseline / judge, bootstrap CI ov
 
 Writes ``layer_sweep.csv`` (one row per dataset x kind x layer x metric; baselines and
 judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.json`` and
-``layer_sweep.{png,svg}``.
+``layer_sweep.{png,svg}``; ``ppairs-lens sweep`` also the judges' reports it ran
+(``layer_sweep_judges.json``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,20 +55,34 @@ from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_js
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["JUDGES", "SweepConfig", "print_best", "run_sweep", "run_sweep_with_summary",
-           "sweep_split", "sweep_store", "sweep_summary"]
+__all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "print_best", "run_sweep",
+           "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
 
 #: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
-#: ``SweepConfig.zero_shot[dataset]``.
+#: ``judges[dataset]`` (:data:`PairScores`).
 JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
                           "zero_shot_threshold": "threshold_p_by_pair",
                           "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
                           "g_eval": "geval_p_by_pair"}
 #: No-model predictors that need the items' texts (fitted on train by the caller and passed
-#: per pair like the judges): kind -> key in ``SweepConfig.zero_shot[dataset]``.
+#: per pair like the judges): kind -> key in ``judges[dataset]``.
 TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",
                                   "embedding": "embedding_p_by_pair"}
 BASELINES = ("memorisation", "surface")
+
+#: What a sweep scores beside its probes, measured before it by the caller: dataset -> key
+#: (a value of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item 1)}. An input
+#: of :func:`run_sweep_with_summary` (a study's step cache keys on it), never part of
+#: :class:`SweepConfig`: a config says what a sweep ran with, not what other steps found.
+PairScores = Mapping[str, Mapping[str, Mapping[str, float]]]
+
+
+def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
+    """The :data:`PairScores` among per-dataset judge entries
+    (:func:`ppairs_lens.judges.held_out.judge_entry`): their per-pair probabilities under the
+    keys the sweep reads, without their metrics, diagnostics or demonstrations."""
+    keys = {*JUDGES.values(), *TEXT_BASELINES.values()}
+    return {ds: {k: v for k, v in e.items() if k in keys} for ds, e in entries.items()}
 
 
 @dataclass
@@ -79,9 +97,6 @@ class SweepConfig:
     C: float = 1.0
     standardize: bool = True  # supervised probes on features scaled by training RMS
     metric: str = "accuracy"  # plotted metric: accuracy | f1 (macro) | auroc
-    # dataset -> the prompted judge: metrics, and per-pair P(item 1) ("p_by_pair",
-    # "few_shot_p_by_pair": {pair_id: p}) scored on the test pairs they cover.
-    zero_shot: dict[str, dict] = field(default_factory=dict)
 
 
 def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict, n: int,
@@ -94,11 +109,12 @@ def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict,
             **extra}
 
 
-def _judge_subsets(sp: StoreSplit, cfg: SweepConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _judge_subsets(sp: StoreSplit, judges: PairScores
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
     out = {}
     for kind, key in {**JUDGES, **TEXT_BASELINES}.items():
-        by_pair = cfg.zero_shot.get(sp.name, {}).get(key)
+        by_pair = judges.get(sp.name, {}).get(key)
         if not by_pair:
             continue
         idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
@@ -117,9 +133,10 @@ def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepCon
     return {m: {**s, "ci_counts": held_out_ci_counts(sp, s)} for m, s in scores.items()}
 
 
-def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig
-                ) -> tuple[list[dict], list[dict]]:
-    """``(rows, summary)`` of one split store: the CSV rows and the summary entries."""
+def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig,
+                judges: PairScores | None = None) -> tuple[list[dict], list[dict]]:
+    """``(rows, summary)`` of one split store: the CSV rows and the summary entries; the
+    judges and text baselines of ``judges`` scored on the test pairs they cover."""
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize, "model_name": model}
     probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, groups=sp.groups_train,
                        seed=cfg.settings.seed, **fit_kw)
@@ -152,7 +169,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
         notes[b.kind] = b.predictor
         for metric, s in _scored(sp, b.p, None, cfg).items():
             rows.append(_row(sp, b.kind, -1, "", metric, s, n_test, predictor=b.predictor))
-    for kind, (idx, p) in _judge_subsets(sp, cfg).items():
+    for kind, (idx, p) in _judge_subsets(sp, judges or {}).items():
         others[kind] = (idx, p)
         what = "no-model baseline" if kind in TEXT_BASELINES else "prompted judge"
         notes[kind] = f"{what} on {len(idx)} of {n_test} test pairs"
@@ -200,14 +217,16 @@ def _test_interval(sp: StoreSplit, p: np.ndarray, cfg: SweepConfig) -> dict:
             "ci_counts": s["ci_counts"]}
 
 
-def sweep_store(store: ActivationStore, cfg: SweepConfig) -> list[dict]:
+def sweep_store(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None = None
+                ) -> list[dict]:
     """Rows of (dataset, kind, layer, metric, value, lo, hi, val_value, ...) for one store."""
-    return _sweep_one(store, cfg)[0]
+    return _sweep_one(store, cfg, judges)[0]
 
 
-def _sweep_one(store: ActivationStore, cfg: SweepConfig) -> tuple[list[dict], list[dict]]:
+def _sweep_one(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None
+               ) -> tuple[list[dict], list[dict]]:
     sp = split_store(store, **cfg.settings.split_kwargs())
-    return sweep_split(sp, store.hook_names, store.meta.model, cfg)
+    return sweep_split(sp, store.hook_names, store.meta.model, cfg, judges)
 
 
 def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
@@ -224,44 +243,40 @@ def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
             "entries": summary}
 
 
-def _config_record(cfg: SweepConfig) -> SweepConfig:
-    """The config as saved: per-pair judge probabilities replaced by how many there were."""
-    per_pair = {*JUDGES.values(), *TEXT_BASELINES.values()}
-    zs = {ds: {k: (len(v) if k in per_pair else v) for k, v in d.items()}
-          for ds, d in cfg.zero_shot.items()}
-    return replace(cfg, zero_shot=zs)
-
-
 def run_sweep_with_summary(stores: list[ActivationStore], out: str | Path,
-                           cfg: SweepConfig | None = None) -> dict:
+                           cfg: SweepConfig | None = None, *,
+                           judges: PairScores | None = None) -> dict:
     """Sweep every store; write the table, summary, figure and config to ``out``. Returns
-    ``{"rows": [...], "summary": {...}}`` (the summary as in ``layer_sweep_summary.json``)."""
+    ``{"rows": [...], "summary": {...}}`` (the summary as in ``layer_sweep_summary.json``).
+    ``judges``: the prompted judges' and text baselines' P(item 1) per dataset, scored beside
+    the probes (rows at ``layer = -1``, paired differences in the summary)."""
     cfg = cfg or SweepConfig(stores=[str(s.path) for s in stores])
     out = Path(out)
     rows, entries = [], []
     for s in stores:
-        r, e = _sweep_one(s, cfg)
+        r, e = _sweep_one(s, cfg, judges)
         rows += r
         entries += e
     summary = sweep_summary(entries, cfg)
     write_csv(out / "layer_sweep.csv", rows)
     write_json(out / "layer_sweep_summary.json", summary)
-    save_config(out, "layer_sweep", _config_record(cfg))
-    fig = plot_sweep(rows, entries, _config_record(cfg), stores[0].meta.model)
+    save_config(out, "layer_sweep", cfg)
+    fig = plot_sweep(rows, entries, cfg, stores[0].meta.model)
     save_figure(fig, out, "layer_sweep")
     return {"rows": rows, "summary": summary}
 
 
-def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig | None = None
-              ) -> list[dict]:
+def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig | None = None,
+              *, judges: PairScores | None = None) -> list[dict]:
     """:func:`run_sweep_with_summary`, returning only the rows (as before)."""
-    return run_sweep_with_summary(stores, out, cfg)["rows"]
+    return run_sweep_with_summary(stores, out, cfg, judges=judges)["rows"]
 
 
 def cli(args, bridge) -> None:
     """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`): the
     probes, the no-model baselines and the calibrated zero-shot and few-shot judges on the
-    same test pairs."""
+    same test pairs; the judges' reports (metrics, diagnostics, demonstrations) in
+    ``layer_sweep_judges.json``."""
     import json
 
     from ppairs_lens.activations.pipeline import ensure_store
@@ -275,10 +290,11 @@ def cli(args, bridge) -> None:
               for d in datasets]
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                       **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
-    cfg.zero_shot = {s.meta.dataset: judge_entry(judge_held_out(
+    entries = {s.meta.dataset: judge_entry(judge_held_out(
         bridge, s, d, **cfg.settings.split_kwargs()))
         for s, d in zip(stores, datasets)}
-    rows = run_sweep(stores, args.out, cfg)
+    rows = run_sweep(stores, args.out, cfg, judges=pair_scores(entries))
+    write_json(Path(args.out) / "layer_sweep_judges.json", entries)
     path = Path(args.out) / "layer_sweep_summary.json"
     print_best(rows, json.loads(path.read_text()) if path.is_file() else {"entries": []})
 

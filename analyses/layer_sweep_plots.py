@@ -24,15 +24,6 @@ def _flat_lines(ax, rows: list[dict], ds: str, metric: str) -> None:
                    label=f"{FLAT_LABELS[kind]}: {r['value']:.2f}{n}")
 
 
-def _legacy_zero_shot(ax, cfg, ds: str) -> None:
-    """A judge passed as metrics only (no per-pair probabilities): its value, as before."""
-    zs = cfg.zero_shot.get(ds, {})
-    if zs.get(cfg.metric) and "p_by_pair" not in zs:
-        ax.axhline(zs[cfg.metric]["value"], color=color("zero_shot"), ls="--", lw=1,
-                   label="zero-shot prompt (calibrated"
-                   + (f", {zs['n_records']} test pairs)" if "n_records" in zs else ")"))
-
-
 def _missing_note(entries: list[dict]) -> str:
     """Which baselines could not be drawn, and why (once per reason)."""
     missing: dict[tuple[str, str], list[str]] = {}
@@ -71,7 +62,6 @@ def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
                     ax.plot([at["layer"]], [at["value"]], marker="o", ms=5, color=color(kind),
                             mec="k", mew=0.6, ls="none")
             _flat_lines(ax, rows, ds, cfg.metric)
-            _legacy_zero_shot(ax, cfg, ds)
             ax.axhline(0.5 if cfg.metric != "spearman" else 0.0, color="k", lw=0.6, alpha=0.5)
             first = next((r for r in rows if r["dataset"] == ds and r["layer"] >= 0), {})
             ax.set_title(f"{ds} (test n={first.get('n_test', 0)}, split "

@@ -190,18 +190,17 @@ def comparison_names(names, kinds: dict[str, str]) -> list[str]:
             and not (n.startswith("summeval-") and n != "summeval-coherence")]
 
 
-def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str],
-                 per_pair: dict | None = None) -> dict:
+def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str]
+                 ) -> dict:
     """Each step's config (``paths``: dataset name -> store path, ``kinds``: name -> record
-    kind; ``per_pair``: the sweep's judges and baselines), every one holding the replication's
-    own ``settings`` object: no step splits or resamples differently."""
+    kind), every one holding the replication's own ``settings`` object: no step splits or
+    resamples differently."""
     s = cfg.settings
     names = list(paths)
     abl = [paths[cfg.ablation_dataset]] if cfg.ablation_dataset in paths else []
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     return {
-        "sweep": SweepConfig(stores=[paths[n] for n in names], settings=s,
-                             zero_shot=per_pair or {}),
+        "sweep": SweepConfig(stores=[paths[n] for n in names], settings=s),
         "probes vs prompting": PvPConfig(datasets=names, settings=s),
         "thesis tables": ThesisTablesConfig(stores=[paths[n] for n in summeval_names(names)],
                                             settings=s),
@@ -264,10 +263,10 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                         "geval_p_by_pair": ratings[n]["geval_p"]} if n in ratings else {})}
                 for n in names}
     cfgs = step_configs(cfg, {n: str(store_of[n].path) for n in names},
-                        {n: datasets[n].kind for n in names}, per_pair)
+                        {n: datasets[n].kind for n in names})
 
     def sweep_step():
-        res = run_sweep_with_summary(stores, out, cfgs["sweep"])
+        res = run_sweep_with_summary(stores, out, cfgs["sweep"], judges=per_pair)
         return {**res["summary"], "others": [r for r in res["rows"] if int(r["layer"]) < 0]}
     sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
                      judges=per_pair, **common)

@@ -21,7 +21,7 @@ from analyses.ablation import AblationConfig, run_ablation
 from analyses.ablation_plots import summary_lines
 from analyses.cross_dataset import TransferConfig, run_transfer
 from analyses.findings import findings_markdown, study_summary
-from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.ranking import RankingConfig, run_ranking
 from ppairs_lens.activations.pipeline import ensure_store
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
@@ -112,13 +112,12 @@ def _judges(bridge, stores, datasets, cfg: StudyConfig) -> dict:
         for s, d in zip(stores, datasets)}
 
 
-def study_configs(cfg: StudyConfig, stores: list[str], ablation_stores: list[str],
-                  judges: dict | None = None) -> dict:
-    """Each step's config (store paths; ``judges``: the sweep's prompted judges), every one
-    holding the study's own ``settings`` object: no step splits or resamples differently."""
+def study_configs(cfg: StudyConfig, stores: list[str], ablation_stores: list[str]) -> dict:
+    """Each step's config (store paths), every one holding the study's own ``settings``
+    object: no step splits or resamples differently."""
     s = cfg.settings
     return {
-        "sweep": SweepConfig(stores=list(stores), settings=s, zero_shot=judges or {}),
+        "sweep": SweepConfig(stores=list(stores), settings=s),
         "transfer": TransferConfig(stores=list(stores), settings=s),
         "ablation": AblationConfig(stores=list(ablation_stores), settings=s,
                                    n_random=cfg.ablation_random, n_matched=cfg.ablation_matched,
@@ -150,10 +149,10 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
 
     pick = list(dict.fromkeys([i for want in cfg.ablation_datasets for i, n in enumerate(names)
                                if n.startswith(want)][:len(cfg.ablation_datasets)]))
-    cfgs = study_configs(cfg, [str(s.path) for s in stores], [str(stores[i].path) for i in pick],
-                         judges)
+    cfgs = study_configs(cfg, [str(s.path) for s in stores], [str(stores[i].path) for i in pick])
 
-    sweep = step("layer sweep", lambda: run_sweep_with_summary(stores, out, cfgs["sweep"]),
+    sweep = step("layer sweep", lambda: run_sweep_with_summary(
+        stores, out, cfgs["sweep"], judges=pair_scores(judges)),
                  outputs=("layer_sweep.csv", "layer_sweep.png", "layer_sweep_summary.json"),
                  judges=judges, **common)
 

@@ -63,7 +63,7 @@ def test_no_config_repeats_the_shared_fields():
 
 def test_the_builtins_study_passes_one_record_to_every_step():
     cfg = quick_study(StudyConfig(settings=EvalSettings(seed=3, split_by="item")))
-    cfgs = study_configs(cfg, ["a", "b"], ["a"], {})
+    cfgs = study_configs(cfg, ["a", "b"], ["a"])
     assert set(cfgs) == {"sweep", "transfer", "ablation", "ranking"}
     for name, sub in cfgs.items():
         assert sub.settings is cfg.settings, name  # the ablation's test share included

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import warnings
 
@@ -314,9 +316,11 @@ def swept(tmp_path_factory):
     # A judge right on 3 pairs in 4, known for every other pair only.
     judge = {p.pair_id: (0.8 if (p.label == 1) == (k % 8 != 0) else 0.2)
              for k, p in enumerate(ctx_pairs) if k % 2 == 0}
-    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=EvalSettings(n_boot=50),
-                      zero_shot={"ctx": {"p_by_pair": judge}})
-    return run_sweep_with_summary(stores, tmp / "out", cfg), tmp / "out", judge
+    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=EvalSettings(n_boot=50))
+    before = copy.deepcopy(cfg)
+    res = run_sweep_with_summary(stores, tmp / "out", cfg, judges={"ctx": {"p_by_pair": judge}})
+    assert cfg == before  # the judges are an input: nothing is written back into the config
+    return res, tmp / "out", judge
 
 
 def test_sweep_rows_carry_baselines_judges_and_validation_scores(swept):
@@ -375,7 +379,27 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
             assert d["a"] - d["b"] == pytest.approx(d["value"])
         assert e["minus"]["surface"]["n"] == e["n_test"]
     config = json.loads((out / "layer_sweep.config.json").read_text())
-    assert "p_by_pair" in json.dumps(config) and '"split_by": "auto"' in json.dumps(config)
+    assert '"split_by": "auto"' in json.dumps(config)
+    # The judges' probabilities are an input of the sweep, not what it ran with: the saved
+    # config holds none of them (their rows are in the table, their differences above).
+    assert "p_by_pair" not in json.dumps(config) and "zero_shot" not in config["config"]
+
+
+def test_judge_results_are_no_field_of_the_sweep_config(tmp_path):
+    """A config says what a sweep ran with; what earlier steps found (the judges' per-pair
+    probabilities) is passed beside it, and an old saved config with them still loads."""
+    from analyses.layer_sweep import SweepConfig, pair_scores
+    from ppairs_lens.io.outputs import load_config
+
+    names = {f.name for f in dataclasses.fields(SweepConfig)}
+    assert not names & {"zero_shot", "judges", "few_shot", "p_by_pair"}
+    old = {"config": {"stores": ["a"], "zero_shot": {"ctx": {"p_by_pair": 12}}}}
+    (tmp_path / "layer_sweep.config.json").write_text(json.dumps(old))
+    assert load_config(SweepConfig, tmp_path / "layer_sweep.config.json").stores == ("a",)
+    entry = {"p_by_pair": {"x": 0.7}, "few_shot_p_by_pair": {"x": 0.6},
+             "metrics": {"accuracy": {"value": 1.0}}, "split_used": "pair"}
+    assert pair_scores({"ctx": entry}) == {"ctx": {"p_by_pair": {"x": 0.7},
+                                                   "few_shot_p_by_pair": {"x": 0.6}}}
 
 
 def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_so(

@@ -83,10 +83,11 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
 
 
 def judge_entry(result: dict) -> dict:
-    """One dataset's :func:`judge_held_out` result as the layer sweep takes it
-    (``SweepConfig.zero_shot[dataset]``): the zero-shot report, ``split_used``, and the
-    few-shot judge's ``few_shot_p_by_pair`` / ``few_shot_metrics`` / ``few_shot_diagnostics``
-    / ``few_shot`` (its demonstrations) where it ran."""
+    """One dataset's :func:`judge_held_out` result as a study keeps it (the layer sweep's
+    ``analyses.layer_sweep.pair_scores`` picks its per-pair probabilities): the zero-shot
+    report, ``split_used``, and the few-shot judge's ``few_shot_p_by_pair`` /
+    ``few_shot_metrics`` / ``few_shot_diagnostics`` / ``few_shot`` (its demonstrations) where
+    it ran."""
     entry = {**result["zero_shot"], "split_used": result["split_used"]}
     fs = result.get("few_shot")
     if fs is not None:
