@@ -37,8 +37,11 @@ class StudyRunner:
         self.timings[name] = round(time.perf_counter() - t0, 1)
         if reused:
             self.reused.append(name)
-        self.bar.set_postfix_str(f"{name} {self.timings[name]:.0f}s"
-                                 + (" (reused)" if reused else ""))
+        said = f"{name} {self.timings[name]:.0f}s" + (" (reused)" if reused else "")
+        self.bar.set_postfix_str(said)
+        # A line per step too: the bar shows only the last, and a log (a long run on a
+        # lent machine, CI) keeps every step's time even when the run is cut off.
+        tqdm.write(f"[{self.bar.desc}] {said}")
         self.bar.update(1)
 
     def timed(self, name: str, fn: Callable[[], Any]) -> Any:
