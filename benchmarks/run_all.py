@@ -1,8 +1,16 @@
 """All benchmarks in one run: ``python -m benchmarks.run_all`` (or ``make bench``)."""
 
-from benchmarks import ablation_directions, bench_harvest, bench_judges, bench_memory, bench_sweep
+from benchmarks import (
+    ablation_directions,
+    bench_harvest,
+    bench_judges,
+    bench_memory,
+    bench_prompts,
+    bench_sweep,
+)
 
 if __name__ == "__main__":
+    bench_prompts.main([])
     bench_harvest.main([])
     bench_judges.main([])
     bench_sweep.main([])

@@ -3,7 +3,7 @@
 The built-in path renders records through a template (:mod:`ppairs_lens.activations.prompts`);
 here the prompt text is given as is (chat formatting included, if wanted) and the two
 continuations are appended. The two sides must differ in their final token only: the same
-token-level check as the built-in prompts (:func:`ppairs_lens.activations.prompts.split_final`),
+token-level check as the built-in prompts (:func:`ppairs_lens.activations.prompts.split_finals`),
 with the failing prompt named.
 """
 
@@ -18,7 +18,7 @@ from torch import Tensor
 
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.runner import HarvestSettings
-from ppairs_lens.activations.prompts import ContrastPair, split_final
+from ppairs_lens.activations.prompts import ContrastPair, split_finals
 from ppairs_lens.errors import DataError, TemplateError
 
 __all__ = ["LabelledTexts", "harvest_labelled_texts", "harvest_texts", "text_pairs"]
@@ -42,18 +42,20 @@ def text_pairs(tokenizer, prompts: Sequence[str], choices: tuple[str, str] = ("1
         raise TemplateError(f"choices must be two different non-empty strings, got {choices!r}")
     if not prompts:
         raise TemplateError("no prompts given")
-    pairs = []
     for i, text in enumerate(prompts):
         if not isinstance(text, str):
             raise TemplateError(f"prompt {i} is a {type(text).__name__}, not a string")
-        shown = text if len(text) <= 80 else "..." + text[-77:]
-        try:
-            prefix, finals = split_final(tokenizer, text, tuple(choices), f"prompt {i} {shown!r}")
-        except TemplateError as e:
-            raise TemplateError(str(e).replace("after the assistant prefix", "after the prompt")
-                                .replace("End the assistant prefix", "End the prompt")) from None
-        pairs.append(ContrastPair(str(i), tuple(prefix), finals, TEXT_GROUP, 0))
-    return pairs
+
+    def name(i: int) -> str:
+        shown = prompts[i] if len(prompts[i]) <= 80 else "..." + prompts[i][-77:]
+        return f"prompt {i} {shown!r}"
+    try:
+        split = split_finals(tokenizer, list(prompts), tuple(choices), name)
+    except TemplateError as e:
+        raise TemplateError(str(e).replace("after the assistant prefix", "after the prompt")
+                            .replace("End the assistant prefix", "End the prompt")) from None
+    return [ContrastPair(str(i), tuple(prefix), finals, TEXT_GROUP, 0)
+            for i, (prefix, finals) in enumerate(split)]
 
 
 def harvest_texts(

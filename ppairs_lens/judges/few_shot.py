@@ -34,7 +34,7 @@ from ppairs_lens.activations.prompts import (
     chat_turns_text,
     default_template,
     render_record,
-    split_final,
+    split_finals,
 )
 from ppairs_lens.data.records import ITEM1, TIE, Comparison, Dataset, Statement
 from ppairs_lens.errors import DataError, TemplateError
@@ -142,13 +142,14 @@ def build_few_shot_pairs(tokenizer, dataset: Dataset, demos: Sequence[Demo],
         user, assistant = render_record(template, dataset, d.record)
         turns.append((user, assistant + template.choices[d.answer]))
     name = f"{type(template).__name__} (few-shot)"
-    pairs = []
-    for rec, label in zip(dataset.records, dataset.labels()):
+    texts = []
+    for rec in dataset.records:
         user, assistant = render_record(template, dataset, rec)
-        text = chat_turns_text(tokenizer, template.system, turns, user) + assistant
-        prefix, finals = split_final(tokenizer, text, template.choices, name)
-        pairs.append(ContrastPair(rec.pair_id, tuple(prefix), finals, DEMO_GROUP, label))
-    return pairs
+        texts.append(chat_turns_text(tokenizer, template.system, turns, user) + assistant)
+    return [ContrastPair(rec.pair_id, tuple(prefix), finals, DEMO_GROUP, label)
+            for rec, label, (prefix, finals) in zip(
+                dataset.records, dataset.labels(),
+                split_finals(tokenizer, texts, template.choices, name))]
 
 
 def few_shot(
