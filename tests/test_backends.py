@@ -114,6 +114,23 @@ def test_harvests_agree(both, tokenizer, budget):
 
 
 @needs_hooked
+def test_a_hooked_harvest_reads_no_judge_answer_rather_than_a_wrong_one(both, tokenizer):
+    """Its fused read hides the last columns from each other as branches, so it cannot read
+    the last prompt token in that pass: no end logits (the judge then runs those prompts)."""
+    from ppairs_lens.activations.harvest import harvest_with_judge
+
+    bridge, hooked = both
+    pairs = mixed_pairs(tokenizer)
+    args = ([p.prefix_ids for p in pairs], [p.final_ids for p in pairs], [p.group for p in pairs])
+    out = run_branches(hooked, *args, logit_ids=[5, 17], logits_at="end")
+    assert out.end_logits is None and out.logits is None
+    got = harvest_with_judge(hooked, pairs)
+    assert got.judge_logodds is None
+    assert rel_err(got.acts, harvest_pairs(hooked, pairs)) < 1e-6
+    assert harvest_with_judge(bridge, pairs).judge_logodds is not None
+
+
+@needs_hooked
 def test_reference_activations_read_the_final_norm_on_both(both, tokenizer):
     """The one-prompt reference reads every default read-out, ``ln_final.hook_out`` (after
     the gain) included, on both backends, and equals the harvest."""

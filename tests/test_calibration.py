@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from ppairs_lens.data.records import Dataset, Statement
+from ppairs_lens.activations.few_logits import choice_logodds
 from ppairs_lens.judges.calibration import (
-    choice_logodds,
     choice_probability,
     judge_diagnostics,
     logit,

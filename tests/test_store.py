@@ -90,12 +90,12 @@ def test_ctrl_c_and_disk_full_lose_nothing(tiny, tmp_path, monkeypatch):
 
     import ppairs_lens.activations.pipeline as hts
 
-    real = hts.harvest_pairs
-    monkeypatch.setattr(hts, "harvest_pairs",
+    real = hts.harvest_with_judge
+    monkeypatch.setattr(hts, "harvest_with_judge",
                         lambda b, p, s, progress=None: real(b, p, s, progress=interrupt))
     with pytest.raises(KeyboardInterrupt):
         _harvest(tiny, tmp_path / "s")
-    monkeypatch.setattr(hts, "harvest_pairs", real)
+    monkeypatch.setattr(hts, "harvest_with_judge", real)
 
     import ppairs_lens.activations.store as store_mod
 

@@ -6,14 +6,20 @@ SmolLM2: about a quarter of a branch pass) to keep three columns. Where the mode
 are exactly ``lm_head(last hidden state)``, the bridge is asked for no logits at all (an empty
 ``logits_to_keep``) and the few columns are projected here from ``ln_final.hook_out``, which
 on a bridge is that last hidden state (:mod:`ppairs_lens.models.backend`).
+
+A judge's answer is the log-odds of its two choice tokens (:func:`choice_logodds`, float64,
+at :func:`choice_columns` of the logits read). Both live here, beside the logits they read,
+so that a harvest (which reads those logits at each pair's last prompt token) computes it
+exactly as the judges do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from ppairs_lens.models.backend import FINAL_NORM_HOOK
@@ -64,3 +70,22 @@ def project_logits(bridge, x: Float[Tensor, "*rows d_model"],
     if linear.bias is not None:  # the bridge adds a zero buffer where the checkpoint has none
         out = out + linear.bias[idx].to(x.device, torch.float32)
     return out
+
+
+def choice_columns(final_ids: Sequence[tuple[int, int]]) -> tuple[list[int], Int[Tensor, "pair 2"]]:
+    """The token ids to read logits of, and where each prompt's two choices sit among them.
+
+    A batch reads one list of logit ids for every row, so it is the union of all prompts'
+    choices (sorted); ``columns[i]`` indexes prompt ``i``'s first and second choice in it.
+    """
+    ids = sorted({t for pair in final_ids for t in pair})
+    col = {t: i for i, t in enumerate(ids)}
+    return ids, torch.tensor([[col[a], col[b]] for a, b in final_ids], dtype=torch.long)
+
+
+def choice_logodds(logits: Float[Tensor, "pair n_ids"], columns: Int[Tensor, "pair 2"]
+                   ) -> Float[np.ndarray, "pair"]:
+    """logit(first choice) - logit(second choice) per prompt, in float64 (not through a
+    probability, so a confident judge keeps its full log-odds); NaN where a row's logits are."""
+    two = logits.gather(1, columns.to(logits.device)).double()
+    return (two[:, 0] - two[:, 1]).cpu().numpy()

@@ -6,17 +6,23 @@ tokens to :func:`ppairs_lens.activations.runner.run_branches`, which runs each s
 once and reads both final tokens in one pass, each seeing the prompt but not the other. The
 stored values equal an unbatched, unpadded run of each full prompt
 (:func:`reference_activations`, the straightforward computation they are tested against).
+A pair's prompt up to its final token is also the prompted judge's (items in their order):
+:func:`harvest_with_judge` reads that judge's answer at the last prompt token in the same
+passes, for the store to keep (the judges then run only the swapped order).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from ppairs_lens.errors import DataError, PPairsError
+from ppairs_lens.activations.few_logits import choice_columns, choice_logodds
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.activations.readouts import default_readouts, resolve_readouts
 from ppairs_lens.activations.runner import HarvestSettings, model_device, run_branches
@@ -63,19 +69,53 @@ def harvest_pairs(
     ``hooks``/``final_hooks`` (e.g. ablations) act during the harvest as in
     :func:`ppairs_lens.activations.runner.run_branches`.
     """
+    return _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, False).acts
+
+
+@dataclass(frozen=True)
+class Harvested:
+    """A plain harvest's activations, and the prompted zero-shot judge's answer to each pair's
+    prompt read in the same passes: ``judge_logodds[i]`` = logit(choice 1) - logit(choice 2)
+    at pair ``i``'s last prompt token, float64, as
+    :func:`ppairs_lens.judges.zero_shot.choice_logodds_of` computes it (None on a backend
+    that cannot read there)."""
+
+    acts: Float[Tensor, "pair side readout d_model"]
+    judge_logodds: Float[np.ndarray, " pair"] | None
+
+
+@torch.inference_mode()
+def harvest_with_judge(bridge, pairs: Sequence[ContrastPair],
+                       settings: HarvestSettings = HarvestSettings(),
+                       progress: Callable[[int], None] | None = None, *,
+                       names: str | Sequence[str] | None = None) -> Harvested:
+    """:func:`harvest_pairs` without hooks (what a store keeps), plus the judge's log-odds.
+
+    A harvest pair's prompt up to its last token is exactly the zero-shot judge's prompt in
+    the items' order, so the harvest reads the two choice tokens' logits there too (a few
+    columns more per pass) and the judge need not run that prompt again. Only a plain
+    harvest gives them: under ablation or steering hooks they would not be the judge's."""
+    return _harvest(bridge, pairs, settings, progress, (), (), names, True)
+
+
+def _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, judge: bool
+             ) -> Harvested:
     prefixes = [p.prefix_ids for p in pairs]
     check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
     names = readout_names(bridge, names)
+    ids, columns = choice_columns([p.final_ids for p in pairs]) if judge else (None, None)
     out = run_branches(bridge, prefixes, [p.final_ids for p in pairs], [p.group for p in pairs],
                        names=names, hooks=hooks, final_hooks=final_hooks, settings=settings,
-                       progress=progress).acts
-    bad = ~torch.isfinite(out)
+                       progress=progress, logit_ids=ids,
+                       logits_at="end" if judge else "branches")
+    bad = ~torch.isfinite(out.acts)
     if bad.any():
         p, side, layer, _ = bad.nonzero()[0].tolist()
         raise NonFiniteActivationError(
             f"non-finite activation at pair {pairs[p].pair_id} (index {p}), side {side}, "
             f"read-out {names[layer]}; a half-precision overflow? Load the model in float32.")
-    return out
+    end = out.end_logits
+    return Harvested(out.acts, None if end is None else choice_logodds(end, columns))
 
 
 def readout_names(bridge, names: str | Sequence[str] | None) -> list[str]:

@@ -1,4 +1,8 @@
-"""Run a dataset through a model into an activation store, resumably and shard by shard."""
+"""Run a dataset through a model into an activation store, resumably and shard by shard.
+
+Every shard also keeps the prompted judge's log-odds on its pairs' prompts, read in the
+harvest's own passes (:func:`ppairs_lens.activations.harvest.harvest_with_judge`), so the
+judges need not run those prompts again."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import harvest_pairs, readout_names, readout_width
+from ppairs_lens.activations.harvest import harvest_with_judge, readout_names, readout_width
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.activations.prompts import (
@@ -111,7 +115,8 @@ def harvest_dataset(
     progress: bool = True,
     names: str | Sequence[str] | None = None,
 ) -> ActivationStore:
-    """Harvest ``dataset`` into the store at ``out`` and return it.
+    """Harvest ``dataset`` into the store at ``out`` and return it (activations, and the
+    prompted judge's log-odds on each pair's prompt: :meth:`ActivationStore.judge_logodds`).
 
     ``names``: the read-outs (exact hook names, presets, glob patterns such as
     ``"blocks.*.hook_resid_pre"``; default every block's resid_post and the final norm),
@@ -130,8 +135,9 @@ def harvest_dataset(
         total = sum(store.shard_range(k)[1] - store.shard_range(k)[0] for k in todo)
         bar = tqdm(total=total, desc=f"harvest {dataset.name}", unit="pair", disable=not progress)
         for k in todo:
-            store.write_shard(k, harvest_pairs(bridge, pairs[slice(*store.shard_range(k))],
-                                               settings, progress=bar.update, **named))
+            got = harvest_with_judge(bridge, pairs[slice(*store.shard_range(k))], settings,
+                                     progress=bar.update, **named)
+            store.write_shard(k, got.acts, got.judge_logodds)
         bar.close()
     finally:
         lock.release()
@@ -159,11 +165,13 @@ def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template 
         for k in todo:
             parts = [(s, pairs[slice(*s.shard_range(k))]) for s, pairs, _, _ in prepared
                      if k in s.missing_shards()]
-            acts = harvest_pairs(bridge, [p for _, ps in parts for p in ps], settings,
-                                 progress=bar.update, **named)
+            got = harvest_with_judge(bridge, [p for _, ps in parts for p in ps], settings,
+                                     progress=bar.update, **named)
+            ld = got.judge_logodds
             at = 0
             for s, ps in parts:
-                s.write_shard(k, acts[at:at + len(ps)])
+                s.write_shard(k, got.acts[at:at + len(ps)],
+                              None if ld is None else ld[at:at + len(ps)])
                 at += len(ps)
         bar.close()
     finally:

@@ -11,7 +11,8 @@ once computes only the tokens that are strictly needed:
   ``min_shared`` more tokens (same first item) form a subgroup whose middle runs once;
 * **tail** — each row's remaining tokens;
 * **branches** — the tokens read out (the two final tokens of a contrast pair), each alone,
-  in the same forward pass as the row's tail.
+  in the same forward pass as the row's tail (and, on request, the logits at the row's last
+  prompt token, the prompted judge's answer: ``logits_at_end``).
 
 :func:`plan` computes that tree from token ids alone (no template knowledge), and
 :func:`run_rows` executes it over any model through two callables, so the harvester (a
@@ -32,6 +33,8 @@ from typing import Any
 import torch
 from jaxtyping import Int
 from torch import Tensor
+
+from ppairs_lens.activations.branch_layout import fused_inputs, split_end
 
 #: Groups with fewer rows than this are pooled: what they share beyond the template is
 #: small, and running each as its own tiny batch costs far more than it saves.
@@ -169,6 +172,24 @@ def plan(prefixes: Sequence[Sequence[int]], groups: Sequence[str], *, share: boo
     return out
 
 
+def end_in_tails(plans: Sequence[GroupPlan]) -> list[GroupPlan]:
+    """``plans`` with every row's last prompt token in its tail, where ``logits_at_end`` reads
+    it: where a row's prompt ends in its group's context (run alone) or in its shared middle
+    (the flat plan's rows), that part's last token moves down into what follows it. The same
+    prompts and tokens run; only where one token is computed changes."""
+    out = []
+    for g in plans:
+        ctx, subs = g.context, list(g.subgroups)
+        if ctx and any(not s.mid and not all(s.tails) for s in subs):
+            subs = [SubGroup(ctx[-1:] + s.mid, s.rows, s.tails) if s.mid else
+                    SubGroup((), s.rows, tuple(ctx[-1:] + t for t in s.tails)) for s in subs]
+            ctx = ctx[:-1]
+        out.append(GroupPlan(ctx, tuple(
+            SubGroup(s.mid[:-1], s.rows, tuple(s.mid[-1:] + t for t in s.tails))
+            if s.mid and not all(s.tails) else s for s in subs)))
+    return out
+
+
 def tokens_computed(plans: Sequence[GroupPlan], n_branch: int) -> int:
     """Token positions the plan runs through the model (padding not counted)."""
     return sum(len(g.context) + sum(len(s.mid) + sum(len(t) + n_branch for t in s.tails)
@@ -273,44 +294,29 @@ def extend(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence
 
 def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequence[int]],
                   read: Read, consume: bool = False,
-                  tails: Sequence[Sequence[int]] | None = None
+                  tails: Sequence[Sequence[int]] | None = None, logits_at_end: bool = False
                   ) -> tuple[Tensor | None, Tensor | None]:
     """Read the model at each of ``tokens[k]`` appended, alone, to row ``rows[k]`` of
     ``state`` (after ``tails[k]``, when given, in the same forward pass).
 
-    A row's sequence is its tail (right-padded), then its branch tokens in the last columns.
-    A 4-D mask lets each tail token see the row's prefix and the real tail tokens up to
-    itself, and each branch token the prefix, the real tail and itself but not the other
-    branches; a branch takes the position right after the real tail. (Repeating the cache
-    once per branch would copy it, which costs far more than these few tokens; running the
-    tail in a pass of its own would cost a pass, every weight read once more.)
+    A row's sequence is its tail (right-padded), then its branch tokens in the last columns,
+    under a 4-D mask that gives every token what it would see unpadded and hides the branches
+    from each other (:func:`ppairs_lens.activations.branch_layout.fused_inputs`). (Repeating
+    the cache once per branch would copy it, which costs far more than these few tokens;
+    running the tail in a pass of its own would cost a pass, every weight read once more.)
+
+    ``logits_at_end``: tails are left-padded instead, so each row's last prompt token sits
+    just before its branches; the read covers it too and gives the branches' activations and
+    the logits there, ``[row, n_ids]`` (a prompted judge's answer, read in the harvest's own
+    pass rather than by running the prompt again; NaN where the tail is empty).
     """
-    dev = state.mask.device
     index, select = _select(state, rows)
     cache = _cache_for_forward(state, select, consume)
-    nb = len(tokens[0])
     tails = tails if tails is not None else [()] * len(rows)
-    lens = torch.tensor([len(t) for t in tails], dtype=torch.long, device=dev)
-    width = int(lens.max())
-    ids = torch.zeros(len(rows), width + nb, dtype=torch.long)
-    for r, (t, b) in enumerate(zip(tails, tokens)):
-        ids[r, :len(t)] = torch.tensor(t, dtype=torch.long)
-        ids[r, width:] = torch.tensor(list(b), dtype=torch.long)
-    ids = ids.to(dev)
-    prev = state.mask[index].bool()
-    c = prev.shape[1]
-    col = torch.arange(width, device=dev)
-    real = col[None, :] < lens[:, None]                                  # [row, tail]
-    mask = torch.zeros(len(rows), 1, width + nb, c + width + nb, dtype=torch.bool, device=dev)
-    mask[:, 0, :, :c] = prev[:, None, :]
-    # Tail queries: causal over the real tail; a padding query sees that too (never a row
-    # with every key masked), and no real query ever sees a padding key.
-    mask[:, 0, :width, c:c + width] = (col[:, None] >= col[None, :])[None] & real[:, None, :]
-    mask[:, 0, width:, c:c + width] = real[:, None, :]
-    mask[:, 0, width:, c + width:] = torch.eye(nb, dtype=torch.bool, device=dev)
-    pos0 = state.next_pos[index]
-    pos = torch.cat([pos0[:, None] + col[None, :], (pos0 + lens)[:, None].expand(-1, nb)], 1)
-    return read(ids, cache, mask, pos, nb)
+    ids, mask, pos, lens = fused_inputs(tails, tokens, state.mask[index].bool(),
+                                        state.next_pos[index], logits_at_end)
+    acts, logits = read(ids, cache, mask, pos, len(tokens[0]) + int(logits_at_end))
+    return split_end(acts, logits, lens) if logits_at_end else (acts, logits)
 
 
 def run_rows(
@@ -323,6 +329,7 @@ def run_rows(
     *,
     token_budget: int,
     fuse: bool = True,
+    logits_at_end: bool = False,
 ) -> None:
     """Run ``subs`` (rows continuing the one cached prefix in ``start``) and their branches.
 
@@ -333,7 +340,11 @@ def run_rows(
     so memory does not grow with the number of rows. ``fuse``: a part's tails and branch
     tokens go in one forward pass (``read`` sees both); otherwise the tails run in a pass of
     their own and ``read`` sees only the branch tokens (for hooks meant for those alone).
+    ``logits_at_end`` (fused only): ``logits`` are read at each row's last prompt token
+    instead, one row each (:func:`read_branches`).
     """
+    if logits_at_end and not fuse:
+        raise ValueError("logits at the prompts' end are read in the fused pass only")
     n_branch = len(branches[subs[0].rows[0]]) if subs else 0
     base = start.mask.shape[1]
     # Longest first: a chunk's padding is set by its first member. (Empty middles sort last,
@@ -366,7 +377,8 @@ def run_rows(
                                    [t for _, _, t in part])
             if fuse:
                 acts, logits = read_branches(mid_state, parents, [branches[r] for r in ids],
-                                             read, consume=only, tails=tails)
+                                             read, consume=only, tails=tails,
+                                             logits_at_end=logits_at_end)
             else:
                 tail_state = extend(mid_state, parents, tails, forward, consume=only)
                 acts, logits = read_branches(tail_state, range(len(part)),
@@ -376,9 +388,11 @@ def run_rows(
 
 def run_plan(plans: Sequence[GroupPlan], branches: Sequence[Sequence[int]], forward: Forward,
              read: Read, emit: Callable[[list[int], Tensor | None, Tensor | None], None], *,
-             token_budget: int, device: torch.device, fuse: bool = True) -> None:
-    """Execute a whole plan: each group's context once, then :func:`run_rows` from it."""
-    for g in plans:
+             token_budget: int, device: torch.device, fuse: bool = True,
+             logits_at_end: bool = False) -> None:
+    """Execute a whole plan: each group's context once, then :func:`run_rows` from it
+    (``logits_at_end``: on :func:`end_in_tails` of the plan, so no row's end is cached)."""
+    for g in (end_in_tails(plans) if logits_at_end else plans):
         start = extend(PrefixState.empty(device), [0], [g.context], forward)
         run_rows(start, g.subgroups, branches, forward, read, emit, token_budget=token_budget,
-                 fuse=fuse)
+                 fuse=fuse, logits_at_end=logits_at_end)

@@ -15,7 +15,9 @@ because what they run has the same shape and the same waste to avoid:
 - reads at branch tokens: each row ends in one or more branch tokens (a contrast pair's two
   final tokens; a judge's last prompt token, once per intervention), each seeing the prompt
   but not its siblings, read in the same pass as the row's remainder with hooks only at
-  their positions (:func:`run_branches`).
+  their positions (:func:`run_branches`); on request the logits are read at each row's last
+  prompt token instead (``logits_at="end"``), so a harvest gives the prompted judge's answer
+  to the same prompt without running it again.
 
 Positions are passed explicitly and padding is masked with the tokenizer's conventions (never
 inferred from token ids: the pad token is also the end-of-turn token), so what is read equals
@@ -27,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Literal
 
 import torch
 from jaxtyping import Float
@@ -122,10 +125,13 @@ def model_device(bridge) -> torch.device:
 
 @dataclass
 class BranchOutputs:
-    """What :func:`run_branches` read at each branch token."""
+    """What :func:`run_branches` read at each branch token (``logits``), or at each row's last
+    prompt token (``end_logits``, with ``logits_at="end"``; None where the run cannot read
+    there)."""
 
     acts: Float[Tensor, "row branch readout d_model"] | None
     logits: Float[Tensor, "row branch n_ids"] | None
+    end_logits: Float[Tensor, "row n_ids"] | None = None
 
 
 def no_cache_message() -> str:
@@ -225,6 +231,7 @@ def run_branches(
     final_hooks: Sequence[Hook] = (),
     settings: HarvestSettings = HarvestSettings(),
     progress: Callable[[int], None] | None = None,
+    logits_at: Literal["branches", "end"] = "branches",
 ) -> BranchOutputs:
     """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
     appended to it (each branch alone, all from the same prefix cache).
@@ -236,16 +243,32 @@ def run_branches(
     on every forward pass; ``final_hooks`` only on the branch step, whose sequence is then the
     row's branch tokens alone, each at the read-out position. Without ``final_hooks`` the
     branch tokens share a pass with the rest of their row's prompt (one pass fewer per part).
+
+    ``logits_at="end"`` reads ``logit_ids`` at each row's last prefix token instead
+    (``end_logits``; a harvest's prompt there is a judge's, whose answer it then gives for
+    free): in that same fused pass, tails left-padded
+    (:func:`ppairs_lens.activations.prefix_sharing.read_branches`), each row's last token
+    moved out of any shared part (:func:`ppairs_lens.activations.prefix_sharing.
+    end_in_tails`), so every row is read. Where there is no such
+    pass (``final_hooks``) or its layout is not the bridge's (a HookedTransformer hides the
+    last columns from each other as branches) ``end_logits`` is None, never wrong numbers.
     """
     n_branch = len(branches[0])
     if any(len(b) != n_branch for b in branches):
         raise ValueError("every row needs the same number of branch tokens")
+    if logits_at not in ("branches", "end") or (logits_at == "end" and logit_ids is None):
+        raise ValueError(f"logits_at must be 'branches' or 'end' (with logit_ids), "
+                         f"not {logits_at!r}")
+    at_end = logits_at == "end" and not final_hooks and backend_of(bridge) != "hooked"
     dev = model_device(bridge)
     # Allocated at the first read, at the read-outs' width (d_model, or an SAE's d_sae).
     out: dict[str, Tensor] = {}
-    logits = (torch.empty(len(prefixes), n_branch, len(logit_ids)) if logit_ids is not None
-              else None)
-    forward, read = model_steps(bridge, names, logit_ids, final_hooks)
+    n_ids = len(logit_ids) if logit_ids is not None else 0
+    logits = (torch.empty(len(prefixes), n_branch, n_ids)
+              if logit_ids is not None and logits_at == "branches" else None)
+    end_logits = torch.empty(len(prefixes), n_ids) if at_end else None
+    forward, read = model_steps(bridge, names, logit_ids if logits is not None or at_end
+                                else None, final_hooks)
 
     def emit(rows: list[int], a: Tensor | None, lg: Tensor | None) -> None:
         if names:
@@ -256,6 +279,8 @@ def run_branches(
             out["acts"][rows] = a.to(settings.out_dtype)
         if logits is not None:
             logits[rows] = lg.view(len(rows), n_branch, -1)
+        if end_logits is not None:
+            end_logits[rows] = lg
         if progress is not None:
             progress(len(rows))
 
@@ -264,8 +289,8 @@ def run_branches(
     with bridge.hooks(fwd_hooks=resolve_hooks(bridge, hooks)):
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
                  read, emit, token_budget=settings.budget_for(bridge, dev), device=dev,
-                 fuse=not final_hooks)
+                 fuse=not final_hooks, logits_at_end=at_end)
     acts = out.get("acts")
     if names and acts is None:  # no rows
         acts = torch.empty(0, n_branch, len(names), bridge.cfg.d_model, dtype=settings.out_dtype)
-    return BranchOutputs(acts, logits)
+    return BranchOutputs(acts, logits, end_logits)

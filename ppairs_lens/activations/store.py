@@ -8,13 +8,21 @@ Layout::
                              (read as a ``StoreMeta``: ``store.meta.dataset``)
       pairs.jsonl            one line per pair: id, label, context and item ids, gold scores
                              (each a ``PairInfo``: ``store.pairs()[0].group_id``)
-      shards/shard-00003.safetensors   tensors "layer_00" .. "layer_NN", each [n, 2, d_model]
+      shards/shard-00003.safetensors   tensors "layer_00" .. "layer_NN", each [n, 2, d_model],
+                                       and "judge_logodds" [n] (float64) where the harvest
+                                       read the prompted judge's answer
       shards/shard-00003.json          written last: pair range and a sha256 per tensor
 
 A shard counts only once its sidecar JSON exists; both files are written to a temporary name
 and renamed, so a crash never leaves a half shard that is read later, and a restarted harvest
 redoes only the missing shards. Per-tensor checksums let a reader verify exactly the layers it
 reads, without reading the whole store.
+
+``judge_logodds`` is the zero-shot judge's log-odds on each pair's prompt (items in their
+order), read by the harvest at the prompt's last token (:func:`ppairs_lens.activations.harvest.
+harvest_with_judge`): the judges take it from here instead of running that prompt again.
+Stores written before it (or by a backend that cannot read it) simply lack it
+(:meth:`ActivationStore.judge_logodds` is None) and stay readable.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 from jaxtyping import Float, Int
 from safetensors import safe_open
@@ -41,6 +50,10 @@ from ppairs_lens.errors import StoreError
 from ppairs_lens.io.atomic import atomic_write_text
 
 __all__ = ["ActivationStore", "IDENTITY_FIELDS"]
+
+
+#: The shard tensor holding the judge's log-odds per pair (float64).
+JUDGE_KEY = "judge_logodds"
 
 
 def _tensor_sha(t: Tensor) -> str:
@@ -155,7 +168,9 @@ class ActivationStore:
             h.update(f.name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"missing"))
         return h.hexdigest()
 
-    def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"]) -> None:
+    def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"],
+                    judge_logodds: Float[np.ndarray, " pair"] | None = None) -> None:
+        """Shard ``i``'s activations, and (when given) the judge's log-odds of its pairs."""
         start, stop = self.shard_range(i)
         expect = (stop - start, 2, self.n_readouts, self.d_model)
         if tuple(acts.shape) != expect:
@@ -164,6 +179,11 @@ class ActivationStore:
         dtype = getattr(torch, self.meta.dtype)
         tensors = {f"layer_{l:02d}": acts[:, :, l].to(dtype).contiguous()
                    for l in range(self.n_readouts)}
+        if judge_logodds is not None:
+            if np.shape(judge_logodds) != (stop - start,):
+                raise StoreError(f"shard {i} of {self.path}: got {np.shape(judge_logodds)} "
+                                 f"judge log-odds, expected ({stop - start},)")
+            tensors[JUDGE_KEY] = torch.as_tensor(np.asarray(judge_logodds, dtype=np.float64))
         data_path, side_path = self._shard_paths(i)
         data_path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=data_path.parent)
@@ -181,7 +201,21 @@ class ActivationStore:
                 "sha256": {k: _tensor_sha(v) for k, v in tensors.items()}}
         atomic_write_text(side_path, json.dumps(side))  # the shard counts from here on
 
-    def _read_shard(self, i: int, layers: Sequence[int], verify: bool) -> list[Tensor]:
+    def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
+        """The zero-shot judge's log-odds per pair (store order, float64; NaN where the
+        harvest could not read it), or None when a shard lacks them (an older store)."""
+        missing = self.missing_shards()
+        if missing:
+            raise StoreError(f"{self.path} is incomplete: shards {missing[:10]} of "
+                             f"{self.n_shards} are missing; re-run the harvest to finish it")
+        for i in range(self.n_shards):
+            side = json.loads(self._shard_paths(i)[1].read_text("utf-8"))
+            if JUDGE_KEY not in side.get("sha256", {}):
+                return None
+        return np.concatenate([self._read_shard(i, [JUDGE_KEY], verify)[0].numpy()
+                               for i in range(self.n_shards)]) if self.n_shards else np.zeros(0)
+
+    def _read_shard(self, i: int, layers: Sequence[int | str], verify: bool) -> list[Tensor]:
         data_path, side_path = self._shard_paths(i)
         try:
             side = json.loads(side_path.read_text("utf-8"))
@@ -196,7 +230,7 @@ class ActivationStore:
             with safe_open(str(data_path), framework="pt") as f:
                 out = []
                 for l in layers:
-                    key = f"layer_{l:02d}"
+                    key = l if isinstance(l, str) else f"layer_{l:02d}"
                     t = f.get_tensor(key)
                     if verify and _tensor_sha(t) != side["sha256"][key]:
                         raise StoreError(f"shard {data_path} is corrupt: checksum of {key} "

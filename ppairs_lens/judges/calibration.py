@@ -1,8 +1,10 @@
 """From a judge's two choice logits to P(item 1 preferred): log-odds and swap calibration.
 
 A prompted judge answers "... is Choice " with a next-token distribution. Its answer is read as
-the log-odds ``ld = logit(choice 1) - logit(choice 2)`` (:func:`choice_logodds`, float64, with
-:func:`choice_columns` saying where each prompt's choices sit in the logits read); P(choice 1)
+the log-odds ``ld = logit(choice 1) - logit(choice 2)``
+(:func:`ppairs_lens.activations.few_logits.choice_logodds`, float64, with ``choice_columns``
+saying where each prompt's choices sit in the logits read: both live with the logits they read,
+so that a harvest computes the judge's answer too); P(choice 1)
 is ``sigmoid(ld)``, the softmax over the two choice logits alone (:func:`choice_probability`).
 
 LLM judges favour one position, so a comparison is also asked with its items swapped. The two
@@ -24,13 +26,13 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ppairs_lens.activations.few_logits import choice_logodds
+
 __all__ = ["LOGIT_EPS", "logit", "sigmoid", "swap_calibrated_logodds", "swap_calibrate",
-           "swap_calibrated", "choice_columns", "choice_logodds", "choice_probability",
-           "judge_diagnostics"]
+           "swap_calibrated", "choice_probability", "judge_diagnostics"]
 
 #: ``compare(a, b)`` = probability that item ``a`` is preferred over (is "more X" than) ``b``:
 #: what a judge gives and the sorts of :mod:`ppairs_lens.ranking` take.
@@ -87,25 +89,6 @@ def swap_calibrated(fn: Comparator) -> Comparator:
         return float(swap_calibrate(float(fn(a, b)), float(fn(b, a))))
 
     return calibrated
-
-
-def choice_columns(final_ids: Sequence[tuple[int, int]]) -> tuple[list[int], Int[Tensor, "pair 2"]]:
-    """The token ids to read logits of, and where each prompt's two choices sit among them.
-
-    A batch reads one list of logit ids for every row, so it is the union of all prompts'
-    choices (sorted); ``columns[i]`` indexes prompt ``i``'s first and second choice in it.
-    """
-    ids = sorted({t for pair in final_ids for t in pair})
-    col = {t: i for i, t in enumerate(ids)}
-    return ids, torch.tensor([[col[a], col[b]] for a, b in final_ids], dtype=torch.long)
-
-
-def choice_logodds(logits: Float[Tensor, "pair n_ids"], columns: Int[Tensor, "pair 2"]
-                   ) -> Float[np.ndarray, "pair"]:
-    """logit(first choice) - logit(second choice) per prompt, in float64 (not through a
-    probability, so a confident judge keeps its full log-odds)."""
-    two = logits.gather(1, columns.to(logits.device)).double()
-    return (two[:, 0] - two[:, 1]).cpu().numpy()
 
 
 def choice_probability(logits: Float[Tensor, "pair n_ids"], columns: Int[Tensor, "pair 2"]

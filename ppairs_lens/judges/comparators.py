@@ -41,6 +41,7 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ppairs_lens.activations.few_logits import choice_columns, choice_logodds
 from ppairs_lens.activations.harvest import NonFiniteActivationError, check_context_length
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import (
@@ -51,13 +52,7 @@ from ppairs_lens.activations.prompts import (
 )
 from ppairs_lens.data.records import TIE, Comparison, Dataset, ScoredItem
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.judges.calibration import (
-    choice_columns,
-    choice_logodds,
-    logit,
-    sigmoid,
-    swap_calibrated_logodds,
-)
+from ppairs_lens.judges.calibration import logit, sigmoid, swap_calibrated_logodds
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
 from ppairs_lens.judges.progress import MIN_ROWS, sort_comparisons_bound
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points

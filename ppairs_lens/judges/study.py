@@ -4,7 +4,9 @@ A study asks the zero-shot judge about the held-out comparisons of many datasets
 item orders, and about a sample of training comparisons (to fit the judge's decision threshold
 on the labels the supervised probe sees). :func:`judge_study` builds all those prompts and
 runs them in ONE call, so a context shared by several prompts (an article asked about four
-aspects, in both orders) is computed once. The ALLURE judge (:mod:`ppairs_lens.judges.allure`)
+aspects, in both orders) is computed once. The items' own order is the harvest's prompt, whose
+answer the store keeps (read in the harvest's passes): those are taken from the store, so
+about half the prompts need not run. The ALLURE judge (:mod:`ppairs_lens.judges.allure`)
 starts from the training sample's zero-shot answers.
 """
 
@@ -27,7 +29,7 @@ from ppairs_lens.judges.fair_forms import JudgeForms, judge_forms
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.zero_shot import ZeroShotResult, choice_logodds_of, swapped_dataset
 
-__all__ = ["HeldOutJudges", "JudgeStudySettings", "judge_study"]
+__all__ = ["HeldOutJudges", "JudgeStudySettings", "harvested_logodds", "judge_study"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,13 @@ class HeldOutJudges:
 def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Dataset],
                 settings: JudgeStudySettings = JudgeStudySettings(), log=print
                 ) -> dict[str, HeldOutJudges]:
-    """``{dataset name: HeldOutJudges}`` for every store (comparisons in both orders)."""
+    """``{dataset name: HeldOutJudges}`` for every store (comparisons in both orders).
+
+    A prompt in the items' own order is the store's harvest prompt up to its last token, so
+    its answer is taken from the store where the harvest kept it
+    (:meth:`ActivationStore.judge_logodds`; same model, records and template, as checked
+    here): only the swapped orders run, plus any prompt whose stored answer is missing.
+    ``n_prompts`` says how many answers ran and how many came from the harvest."""
     parts, prompts, sides = [], [], []
     for store, ds in zip(stores, datasets):
         check_store_matches(bridge, store, ds)
@@ -82,16 +90,25 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
         seed = settings.protocol.seed
         train, test, used = held_out_datasets(store, ds, **settings.protocol.split_kwargs())
         train_sub = subsample_by_context(train, settings.train_pairs, seed)
-        parts.append((store.meta.dataset, template, train, train_sub, test, used))
-        for side in (test, swapped_dataset(test), train_sub, swapped_dataset(train_sub)):
+        stored = harvested_logodds(store)
+        n_run = len(prompts)
+        for j, side in enumerate((test, swapped_dataset(test), train_sub,
+                                  swapped_dataset(train_sub))):
             ps = build_contrast_pairs(bridge.tokenizer, side, template)
-            sides.append(len(ps))
-            prompts += ps
-    ld = choice_logodds_of(bridge, prompts, desc="zero-shot judge, every dataset, both orders")
-    bounds = np.cumsum([0, *sides])
+            # the items' own order (j even) is the harvest's prompt: its answer may be stored
+            known = np.array([stored.get(p.pair_id, np.nan) if j % 2 == 0 else np.nan
+                              for p in ps], dtype=np.float64)
+            sides.append(known)
+            prompts += [p for p, v in zip(ps, known) if np.isnan(v)]
+        n_run = len(prompts) - n_run
+        parts.append((store.meta.dataset, template, train, train_sub, test, used, n_run))
+    ld = iter(choice_logodds_of(bridge, prompts,
+                                desc="zero-shot judge, every dataset, both orders"))
+    for known in sides:  # the answers run, in order, where none was stored
+        known[np.isnan(known)] = [next(ld) for _ in range(int(np.isnan(known).sum()))]
     out = {}
-    for k, (name, template, train, train_sub, test, used) in enumerate(parts):
-        ld_o, ld_s, tr_o, tr_s = (ld[bounds[4 * k + j]:bounds[4 * k + j + 1]] for j in range(4))
+    for k, (name, template, train, train_sub, test, used, n_run) in enumerate(parts):
+        ld_o, ld_s, tr_o, tr_s = sides[4 * k:4 * k + 4]
         y_tr = np.array([y == ITEM1 for y in train_sub.labels()])
         forms = judge_forms(ld_o, ld_s, (tr_o - tr_s) / 2, y_tr)
         diag = judge_diagnostics(ZeroShotResult.from_logodds(ld_o, ld_s, 2 * len(test)),
@@ -111,7 +128,18 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
             except ValueError as e:  # e.g. a context too long for the model with demos
                 extra = dict(allure_skipped=str(e))
                 log(f"{name}: ALLURE judge skipped: {e}")
+        n_all = 2 * (len(test) + len(train_sub))
         out[name] = HeldOutJudges(
             name, used, tuple(r.pair_id for r in test.records), forms, diag,
-            n_prompts={"zero_shot": 2 * (len(test) + len(train_sub))}, **extra)
+            n_prompts={"zero_shot": n_all, "zero_shot_run": n_run,
+                       "zero_shot_from_harvest": n_all - n_run}, **extra)
     return out
+
+
+def harvested_logodds(store: ActivationStore) -> dict[str, float]:
+    """``{pair id: the judge's log-odds}`` the store's harvest read on each pair's own prompt
+    (finite ones only; empty for a store without them)."""
+    ld = store.judge_logodds()
+    if ld is None:
+        return {}
+    return {p.pair_id: float(v) for p, v in zip(store.pairs(), ld) if np.isfinite(v)}

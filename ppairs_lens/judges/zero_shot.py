@@ -12,7 +12,10 @@ are not calibrated (``z`` = their raw log-odds of " True").
 
 The logits are read with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt
 without its last token, branch = that last token), so long shared contexts run once, exactly as
-in a harvest, and ablation hooks plug in the same way.
+in a harvest, and ablation hooks plug in the same way. A harvest's prompt up to its last token
+is this judge's prompt in the items' order: the harvest reads the same log-odds in its own
+passes (:func:`ppairs_lens.activations.harvest.harvest_with_judge`), the store keeps them, and
+:func:`ppairs_lens.judges.study.judge_study` runs only the swapped order where they are stored.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from ppairs_lens.activations.few_logits import choice_columns, choice_logodds
 from ppairs_lens.activations.harvest import check_context_length
 from ppairs_lens.activations.runner import HarvestSettings, run_branches
 from ppairs_lens.models.hook_points import Hook
@@ -34,8 +38,6 @@ from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
 from ppairs_lens.errors import TemplateError
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.judges.calibration import (
-    choice_columns,
-    choice_logodds,
     judge_diagnostics,
     logit,
     sigmoid,
