@@ -113,16 +113,18 @@ class ReplicationConfig:
 
 
 def quick(cfg: ReplicationConfig) -> ReplicationConfig:
-    """A preview in a few minutes (and what the tests run)."""
+    """A preview in a few minutes (and what the tests run). Every step runs; the model's
+    passes over long prompts are what a preview costs, so MT-Bench's ablation asks 4 pairs and
+    ClimateX's probe trains on 24 comparisons."""
     return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
                    judge_train_pairs=4,
                    allure=AllureConfig(rounds=1, per_round=2, pool=4, test_pairs=2),
-                   ablation_random=8, ablation_matched=8, ablation_eval_pairs=8,
+                   ablation_random=8, ablation_matched=8, ablation_eval_pairs=4,
                    steering_nulls=2, steering_eval_pairs=4, steering_alphas=(-1.0, 1.0),
                    finetune_datasets=("rocstories",),
                    finetune_train=4, finetune_test=8, finetune_curve=(4,),
                    finetune_curve_full=None,
-                   climatex_test=8, climatex_k=2, climatex_train=20, climatex_train_pairs=40)
+                   climatex_test=6, climatex_k=2, climatex_train=16, climatex_train_pairs=24)
 
 
 def full(cfg: ReplicationConfig) -> ReplicationConfig:
