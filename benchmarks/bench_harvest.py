@@ -17,7 +17,7 @@ import torch
 from benchmarks.common import (batched_two_sided, bare_schedule, hf_copy, max_rel_err,
                                one_prompt_at_a_time, summeval_like, timed, tokens_computed)
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.harvest import harvest_pairs, harvest_with_judge
 from ppairs_lens.activations.runner import DEFAULT_TOKEN_BUDGET, HarvestSettings
 from ppairs_lens.models.embedded import embedded_model_dir
 from ppairs_lens.models.loading import load_model
@@ -45,13 +45,14 @@ def compare(name: str, bridge, hf, pairs, with_original: bool = True,
     """
     warm = pairs[:2]
     settings = HarvestSettings(token_budget=token_budget)
-    harvest_pairs(bridge, warm, settings)  # warm-up: first-call allocations are not the steady state
+    harvest_with_judge(bridge, warm, settings)  # warm-up: first-call allocations are not the steady state
     bare_schedule(hf, warm, token_budget)
     if hooked is not None:
         harvest_pairs(hooked, warm, settings)
     t_ours = t_bare = t_hooked = float("inf")
     for _ in range(rounds):
-        t, ours = timed(lambda: harvest_pairs(bridge, pairs, settings))
+        # what a store's harvest runs: the activations and the judge's answer at the end
+        t, ours = timed(lambda: harvest_with_judge(bridge, pairs, settings).acts)
         t_ours = min(t_ours, t)
         if hooked is not None:
             t, theirs = timed(lambda: harvest_pairs(hooked, pairs, settings))

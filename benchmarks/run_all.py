@@ -3,6 +3,7 @@
 from benchmarks import (
     ablation_directions,
     bench_harvest,
+    bench_judge_study,
     bench_judges,
     bench_memory,
     bench_prompts,
@@ -13,6 +14,7 @@ if __name__ == "__main__":
     bench_prompts.main([])
     bench_harvest.main([])
     bench_judges.main([])
+    bench_judge_study.main([])
     bench_sweep.main([])
     bench_memory.main([])
     ablation_directions.main([])

@@ -14,8 +14,8 @@ import torch
 
 from ppairs_lens.interventions.ablation import ablation_hook_sets
 from ppairs_lens.judges.comparators import ProbeComparator
-from ppairs_lens.judges.zero_shot import choice_probabilities
-from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.judges.zero_shot import choice_logodds_of, choice_probabilities
+from ppairs_lens.activations.harvest import harvest_pairs, harvest_with_judge
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.models.tiny import tiny_model
 from ppairs_lens.probes.estimators import make_probe
@@ -43,6 +43,19 @@ def test_harvest_on_cuda_equals_cpu(tiny, gpu_tiny, budget):
     gpu = harvest_pairs(gpu_tiny, pairs, settings)
     assert gpu.device.type == "cpu" and gpu.dtype == torch.float32
     torch.testing.assert_close(gpu, cpu, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("budget", [100_000, 150])
+def test_harvest_with_the_judges_answer_on_cuda_equals_cpu(tiny, gpu_tiny, budget):
+    """The store's harvest on the GPU: left-padded tails read at the prompts' end, the
+    activations and the judge's answer as on the CPU and as the judge's own run."""
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(12))
+    settings = HarvestSettings(token_budget=budget)
+    gpu = harvest_with_judge(gpu_tiny, pairs, settings)
+    torch.testing.assert_close(gpu.acts, harvest_pairs(tiny, pairs, settings),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gpu.judge_logodds, choice_logodds_of(tiny, pairs),
+                               rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("positions", ["all", "last"])  # "last": the unfused branch pass

@@ -172,3 +172,44 @@ def test_logits_at_the_end_need_logit_ids(tiny):
     with pytest.raises(ValueError, match="logits_at"):
         run_branches(tiny, [p.prefix_ids for p in pairs], [p.final_ids for p in pairs],
                      [p.group for p in pairs], logits_at="end")
+
+
+def test_a_callers_hooks_on_the_model_keep_no_judge_answer(tiny):
+    """Under an ablation context a caller put around the harvest, the answers read are not
+    the plain judge's: none are given."""
+    from ppairs_lens.interventions.ablation import ablate
+
+    pairs = build_contrast_pairs(tiny.tokenizer, small_comparisons(4))
+    direction = torch.randn(tiny.cfg.d_model, generator=torch.Generator().manual_seed(0))
+    with ablate(tiny, direction):
+        got = harvest_with_judge(tiny, pairs)
+    assert got.judge_logodds is None
+    assert harvest_with_judge(tiny, pairs).judge_logodds is not None  # the context has left
+
+
+def test_a_shard_without_them_is_nan_and_the_rest_stays(tiny, tmp_path):
+    """A store resumed across versions: its older shards give NaN (those prompts run), the
+    newer keep their answers."""
+    store = harvest_dataset(tiny, small_comparisons(10), tmp_path / "s", shard_size=3,
+                            progress=False)
+    full = store.judge_logodds()
+    start, stop = store.shard_range(1)
+    store.write_shard(1, store.load()[start:stop])  # as an older harvest wrote it
+    mixed = store.judge_logodds()
+    assert np.isnan(mixed[start:stop]).all()
+    keep = np.ones(len(full), bool)
+    keep[start:stop] = False
+    np.testing.assert_array_equal(mixed[keep], full[keep])
+
+
+def test_answers_of_a_model_loaded_in_another_dtype_are_not_paired(tiny, tmp_path):
+    """The swapped order runs now; the stored order is used only if the harvest ran the
+    model in the same dtype (else both orders run)."""
+    from ppairs_lens.judges.study import harvested_logodds
+
+    store = harvest_dataset(tiny, small_comparisons(6), tmp_path / "s", progress=False)
+    assert store.meta.model_dtype == "float32" and harvested_logodds(store, tiny)
+    meta = store.path / "metadata.json"
+    meta.write_text(meta.read_text("utf-8").replace('"model_dtype": "float32"',
+                                                    '"model_dtype": "bfloat16"'), "utf-8")
+    assert harvested_logodds(ActivationStore.open(store.path), tiny) == {}

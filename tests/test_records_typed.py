@@ -36,8 +36,8 @@ META = {"model": "toy", "dataset": "small", "dataset_fingerprint": "fp", "datase
         "template": {"kind": "comparison", "choices": ["1", "2"]}, "template_hash": "th",
         "hook_names": ["blocks.0.hook_resid_post", "ln_final.hook_normalized"], "n_layers": 1,
         "d_model": 4, "readout_widths": [4, 4], "dtype": "float32", "shard_size": 2,
-        "harvest_settings": {"token_budget": "512"}, "n_pairs": 3, "package_version": "0.0.1",
-        "created": "2025-01-01T00:00:00+0000", "from_the_future": {"x": 1}}
+        "harvest_settings": {"token_budget": "512"}, "model_dtype": "float32", "n_pairs": 3,
+        "package_version": "0.0.1", "created": "2025-01-01T00:00:00+0000", "from_the_future": {"x": 1}}
 
 
 @pytest.mark.parametrize("row", [COMPARISON_ROW, STATEMENT_ROW, *OLD_ROWS])
@@ -122,7 +122,8 @@ def test_an_old_format_store_opens_and_reads(tmp_path):
 
 
 def _dict_era_files(dataset: Dataset, store: ActivationStore) -> tuple[str, str]:
-    """pairs.jsonl and metadata.json as the dict-based code wrote them for ``dataset``."""
+    """pairs.jsonl and metadata.json as the dict-based code wrote them for ``dataset`` (plus
+    ``model_dtype``, a key added since, in its place)."""
     rows = []
     for rec, label, ctx, group in zip(dataset.records, dataset.labels(), dataset.context_ids(),
                                       dataset.group_ids()):
@@ -133,7 +134,8 @@ def _dict_era_files(dataset: Dataset, store: ActivationStore) -> tuple[str, str]
     raw = json.loads((store.path / "metadata.json").read_text())
     order = ["model", "dataset", "dataset_fingerprint", "dataset_source", "aspect", "kind",
              "template", "template_hash", "hook_names", "n_layers", "d_model", "readout_widths",
-             "dtype", "shard_size", "harvest_settings", "n_pairs", "package_version", "created"]
+             "dtype", "shard_size", "harvest_settings", "model_dtype", "n_pairs", "package_version",
+             "created"]
     meta = {k: raw[k] for k in order}
     return "".join(json.dumps(r) + "\n" for r in rows), json.dumps(meta, indent=2)
 

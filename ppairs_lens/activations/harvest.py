@@ -26,7 +26,7 @@ from ppairs_lens.activations.few_logits import choice_columns, choice_logodds
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.activations.readouts import default_readouts, resolve_readouts
 from ppairs_lens.activations.runner import HarvestSettings, model_device, run_branches
-from ppairs_lens.models.backend import backend_of, readout_point
+from ppairs_lens.models.backend import backend_of, has_forward_hooks, readout_point
 from ppairs_lens.models.hook_points import Hook
 
 
@@ -94,8 +94,10 @@ def harvest_with_judge(bridge, pairs: Sequence[ContrastPair],
     A harvest pair's prompt up to its last token is exactly the zero-shot judge's prompt in
     the items' order, so the harvest reads the two choice tokens' logits there too (a few
     columns more per pass) and the judge need not run that prompt again. Only a plain
-    harvest gives them: under ablation or steering hooks they would not be the judge's."""
-    return _harvest(bridge, pairs, settings, progress, (), (), names, True)
+    harvest gives them: under ablation or steering hooks, ours or a caller's context already
+    on the model, they would not be the judge's (``judge_logodds`` is then None)."""
+    return _harvest(bridge, pairs, settings, progress, (), (), names,
+                    not has_forward_hooks(bridge))
 
 
 def _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, judge: bool

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from ppairs_lens.errors import StoreError
 from ppairs_lens.activations.harvest import harvest_with_judge, readout_names, readout_width
 from ppairs_lens.activations.runner import HarvestSettings
+from ppairs_lens.models.backend import model_dtype
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.activations.prompts import (
     ComparisonTemplate,
@@ -84,6 +85,7 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
         dtype=str(settings.out_dtype).removeprefix("torch."),
         shard_size=shard_size,
         harvest_settings={k: str(v) for k, v in asdict(settings).items()},
+        model_dtype=model_dtype(bridge),
     )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ because what they run has the same shape and the same waste to avoid:
 - shared prefixes: rows with the same group key share a long token prefix (an article with
   its 16 summaries), so the group's common prefix runs once (batch 1) and keeps its key-value
   cache; what rows of a group share beyond it (the same first item) runs once per subgroup,
-  then each row's own remainder on copies of those caches, right-padded in length-sorted
+  then each row's own remainder on copies of those caches, padded in length-sorted
   batches (:mod:`ppairs_lens.activations.prefix_sharing`);
 - token budget by device: those batches are sized by rows x (context + new tokens), small on
   a CPU (the bridge's attention materialises its scores) and large on a GPU (a pass costs

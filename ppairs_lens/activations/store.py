@@ -203,17 +203,24 @@ class ActivationStore:
 
     def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
         """The zero-shot judge's log-odds per pair (store order, float64; NaN where the
-        harvest could not read it), or None when a shard lacks them (an older store)."""
+        harvest could not read it, or in a shard written without them: a store resumed
+        across versions keeps the rest), or None when no shard has them (an older store)."""
         missing = self.missing_shards()
         if missing:
             raise StoreError(f"{self.path} is incomplete: shards {missing[:10]} of "
                              f"{self.n_shards} are missing; re-run the harvest to finish it")
+        parts, kept = [], False
         for i in range(self.n_shards):
             side = json.loads(self._shard_paths(i)[1].read_text("utf-8"))
-            if JUDGE_KEY not in side.get("sha256", {}):
-                return None
-        return np.concatenate([self._read_shard(i, [JUDGE_KEY], verify)[0].numpy()
-                               for i in range(self.n_shards)]) if self.n_shards else np.zeros(0)
+            if JUDGE_KEY in side.get("sha256", {}):
+                parts.append(self._read_shard(i, [JUDGE_KEY], verify)[0].numpy())
+                kept = True
+            else:
+                start, stop = self.shard_range(i)
+                parts.append(np.full(stop - start, np.nan))
+        if not kept:
+            return None if self.n_shards else np.zeros(0)
+        return np.concatenate(parts)
 
     def _read_shard(self, i: int, layers: Sequence[int | str], verify: bool) -> list[Tensor]:
         data_path, side_path = self._shard_paths(i)

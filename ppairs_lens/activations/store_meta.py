@@ -57,6 +57,9 @@ class StoreMeta:
     # Layout: pairs per shard; how the harvest ran (stringified ``HarvestSettings``).
     shard_size: int
     harvest_settings: Mapping[str, str] | None = None
+    # The model's own dtype when the harvest ran (not the stored one): the judge answers a
+    # store keeps pair with answers computed later only from a model loaded the same way.
+    model_dtype: str | None = None
     # Set by ``ActivationStore.create``: the number of pairs, then provenance.
     n_pairs: int | None = None
     package_version: str | None = None

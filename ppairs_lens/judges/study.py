@@ -27,6 +27,7 @@ from ppairs_lens.judges.allure import AllureConfig, allure
 from ppairs_lens.judges.calibration import judge_diagnostics
 from ppairs_lens.judges.fair_forms import JudgeForms, judge_forms
 from ppairs_lens.judges.held_out import held_out_datasets
+from ppairs_lens.models.backend import model_dtype
 from ppairs_lens.judges.zero_shot import ZeroShotResult, choice_logodds_of, swapped_dataset
 
 __all__ = ["HeldOutJudges", "JudgeStudySettings", "harvested_logodds", "judge_study"]
@@ -80,7 +81,7 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
 
     A prompt in the items' own order is the store's harvest prompt up to its last token, so
     its answer is taken from the store where the harvest kept it
-    (:meth:`ActivationStore.judge_logodds`; same model, records and template, as checked
+    (:meth:`ActivationStore.judge_logodds`; same model and dtype, records and template, as checked
     here): only the swapped orders run, plus any prompt whose stored answer is missing.
     ``n_prompts`` says how many answers ran and how many came from the harvest."""
     parts, prompts, sides = [], [], []
@@ -90,7 +91,7 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
         seed = settings.protocol.seed
         train, test, used = held_out_datasets(store, ds, **settings.protocol.split_kwargs())
         train_sub = subsample_by_context(train, settings.train_pairs, seed)
-        stored = harvested_logodds(store)
+        stored = harvested_logodds(store, bridge)
         n_run = len(prompts)
         for j, side in enumerate((test, swapped_dataset(test), train_sub,
                                   swapped_dataset(train_sub))):
@@ -136,9 +137,12 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
     return out
 
 
-def harvested_logodds(store: ActivationStore) -> dict[str, float]:
+def harvested_logodds(store: ActivationStore, bridge) -> dict[str, float]:
     """``{pair id: the judge's log-odds}`` the store's harvest read on each pair's own prompt
-    (finite ones only; empty for a store without them)."""
+    (finite ones only), where that harvest ran the model in the dtype ``bridge`` runs in (the
+    swapped order, run now, is combined with them); else empty, and every prompt runs."""
+    if store.meta.model_dtype != model_dtype(bridge):
+        return {}
     ld = store.judge_logodds()
     if ld is None:
         return {}

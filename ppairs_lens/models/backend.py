@@ -77,6 +77,23 @@ def hooked_device(model) -> torch.device:
     return model.embed.W_E.device
 
 
+def model_dtype(model) -> str:
+    """The dtype the model computes in ("float32", "bfloat16", ...): its first floating
+    parameter's (a disk-offloaded one on 'meta' keeps its dtype)."""
+    p = next((p for p in model.parameters() if p.is_floating_point()), None)
+    return str(p.dtype if p is not None else torch.float32).removeprefix("torch.")
+
+
+def has_forward_hooks(model) -> bool:
+    """Whether a forward hook is attached to any of ``model``'s hook points now (a caller's
+    ablation or steering context around a call, a permanent hook): what the model computes is
+    then not its plain answer. (The bridge's own torch hooks on the wrapped modules, added at
+    its first forward, are not hook points' and do not count.)"""
+    from transformer_lens.hook_points import HookPoint
+
+    return any(m.fwd_hooks for m in model.modules() if isinstance(m, HookPoint))
+
+
 def final_norm_affine(model) -> tuple[Tensor | None, Tensor | None]:
     """``(gain, bias)`` of a HookedTransformer's final norm (None where absent or folded)."""
     ln = getattr(model, "ln_final", None)
