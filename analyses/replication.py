@@ -115,7 +115,8 @@ class ReplicationConfig:
 def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     """A preview in a few minutes (and what the tests run). Every step runs; the model's
     passes over long prompts are what a preview costs, so MT-Bench's ablation asks 4 pairs and
-    ClimateX's probe trains on 24 comparisons."""
+    ClimateX's probe trains on 24 comparisons. At these sizes no CI spans the 10 leak groups a
+    claim needs: every verdict of a preview is "cannot be decided here"."""
     return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
                    judge_train_pairs=4,
                    allure=AllureConfig(rounds=1, per_round=2, pool=4, test_pairs=2),
