@@ -242,12 +242,6 @@ def _check_final(tokenizer, name: str, choices: tuple[str, str], a: list[int], b
             "model sees. End the assistant prefix where the choice starts a new token.")
 
 
-def split_final(tokenizer, prefix_text: str, choices: tuple[str, str], name: str
-                ) -> tuple[list[int], tuple[int, int]]:
-    """:func:`split_finals` of one text."""
-    return split_finals(tokenizer, [prefix_text], choices, name)[0]
-
-
 def build_contrast_pairs(tokenizer, dataset: Dataset, template: Template | None = None) -> list[ContrastPair]:
     """Contrast pairs for every record of ``dataset`` (ties included, labelled 0)."""
     template = template or default_template(dataset)
