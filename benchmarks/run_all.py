@@ -2,6 +2,7 @@
 
 from benchmarks import (
     ablation_directions,
+    bench_attention,
     bench_harvest,
     bench_judge_study,
     bench_judges,
@@ -13,6 +14,7 @@ from benchmarks import (
 if __name__ == "__main__":
     bench_prompts.main([])
     bench_harvest.main([])
+    bench_attention.main([])
     bench_judges.main([])
     bench_judge_study.main([])
     bench_sweep.main([])

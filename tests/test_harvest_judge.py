@@ -163,8 +163,11 @@ def test_embedded_model_harvest_gives_the_judges_answer(smol):
     got = harvest_with_judge(smol, pairs, HarvestSettings(token_budget=400))
     np.testing.assert_allclose(got.judge_logodds, choice_logodds_of(smol, pairs),
                                rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(got.acts, harvest_pairs(smol, pairs, HarvestSettings(
-        token_budget=400)), rtol=1e-4, atol=1e-4)
+    plain = harvest_pairs(smol, pairs, HarvestSettings(token_budget=400))
+    # float error, per read-out vector: the two harvests batch and pad differently, and the
+    # fused attention kernel blocks its sums by shape (late layers carry norms in the hundreds)
+    rel = (got.acts - plain).norm(dim=-1) / plain.norm(dim=-1)
+    assert rel.max() < 1e-5, float(rel.max())
 
 
 def test_logits_at_the_end_need_logit_ids(tiny):

@@ -15,6 +15,7 @@ import torch
 from ppairs_lens.errors import ModelLoadError
 from ppairs_lens.models.compat import bridge_boot_kwargs
 from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
+from ppairs_lens.models.fused_attention import set_fused_attention
 from ppairs_lens.models.hooked import load_hooked
 
 #: The kinds of TransformerLens model :func:`load_model` builds.
@@ -31,6 +32,7 @@ def load_model(
     max_memory: dict | None = None,
     offload_folder: str | None = None,
     backend: str = "bridge",
+    fused_attention: bool = True,
 ):
     """A TransformerBridge for ``name``: None for the embedded SmolLM2, else an HF id or folder.
 
@@ -38,6 +40,9 @@ def load_model(
     passes through to TransformerBridge's accelerate-based loader. ``backend="hooked"`` gives
     a HookedTransformer instead (Llama, Mistral and Qwen2 architectures; transformer-lens<4;
     one device), with raw weights like the bridge's, so read-outs and directions carry over.
+    ``fused_attention``: the bridge's attention blocks use the fused kernel while no hook reads
+    their scores or pattern (:mod:`ppairs_lens.models.fused_attention`; same numbers to float
+    error).
     """
     if backend not in BACKENDS:
         raise ModelLoadError(f"unknown backend {backend!r}; use one of {BACKENDS}")
@@ -75,6 +80,7 @@ def load_model(
         raise ModelLoadError(f"cannot load model {name!r}: {hint}. "
                              f"({e.__class__.__name__}: {first})") from e
     bridge.eval()
+    set_fused_attention(bridge, fused_attention)
     _point_cfg_device_at_execution_device(bridge)
     bridge.ppairs_model_name = EMBEDDED_MODEL_NAME if name is None else name
     return bridge

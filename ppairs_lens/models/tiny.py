@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ppairs_lens.models.fused_attention import set_fused_attention
 from ppairs_lens.models.tokenizer import load_tokenizer
 
 TINY_MODEL_NAME = "tiny-random-llama"
@@ -41,5 +42,6 @@ def tiny_model(seed: int = 0, *, n_layers: int = 2, d_model: int = 64, tokenizer
     bridge = TransformerBridge.boot_transformers(TINY_MODEL_NAME, hf_model=hf, tokenizer=tok,
                                                  device=next(hf.parameters()).device)
     bridge.eval()
+    set_fused_attention(bridge)  # as load_model does: the tests run the path the job runs
     bridge.ppairs_model_name = f"{TINY_MODEL_NAME}-seed{seed}-L{n_layers}-d{d_model}"
     return bridge
