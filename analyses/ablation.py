@@ -349,7 +349,7 @@ def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
     import matplotlib.pyplot as plt
 
     fig = plot_ablation(rows, null_rows, cfg, model)
-    paths = save_figure(fig, out, "ablation")
+    paths = save_figure(fig, out, "ablation", preview=cfg.settings.quick)
     plt.close(fig)
     return paths
 

@@ -336,7 +336,7 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
             ("cosine", plot_cosine(keys, cos, cfg, model, hook, ref)),
             ("cosine_distribution", plot_cosine_distribution(c_rows, cfg, model, hook, ref)),
             ("layer_cosine", plot_layer_cosine(l_rows, names, cfg, model, ref, li))):
-        save_figure(fig, out, name)
+        save_figure(fig, out, name, preview=cfg.settings.quick)
         plt.close(fig)
     return {"transfer": t_rows, "cosine": c_rows, "layer_cosine": l_rows, "random": ref_public,
             "summary": summary, "names": names, "hook": hook, "layers": layers,

@@ -367,7 +367,7 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
 
     for name, fig in (("finetuning", plot_comparison(rows, model, cfg)),
                       ("finetuning_curve", plot_curve(curve, rows, model, cfg))):
-        save_figure(fig, out, name)
+        save_figure(fig, out, name, preview=cfg.settings.quick)
         plt.close(fig)
     return rows
 

@@ -236,7 +236,8 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> list[dict]:
     write_csv(out / "insertion.csv", rows)
     write_csv(out / "insertion_predictions.csv", preds)
     save_config(out, "insertion", {"config": cfg, "run": info})
-    save_figure(plot_insertion(preds, rows, model_name(bridge), cfg), out, "insertion")
+    save_figure(plot_insertion(preds, rows, model_name(bridge), cfg), out, "insertion",
+                preview=cfg.settings.quick)
     return rows
 
 

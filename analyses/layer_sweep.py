@@ -262,7 +262,7 @@ def run_sweep_with_summary(stores: list[ActivationStore], out: str | Path,
     write_json(out / "layer_sweep_summary.json", summary)
     save_config(out, "layer_sweep", cfg)
     fig = plot_sweep(rows, entries, cfg, stores[0].meta.model)
-    save_figure(fig, out, "layer_sweep")
+    save_figure(fig, out, "layer_sweep", preview=cfg.settings.quick)
     return {"rows": rows, "summary": summary}
 
 

@@ -131,5 +131,6 @@ def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
     write_csv(f"{out}/probes_vs_prompting.csv", rows)
     write_csv(f"{out}/probes_vs_prompting_claims.csv", claims)
     save_config(out, "probes_vs_prompting", cfg)
-    save_figure(plot_pvp(rows, published_context()), out, "probes_vs_prompting")
+    save_figure(plot_pvp(rows, published_context()), out, "probes_vs_prompting",
+                preview=cfg.settings.quick)
     return {"rows": rows, "claims": claims, "published": published_context()}

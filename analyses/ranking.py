@@ -326,7 +326,7 @@ def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str 
     splits = {i["dataset"]: i["split"]["description"] for i in infos}
     save_config(out, "ranking", {"configs": cfgs, "splits": splits, "runs": infos})
     fig = plot_ranking(rows, model_name(bridge), figure_caption(cfgs, infos))
-    save_figure(fig, out, "ranking")
+    save_figure(fig, out, "ranking", preview=all(c.settings.quick for c in cfgs))
     return rows
 
 

@@ -50,7 +50,7 @@ from ppairs_lens.data.replication_sets import ReplicationSizes, replication_data
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
-from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.evaluation.store_split import untied_split
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
@@ -113,19 +113,22 @@ class ReplicationConfig:
 
 
 def quick(cfg: ReplicationConfig) -> ReplicationConfig:
-    """A preview in a few minutes (and what the tests run). Every step runs; the model's
-    passes over long prompts are what a preview costs, so MT-Bench's ablation asks 4 pairs and
-    ClimateX's probe trains on 24 comparisons. At these sizes no CI spans the 10 leak groups a
-    claim needs: every verdict of a preview is "cannot be decided here"."""
+    """A preview in under 3 minutes (and what the tests run). Every step runs; the model's
+    passes over long prompts are what a preview costs, so the judges' thresholds are fitted on 3
+    training comparisons, ALLURE adds one demonstration, MT-Bench's ablation and steering ask
+    2 pairs (4 + 4 and 2 + 2 null directions), finetuning is scored on 4 pairs, ClimateX's
+    probe trains on 16 comparisons and places 4 statements, and figures are PNG only. At
+    these sizes no CI spans the 10 leak groups a claim needs: every verdict of a preview is
+    "cannot be decided here"."""
     return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
-                   judge_train_pairs=4,
-                   allure=AllureConfig(rounds=1, per_round=2, pool=4, test_pairs=2),
-                   ablation_random=8, ablation_matched=8, ablation_eval_pairs=4,
-                   steering_nulls=2, steering_eval_pairs=4, steering_alphas=(-1.0, 1.0),
+                   judge_train_pairs=3,
+                   allure=AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2),
+                   ablation_random=4, ablation_matched=4, ablation_eval_pairs=2,
+                   steering_nulls=2, steering_eval_pairs=2, steering_alphas=(-1.0, 1.0),
                    finetune_datasets=("rocstories",),
-                   finetune_train=4, finetune_test=8, finetune_curve=(4,),
+                   finetune_train=4, finetune_test=4, finetune_curve=(4,),
                    finetune_curve_full=None,
-                   climatex_test=6, climatex_k=2, climatex_train=16, climatex_train_pairs=24)
+                   climatex_test=4, climatex_k=2, climatex_train=16, climatex_train_pairs=16)
 
 
 def full(cfg: ReplicationConfig) -> ReplicationConfig:
@@ -168,9 +171,10 @@ def _fits(store, split: dict, log) -> bool:
     """Whether a store's split leaves both classes on both sides (else it is left out of
     every experiment, with the reason printed)."""
     try:
-        sp = split_store(store, **split)
-        for side, y in (("training", sp.labels_train), ("held-out", sp.labels_test)):
-            counts = np.bincount(np.asarray(y, dtype=int), minlength=3)[1:]
+        # the split's labels only: loading the activations here cost ~75 s at --full's sizes
+        pairs, _, train, test, _ = untied_split(store.pairs(), **split)
+        for side, idx in (("training", train), ("held-out", test)):
+            counts = np.bincount([pairs[i].label for i in idx], minlength=3)[1:]
             if counts.min() < 2:
                 log(f"{store.meta.dataset} left out: its {side} half has {counts[0]} "
                     f"pairs preferring item 1 and {counts[1]} item 2 (fewer than 2 of one)")

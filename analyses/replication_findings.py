@@ -15,6 +15,7 @@ import math
 import sys
 from pathlib import Path
 
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED, ablation_changes_verdict
@@ -36,7 +37,13 @@ def _ci(r: dict, fmt: str = ".3f") -> str:
            f"{_f(r.get('hi'), fmt)}]"
 
 
-def _against_published(value: float | None, lo, hi, ref: float) -> str:
+def _against_published(value: float | None, lo, hi, ref: float, n: int | None) -> str:
+    """Ours (a CI over ``n`` units) against a published number: the rule of every paired
+    claim, the CI counting only over enough units (a preview's 4-6 statements all wrong give
+    the CI [0, 0], which decides nothing)."""
+    if n is None or n < MIN_BOOTSTRAP_GROUPS:
+        return (f"{UNDECIDED}: the CI resamples {n} statements, fewer than the minimum "
+                f"{MIN_BOOTSTRAP_GROUPS}")
     if lo is None or hi is None or any(math.isnan(float(v)) for v in (lo, hi)):
         return f"{UNDECIDED}: no interval"
     if lo > ref:
@@ -76,7 +83,7 @@ def _insertion_claims(rows: list[dict]) -> list[dict]:
                         "lo": None if r.get("lo") is None else r["lo"] - ref,
                         "hi": None if r.get("hi") is None else r["hi"] - ref,
                         "verdict": _against_published(r["accuracy"], r.get("lo"), r.get("hi"),
-                                                      ref)})
+                                                      ref, r.get("n"))})
     from ppairs_lens.evaluation.verdicts import interval_verdict
 
     for r in rows:
@@ -84,7 +91,8 @@ def _insertion_claims(rows: list[dict]) -> list[dict]:
             out.append({"source": "baselines (issue)", "dataset": "ClimateX test split",
                         "claim": f"{r['label'].replace(' minus ', ' beats ')} (paired)",
                         "difference": r["accuracy"], "lo": r["lo"], "hi": r["hi"],
-                        "verdict": interval_verdict({**r, "ci_counts": r["n"] >= 10})})
+                        "verdict": interval_verdict({**r, "ci_counts":
+                                                     r["n"] >= MIN_BOOTSTRAP_GROUPS})})
     return out
 
 

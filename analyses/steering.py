@@ -203,7 +203,7 @@ def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     import matplotlib.pyplot as plt
 
     fig = plot_steering(rows, run.model)
-    save_figure(fig, out, "steering")
+    save_figure(fig, out, "steering", preview=cfg.settings.quick)
     plt.close(fig)
     return rows
 

@@ -203,5 +203,6 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
     rows += published_rows(aspects)
     write_csv(f"{out}/thesis_tables.csv", rows)
     save_config(out, "thesis_tables", cfg)
-    save_figure(plot_tables(rows, items[0][0].meta.model), out, "thesis_tables")
+    save_figure(plot_tables(rows, items[0][0].meta.model), out, "thesis_tables",
+                preview=cfg.settings.quick)
     return rows

@@ -121,3 +121,21 @@ def test_a_quick_record_stays_as_given_and_optional_records_load_back(tmp_path):
     back = load_config(ReplicationConfig, tmp_path / "replication.config.json")
     assert back.allure == cfg.allure and back.settings == cfg.settings
     assert back.sizes == cfg.sizes
+
+
+def test_save_figure_writes_svg_text_as_text_and_a_preview_png_only(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from ppairs_lens.io.outputs import save_figure
+
+    fig, ax = plt.subplots()
+    ax.set_title("coherence 0.57")
+    (tmp_path / "a").mkdir()
+    full = save_figure(fig, tmp_path / "a", "f")
+    assert [p.suffix for p in full] == [".png", ".svg"]
+    svg = full[1].read_text()
+    assert "<text" in svg and "coherence 0.57" in svg  # editable text, not glyph paths
+    (tmp_path / "b").mkdir()
+    assert [p.name for p in save_figure(fig, tmp_path / "b", "f", preview=True)] == ["f.png"]
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["f.png"]
+    plt.close(fig)

@@ -48,3 +48,19 @@ def test_every_number_in_the_block_is_in_the_summary():
 ])
 def test_interval_verdict_for_each_outcome(diff, want):
     assert interval_verdict(diff).startswith(want)
+
+
+@pytest.mark.parametrize("n, lo, hi, want", [
+    (24, 0.5, 0.7, HOLDS),          # the CI above GPT-4's 0.470
+    (24, 0.1, 0.3, FAILS),
+    (24, 0.3, 0.6, UNDECIDED),
+    (6, 0.0, 0.0, UNDECIDED),       # a preview's 6 statements, all wrong: too few to count
+    (None, 0.0, 0.0, UNDECIDED),
+])
+def test_climatex_claims_count_only_over_enough_statements(n, lo, hi, want):
+    from analyses.replication_findings import _insertion_claims
+
+    row = {"method": "probe", "level": "overall", "accuracy": (lo + hi) / 2, "lo": lo,
+           "hi": hi, "n": n}
+    claims = [c for c in _insertion_claims([row]) if "few-shot" in c["claim"]]
+    assert len(claims) == 1 and claims[0]["verdict"].startswith(want), claims

@@ -15,7 +15,8 @@ def test_study_writes_everything_and_reuses_unchanged_steps(tiny, tmp_path, caps
     first = run(cfg, bridge=tiny)
     out = tmp_path / "out"
     for name in ("layer_sweep", "transfer", "cosine_distribution", "ablation", "ranking"):
-        assert (out / f"{name}.png").is_file() and (out / f"{name}.svg").is_file(), name
+        # a preview saves PNGs only (save_figure's preview rule)
+        assert (out / f"{name}.png").is_file() and not (out / f"{name}.svg").exists(), name
     for table in ("layer_sweep.csv", "transfer.csv", "ablation.csv", "ranking.csv",
                   "summary.json", "study.config.json"):
         assert (out / table).is_file(), table

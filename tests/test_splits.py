@@ -24,6 +24,7 @@ from ppairs_lens.evaluation.store_split import (
     pair_items,
     split_pairs,
     split_store,
+    untied_split,
     validation_split,
 )
 
@@ -181,6 +182,43 @@ def test_split_store_reports_groups_and_mode(tmp_path):
     k = next(i for i, r in enumerate(rows) if r.pair_id == sp.pairs_test[0].pair_id)
     torch.testing.assert_close(sp.acts_test[0], acts[k])
     assert split_store(store, test_size=0.3, seed=0, split_by="pair").split_used == "pair"
+
+
+def _block_store(tmp_path, rows):
+    meta = {"model": "toy", "dataset": "blocks", "dataset_fingerprint": "fp",
+            "template_hash": "t", "hook_names": ["h0", "h1"], "d_model": 3,
+            "dtype": "float32", "shard_size": 64}
+    store = ActivationStore.create(tmp_path / "s", StoreMeta.from_json(meta), rows)
+    gen = torch.Generator().manual_seed(0)
+    store.write_shard(0, torch.randn(len(rows), 2, 2, 3, generator=gen))
+    return store
+
+
+def test_untied_split_is_split_stores_split_without_activations(tmp_path, monkeypatch):
+    rows = _block_pairs(n_blocks=10, per=4)
+    rows[3] = replace(rows[3], label=0)                        # a tie: dropped by both
+    store = _block_store(tmp_path, rows)
+    sp = split_store(store, test_size=0.3, seed=1)
+
+    def no_load(*a, **k):
+        raise AssertionError("untied_split must not read activations")
+    monkeypatch.setattr(ActivationStore, "load", no_load)
+    untied, keep, train, test, used = untied_split(store.pairs(), test_size=0.3, seed=1)
+    assert rows[3].pair_id not in {p.pair_id for p in untied} and len(keep) == len(rows) - 1
+    assert [untied[i].pair_id for i in test] == [p.pair_id for p in sp.pairs_test]
+    assert [untied[i].pair_id for i in train] == [p.pair_id for p in sp.pairs_train]
+    assert used == sp.split_used
+
+
+def test_replication_leaves_out_a_store_with_one_class_on_a_side(tmp_path, capsys):
+    from analyses.replication import _fits
+
+    rows = [replace(r, label=1) for r in _block_pairs(n_blocks=10, per=4)]
+    said = []
+    assert not _fits(_block_store(tmp_path, rows), {"test_size": 0.3, "seed": 0}, said.append)
+    assert "left out" in said[0] and "0 item 2" in said[0]
+    rows = [replace(r, label=1 + i % 2) for i, r in enumerate(rows)]
+    assert _fits(_block_store(tmp_path / "b", rows), {"test_size": 0.3, "seed": 0}, said.append)
 
 
 def test_cli_split_flag_defaults_to_auto():

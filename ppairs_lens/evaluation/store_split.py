@@ -25,7 +25,7 @@ from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
 __all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
-           "split_pairs", "split_store", "training_split", "validation_split"]
+           "split_pairs", "split_store", "training_split", "untied_split", "validation_split"]
 
 
 @dataclass
@@ -77,18 +77,29 @@ def split_pairs(pairs: Sequence[PairInfo], *, test_size: float, split_by: str = 
     return train, test, used
 
 
+def untied_split(pairs: Sequence[PairInfo], *, test_size: float, split_by: str = "auto",
+                 seed: int = 0) -> tuple[list[PairInfo], Int[np.ndarray, " n_untied"],
+                                         Int[np.ndarray, " n_train"],
+                                         Int[np.ndarray, " n_test"], str]:
+    """``(untied, keep, train, test, split_used)``: the pairs every analysis scores (ties
+    dropped; ``keep`` indexes them in ``pairs``) and their split, ``train`` / ``test``
+    indexing ``untied``. The one rule :func:`split_store` and the judges' held-out datasets
+    share; it reads no activations, so a caller needing only labels or ids stays cheap."""
+    keep = np.flatnonzero(np.array([p.label for p in pairs], dtype=int) != TIE)
+    untied = [pairs[i] for i in keep]
+    train, test, used = split_pairs(untied, test_size=test_size, split_by=split_by, seed=seed)
+    return untied, keep, train, test, used
+
+
 def split_store(store: ActivationStore, *, test_size: float, split_by: str = "auto",
                 seed: int, layers: Sequence[int] | None = None) -> StoreSplit:
     """Load a store (``layers``: only those read-outs), drop ties and split it by
     ``split_by``: "auto" (the default: groups if some group holds more than one pair, else
     items if they recur, else pairs), "context" (by group), "item" or "pair"."""
-    acts = store.load(layers)
-    pairs = store.pairs()
+    pairs, keep, train, test, used = untied_split(store.pairs(), test_size=test_size,
+                                                  split_by=split_by, seed=seed)
+    acts = store.load(layers)[keep]
     labels = np.array([p.label for p in pairs])
-    keep = np.flatnonzero(labels != TIE)
-    acts, labels = acts[keep], labels[keep]
-    pairs = [pairs[i] for i in keep]
-    train, test, used = split_pairs(pairs, test_size=test_size, split_by=split_by, seed=seed)
     groups = pair_groups(pairs)
     return StoreSplit(store.meta.dataset, acts[train], acts[test], labels[train],
                       labels[test], [pairs[i] for i in test], [pairs[i] for i in train],

@@ -107,11 +107,20 @@ class TrainingLog:
         return self.n_examples / self.seconds if self.seconds else float("nan")
 
 
+def _no_init_weights():
+    """transformers' context that skips weight initialisation (moved in 5.0)."""
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # transformers 4.x
+        from transformers.modeling_utils import no_init_weights
+    return no_init_weights()
+
+
 def hf_model_copy(bridge):
     """A fresh Hugging Face model holding a copy of the weights ``bridge`` runs on now.
 
-    Built from the bridge's HF config (random init inside a forked RNG, then every weight
-    loaded from the bridge's state dict), on the device of the bridge's weights; the bridge
+    Built from the bridge's HF config (weights left uninitialised, then every one loaded
+    from the bridge's state dict), on the device of the bridge's weights; the bridge
     and its HF model are not changed. A HookedTransformer has no HF model: refused.
     """
     if backend_of(bridge) != "bridge":
@@ -126,8 +135,9 @@ def hf_model_copy(bridge):
     state = {k.replace("._original_component", ""): v for k, v in hf.state_dict().items()}
     param = next(hf.parameters())
     config = copy.deepcopy(hf.config)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+    # No random init (~2 s a copy on a CPU): every weight is overwritten below, and a missing
+    # one is refused, so none keeps its uninitialised memory
+    with _no_init_weights():
         try:
             model = AutoModelForCausalLM.from_config(config, dtype=param.dtype,
                                                      attn_implementation="sdpa")

@@ -22,10 +22,10 @@ import numpy as np
 
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.records import TIE, Dataset
+from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import DataError
-from ppairs_lens.evaluation.store_split import split_pairs
+from ppairs_lens.evaluation.store_split import untied_split
 from ppairs_lens.judges.few_shot import evaluate_few_shot
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot
 
@@ -36,8 +36,8 @@ def held_out_datasets(store: ActivationStore, dataset: Dataset, *, test_size: fl
                       split_by: str, seed: int) -> tuple[Dataset, Dataset, str]:
     """``(train, test, split_used)``: ``dataset``'s records on each side of the store's split
     (ties dropped, as every analysis drops them)."""
-    pairs = [p for p in store.pairs() if p.label != TIE]
-    train, test, used = split_pairs(pairs, test_size=test_size, split_by=split_by, seed=seed)
+    pairs, _, train, test, used = untied_split(store.pairs(), test_size=test_size,
+                                               split_by=split_by, seed=seed)
     by_id = {r.pair_id: r for r in dataset.records}
     missing = [p.pair_id for p in pairs if p.pair_id not in by_id]
     if missing:
