@@ -136,12 +136,14 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                 "value": math.nan, "lo": math.nan, "hi": math.nan}
             rows.append({"method": m, "label": METHOD_LABELS[m], "level": CLIMATEX_LEVELS[lv],
                          "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
+                         "ci_counts": acc.get("ci_counts", False),
                          "n": int(sel.sum()), "slope": "", "bias": "",
                          "mean_pred": float(p[sel].mean()) if sel.any() else math.nan,
                          **cost})
         acc = mean_ci(hit, **cfg.settings.boot_kwargs())
         rows.append({"method": m, "label": METHOD_LABELS[m], "level": "overall",
-                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
+                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
+                         "ci_counts": acc.get("ci_counts", False), "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
         info[f"{m}_cost"] = comp.cost()
     rows += _no_model_rows(all_items, train_items, test_items, hits, cfg)
@@ -165,14 +167,16 @@ def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarra
         acc = mean_ci(hit, **cfg.settings.boot_kwargs())
         slope, bias = slope_bias(p, y)
         rows.append({"method": m, "label": NO_MODEL_LABELS[m], "level": "overall",
-                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(y),
+                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
+                         "ci_counts": acc.get("ci_counts", False), "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()),
                      "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
         for mm, h in hits.items():
             d = mean_ci(h - hit, **cfg.settings.boot_kwargs())
             rows.append({"method": f"{mm} - {m}", "label": f"{METHOD_LABELS[mm]} minus "
                          f"{NO_MODEL_LABELS[m]}", "level": "difference", "accuracy": d["value"],
-                         "lo": d["lo"], "hi": d["hi"], "n": len(y), "slope": "", "bias": "",
+                         "lo": d["lo"], "hi": d["hi"], "ci_counts": d["ci_counts"],
+                         "n": len(y), "slope": "", "bias": "",
                          "mean_pred": "", "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
     return rows
 

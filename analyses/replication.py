@@ -170,11 +170,17 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[s
 def _fits(store, split: dict, log) -> bool:
     """Whether a store's split leaves both classes on both sides (else it is left out of
     every experiment, with the reason printed)."""
+    missing = store.missing_shards()
+    if missing:
+        log(f"{store.meta.dataset} left out: its store misses shards {missing[:10]} of "
+            f"{store.n_shards}; re-run to finish its harvest")
+        return False
     try:
         # the split's labels only: loading the activations here cost ~75 s at --full's sizes
         pairs, _, train, test, _ = untied_split(store.pairs(), **split)
         for side, idx in (("training", train), ("held-out", test)):
-            counts = np.bincount([pairs[i].label for i in idx], minlength=3)[1:]
+            counts = np.bincount(np.asarray([pairs[i].label for i in idx], dtype=int),
+                                 minlength=3)[1:]
             if counts.min() < 2:
                 log(f"{store.meta.dataset} left out: its {side} half has {counts[0]} "
                     f"pairs preferring item 1 and {counts[1]} item 2 (fewer than 2 of one)")

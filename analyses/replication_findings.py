@@ -15,7 +15,6 @@ import math
 import sys
 from pathlib import Path
 
-from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED, ablation_changes_verdict
@@ -37,22 +36,6 @@ def _ci(r: dict, fmt: str = ".3f") -> str:
            f"{_f(r.get('hi'), fmt)}]"
 
 
-def _against_published(value: float | None, lo, hi, ref: float, n: int | None) -> str:
-    """Ours (a CI over ``n`` units) against a published number: the rule of every paired
-    claim, the CI counting only over enough units (a preview's 4-6 statements all wrong give
-    the CI [0, 0], which decides nothing)."""
-    if n is None or n < MIN_BOOTSTRAP_GROUPS:
-        return (f"{UNDECIDED}: the CI resamples {n} statements, fewer than the minimum "
-                f"{MIN_BOOTSTRAP_GROUPS}")
-    if lo is None or hi is None or any(math.isnan(float(v)) for v in (lo, hi)):
-        return f"{UNDECIDED}: no interval"
-    if lo > ref:
-        return HOLDS
-    if hi < ref:
-        return FAILS
-    return f"{UNDECIDED}: the 95% CI contains the published {ref:.3f}"
-
-
 def _thesis_claims(rows: list[dict]) -> list[dict]:
     from ppairs_lens.evaluation.verdicts import interval_verdict
 
@@ -68,6 +51,8 @@ def _thesis_claims(rows: list[dict]) -> list[dict]:
 
 
 def _insertion_claims(rows: list[dict]) -> list[dict]:
+    from ppairs_lens.evaluation.verdicts import interval_verdict
+
     out = []
     overall = [r for r in rows if r.get("method") == "probe" and r.get("level") in
                (None, "overall", "all") and "accuracy" in r]
@@ -75,24 +60,21 @@ def _insertion_claims(rows: list[dict]) -> list[dict]:
                                                  metric="accuracy")}
     for r in overall[:1]:
         for setting, ref in sorted(gpt.items()):
+            # ours - the published number, decided by the paired claims' rule: a CI over too
+            # few statements (a preview's 4-6, all wrong: [0, 0]) decides nothing
+            d = {k: None if r.get(k) is None else r[k] - ref for k in ("lo", "hi")}
             out.append({"source": "ClimateX paper", "dataset": "ClimateX test split",
                         "claim": f"PPAIRS_INSERT beats GPT-4 {setting} ({ref:.3f}; "
                                  "on the whole split; ours on a sample in its proportions: "
                                  "not paired)",
-                        "difference": r["accuracy"] - ref,
-                        "lo": None if r.get("lo") is None else r["lo"] - ref,
-                        "hi": None if r.get("hi") is None else r["hi"] - ref,
-                        "verdict": _against_published(r["accuracy"], r.get("lo"), r.get("hi"),
-                                                      ref, r.get("n"))})
-    from ppairs_lens.evaluation.verdicts import interval_verdict
-
+                        "difference": r["accuracy"] - ref, **d,
+                        "verdict": interval_verdict({**d, "ci_counts": r.get("ci_counts")})})
     for r in rows:
         if r.get("level") == "difference":
             out.append({"source": "baselines (issue)", "dataset": "ClimateX test split",
                         "claim": f"{r['label'].replace(' minus ', ' beats ')} (paired)",
                         "difference": r["accuracy"], "lo": r["lo"], "hi": r["hi"],
-                        "verdict": interval_verdict({**r, "ci_counts":
-                                                     r["n"] >= MIN_BOOTSTRAP_GROUPS})})
+                        "verdict": interval_verdict(r)})
     return out
 
 

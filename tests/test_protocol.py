@@ -138,4 +138,6 @@ def test_save_figure_writes_svg_text_as_text_and_a_preview_png_only(tmp_path):
     (tmp_path / "b").mkdir()
     assert [p.name for p in save_figure(fig, tmp_path / "b", "f", preview=True)] == ["f.png"]
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["f.png"]
+    save_figure(fig, tmp_path / "a", "f", preview=True)  # a full run's SVG would not match
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["f.png"]
     plt.close(fig)

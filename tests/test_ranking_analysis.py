@@ -82,12 +82,13 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
     assert [r["method"] for r in overall] == [*INSERTION_METHODS, "majority", "lexical"]
     for r in overall:
         assert r["n"] == 4 and 0 <= r["accuracy"] <= 1 and math.isfinite(r["bias"])
+        assert r["ci_counts"] is False  # 4 statements: a CI that decides no claim
     assert {r["level"] for r in ins} == {"low", "medium", "high", "very high", "overall",
                                          "difference"}
     diffs = [r for r in ins if r["level"] == "difference"]  # each method minus each tagger
     assert len(diffs) == 2 * len(INSERTION_METHODS)
     for r in diffs:
-        assert r["lo"] <= r["accuracy"] <= r["hi"]
+        assert r["lo"] <= r["accuracy"] <= r["hi"] and r["ci_counts"] is False
     preds = _read(out / "insertion_predictions.csv")
     assert len(preds) == 4 * len(INSERTION_METHODS)
     assert (out / "insertion.config.json").exists()

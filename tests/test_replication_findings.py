@@ -11,6 +11,7 @@ from analyses.replication_findings import (
     README_START,
     replication_markdown,
 )
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED, interval_verdict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +61,9 @@ def test_interval_verdict_for_each_outcome(diff, want):
 def test_climatex_claims_count_only_over_enough_statements(n, lo, hi, want):
     from analyses.replication_findings import _insertion_claims
 
+    # ci_counts as mean_ci gives it for n statements (no groups: each its own)
     row = {"method": "probe", "level": "overall", "accuracy": (lo + hi) / 2, "lo": lo,
-           "hi": hi, "n": n}
+           "hi": hi, "n": n, "ci_counts": n is not None and n >= MIN_BOOTSTRAP_GROUPS}
     claims = [c for c in _insertion_claims([row]) if "few-shot" in c["claim"]]
     assert len(claims) == 1 and claims[0]["verdict"].startswith(want), claims
+

@@ -205,9 +205,18 @@ def test_untied_split_is_split_stores_split_without_activations(tmp_path, monkey
     monkeypatch.setattr(ActivationStore, "load", no_load)
     untied, keep, train, test, used = untied_split(store.pairs(), test_size=0.3, seed=1)
     assert rows[3].pair_id not in {p.pair_id for p in untied} and len(keep) == len(rows) - 1
+    # the rule as it stood before untied_split: ties dropped, then split_pairs
+    old = split_pairs([p for p in rows if p.label != 0], test_size=0.3, seed=1)
+    assert list(old[0]) == list(train) and list(old[1]) == list(test) and old[2] == used
     assert [untied[i].pair_id for i in test] == [p.pair_id for p in sp.pairs_test]
     assert [untied[i].pair_id for i in train] == [p.pair_id for p in sp.pairs_train]
     assert used == sp.split_used
+    # split_store's activations and labels line up with those pairs
+    monkeypatch.undo()
+    acts = store.load()[torch.as_tensor(keep)]
+    torch.testing.assert_close(sp.acts_test, acts[torch.as_tensor(test)])
+    torch.testing.assert_close(sp.acts_train, acts[torch.as_tensor(train)])
+    assert list(sp.labels_test) == [untied[i].label for i in test]
 
 
 def test_replication_leaves_out_a_store_with_one_class_on_a_side(tmp_path, capsys):
@@ -219,6 +228,12 @@ def test_replication_leaves_out_a_store_with_one_class_on_a_side(tmp_path, capsy
     assert "left out" in said[0] and "0 item 2" in said[0]
     rows = [replace(r, label=1 + i % 2) for i, r in enumerate(rows)]
     assert _fits(_block_store(tmp_path / "b", rows), {"test_size": 0.3, "seed": 0}, said.append)
+    meta = {"model": "toy", "dataset": "unfinished", "dataset_fingerprint": "fp",
+            "template_hash": "t", "hook_names": ["h0", "h1"], "d_model": 3,
+            "dtype": "float32", "shard_size": 64}
+    unfinished = ActivationStore.create(tmp_path / "c", StoreMeta.from_json(meta), rows)
+    assert not _fits(unfinished, {"test_size": 0.3, "seed": 0}, said.append)
+    assert "misses shards [0]" in said[-1]
 
 
 def test_cli_split_flag_defaults_to_auto():

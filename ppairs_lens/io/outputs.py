@@ -119,15 +119,20 @@ def save_config(out_dir: str | Path, name: str, config: Any) -> Path:
 def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -> list[Path]:
     """Save a matplotlib figure as PNG (README) and SVG (papers), each atomically; a
     ``preview`` (``--quick``, ``EvalSettings.quick``) saves the PNG only, as its SVG costs
-    ~0.5-1.5 s a figure and a preview's numbers go into no paper. SVG text stays text
-    (editable, and ~1.4x faster to save than glyphs drawn as paths on a 1,000-label
-    heatmap)."""
+    ~0.5-1.5 s a figure and a preview's numbers go into no paper, and removes an SVG of that
+    name left by an earlier run (it would not match the PNG). SVG text stays text (the
+    package style's ``svg.fonttype``: editable, ~1.4x faster to save than glyphs drawn as
+    paths on a 1,000-label heatmap; a viewer without DejaVu Sans substitutes a font)."""
     from matplotlib import rc_context
 
+    from ppairs_lens.io.plotting import STYLE
+
     paths = []
+    if preview:
+        (Path(out_dir) / f"{name}.svg").unlink(missing_ok=True)
     for fmt in ("png",) if preview else ("png", "svg"):
         buf = io.BytesIO()
-        with rc_context({"svg.fonttype": "none"}):
+        with rc_context({"svg.fonttype": STYLE["svg.fonttype"]}):  # applied at save time
             fig.savefig(buf, format=fmt, dpi=150, bbox_inches="tight")
         path = Path(out_dir) / f"{name}.{fmt}"
         atomic_write_bytes(path, buf.getvalue())
