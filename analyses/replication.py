@@ -61,7 +61,7 @@ from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
-__all__ = ["ReplicationConfig", "refresh", "run_replication"]
+__all__ = ["ReplicationConfig", "refresh", "run_replication", "store_fits"]
 
 STEPS = 15
 
@@ -167,9 +167,9 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[s
     return out
 
 
-def _fits(store, split: dict, log) -> bool:
-    """Whether a store's split leaves both classes on both sides (else it is left out of
-    every experiment, with the reason printed)."""
+def store_fits(store, split: dict, log) -> bool:
+    """Whether a store is complete and its split leaves both classes on both sides (else it
+    is left out of every experiment, with the reason given to ``log``)."""
     missing = store.missing_shards()
     if missing:
         log(f"{store.meta.dataset} left out: its store misses shards {missing[:10]} of "
@@ -250,7 +250,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     ds = [datasets[n] for n in names]
     stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores))
     split = cfg.settings.split_kwargs()  # for the library's own split functions
-    keep = [k for k, s in enumerate(stores) if _fits(s, split, log)]
+    keep = [k for k, s in enumerate(stores) if store_fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
     store_of = dict(zip(names, stores))
     common = dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in stores])

@@ -59,11 +59,11 @@ def test_interval_verdict_for_each_outcome(diff, want):
     (None, 0.0, 0.0, UNDECIDED),
 ])
 def test_climatex_claims_count_only_over_enough_statements(n, lo, hi, want):
-    from analyses.replication_findings import _insertion_claims
+    from analyses.replication_findings import insertion_claims
 
     # ci_counts as mean_ci gives it for n statements (no groups: each its own)
     row = {"method": "probe", "level": "overall", "accuracy": (lo + hi) / 2, "lo": lo,
            "hi": hi, "n": n, "ci_counts": n is not None and n >= MIN_BOOTSTRAP_GROUPS}
-    claims = [c for c in _insertion_claims([row]) if "few-shot" in c["claim"]]
+    claims = [c for c in insertion_claims([row]) if "few-shot" in c["claim"]]
     assert len(claims) == 1 and claims[0]["verdict"].startswith(want), claims
 

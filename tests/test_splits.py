@@ -220,19 +220,19 @@ def test_untied_split_is_split_stores_split_without_activations(tmp_path, monkey
 
 
 def test_replication_leaves_out_a_store_with_one_class_on_a_side(tmp_path, capsys):
-    from analyses.replication import _fits
+    from analyses.replication import store_fits
 
     rows = [replace(r, label=1) for r in _block_pairs(n_blocks=10, per=4)]
     said = []
-    assert not _fits(_block_store(tmp_path, rows), {"test_size": 0.3, "seed": 0}, said.append)
+    assert not store_fits(_block_store(tmp_path, rows), {"test_size": 0.3, "seed": 0}, said.append)
     assert "left out" in said[0] and "0 item 2" in said[0]
     rows = [replace(r, label=1 + i % 2) for i, r in enumerate(rows)]
-    assert _fits(_block_store(tmp_path / "b", rows), {"test_size": 0.3, "seed": 0}, said.append)
+    assert store_fits(_block_store(tmp_path / "b", rows), {"test_size": 0.3, "seed": 0}, said.append)
     meta = {"model": "toy", "dataset": "unfinished", "dataset_fingerprint": "fp",
             "template_hash": "t", "hook_names": ["h0", "h1"], "d_model": 3,
             "dtype": "float32", "shard_size": 64}
     unfinished = ActivationStore.create(tmp_path / "c", StoreMeta.from_json(meta), rows)
-    assert not _fits(unfinished, {"test_size": 0.3, "seed": 0}, said.append)
+    assert not store_fits(unfinished, {"test_size": 0.3, "seed": 0}, said.append)
     assert "misses shards [0]" in said[-1]
 
 
