@@ -98,7 +98,9 @@ def split_store(store: ActivationStore, *, test_size: float, split_by: str = "au
     items if they recur, else pairs), "context" (by group), "item" or "pair"."""
     pairs, keep, train, test, used = untied_split(store.pairs(), test_size=test_size,
                                                   split_by=split_by, seed=seed)
-    acts = store.load(layers)[keep]
+    acts = store.load(layers)
+    if len(keep) < len(acts):  # no tie (the usual case): no copy of the whole store
+        acts = acts[keep]
     labels = np.array([p.label for p in pairs])
     groups = pair_groups(pairs)
     return StoreSplit(store.meta.dataset, acts[train], acts[test], labels[train],
