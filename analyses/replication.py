@@ -131,12 +131,19 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
                    climatex_test=4, climatex_k=2, climatex_train=16, climatex_train_pairs=16)
 
 
+#: Null directions per kind that a permutation p-value needs to pass Holm over the three
+#: probe directions of a family at 0.05 (smallest p 1 / (K + 1) <= 0.05 / 3 needs K >= 59),
+#: with room for the step-down's later thresholds; more nulls buy resolution no claim reads.
+HOLM_NULLS = 100
+
+
 def full(cfg: ReplicationConfig) -> ReplicationConfig:
     """The papers' sizes (for a GPU)."""
     return replace(cfg, sizes=ReplicationSizes.full(), judge_train_pairs=400,
                    allure=AllureConfig(rounds=3, per_round=2, pool=200, test_pairs=None),
-                   ablation_eval_pairs=200, ablation_random=1000, ablation_matched=1000,
-                   steering_nulls=100, steering_eval_pairs=200,
+                   ablation_eval_pairs=200, ablation_random=HOLM_NULLS,
+                   ablation_matched=HOLM_NULLS, steering_nulls=HOLM_NULLS,
+                   steering_eval_pairs=200,
                    finetune_datasets=("summeval-coherence", "hanna-coherence", "rocstories",
                                       "mctaco", "mt-bench"), finetune_train=400,
                    finetune_test=None, finetune_curve=(25, 50, 100, 200, 400),
@@ -248,7 +255,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                                                          lambda: load_model(cfg.model))
     names = list(datasets)
     ds = [datasets[n] for n in names]
-    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores))
+    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores),
+                       units=(sum(len(d) for d in ds), "pairs"))
     split = cfg.settings.split_kwargs()  # for the library's own split functions
     keep = [k for k, s in enumerate(stores) if store_fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
@@ -259,7 +267,9 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         j = judge_study(bridge, stores, ds, JudgeStudySettings(
             cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
         return {n: {"p": v.p_by_pair(), "record": v.record()} for n, v in j.items()}
-    judges = run.step("prompted judges", judges_step, **common)
+    judges = run.step("prompted judges", judges_step, units=lambda j: (sum(
+        v["record"]["n_prompts"].get("zero_shot_run", 0) for v in j.values()), "prompts run"),
+        **common)
     texts = run.step("text baselines", lambda: _text_baselines(bridge, stores, ds, cfg), **common)
 
     scored = [n for n in names if all(r.score1 is not None for r in datasets[n].records)]
@@ -323,7 +333,9 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     ablation = run.step("ablation", lambda: run_ablation(
         bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
         if abl in store_of else [],
-        outputs=("ablation.csv",), **common)
+        outputs=("ablation.csv",), units=((cfg.ablation_random + cfg.ablation_matched)
+                                           * cfg.ablation_eval_pairs, "null-direction x pairs"),
+        **common)
 
     steering = run.step("steering", lambda: run_steering(
         bridge, [(store_of[abl], datasets[abl])], out, cfgs["steering"], log=log)

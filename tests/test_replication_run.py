@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from analyses import replication
 from analyses.replication import ReplicationConfig, quick, run_replication
 from analyses.replication_findings import replication_markdown
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED
@@ -17,10 +18,33 @@ OUTPUTS = ("layer_sweep.csv", "probes_vs_prompting.csv", "probes_vs_prompting_cl
            "insertion.csv", "summary.json", "replication.config.json")
 
 
-def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tmp_path):
+class Cut(Exception):
+    """A run stopped part way (a lent machine's time running out)."""
+
+
+def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tmp_path,
+                                                       monkeypatch):
     cfg = quick(ReplicationConfig(shared_data=str(shared_datasets), out=str(tmp_path / "fig"),
                                   stores=str(tmp_path / "stores")))
+    # First the run is cut inside the ablation step: every step before it has finished.
+    real_ablation = replication.run_ablation
+
+    def cut(*a, **k):
+        raise Cut
+    monkeypatch.setattr(replication, "run_ablation", cut)
+    with pytest.raises(Cut):
+        run_replication(cfg, bridge=tiny)
+    shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "stores").rglob("*.safetensors")}
+    assert shards
+    monkeypatch.setattr(replication, "run_ablation", real_ablation)
     s = run_replication(cfg, bridge=tiny)
+    # The rerun redid no finished step and no harvest; it ran the cut step and those after.
+    before = {"prompted judges", "text baselines", "direct scoring and G-Eval", "layer sweep",
+              "probes vs prompting", "thesis tables", "transfer", "distribution shift",
+              "finetuning"}
+    assert before <= set(s["reused_steps"])
+    assert not {"ablation", "steering", "insertion"} & set(s["reused_steps"])
+    assert {p: p.stat().st_mtime_ns for p in shards} == shards
     for name in OUTPUTS:
         assert (tmp_path / "fig" / name).is_file(), name
     assert s["kind"] == "replication" and s["claims"]

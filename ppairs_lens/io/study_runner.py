@@ -4,6 +4,9 @@ A study (``analyses.run_all``, ``analyses.replication``) is a list of steps. Eac
 is remembered in the output folder (:class:`ppairs_lens.io.step_cache.StepCache`) under a key
 of its inputs (config, store fingerprints) and the code, so an interrupted or repeated study
 redoes only what changed; the runner times every step and shows one progress bar for all.
+Each step's line gives its rate where the step says what it counts (``units``: pairs, prompts,
+directions x pairs), and :meth:`StudyRunner.close` prints every step's share of the run, so a
+log of a long run shows where its time went even when the run is cut off.
 """
 
 from __future__ import annotations
@@ -11,13 +14,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from tqdm.auto import tqdm
 
 from ppairs_lens.io.step_cache import StepCache
 
-__all__ = ["StudyRunner"]
+__all__ = ["StudyRunner", "Units"]
+
+#: What a step did, for its rate: ``(count, "pairs")``, or a function of the step's result
+#: giving that (a count known only afterwards, e.g. the prompts a judge study ran); None or a
+#: count of 0 prints no rate (a step reused from the cache did no work).
+Units = Union[tuple[float, str], Callable[[Any], Union[tuple[float, str], None]], None]
 
 
 class StudyRunner:
@@ -30,36 +38,59 @@ class StudyRunner:
         self.cache = StepCache(self.out / ".ppairs-steps", enabled=reuse,
                                code_packages=code_packages)
         self.timings: dict[str, float] = {}
+        self.rates: dict[str, str] = {}
+        self.seconds: dict[str, float] = {}  # unrounded, for the shares
         self.reused: list[str] = []
         self.bar = tqdm(total=n_steps, desc=desc, unit="step")
+        self.t_start = time.perf_counter()
 
-    def _done(self, name: str, t0: float, reused: bool = False) -> None:
-        self.timings[name] = round(time.perf_counter() - t0, 1)
+    def _done(self, name: str, t0: float, reused: bool = False, units: Units = None,
+              result: Any = None) -> None:
+        seconds = time.perf_counter() - t0
+        self.timings[name] = round(seconds, 1)
+        self.seconds[name] = seconds
         if reused:
             self.reused.append(name)
-        said = f"{name} {self.timings[name]:.0f}s" + (" (reused)" if reused else "")
+        counted = units(result) if callable(units) else units
+        if counted and counted[0] and not reused and seconds > 0:
+            self.rates[name] = f"{counted[0] / seconds:,.1f} {counted[1]}/s ({counted[0]:,.0f})"
+        share = seconds / max(time.perf_counter() - self.t_start, 1e-9)
+        said = (f"{name} {self.timings[name]:.0f}s" + (" (reused)" if reused else "")
+                + (f", {self.rates[name]}" if name in self.rates else "")
+                + f", {100 * share:.0f}% of the run so far")
         self.bar.set_postfix_str(said)
         # A line per step too: the bar shows only the last, and a log (a long run on a
         # lent machine, CI) keeps every step's time even when the run is cut off.
         tqdm.write(f"[{self.bar.desc}] {said}")
         self.bar.update(1)
 
-    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+    def timed(self, name: str, fn: Callable[[], Any], units: Units = None) -> Any:
         """Run ``fn`` (not remembered: a model load, a resumable harvest) and time it."""
         t0 = time.perf_counter()
         result = fn()
-        self._done(name, t0)
+        self._done(name, t0, units=units, result=result)
         return result
 
     def step(self, name: str, fn: Callable[[], Any], outputs: tuple[str, ...] = (),
-             **inputs: Any) -> Any:
+             units: Units = None, **inputs: Any) -> Any:
         """``fn()``'s JSON-able result, or the remembered one when ``inputs``, the code and
         every file of ``outputs`` (names inside ``out``) are as when it last finished."""
         t0 = time.perf_counter()
         result, was = self.cache.run(name, self.cache.key(name, **inputs), fn,
                                      [self.out / o for o in outputs])
-        self._done(name, t0, was)
+        self._done(name, t0, was, units, result)
         return result
+
+    def shares(self) -> list[str]:
+        """One line per step: its seconds, its share of the steps' total, its rate."""
+        total = sum(self.seconds.values()) or 1.0
+        return [f"  {name:28s} {t:8.1f} s  {100 * t / total:5.1f}%"
+                + (f"  {self.rates[name]}" if name in self.rates else "")
+                + ("  (reused)" if name in self.reused else "")
+                for name, t in self.seconds.items()]
 
     def close(self) -> None:
         self.bar.close()
+        tqdm.write(f"[{self.bar.desc}] steps' shares of {sum(self.seconds.values()):.0f} s:")
+        for line in self.shares():
+            tqdm.write(line)
