@@ -4,12 +4,9 @@ With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` 
 demo`` runs) does, on one model:
 
 1. harvest every dataset (SummEval x 4 aspects, HANNA, ROCStories, MC-TACO, MT-Bench, LLMBar
-   Natural + Normal, and any file given with ``--extra``), contexts shared across datasets run
-   once;
-2. the prompted judges on every held-out pair, in every fair form (paper form, threshold fitted
-   on training labels, AUROC) and ALLURE;
-3. the no-model baselines fitted on train (length, memorisation where ids recur, lexical
-   TF-IDF, mean-pooled input embeddings);
+   Natural + Normal, ``--extra`` files), contexts shared across datasets run once;
+2. the prompted judges on every held-out pair, in every fair form, and ALLURE;
+3. the no-model baselines fitted on train (length, memorisation, lexical, input embeddings);
 4. the layer sweep (paper Appendix A), every probe kind at every read-out beside them;
 5. probes against prompting and baselines (paper Figures 1, 2, 3): ``probes_vs_prompting``;
 6. thesis Tables 4.1 and 4.2 on SummEval: ``thesis_tables``;
@@ -131,9 +128,8 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
                    climatex_test=4, climatex_k=2, climatex_train=16, climatex_train_pairs=16)
 
 
-#: Null directions per kind that a permutation p-value needs to pass Holm over the three
-#: probe directions of a family at 0.05 (smallest p 1 / (K + 1) <= 0.05 / 3 needs K >= 59),
-#: with room for the step-down's later thresholds; more nulls buy resolution no claim reads.
+#: Nulls per kind for Holm over a family's three directions at 0.05 (1/(K+1) <= 0.05/3 needs
+#: K >= 59), with room for the step-down; more buy resolution no claim reads.
 HOLM_NULLS = 100
 
 
@@ -255,8 +251,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                                                          lambda: load_model(cfg.model))
     names = list(datasets)
     ds = [datasets[n] for n in names]
-    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores),
-                       units=(sum(len(d) for d in ds), "pairs"))
+    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores), units=(
+        sum(map(len, ds)), "pairs"))
     split = cfg.settings.split_kwargs()  # for the library's own split functions
     keep = [k for k, s in enumerate(stores) if store_fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
@@ -267,9 +263,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         j = judge_study(bridge, stores, ds, JudgeStudySettings(
             cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
         return {n: {"p": v.p_by_pair(), "record": v.record()} for n, v in j.items()}
-    judges = run.step("prompted judges", judges_step, units=lambda j: (sum(
-        v["record"]["n_prompts"].get("zero_shot_run", 0) for v in j.values()), "prompts run"),
-        **common)
+    judges = run.step("prompted judges", judges_step, units=lambda j: (sum(v["record"][
+        "n_prompts"].get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
     texts = run.step("text baselines", lambda: _text_baselines(bridge, stores, ds, cfg), **common)
 
     scored = [n for n in names if all(r.score1 is not None for r in datasets[n].records)]
@@ -333,9 +328,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     ablation = run.step("ablation", lambda: run_ablation(
         bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
         if abl in store_of else [],
-        outputs=("ablation.csv",), units=((cfg.ablation_random + cfg.ablation_matched)
-                                           * cfg.ablation_eval_pairs, "null-direction x pairs"),
-        **common)
+        outputs=("ablation.csv",), **common, units=((cfg.ablation_random + cfg.ablation_matched)
+                                                     * cfg.ablation_eval_pairs, "nulls x pairs"))
 
     steering = run.step("steering", lambda: run_steering(
         bridge, [(store_of[abl], datasets[abl])], out, cfgs["steering"], log=log)
