@@ -11,11 +11,9 @@ demo`` runs) does, on one model:
 5. probes against prompting and baselines (paper Figures 1, 2, 3): ``probes_vs_prompting``;
 6. thesis Tables 4.1 and 4.2 on SummEval: ``thesis_tables``;
 7. transfer and cosine similarity (paper Table 1, Figure 5);
-8. LLMBar distribution shift (paper Figure 4, Appendix C): ``distribution_shift``;
-   probes against LoRA and full finetuning on the same labels, and the label curve (paper
-   Section 5.2, Figure 3): ``finetuning``;
-9. ablation of the probe directions on MT-Bench (paper Appendix B, Table 2), and steering
-   along them (the dose-response against null directions at the same norms);
+8. LLMBar distribution shift (paper Figure 4); probes against LoRA and full finetuning and
+   the label curve (paper Section 5.2, Figure 3): ``finetuning``;
+9. ablation of the probe directions on MT-Bench (paper Table 2), and steering along them;
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 
 then ``summary.json`` and the README's replication block (:mod:`analyses.replication_findings`).
