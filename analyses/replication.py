@@ -16,13 +16,13 @@ demo`` runs) does, on one model:
 9. ablation of the probe directions on MT-Bench (paper Table 2), and steering along them;
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 
-then ``summary.json`` and the README's replication block (:mod:`analyses.replication_findings`).
-Each table carries the published numbers beside ours. Sizes: :class:`ReplicationSizes`
-(``--quick`` / ``--full``), printed in every caption.
+then ``summary.json`` and the report (:mod:`analyses.replication_findings`), the published
+numbers beside ours; sizes: :class:`ReplicationSizes` (``--quick`` / ``--full``).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -57,7 +57,6 @@ from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
 __all__ = ["ReplicationConfig", "refresh", "run_replication", "store_fits"]
-
 STEPS = 15
 
 
@@ -248,8 +247,9 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                                                          lambda: load_model(cfg.model))
     names = list(datasets)
     ds = [datasets[n] for n in names]
-    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores), units=(
-        sum(map(len, ds)), "pairs"))
+    t0 = time.time()  # a rate counts the pairs harvested now, not those of reused stores
+    stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores), units=lambda
+                       st: (sum(s.pairs_written_since(t0) for s in st), "pairs harvested"))
     split = cfg.settings.split_kwargs()  # for the library's own split functions
     keep = [k for k, s in enumerate(stores) if store_fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]

@@ -143,3 +143,13 @@ def test_sigkill_midway_then_resume_equals_uninterrupted(tiny, tmp_path):
     assert store.missing_shards() == [2, 3]  # two shards survived, the third did not count
     resumed = _harvest(tiny, out)
     _same_store(resumed, _harvest(tiny, tmp_path / "ref"))
+
+
+def test_pairs_written_since_counts_only_shards_finished_after(tiny, tmp_path):
+    import time as _time
+
+    before = _time.time() - 1
+    store = _harvest(tiny, tmp_path / "s", n=10)
+    assert store.n_shards > 1 and store.pairs_written_since(before) == store.n_pairs
+    later = _time.time() + 60
+    assert ActivationStore.open(store.path).pairs_written_since(later) == 0

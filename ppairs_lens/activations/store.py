@@ -159,6 +159,13 @@ class ActivationStore:
     def complete(self) -> bool:
         return not self.missing_shards()
 
+    def pairs_written_since(self, t: float) -> int:
+        """Pairs in shards finished at or after ``t`` (``time.time()``): what a harvest that
+        started then computed, as opposed to reused (a rate counts those alone)."""
+        return sum(hi - lo for i in range(self.n_shards) if self.shard_done(i)
+                   and self._shard_paths(i)[1].stat().st_mtime >= t
+                   for lo, hi in [self.shard_range(i)])
+
     def fingerprint(self) -> str:
         """A digest of what the store holds: its metadata, pairs and every shard's sidecar
         (which carries the sha256 of each tensor), so equal fingerprints mean equal data."""

@@ -41,6 +41,7 @@ class StudyRunner:
         self.rates: dict[str, str] = {}
         self.seconds: dict[str, float] = {}  # unrounded, for the shares
         self.reused: list[str] = []
+        self.desc = desc  # kept: a disabled bar (TQDM_DISABLE) has no desc
         self.bar = tqdm(total=n_steps, desc=desc, unit="step")
         self.t_start = time.perf_counter()
 
@@ -61,7 +62,7 @@ class StudyRunner:
         self.bar.set_postfix_str(said)
         # A line per step too: the bar shows only the last, and a log (a long run on a
         # lent machine, CI) keeps every step's time even when the run is cut off.
-        tqdm.write(f"[{self.bar.desc}] {said}")
+        tqdm.write(f"[{self.desc}] {said}")
         self.bar.update(1)
 
     def timed(self, name: str, fn: Callable[[], Any], units: Units = None) -> Any:
@@ -91,6 +92,6 @@ class StudyRunner:
 
     def close(self) -> None:
         self.bar.close()
-        tqdm.write(f"[{self.bar.desc}] steps' shares of {sum(self.seconds.values()):.0f} s:")
+        tqdm.write(f"[{self.desc}] steps' shares of {sum(self.seconds.values()):.0f} s:")
         for line in self.shares():
             tqdm.write(line)
