@@ -42,6 +42,7 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
+from analyses.claims import evaluate_claims
 from analyses.replication_findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_stores
@@ -341,6 +342,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         thesis=thesis, transfer=transfer, shift=shift, ablation=ablation, steering=steering,
         finetuning=finetuning,
         insertion=insertion, judges={n: judges[n]["record"] for n in names})
+    summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)
     print(replication_markdown(summary))
@@ -387,6 +389,7 @@ def refresh(figures: str | Path = "figures") -> dict:
         datasets=s["datasets"], sweep=sweep, pvp=pvp, thesis=s["thesis_tables"],
         transfer=s["transfer"], shift=shift, ablation=s["ablation"], steering=s["steering"],
         finetuning=s["finetuning"], insertion=s["insertion"], judges=s["judges"])
+    out.update(evaluate_claims(out, sweep))
     write_json(fig / "summary.json", out)
     return out
 

@@ -42,7 +42,7 @@ MEMO_KEYS: dict[str, tuple[str, str]] = {
 #: How figures name the baselines.
 BASELINE_LABELS: dict[str, str] = {"memorisation": "memorisation (no model)",
                                    "surface": "surface: length (no model)",
-                                   "lexical": "lexical: TF-IDF words (no model)",
+                                   "lexical": "lexical: unigram bag of words (no model)",
                                    "embedding": "embedding layer: pooled W_E (no blocks)"}
 
 

@@ -46,7 +46,8 @@ from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
 __all__ = ["ALPHA", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_TESTED", "ClaimTest",
            "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
-           "groups_to_decide", "holm", "interval_verdict", "transfer_refusal"]
+           "groups_to_decide", "holm", "intersection_test", "interval_verdict",
+           "transfer_refusal"]
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
 ALPHA = 0.05
@@ -180,8 +181,9 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0
     boot = k >= MIN_BOOTSTRAP_GROUPS and None not in (d.value, d.lo, d.hi)
     flips = [x for x in (d.group_diffs or ()) if math.isfinite(x)]
     if d.value is None or (not boot and len(flips) < 2):
+        had = ("the row records no group count" if d.n_groups is None else f"{k} groups")
         why = ("no value: nothing was scored" if d.value is None else
-               f"{k} groups: a bootstrap interval needs {MIN_BOOTSTRAP_GROUPS} and no "
+               f"{had}: a bootstrap interval needs {MIN_BOOTSTRAP_GROUPS} and no "
                "group-level differences were recorded for a sign-flip test")
         return Verdict(NOT_TESTED, why, method="none",
                        needed=f"{MIN_BOOTSTRAP_GROUPS} groups", evidence={"n_groups": k})
@@ -208,6 +210,28 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0
         method += f" ({'exact' if k <= 16 else 'Monte Carlo'}, {k} groups)"
     return ClaimTest(kind, float(delta), ph, pf, small, method, float(d.value), sd, k,
                      d.n_pairs)
+
+
+def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
+    """"A beats each of B_1..B_m" (e.g. every no-model baseline: the strongest with no choice
+    of which, so nothing is chosen on test pairs) from one claim test per comparator: holds
+    only when each holds (intersection-union test: ``p`` the largest, no correction needed);
+    fails when any one fails (Bonferroni: ``m`` times the smallest). A comparator that could
+    not be tested keeps the claim from holding. The value, SD and sizes are those of the
+    comparator closest to the probe (smallest difference)."""
+    ok = [t for t in tests if isinstance(t, ClaimTest)]
+    if not ok:
+        if not tests:
+            raise ValueError("an intersection test needs at least one comparison")
+        return tests[0]
+    m = len(ok)
+    worst = min(ok, key=lambda t: t.value)
+    p_h = 1.0 if len(ok) < len(tests) else max(t.p_holds for t in ok)
+    p_f = min(1.0, m * min(t.p_fails for t in ok))
+    small = min(max(t.smallest_p for t in ok), min(1.0, m * min(t.smallest_p for t in ok)))
+    return ClaimTest(worst.kind, worst.delta, p_h, p_f, small,
+                     f"intersection-union over {len(tests)} comparators ({len(ok)} tested); "
+                     f"{worst.method}", worst.value, worst.sd, worst.n_groups, worst.n_pairs)
 
 
 def groups_to_decide(t: ClaimTest, power: float = 0.8) -> int | None:
