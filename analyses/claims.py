@@ -1,23 +1,15 @@
 """The claims registry: each published claim of the thesis and the paper once, and its verdict.
 
-A :class:`Claim` is a frozen record: id, source (document, table or figure), the statement,
-its family, the statistic that decides it, the datasets and sizes it needs, and the comparison
-it makes (``(dataset, A, B, statistic)``: no two claims share one, :func:`check_registry`).
-A :class:`Family` gives its claims' rule (:data:`~ppairs_lens.evaluation.verdicts.CLAIM_KINDS`)
-and smallest effect of interest δ with a one-line reason; Holm runs within each family.
-
-Comparators are fixed before any test pair is read: the prompted judge is the paper's own form
-(the position-marginalised probability of the zero-shot judge), since no judge form is scored
-on a validation split at these sizes (the threshold form's threshold is fitted on 3-6 training
-pairs; direct scoring and G-Eval run on test pairs only); "the strongest baseline" is no choice
-at all: the probe must beat *every* no-model baseline scored on all held-out pairs (an
-intersection-union test, :func:`~ppairs_lens.evaluation.verdicts.intersection_test`), which is
-at least as hard as beating whichever one a validation split would pick.
-
-:func:`evaluate_claims` reads a replication's ``summary.json`` pieces and its layer sweep's
-summary and returns the claims' rows, the families and the power table (groups and pairs
-this run had, and those that would decide the observed effect with 80% power).
-``python -m analyses.replication`` ``refresh`` recomputes them from ``figures/``.
+A :class:`Claim` is a frozen record: id, source, statement, family, the statistic that decides
+it, the datasets and sizes it needs, and its comparison ``(dataset, A, B, statistic)``: no two
+claims share one (:func:`check_registry`). A :class:`Family` gives its claims' rule and δ with
+a one-line reason; Holm runs within each family. Comparators are fixed before any test pair is
+read: the prompted judge is the paper's own form (no judge form is scored on a validation
+split at these sizes: the threshold form's threshold is fitted on 3-6 training pairs, direct
+scoring and G-Eval run on test pairs only); "the strongest baseline" is *every* no-model
+baseline (intersection-union test), at least as hard as any one a validation split would pick.
+:func:`evaluate_claims` gives the rows, the families and the power table; the main job and its
+``refresh`` (``python -m analyses.replication figures``) call it.
 """
 
 from __future__ import annotations
@@ -28,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
+from ppairs_lens.evaluation.published import published
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
     ALPHA,
@@ -112,8 +105,7 @@ PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency"
                 "summeval-relevance", "hanna-coherence", "rocstories", "mctaco", "mt-bench",
                 "llmbar-clean")
 ASPECTS = ("coherence", "consistency", "fluency", "relevance")
-FINETUNE_DATASETS = ("summeval-coherence", "hanna-coherence", "rocstories", "mctaco",
-                     "mt-bench")
+FINETUNE_DATASETS = ("summeval-coherence", "hanna-coherence", "rocstories", "mctaco", "mt-bench")
 PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)"}
 HELD_OUT = "held-out pairs; 20+ test groups (bootstrap CI) or 6+ with group differences"
 
@@ -126,7 +118,8 @@ def _registry() -> tuple[Claim, ...]:
             Claim(f"fig1.supervised-vs-zero-shot.{ds}", "paper Figure 1",
                   "the supervised probe beats the prompted judge (paper form)",
                   "probe vs prompting", acc, (ds,), HELD_OUT,
-                  (ds, "supervised", "zero_shot", "accuracy"), "sweep", ("supervised", "zero_shot")),
+                  (ds, "supervised", "zero_shot", "accuracy"), "sweep",
+                  ("supervised", "zero_shot")),
             Claim(f"fig2.pca-vs-zero-shot.{ds}", "paper Figure 2",
                   "the unsupervised (PCA) probe beats calibrated zero-shot prompting",
                   "probe vs prompting", acc, (ds,), HELD_OUT,
@@ -224,7 +217,7 @@ def check_registry(claims) -> None:
 # ------------------------------------------------------------------ readers
 
 Read = Difference | list[Difference] | Verdict | None
-NOT_RUN = None
+NOT_RUN = None                                  # the run did not produce the numbers
 
 
 def _sweep(c: Claim, s: dict, sweep: dict) -> Read:
@@ -259,11 +252,9 @@ def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
                                                        r.get("n") if table == "4.2" else None)})
 
 
-def _groups_of(r: dict) -> int | None:
-    if r.get("n_groups") is not None:
-        return int(r["n_groups"])
+def _groups_of(r: dict) -> int | None:    # older rows name their groups in ci_unit only
     m = re.search(r"\((\d+) test groups\)", str(r.get("ci_unit", "")))
-    return int(m.group(1)) if m else None
+    return r["n_groups"] if r.get("n_groups") is not None else int(m.group(1)) if m else None
 
 
 def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
@@ -279,8 +270,6 @@ def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
-    from ppairs_lens.evaluation.published import published
-
     ref = {p.method: p.value for p in published(source="climatex", model="GPT-4",
                                                   metric="accuracy")}.get(c.args[0])
     r = next((r for r in s.get("insertion") or [] if r.get("method") == "probe"
@@ -403,11 +392,9 @@ def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
         ids = [c.id for c in CLAIMS if c.family == fam]
         verdicts.update(zip(ids, decide_family([tests[i] for i in ids])))
     rows = [_row(c, got[c.id], verdicts[c.id]) for c in CLAIMS]
-    power = [{k: r[k] for k in ("id", "outcome", "value", "n_pairs", "n_groups",
-                                "groups_to_decide", "pairs_to_decide", "needed")}
-             for r in rows]
-    return {"claims": rows,
+    keys = ("id", "outcome", "value", "n_pairs", "n_groups", "groups_to_decide",
+            "pairs_to_decide", "needed")
+    return {"claims": rows, "power": [{k: r[k] for k in keys} for r in rows],
             "families": [{**f.__dict__, "claims": sum(c.family == f.name for c in CLAIMS)}
                          for f in FAMILIES.values()],
-            "power": power,
             "verdict_counts": {str(o): sum(r["outcome"] == o for r in rows) for o in Outcome}}

@@ -35,7 +35,7 @@ JUDGE_FORMS = {"zero_shot": "zero-shot, paper form", "zero_shot_threshold":
                "few_shot": "few-shot", "direct": "direct scoring (1-5)",
                "g_eval": "G-Eval (expected score)"}
 BASELINES = {"surface": "length", "memorisation": "memorisation (ids)",
-             "lexical": "lexical (unigram bag of words)",
+             "lexical": "lexical (bag of words)",
              "embedding": "input embeddings (mean-pooled)"}
 #: Each probe's comparisons, fixed in advance: the paper's judge form and every baseline;
 #: the supervised probe also against the unsupervised one (paper Figure 3).
@@ -55,6 +55,14 @@ def _others(sweep: dict, dataset: str) -> dict[tuple[str, str], dict]:
             if r["dataset"] == dataset}
 
 
+def _balanced(entry: dict, name: str) -> dict:
+    """Accuracy on the length-balanced test pairs (items within 10% of each other's length),
+    where the sweep found 30 or more of them."""
+    lb = entry.get("length_balanced") or {}
+    acc = (lb.get("accuracy") or {}).get(name)
+    return {} if acc is None else {"length_balanced_accuracy": acc, "n_length_balanced": lb["n"]}
+
+
 def dataset_rows(sweep: dict, dataset: str) -> tuple[list[dict], list[dict]]:
     """(method rows, claim rows) of one dataset."""
     entries = {e["kind"]: e for e in sweep["entries"] if e["dataset"] == dataset}
@@ -66,7 +74,7 @@ def dataset_rows(sweep: dict, dataset: str) -> tuple[list[dict], list[dict]]:
                      "family": "probe", "accuracy": t["value"], "lo": t["lo"], "hi": t["hi"],
                      "ci_counts": t.get("ci_counts"), "read_out": e["layer"],
                      "selected_by": e["selected_by"], "n": e["n_test"],
-                     "auroc": None, "f1": None})
+                     "auroc": None, "f1": None, **_balanced(e, "probe")})
     for (kind, metric), r in others.items():
         if metric != "accuracy":
             continue
@@ -76,7 +84,8 @@ def dataset_rows(sweep: dict, dataset: str) -> tuple[list[dict], list[dict]]:
                      "hi": r["hi"], "ci_counts": r.get("ci_counts"), "read_out": None,
                      "selected_by": r.get("predictor"), "n": r["n_test"],
                      "auroc": others.get((kind, "auroc"), {}).get("value"),
-                     "f1": others.get((kind, "f1"), {}).get("value")})
+                     "f1": others.get((kind, "f1"), {}).get("value"),
+                     **_balanced(next(iter(entries.values()), {}), kind)})
     claims = []
     for kind, e in entries.items():
         for other in COMPARISONS.get(kind, ()):

@@ -3,9 +3,9 @@
 Every number here is read from the experiments' outputs (the same values their CSVs in
 ``figures/`` hold); the claims, their families (rule, δ, why) and the power table come from the
 claims registry (``analyses/claims.py``), which the main job runs on this summary: holds,
-fails, inconclusive, or not tested at this size (with the size that would test it). ``python -m analyses.replication_findings`` rewrites the README block
-between the markers from ``figures/summary.json``; ``tests/test_findings.py`` checks they
-agree.
+fails, inconclusive, or not tested at this size (with the size that would test it).
+``python -m analyses.replication_findings`` rewrites the README block between the markers from
+``figures/summary.json``; ``tests/test_replication_findings.py`` checks they agree.
 """
 
 from __future__ import annotations
@@ -69,23 +69,28 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
 
 #: The comparators of the probes-vs-prompting table, fixed in advance (none chosen on test).
 PVP_COLUMNS = (("zero_shot", "zero-shot (paper form)"), ("surface", "length"),
-               ("memorisation", "memorisation (ids)"), ("lexical", "lexical (unigram BoW)"),
+               ("memorisation", "memorisation (ids)"), ("lexical", "lexical (bag of words)"),
                ("embedding", "input embeddings"))
 
 
 def _pvp_table(rows: list[dict]) -> list[str]:
     out = ["| dataset | supervised | unsupervised (PCA) | "
-           + " | ".join(name for _, name in PVP_COLUMNS) + " |",
-           "|---|---|---|" + "---|" * len(PVP_COLUMNS)]
+           + " | ".join(name for _, name in PVP_COLUMNS)
+           + " | length-balanced pairs: supervised / length |",
+           "|---|---|---|" + "---|" * (len(PVP_COLUMNS) + 1)]
     for ds in dict.fromkeys(r["dataset"] for r in rows):
         get = {r["kind"]: r for r in rows if r["dataset"] == ds}
         n_test = get.get("supervised", {}).get("n")
 
         def cell(r):
             return "—" if r is None else _ci(r) + ("" if r["n"] == n_test else f" (n={r['n']})")
+        sup, length = get.get("supervised", {}), get.get("surface", {})
+        bal = ("—" if sup.get("n_length_balanced") is None else
+               f"{_f(sup.get('length_balanced_accuracy'))} / "
+               f"{_f(length.get('length_balanced_accuracy'))} (n={sup['n_length_balanced']})")
         out.append(f"| {ds} (n={n_test or '?'}) | {cell(get.get('supervised'))} | "
                    f"{cell(get.get('pca'))} | "
-                   + " | ".join(cell(get.get(k)) for k, _ in PVP_COLUMNS) + " |")
+                   + " | ".join(cell(get.get(k)) for k, _ in PVP_COLUMNS) + f" | {bal} |")
     return out
 
 
@@ -192,13 +197,15 @@ def replication_markdown(s: dict) -> str:
         lines += ["**Thesis Table 4.1** (SummEval pairwise accuracy, 95% CI; published "
                   "PPAIRS beside):", "", *_thesis_table(s["thesis_tables"], "4.1"), "",
                   "**Thesis Table 4.2** (mean Spearman after sorting each held-out article; n = "
-                  "articles with 3 or more untied summaries, fewer than 10 decide nothing):",
+                  "articles with 3 or more untied summaries; the claims below say how each "
+                  "is decided):",
                   "", *_thesis_table(s["thesis_tables"], "4.2"), ""]
     if s.get("probes_vs_prompting"):
         lines += ["**Paper Figures 1-3** (held-out accuracy, 95% CI; read-outs chosen on "
                   "validation; the comparators fixed in advance, none chosen on test pairs; every "
                   "judge form's own row, ALLURE on a subset included, is in "
-                  "`figures/probes_vs_prompting.csv`):", "",
+                  "`figures/probes_vs_prompting.csv`; length-balanced: accuracy on the test "
+                  "pairs whose items are within 10% of each other's length, where 30+):", "",
                   *_pvp_table(s["probes_vs_prompting"]), ""]
     t1 = _transfer_table(s.get("transfer"))
     if t1:

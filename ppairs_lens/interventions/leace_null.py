@@ -17,8 +17,8 @@ compares a probe direction with its nulls (:mod:`ppairs_lens.evaluation.null_tes
 resolution is ``1 / (K + 1)``), Δaccuracy and Δlog-odds margin with paired CIs over leak groups
 (:func:`ppairs_lens.evaluation.judge_change.judge_change`, the one bootstrap), and the verdict
 "the erasure changes the judgement more than the null"
-(:func:`ppairs_lens.evaluation.ablation_verdicts.ablation_changes_verdict`). :func:`leace_null_study`
-is all of it for one store split and dataset.
+(:func:`ppairs_lens.evaluation.ablation_verdicts.ablation_changes_verdict`).
+:func:`leace_null_study` is all of it for one store split and dataset.
 """
 
 from __future__ import annotations
