@@ -74,9 +74,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("interventions change the judgement", "changes", 0.05, "Δaccuracy",
            "changes smaller than the ablation's margin are no change; fails only by "
            "equivalence"),
-    Family("directions agree", "changes", None, "mean |cos|",
+    Family("directions agree", "changes", None, "mean absolute cosine",
            "decided against its two null distributions, not a margin; it cannot fail "
-           "without an interval on mean |cos| (none is computed)"),
+           "without an interval on the mean absolute cosine (none is computed)"),
 )}
 
 
@@ -366,18 +366,17 @@ def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
 
 
 def _row(c: Claim, got: Read, v: Verdict) -> dict:
-    ev = v.evidence or {}
-    d = got if isinstance(got, Difference) else None
-    k, n = ev.get("n_groups"), ev.get("n_pairs")
-    need = ev.get("groups_to_decide")
-    pairs = (math.ceil(need * n / k) if need and n and k else None)
+    ev, d = v.evidence or {}, got if isinstance(got, Difference) else None
+    k, n, need = ev.get("n_groups"), ev.get("n_pairs"), ev.get("groups_to_decide")
     return {"id": c.id, "source": c.source, "statement": c.statement, "family": c.family,
             "delta": c.delta, "statistic": c.statistic, "datasets": list(c.datasets),
             "needs": c.needs, "comparison": list(c.comparison),
             "value": d.value if d else ev.get("value"), "lo": d.lo if d else None,
             "hi": d.hi if d else None, "n_pairs": n, "n_groups": k, "method": v.method,
+            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p")},
             "outcome": str(v.outcome), "reason": v.reason, "needed": v.needed,
-            "groups_to_decide": need, "pairs_to_decide": pairs}
+            "groups_to_decide": need,
+            "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None}
 
 
 def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:

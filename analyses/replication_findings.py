@@ -228,6 +228,11 @@ def replication_markdown(s: dict) -> str:
     return "\n".join(lines)
 
 
+def _cell(text: str) -> str:
+    """Text inside a Markdown table cell (a "|" would end the cell)."""
+    return str(text).replace("|", "\\|")
+
+
 def _claims_lines(s: dict) -> list[str]:
     """The registry's families (rule, δ, why), each claim's verdict, the power table."""
     if not s.get("claims"):
@@ -247,17 +252,18 @@ def _claims_lines(s: dict) -> list[str]:
         ours = ("—" if c.get("value") is None else f"{_f(c['value'], '+.3f')} "
                 f"[{_f(c.get('lo'), '+.3f')}, {_f(c.get('hi'), '+.3f')}]")
         need = f" (would need {c['needed']})" if c.get("needed") else ""
-        out.append(f"| {c['id']} | {c['source']} | {c['statement']} | {ours} | "
-                   f"{c.get('method') or '—'} | **{c['outcome']}**: {c['reason']}{need} |")
+        out.append(f"| {c['id']} | {c['source']} | {_cell(c['statement'])} | {ours} | "
+                   f"{_cell(c.get('method') or '—')} | **{c['outcome']}**: "
+                   f"{_cell(c['reason'] + need)} |")
     out += ["", "**Power** (groups and pairs this run had, and those that would decide the "
             "observed effect with 80% power: a normal approximation from the observed "
             "group-level SD, one-sided at 2.5%, Holm ignored; — where nothing was measured):",
-            "", "| claim | pairs | groups | groups to decide | pairs to decide |",
-            "|---|---|---|---|---|"]
+            "", "| claim | verdict | pairs | groups | groups to decide | pairs to decide | "
+            "a test needs |", "|---|---|---|---|---|---|---|"]
     for p in s["power"]:
-        out.append(f"| {p['id']} | {p.get('n_pairs') or '—'} | {p.get('n_groups') or '—'} | "
-                   f"{p.get('groups_to_decide') or p.get('needed') or '—'} | "
-                   f"{p.get('pairs_to_decide') or '—'} |")
+        out.append(f"| {p['id']} | {p['outcome']} | {p.get('n_pairs') or '—'} | "
+                   f"{p.get('n_groups') or '—'} | {p.get('groups_to_decide') or '—'} | "
+                   f"{p.get('pairs_to_decide') or '—'} | {p.get('needed') or '—'} |")
     n = s["verdict_counts"]
     out += ["", f"{sum(n.values())} claims: {n.get(str(HOLDS), 0)} hold, "
             f"{n.get(str(FAILS), 0)} fail, {n.get(str(INCONCLUSIVE), 0)} inconclusive, "

@@ -157,3 +157,16 @@ def test_power_from_the_group_sd():
     t = claim_test(_boot(0.02, -0.08, 0.12, k=25), "beats", 0.05)
     v = decide_family([t])[0]
     assert v.outcome == INCONCLUSIVE and v.evidence["groups_to_decide"] > 25
+
+
+def test_beating_every_comparator_holds_only_when_each_holds_and_fails_on_one():
+    from ppairs_lens.evaluation.verdicts import intersection_test
+
+    far, near, equal = (_boot(0.3, 0.2, 0.4), _boot(0.2, 0.1, 0.3), _boot(0.0, -0.03, 0.03))
+    both = intersection_test([claim_test(d, "beats", 0.05) for d in (far, near)])
+    assert decide_family([both])[0].outcome == HOLDS and both.value == pytest.approx(0.2)
+    one_equal = intersection_test([claim_test(d, "beats", 0.05) for d in (far, equal)])
+    assert decide_family([one_equal])[0].outcome == FAILS      # not better than one of them
+    untested = claim_test(Difference(0.3, 0.2, 0.4, n_groups=5), "beats", 0.05)
+    partial = intersection_test([claim_test(far, "beats", 0.05), untested])
+    assert partial.p_holds == 1.0                               # cannot hold past an untested one

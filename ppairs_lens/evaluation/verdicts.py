@@ -185,8 +185,12 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0
         why = ("no value: nothing was scored" if d.value is None else
                f"{had}: a bootstrap interval needs {MIN_BOOTSTRAP_GROUPS} and no "
                "group-level differences were recorded for a sign-flip test")
+        ev: dict[str, Any] = {"n_groups": d.n_groups, "n_pairs": d.n_pairs, "value": d.value}
+        if None not in (d.value, d.lo, d.hi) and k >= 2:   # power from the interval shown
+            ev["groups_to_decide"] = _groups_for(kind, d.value, delta,
+                                                 sd_from_interval(d.lo, d.hi, k), 0.8)
         return Verdict(NOT_TESTED, why, method="none",
-                       needed=f"{MIN_BOOTSTRAP_GROUPS} groups", evidence={"n_groups": k})
+                       needed=f"{MIN_BOOTSTRAP_GROUPS} groups", evidence=ev)
     if boot:
         method = f"group bootstrap 95% CI over {k} groups (p by its normal approximation)"
         sd = sd_from_interval(d.lo, d.hi, k)
@@ -220,10 +224,10 @@ def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdi
     not be tested keeps the claim from holding. The value, SD and sizes are those of the
     comparator closest to the probe (smallest difference)."""
     ok = [t for t in tests if isinstance(t, ClaimTest)]
-    if not ok:
-        if not tests:
-            raise ValueError("an intersection test needs at least one comparison")
-        return tests[0]
+    if not tests:
+        raise ValueError("an intersection test needs at least one comparison")
+    if not ok:                        # none testable: report the comparator closest to A
+        return min(tests, key=lambda v: _num(v.evidence.get("value")) or math.inf)
     m = len(ok)
     worst = min(ok, key=lambda t: t.value)
     p_h = 1.0 if len(ok) < len(tests) else max(t.p_holds for t in ok)
@@ -234,19 +238,18 @@ def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdi
                      f"{worst.method}", worst.value, worst.sd, worst.n_groups, worst.n_pairs)
 
 
+def _groups_for(kind: str, value: float, delta: float, sd: float, power: float) -> int | None:
+    dist = [value, delta - value] if kind == "beats" else [abs(value), delta - abs(value)]
+    found = [n for n in (groups_needed(x, sd, alpha=ALPHA / 2, power=power) for x in dist)
+             if n is not None]
+    return min(found) if found else None
+
+
 def groups_to_decide(t: ClaimTest, power: float = 0.8) -> int | None:
     """Groups that would decide the observed effect with ``power`` (normal approximation from
     the observed group-level SD, :func:`~ppairs_lens.evaluation.power.groups_needed`): the
     fewer of the two directions the value leans towards."""
-    v, dl = t.value, t.delta
-    a = ALPHA / 2
-    if t.kind == "beats":
-        dist = [v, dl - v]
-    else:
-        dist = [abs(v), dl - abs(v)]
-    found = [n for n in (groups_needed(x, t.sd, alpha=a, power=power) for x in dist)
-             if n is not None]
-    return min(found) if found else None
+    return _groups_for(t.kind, t.value, t.delta, t.sd, power)
 
 
 def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
