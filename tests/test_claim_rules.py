@@ -170,3 +170,14 @@ def test_beating_every_comparator_holds_only_when_each_holds_and_fails_on_one():
     untested = claim_test(Difference(0.3, 0.2, 0.4, n_groups=5), "beats", 0.05)
     partial = intersection_test([claim_test(far, "beats", 0.05), untested])
     assert partial.p_holds == 1.0                               # cannot hold past an untested one
+
+
+def test_paired_differences_carry_one_difference_per_group():
+    from ppairs_lens.evaluation.paired import paired_difference
+
+    y = np.array([1, 2, 1, 2, 1, 2])
+    a = np.array([0.9, 0.1, 0.9, 0.1, 0.9, 0.9])     # right on all but the last
+    b = np.array([0.1, 0.1, 0.9, 0.9, 0.9, 0.9])     # right on 3 of 6
+    d = paired_difference(y, a, b, ["g1", "g1", "g2", "g2", "g3", "g3"], n_boot=50)
+    assert d["group_diffs"] == pytest.approx([0.5, 0.5, 0.0])
+    assert d["n_groups"] == 3 and d["value"] == pytest.approx(np.mean([0.5, 0.5, 0.0]))
