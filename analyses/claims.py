@@ -51,24 +51,25 @@ class Family:
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("probe vs prompting", "beats", 0.05, "pairwise accuracy",
-           "5 points of accuracy: the smallest gap between methods the paper's figures read "
-           "as a difference"),
+           "5 points of pairwise accuracy (one pair in 20): a smaller gap between two judges "
+           "would not change which one to use"),
     Family("supervised vs unsupervised", "beats", 0.05, "pairwise accuracy",
            "as for probes against prompting: the same figures, the same resolution"),
     Family("probe vs no-model baselines", "beats", 0.05, "accuracy",
            "a probe less than 5 points above what the words alone give adds nothing worth "
            "reporting"),
     Family("thesis Table 4.1", "beats", 0.05, "pairwise accuracy",
-           "the thesis's Table 4.1 cells differ by 0.01-0.10; 5 points is the smallest it "
-           "discusses"),
+           "5 points of pairwise accuracy, the same smallest effect as for the paper's "
+           "comparisons of methods"),
     Family("thesis Table 4.2", "beats", 0.1, "Spearman after sorting",
-           "a 0.1 change of rank correlation is the thesis's smallest reported gain"),
-    Family("probe vs finetuning", "beats", 0.05, "pairwise accuracy",
-           "as for probes against prompting"),
+           "0.1 of rank correlation: what 5 points of pairwise accuracy make in Kendall's "
+           "tau (tau = 2 acc - 1), the same smallest effect as Table 4.1"),
+    Family("probe vs finetuning", "beats", 0.05, "pairwise accuracy", "as for prompting"),
     Family("ClimateX", "beats", 0.05, "level accuracy",
            "5 points of a 3-level tagging accuracy (GPT-4's two settings differ by 2.7)"),
     Family("robustness to shift", "beats", 0.05, "accuracy drop",
-           "a drop 5 points smaller is the least the paper's Figure 4 reads as robustness"),
+           "a drop 5 points of accuracy smaller, the same smallest effect as for the other "
+           "comparisons of methods"),
     Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "Δaccuracy",
            "the ablation's own equivalence margin (±0.05 accuracy, ±0.2 log-odds)"),
     Family("interventions change the judgement", "changes", 0.05, "Δaccuracy",
