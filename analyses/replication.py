@@ -119,8 +119,8 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     training comparisons, ALLURE adds one demonstration, MT-Bench's ablation and steering ask
     2 pairs (4 + 4 and 2 + 2 null directions), finetuning is scored on 4 pairs, ClimateX's
     probe trains on 16 comparisons and places 4 statements, and figures are PNG only. At
-    these sizes no CI spans the 10 leak groups a claim needs: every verdict of a preview is
-    "cannot be decided here"."""
+    these sizes few claims have the groups a test needs: most verdicts are "not tested at
+    this size"."""
     return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
                    judge_train_pairs=3,
                    allure=AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2),
