@@ -25,11 +25,14 @@ from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import split_store
-from ppairs_lens.evaluation.verdicts import UNDECIDED, interval_verdict
+from ppairs_lens.evaluation.verdicts import NOT_TESTED, interval_verdict
 from ppairs_lens.io.outputs import save_config, write_csv
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["ShiftConfig", "gap_verdict", "run_shift"]
+__all__ = ["SHIFT_DELTA", "ShiftConfig", "gap_verdict", "run_shift"]
+
+#: Smallest difference of drops worth reporting (the registry's "robustness" family).
+SHIFT_DELTA = 0.05
 
 
 @dataclass
@@ -43,8 +46,9 @@ def gap_verdict(d: dict, in_dist: dict[str, float], kind: str) -> str:
     """"``kind`` probes lose less than prompting" from the CI of (judge's drop - probe's drop);
     a drop is a loss only for a method above chance in distribution (its CI's lower end)."""
     at_chance = [m for m in (kind, "zero_shot") if not in_dist.get(m, float("nan")) > 0.5]
-    verdict = (f"{UNDECIDED}: {' and '.join(at_chance)} at chance in distribution (95% CI "
-               f"lower end <= 0.5), so a drop is no loss" if at_chance else interval_verdict(d))
+    verdict = (f"{NOT_TESTED}: {' and '.join(at_chance)} at chance in distribution (95% CI "
+               f"lower end <= 0.5), so a drop is no loss" if at_chance
+               else str(interval_verdict(d, SHIFT_DELTA)))
     return verdict + f" (claim: {kind} probes lose less than prompting)"
 
 

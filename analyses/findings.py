@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ppairs_lens.evaluation.store_split import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
-from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED
+from ppairs_lens.evaluation.verdicts import FAILS, HOLDS
 from ppairs_lens.io.outputs import write_json
 
 __all__ = ["BEGIN", "END", "claims", "findings_markdown", "refresh_claims", "study_summary",
@@ -185,7 +185,7 @@ def findings_markdown(s: dict) -> str:
     if "ablation_leaves_judgement_unchanged" in c:
         a = c["ablation_leaves_judgement_unchanged"]
         where = "; ".join(f"{o} on {', '.join(a[k])}" for o, k in (
-            (HOLDS, "holds_on"), (FAILS, "fails_on"), (UNDECIDED, "undecided_on")) if a[k])
+            (HOLDS, "holds_on"), (FAILS, "fails_on"), ("not decided", "undecided_on")) if a[k])
         ch = a["changes"]
         lines.append(f"- **Ablating probe directions leaves the judgement unchanged**: "
                      f"{a['outcome']} ({where}; rule: {a['rule']}). The opposite claim, that "

@@ -34,7 +34,8 @@ import numpy as np
 
 from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
+from ppairs_lens.evaluation.baselines import (length_balanced_accuracy, memorisation_baseline,
+                                              surface_baseline)
 from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
@@ -197,6 +198,9 @@ def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
                  "split_used": sp.split_used, "n_test": len(y),
                  "n_groups_test": len(set(sp.groups_test)), "ci_unit": ci_unit,
                  "test": _test_interval(sp, pk, cfg),
+                 "length_balanced": length_balanced_accuracy(
+                     y, {"probe": pk, **{k: p for k, (i, p) in others.items() if i is None}},
+                     sp.pairs_test),
                  "minus": {}}
         # the other probe kinds at their own chosen read-outs (supervised - unsupervised)
         kinds = {f"probe:{k}": (None, proba[k][choice[k].index]) for k in cfg.kinds

@@ -37,6 +37,7 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
+from analyses.claims import evaluate_claims
 from analyses.replication_findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_stores
@@ -112,8 +113,8 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
     training comparisons, ALLURE adds one demonstration, MT-Bench's ablation and steering ask
     2 pairs (4 + 4 and 2 + 2 null directions), finetuning is scored on 4 pairs, ClimateX's
     probe trains on 16 comparisons and places 4 statements, and figures are PNG only. At
-    these sizes no CI spans the 10 leak groups a claim needs: every verdict of a preview is
-    "cannot be decided here"."""
+    these sizes few claims have the groups a test needs: most verdicts are "not tested at
+    this size"."""
     return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
                    judge_train_pairs=3,
                    allure=AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2),
@@ -344,6 +345,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         thesis=thesis, transfer=transfer, shift=shift, ablation=ablation, steering=steering,
         finetuning=finetuning,
         insertion=insertion, judges={n: judges[n]["record"] for n in names})
+    summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)
     print(replication_markdown(summary))
@@ -390,6 +392,7 @@ def refresh(figures: str | Path = "figures") -> dict:
         datasets=s["datasets"], sweep=sweep, pvp=pvp, thesis=s["thesis_tables"],
         transfer=s["transfer"], shift=shift, ablation=s["ablation"], steering=s["steering"],
         finetuning=s["finetuning"], insertion=s["insertion"], judges=s["judges"])
+    out.update(evaluate_claims(out, sweep))
     write_json(fig / "summary.json", out)
     return out
 

@@ -90,3 +90,40 @@ def test_missing_fields_give_a_reason_not_an_error():
     pairs = [replace(p, item1_id=None, item2_id=None, len1=10, len2=12) for p in pairs]
     b = memorisation_baseline(pairs[:30], _labels(pairs[:30]), pairs[30:])
     assert not b.available and "item ids" in b.reason
+
+
+def test_summeval_style_ids_are_system_identity():
+    """SummEval's summary ids (S0..S15) recur in every article: each names the system that
+    wrote it, so the lookup is a system-identity baseline, and it wins where systems differ."""
+    rng = np.random.default_rng(5)
+    quality = {f"S{s}": s for s in range(6)}        # S5 the best system in every article
+
+    def article(a):
+        out = []
+        for k in range(6):
+            x, y = rng.choice(6, size=2, replace=False)
+            label = 1 if x > y else 2
+            out.append(PairInfo(f"A{a}:{k}", label, f"A{a}", f"A{a}", f"S{x}", f"S{y}",
+                                len1=100, len2=100))
+        return out
+    train = [p for a in range(20) for p in article(a)]
+    test = [p for a in range(20, 30) for p in article(a)]
+    b = memorisation_baseline(train, _labels(train), test)
+    assert b.predictor.startswith("system id")
+    assert accuracy(targets(_labels(test)), b.p) > 0.9
+    assert quality["S5"] == 5
+
+
+def test_length_balanced_accuracy_only_on_enough_close_pairs():
+    from ppairs_lens.evaluation.baselines import length_balanced, length_balanced_accuracy
+
+    close = [PairInfo(f"c{k}", 1 + k % 2, len1=100, len2=95) for k in range(30)]
+    far = [PairInfo(f"f{k}", 1, len1=100, len2=50) for k in range(10)]
+    pairs = close + far
+    assert length_balanced(pairs).tolist() == [True] * 30 + [False] * 10
+    y = _labels(pairs)
+    longer = np.full(len(pairs), 0.9)                  # "item 1 wins": right on every far pair
+    out = length_balanced_accuracy(y, {"length": longer}, pairs)
+    assert out["n"] == 30 and out["accuracy"]["length"] == pytest.approx(0.5)
+    assert length_balanced_accuracy(y[:35], {"length": longer[:35]}, pairs[:35],
+                                    min_pairs=31) is None

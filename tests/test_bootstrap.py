@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_defaults_are_one_constant_of_at_least_2000():
-    assert N_BOOT >= 2000 and MIN_BOOTSTRAP_GROUPS == 10
+    assert N_BOOT >= 2000 and MIN_BOOTSTRAP_GROUPS == 20
     assert mean_ci(np.arange(30.0))["n_boot_used"] == N_BOOT
     from analyses.ablation import AblationConfig
     from analyses.cross_dataset import TransferConfig
@@ -89,8 +89,10 @@ def test_only_the_bootstrap_module_draws_resamples():
     its own for the sign confidence of a fit (a lower layer that cannot import evaluation)."""
     allowed = {ROOT / "ppairs_lens/evaluation/bootstrap.py",
                ROOT / "ppairs_lens/probes/sign_confidence.py"}
-    # Draws that are not resamples: subsampling data, few-shot demonstrations, built-ins.
+    # Draws that are not resamples: subsampling data, few-shot demonstrations, built-ins, the
+    # random sign vectors of the sign-flip permutation test.
     not_resampling = {"ppairs_lens/judges/few_shot.py", "ppairs_lens/data/builtin.py",
+                      "ppairs_lens/evaluation/sign_flip.py",
                       "ppairs_lens/data/specs.py", "ppairs_lens/data/item_sampling.py"}
     offenders = []
     for folder in ("ppairs_lens", "analyses"):

@@ -67,15 +67,15 @@ def test_ablation_claim_holds_by_equivalence_and_fails_on_a_change():
     assert "holds on a; fails on b" in text and "Δaccuracy -0.200 [-0.300, -0.100]" in text
 
 
-def test_ablation_claim_cannot_be_decided_on_a_judge_that_does_not_decide():
+def test_ablation_claim_is_not_tested_on_a_judge_that_does_not_decide():
     c = _ablation_claim(_ablation_rows("a", same=1.0) + _ablation_rows("b", judge_lo=0.45))
-    assert c["outcome"] == "cannot be decided here" and c["undecided_on"] == ["a", "b"]
+    assert c["outcome"] == "not tested at this size" and c["undecided_on"] == ["a", "b"]
     assert all("does not decide" in e["reason"] for e in c["evidence"])
 
 
-def test_ablation_claim_without_a_working_control_cannot_be_decided():
+def test_ablation_claim_without_a_working_control_is_not_tested():
     c = _ablation_claim(_ablation_rows("a", control=(-0.02, 0.01)))
-    assert c["outcome"] == "cannot be decided here"
+    assert c["outcome"] == "not tested at this size"
     assert "positive control" in c["evidence"][0]["reason"]
 
 
@@ -86,23 +86,23 @@ def test_older_ablation_rows_use_the_study_judge_and_report_unreachable_holm():
     judges = {"a": {"zero_shot_accuracy": {"lo": 0.44},
                     "zero_shot": {"same_raw_answer_share": 1.0}}}
     c = _ablation_claim(rows, judges)
-    assert c["outcome"] == "cannot be decided here" and "100%" in c["evidence"][0]["reason"]
+    assert c["outcome"] == "not tested at this size" and "100%" in c["evidence"][0]["reason"]
     many = [{**rows[1], "condition": k} for k in ("pca", "supervised", "mass_mean")] * 3
     c = _ablation_claim(rows[:1] + many, judges)
     # a judge that never changes its answer cannot show a change either
-    assert c["changes"]["outcome"] == "cannot be decided here"
+    assert c["changes"]["outcome"] == "not tested at this size"
     assert "does not decide" in c["changes"]["reason"]
     deciding = {"a": {"zero_shot_accuracy": {"lo": 0.6},
                       "zero_shot": {"same_raw_answer_share": 0.5}}}
     c = _ablation_claim(rows[:1] + many, deciding)
-    assert c["changes"]["outcome"] == "cannot be decided here"
+    assert c["changes"]["outcome"] == "not tested at this size"
     assert "1/101" in c["changes"]["reason"]  # Holm out of reach with 100 nulls
 
 
 def test_cosine_claim_comes_from_the_transfer_verdict_or_cannot_be_decided():
     old = {"per_kind": {"pca": {"mean_abs_cos": 0.085, "random_p99": 0.11}}}
     u = claims([], old, [])["unsupervised_directions_agree"]
-    assert u["outcome"] == "cannot be decided here"
+    assert u["outcome"] == "not tested at this size"
     verdict = {"outcome": "fails", "reason": "within the isotropic null", "rule": "r",
                "evidence": {"used": ["x", "y"]}}
     new = {"per_kind": {"pca": {"mean_abs_cos": 0.05, "agreement": verdict}}}

@@ -111,7 +111,7 @@ def test_real_leace_moves_a_probe_more_than_permuted_label_erasers(tiny):
     probe = make_probe("mass_mean").fit(acts, labels)
     assert probe.score(acts, labels) > 0.95
     y = (labels == 1).astype(int)
-    for k, outcome in ((39, "holds"), (9, "cannot be decided here")):
+    for k, outcome in ((39, "holds"), (9, "not tested at this size")):
         erasers = [fit_leace(acts, labels), *permuted_erasers(acts, labels, k, seed=0)]
         z = np.column_stack([probe.decision_function(acts)]
                             + [probe.decision_function(apply_eraser(e, acts)) for e in erasers])

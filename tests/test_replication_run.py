@@ -9,7 +9,7 @@ import pytest
 from analyses import replication
 from analyses.replication import ReplicationConfig, quick, run_replication
 from analyses.replication_findings import replication_markdown
-from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED
+from ppairs_lens.evaluation.verdicts import Outcome
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -48,7 +48,7 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     for name in OUTPUTS:
         assert (tmp_path / "fig" / name).is_file(), name
     assert s["kind"] == "replication" and s["claims"]
-    assert all(c["verdict"].startswith((HOLDS, FAILS, UNDECIDED)) for c in s["claims"])
+    assert all(c["outcome"] in {str(o) for o in Outcome} for c in s["claims"])
     thesis = [r for r in s["thesis_tables"] if r["model"] == "ours" and r["table"] == "4.1"]
     assert {r["method"] for r in thesis} >= {"direct", "G-Eval", "PAIRS", "PPAIRS"}
     assert any(r["model"] == "Llama-3-8B-Instruct" for r in s["thesis_tables"])  # published

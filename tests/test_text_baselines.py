@@ -1,4 +1,5 @@
-"""Text baselines (lexical TF-IDF, pooled input embedding): fitted on train, antisymmetric."""
+"""Text baselines (lexical unigram bag of words, pooled input embedding): fitted on train,
+antisymmetric."""
 
 from __future__ import annotations
 
@@ -49,11 +50,28 @@ def test_a_planted_word_is_learned_and_random_texts_are_chance():
     assert b.kind == "lexical" and b.available and b.p.shape == (200,)
     assert accuracy(targets(_labels(te)), b.p) > 0.9
     assert b.train_accuracy > 0.9                      # grouped CV on train finds it too
-    assert "TF-IDF" in b.predictor and "C=" in b.predictor and "CV acc" in b.predictor
+    assert "bag of words" in b.predictor and "C=" in b.predictor and "CV acc" in b.predictor
 
     tr, te = _comparisons(240, 2, cue=False), _comparisons(400, 3, cue=False, start=1000)
     b = lexical_baseline(tr, _labels(tr), te, seed=0)
     assert 0.4 < accuracy(targets(_labels(te)), b.p) < 0.6
+
+
+def test_the_vocabulary_is_kept_whole_and_length_is_seen():
+    """Every training word counts (no min_df pruning: on ~56 training texts it removed most of
+    the vocabulary), and word counts carry the length difference: "the longer answer wins"
+    is learnable by the bag of words, as a plain unigram model learns it."""
+    rng = np.random.default_rng(11)
+    tr, te = [], []
+    for k in range(160):
+        short, long_ = _sentence(rng, 4), _sentence(rng, 14)   # words drawn from 150: most rare
+        label = int(rng.integers(1, 3))
+        a, b = (long_, short) if label == 1 else (short, long_)
+        (tr if k < 80 else te).append(Comparison(f"p{k}", a, b, label, group_id=f"g{k // 2}"))
+    b = lexical_baseline(tr, _labels(tr), te, seed=0)
+    assert accuracy(targets(_labels(te)), b.p) > 0.9
+    vocab = {w for r in tr for w in (r.item1 + " " + r.item2).split()}
+    assert f"({len(vocab)} words" in b.predictor
 
 
 def test_swapping_the_items_flips_p():

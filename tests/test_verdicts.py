@@ -5,18 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ppairs_lens.evaluation.ablation_verdicts import (
+    ablation_changes_verdict,
+    ablation_unchanged_verdict,
+    judge_decides,
+)
+from ppairs_lens.evaluation.cosine_verdict import (
+    cosine_agreement_verdict,
+    covariance_mean_abs_cos,
+    isotropic_mean_abs_cos,
+    mean_abs_pairwise_cos,
+)
 from ppairs_lens.evaluation.verdicts import (
     FAILS,
     HOLDS,
-    UNDECIDED,
-    ablation_changes_verdict,
-    ablation_unchanged_verdict,
-    cosine_agreement_verdict,
-    covariance_mean_abs_cos,
+    INCONCLUSIVE,
+    NOT_TESTED,
     holm,
-    isotropic_mean_abs_cos,
-    judge_decides,
-    mean_abs_pairwise_cos,
 )
 
 D = 64
@@ -52,15 +57,16 @@ def test_cosine_holds_for_a_shared_direction():
     assert v.evidence["n_pairs"] == 6 and v.evidence["mean_abs_cos"] > 0.9
 
 
-def test_cosine_fails_for_independent_directions():
+def test_cosine_is_inconclusive_not_failed_for_independent_directions():
+    """Not beating the null is absence of evidence: no equivalence test, so no "fails"."""
     rng = np.random.default_rng(1)
     dirs = [_unit(rng.standard_normal(D)) for _ in range(4)]
     v = cosine_agreement_verdict(dirs, [0.8] * 4, features=[_features(rng) for _ in range(4)],
                                  **FAST)
-    assert v.outcome == FAILS and "isotropic" in v.reason
+    assert v.outcome == INCONCLUSIVE and "isotropic" in v.reason
 
 
-def test_cosine_fails_when_the_anisotropic_null_explains_the_agreement():
+def test_cosine_is_inconclusive_when_the_anisotropic_null_explains_the_agreement():
     """Directions that all lie along the stream's one big axis agree with each other more
     than isotropic vectors do, but no more than random directions of that covariance."""
     rng = np.random.default_rng(2)
@@ -70,14 +76,14 @@ def test_cosine_fails_when_the_anisotropic_null_explains_the_agreement():
     dirs = [_unit(rng.standard_normal(len(f)) @ f) for f in feats]
     v = cosine_agreement_verdict(dirs, [0.8] * 4, features=feats, **FAST)
     assert v.evidence["p_isotropic"] < 0.01
-    assert v.outcome == FAILS and "covariance" in v.reason
+    assert v.outcome == INCONCLUSIVE and "covariance" in v.reason
 
 
-def test_cosine_cannot_be_decided_with_fewer_than_two_working_probes():
+def test_cosine_is_not_tested_with_fewer_than_two_working_probes():
     rng = np.random.default_rng(3)
     dirs = [_unit(rng.standard_normal(D)) for _ in range(3)]
     v = cosine_agreement_verdict(dirs, [0.8, 0.45, 0.5], names=["a", "b", "c"], **FAST)
-    assert v.outcome == UNDECIDED and "only 1 of 3" in v.reason
+    assert v.outcome == NOT_TESTED and "only 1 of 3" in v.reason
     assert v.evidence["below_chance"] == ["b", "c"]
 
 
@@ -85,7 +91,7 @@ def test_cosine_without_a_covariance_null_cannot_hold():
     rng = np.random.default_rng(4)
     shared = _unit(rng.standard_normal(D))
     v = cosine_agreement_verdict([shared, shared, shared], [0.9] * 3, **FAST)
-    assert v.outcome == UNDECIDED and "covariance" in v.reason
+    assert v.outcome == INCONCLUSIVE and "covariance" in v.reason
 
 
 def test_the_statistic_and_the_covariance_null():
@@ -108,14 +114,19 @@ def test_changes_holds_when_enough_nulls_and_a_small_p():
     assert v.outcome == HOLDS and v.evidence["moved"] == ["a"]
 
 
-def test_changes_fails_when_no_holm_p_is_small():
+def test_changes_is_inconclusive_on_non_significance_and_fails_only_by_equivalence():
     v = ablation_changes_verdict([0.03, 0.5, 0.9], n_null=1000)
+    assert v.outcome == INCONCLUSIVE          # absence of evidence is not evidence of absence
+    v = ablation_changes_verdict([0.03, 0.5, 0.9], n_null=1000, equivalent=[True] * 3)
     assert v.outcome == FAILS
+    v = ablation_changes_verdict([0.03, 0.5, 0.9], n_null=1000, equivalent=[True, False, True])
+    assert v.outcome == INCONCLUSIVE
 
 
 def test_changes_cannot_be_decided_when_the_smallest_p_cannot_pass_holm():
     v = ablation_changes_verdict([1 / 101] * 9, n_null=100)   # the committed study's design
-    assert v.outcome == UNDECIDED and "1/101" in v.reason and "0.05/9" in v.reason
+    assert v.outcome == NOT_TESTED and "1/101" in v.reason and "0.05/9" in v.reason
+    assert v.needed == "179 null directions"
 
 
 DECIDING = dict(accuracy_margin=0.05, logodds_margin=0.2, judge_accuracy_lo=0.7,
@@ -142,14 +153,14 @@ def test_unchanged_fails_when_a_change_is_shown(acc, lo, moved):
     (dict(control_accuracy_ci=None), "positive control"),
     (dict(ci_counts=False), "too few leak groups"),
 ])
-def test_unchanged_cannot_be_decided_without_a_deciding_judge_or_a_working_control(change, why):
+def test_unchanged_is_not_tested_without_a_deciding_judge_or_a_working_control(change, why):
     v = ablation_unchanged_verdict((-0.02, 0.03), (-0.1, 0.05), **{**DECIDING, **change})
-    assert v.outcome == UNDECIDED and why in v.reason
+    assert v.outcome == NOT_TESTED and why in v.reason and v.needed
 
 
-def test_unchanged_cannot_be_decided_when_the_ci_crosses_the_margin():
+def test_unchanged_is_inconclusive_when_the_ci_crosses_the_margin():
     v = ablation_unchanged_verdict((-0.08, 0.03), (-0.1, 0.05), **DECIDING)
-    assert v.outcome == UNDECIDED and "cross" in v.reason
+    assert v.outcome == INCONCLUSIVE and "cross" in v.reason
 
 
 def test_judge_decides():

@@ -13,8 +13,13 @@ bootstrap CIs, paired differences) that scores a probe.
 * :func:`surface_baseline`: the longer item wins (comparisons) or the longer statement is true
   (statements: longer than the training median), with the sign that fits training better.
 
-In SummEval and HANNA the item id *is* the producing system (``S0``..``S15`` recur in every
-article), so the item key already is the system key there.
+In SummEval, NEWSROOM and HANNA the item id *is* the producing system (``S0``..``S15`` recur
+in every article), so the item key already is the system key there: the lookup is a system
+identity baseline, and says so (:func:`ids_recur_across_contexts`).
+
+:func:`length_balanced_accuracy`: accuracy on the pairs whose two items are within 10% of each
+other's length (where "the longer one wins" has nothing to read), reported only where there
+are at least :data:`MIN_BALANCED_PAIRS` such pairs.
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ from ppairs_lens.evaluation.metrics import accuracy, targets
 from ppairs_lens.evaluation.store_split import pair_groups
 
 __all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS",
-           "BASELINE_LABELS"]
+           "BASELINE_LABELS", "LENGTH_TOLERANCE", "MIN_BALANCED_PAIRS", "ids_recur_across_contexts",
+           "length_balanced", "length_balanced_accuracy"]
+
+#: Two items are of balanced length when they differ by at most this share of the longer.
+LENGTH_TOLERANCE = 0.1
+#: Fewest length-balanced pairs an accuracy on them is reported over.
+MIN_BALANCED_PAIRS = 30
 
 #: Candidate memorisation keys of comparison pairs: name -> (field of item 1, field of item 2).
 #: Only fields of a store's pairs (:class:`~ppairs_lens.activations.pair_info.PairInfo`).
@@ -42,7 +53,7 @@ MEMO_KEYS: dict[str, tuple[str, str]] = {
 #: How figures name the baselines.
 BASELINE_LABELS: dict[str, str] = {"memorisation": "memorisation (no model)",
                                    "surface": "surface: length (no model)",
-                                   "lexical": "lexical: TF-IDF words (no model)",
+                                   "lexical": "lexical: unigram bag of words (no model)",
                                    "embedding": "embedding layer: pooled W_E (no blocks)"}
 
 
@@ -127,9 +138,52 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
         return Baseline("memorisation", None, "", reason="the pairs carry no item ids")
     acc, name, p_te = best
     seen = float(np.mean(p_te != 0.5))
-    return Baseline("memorisation", p_te, f"{name} win rate (best on train, leave-one-out acc "
+    what = ("system id (item ids recur across contexts: each is the system that wrote it)"
+            if ids_recur_across_contexts(pairs_train) else name)
+    return Baseline("memorisation", p_te, f"{what} win rate (best on train, leave-one-out acc "
                     f"{acc:.3f}; "
                     f"{seen:.0%} of test pairs informed)", acc)
+
+
+def ids_recur_across_contexts(pairs: Sequence[PairInfo]) -> bool:
+    """Whether contexts hold several items each (3 or more ids) and some item id appears in
+    two or more contexts (SummEval's ``S0``..``S15`` in every article): then the id names
+    the item's producer, not the item."""
+    where: dict = {}
+    items: dict = {}
+    for p in pairs:
+        for i in (p.item1_id, p.item2_id):
+            if i is not None:
+                where.setdefault(i, set()).add(p.context_id)
+                items.setdefault(p.context_id, set()).add(i)
+    return (any(len(v) > 2 for v in items.values())
+            and any(len(c) > 1 for c in where.values()))
+
+
+def length_balanced(pairs: Sequence[PairInfo],
+                    tolerance: float = LENGTH_TOLERANCE) -> np.ndarray:
+    """Mask of the pairs whose two items' lengths differ by at most ``tolerance`` of the
+    longer (False where a length is missing, and for statements)."""
+    out = []
+    for p in pairs:
+        a, b = p.len1, p.len2
+        out.append(a is not None and b is not None and max(a, b) > 0
+                   and abs(float(a) - float(b)) <= tolerance * max(float(a), float(b)))
+    return np.array(out, dtype=bool)
+
+
+def length_balanced_accuracy(labels: Sequence[int], predictions: dict[str, np.ndarray],
+                             pairs: Sequence[PairInfo], *,
+                             min_pairs: int = MIN_BALANCED_PAIRS) -> dict | None:
+    """``{"n", "tolerance", "accuracy": {name: acc}}`` of each predictor's P(item 1) on the
+    length-balanced pairs (:func:`length_balanced`); None with fewer than ``min_pairs``."""
+    keep = length_balanced(pairs)
+    if keep.sum() < min_pairs:
+        return None
+    y = targets(np.asarray(labels)[keep])
+    return {"n": int(keep.sum()), "tolerance": LENGTH_TOLERANCE,
+            "accuracy": {k: accuracy(y, np.asarray(p, dtype=float)[keep])
+                         for k, p in predictions.items()}}
 
 
 def _lengths(pairs: Sequence[PairInfo], statements: bool, median: float) -> np.ndarray:

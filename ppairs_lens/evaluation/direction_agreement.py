@@ -5,7 +5,7 @@ held-out accuracy there (CI over the split's bootstrap unit), and its training c
 differences centred within each label (the covariance null: the stream's own spread of
 contrasts, less the label signal itself, which would otherwise hand the null the very
 direction being tested), handed to
-:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`. Only probes that work in
+:func:`ppairs_lens.evaluation.cosine_verdict.cosine_agreement_verdict`. Only probes that work in
 distribution (CI lower end above chance) count: directions of probes that do not work say
 nothing about whether the model's representations agree.
 """
@@ -18,7 +18,7 @@ import numpy as np
 
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups
-from ppairs_lens.evaluation.verdicts import cosine_agreement_verdict
+from ppairs_lens.evaluation.cosine_verdict import cosine_agreement_verdict
 from ppairs_lens.probes.sweep import SweepProbes
 
 __all__ = ["agreement_verdicts", "in_distribution_accuracy"]

@@ -20,7 +20,7 @@ from ppairs_lens.evaluation.metrics import METRICS, proba_vector, targets
 from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, bootstrap
 from ppairs_lens.evaluation.resampled import WEIGHTED
 
-__all__ = ["paired_difference"]
+__all__ = ["group_differences", "paired_difference"]
 
 
 def _value(fn, t: np.ndarray, p: np.ndarray) -> float:
@@ -34,7 +34,8 @@ def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
                       p_b: Float[np.ndarray, " n"] | Sequence[float],
                       groups: Sequence[Hashable] | None, *, metric: str = "accuracy",
                       n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> dict:
-    """``{"value", "lo", "hi", "a", "b", "n", "n_groups", "n_boot_used", "ci_counts"}``:
+    """``{"value", "lo", "hi", "a", "b", "n", "n_groups", "n_boot_used", "ci_counts",
+    "group_diffs"}``:
     metric(a) - metric(b) on labels ``y`` (1 / 2, as in a store), with a percentile interval.
 
     ``p_a`` / ``p_b`` are P(item 1) of the two predictors on the same records; ``groups``
@@ -54,4 +55,18 @@ def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
     va, vb = _value(fn, t, a), _value(fn, t, b)
     ci = bootstrap(lambda w: wfn(w, t, a) - wfn(w, t, b), len(t), groups, value=va - vb,
                    n_boot=n_boot, seed=seed, alpha=alpha)
-    return {**ci, "a": va, "b": vb, "n": len(t), "metric": metric}
+    return {**ci, "a": va, "b": vb, "n": len(t), "metric": metric,
+            "group_diffs": group_differences(fn, t, a, b, groups)}
+
+
+def group_differences(fn, t: np.ndarray, a: np.ndarray, b: np.ndarray,
+                      groups: Sequence[Hashable] | None) -> list[float]:
+    """metric(a) - metric(b) inside each group (first-appearance order; NaN where the metric
+    is undefined on a group): what a sign-flip test reads when there are too few groups for
+    a bootstrap interval (:mod:`ppairs_lens.evaluation.sign_flip`)."""
+    keys = list(range(len(t))) if groups is None else list(groups)
+    where: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(keys):
+        where.setdefault(g, []).append(i)
+    return [_value(fn, t[ix], a[ix]) - _value(fn, t[ix], b[ix])
+            for ix in (np.array(v) for v in where.values())]

@@ -16,16 +16,19 @@ from __future__ import annotations
 import math
 
 from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL_AT_READOUT
+from ppairs_lens.evaluation.ablation_verdicts import (
+    ablation_changes_verdict,
+    ablation_unchanged_verdict,
+    judge_decides,
+    unchanged_rule,
+)
+from ppairs_lens.evaluation.cosine_verdict import cosine_rule
 from ppairs_lens.evaluation.verdicts import (
     FAILS,
     HOLDS,
-    UNDECIDED,
+    INCONCLUSIVE,
+    NOT_TESTED,
     Verdict,
-    ablation_changes_verdict,
-    ablation_unchanged_verdict,
-    cosine_rule,
-    judge_decides,
-    unchanged_rule,
 )
 
 __all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_claim", "cosine_claim"]
@@ -47,7 +50,7 @@ def cosine_claim(transfer: dict | None) -> dict | None:
     if not pk:
         return None
     v = pk.get("agreement") or Verdict(
-        UNDECIDED, "this run's transfer step recorded neither each probe's in-distribution "
+        NOT_TESTED, "this run's transfer step recorded neither each probe's in-distribution "
         "accuracy CI at the cosine read-out nor the same statistic under the nulls (mean |cos| "
         "of as many random directions); rerun it", cosine_rule()).as_dict()
     return {**v, "mean_abs_cos": pk.get("mean_abs_cos"),
@@ -100,7 +103,8 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
                 ci_counts=bool(r.get("delta_ci_counts", True)))
         else:
             decides, why = judge_decides(acc_lo, same)
-            v = Verdict(UNDECIDED, why if not decides else "this run recorded no paired "
+            v = Verdict(NOT_TESTED if not decides else INCONCLUSIVE,
+                        why if not decides else "this run recorded no paired "
                         "Δaccuracy / Δlog-odds CI (rerun the ablation step)", "")
         rule = rule or v.rule
         ev.append({**{k: r.get(k) for k in ("dataset", "condition", "effect", "p_matched",
@@ -108,25 +112,30 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
                                              "delta_accuracy_lo", "delta_accuracy_hi",
                                              "delta_auroc", "delta_auroc_lo", "delta_auroc_hi")
                       if k in r},
-                   "outcome": v.outcome, "reason": v.reason, "judge_from": source})
+                   "outcome": str(v.outcome), "reason": v.reason, "judge_from": source})
     n_null = min(int(r.get("n_matched") or 0) for r in probes)
     decides = {ds: judge_decides(*_judge_of(by.get((ds, BASELINE), {}),
                                             judges.get(ds, {}))[:2])
                for ds in {r["dataset"] for r in probes}}
     if not any(ok for ok, _ in decides.values()):
         # a judge that never changes its answer cannot show a change either
-        changes = Verdict(UNDECIDED, "; ".join(f"{ds}: {why}" for ds, (_, why) in
-                                               decides.items()), "")
+        changes = Verdict(NOT_TESTED, "; ".join(f"{ds}: {why}" for ds, (_, why) in
+                                                decides.items()), "",
+                          needed="a judge that decides")
     else:
+        # "it changes" fails only where every direction's equivalence (TOST) was shown
         changes = ablation_changes_verdict([r.get("p_matched", float("nan")) for r in probes],
                                            n_null, ALPHA, [f"{r['dataset']} {r['condition']}"
-                                                           for r in probes])
+                                                           for r in probes],
+                                           equivalent=[e["outcome"] == HOLDS for e in ev])
     outcomes = {o: list(dict.fromkeys(e["dataset"] for e in ev if e["outcome"] == o))
-                for o in (HOLDS, FAILS, UNDECIDED)}
+                for o in (HOLDS, FAILS, INCONCLUSIVE, NOT_TESTED)}
     return {"rule": rule or unchanged_rule(ACCURACY_MARGIN, LOGODDS_MARGIN, ALPHA),
             "evidence": ev, "holds_on": outcomes[HOLDS], "fails_on": outcomes[FAILS],
-            "undecided_on": outcomes[UNDECIDED], "changes": changes.as_dict(),
-            "outcome": (FAILS if outcomes[FAILS] else HOLDS if outcomes[HOLDS] and not
-                        outcomes[UNDECIDED] else UNDECIDED)}
+            "undecided_on": list(dict.fromkeys(outcomes[INCONCLUSIVE] + outcomes[NOT_TESTED])),
+            "changes": changes.as_dict(),
+            "outcome": str(FAILS if outcomes[FAILS] else HOLDS if outcomes[HOLDS] and not
+                           (outcomes[INCONCLUSIVE] or outcomes[NOT_TESTED]) else
+                           INCONCLUSIVE if outcomes[INCONCLUSIVE] else NOT_TESTED)}
 
 

@@ -1,184 +1,256 @@
-"""Verdicts on the paper's claims, each drawn with the statistic the claim needs.
+"""Verdicts on the published claims: typed outcomes, rules that can go either way.
 
-A verdict is one of :data:`HOLDS`, :data:`FAILS` or :data:`UNDECIDED` ("cannot be decided
-here"), with the reason in words and the numbers it rests on (:class:`Verdict`). The functions
-here are pure: they take numbers (intervals, p-values, directions) and decide; the analyses
-compute those numbers and call them.
+An outcome (:class:`Outcome`) is *holds*, *fails*, *inconclusive* (the data could have decided
+but did not) or *not tested at this size* (no result this run could produce would decide it:
+too few groups, a judge that never changes its answer; the size that would test it is given).
+A :class:`Verdict` carries the outcome, why, the rule, which interval or test was used and
+the numbers. The functions are pure: they take numbers and decide.
 
-* :func:`cosine_agreement_verdict`: "probe directions agree across datasets". The statistic is
-  the mean |cos| over every pair of the directions of probes that beat chance in distribution;
-  it is compared with the *same* statistic (same number of directions, so same number of
-  pairs) under two nulls: isotropic random unit vectors (:func:`isotropic_mean_abs_cos`) and
-  random vectors drawn from each dataset's own training contrast covariance
-  (:func:`covariance_mean_abs_cos`), since the residual stream is anisotropic.
-* :func:`ablation_changes_verdict`: "ablating the direction changes the judgement": Holm-
-  corrected permutation p-values; undecided when even the smallest reachable p (``1 /
-  (n_null + 1)``) cannot pass Holm's smallest threshold.
-* :func:`ablation_unchanged_verdict`: "ablating the direction leaves the judgement unchanged":
-  an equivalence test (two one-sided tests, i.e. the ``1 - 2 alpha`` CI inside the margin) on
-  Δaccuracy and on the Δlog-odds margin, on a judge that decides, with a positive control that
-  shows the read-out can move the judgement at all.
+Rules, by the kind of claim (each with a smallest effect of interest ``delta``):
+
+* **beats** ("A beats B", the difference ``A - B``): holds when the difference is shown above 0
+  (the 95% CI's lower end above 0); fails when it is shown below ``+delta`` (A is not better
+  by the smallest effect worth reporting: the upper end below ``delta``); else inconclusive.
+* **unchanged** ("removing the direction leaves the judgement unchanged"): holds by
+  equivalence within ``±delta`` (two one-sided tests, TOST, at 5%: the 90% CI inside);
+  fails when a change is shown (the difference's 95% CI excludes 0 and equivalence is not
+  shown); else inconclusive.
+* **changes** (ablation, steering, agreement of directions): holds when significant; fails
+  only when equivalence within ``±delta`` is shown; non-significance alone is inconclusive.
+
+Each test is two one-sided p-values (:class:`ClaimTest`: one for "holds", one for "fails"),
+and :func:`decide_family` applies Holm's step-down correction to each over the claims of one
+family. The p-values come from a valid interval at the size used: a group bootstrap interval
+only over at least :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` groups (p by
+the normal approximation of that interval, ``SE = width / 3.92``); with fewer groups the
+sign-flip permutation test on the group-level differences
+(:func:`~ppairs_lens.evaluation.sign_flip.sign_flip_test`), whose smallest attainable p is
+checked against Holm's first threshold before anything is concluded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from jaxtyping import Float
+from scipy.stats import norm
 
-__all__ = ["FAILS", "HOLDS", "UNDECIDED", "Verdict", "ablation_changes_verdict",
-           "ablation_unchanged_verdict", "beats_chance", "covariance_mean_abs_cos", "holm",
-           "isotropic_mean_abs_cos", "judge_decides", "mean_abs_pairwise_cos",
-           "cosine_agreement_verdict", "cosine_rule", "interval_verdict", "permutation_p",
-           "transfer_refusal", "unchanged_rule"]
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
+from ppairs_lens.evaluation.power import groups_needed, sd_from_interval
+from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
-HOLDS = "holds"
-FAILS = "fails"
-UNDECIDED = "cannot be decided here"
+__all__ = ["ALPHA", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_TESTED", "ClaimTest",
+           "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
+           "groups_to_decide", "holm", "intersection_test", "interval_verdict",
+           "transfer_refusal"]
+
+#: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
+ALPHA = 0.05
+#: The kinds of claim and the rule each gets (module doc).
+CLAIM_KINDS = ("beats", "unchanged", "changes")
+
+
+class Outcome(StrEnum):
+    """A claim's outcome; its value is the word the report prints."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    INCONCLUSIVE = "inconclusive"
+    NOT_TESTED = "not tested at this size"
+
+
+HOLDS, FAILS = Outcome.HOLDS, Outcome.FAILS
+INCONCLUSIVE, NOT_TESTED = Outcome.INCONCLUSIVE, Outcome.NOT_TESTED
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim's outcome (:data:`HOLDS` / :data:`FAILS` / :data:`UNDECIDED`), why, the rule
-    applied and the numbers it rests on."""
+    """A claim's outcome, why, the rule applied, the interval or test used (``method``), the
+    numbers it rests on, and (not tested) the size that would test it (``needed``)."""
 
-    outcome: str
+    outcome: Outcome
     reason: str
-    rule: str
+    rule: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
+    method: str = ""
+    needed: str | None = None
 
     def __post_init__(self) -> None:
-        if self.outcome not in (HOLDS, FAILS, UNDECIDED):
-            raise ValueError(f"unknown outcome {self.outcome!r}")
+        object.__setattr__(self, "outcome", Outcome(self.outcome))  # refuses unknown words
 
     @property
     def text(self) -> str:
         """``"holds: reason"`` etc., for a caption or the README."""
         return f"{self.outcome}: {self.reason}"
 
+    def __str__(self) -> str:
+        return self.text
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "outcome": str(self.outcome)}
 
 
-# ------------------------------------------------------------------ cosine agreement
+# ------------------------------------------------------------------ differences and tests
 
-def beats_chance(acc_lo: float | None, chance: float = 0.5) -> bool:
-    """A probe works in distribution: its held-out accuracy CI's lower end is above chance."""
-    return acc_lo is not None and bool(np.isfinite(acc_lo)) and acc_lo > chance
-
-
-def mean_abs_pairwise_cos(directions: Float[np.ndarray, "m d"]) -> float:
-    """Mean |cos| over every unordered pair of rows."""
-    u = np.asarray(directions, dtype=float)
-    u = u / np.linalg.norm(u, axis=1, keepdims=True)
-    c = u @ u.T
-    i, j = np.triu_indices(len(u), k=1)
-    return float(np.abs(c[i, j]).mean())
+def _num(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
 
 
-def _pairwise_stat(u: Float[np.ndarray, "s m d"]) -> Float[np.ndarray, "s"]:
-    u = u / np.linalg.norm(u, axis=-1, keepdims=True)
-    c = np.einsum("smd,snd->smn", u, u)
-    i, j = np.triu_indices(u.shape[1], k=1)
-    return np.abs(c[:, i, j]).mean(1)
+@dataclass(frozen=True)
+class Difference:
+    """A claim's statistic on this run: the difference, its 95% bootstrap interval, the
+    groups that interval resampled, the pairs, and (where recorded) one difference per group
+    for the sign-flip test."""
+
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+    n_groups: int | None = None
+    n_pairs: int | None = None
+    group_diffs: tuple[float, ...] | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], value_key: str = "value") -> "Difference":
+        """From a paired-difference dict (``value``/``lo``/``hi``/``n_groups``/``n``/
+        ``group_diffs``; ``value_key`` names the value where a row calls it otherwise)."""
+        gd = row.get("group_diffs")
+        n_groups = row.get("n_groups")
+        return cls(_num(row.get(value_key)), _num(row.get("lo")), _num(row.get("hi")),
+                   None if n_groups is None else int(n_groups),
+                   None if row.get("n") is None else int(row["n"]),
+                   None if gd is None else tuple(float(x) for x in gd))
 
 
-def isotropic_mean_abs_cos(m: int, d: int, n_sim: int = 2000, seed: int = 0
-                           ) -> Float[np.ndarray, "n_sim"]:
-    """The statistic under the isotropic null: mean |cos| over all pairs of ``m`` independent
-    uniform unit vectors in ``R^d``, ``n_sim`` times (seeded)."""
-    rng = np.random.default_rng(seed)
-    out = [_pairwise_stat(rng.standard_normal((min(500, n_sim - s), m, d)))
-           for s in range(0, n_sim, 500)]
-    return np.concatenate(out)
+@dataclass(frozen=True)
+class ClaimTest:
+    """The two one-sided tests of one claim, each as a p comparable with :data:`ALPHA`
+    (``p_holds``: against "the claim is false in its own direction"; ``p_fails``: against
+    "it is not false by the margin"), the smallest p reachable at this size, the method, and
+    what the power table needs (the observed value and group-level SD)."""
+
+    kind: str
+    delta: float
+    p_holds: float
+    p_fails: float
+    smallest_p: float
+    method: str
+    value: float
+    sd: float
+    n_groups: int
+    n_pairs: int | None
 
 
-def covariance_mean_abs_cos(features: Sequence[Float[np.ndarray, "n d"]], n_sim: int = 2000,
-                            seed: int = 0) -> Float[np.ndarray, "n_sim"]:
-    """The statistic under the residual stream's own geometry: direction ``i`` is ``g' X_i``
-    (``g ~ N(0, I)``, ``X_i`` the centred training contrast differences of dataset ``i``, so
-    its covariance is ``X_i' X_i``), normalised; mean |cos| over all pairs, ``n_sim`` times."""
-    rng = np.random.default_rng(seed)
-    xs = [np.asarray(x, dtype=float) - np.asarray(x, dtype=float).mean(0) for x in features]
-    out = []
-    for s in range(0, n_sim, 500):
-        b = min(500, n_sim - s)
-        out.append(_pairwise_stat(np.stack([rng.standard_normal((b, len(x))) @ x for x in xs],
-                                           axis=1)))
-    return np.concatenate(out)
+def _normal_p(value: float, se: float, shift: float, greater: bool) -> float:
+    if se <= 0:
+        return 0.0 if (value > shift if greater else value < shift) else 1.0
+    z = (value - shift) / se
+    return float(norm.sf(z) if greater else norm.cdf(z))
 
 
-def permutation_p(observed: float, null: Float[np.ndarray, "n"]) -> float:
-    """One-sided ``(1 + #{null >= observed}) / (1 + n)``."""
-    null = np.asarray(null, dtype=float)
-    return float((1 + np.sum(null >= observed)) / (1 + len(null)))
+def _one_sided(d: Difference, shift: float, greater: bool, seed: int) -> tuple[float, float]:
+    """(p, smallest reachable p) of one one-sided test at ``shift``: the interval's normal
+    approximation with enough groups, else the sign-flip test."""
+    if (d.n_groups or 0) >= MIN_BOOTSTRAP_GROUPS:
+        return _normal_p(d.value, (d.hi - d.lo) / (2 * norm.ppf(1 - ALPHA / 2)), shift,
+                         greater), 0.0
+    t = sign_flip_test(d.group_diffs, shift=shift, alternative="greater" if greater else "less",
+                       seed=seed)
+    return t.p, t.smallest_p
 
 
-def _frac(p: float, n_sim: int) -> str:
-    """A permutation p as the exact count it is, ``k/(n_sim + 1)`` (no rounding to 0)."""
-    return f"{round(p * (n_sim + 1))}/{n_sim + 1}"
+def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0
+               ) -> ClaimTest | Verdict:
+    """The :class:`ClaimTest` of a claim of ``kind`` (:data:`CLAIM_KINDS`) with margin
+    ``delta`` on ``d``, or a *not tested* :class:`Verdict` when no valid test exists here
+    (no value; fewer than the bootstrap's minimum groups and no group differences)."""
+    if kind not in CLAIM_KINDS:
+        raise ValueError(f"unknown claim kind {kind!r}; use one of {CLAIM_KINDS}")
+    if delta is None or not delta > 0:
+        raise ValueError(f"a {kind!r} claim needs a smallest effect of interest delta > 0, "
+                         f"got {delta!r}")
+    k = d.n_groups or 0
+    boot = k >= MIN_BOOTSTRAP_GROUPS and None not in (d.value, d.lo, d.hi)
+    flips = [x for x in (d.group_diffs or ()) if math.isfinite(x)]
+    if d.value is None or (not boot and len(flips) < 2):
+        had = ("the row records no group count" if d.n_groups is None else f"{k} groups")
+        why = ("no value: nothing was scored" if d.value is None else
+               f"{had}: a bootstrap interval needs {MIN_BOOTSTRAP_GROUPS} and no "
+               "group-level differences were recorded for a sign-flip test")
+        ev: dict[str, Any] = {"n_groups": d.n_groups, "n_pairs": d.n_pairs, "value": d.value}
+        if None not in (d.value, d.lo, d.hi) and k >= 2:   # power from the interval shown
+            ev["groups_to_decide"] = _groups_for(kind, d.value, delta,
+                                                 sd_from_interval(d.lo, d.hi, k), 0.8)
+        return Verdict(NOT_TESTED, why, method="none",
+                       needed=f"{MIN_BOOTSTRAP_GROUPS} groups", evidence=ev)
+    if boot:
+        method = f"group bootstrap 95% CI over {k} groups (p by its normal approximation)"
+        sd = sd_from_interval(d.lo, d.hi, k)
+    else:
+        d = Difference(float(np.mean(flips)), d.lo, d.hi, len(flips), d.n_pairs, tuple(flips))
+        k = len(flips)
+        method = "sign-flip permutation test on group-level differences"
+        sd = float(np.std(flips, ddof=1))
+    one = lambda s, g: _one_sided(d, s, g, seed)  # noqa: E731
+    if kind == "beats":                  # p's doubled: comparable with the two-sided ALPHA
+        (ph, sh), (pf, sf) = one(0.0, True), one(delta, False)
+        ph, pf, small = min(1.0, 2 * ph), min(1.0, 2 * pf), min(1.0, 2 * min(sh, sf))
+    else:
+        (gp, gs), (lp, ls) = one(0.0, True), one(0.0, False)
+        change = min(1.0, 2 * min(gp, lp))
+        (ap, as_), (bp, bs) = one(-delta, True), one(delta, False)
+        equiv = max(ap, bp)
+        small = min(min(1.0, 2 * min(gs, ls)), max(as_, bs))
+        ph, pf = (change, equiv) if kind == "changes" else (equiv, change)
+    if not boot:
+        method += f" ({'exact' if k <= 16 else 'Monte Carlo'}, {k} groups)"
+    return ClaimTest(kind, float(delta), ph, pf, small, method, float(d.value), sd, k,
+                     d.n_pairs)
 
 
-def cosine_rule(chance: float = 0.5, n_sim: int = 2000, alpha: float = 0.01) -> str:
-    """The rule :func:`cosine_agreement_verdict` applies, in words."""
-    return (f"mean |cos| over all pairs of directions of probes whose in-distribution accuracy "
-            f"CI lower end is above {chance}, against the same statistic for as many random "
-            f"directions (isotropic, and drawn from each dataset's training contrast "
-            f"covariance; {n_sim} draws each): one-sided p < {alpha} against both")
+def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
+    """"A beats each of B_1..B_m" (e.g. every no-model baseline: the strongest with no choice
+    of which, so nothing is chosen on test pairs) from one claim test per comparator: holds
+    only when each holds (intersection-union test: ``p`` the largest, no correction needed);
+    fails when any one fails (Bonferroni: ``m`` times the smallest). A comparator that could
+    not be tested keeps the claim from holding. The value, SD and sizes are those of the
+    comparator closest to the probe (smallest difference)."""
+    ok = [t for t in tests if isinstance(t, ClaimTest)]
+    if not tests:
+        raise ValueError("an intersection test needs at least one comparison")
+    if not ok:                        # none testable: report the comparator closest to A
+        return min(tests, key=lambda v: _num(v.evidence.get("value")) or math.inf)
+    m = len(ok)
+    worst = min(ok, key=lambda t: t.value)
+    p_h = 1.0 if len(ok) < len(tests) else max(t.p_holds for t in ok)
+    p_f = min(1.0, m * min(t.p_fails for t in ok))
+    small = min(max(t.smallest_p for t in ok), min(1.0, m * min(t.smallest_p for t in ok)))
+    return ClaimTest(worst.kind, worst.delta, p_h, p_f, small,
+                     f"intersection-union over {len(tests)} comparators ({len(ok)} tested); "
+                     f"{worst.method}", worst.value, worst.sd, worst.n_groups, worst.n_pairs)
 
 
-def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
-                             accuracy_lo: Sequence[float | None], *,
-                             features: Sequence[Float[np.ndarray, "n d"]] | None = None,
-                             names: Sequence[str] | None = None, n_sim: int = 2000,
-                             seed: int = 0, alpha: float = 0.01, chance: float = 0.5
-                             ) -> Verdict:
-    """Do the directions of probes that work agree across datasets (module doc)?
-
-    ``directions[i]`` is dataset ``i``'s probe direction, ``accuracy_lo[i]`` the lower end of
-    its in-distribution held-out accuracy CI, ``features[i]`` its training contrast
-    differences at the same read-out (the covariance null; None: isotropic only, and then the
-    claim cannot hold). Holds when the statistic beats both nulls at ``alpha``; fails when it
-    does not beat one of them; undecided with fewer than 2 probes above chance.
-    """
-    names = list(names or [str(i) for i in range(len(directions))])
-    keep = [i for i, lo in enumerate(accuracy_lo) if beats_chance(lo, chance)]
-    rule = cosine_rule(chance, n_sim, alpha)
-    ev: dict[str, Any] = {"used": [names[i] for i in keep],
-                          "below_chance": [names[i] for i in range(len(names)) if i not in keep]}
-    if len(keep) < 2:
-        return Verdict(UNDECIDED, f"only {len(keep)} of {len(names)} probes beat chance in "
-                       f"distribution; agreement needs at least 2", rule, ev)
-    dirs = np.stack([np.asarray(directions[i], dtype=float) for i in keep])
-    obs = mean_abs_pairwise_cos(dirs)
-    iso = isotropic_mean_abs_cos(len(keep), dirs.shape[1], n_sim, seed)
-    ev.update(mean_abs_cos=obs, n_pairs=len(list(combinations(keep, 2))),
-              isotropic_p99=float(np.quantile(iso, 0.99)), p_isotropic=permutation_p(obs, iso))
-    cov = None
-    if features is not None:
-        cov = covariance_mean_abs_cos([features[i] for i in keep], n_sim, seed + 1)
-        ev.update(covariance_p99=float(np.quantile(cov, 0.99)),
-                  p_covariance=permutation_p(obs, cov))
-    if ev["p_isotropic"] >= alpha:
-        return Verdict(FAILS, f"mean |cos| {obs:.3f} is within the isotropic null (p = "
-                       f"{_frac(ev['p_isotropic'], n_sim)})", rule, ev)
-    if cov is None:
-        return Verdict(UNDECIDED, f"mean |cos| {obs:.3f} beats the isotropic null, but no "
-                       "covariance null was drawn (no training contrasts given)", rule, ev)
-    if ev["p_covariance"] >= alpha:
-        return Verdict(FAILS, f"mean |cos| {obs:.3f} beats isotropic vectors but not random "
-                       f"directions of the residual stream's own covariance (p = "
-                       f"{_frac(ev['p_covariance'], n_sim)})", rule, ev)
-    return Verdict(HOLDS, f"mean |cos| {obs:.3f} beats both nulls (p = "
-                   f"{_frac(ev['p_isotropic'], n_sim)}, {_frac(ev['p_covariance'], n_sim)})",
-                   rule, ev)
+def _groups_for(kind: str, value: float, delta: float, sd: float, power: float) -> int | None:
+    dist = [value, delta - value] if kind == "beats" else [abs(value), delta - abs(value)]
+    found = [n for n in (groups_needed(x, sd, alpha=ALPHA / 2, power=power) for x in dist)
+             if n is not None]
+    return min(found) if found else None
 
 
-# ------------------------------------------------------------------ ablation
+def groups_to_decide(t: ClaimTest, power: float = 0.8) -> int | None:
+    """Groups that would decide the observed effect with ``power`` (normal approximation from
+    the observed group-level SD, :func:`~ppairs_lens.evaluation.power.groups_needed`): the
+    fewer of the two directions the value leans towards."""
+    return _groups_for(t.kind, t.value, t.delta, t.sd, power)
+
 
 def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
     """Holm-adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN and is not
@@ -193,110 +265,62 @@ def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
     return out
 
 
-def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
-                  chance: float = 0.5, max_same: float = 0.95) -> tuple[bool, str]:
-    """``(decides, reason)``: the unablated judge's accuracy CI is above chance and it does not
-    give one raw answer (the same position, or the same "True"/"False") on ``max_same`` of
-    the records."""
-    if same_answer_share is not None and np.isfinite(same_answer_share) \
-            and same_answer_share >= max_same:
-        return False, (f"the judge does not decide: it gives the same raw answer on "
-                       f"{same_answer_share:.0%} of pairs")
-    if not beats_chance(accuracy_lo, chance):
-        lo = "n/a" if accuracy_lo is None else f"{accuracy_lo:.3f}"
-        return False, f"the judge does not decide: its accuracy CI reaches chance (lower end {lo})"
-    return True, "the judge decides"
+def _rule(kind: str, delta: float, m: int) -> str:
+    what = {"beats": f"holds when the difference is above 0, fails when it is below +{delta:g}",
+            "unchanged": f"holds by equivalence within ±{delta:g} (TOST), fails when a change "
+                         "is shown",
+            "changes": f"holds when a change is shown, fails only by equivalence within "
+                       f"±{delta:g} (TOST)"}[kind]
+    return f"{kind}: {what}; Holm over the {m} claims of its family at {ALPHA}"
 
 
-def ablation_changes_verdict(p_values: Sequence[float], n_null: int, alpha: float = 0.05,
-                             names: Sequence[str] | None = None) -> Verdict:
-    """"Ablating these directions changes the judgement": holds for the directions whose
-    Holm-adjusted permutation p (over all ``p_values``, one family) is below ``alpha``; fails
-    when none is; undecided when ``1 / (n_null + 1)`` is above Holm's smallest threshold
-    ``alpha / m`` (no result could pass)."""
-    p = np.asarray(p_values, dtype=float)
-    m = int(np.isfinite(p).sum())
-    names = list(names or [str(i) for i in range(len(p))])
-    rule = (f"permutation p against {n_null} null directions, Holm-corrected over the {m} "
-            f"tests, below {alpha}")
-    adj = holm(p)
-    ev = {"p": p.tolist(), "p_holm": adj.tolist(), "n_null": n_null, "n_tests": m,
-          "smallest_reachable_p": 1 / (n_null + 1), "holm_threshold": alpha / max(m, 1)}
-    if m == 0:
-        return Verdict(UNDECIDED, "no test was made", rule, ev)
-    if 1 / (n_null + 1) > alpha / m:
-        return Verdict(UNDECIDED, f"with {n_null} null directions the smallest p is "
-                       f"1/{n_null + 1}, above Holm's threshold {alpha}/{m} for {m} tests "
-                       f"(that needs at least {int(np.ceil(m / alpha)) - 1} null directions)",
-                       rule, ev)
-    moved = [n for n, a in zip(names, adj) if np.isfinite(a) and a < alpha]
-    ev["moved"] = moved
-    if moved:
-        return Verdict(HOLDS, f"{', '.join(moved)} move the judgement more than the null "
-                       f"(Holm p < {alpha})", rule, ev)
-    return Verdict(FAILS, f"no direction moves the judgement more than the null (smallest Holm "
-                   f"p {np.nanmin(adj):.3f})", rule, ev)
+def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) -> list[Verdict]:
+    """Verdicts of one family of claims: Holm over the family's "holds" p-values and,
+    separately, over its "fails" p-values; a claim whose smallest reachable p cannot pass
+    Holm's first threshold ``alpha / m`` is *not tested at this size* (with the groups an
+    exact sign-flip test would need). Verdicts passed in (already not tested) stay."""
+    idx = [i for i, t in enumerate(tests) if isinstance(t, ClaimTest)]
+    m = len(idx)
+    adj_h = holm([tests[i].p_holds for i in idx])
+    adj_f = holm([tests[i].p_fails for i in idx])
+    out: list[Verdict] = [t if isinstance(t, Verdict) else None for t in tests]  # type: ignore
+    for j, i in enumerate(idx):
+        t: ClaimTest = tests[i]  # type: ignore[assignment]
+        ev = {"value": t.value, "p_holds": t.p_holds, "p_fails": t.p_fails,
+              "p_holds_holm": float(adj_h[j]), "p_fails_holm": float(adj_f[j]),
+              "smallest_p": t.smallest_p, "family_size": m, "n_groups": t.n_groups,
+              "n_pairs": t.n_pairs, "group_sd": t.sd, "delta": t.delta,
+              "groups_to_decide": groups_to_decide(t)}
+        rule = _rule(t.kind, t.delta, m)
+        if adj_h[j] < alpha:
+            v = Verdict(HOLDS, f"Holm p {adj_h[j]:.3g} < {alpha}", rule, ev, t.method)
+        elif adj_f[j] < alpha:
+            v = Verdict(FAILS, f"Holm p {adj_f[j]:.3g} < {alpha} against the margin "
+                        f"{t.delta:g}", rule, ev, t.method)
+        elif t.smallest_p >= alpha / m:
+            need = groups_for_p(alpha / (2 * m) if t.kind == "beats" else alpha / m)
+            v = Verdict(NOT_TESTED, f"with {t.n_groups} groups the smallest p this test can "
+                        f"give is {t.smallest_p:.3g}, not below Holm's first threshold "
+                        f"{alpha}/{m}", rule, ev, t.method, needed=f"{need} groups")
+        else:
+            v = Verdict(INCONCLUSIVE, f"neither a difference nor its absence is shown (Holm "
+                        f"p {adj_h[j]:.3g} / {adj_f[j]:.3g})", rule, ev, t.method)
+        out[i] = v
+    return out
 
 
-def _inside(ci: Sequence[float], margin: float) -> bool:
-    return bool(np.all(np.isfinite(ci))) and -margin < ci[0] and ci[1] < margin
+def interval_verdict(diff: Mapping[str, Any], delta: float, kind: str = "beats") -> Verdict:
+    """One claim alone (a family of one) from a paired-difference dict
+    (:meth:`Difference.from_row`)."""
+    return decide_family([claim_test(Difference.from_row(diff), kind, delta)])[0]
 
 
-def _beyond(ci: Sequence[float], margin: float) -> bool:
-    return bool(np.all(np.isfinite(ci))) and (ci[0] > margin or ci[1] < -margin)
+# ------------------------------------------------------------------ shared checks
 
+def beats_chance(acc_lo: float | None, chance: float = 0.5) -> bool:
+    """A probe or judge works: its held-out accuracy CI's lower end is above chance."""
+    return acc_lo is not None and bool(np.isfinite(acc_lo)) and acc_lo > chance
 
-def unchanged_rule(accuracy_margin: float, logodds_margin: float, alpha: float = 0.05) -> str:
-    """The rule :func:`ablation_unchanged_verdict` applies, in words."""
-    return (f"two one-sided tests at {alpha}: the {1 - 2 * alpha:.0%} paired CIs (leak groups "
-            f"resampled) of Δaccuracy within ±{accuracy_margin} and of the Δlog-odds margin "
-            f"within ±{logodds_margin}, on a judge that decides (accuracy CI above 0.5, not "
-            f"the same raw answer on 95% of pairs), where the positive control at the probe's "
-            f"read-out changes accuracy by more than the margin")
-
-
-def ablation_unchanged_verdict(delta_accuracy_ci: Sequence[float],
-                               delta_logodds_ci: Sequence[float], *, accuracy_margin: float,
-                               logodds_margin: float, judge_accuracy_lo: float | None,
-                               same_answer_share: float | None,
-                               control_accuracy_ci: Sequence[float] | None,
-                               moved_by_test: bool = False, ci_counts: bool = True,
-                               alpha: float = 0.05) -> Verdict:
-    """"Ablating the direction leaves the judgement unchanged", by equivalence (TOST).
-
-    ``delta_*_ci``: the ``1 - 2 alpha`` paired CIs (ablated minus unablated, same records,
-    leak groups resampled) of accuracy and of the mean signed log-odds change towards the gold
-    item; ``control_accuracy_ci``: the same Δaccuracy CI for the positive control at the
-    probe's own read-out. Holds when both CIs lie inside ``±margin`` (both one-sided tests at
-    ``alpha`` reject a larger change) on a judge that decides and a read-out whose control
-    moves it beyond the margin; fails when a CI lies wholly beyond the margin or
-    ``moved_by_test`` (the Holm-corrected permutation test found a change); else undecided
-    (also when ``ci_counts`` is False: the CIs resample too few leak groups to count).
-    """
-    rule = unchanged_rule(accuracy_margin, logodds_margin, alpha)
-    ev = {"delta_accuracy_ci": list(map(float, delta_accuracy_ci)),
-          "delta_logodds_ci": list(map(float, delta_logodds_ci)),
-          "accuracy_margin": accuracy_margin, "logodds_margin": logodds_margin,
-          "control_accuracy_ci": (None if control_accuracy_ci is None
-                                  else list(map(float, control_accuracy_ci)))}
-    decides, why = judge_decides(judge_accuracy_lo, same_answer_share)
-    if not decides:
-        return Verdict(UNDECIDED, why, rule, ev)
-    if moved_by_test or _beyond(delta_accuracy_ci, accuracy_margin) \
-            or _beyond(delta_logodds_ci, logodds_margin):
-        return Verdict(FAILS, "the ablation changes the judgement beyond the margin"
-                       + (" (Holm-corrected permutation test)" if moved_by_test else ""), rule, ev)
-    if not ci_counts:
-        return Verdict(UNDECIDED, "the CIs resample too few leak groups to count toward a claim",
-                       rule, ev)
-    if control_accuracy_ci is None or not _beyond(control_accuracy_ci, accuracy_margin):
-        return Verdict(UNDECIDED, "the positive control at the probe's read-out does not move "
-                       "the judgement beyond the margin either, so no change could be seen",
-                       rule, ev)
-    if _inside(delta_accuracy_ci, accuracy_margin) and _inside(delta_logodds_ci, logodds_margin):
-        return Verdict(HOLDS, "Δaccuracy and Δlog-odds are both within their margins", rule, ev)
-    return Verdict(UNDECIDED, "the CIs cross the margin: neither equivalence nor a change is "
-                   "shown", rule, ev)
 
 
 # ------------------------------------------------------------------ transfer
@@ -312,19 +336,3 @@ def transfer_refusal(kind_a: str | None, kind_b: str | None) -> str | None:
         return (f"{kind_a} -> {kind_b}: prompt kinds differ, so the answer mapping between them "
                 "is arbitrary")
     return None
-
-
-def interval_verdict(diff: dict) -> str:
-    """"a beats b" from the paired CI of a - b (:func:`ppairs_lens.evaluation.paired.
-    paired_difference`): holds when the CI lies above 0, fails below 0, else cannot be decided;
-    an interval over too few groups to count (``ci_counts`` False) decides nothing."""
-    if diff.get("ci_counts") is False:
-        return f"{UNDECIDED}: the CI resamples fewer than the minimum number of groups"
-    lo, hi = diff.get("lo"), diff.get("hi")
-    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{UNDECIDED}: no interval"
-    if lo > 0:
-        return HOLDS
-    if hi < 0:
-        return FAILS
-    return f"{UNDECIDED}: the 95% CI [{lo:+.3f}, {hi:+.3f}] contains 0"

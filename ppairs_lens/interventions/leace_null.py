@@ -17,8 +17,8 @@ compares a probe direction with its nulls (:mod:`ppairs_lens.evaluation.null_tes
 resolution is ``1 / (K + 1)``), Δaccuracy and Δlog-odds margin with paired CIs over leak groups
 (:func:`ppairs_lens.evaluation.judge_change.judge_change`, the one bootstrap), and the verdict
 "the erasure changes the judgement more than the null"
-(:func:`ppairs_lens.evaluation.verdicts.ablation_changes_verdict`). :func:`leace_null_study`
-is all of it for one store split and dataset.
+(:func:`ppairs_lens.evaluation.ablation_verdicts.ablation_changes_verdict`).
+:func:`leace_null_study` is all of it for one store split and dataset.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from ppairs_lens.data.records import ITEM1, TIE, Dataset
 from ppairs_lens.errors import DirectionError
 from ppairs_lens.evaluation.judge_change import judge_change
 from ppairs_lens.evaluation.null_test import direction_effects, null_test, sign_accuracy
-from ppairs_lens.evaluation.verdicts import ablation_changes_verdict
+from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
 from ppairs_lens.interventions.batched import judge_under_branches
 from ppairs_lens.interventions.leace import fit_leace
 from ppairs_lens.models.backend import resolve_hooks

@@ -1,0 +1,400 @@
+"""The claims registry: each published claim of the thesis and the paper once, and its verdict.
+
+A :class:`Claim` is a frozen record: id, source, statement, family, the statistic that decides
+it, the datasets and sizes it needs, and its comparison ``(dataset, A, B, statistic)``: no two
+claims share one (:func:`check_registry`). A :class:`Family` gives its claims' rule and δ with
+a one-line reason; Holm runs within each family. Comparators are fixed before any test pair is
+read: the prompted judge is the paper's own form (no judge form is scored on a validation
+split at these sizes: the threshold form's threshold is fitted on 3-6 training pairs, direct
+scoring and G-Eval run on test pairs only); "the strongest baseline" is *every* no-model
+baseline (intersection-union test), at least as hard as any one a validation split would pick.
+:func:`evaluate_claims` gives the rows, the families and the power table; the main job and its
+``refresh`` (``python -m analyses.replication figures``) call it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
+from ppairs_lens.evaluation.published import published
+from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
+from ppairs_lens.evaluation.verdicts import (
+    ALPHA,
+    INCONCLUSIVE,
+    NOT_TESTED,
+    ClaimTest,
+    Difference,
+    Outcome,
+    Verdict,
+    claim_test,
+    decide_family,
+    intersection_test,
+)
+
+__all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """Claims decided by one rule, with one δ, Holm-corrected together."""
+
+    name: str
+    kind: str                 # beats | unchanged | changes
+    delta: float | None
+    unit: str
+    why: str
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("probe vs prompting", "beats", 0.05, "pairwise accuracy",
+           "5 points of pairwise accuracy (one pair in 20): a smaller gap between two judges "
+           "would not change which one to use"),
+    Family("supervised vs unsupervised", "beats", 0.05, "pairwise accuracy",
+           "as for probes against prompting: the same figures, the same resolution"),
+    Family("probe vs no-model baselines", "beats", 0.05, "accuracy",
+           "a probe less than 5 points above what the words alone give adds nothing worth "
+           "reporting"),
+    Family("thesis Table 4.1", "beats", 0.05, "pairwise accuracy",
+           "5 points of pairwise accuracy, the same smallest effect as for the paper's "
+           "comparisons of methods"),
+    Family("thesis Table 4.2", "beats", 0.1, "Spearman after sorting",
+           "0.1 of rank correlation: what 5 points of pairwise accuracy make in Kendall's "
+           "tau (tau = 2 acc - 1), the same smallest effect as Table 4.1"),
+    Family("probe vs finetuning", "beats", 0.05, "pairwise accuracy", "as for prompting"),
+    Family("ClimateX", "beats", 0.05, "level accuracy",
+           "5 points of a 3-level tagging accuracy (GPT-4's two settings differ by 2.7)"),
+    Family("robustness to shift", "beats", 0.05, "accuracy drop",
+           "a drop 5 points of accuracy smaller, the same smallest effect as for the other "
+           "comparisons of methods"),
+    Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "Δaccuracy",
+           "the ablation's own equivalence margin (±0.05 accuracy, ±0.2 log-odds)"),
+    Family("interventions change the judgement", "changes", 0.05, "Δaccuracy",
+           "changes smaller than the ablation's margin are no change; fails only by "
+           "equivalence"),
+    Family("directions agree", "changes", None, "mean absolute cosine",
+           "decided against its two null distributions, not a margin; it cannot fail "
+           "without an interval on the mean absolute cosine (none is computed)"),
+)}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published claim (module doc). ``read`` names its reader in :data:`READERS`,
+    ``args`` what that reader is given."""
+
+    id: str
+    source: str
+    statement: str
+    family: str
+    statistic: str
+    datasets: tuple[str, ...]
+    needs: str
+    comparison: tuple[str, str, str, str]
+    read: str
+    args: tuple = ()
+
+    @property
+    def delta(self) -> float | None:
+        return FAMILIES[self.family].delta
+
+
+PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
+                "summeval-relevance", "hanna-coherence", "rocstories", "mctaco", "mt-bench",
+                "llmbar-clean")
+ASPECTS = ("coherence", "consistency", "fluency", "relevance")
+FINETUNE_DATASETS = ("summeval-coherence", "hanna-coherence", "rocstories", "mctaco", "mt-bench")
+PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)"}
+HELD_OUT = "held-out pairs; 20+ test groups (bootstrap CI) or 6+ with group differences"
+
+
+def _registry() -> tuple[Claim, ...]:
+    out: list[Claim] = []
+    acc = "held-out pairwise accuracy, A minus B on the same pairs (paired)"
+    for ds in PVP_DATASETS:
+        out += [
+            Claim(f"fig1.supervised-vs-zero-shot.{ds}", "paper Figure 1",
+                  "the supervised probe beats the prompted judge (paper form)",
+                  "probe vs prompting", acc, (ds,), HELD_OUT,
+                  (ds, "supervised", "zero_shot", "accuracy"), "sweep",
+                  ("supervised", "zero_shot")),
+            Claim(f"fig2.pca-vs-zero-shot.{ds}", "paper Figure 2",
+                  "the unsupervised (PCA) probe beats calibrated zero-shot prompting",
+                  "probe vs prompting", acc, (ds,), HELD_OUT,
+                  (ds, "pca", "zero_shot", "accuracy"), "sweep", ("pca", "zero_shot")),
+            Claim(f"fig3.supervised-vs-pca.{ds}", "paper Figure 3",
+                  "the supervised probe beats the unsupervised probe",
+                  "supervised vs unsupervised", acc, (ds,), HELD_OUT,
+                  (ds, "supervised", "pca", "accuracy"), "sweep", ("supervised", "probe:pca"))]
+        out += [Claim(f"baselines.{k}.{ds}", "issue 35 (precondition of every probe claim)",
+                      f"the {PROBES[k]} beats the strongest no-model baseline (every one)",
+                      "probe vs no-model baselines", acc + "; intersection-union over the "
+                      "baselines", (ds,), HELD_OUT, (ds, k, "every baseline", "accuracy"),
+                      "baselines", (k,)) for k in PROBES]
+    for table, fam, stat in (("4.1", "thesis Table 4.1", "pairwise accuracy"),
+                             ("4.2", "thesis Table 4.2", "Spearman after sorting")):
+        for a in ASPECTS:
+            for other in ("direct", "G-Eval", "PAIRS"):
+                out.append(Claim(
+                    f"thesis{table}.ppairs-vs-{other.lower()}.{a}", f"thesis Table {table}",
+                    f"PPAIRS beats {other} ({stat})", fam, f"{stat}, PPAIRS minus {other}",
+                    (f"summeval-{a}",), "held-out articles; 20+ (bootstrap) or 6+ with "
+                    "group differences", (f"summeval-{a}", "PPAIRS", other, stat), "thesis",
+                    (table, a, other)))
+    for ds in FINETUNE_DATASETS:
+        for m in ("lora", "full"):
+            out.append(Claim(f"sec5.2.supervised-vs-{m}.{ds}", "paper Section 5.2",
+                             f"the supervised probe beats {m} finetuning on the same training "
+                             "comparisons", "probe vs finetuning", acc, (ds,), HELD_OUT,
+                             (ds, "supervised", m, "accuracy"), "finetuning", (ds, m)))
+    for setting in ("zero-shot", "few-shot"):
+        out.append(Claim(f"climatex.insert-vs-gpt4-{setting}", "ClimateX paper / thesis 4.4",
+                         f"PPAIRS_INSERT beats GPT-4 {setting} on ClimateX",
+                         "ClimateX", "level accuracy, ours minus GPT-4's published",
+                         ("climatex",), "test statements; 20+", ("climatex", "PPAIRS_INSERT",
+                                                                 f"GPT-4 {setting}", "accuracy"),
+                         "climatex", (setting,)))
+    out.append(Claim("baselines.insert.climatex", "issue 35 (precondition)",
+                     "PPAIRS_INSERT beats every no-model tagger", "probe vs no-model baselines",
+                     "level accuracy, paired; intersection-union over the taggers",
+                     ("climatex",), "test statements; 20+",
+                     ("climatex", "PPAIRS_INSERT", "every baseline", "accuracy"), "taggers"))
+    for k in PROBES:
+        out.append(Claim(f"fig4.{k}-loses-less", "paper Figure 4",
+                         f"{PROBES[k]}s lose less accuracy than prompting under distribution "
+                         "shift", "robustness to shift", "prompting's drop minus the probe's "
+                         "(in distribution minus shifted), on every shifted set",
+                         ("llmbar-clean", "shifted sets"), "in-distribution methods above "
+                         "chance; 20+ groups", ("shift", k, "zero_shot", "drop"), "shift", (k,)))
+    for c in ("supervised", "pca", "mass_mean"):
+        out.append(Claim(f"table2.{c}-unchanged", "paper Table 2",
+                         f"removing the {c} direction leaves the judgement unchanged",
+                         "ablation leaves the judgement unchanged",
+                         "Δaccuracy and Δlog-odds margin, 90% paired CIs (TOST)", ("mt-bench",),
+                         "a judge that decides; 20+ groups", ("mt-bench", c, "ablated",
+                                                              "Δaccuracy"), "ablation", (c,)))
+    out += [Claim("table2.changes", "paper Table 2",
+                  "removing a probe direction changes the judgement more than null directions",
+                  "interventions change the judgement", "permutation p of the effect against "
+                  "variance-matched null directions", ("mt-bench",), "a judge that decides; "
+                  "enough null directions for Holm", ("mt-bench", "ablation", "null", "effect"),
+                  "ablation_changes"),
+            Claim("steering.changes", "issue 27 (steering)",
+                  "adding a probe direction moves the judge more than variance-matched "
+                  "directions", "interventions change the judgement", "permutation p of the "
+                  "dose-response slope", ("mt-bench",), "enough null directions for Holm",
+                  ("mt-bench", "steering", "null", "slope"), "steering"),
+            Claim("fig5.pca-agree", "paper Figure 5",
+                  "unsupervised (PCA) directions agree across datasets", "directions agree",
+                  "mean |cos| against isotropic and covariance nulls",
+                  ("all comparison datasets",), "2+ probes above chance in distribution",
+                  ("all", "pca", "null", "mean |cos|"), "cosine")]
+    return tuple(out)
+
+
+def check_registry(claims) -> None:
+    """Refuse a registry where two claims share an id or a comparison, a family is unknown,
+    or a "beats" claim has no δ."""
+    seen_id, seen_cmp = {}, {}
+    for c in claims:
+        if c.id in seen_id:
+            raise ValueError(f"claim id {c.id!r} appears twice")
+        if c.comparison in seen_cmp:
+            raise ValueError(f"{c.id} and {seen_cmp[c.comparison]} share the comparison "
+                             f"{c.comparison}")
+        if c.family not in FAMILIES:
+            raise ValueError(f"{c.id}: unknown family {c.family!r}")
+        fam = FAMILIES[c.family]
+        if fam.kind in ("beats", "unchanged") and not (fam.delta and fam.delta > 0):
+            raise ValueError(f"{c.id}: a {fam.kind!r} claim needs a delta")
+        if c.read not in READERS:
+            raise ValueError(f"{c.id}: unknown reader {c.read!r}")
+        seen_id[c.id], seen_cmp[c.comparison] = c.id, c.id
+
+
+# ------------------------------------------------------------------ readers
+
+Read = Difference | list[Difference] | Verdict | None
+NOT_RUN = None                                  # the run did not produce the numbers
+
+
+def _sweep(c: Claim, s: dict, sweep: dict) -> Read:
+    kind, other = c.args
+    e = next((e for e in sweep.get("entries", []) if e["dataset"] == c.datasets[0]
+              and e["kind"] == kind), None)
+    d = (e or {}).get("minus", {}).get(other)
+    if not d or d.get("n") != e.get("n_test"):
+        return NOT_RUN
+    return Difference.from_row(d)
+
+
+def _baselines(c: Claim, s: dict, sweep: dict) -> Read:
+    e = next((e for e in sweep.get("entries", []) if e["dataset"] == c.datasets[0]
+              and e["kind"] == c.args[0]), None)
+    if not e:
+        return NOT_RUN
+    return [Difference.from_row(d) for k, d in e["minus"].items()
+            if k in ("memorisation", "surface", "lexical", "embedding")
+            and d.get("n") == e["n_test"]] or NOT_RUN
+
+
+def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
+    table, aspect, other = c.args
+    r = next((r for r in s.get("thesis_tables") or [] if r.get("model") == "ours"
+              and r["table"] == table and r["aspect"] == aspect
+              and r["method"] == f"PPAIRS - {other}"), None)
+    if r is None:
+        return NOT_RUN
+    # Table 4.2's unit is the article (its n); Table 4.1's rows name their groups if recorded
+    return Difference.from_row({**r, "n_groups": r.get("n_groups",
+                                                       r.get("n") if table == "4.2" else None)})
+
+
+def _groups_of(r: dict) -> int | None:    # older rows name their groups in ci_unit only
+    m = re.search(r"\((\d+) test groups\)", str(r.get("ci_unit", "")))
+    return r["n_groups"] if r.get("n_groups") is not None else int(m.group(1)) if m else None
+
+
+def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
+    ds, m = c.args
+    r = next((r for r in s.get("finetuning") or [] if r["dataset"] == ds
+              and r["method"] == m and r.get("minus_supervised") is not None), None)
+    if r is None:
+        return NOT_RUN
+    neg = {"value": -r["minus_supervised"], "lo": -r["minus_supervised_hi"],
+           "hi": -r["minus_supervised_lo"], "n": r.get("n_test"), "n_groups": _groups_of(r),
+           "group_diffs": [-x for x in r.get("minus_supervised_group_diffs") or []] or None}
+    return Difference.from_row(neg)
+
+
+def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
+    ref = {p.method: p.value for p in published(source="climatex", model="GPT-4",
+                                                  metric="accuracy")}.get(c.args[0])
+    r = next((r for r in s.get("insertion") or [] if r.get("method") == "probe"
+              and r.get("level") == "overall"), None)
+    if r is None or ref is None:
+        return NOT_RUN
+    # unpaired: ours on a sample against GPT-4's number on the whole split; statements are
+    # their own groups
+    return Difference.from_row({"value": r["accuracy"] - ref, "lo": r["lo"] - ref,
+                                "hi": r["hi"] - ref, "n": r["n"], "n_groups": r["n"]})
+
+
+def _taggers(c: Claim, s: dict, sweep: dict) -> Read:
+    rows = [r for r in s.get("insertion") or [] if r.get("level") == "difference"]
+    return [Difference.from_row({**r, "n_groups": r.get("n_groups", r.get("n"))},
+                                "accuracy") for r in rows] or NOT_RUN
+
+
+def _shift(c: Claim, s: dict, sweep: dict) -> Read:
+    shift = s.get("shift") or {}
+    kind = c.args[0]
+    lo = {r["method"]: r["lo"] for r in shift.get("rows", []) if r["role"] == "in distribution"}
+    rows = [d for d in shift.get("drops", []) if d["method"] == f"zero_shot drop - {kind} drop"]
+    if not rows:
+        return NOT_RUN
+    at_chance = [m for m in (kind, "zero_shot") if not (lo.get(m) or 0) > 0.5]
+    if at_chance:
+        return Verdict(NOT_TESTED, f"{' and '.join(at_chance)} at chance in distribution (95% "
+                       "CI lower end <= 0.5): a drop is no loss", method="precondition",
+                       needed="methods above chance in distribution")
+    return [Difference.from_row(d, "drop") for d in rows]
+
+
+def _ablation(c: Claim, s: dict, sweep: dict) -> Read:
+    a = ablation_claim(s.get("ablation") or [], s.get("judges") or {})
+    e = next((e for e in (a or {}).get("evidence", []) if e["condition"] == c.args[0]), None)
+    if e is None:
+        return NOT_RUN
+    return Verdict(e["outcome"], e["reason"], (a or {}).get("rule", ""), e,
+                   "two one-sided tests on the paired 90% CIs")
+
+
+def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
+    a = ablation_claim(s.get("ablation") or [], s.get("judges") or {})
+    return NOT_RUN if not a else Verdict(**a["changes"])
+
+
+def _steering(c: Claim, s: dict, sweep: dict) -> Read:
+    rows = s.get("steering") or []
+    steer = {r["condition"]: r for r in rows if r.get("kind") == "probe"}
+    if not steer:
+        return NOT_RUN
+    n_null = max([int(r.get("n_matched") or 0) for r in rows
+                  if r.get("condition") == "matched"] or [0])
+    return ablation_changes_verdict([r.get("p_slope_matched", math.nan) for r in steer.values()],
+                                    n_null, ALPHA, list(steer))
+
+
+def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
+    v = cosine_claim(s.get("transfer"))
+    if not v:
+        return NOT_RUN
+    ev = v.get("evidence") or {}
+    try:
+        outcome = Outcome(v["outcome"])
+    except ValueError:                       # an older run's word: decided again from its p's
+        outcome = NOT_TESTED if len(ev.get("used", [])) < 2 else INCONCLUSIVE
+    if outcome == Outcome.FAILS:             # the older rule failed it on non-significance
+        outcome = INCONCLUSIVE
+    return Verdict(outcome, v["reason"], v.get("rule", ""), ev, "permutation against nulls")
+
+
+READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
+    "sweep": _sweep, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
+    "climatex": _climatex, "taggers": _taggers, "shift": _shift, "ablation": _ablation,
+    "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine}
+
+CLAIMS = _registry()
+check_registry(CLAIMS)
+
+
+# ------------------------------------------------------------------ evaluation
+
+def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
+    fam = FAMILIES[c.family]
+    if got is NOT_RUN:
+        return Verdict(NOT_TESTED, "this run did not produce it", method="none",
+                       needed="the step that computes it")
+    if isinstance(got, Verdict):
+        return got
+    if isinstance(got, list):
+        return intersection_test([claim_test(d, fam.kind, fam.delta) for d in got])
+    return claim_test(got, fam.kind, fam.delta)
+
+
+def _row(c: Claim, got: Read, v: Verdict) -> dict:
+    ev, d = v.evidence or {}, got if isinstance(got, Difference) else None
+    k, n, need = ev.get("n_groups"), ev.get("n_pairs"), ev.get("groups_to_decide")
+    return {"id": c.id, "source": c.source, "statement": c.statement, "family": c.family,
+            "delta": c.delta, "statistic": c.statistic, "datasets": list(c.datasets),
+            "needs": c.needs, "comparison": list(c.comparison),
+            "value": d.value if d else ev.get("value"), "lo": d.lo if d else None,
+            "hi": d.hi if d else None, "n_pairs": n, "n_groups": k, "method": v.method,
+            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p")},
+            "outcome": str(v.outcome), "reason": v.reason, "needed": v.needed,
+            "groups_to_decide": need,
+            "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None}
+
+
+def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
+    """``{"claims": [...], "families": [...], "power": [...], "verdict_counts": {...}}`` for
+    :data:`CLAIMS` on a replication's summary (its ``thesis_tables``, ``finetuning``,
+    ``insertion``, ``shift``, ``ablation``, ``steering``, ``transfer``, ``judges``) and its
+    layer sweep's summary (``entries`` with their paired differences)."""
+    got = {c.id: READERS[c.read](c, dict(summary), dict(sweep or {})) for c in CLAIMS}
+    tests = {c.id: _test(c, got[c.id]) for c in CLAIMS}
+    verdicts: dict[str, Verdict] = {}
+    for fam in FAMILIES:
+        ids = [c.id for c in CLAIMS if c.family == fam]
+        verdicts.update(zip(ids, decide_family([tests[i] for i in ids])))
+    rows = [_row(c, got[c.id], verdicts[c.id]) for c in CLAIMS]
+    keys = ("id", "outcome", "value", "n_pairs", "n_groups", "groups_to_decide",
+            "pairs_to_decide", "needed")
+    return {"claims": rows, "power": [{k: r[k] for k in keys} for r in rows],
+            "families": [{**f.__dict__, "claims": sum(c.family == f.name for c in CLAIMS)}
+                         for f in FAMILIES.values()],
+            "verdict_counts": {str(o): sum(r["outcome"] == o for r in rows) for o in Outcome}}

@@ -1,0 +1,141 @@
+"""The verdict on "probe directions agree across datasets" (paper Figure 5).
+
+The statistic is the mean |cos| over every pair of the directions of probes that beat chance
+in distribution; it is compared with the *same* statistic (same number of directions, so same
+number of pairs) under two nulls: isotropic random unit vectors
+(:func:`isotropic_mean_abs_cos`) and random vectors drawn from each dataset's own training
+contrast covariance (:func:`covariance_mean_abs_cos`), since the residual stream is
+anisotropic. It is a "changes"-family claim (:mod:`ppairs_lens.evaluation.verdicts`): it holds
+when the statistic beats both nulls; not beating them is no evidence of disagreement (no
+equivalence test is made), so that is *inconclusive*, never *fails*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from jaxtyping import Float
+
+from ppairs_lens.evaluation.verdicts import HOLDS, INCONCLUSIVE, NOT_TESTED, Verdict
+
+__all__ = ["beats_chance", "cosine_agreement_verdict", "cosine_rule", "covariance_mean_abs_cos",
+           "isotropic_mean_abs_cos", "mean_abs_pairwise_cos", "permutation_p"]
+
+
+def beats_chance(acc_lo: float | None, chance: float = 0.5) -> bool:
+    """A probe works in distribution: its held-out accuracy CI's lower end is above chance."""
+    return acc_lo is not None and bool(np.isfinite(acc_lo)) and acc_lo > chance
+
+
+def mean_abs_pairwise_cos(directions: Float[np.ndarray, "m d"]) -> float:
+    """Mean |cos| over every unordered pair of rows."""
+    u = np.asarray(directions, dtype=float)
+    u = u / np.linalg.norm(u, axis=1, keepdims=True)
+    c = u @ u.T
+    i, j = np.triu_indices(len(u), k=1)
+    return float(np.abs(c[i, j]).mean())
+
+
+def _pairwise_stat(u: Float[np.ndarray, "s m d"]) -> Float[np.ndarray, "s"]:
+    u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    c = np.einsum("smd,snd->smn", u, u)
+    i, j = np.triu_indices(u.shape[1], k=1)
+    return np.abs(c[:, i, j]).mean(1)
+
+
+def isotropic_mean_abs_cos(m: int, d: int, n_sim: int = 2000, seed: int = 0
+                           ) -> Float[np.ndarray, "n_sim"]:
+    """The statistic under the isotropic null: mean |cos| over all pairs of ``m`` independent
+    uniform unit vectors in ``R^d``, ``n_sim`` times (seeded)."""
+    rng = np.random.default_rng(seed)
+    out = [_pairwise_stat(rng.standard_normal((min(500, n_sim - s), m, d)))
+           for s in range(0, n_sim, 500)]
+    return np.concatenate(out)
+
+
+def covariance_mean_abs_cos(features: Sequence[Float[np.ndarray, "n d"]], n_sim: int = 2000,
+                            seed: int = 0) -> Float[np.ndarray, "n_sim"]:
+    """The statistic under the residual stream's own geometry: direction ``i`` is ``g' X_i``
+    (``g ~ N(0, I)``, ``X_i`` the centred training contrast differences of dataset ``i``, so
+    its covariance is ``X_i' X_i``), normalised; mean |cos| over all pairs, ``n_sim`` times."""
+    rng = np.random.default_rng(seed)
+    xs = [np.asarray(x, dtype=float) - np.asarray(x, dtype=float).mean(0) for x in features]
+    out = []
+    for s in range(0, n_sim, 500):
+        b = min(500, n_sim - s)
+        out.append(_pairwise_stat(np.stack([rng.standard_normal((b, len(x))) @ x for x in xs],
+                                           axis=1)))
+    return np.concatenate(out)
+
+
+def permutation_p(observed: float, null: Float[np.ndarray, "n"]) -> float:
+    """One-sided ``(1 + #{null >= observed}) / (1 + n)``."""
+    null = np.asarray(null, dtype=float)
+    return float((1 + np.sum(null >= observed)) / (1 + len(null)))
+
+
+def _frac(p: float, n_sim: int) -> str:
+    """A permutation p as the exact count it is, ``k/(n_sim + 1)`` (no rounding to 0)."""
+    return f"{round(p * (n_sim + 1))}/{n_sim + 1}"
+
+
+def cosine_rule(chance: float = 0.5, n_sim: int = 2000, alpha: float = 0.01) -> str:
+    """The rule :func:`cosine_agreement_verdict` applies, in words."""
+    return (f"mean |cos| over all pairs of directions of probes whose in-distribution accuracy "
+            f"CI lower end is above {chance}, against the same statistic for as many random "
+            f"directions (isotropic, and drawn from each dataset's training contrast "
+            f"covariance; {n_sim} draws each): one-sided p < {alpha} against both holds; "
+            f"not beating them is inconclusive (no equivalence test)")
+
+
+def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
+                             accuracy_lo: Sequence[float | None], *,
+                             features: Sequence[Float[np.ndarray, "n d"]] | None = None,
+                             names: Sequence[str] | None = None, n_sim: int = 2000,
+                             seed: int = 0, alpha: float = 0.01, chance: float = 0.5
+                             ) -> Verdict:
+    """Do the directions of probes that work agree across datasets (module doc)?
+
+    ``directions[i]`` is dataset ``i``'s probe direction, ``accuracy_lo[i]`` the lower end of
+    its in-distribution held-out accuracy CI, ``features[i]`` its training contrast
+    differences at the same read-out (the covariance null; None: isotropic only, and then the
+    claim cannot hold). Holds when the statistic beats both nulls at ``alpha``; inconclusive
+    when it does not beat one of them (no equivalence test: not beating a null is not
+    disagreement); not tested with fewer than 2 probes above chance.
+    """
+    names = list(names or [str(i) for i in range(len(directions))])
+    keep = [i for i, lo in enumerate(accuracy_lo) if beats_chance(lo, chance)]
+    rule = cosine_rule(chance, n_sim, alpha)
+    ev: dict[str, Any] = {"used": [names[i] for i in keep],
+                          "below_chance": [names[i] for i in range(len(names)) if i not in keep]}
+    if len(keep) < 2:
+        return Verdict(NOT_TESTED, f"only {len(keep)} of {len(names)} probes beat chance in "
+                       f"distribution; agreement needs at least 2", rule, ev)
+    dirs = np.stack([np.asarray(directions[i], dtype=float) for i in keep])
+    obs = mean_abs_pairwise_cos(dirs)
+    iso = isotropic_mean_abs_cos(len(keep), dirs.shape[1], n_sim, seed)
+    ev.update(mean_abs_cos=obs, n_pairs=len(list(combinations(keep, 2))),
+              isotropic_p99=float(np.quantile(iso, 0.99)), p_isotropic=permutation_p(obs, iso))
+    cov = None
+    if features is not None:
+        cov = covariance_mean_abs_cos([features[i] for i in keep], n_sim, seed + 1)
+        ev.update(covariance_p99=float(np.quantile(cov, 0.99)),
+                  p_covariance=permutation_p(obs, cov))
+    if ev["p_isotropic"] >= alpha:
+        return Verdict(INCONCLUSIVE, f"mean |cos| {obs:.3f} is within the isotropic null (p = "
+                       f"{_frac(ev['p_isotropic'], n_sim)})", rule, ev)
+    if cov is None:
+        return Verdict(INCONCLUSIVE, f"mean |cos| {obs:.3f} beats the isotropic null, but no "
+                       "covariance null was drawn (no training contrasts given)", rule, ev)
+    if ev["p_covariance"] >= alpha:
+        return Verdict(INCONCLUSIVE, f"mean |cos| {obs:.3f} beats isotropic vectors but not random "
+                       f"directions of the residual stream's own covariance (p = "
+                       f"{_frac(ev['p_covariance'], n_sim)})", rule, ev)
+    return Verdict(HOLDS, f"mean |cos| {obs:.3f} beats both nulls (p = "
+                   f"{_frac(ev['p_isotropic'], n_sim)}, {_frac(ev['p_covariance'], n_sim)})",
+                   rule, ev)
+
+
