@@ -52,6 +52,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404, "Not Found")
             return
         data = path.read_bytes()
+        if not srv.honour_range:
+            rng = None
         start = int(rng.removeprefix("bytes=").rstrip("-")) if rng else 0
         if start >= len(data) and rng:
             self.send_response(416)
@@ -79,7 +81,7 @@ class RawServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, root: Path):
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.root, self.requests, self.cuts = root, [], {}
+        self.root, self.requests, self.cuts, self.honour_range = root, [], {}, True
 
     @property
     def base(self) -> str:
@@ -241,6 +243,14 @@ def test_an_interrupted_fetch_keeps_its_part_and_the_next_one_resumes(server, tm
     assert [r for p, r in server.requests if p == rel][-1] == f"bytes={2 * CUT_AT}-"
     assert (to / BIG.file).read_bytes() == SYNTHETIC_BYTES[BIG.file] and not part.exists()
     assert report.present == (SYNTHETIC[0].file,)
+
+
+def test_a_server_that_ignores_range_sends_the_whole_file_again(server, tmp_path):
+    rel = f"{BIG.repo}/{BIG.commit}/{BIG.path}"
+    server.cuts[rel], server.honour_range = 1, False
+    fetch(server, tmp_path / "to")  # the 200 after the cut overwrites the part, not appends
+    assert [r for p, r in server.requests if p == rel] == [None, f"bytes={CUT_AT}-"]
+    assert (tmp_path / "to" / BIG.file).read_bytes() == SYNTHETIC_BYTES[BIG.file]
 
 
 def test_a_whole_part_is_verified_and_put_in_place(server, tmp_path):
