@@ -14,6 +14,7 @@ from pathlib import Path
 
 from analyses.cli_args import (
     OneLineParser,
+    add_data_commands,
     add_dataset_options,
     add_eval_settings,
     add_hooks,
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("datasets", help="list built-in datasets and supported file formats")
+    add_data_commands(sub)
 
     p = sub.add_parser("harvest", help="harvest contrast-pair activations into a store")
     add_model_options(p)
@@ -139,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "are unchanged since the last run into --out are reused)")
             p.add_argument("--shared-data", default="../shared/datasets", metavar="DIR",
                            help="folder of the seed experiments' datasets (the replication); "
-                                "absent: the study runs on the built-ins")
+                                "not given and ../shared/datasets absent: fetched into the "
+                                "cache as by `data fetch`; absent, or the fetch fails: the "
+                                "study runs on the built-ins")
             p.add_argument("--extra", nargs="+", default=[], metavar="SPEC",
                            help="further files of the supported formats (path or path:aspect) "
                                 "for the probes-vs-prompting and transfer experiments")
@@ -159,6 +163,13 @@ def _cmd_datasets(_args) -> None:
     print("\nFile formats (pass a path; scored-items files as path:aspect):")
     for name, desc in FORMATS.items():
         print(f"  {name:14s} {desc}")
+
+
+def _cmd_data(args) -> None:
+    """``data fetch``: the replication's files, verified, into ``--to`` (or the cache)."""
+    from ppairs_lens.data.fetch import fetch_datasets
+
+    fetch_datasets(args.to)
 
 
 def _cmd_harvest(args) -> None:
@@ -240,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "datasets":
             _cmd_datasets(args)
+            return 0
+        if args.command == "data":
+            _cmd_data(args)
             return 0
         check_args(args)  # before any model loads
         if args.command == "harvest":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ppairs_lens.errors import PPairsError
 
-__all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_dataset_options",
+__all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands", "add_dataset_options",
            "add_eval_settings", "add_hooks", "add_kinds", "add_layer", "add_model_options",
            "add_seed", "add_split", "add_template", "check_args", "check_layer",
            "eval_settings_from_args", "load_model_from_args", "positive_int", "share"]
@@ -107,6 +107,18 @@ def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
     p.add_argument("--max-pairs", type=positive_int, default=None,
                    help="use at most this many pairs (whole contexts, seeded)")
     p.add_argument("--stores", default="stores", help="root folder of activation stores")
+
+
+def add_data_commands(sub) -> None:
+    """``data fetch [--to DIR]``: the replication's files from their public sources."""
+    data = sub.add_parser("data", help="the replication's data files")
+    fetch = data.add_subparsers(dest="data_command", required=True).add_parser(
+        "fetch", help="download every file of the provenance table at its pinned commit, "
+                      "verify its SHA-256, lay the files out like ../shared/datasets (base URL: "
+                      "$PPAIRS_LENS_DATA_MIRROR, else raw.githubusercontent.com)")
+    fetch.add_argument("--to", default=None, metavar="DIR",
+                       help="folder to fill (default: the package cache's datasets folder, "
+                            "$PPAIRS_LENS_CACHE/datasets or ~/.cache/ppairs-lens/datasets)")
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:

@@ -25,6 +25,7 @@ from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summar
 from analyses.ranking import RankingConfig, run_ranking
 from ppairs_lens.activations.pipeline import ensure_store
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
+from ppairs_lens.data.fetch import fetched_data_folder
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
@@ -204,6 +205,9 @@ def cli(args, bridge=None) -> None:
     from analyses.replication import run_replication
 
     builtins = getattr(args, "builtins", False) or bool(args.datasets)
+    if (not builtins and not Path(args.shared_data).is_dir()
+            and args.shared_data == StudyConfig.shared_data):  # no --shared-data given
+        args.shared_data = str(fetched_data_folder() or args.shared_data)
     if not builtins and Path(args.shared_data).is_dir():
         # the paper's halves unless --test-size says otherwise
         settings = (args.settings if getattr(args, "test_size", None) is not None

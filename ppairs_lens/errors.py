@@ -48,3 +48,8 @@ class ProbeError(PPairsError, ValueError):
 
 class DirectionError(PPairsError, ValueError):
     """Directions to intervene along that are malformed (shape, NaN, zero, dependent)."""
+
+
+class FetchError(PPairsError, RuntimeError):
+    """A dataset file could not be downloaded or did not verify: the message names the file,
+    the URL and, on a mismatch, both SHA-256 hashes."""

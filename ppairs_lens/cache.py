@@ -1,0 +1,19 @@
+"""The package's user cache folder: where the embedded model's dequantized copy and the
+fetched datasets live (one rule for both, so ``PPAIRS_LENS_CACHE`` moves everything)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["CACHE_ENV", "cache_root"]
+
+CACHE_ENV = "PPAIRS_LENS_CACHE"
+
+
+def cache_root() -> Path:
+    """The user cache folder (``$PPAIRS_LENS_CACHE``, else ``$XDG_CACHE_HOME``/~/.cache)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ppairs-lens"
