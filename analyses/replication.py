@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from analyses.ablation import AblationConfig, run_ablation
@@ -44,9 +43,8 @@ from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
 from ppairs_lens.data.specs import load_dataset_spec
-from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
-from ppairs_lens.evaluation.store_split import untied_split
+from ppairs_lens.evaluation.store_split import store_fits
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
@@ -57,7 +55,7 @@ from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
-__all__ = ["ReplicationConfig", "refresh", "run_replication", "store_fits"]
+__all__ = ["ReplicationConfig", "refresh", "run_replication"]
 STEPS = 15
 
 
@@ -165,30 +163,6 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[s
                                                seed=cfg.settings.seed)
                        if b.available}
     return out
-
-
-def store_fits(store, split: dict, log) -> bool:
-    """Whether a store is complete and its split leaves both classes on both sides (else it
-    is left out of every experiment, with the reason given to ``log``)."""
-    missing = store.missing_shards()
-    if missing:
-        log(f"{store.meta.dataset} left out: its store misses shards {missing[:10]} of "
-            f"{store.n_shards}; re-run to finish its harvest")
-        return False
-    try:
-        # the split's labels only: loading the activations here cost ~75 s at --full's sizes
-        pairs, _, train, test, _ = untied_split(store.pairs(), **split)
-        for side, idx in (("training", train), ("held-out", test)):
-            counts = np.bincount(np.asarray([pairs[i].label for i in idx], dtype=int),
-                                 minlength=3)[1:]
-            if counts.min() < 2:
-                log(f"{store.meta.dataset} left out: its {side} half has {counts[0]} "
-                    f"pairs preferring item 1 and {counts[1]} item 2 (fewer than 2 of one)")
-                return False
-    except PPairsError as e:
-        log(f"{store.meta.dataset} left out: {e}")
-        return False
-    return True
 
 
 def summeval_names(names) -> list[str]:

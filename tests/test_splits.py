@@ -220,7 +220,7 @@ def test_untied_split_is_split_stores_split_without_activations(tmp_path, monkey
 
 
 def test_replication_leaves_out_a_store_with_one_class_on_a_side(tmp_path, capsys):
-    from analyses.replication import store_fits
+    from ppairs_lens.evaluation.store_split import store_fits
 
     rows = [replace(r, label=1) for r in _block_pairs(n_blocks=10, per=4)]
     said = []

@@ -20,11 +20,11 @@ from torch import Tensor
 from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
-from ppairs_lens.errors import ProbeError
+from ppairs_lens.errors import PPairsError, ProbeError
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
-__all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
+__all__ = ["StoreSplit", "store_fits", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
            "split_pairs", "split_store", "training_split", "untied_split", "validation_split"]
 
 
@@ -173,3 +173,27 @@ def held_out_ci_counts(sp: StoreSplit, ci: dict) -> bool:
     side (contexts resampled inside fewer groups, :func:`bootstrap_groups`' fallback, do not
     count)."""
     return bool(ci.get("ci_counts", False)) and len(set(sp.groups_test)) >= MIN_BOOTSTRAP_GROUPS
+
+
+def store_fits(store: ActivationStore, split: dict, log) -> bool:
+    """Whether a store is complete and its split leaves both classes on both sides (else it
+    is left out of every experiment, with the reason given to ``log``)."""
+    missing = store.missing_shards()
+    if missing:
+        log(f"{store.meta.dataset} left out: its store misses shards {missing[:10]} of "
+            f"{store.n_shards}; re-run to finish its harvest")
+        return False
+    try:
+        # the split's labels only: loading the activations here cost ~75 s at --full's sizes
+        pairs, _, train, test, _ = untied_split(store.pairs(), **split)
+        for side, idx in (("training", train), ("held-out", test)):
+            counts = np.bincount(np.asarray([pairs[i].label for i in idx], dtype=int),
+                                 minlength=3)[1:]
+            if counts.min() < 2:
+                log(f"{store.meta.dataset} left out: its {side} half has {counts[0]} "
+                    f"pairs preferring item 1 and {counts[1]} item 2 (fewer than 2 of one)")
+                return False
+    except PPairsError as e:
+        log(f"{store.meta.dataset} left out: {e}")
+        return False
+    return True
