@@ -356,16 +356,15 @@ def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
     """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record."""
-    import json
-
+    from ppairs_lens.io.json_fields import read_json_object
     from ppairs_lens.io.outputs import load_config
 
     out = Path(out)
     cfg = load_config(AblationConfig, out / "ablation.config.json")
     if model is None:  # ablation_run.json; a run saved before it kept the model in its config
         found = out / "ablation_run.json"
-        saved = (json.loads(found.read_text("utf-8")) if found.is_file() else
-                 json.loads((out / "ablation.config.json").read_text("utf-8"))["config"])
+        saved = (read_json_object(found) if found.is_file() else
+                 read_json_object(out / "ablation.config.json")["config"])
         model = saved.get("model", "")
     return _draw(read_rows(out / "ablation.csv"), read_rows(out / "ablation_null.csv"), cfg,
                  model, out)

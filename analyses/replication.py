@@ -52,6 +52,7 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import untied_split
 from ppairs_lens.evaluation.text_baselines import text_baselines
+from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.allure import AllureConfig
@@ -352,13 +353,12 @@ def refresh(figures: str | Path = "figures") -> dict:
     run): the probes-vs-prompting table from the sweep's summary and rows, the shift verdicts
     from its rows, then ``summary.json``. For when a verdict rule changed after the run."""
     import csv
-    import json
 
     from analyses.distribution_shift import gap_verdict
 
     fig = Path(figures)
-    s = json.loads((fig / "summary.json").read_text("utf-8"))
-    sweep = json.loads((fig / "layer_sweep_summary.json").read_text("utf-8"))
+    s = read_json_object(fig / "summary.json")
+    sweep = read_json_object(fig / "layer_sweep_summary.json")
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
     others = []
     for r in csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")):

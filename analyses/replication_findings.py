@@ -10,7 +10,6 @@ agree.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, UNDECIDED, ablation_changes_verdict
+from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import jsonable
 
 __all__ = ["README_END", "README_START", "insertion_claims", "replication_markdown",
@@ -156,8 +156,11 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
                        "verdict": f"{ch['outcome']}: {ch['reason']}"})
     steer = {r["condition"]: r for r in steering or [] if r.get("kind") == "probe"}
     if steer:
-        n_null = max([int(r.get("n_matched") or 0) for r in steering
-                      if r.get("condition") == "matched"] or [0])
+        # the fewest nulls any probe's p counted: its resolution is the coarsest
+        n_null = min([int(r["n_slope_matched"]) for r in steer.values()
+                      if r.get("n_slope_matched") is not None]
+                     or [int(r.get("n_matched") or 0) for r in steering
+                         if r.get("condition") == "matched"] or [0])
         v = ablation_changes_verdict([r.get("p_slope_matched", float("nan"))
                                       for r in steer.values()], n_null, 0.05, list(steer))
         claims.append({"source": "issue #27 (steering)", "dataset": "mt-bench",
@@ -347,7 +350,7 @@ def replication_markdown(s: dict) -> str:
 
 def update_readme(figures: str | Path = "figures", readme: str | Path = "README.md") -> str:
     """Rewrite the README block between the markers from ``figures/summary.json``."""
-    s = json.loads((Path(figures) / "summary.json").read_text("utf-8"))
+    s = read_json_object(Path(figures) / "summary.json")
     text = Path(readme).read_text("utf-8")
     if s.get("kind") != "replication":  # the built-ins study: its block is not the README's
         print(f"{figures}/summary.json is not a replication summary: README left as it is")

@@ -48,3 +48,8 @@ class ProbeError(PPairsError, ValueError):
 
 class DirectionError(PPairsError, ValueError):
     """Directions to intervene along that are malformed (shape, NaN, zero, dependent)."""
+
+
+class SettingError(PPairsError, ValueError):
+    """A setting a caller passed is not usable: a non-finite coefficient, an empty list, a
+    request the data cannot support (e.g. more distinct permutations than exist)."""

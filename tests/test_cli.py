@@ -181,7 +181,8 @@ def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, 
     monkeypatch.setattr(analyses.replication, "run_replication",
                         lambda cfg, **kw: got.update(cfg=cfg, kw=kw))
     data = tmp_path / "shared"
-    data.mkdir()
+    (data / "mctaco").mkdir(parents=True)
+    (data / "mctaco" / "dev_3783.tsv").write_text("")  # one of the files it reads is enough
     argv = ["run", "--out", str(tmp_path / "out"), "--shared-data", str(data), "--quick"]
     assert run(argv) == 0
     assert got["cfg"].shared_data == str(data) and got["cfg"].settings.quick

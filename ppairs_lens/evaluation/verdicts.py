@@ -153,6 +153,10 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
     if len(keep) < 2:
         return Verdict(UNDECIDED, f"only {len(keep)} of {len(names)} probes beat chance in "
                        f"distribution; agreement needs at least 2", rule, ev)
+    if 1 / (n_sim + 1) >= alpha:  # no draw count could pass: "fails" would be claimed blind
+        return Verdict(UNDECIDED, f"with {n_sim} null draws the smallest p is 1/{n_sim + 1}, "
+                       f"not below {alpha} (that needs at least {int(np.ceil(1 / alpha))} "
+                       "draws)", rule, ev)
     dirs = np.stack([np.asarray(directions[i], dtype=float) for i in keep])
     obs = mean_abs_pairwise_cos(dirs)
     iso = isotropic_mean_abs_cos(len(keep), dirs.shape[1], n_sim, seed)
