@@ -27,6 +27,7 @@ from analyses.cli_args import (
     finite_float,
     load_model_from_args,
     positive_int,
+    seed_int,
 )
 from ppairs_lens.errors import PPairsError
 
@@ -129,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--quick 4)")
             p.add_argument("--curve-sizes", type=positive_int, nargs="+", default=None,
                            help="label counts of the label curve (default 4 8; --quick 4)")
-            p.add_argument("--curve-seeds", type=int, nargs="+", default=None,
+            p.add_argument("--curve-seeds", type=seed_int, nargs="+", default=None,
                            help="seeds of each label count's subset (default 0)")
         if name == "rank":
             add_layer(p, None, "read-out index of the probe (default: chosen on held-out "
@@ -241,6 +242,9 @@ def _save_probes(args, bridge) -> None:
 def _check_transfer(args) -> None:
     from analyses.cross_dataset import TransferConfig
 
+    if args.datasets is not None and len(set(args.datasets)) < 2:
+        raise PPairsError(f"transfer needs at least 2 different datasets, got --datasets "
+                          f"{' '.join(args.datasets)}")
     if getattr(args, "kinds", None):
         TransferConfig(stores=[], kinds=tuple(args.kinds)).validate()
 

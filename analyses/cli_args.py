@@ -19,7 +19,7 @@ __all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_dataset_options",
            "add_eval_settings", "add_hooks", "add_kinds", "add_layer", "add_model_options",
            "add_seed", "add_split", "add_template", "check_args", "check_layer",
            "eval_settings_from_args", "finite_float", "load_model_from_args", "positive_int",
-           "share", "DEFAULT_SHARED_DATA"]
+           "seed_int", "share", "DEFAULT_SHARED_DATA"]
 
 #: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
 QUICK_MAX_PAIRS = 80
@@ -56,6 +56,19 @@ def positive_int(text: str) -> int:
             from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """A seed: a whole number >= 0 (numpy's generators refuse negative seeds, which would
+    surface only after the harvest)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") \
+            from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
     return value
 
 
@@ -112,7 +125,7 @@ def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the dataset subsets, splits and bootstrap resamples (default 0)")
 
 
@@ -242,15 +255,13 @@ def _check_run(args) -> None:
     explicit = getattr(args, "shared_data", None) is not None
     if not explicit:
         args.shared_data = DEFAULT_SHARED_DATA
-    if getattr(args, "builtins", False) or getattr(args, "datasets", None):
-        return  # the built-ins study: the folder only adds its real datasets where present
     root = Path(args.shared_data)
-    if not root.exists() and not explicit:
-        return
     expected = replication_files()
-    if not root.is_dir():
+    if explicit and not root.is_dir():
         raise PPairsError(f"--shared-data {root}: no such folder (expected the seed "
                           f"experiments' data: {', '.join(expected)})")
+    if getattr(args, "builtins", False) or getattr(args, "datasets", None) or not root.is_dir():
+        return  # the built-ins study (the folder only adds its real datasets where present)
     if not any((root / rel).is_file() for rel in expected):
         raise PPairsError(f"--shared-data {root} holds none of the replication's datasets "
                           f"(expected at least one of {', '.join(expected)})")

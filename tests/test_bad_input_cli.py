@@ -90,11 +90,17 @@ def test_non_finite_or_all_zero_steering_coefficients(alphas, message, no_model,
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["transfer", "--kinds", "ccs"], "add one of"),
-    (["finetune", "--max-train", "2"], "max_train must be at least 4"),
+    (["transfer", "--kinds", "ccs", "--datasets", "larger_number", "alphabetical"],
+     "add one of"),
+    (["transfer", "--datasets", "larger_number", "larger_number"],
+     "transfer needs at least 2 different datasets"),
+    (["finetune", "--max-train", "2", "--datasets", "larger_number"],
+     "max_train must be at least 4"),
+    (["sweep", "--seed", "-1"], "--seed: must be at least 0, got -1"),
+    (["finetune", "--curve-seeds", "0", "-2"], "--curve-seeds: must be at least 0, got -2"),
 ])
 def test_config_checks_run_before_the_model(argv, message, no_model, tmp_path, capsys):
-    err = refused([*argv, "--datasets", "larger_number", "--stores", str(tmp_path / "s"),
-                   "--out", str(tmp_path / "o")], capsys)
+    err = refused([*argv, "--stores", str(tmp_path / "s"), "--out", str(tmp_path / "o")],
+                  capsys)
     assert message in err
     assert not (tmp_path / "s").exists()
