@@ -11,8 +11,8 @@ every tensor (``sha256``, as activation store shards keep theirs), so a folder c
 it is whole and a flipped byte, a truncated file or a metadata field of the wrong JSON type is
 refused with a :class:`~ppairs_lens.errors.ProbeError` naming the file and the field. Folders
 saved before checksums existed (format 1) still load, with a warning that they cannot be
-verified (save them again to add checksums): they are a researcher's earlier results, and
-what they hold is no less checked than before; format 2 without checksums is refused.
+verified (save them again to add checksums): refusing them would strand a researcher's earlier
+results, which no version could verify; a format-2 folder without checksums is refused.
 
 Loading checks what the caller expects: ``load_probe(path, model=..., hook=...)`` refuses a
 probe fitted for another model or read-out, naming every field that differs (as an activation
