@@ -48,7 +48,7 @@ from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
 from ppairs_lens.data.specs import load_dataset_spec
-from ppairs_lens.errors import PPairsError
+from ppairs_lens.errors import DataError, PPairsError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import untied_split
 from ppairs_lens.evaluation.text_baselines import text_baselines
@@ -361,11 +361,14 @@ def refresh(figures: str | Path = "figures") -> dict:
     sweep = read_json_object(fig / "layer_sweep_summary.json")
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
     others = []
-    for r in csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")):
-        if int(r["layer"]) < 0:
-            others.append({**r, **{k: f(r[k]) if r[k] != "" else float("nan")
-                                   for k, f in num.items()},
-                           "ci_counts": r["ci_counts"] == "True"})
+    for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):
+        try:  # a column missing, or no number: located, not a bare ValueError
+            row = {k: f(r[k]) if r[k] != "" else float("nan") for k, f in num.items()}
+        except (KeyError, TypeError, ValueError) as e:
+            raise DataError(f"expected numbers in {list(num)} ({e})", row=i,
+                            file=str(fig / "layer_sweep.csv")) from None
+        if row["layer"] < 0:
+            others.append({**r, **row, "ci_counts": r.get("ci_counts") == "True"})
     sweep["others"] = others
     names = list(dict.fromkeys(e["dataset"] for e in sweep["entries"]))
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],

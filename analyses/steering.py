@@ -43,7 +43,7 @@ from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
-from ppairs_lens.errors import PPairsError, SettingError
+from ppairs_lens.errors import SettingError
 from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
@@ -85,6 +85,8 @@ class SteeringConfig:
         if not any(self.alphas):
             raise SettingError(f"alphas {list(self.alphas)}: at least one non-zero steering "
                                "coefficient is needed (the slope is fitted on them)")
+        if self.n_random < 1 or self.n_matched < 1:
+            raise SettingError("steering needs n_random, n_matched >= 1 (the nulls)")
 
 
 @dataclass
@@ -131,8 +133,6 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     from, checked by fingerprint); ``run`` records what was found (never the config)."""
     cfg = cfg or SteeringConfig(stores=[str(store.path)])
     run = run if run is not None else SteeringRun()
-    if cfg.n_random < 1 or cfg.n_matched < 1 or not cfg.alphas:
-        raise PPairsError("steering needs n_random, n_matched >= 1 and at least one alpha")
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     name = store.meta.dataset

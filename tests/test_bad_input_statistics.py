@@ -124,3 +124,16 @@ def test_non_finite_steering_coefficients_are_refused_in_python(tiny):
     v[1, 0] = float("nan")
     with pytest.raises(DirectionError, match="NaN or inf"):
         judge_under_steering(tiny, small_comparisons(2), None, v, ["blocks.0.hook_resid_post"])
+
+
+def test_analysis_configs_refuse_what_they_cannot_run_at_construction():
+    """Before any store or model work, from Python as from the command line."""
+    from analyses.ablation import AblationConfig
+    from analyses.steering import SteeringConfig
+
+    with pytest.raises(PPairsError, match="positions='last'"):
+        AblationConfig(stores=[], positions="all")
+    with pytest.raises(PPairsError, match="n_random and n_matched must be at least 1"):
+        AblationConfig(stores=[], n_matched=0)
+    with pytest.raises(SettingError, match="n_random, n_matched >= 1"):
+        SteeringConfig(stores=[], n_random=0)
