@@ -218,8 +218,9 @@ def check_args(args) -> None:
     from ppairs_lens.io.atomic import check_output_folder
 
     for flag in ("out", "stores", "save_probes"):
-        if getattr(args, flag, None) is not None:
-            check_output_folder(getattr(args, flag), f"--{flag.replace('_', '-')}")
+        if getattr(args, flag, None) is not None:  # stores already there may only be read
+            check_output_folder(getattr(args, flag), f"--{flag.replace('_', '-')}",
+                                may_be_read_only=flag == "stores")
     _check_device(getattr(args, "device", None))
     if args.command == "run":
         _check_run(args)

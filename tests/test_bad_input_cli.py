@@ -104,3 +104,28 @@ def test_config_checks_run_before_the_model(argv, message, no_model, tmp_path, c
                   capsys)
     assert message in err
     assert not (tmp_path / "s").exists()
+
+
+def test_an_unwritable_output_folder_is_refused_but_a_read_only_store_root_is_read(
+        tmp_path, capsys, monkeypatch):
+    """(Faked: the tests may run as root, who writes anywhere.)"""
+    import ppairs_lens.io.atomic
+
+    class Loaded(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Loaded
+
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", stop)
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    locked = {tmp_path, stores}
+    monkeypatch.setattr(ppairs_lens.io.atomic.os, "access", lambda p, mode: p not in locked)
+    err = refused(["sweep", "--datasets", "larger_number", "--out", str(tmp_path / "o")], capsys)
+    assert f"--out {tmp_path / 'o'}: {tmp_path} is not writable" in err
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(Loaded):  # finished stores in a read-only root are only read
+        main(["sweep", "--datasets", "larger_number", "--out", str(out), "--stores",
+              str(stores)])

@@ -50,10 +50,12 @@ def atomic_save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | No
 
 
 def check_output_folder(path: str | Path, what: str,
-                        error: type[PPairsError] = PPairsError) -> Path:
+                        error: type[PPairsError] = PPairsError, *,
+                        may_be_read_only: bool = False) -> Path:
     """Refuse ``path`` as a folder to write into, before any work: an existing file, a path
     under a file, or a folder (or the nearest existing parent) that cannot be written.
-    ``what`` names it in the error (e.g. ``"--save-probes"``)."""
+    ``what`` names it in the error (e.g. ``"--save-probes"``). ``may_be_read_only``: an
+    existing folder need not be writable (a root of finished stores that are only read)."""
     path = Path(path)
     near = path
     while not near.exists() and near != near.parent:
@@ -62,6 +64,6 @@ def check_output_folder(path: str | Path, what: str,
         raise error(f"{what} {path} is an existing file, not a folder; name a folder")
     if not near.is_dir():
         raise error(f"{what} {path}: {near} is an existing file, not a folder; name a folder")
-    if not os.access(near, os.W_OK | os.X_OK):
+    if not (may_be_read_only and near == path) and not os.access(near, os.W_OK | os.X_OK):
         raise error(f"{what} {path}: {near} is not writable")
     return path
