@@ -261,7 +261,13 @@ def _check_run(args) -> None:
     if explicit and not root.is_dir():
         raise PPairsError(f"--shared-data {root}: no such folder (expected the seed "
                           f"experiments' data: {', '.join(expected)})")
-    if getattr(args, "builtins", False) or getattr(args, "datasets", None) or not root.is_dir():
+    builtins = bool(getattr(args, "builtins", False) or getattr(args, "datasets", None))
+    if getattr(args, "extra", None) and (builtins or not root.is_dir()):
+        why = ("--builtins or --datasets runs the built-ins study" if builtins else
+               f"{root} is absent, so the study runs on the built-ins")
+        raise PPairsError(f"--extra adds files to the replication, but {why}: the files would "
+                          "be ignored")
+    if builtins or not root.is_dir():
         return  # the built-ins study (the folder only adds its real datasets where present)
     if not any((root / rel).is_file() for rel in expected):
         raise PPairsError(f"--shared-data {root} holds none of the replication's datasets "

@@ -46,6 +46,15 @@ def test_a_data_folder_without_the_datasets_is_refused(no_model, tmp_path, capsy
     assert not (tmp_path / "o").exists()
 
 
+def test_extra_files_a_run_would_ignore_are_refused(no_model, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ../shared/datasets here
+    (tmp_path / "x.csv").write_text("")
+    err = refused(["run", "--builtins", "--extra", "x.csv"], capsys)
+    assert "--extra adds files to the replication, but --builtins" in err
+    err = refused(["run", "--extra", "x.csv"], capsys)
+    assert "../shared/datasets is absent" in err
+
+
 def test_run_extra_files_are_read_before_the_model(no_model, tmp_path, capsys):
     data = tmp_path / "shared"
     (data / "mctaco").mkdir(parents=True)
