@@ -110,6 +110,16 @@ class AblationConfig:
     refit_random: int = 1  # random directions also re-harvested for the refit (its null)
     token_budget: int | None = None  # None: by device (runner.default_token_budget)
 
+    def __post_init__(self):  # refused at construction, before any store or model work
+        if self.positions != "last":
+            raise PPairsError(f"the ablation analysis ablates at the read-out token "
+                              f"(positions='last'); got {self.positions!r}. Every-position "
+                              "ablation needs a forward pass per direction: use "
+                              "ppairs_lens.interventions.ablation.ablate(positions='all')")
+        if self.n_random < 1 or self.n_matched < 1:
+            raise PPairsError("n_random and n_matched must be at least 1 (the null "
+                              "distributions)")
+
 
 @dataclass
 class AblationRun:
@@ -208,13 +218,6 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     split and timings found are recorded (the config is never written to)."""
     cfg = cfg or AblationConfig(stores=[str(store.path)])
     run = run if run is not None else AblationRun()
-    if cfg.positions != "last":
-        raise PPairsError(f"the ablation analysis ablates at the read-out token "
-                          f"(positions='last'); got {cfg.positions!r}. Every-position "
-                          "ablation needs a forward pass per direction: use "
-                          "ppairs_lens.interventions.ablation.ablate(positions='all')")
-    if cfg.n_random < 1 or cfg.n_matched < 1:
-        raise PPairsError("n_random and n_matched must be at least 1 (the null distributions)")
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     settings = HarvestSettings(token_budget=cfg.token_budget)
@@ -356,16 +359,15 @@ def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
     """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record."""
-    import json
-
+    from ppairs_lens.io.json_fields import read_json_object
     from ppairs_lens.io.outputs import load_config
 
     out = Path(out)
     cfg = load_config(AblationConfig, out / "ablation.config.json")
     if model is None:  # ablation_run.json; a run saved before it kept the model in its config
         found = out / "ablation_run.json"
-        saved = (json.loads(found.read_text("utf-8")) if found.is_file() else
-                 json.loads((out / "ablation.config.json").read_text("utf-8"))["config"])
+        saved = (read_json_object(found) if found.is_file() else
+                 read_json_object(out / "ablation.config.json")["config"])
         model = saved.get("model", "")
     return _draw(read_rows(out / "ablation.csv"), read_rows(out / "ablation_null.csv"), cfg,
                  model, out)

@@ -19,6 +19,7 @@ from ppairs_lens.evaluation.answer_change import (
     MATCHED_NULL,
     RANDOM_NULL,
 )
+from ppairs_lens.errors import DataError
 from ppairs_lens.io.plotting import caption, color, label, style
 
 __all__ = ["plot_ablation", "read_rows", "same_columns", "summary_lines"]
@@ -157,11 +158,22 @@ def _cell(v: str):
 
 
 def read_rows(path: str | Path) -> list[dict]:
-    """Rows of a written ablation CSV, numbers as numbers (empty cells as NaN)."""
+    """Rows of a written ablation CSV, numbers as numbers (empty cells as NaN); a cell that is
+    no number where one belongs is refused naming the file, row and column."""
     rows = []
-    with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            rows.append({k: v if k in _TEXT else _cell(v) for k, v in r.items()})
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            for i, r in enumerate(csv.DictReader(f), 2):
+                row = {}
+                for k, v in r.items():
+                    try:
+                        row[k] = v if k in _TEXT else _cell(v)
+                    except (TypeError, ValueError):
+                        raise DataError(f"expected a number, got {v!r}", file=str(path), row=i,
+                                        field=k) from None
+                rows.append(row)
+    except OSError as e:
+        raise DataError(f"cannot read: {e}", file=str(path)) from None
     return rows
 
 

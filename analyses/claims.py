@@ -8,8 +8,7 @@ read: the prompted judge is the paper's own form (no judge form is scored on a v
 split at these sizes: the threshold form's threshold is fitted on 3-6 training pairs, direct
 scoring and G-Eval run on test pairs only); "the strongest baseline" is *every* no-model
 baseline (intersection-union test), at least as hard as any one a validation split would pick.
-:func:`evaluate_claims` gives the rows, the families and the power table; the main job and its
-``refresh`` (``python -m analyses.replication figures``) call it.
+:func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh).
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
+from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Family
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
@@ -36,70 +35,6 @@ from ppairs_lens.evaluation.verdicts import (
 )
 
 __all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims"]
-
-
-@dataclass(frozen=True)
-class Family:
-    """Claims decided by one rule, with one δ, Holm-corrected together."""
-
-    name: str
-    kind: str                 # beats | unchanged | changes
-    delta: float | None
-    unit: str
-    why: str
-
-
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("probe vs prompting", "beats", 0.05, "pairwise accuracy",
-           "5 points of pairwise accuracy (one pair in 20): a smaller gap between two judges "
-           "would not change which one to use"),
-    Family("supervised vs unsupervised", "beats", 0.05, "pairwise accuracy",
-           "as for probes against prompting: the same figures, the same resolution"),
-    Family("probe vs no-model baselines", "beats", 0.05, "accuracy",
-           "a probe less than 5 points above what the words alone give adds nothing worth "
-           "reporting"),
-    Family("thesis Table 4.1", "beats", 0.05, "pairwise accuracy",
-           "5 points of pairwise accuracy, the same smallest effect as for the paper's "
-           "comparisons of methods"),
-    Family("thesis Table 4.2", "beats", 0.1, "Spearman after sorting",
-           "0.1 of rank correlation: what 5 points of pairwise accuracy make in Kendall's "
-           "tau (tau = 2 acc - 1), the same smallest effect as Table 4.1"),
-    Family("probe vs finetuning", "beats", 0.05, "pairwise accuracy", "as for prompting"),
-    Family("ClimateX", "beats", 0.05, "level accuracy",
-           "5 points of a 3-level tagging accuracy (GPT-4's two settings differ by 2.7)"),
-    Family("robustness to shift", "beats", 0.05, "accuracy drop",
-           "a drop 5 points of accuracy smaller, the same smallest effect as for the other "
-           "comparisons of methods"),
-    Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "Δaccuracy",
-           "the ablation's own equivalence margin (±0.05 accuracy, ±0.2 log-odds)"),
-    Family("interventions change the judgement", "changes", 0.05, "Δaccuracy",
-           "changes smaller than the ablation's margin are no change; fails only by "
-           "equivalence"),
-    Family("directions agree", "changes", None, "mean absolute cosine",
-           "decided against its two null distributions, not a margin; it cannot fail "
-           "without an interval on the mean absolute cosine (none is computed)"),
-)}
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One published claim (module doc). ``read`` names its reader in :data:`READERS`,
-    ``args`` what that reader is given."""
-
-    id: str
-    source: str
-    statement: str
-    family: str
-    statistic: str
-    datasets: tuple[str, ...]
-    needs: str
-    comparison: tuple[str, str, str, str]
-    read: str
-    args: tuple = ()
-
-    @property
-    def delta(self) -> float | None:
-        return FAMILIES[self.family].delta
 
 
 PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
@@ -323,8 +258,10 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
     steer = {r["condition"]: r for r in rows if r.get("kind") == "probe"}
     if not steer:
         return NOT_RUN
-    n_null = max([int(r.get("n_matched") or 0) for r in rows
-                  if r.get("condition") == "matched"] or [0])
+    n_null = min([int(r["n_slope_matched"]) for r in steer.values()  # the coarsest p counts
+                  if r.get("n_slope_matched") is not None]
+                 or [int(r.get("n_matched") or 0) for r in rows
+                     if r.get("condition") == "matched"] or [0])
     return ablation_changes_verdict([r.get("p_slope_matched", math.nan) for r in steer.values()],
                                     n_null, ALPHA, list(steer))
 

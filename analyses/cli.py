@@ -25,8 +25,10 @@ from analyses.cli_args import (
     add_template,
     check_args,
     check_layer,
+    finite_float,
     load_model_from_args,
     positive_int,
+    seed_int,
 )
 from ppairs_lens.errors import PPairsError
 
@@ -121,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
             add_layer(p, None, "read-out index of the probe directions and of the steering "
                                "hook (default: chosen on a validation split)")
             _add_nulls(p, 20, "added")
-            p.add_argument("--alphas", type=float, nargs="+", default=None,
+            p.add_argument("--alphas", type=finite_float, nargs="+", default=None,
                            help="steering strengths in units of the read-out's median "
                                 "activation norm (default: -1 -0.5 -0.25 0.25 0.5 1)")
         if name == "finetune":
@@ -130,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--quick 4)")
             p.add_argument("--curve-sizes", type=positive_int, nargs="+", default=None,
                            help="label counts of the label curve (default 4 8; --quick 4)")
-            p.add_argument("--curve-seeds", type=int, nargs="+", default=None,
+            p.add_argument("--curve-seeds", type=seed_int, nargs="+", default=None,
                            help="seeds of each label count's subset (default 0)")
         if name == "rank":
             add_layer(p, None, "read-out index of the probe (default: chosen on held-out "
@@ -139,16 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--recompute", action="store_true",
                            help="redo every step (default: steps whose config, stores and code "
                                 "are unchanged since the last run into --out are reused)")
-            p.add_argument("--shared-data", default="../shared/datasets", metavar="DIR",
+            p.add_argument("--shared-data", default=None, metavar="DIR",
                            help="folder of the seed experiments' datasets (the replication); "
-                                "not given and ../shared/datasets absent: fetched into the "
-                                "cache as by `data fetch`; absent, or the fetch fails: the "
-                                "study runs on the built-ins")
+                                "not given: ../shared/datasets, or where that is absent the "
+                                "files fetched into the cache as by `data fetch` (a failed "
+                                "fetch: the built-ins study); a folder named here must hold "
+                                "them")
             p.add_argument("--extra", nargs="+", default=[], metavar="SPEC",
                            help="further files of the supported formats (path or path:aspect) "
                                 "for the probes-vs-prompting and transfer experiments")
             p.add_argument("--full", action="store_true",
-                           help="the papers' sizes (for a GPU; hours on a CPU)")
+                           help="the papers' sizes (for a GPU; hours on a CPU); not with "
+                                "--quick")
             p.add_argument("--builtins", action="store_true",
                            help="run the built-ins study (generated datasets) instead")
     return parser
@@ -246,6 +250,37 @@ def _save_probes(args, bridge) -> None:
         print(f"probes saved: {path}")
 
 
+def _check_transfer(args) -> None:
+    from analyses.cross_dataset import TransferConfig
+
+    if args.datasets is not None and len(set(args.datasets)) < 2:
+        raise PPairsError(f"transfer needs at least 2 different datasets, got --datasets "
+                          f"{' '.join(args.datasets)}")
+    if getattr(args, "kinds", None):
+        TransferConfig(stores=[], kinds=tuple(args.kinds)).validate()
+
+
+def _check_steer(args) -> None:
+    from analyses.steering import SteeringConfig
+
+    if args.alphas:
+        SteeringConfig(stores=[], alphas=tuple(args.alphas))
+
+
+def _check_finetune(args) -> None:
+    from analyses.finetuning import FinetuningConfig
+
+    if args.max_train is not None:
+        FinetuningConfig(max_train=args.max_train)
+
+
+#: Per command: its experiment's own config checks, run on the arguments alone (no stores
+#: yet), so that what the config would refuse after the harvest is refused before the model
+#: loads.
+CONFIG_CHECKS = {"transfer": _check_transfer, "steer": _check_steer,
+                 "finetune": _check_finetune}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -256,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             _cmd_data(args)
             return 0
         check_args(args)  # before any model loads
+        CONFIG_CHECKS.get(args.command, lambda _: None)(args)
         if args.command == "harvest":
             _cmd_harvest(args)
         elif args.command == "rank":

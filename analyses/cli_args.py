@@ -10,6 +10,7 @@ by loading them (:func:`check_args`). What needs the model (hook names, the rang
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ppairs_lens.errors import PPairsError
@@ -17,7 +18,8 @@ from ppairs_lens.errors import PPairsError
 __all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands", "add_dataset_options",
            "add_eval_settings", "add_hooks", "add_kinds", "add_layer", "add_model_options",
            "add_seed", "add_split", "add_template", "check_args", "check_layer",
-           "eval_settings_from_args", "load_model_from_args", "positive_int", "share"]
+           "eval_settings_from_args", "finite_float", "load_model_from_args", "positive_int",
+           "seed_int", "share", "DEFAULT_SHARED_DATA"]
 
 #: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
 QUICK_MAX_PAIRS = 80
@@ -54,6 +56,19 @@ def positive_int(text: str) -> int:
             from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """A seed: a whole number >= 0 (numpy's generators refuse negative seeds, which would
+    surface only after the harvest)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") \
+            from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
     return value
 
 
@@ -122,7 +137,7 @@ def add_data_commands(sub) -> None:
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the dataset subsets, splits and bootstrap resamples (default 0)")
 
 
@@ -188,20 +203,39 @@ def add_hooks(p: argparse.ArgumentParser) -> None:
                         "ln_final.hook_out)")
 
 
-def _check_folder(flag: str, value) -> None:
-    if value is not None and Path(value).exists() and not Path(value).is_dir():
-        raise PPairsError(f"{flag} {value} is an existing file, not a folder; name a folder")
+def finite_float(text: str) -> float:
+    """A finite number (``--alphas``): ``nan`` and ``inf`` parse as floats but are no
+    coefficient."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+#: Where ``run`` looks for the seed experiments' data unless ``--shared-data`` says.
+DEFAULT_SHARED_DATA = "../shared/datasets"
+#: Presets of ``run`` that exclude each other.
+EXCLUSIVE_PRESETS = ("quick", "full")
 
 
 def check_args(args) -> None:
-    """Every check that needs no model: output folders, dataset specs (loaded), the template
-    against each dataset. ``--quick`` without ``--max-pairs`` caps the pairs here."""
+    """Every check that needs no model: output folders (an existing file, or not writable),
+    ``run``'s presets and data folder, dataset specs (loaded), the template against each
+    dataset. ``--quick`` without ``--max-pairs`` caps the pairs here."""
     from ppairs_lens.activations.template_files import check_template_fits
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.io.atomic import check_output_folder
 
-    for flag in ("out", "stores"):
-        _check_folder(f"--{flag}", getattr(args, flag, None))
+    for flag in ("out", "stores", "save_probes"):
+        if getattr(args, flag, None) is not None:  # stores already there may only be read
+            check_output_folder(getattr(args, flag), f"--{flag.replace('_', '-')}",
+                                may_be_read_only=flag == "stores")
     _check_device(getattr(args, "device", None))
+    if args.command == "run":
+        _check_run(args)
     if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
             and args.command in ("harvest", "sweep", "transfer", "ablate", "steer",
                                  "finetune")):
@@ -213,11 +247,44 @@ def check_args(args) -> None:
         raise PPairsError("--template applies to every dataset: name them with --datasets "
                           "(the default ones are of both kinds)")
     tokenizer = _tokenizer(args) if template is not None else None
+    for spec in getattr(args, "extra", None) or []:  # run's --extra files, read the same way
+        load_dataset_spec(spec, max_pairs=getattr(args, "max_pairs", None), seed=args.seed)
     for spec in specs:
         dataset = load_dataset_spec(spec, max_pairs=getattr(args, "max_pairs", None),
                                     seed=args.seed)
         if template is not None:
             check_template_fits(template, dataset, tokenizer)
+
+
+def _check_run(args) -> None:
+    """``run``: one preset at most; a data folder given with ``--shared-data`` must exist and
+    hold at least one of the replication's files (the default one may be absent: a clone
+    without ``../shared`` runs the built-ins, and says so)."""
+    from ppairs_lens.data.replication_sets import replication_files
+
+    given = [f"--{p}" for p in EXCLUSIVE_PRESETS if getattr(args, p, False)]
+    if len(given) > 1:
+        raise PPairsError(f"{' and '.join(given)} exclude each other: choose one preset")
+    explicit = getattr(args, "shared_data", None) is not None
+    args.shared_data_given = explicit  # only the default folder may be fetched in its place
+    if not explicit:
+        args.shared_data = DEFAULT_SHARED_DATA
+    root = Path(args.shared_data)
+    expected = replication_files()
+    if explicit and not root.is_dir():
+        raise PPairsError(f"--shared-data {root}: no such folder (expected the seed "
+                          f"experiments' data: {', '.join(expected)})")
+    builtins = bool(getattr(args, "builtins", False) or getattr(args, "datasets", None))
+    if getattr(args, "extra", None) and (builtins or not root.is_dir()):
+        why = ("--builtins or --datasets runs the built-ins study" if builtins else
+               f"{root} is absent, so the study runs on the built-ins")
+        raise PPairsError(f"--extra adds files to the replication, but {why}: the files would "
+                          "be ignored")
+    if builtins or not root.is_dir():
+        return  # the built-ins study (the folder only adds its real datasets where present)
+    if not any((root / rel).is_file() for rel in expected):
+        raise PPairsError(f"--shared-data {root} holds none of the replication's datasets "
+                          f"(expected at least one of {', '.join(expected)})")
 
 
 def _check_device(device: str | None) -> None:

@@ -12,7 +12,6 @@ in the output. :func:`findings_markdown` writes the README's findings block from
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from ppairs_lens.evaluation.store_split import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS
+from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import write_json
 
 __all__ = ["BEGIN", "END", "claims", "findings_markdown", "refresh_claims", "study_summary",
@@ -205,7 +205,7 @@ def refresh_claims(figures: str | Path = "figures") -> dict:
     """Re-decide the claims of ``figures/summary.json`` from its own entries (after a rule
     changed; no step reruns) and write it back; returns the summary."""
     path = Path(figures) / "summary.json"
-    s = json.loads(path.read_text())
+    s = read_json_object(path)
     s["claims"] = claims(s.get("sweep", []), s.get("transfer"), s.get("ablation", []),
                          s.get("judges"))
     write_json(path, s)

@@ -39,6 +39,7 @@ from ppairs_lens.evaluation.baselines import (length_balanced_accuracy, memorisa
 from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.evaluation.readout_choice import (
     VAL_REPEATS,
     VAL_SIZE,
@@ -281,8 +282,6 @@ def cli(args, bridge) -> None:
     probes, the no-model baselines and the calibrated zero-shot and few-shot judges on the
     same test pairs; the judges' reports (metrics, diagnostics, demonstrations) in
     ``layer_sweep_judges.json``."""
-    import json
-
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
@@ -300,7 +299,7 @@ def cli(args, bridge) -> None:
     rows = run_sweep(stores, args.out, cfg, judges=pair_scores(entries))
     write_json(Path(args.out) / "layer_sweep_judges.json", entries)
     path = Path(args.out) / "layer_sweep_summary.json"
-    print_best(rows, json.loads(path.read_text()) if path.is_file() else {"entries": []})
+    print_best(rows, read_json_object(path) if path.is_file() else {"entries": []})
 
 
 def print_best(rows: list[dict], summary: dict) -> None:

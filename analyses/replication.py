@@ -43,9 +43,11 @@ from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
 from ppairs_lens.data.specs import load_dataset_spec
+from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import store_fits
 from ppairs_lens.evaluation.text_baselines import text_baselines
+from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.allure import AllureConfig
@@ -331,20 +333,22 @@ def refresh(figures: str | Path = "figures") -> dict:
     run): the probes-vs-prompting table from the sweep's summary and rows, the shift verdicts
     from its rows, then ``summary.json``. For when a verdict rule changed after the run."""
     import csv
-    import json
 
     from analyses.distribution_shift import gap_verdict
 
     fig = Path(figures)
-    s = json.loads((fig / "summary.json").read_text("utf-8"))
-    sweep = json.loads((fig / "layer_sweep_summary.json").read_text("utf-8"))
+    s = read_json_object(fig / "summary.json")
+    sweep = read_json_object(fig / "layer_sweep_summary.json")
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
     others = []
-    for r in csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")):
-        if int(r["layer"]) < 0:
-            others.append({**r, **{k: f(r[k]) if r[k] != "" else float("nan")
-                                   for k, f in num.items()},
-                           "ci_counts": r["ci_counts"] == "True"})
+    for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):
+        try:  # a column missing, or no number: located, not a bare ValueError
+            row = {k: f(r[k]) if r[k] != "" else float("nan") for k, f in num.items()}
+        except (KeyError, TypeError, ValueError) as e:
+            raise DataError(f"expected numbers in {list(num)} ({e})", row=i,
+                            file=str(fig / "layer_sweep.csv")) from None
+        if row["layer"] < 0:
+            others.append({**r, **row, "ci_counts": r.get("ci_counts") == "True"})
     sweep["others"] = others
     names = list(dict.fromkeys(e["dataset"] for e in sweep["entries"]))
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],

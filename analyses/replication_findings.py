@@ -10,13 +10,13 @@ fails, inconclusive, or not tested at this size (with the size that would test i
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
 from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTED
+from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import jsonable
 
 __all__ = ["PVP_COLUMNS", "README_END", "README_START", "replication_markdown",
@@ -273,7 +273,7 @@ def _claims_lines(s: dict) -> list[str]:
 
 def update_readme(figures: str | Path = "figures", readme: str | Path = "README.md") -> str:
     """Rewrite the README block between the markers from ``figures/summary.json``."""
-    s = json.loads((Path(figures) / "summary.json").read_text("utf-8"))
+    s = read_json_object(Path(figures) / "summary.json")
     text = Path(readme).read_text("utf-8")
     if s.get("kind") != "replication":  # the built-ins study: its block is not the README's
         print(f"{figures}/summary.json is not a replication summary: README left as it is")

@@ -206,7 +206,7 @@ def cli(args, bridge=None) -> None:
 
     builtins = getattr(args, "builtins", False) or bool(args.datasets)
     if (not builtins and not Path(args.shared_data).is_dir()
-            and args.shared_data == StudyConfig.shared_data):  # no --shared-data given
+            and not getattr(args, "shared_data_given", False)):
         args.shared_data = str(fetched_data_folder() or args.shared_data)
     if not builtins and Path(args.shared_data).is_dir():
         # the paper's halves unless --test-size says otherwise

@@ -43,7 +43,7 @@ from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
-from ppairs_lens.errors import PPairsError
+from ppairs_lens.errors import SettingError
 from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
@@ -51,6 +51,7 @@ from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.steered_judge import judge_under_steering
+from ppairs_lens.interventions.steering import check_alpha
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
@@ -77,6 +78,15 @@ class SteeringConfig:
     max_eval_pairs: int | None = 100
     directions_per_pass: int | None = None
     token_budget: int | None = None
+
+    def __post_init__(self):
+        # refused at construction (Python API and CLI alike), before any model runs
+        self.alphas = tuple(check_alpha(a, f"alphas[{i}]") for i, a in enumerate(self.alphas))
+        if not any(self.alphas):
+            raise SettingError(f"alphas {list(self.alphas)}: at least one non-zero steering "
+                               "coefficient is needed (the slope is fitted on them)")
+        if self.n_random < 1 or self.n_matched < 1:
+            raise SettingError("steering needs n_random, n_matched >= 1 (the nulls)")
 
 
 @dataclass
@@ -123,8 +133,6 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     from, checked by fingerprint); ``run`` records what was found (never the config)."""
     cfg = cfg or SteeringConfig(stores=[str(store.path)])
     run = run if run is not None else SteeringRun()
-    if cfg.n_random < 1 or cfg.n_matched < 1 or not cfg.alphas:
-        raise PPairsError("steering needs n_random, n_matched >= 1 and at least one alpha")
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     name = store.meta.dataset
@@ -173,7 +181,9 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
                          "delta_z": float(dz[a, j]), "mean_z": float(z[a, :, j].mean()),
                          "accuracy": float(acc[a, j]), "slope": float(slope[j]),
                          **{f"p_slope_{n}": t["p"] for n, t in tests.items()},
-                         **{f"slope_rank_{n}": t["rank"] for n, t in tests.items()}})
+                         **{f"slope_rank_{n}": t["rank"] for n, t in tests.items()},
+                         # the nulls the p-value counts (non-finite slopes dropped)
+                         **{f"n_slope_{n}": t["n_null"] for n, t in tests.items()}})
     for null, i in idx.items():
         for a, alpha in enumerate(alphas):
             lo, med, hi = np.quantile(dz[a, i], [0.025, 0.5, 0.975])

@@ -53,3 +53,8 @@ class DirectionError(PPairsError, ValueError):
 class FetchError(PPairsError, RuntimeError):
     """A dataset file could not be downloaded or did not verify: the message names the file,
     the URL and, on a mismatch, both SHA-256 hashes."""
+
+
+class SettingError(PPairsError, ValueError):
+    """A setting a caller passed is not usable: a non-finite coefficient, an empty list, a
+    request the data cannot support (e.g. more distinct permutations than exist)."""

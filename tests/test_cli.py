@@ -53,8 +53,9 @@ def run(argv: list[str]) -> int:
 
 
 def base(command: str, tmp_path) -> list[str]:
-    data = ["--dataset", "larger_number"] if command == "harvest" else \
-        ["--datasets", "story_sentiment" if command == "rank" else "larger_number"]
+    data = (["--dataset", "larger_number"] if command == "harvest" else
+            ["--datasets", "larger_number", "alphabetical"] if command == "transfer" else
+            ["--datasets", "story_sentiment" if command == "rank" else "larger_number"])
     return [command, *data, "--stores", str(tmp_path / "stores"),
             "--out", str(tmp_path / ("store" if command == "harvest" else "out"))]
 
@@ -181,7 +182,8 @@ def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, 
     monkeypatch.setattr(analyses.replication, "run_replication",
                         lambda cfg, **kw: got.update(cfg=cfg, kw=kw))
     data = tmp_path / "shared"
-    data.mkdir()
+    (data / "mctaco").mkdir(parents=True)
+    (data / "mctaco" / "dev_3783.tsv").write_text("")  # one of the files it reads is enough
     argv = ["run", "--out", str(tmp_path / "out"), "--shared-data", str(data), "--quick"]
     assert run(argv) == 0
     assert got["cfg"].shared_data == str(data) and got["cfg"].settings.quick
@@ -235,7 +237,7 @@ def test_bad_arguments_fail_in_one_line_before_the_model_loads(command, extra, m
             extra[i] = "bad.json"
     argv = base(command, tmp_path)
     if extra[0] in ("--datasets", "--dataset"):  # replace the base dataset
-        argv = [command, *extra, *argv[3:]]
+        argv = [command, *extra, *argv[argv.index("--stores"):]]
     else:
         argv += extra
     assert run(argv) == 2

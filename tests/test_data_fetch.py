@@ -334,12 +334,14 @@ def test_run_falls_back_to_the_builtins_when_the_fetch_fails(clone, tmp_path, mo
     assert len(failed) == 1 and "cannot reach" in failed[0]
 
 
-def test_an_explicit_missing_data_folder_fetches_nothing(clone, tmp_path, monkeypatch):
+def test_an_explicit_missing_data_folder_fetches_nothing(clone, tmp_path, monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(analyses.run_all, "fetched_data_folder", lambda: calls.append(1))
+    # a folder the user named is theirs: refused (exit 2), never replaced by a download
     assert main(["run", "--out", str(tmp_path / "out"), "--quick",
-                 "--shared-data", str(tmp_path / "missing")]) == 0
-    assert calls == [] and list(clone) == ["builtins"]
+                 "--shared-data", str(tmp_path / "missing")]) == 2
+    assert calls == [] and list(clone) == []
+    assert "no such folder" in capsys.readouterr().err
 
 
 def test_fetched_data_folder_is_none_without_network(tmp_path, monkeypatch):

@@ -101,14 +101,20 @@ def test_sweep_and_transfer_save_probes_from_the_cli(tiny, tmp_path, monkeypatch
     monkeypatch.setattr(analyses.layer_sweep, "run_sweep", lambda *a, **k: [])
     monkeypatch.setattr(analyses.cross_dataset, "run_transfer", lambda *a, **k: {})
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
-    common = ["--datasets", "larger_number", "--max-pairs", "24", "--split", "pair",
+    common = ["--max-pairs", "24", "--split", "pair",
               "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")]
-    for command in ("sweep", "transfer"):
+    # transfer needs two datasets (refused before the model otherwise)
+    for command, datasets in (("sweep", ["larger_number"]),
+                              ("transfer", ["larger_number", "alphabetical"])):
         saved = tmp_path / command
-        assert main([command, *common, "--save-probes", str(saved)]) == 0
-        (folder,) = [p for p in saved.iterdir() if p.is_dir()]
-        store = ActivationStore.open(next(p for p in (tmp_path / "stores").rglob("metadata.json")
-                                          ).parent)
+        assert main([command, "--datasets", *datasets, *common, "--save-probes", str(saved)]) \
+            == 0
+        folders = sorted(p for p in saved.iterdir() if p.is_dir())
+        assert len(folders) == len(datasets)
+        folder = next(p for p in folders if p.name.startswith("larger_number"))
+        store = ActivationStore.open(next(
+            p for p in (tmp_path / "stores").rglob("metadata.json")
+            if ActivationStore.open(p.parent).meta.dataset.startswith("larger_number")).parent)
         sweep = load_sweep(folder, model=model_name(tiny), hook_names=store.hook_names,
                            template_hash=store.meta.template_hash)
         assert sweep.n_layers == store.n_readouts and read_metadata(folder).split == "pair"

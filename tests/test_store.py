@@ -97,7 +97,7 @@ def test_ctrl_c_and_disk_full_lose_nothing(tiny, tmp_path, monkeypatch):
         _harvest(tiny, tmp_path / "s")
     monkeypatch.setattr(hts, "harvest_with_judge", real)
 
-    import ppairs_lens.activations.store as store_mod
+    import safetensors.torch as store_mod  # the store writes through io.atomic's save
 
     real_save = store_mod.save_file
 
@@ -116,7 +116,7 @@ def test_ctrl_c_and_disk_full_lose_nothing(tiny, tmp_path, monkeypatch):
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, {repo!r})
-    import ppairs_lens.activations.store as store_mod
+    import safetensors.torch as store_mod
     from ppairs_lens.activations.pipeline import harvest_dataset
     from ppairs_lens.models.tiny import tiny_model
     from tests.conftest import small_comparisons

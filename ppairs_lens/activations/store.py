@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -40,14 +38,15 @@ import numpy as np
 import torch
 from jaxtyping import Float, Int
 from safetensors import safe_open
-from safetensors.torch import save_file
 from torch import Tensor
 
 from ppairs_lens import __version__
 from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store_meta import IDENTITY_FIELDS, REQUIRED_FIELDS, StoreMeta
 from ppairs_lens.errors import StoreError
-from ppairs_lens.io.atomic import atomic_write_text
+from ppairs_lens.io.atomic import atomic_save_tensors, atomic_write_text
+from ppairs_lens.io.checksums import tensor_sha256
+from ppairs_lens.io.json_fields import array_of, check_fields, is_int, json_object, optional
 
 __all__ = ["ActivationStore", "IDENTITY_FIELDS"]
 
@@ -55,9 +54,19 @@ __all__ = ["ActivationStore", "IDENTITY_FIELDS"]
 #: The shard tensor holding the judge's log-odds per pair (float64).
 JUDGE_KEY = "judge_logodds"
 
-
-def _tensor_sha(t: Tensor) -> str:
-    return hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
+_WHOLE = (lambda v: is_int(v) and v >= 0, "a whole number >= 0")
+#: JSON types of the fields a reader of the store's files relies on (others pass as written).
+_META_TYPES = {"hook_names": array_of(lambda v: isinstance(v, str), "strings"),
+               "d_model": (lambda v: is_int(v) and v > 0, "a positive whole number"),
+               "shard_size": (lambda v: is_int(v) and v > 0, "a positive whole number"),
+               "n_pairs": optional(_WHOLE),
+               **{k: (lambda v: isinstance(v, str), "a string")
+                  for k in ("model", "dataset", "dataset_fingerprint", "template_hash")}}
+_PAIR_TYPES = {"label": (lambda v: v in (0, 1, 2) and not isinstance(v, bool), "0, 1 or 2")}
+_SIDECAR_TYPES = {"bytes": _WHOLE, "start": _WHOLE, "stop": _WHOLE,
+                  "sha256": ((lambda v: isinstance(v, dict)
+                              and all(isinstance(h, str) for h in v.values())),
+                             "a JSON object of hex strings")}
 
 
 class ActivationStore:
@@ -103,12 +112,14 @@ class ActivationStore:
         if not mfile.is_file():
             raise StoreError(f"{path} is not an activation store (no metadata.json)")
         try:
-            meta = json.loads(mfile.read_text("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            text = mfile.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
             raise StoreError(f"{mfile} is corrupt: {e}") from e
+        meta = json_object(text, mfile, StoreError)
         missing = [k for k in REQUIRED_FIELDS if k not in meta]
         if missing:
             raise StoreError(f"{mfile} lacks fields {missing}")
+        check_fields(meta, _META_TYPES, mfile, StoreError)
         return cls(path, StoreMeta.from_json(meta))
 
     # ---- shape and per-pair information ------------------------------------------------------
@@ -130,8 +141,19 @@ class ActivationStore:
         return int(self.meta.d_model)
 
     def pairs(self) -> list[PairInfo]:
-        lines = (self.path / "pairs.jsonl").read_text("utf-8").splitlines()
-        return [PairInfo.from_json(json.loads(line)) for line in lines if line]
+        pfile = self.path / "pairs.jsonl"
+        try:
+            lines = pfile.read_text("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreError(f"{pfile} cannot be read: {e}") from None
+        out = []
+        for i, line in enumerate(lines, 1):
+            if line:
+                row = json_object(line, f"{pfile} line {i}", StoreError)
+                check_fields(row, _PAIR_TYPES, f"{pfile} line {i}", StoreError,
+                             required=("pair_id", "label"))
+                out.append(PairInfo.from_json(row))
+        return out
 
     def labels(self) -> Int[Tensor, " pair"]:
         return torch.tensor([p.label for p in self.pairs()], dtype=torch.long)
@@ -192,20 +214,9 @@ class ActivationStore:
                                  f"judge log-odds, expected ({stop - start},)")
             tensors[JUDGE_KEY] = torch.as_tensor(np.asarray(judge_logodds, dtype=np.float64))
         data_path, side_path = self._shard_paths(i)
-        data_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=data_path.parent)
-        os.fchmod(fd, 0o644)
-        os.close(fd)
-        try:
-            save_file(tensors, tmp, metadata={"start": str(start), "stop": str(stop)})
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, data_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_save_tensors(data_path, tensors, {"start": str(start), "stop": str(stop)})
         side = {"start": start, "stop": stop, "bytes": data_path.stat().st_size,
-                "sha256": {k: _tensor_sha(v) for k, v in tensors.items()}}
+                "sha256": {k: tensor_sha256(v) for k, v in tensors.items()}}
         atomic_write_text(side_path, json.dumps(side))  # the shard counts from here on
 
     def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
@@ -218,7 +229,9 @@ class ActivationStore:
                              f"{self.n_shards} are missing; re-run the harvest to finish it")
         parts, kept = [], False
         for i in range(self.n_shards):
-            side = json.loads(self._shard_paths(i)[1].read_text("utf-8"))
+            side = json_object(self._shard_paths(i)[1].read_text("utf-8"),
+                               self._shard_paths(i)[1], StoreError)
+            check_fields(side, _SIDECAR_TYPES, self._shard_paths(i)[1], StoreError)
             if JUDGE_KEY in side.get("sha256", {}):
                 parts.append(self._read_shard(i, [JUDGE_KEY], verify)[0].numpy())
                 kept = True
@@ -232,9 +245,10 @@ class ActivationStore:
     def _read_shard(self, i: int, layers: Sequence[int | str], verify: bool) -> list[Tensor]:
         data_path, side_path = self._shard_paths(i)
         try:
-            side = json.loads(side_path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
+            side = json_object(side_path.read_text("utf-8"), side_path, StoreError)
+        except (OSError, UnicodeDecodeError) as e:
             raise StoreError(f"shard sidecar {side_path} is unreadable: {e}") from e
+        check_fields(side, _SIDECAR_TYPES, side_path, StoreError, required=("bytes", "sha256"))
         if not data_path.is_file() or data_path.stat().st_size != side["bytes"]:
             size = data_path.stat().st_size if data_path.is_file() else "missing"
             raise StoreError(f"shard {data_path} is truncated or missing (size {size}, expected "
@@ -246,7 +260,7 @@ class ActivationStore:
                 for l in layers:
                     key = l if isinstance(l, str) else f"layer_{l:02d}"
                     t = f.get_tensor(key)
-                    if verify and _tensor_sha(t) != side["sha256"][key]:
+                    if verify and tensor_sha256(t) != side["sha256"][key]:
                         raise StoreError(f"shard {data_path} is corrupt: checksum of {key} "
                                          "differs; delete the shard and its .json and re-run "
                                          "the harvest to redo it")

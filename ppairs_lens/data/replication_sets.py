@@ -22,7 +22,7 @@ from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 
 __all__ = ["SUMMEVAL_ASPECTS", "ReplicationSizes", "combine", "replication_datasets",
-           "items_within_contexts"]
+           "replication_files", "items_within_contexts"]
 
 #: The thesis's four SummEval aspects (Tables 4.1, 4.2), in its column order.
 SUMMEVAL_ASPECTS: tuple[str, ...] = ("coherence", "consistency", "fluency", "relevance")
@@ -128,6 +128,12 @@ def _entries(sizes: ReplicationSizes, seed: int
     out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar,
                 sizes.llmbar_pairs))
     return out
+
+
+def replication_files(sizes: ReplicationSizes = ReplicationSizes()) -> list[str]:
+    """The files (paths under the data folder) the replication reads at ``sizes``, each once:
+    what a folder given as the seed experiments' data must hold some of."""
+    return list(dict.fromkeys(rel for _, rel, _, size in _entries(sizes, 0) if size != 0))
 
 
 def replication_datasets(root: str | Path, sizes: ReplicationSizes = ReplicationSizes(), *,

@@ -114,6 +114,10 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
     if len(keep) < 2:
         return Verdict(NOT_TESTED, f"only {len(keep)} of {len(names)} probes beat chance in "
                        f"distribution; agreement needs at least 2", rule, ev)
+    if 1 / (n_sim + 1) >= alpha:  # no draw could pass: the test would be run blind
+        return Verdict(NOT_TESTED, f"with {n_sim} null draws the smallest p is 1/{n_sim + 1}, "
+                       f"not below {alpha}", rule, ev,
+                       needed=f"{int(np.ceil(1 / alpha))} null draws")
     dirs = np.stack([np.asarray(directions[i], dtype=float) for i in keep])
     obs = mean_abs_pairwise_cos(dirs)
     iso = isotropic_mean_abs_cos(len(keep), dirs.shape[1], n_sim, seed)

@@ -13,7 +13,9 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.io.atomic import check_output_folder
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.persistence import metadata_from_store, save_sweep
 from ppairs_lens.probes.sweep import fit_sweep
@@ -26,13 +28,15 @@ def save_store_probes(store, out: str | Path, *, kinds: Sequence[str] = PROBE_KI
                       test_size: float = 0.3, seed: int = 0) -> Path:
     """Fit ``kinds`` on every read-out of ``store``'s training split and save the sweep into
     ``out/<dataset>``; returns that folder (load it with
-    :func:`ppairs_lens.probes.persistence.load_sweep`)."""
+    :func:`ppairs_lens.probes.persistence.load_sweep`); ``out`` that is a file or cannot be
+    written is refused before the fit."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", store.meta.dataset)
+    check_output_folder(Path(out) / name, "save folder", ProbeError)
     sp = split_store(store, test_size=test_size, split_by=split_by, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # degenerate read-outs are saved as NaN
         sweep = fit_sweep(sp.acts_train, sp.labels_train, tuple(kinds), C=C,
                           standardize=standardize, model_name=store.meta.model,
                           groups=sp.groups_train, seed=seed)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", store.meta.dataset)
     return save_sweep(sweep, Path(out) / name, hook_names=list(store.hook_names),
                       split=str(getattr(sp, "split_used", split_by)), **metadata_from_store(store))

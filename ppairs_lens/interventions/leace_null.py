@@ -5,7 +5,10 @@ A rejected probe direction is compared with random and variance-matched directio
 (:func:`ppairs_lens.interventions.leace.fit_leace`: a rank-1 oblique erasure, whitened by the
 contrast covariance) is LEACE fitted on the *same* features with the labels permuted: the same
 kind of erasure, in the same covariance geometry, of a concept that is the labels only by
-chance. :func:`permuted_erasers` draws ``K`` of them (seeded permutations).
+chance. :func:`permuted_erasers` draws ``K`` of them (seeded permutations), every one a
+different eraser and none the real one: a relabelling and its complement give the same eraser,
+and with few pairs few relabellings exist (:func:`n_distinct_nulls`), so ``K`` more than
+exist is refused rather than filled with repeats that would fake the p-value's resolution.
 
 :func:`judge_under_erasers` runs the calibrated judge with each eraser applied at the read-out
 token only, at every hook point of a preset, all erasers in one pass, as the batched rejection
@@ -23,6 +26,8 @@ resolution is ``1 / (K + 1)``), Δaccuracy and Δlog-odds margin with paired CIs
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -35,7 +40,7 @@ from torch import Tensor
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template
 from ppairs_lens.data.records import ITEM1, TIE, Dataset
-from ppairs_lens.errors import DirectionError
+from ppairs_lens.errors import DirectionError, SettingError
 from ppairs_lens.evaluation.judge_change import judge_change
 from ppairs_lens.evaluation.null_test import direction_effects, null_test, sign_accuracy
 from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
@@ -44,19 +49,84 @@ from ppairs_lens.interventions.leace import fit_leace
 from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import PRESETS, Hook, Preset, check_hook_names, hook_points
 
-__all__ = ["batched_eraser_hooks", "eraser_null_test", "eraser_rows", "judge_under_erasers",
-           "leace_null_study", "permuted_erasers"]
+__all__ = ["batched_eraser_hooks", "distinct_relabellings", "eraser_null_test", "eraser_rows",
+           "judge_under_erasers", "leace_null_study", "n_distinct_nulls", "permuted_erasers"]
+
+
+#: Up to this many distinct relabellings they are all listed and drawn without replacement;
+#: above it, permutations are drawn and a repeat (or the real labels) is drawn again.
+ENUMERATE_MAX = 100_000
+
+
+def _two_classes(labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, mask)``: the labels and where the first of their two classes is."""
+    y = np.asarray(labels)
+    classes = np.unique(y)
+    if y.ndim != 1 or len(classes) != 2:
+        raise SettingError(f"a permuted-label null needs labels of exactly two classes, got "
+                           f"{len(classes)} ({classes[:5].tolist()}) over shape {y.shape}")
+    return y, y == classes[0]
+
+
+def n_distinct_nulls(labels: Any) -> int:
+    """How many distinct permuted-label erasers exist for ``labels``: the relabellings with
+    the same class counts, a relabelling and its complement counted once (they give the same
+    eraser; only a balanced one has its complement among them), the real labels left out."""
+    y, mask = _two_classes(labels)
+    n, k = len(y), int(mask.sum())
+    return math.comb(n, k) // (2 if 2 * k == n else 1) - 1
+
+
+def _key(mask: np.ndarray, balanced: bool) -> bytes:
+    """One key per eraser: a balanced relabelling and its complement share it."""
+    return min(mask.tobytes(), (~mask).tobytes()) if balanced else mask.tobytes()
+
+
+def distinct_relabellings(labels: Any, n_perm: int, seed: int = 0) -> list[np.ndarray]:
+    """``n_perm`` permutations of ``labels``, each giving a different eraser and none the real
+    one (:func:`n_distinct_nulls`); refused (:class:`~ppairs_lens.errors.SettingError`) when
+    fewer than ``n_perm`` exist, rather than repeating erasers: a p-value over repeats would
+    claim a resolution ``1 / (n_perm + 1)`` it does not have."""
+    if n_perm < 1:
+        raise DirectionError(f"n_perm must be at least 1, got {n_perm}")
+    y, mask = _two_classes(labels)
+    n, k = len(y), int(mask.sum())
+    balanced = 2 * k == n
+    available = n_distinct_nulls(labels)
+    if available < n_perm:
+        raise SettingError(
+            f"only {available} distinct permuted-label erasers exist for {n} pairs ({k} of one "
+            f"label, {n - k} of the other; a relabelling and its complement give the same "
+            f"eraser, and the real labels are no null), {n_perm} were asked: the smallest p "
+            f"would be 1/{available + 1}; use more training pairs or n_perm <= {available}")
+    first, second = y[mask][0], y[~mask][0]
+    real = _key(mask, balanced)
+    rng = np.random.default_rng(seed)
+    if available + 1 <= ENUMERATE_MAX:  # few: list them all, draw without replacement
+        masks = []
+        for ones in itertools.combinations(range(n), k):
+            m = np.zeros(n, dtype=bool)
+            m[list(ones)] = True
+            if (not balanced or m[0]) and _key(m, balanced) != real:
+                masks.append(m)
+        picked = [masks[i] for i in rng.permutation(len(masks))[:n_perm]]
+    else:  # many: draw permutations, skipping a repeat or the real labels
+        seen, picked = {real}, []
+        while len(picked) < n_perm:
+            m = mask[rng.permutation(n)]
+            if _key(m, balanced) not in seen:
+                seen.add(_key(m, balanced))
+                picked.append(m)
+    return [np.where(m, first, second) for m in picked]
 
 
 def permuted_erasers(acts: Float[Tensor, "n 2 d"], labels: Any, n_perm: int, seed: int = 0
                      ) -> list:
     """``n_perm`` LEACE erasers fitted on ``acts`` (one layer, ``[n, 2, d]``) with the labels
-    permuted (seeded; the class counts stay those of ``labels``)."""
-    if n_perm < 1:
-        raise DirectionError(f"n_perm must be at least 1, got {n_perm}")
-    y = np.asarray(labels)
-    rng = np.random.default_rng(seed)
-    return [fit_leace(acts, y[rng.permutation(len(y))]) for _ in range(n_perm)]
+    permuted (seeded; the class counts stay those of ``labels``), each a different eraser and
+    none the real one (:func:`distinct_relabellings`; too few pairs for ``n_perm`` distinct
+    ones: refused)."""
+    return [fit_leace(acts, yp) for yp in distinct_relabellings(labels, n_perm, seed)]
 
 
 def eraser_rows(erasers: Sequence, d: int) -> Float[Tensor, "D 3 d"]:
@@ -164,4 +234,5 @@ def leace_null_study(bridge, dataset: Dataset, template: Template | None,
     out = judge_under_erasers(bridge, dataset, template, erasers, preset, settings=settings)
     y = (np.asarray(dataset.labels()) == ITEM1).astype(int)
     return {**eraser_null_test(out["z"], y, list(dataset.group_ids()), n_boot=n_boot,
-                               seed=seed, tol=tol), "z": out["z"]}
+                               seed=seed, tol=tol), "z": out["z"],
+            "n_null_available": n_distinct_nulls(labels_train)}

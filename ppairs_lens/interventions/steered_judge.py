@@ -23,6 +23,7 @@ from torch import Tensor
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.data.records import Dataset
+from ppairs_lens.errors import DirectionError
 from ppairs_lens.interventions.steering import batched_steering_hooks
 from ppairs_lens.judges.calibration import swap_calibrated_logodds
 from ppairs_lens.interventions.batched import logodds_per_branch
@@ -47,6 +48,9 @@ def judge_under_steering(
     swapped one None for statements), each vector added as given (not normalised) at the
     read-out token; a zero row is the unsteered judge."""
     v = torch.as_tensor(vectors).detach().float()
+    if not torch.isfinite(v).all():  # before any prompt is built or run
+        raise DirectionError("steering vectors hold NaN or inf (a non-finite coefficient "
+                             "alpha, or direction); every vector must be finite")
     chunk = int(vectors_per_pass or v.shape[0])
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
     ld_o = _logodds(bridge, pairs, v, hooks, settings, chunk)

@@ -17,6 +17,7 @@ many directions share one pass of :func:`ppairs_lens.activations.runner.run_bran
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -24,7 +25,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ppairs_lens.errors import DirectionError
+from ppairs_lens.errors import DirectionError, SettingError
 from ppairs_lens.interventions.ablation import (
     Directions,
     Positions,
@@ -40,19 +41,34 @@ from ppairs_lens.models.hook_points import (
     hook_points,
 )
 
-__all__ = ["steering_vector", "steering_hooks", "steer", "batched_steering_hooks"]
+__all__ = ["check_alpha", "steering_vector", "steering_hooks", "steer",
+           "batched_steering_hooks"]
+
+
+def check_alpha(alpha: float, what: str = "alpha") -> float:
+    """``alpha`` as a float, refused unless a finite number (NaN or inf would reach the model
+    and come back as NaN log-odds blamed on the directions or the dtype)."""
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise SettingError(f"steering coefficient {what} must be a number, got {alpha!r}") \
+            from None
+    if not math.isfinite(a):
+        raise SettingError(f"steering coefficient {what} must be a finite number, got {a}")
+    return a
 
 
 def steering_vector(direction: Float[Tensor, "d_model"], alpha: float
                     ) -> Float[Tensor, "d_model"]:
     """``alpha * direction / |direction|`` (float32 or wider); the zero vector is refused."""
+    a = check_alpha(alpha)
     r = direction_rows(direction)
     if r.shape[0] != 1:
         raise DirectionError(f"steering adds one direction per hook point, got {r.shape[0]}")
     n = r[0].norm()
     if n == 0:
         raise DirectionError("the steering direction is the zero vector")
-    return float(alpha) * r[0] / n
+    return a * r[0] / n
 
 
 def _as_points(preset: Preset | str | Sequence[str]) -> Preset | Sequence[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ppairs_lens import __version__
+from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.atomic import atomic_write_bytes, atomic_write_text
 
 
@@ -60,7 +61,19 @@ def load_config(cls, path: str | Path):
     """Rebuild a config dataclass from a saved ``*.config.json``: nested config records (e.g.
     ``settings``) rebuilt as their own dataclasses; a config saved before a record was nested
     (its fields at the top level) still loads."""
-    return config_from_data(cls, json.loads(Path(path).read_text("utf-8"))["config"])
+    from ppairs_lens.io.json_fields import check_fields, json_object
+
+    try:
+        text = Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PPairsError(f"config {path} cannot be read: {e}") from None
+    raw = json_object(text, path)
+    check_fields(raw, {"config": ((lambda v: isinstance(v, dict)), "a JSON object")}, path,
+                 required=("config",))
+    try:
+        return config_from_data(cls, raw["config"])
+    except TypeError as e:  # an unknown or missing field of the dataclass
+        raise PPairsError(f"{path}: field 'config' does not fit {cls.__name__}: {e}") from None
 
 
 def config_from_data(cls, data: dict):

@@ -60,6 +60,8 @@ class StepCache:
                 rec = json.loads(path.read_text("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 rec = {}  # a damaged record only costs a recomputation
+            if not isinstance(rec, dict) or "result" not in rec:
+                rec = {}  # so does one of the wrong JSON type
             if rec.get("key") == key:
                 return rec["result"], True
         # Round-trip through JSON so a fresh and a remembered result look the same.

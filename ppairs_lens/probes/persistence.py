@@ -6,6 +6,14 @@ Each object is a folder with two files:
 * ``metadata.json``: a :class:`ProbeMetadata` (model, hook names, template and dataset
   fingerprints, split, ``C``, standardisation, package version, estimator parameters).
 
+The tensors file is written atomically and first; ``metadata.json`` last, with a sha256 of
+every tensor (``sha256``, as activation store shards keep theirs), so a folder counts only once
+it is whole and a flipped byte, a truncated file or a metadata field of the wrong JSON type is
+refused with a :class:`~ppairs_lens.errors.ProbeError` naming the file and the field. Folders
+saved before checksums existed (format 1) still load, with a warning that they cannot be
+verified (save them again to add checksums): refusing them would strand a researcher's earlier
+results, which no version could verify; a format-2 folder without checksums is refused.
+
 Loading checks what the caller expects: ``load_probe(path, model=..., hook=...)`` refuses a
 probe fitted for another model or read-out, naming every field that differs (as an activation
 store refuses another harvest, :mod:`ppairs_lens.activations.store`). A loaded probe or sweep
@@ -17,18 +25,22 @@ scores new activations with no refit; a loaded direction drives
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+import warnings
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from jaxtyping import Float
-from safetensors.torch import load_file, save_file
+from safetensors import safe_open
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.io.atomic import atomic_write_text
+from ppairs_lens.io.atomic import atomic_save_tensors, atomic_write_text, check_output_folder
+from ppairs_lens.io.checksums import tensor_sha256
+from ppairs_lens.io.json_fields import array_of, check_fields, is_int, is_number, json_object
+from ppairs_lens.io.json_fields import optional
 from ppairs_lens.probes.estimators import PairProbe, make_probe
 from ppairs_lens.probes.sweep import SweepProbes
 
@@ -36,7 +48,8 @@ __all__ = ["FORMAT_VERSION", "ProbeMetadata", "metadata_from_store", "check_meta
            "save_probe", "load_probe", "save_sweep", "load_sweep", "save_direction",
            "load_direction", "read_metadata"]
 
-FORMAT_VERSION = 1
+#: 2: ``sha256`` of every tensor in ``metadata.json`` (1: none).
+FORMAT_VERSION = 2
 TENSORS, METADATA = "tensors.safetensors", "metadata.json"
 #: Fields a loader may be asked to match (``load_*(path, model=..., hook=...)``).
 CHECKED = ("model", "hook_names", "template_hash", "dataset_fingerprint", "d_model")
@@ -63,19 +76,42 @@ class ProbeMetadata:
     fitted: dict[str, Any] = field(default_factory=dict)  # scalar fitted attributes
     package_version: str = ""
     format_version: int = FORMAT_VERSION
+    sha256: dict[str, str] = field(default_factory=dict)  # per tensor of tensors.safetensors
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> ProbeMetadata:
-        raw = json.loads(text)
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in raw.items() if k in known}
-        for k in ("kinds", "hook_names"):
+    def from_json(cls, text: str, source: str | Path = METADATA) -> ProbeMetadata:
+        """Parse ``metadata.json``; a value of the wrong JSON type is refused naming
+        ``source`` and the field (:class:`~ppairs_lens.errors.ProbeError`)."""
+        raw = json_object(text, source, ProbeError)
+        check_fields(raw, _FIELD_TYPES, source, ProbeError, required=("object",))
+        kw = {k: v for k, v in raw.items() if k in {f.name for f in fields(cls)}}
+        for k in ("kinds", "hook_names", "layers"):
             kw[k] = tuple(kw.get(k, ()))
-        kw["layers"] = tuple(int(v) for v in kw.get("layers", ()))
         return cls(**kw)
+
+
+_STRINGS = array_of(lambda v: isinstance(v, str), "strings")
+_OBJECT = (lambda v: isinstance(v, dict), "a JSON object")
+#: The JSON type of each metadata field (any other field: a string or null).
+_FIELD_TYPES = {
+    "object": (lambda v: v in ("probe", "sweep", "direction"),
+               '"probe", "sweep" or "direction"'),
+    "kinds": _STRINGS, "hook_names": _STRINGS, "layers": array_of(is_int, "whole numbers"),
+    "d_model": optional((lambda v: is_int(v) and v > 0, "a positive whole number")),
+    "n_train": optional((lambda v: is_int(v) and v >= 0, "a whole number")),
+    "C": optional((is_number, "a number")),
+    "standardize": optional((lambda v: isinstance(v, bool), "true or false")),
+    "params": _OBJECT, "fitted": _OBJECT,
+    "sha256": (lambda v: isinstance(v, dict) and all(isinstance(h, str) for h in v.values()),
+               "a JSON object of hex strings"),
+    "format_version": (lambda v: is_int(v) and v >= 1, "a whole number >= 1"),
+    **{k: optional((lambda v: isinstance(v, str), "a string"))
+       for k in ("model", "template_hash", "dataset", "dataset_fingerprint", "split",
+                 "package_version")},
+}
 
 
 def _version() -> str:
@@ -118,10 +154,14 @@ def check_metadata(meta: ProbeMetadata, path: str | Path = "", **expected: Any) 
 
 
 def _write(path: str | Path, tensors: dict[str, Tensor], meta: ProbeMetadata) -> Path:
-    path = Path(path)
+    """The tensors atomically, then ``metadata.json`` with their checksums (written last: a
+    folder counts once it exists, and an interrupted save never leaves half a file)."""
+    path = check_output_folder(path, "save folder", ProbeError)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    meta = replace(meta, sha256={k: tensor_sha256(v) for k, v in tensors.items()},
+                   format_version=FORMAT_VERSION)
     path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()},
-              str(path / TENSORS))
+    atomic_save_tensors(path / TENSORS, tensors)
     atomic_write_text(path / METADATA, meta.to_json())
     return path
 
@@ -134,9 +174,10 @@ def read_metadata(path: str | Path) -> ProbeMetadata:
         raise ProbeError(f"{path} is not a saved probe, sweep or direction (needs {METADATA} "
                          f"and {TENSORS})")
     try:
-        meta = ProbeMetadata.from_json(mfile.read_text())
-    except (ValueError, TypeError) as e:
-        raise ProbeError(f"{mfile} is corrupt: {e}") from e
+        text = mfile.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProbeError(f"{mfile} cannot be read: {e}") from None
+    meta = ProbeMetadata.from_json(text, mfile)
     if meta.format_version > FORMAT_VERSION:
         raise ProbeError(f"{path} was saved in format {meta.format_version}; this version of "
                          f"ppairs-lens reads up to {FORMAT_VERSION}")
@@ -148,7 +189,40 @@ def _read(path: str | Path, obj: str, expected: dict) -> tuple[dict[str, Tensor]
     if meta.object != obj:
         raise ProbeError(f"{path} holds a saved {meta.object}, not a {obj}")
     check_metadata(meta, path, **expected)
-    return load_file(str(Path(path) / TENSORS)), meta
+    return _load_tensors(Path(path), meta), meta
+
+
+def _load_tensors(path: Path, meta: ProbeMetadata) -> dict[str, Tensor]:
+    """``tensors.safetensors``, every tensor checked against its sha256 in ``metadata.json``
+    (format 1 folders have none: loaded with a warning)."""
+    tfile = path / TENSORS
+    try:
+        with safe_open(str(tfile), framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:  # noqa: BLE001 - a truncated or damaged file: safetensors' own error
+        raise ProbeError(f"{tfile} is truncated or corrupt ({' '.join(str(e).split())[:120]}); "
+                         "save the object again") from None
+    if not meta.sha256:
+        if meta.format_version >= 2:
+            raise ProbeError(f"{path / METADATA}: field 'sha256' is missing (format "
+                             f"{meta.format_version} keeps a checksum per tensor)")
+        warnings.warn(f"{path} was saved without checksums (format 1): its tensors cannot be "
+                      "verified; save it again to add them", stacklevel=4)
+        return tensors
+    if set(meta.sha256) != set(tensors):
+        raise ProbeError(f"{tfile} holds tensors {sorted(tensors)}, but field 'sha256' of "
+                         f"{path / METADATA} lists {sorted(meta.sha256)}")
+    for k, t in tensors.items():
+        if tensor_sha256(t) != meta.sha256[k]:
+            raise ProbeError(f"{tfile} is corrupt: the checksum of tensor {k!r} differs from "
+                             f"field 'sha256' of {METADATA}; save the object again")
+    return tensors
+
+
+def _need(tensors: dict[str, Tensor], keys: Any, path: str | Path) -> None:
+    missing = [k for k in keys if k not in tensors]
+    if missing:
+        raise ProbeError(f"{Path(path) / TENSORS} lacks tensor(s) {missing}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,6 +266,10 @@ def load_probe(path: str | Path, *, model: str | None = None, hook: str | None =
     :class:`ProbeMetadata`.
     """
     tensors, meta = _read(path, "probe", {"model": model, "hook": hook, **expected})
+    if len(meta.kinds) != 1:
+        raise ProbeError(f"{Path(path) / METADATA}: field 'kinds' of a probe holds one kind, "
+                         f"got {list(meta.kinds)}")
+    _need(tensors, _PROBE_ARRAYS, path)
     probe = make_probe(meta.kinds[0], **meta.params)
     for k in _PROBE_ARRAYS:
         setattr(probe, k, tensors[k].numpy())
@@ -239,6 +317,7 @@ def load_sweep(path: str | Path, *, model: str | None = None,
                hook_names: list[str] | None = None, **expected: Any) -> SweepProbes:
     """The sweep saved in ``path`` (no refit); refuses another model / read-outs."""
     t, meta = _read(path, "sweep", {"model": model, "hook_names": hook_names, **expected})
+    _need(t, ("mu_pos", "mu_neg"), path)
 
     def group(name: str) -> dict[str, Tensor]:
         return {k: t[f"{name}.{k}"] for k in meta.kinds if f"{name}.{k}" in t}
@@ -274,4 +353,5 @@ def load_direction(path: str | Path, *, model: str | None = None, hook: str | No
                    **expected: Any) -> tuple[Tensor, ProbeMetadata]:
     """``(direction, metadata)`` saved in ``path``; refuses another model or hook."""
     t, meta = _read(path, "direction", {"model": model, "hook": hook, **expected})
+    _need(t, ("direction",), path)
     return t["direction"], meta

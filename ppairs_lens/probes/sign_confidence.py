@@ -9,6 +9,12 @@ bootstrap resamples of the training pairs (whole groups at a time when ``groups`
 so recurring items do not count as independent evidence) in which that correlation has the
 chosen sign: ~1 = a sign the data decide, ~0.5 = a sign they do not. The direction is held
 fixed: the labels choose only its sign, so only that choice is resampled.
+
+Fewer than :data:`MIN_SIGN_GROUPS` resampling units (groups, or pairs without groups) give NaN:
+one group has a single resample, and a handful have so few distinct ones that "1.0" would
+claim a sign decided by evidence that is not there (the same floor as the intervals'
+``MIN_BOOTSTRAP_GROUPS`` in :mod:`ppairs_lens.evaluation.bootstrap`, which this lower layer
+cannot import).
 """
 
 from __future__ import annotations
@@ -22,10 +28,13 @@ from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
 
-__all__ = ["N_SIGN_BOOT", "bootstrap_weights", "sign_confidence"]
+__all__ = ["MIN_SIGN_GROUPS", "N_SIGN_BOOT", "bootstrap_weights", "sign_confidence"]
 
 #: Bootstrap resamples for the sign confidence.
 N_SIGN_BOOT: int = 200
+#: Fewest resampling units a sign confidence needs (else NaN: not resolved). Lower than the
+#: 20 groups a claim's CI needs: a sign vote reads only which side most resamples fall on.
+MIN_SIGN_GROUPS: int = 10
 
 
 def bootstrap_weights(n: int, groups: Sequence | None, n_boot: int, seed: int
@@ -54,9 +63,13 @@ def sign_confidence(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"],
 
     ``proj`` are the training projections on the *oriented* direction (positive covariance
     with ``y`` on the full training set, by construction); ``y`` is 1 where item 1 is
-    preferred. A resample whose covariance is exactly zero counts one half.
+    preferred. A resample whose covariance is exactly zero counts one half. NaN with fewer
+    than :data:`MIN_SIGN_GROUPS` groups (or pairs, without groups): not resolved.
     """
     w = torch.from_numpy(bootstrap_weights(proj.shape[-1], groups, n_boot, seed)).to(proj)
+    n_units = proj.shape[-1] if groups is None else len({str(g) for g in groups})
+    if n_units < MIN_SIGN_GROUPS:
+        return torch.full(proj.shape[:-1], float("nan"), dtype=proj.dtype, device=proj.device)
     y = y.to(proj)
     y_bar = (w @ y) / w.sum(-1).clamp_min(1.0)               # [b] weighted label mean
     cov = proj @ (w * (y[None, :] - y_bar[:, None])).T      # [*b, boot]
