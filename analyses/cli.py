@@ -231,7 +231,8 @@ def _save_probes(args, bridge) -> None:
         dataset = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         store = ensure_store(bridge, dataset, args.stores, template=args.template,
                              names=args.hooks)
-        path = save_store_probes(store, args.save_probes, **args.settings.split_kwargs())
+        path = save_store_probes(store, args.save_probes, **args.settings.split_kwargs(),
+                                 n_boot=args.settings.n_boot)
         print(f"probes saved: {path}")
 
 

@@ -30,6 +30,8 @@ from torch import Tensor
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.io.atomic import atomic_write_text
 from ppairs_lens.probes.estimators import PairProbe, make_probe
+from ppairs_lens.probes.hub import resolve_saved
+from ppairs_lens.probes.model_card import write_model_card
 from ppairs_lens.probes.sweep import SweepProbes
 
 __all__ = ["FORMAT_VERSION", "ProbeMetadata", "metadata_from_store", "check_metadata",
@@ -123,7 +125,7 @@ def _write(path: str | Path, tensors: dict[str, Tensor], meta: ProbeMetadata) ->
     save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()},
               str(path / TENSORS))
     atomic_write_text(path / METADATA, meta.to_json())
-    return path
+    return write_model_card(path, meta)  # README.md: the Hub's model card
 
 
 def read_metadata(path: str | Path) -> ProbeMetadata:
@@ -144,6 +146,7 @@ def read_metadata(path: str | Path) -> ProbeMetadata:
 
 
 def _read(path: str | Path, obj: str, expected: dict) -> tuple[dict[str, Tensor], ProbeMetadata]:
+    path = resolve_saved(path)  # a folder, or a Hub repo id's snapshot
     meta = read_metadata(path)
     if meta.object != obj:
         raise ProbeError(f"{path} holds a saved {meta.object}, not a {obj}")
