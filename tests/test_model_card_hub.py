@@ -146,8 +146,9 @@ def test_push_to_hub_builds_the_commit_it_would_send(tmp_path, monkeypatch):
 
 def test_push_to_hub_saves_an_object_first_and_refuses_offline(tmp_path, monkeypatch):
     calls = _record_hub(monkeypatch)
-    push_to_hub(torch.randn(8), REPO, hook=HOOK, model="m", kind="mass_mean")
+    push_to_hub(torch.randn(8), REPO, hook=HOOK, model="m", kind="mass_mean", license="mit")
     meta = json.loads(calls["files"]["metadata.json"])
+    assert _front_matter(calls["files"]["README.md"].decode())["license"] == "mit"
     card = calls["files"]["README.md"].decode()
     assert "direction, meta = pl.load_direction(" in card and f"'{REPO}'" in card
     assert meta["object"] == "direction" and meta["hook_names"] == [HOOK]
@@ -187,6 +188,10 @@ def test_loading_a_repo_id_from_an_offline_cache(tmp_path, monkeypatch):
         load_direction(REPO)
     with pytest.raises(ProbeError, match="someone/absent.*local Hub cache"):
         load_probe("someone/absent")
+    # A mistyped local path is not sent to the Hub: its parent folder exists here.
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(ProbeError, match="is not a saved probe"):
+        load_probe(str(tmp_path / "runs" / "typo"))
 
 
 def test_a_sweep_round_trips_through_a_folder_and_the_cache_scoring_identically(

@@ -42,11 +42,13 @@ def offline() -> bool:
 def resolve_saved(source: str | Path) -> Path:
     """The local folder of ``source``: a folder here, else a Hub repo id's snapshot.
 
-    A path that is neither an existing folder nor a repo id is returned as it is (the loader
-    then says that it is not a saved object).
+    A path that is neither an existing folder nor a repo id, or whose parent folder exists
+    here, is returned as it is (the loader then says that it is not a saved object).
     """
-    if Path(source).exists() or not is_repo_id(str(source)):
-        return Path(source)
+    local = Path(source)
+    # "owner/name" where a folder "owner" exists here is a mistyped local path, not a repo id.
+    if local.exists() or local.parent.is_dir() or not is_repo_id(str(source)):
+        return local
     m = REPO_ID.match(str(source))
     assert m is not None
     repo, revision = m["repo"], m["revision"]

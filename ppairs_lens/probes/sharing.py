@@ -25,17 +25,16 @@ from ppairs_lens.probes.sweep import SweepProbes
 __all__ = ["hub_operations", "push_to_hub"]
 
 
-def hub_operations(folder: str | Path, repo_id: str) -> list:
+def hub_operations(folder: str | Path, repo_id: str, license: str | None = None) -> list:
     """The commit :func:`push_to_hub` sends for saved ``folder`` to ``repo_id``: its files,
-    the model card re-rendered so that its snippet loads ``repo_id``."""
+    the model card re-rendered so that its snippet loads ``repo_id`` (``license``: instead of
+    the card's)."""
     folder = Path(folder)
     meta = read_metadata(folder)
-    metrics, license = [], DEFAULT_LICENSE
-    if (folder / CARD).is_file():
-        front = read_model_card(folder)
-        metrics = (front.get("ppairs_lens") or {}).get("metrics") or []
-        license = front.get("license") or DEFAULT_LICENSE
-    card = render_card(meta, metrics=metrics, license=license, source=repo_id)
+    front = read_model_card(folder) if (folder / CARD).is_file() else {}
+    metrics = (front.get("ppairs_lens") or {}).get("metrics") or []
+    card = render_card(meta, metrics=metrics, source=repo_id,
+                       license=license or front.get("license") or DEFAULT_LICENSE)
     return commit_operations(folder, replace={CARD: card.encode("utf-8")})
 
 
@@ -50,23 +49,25 @@ def _save(obj: Any, folder: Path, save_kw: dict) -> Path:
                      f"not a {type(obj).__name__}")
 
 
-def push_to_hub(folder_or_object: Any, repo_id: str, *, commit_message: str | None = None,
+def push_to_hub(folder_or_object: Any, repo_id: str, *, license: str | None = None,
+                commit_message: str | None = None,
                 private: bool | None = None, revision: str | None = None,
                 token: str | None = None, api=None, **save_kw: Any):
     """Upload a saved folder (or ``folder_or_object`` saved now, with ``save_kw``) to the Hub
-    model repository ``repo_id``; returns the ``CommitInfo``. Load it back with
+    model repository ``repo_id``; returns the ``CommitInfo``. ``license``: the card's license
+    field (default: the folder card's, else "other"). Load it back with
     ``pl.load_probe(repo_id, ...)`` (or ``load_sweep`` / ``load_direction``)."""
     if isinstance(folder_or_object, (str, Path)):
         if save_kw:
             raise ProbeError(f"{folder_or_object} is already saved; save keywords "
                              f"{sorted(save_kw)} apply only to an object")
         folder = Path(folder_or_object)
-        ops = hub_operations(folder, repo_id)
+        ops = hub_operations(folder, repo_id, license)
         return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
                            private=private, revision=revision, token=token, api=api)
     with tempfile.TemporaryDirectory(prefix="ppairs-push-") as tmp:
         folder = _save(folder_or_object, Path(tmp) / repo_id.split("/")[-1], save_kw)
-        ops = hub_operations(folder, repo_id)
+        ops = hub_operations(folder, repo_id, license)
         # The operations read files by path: send them before the folder goes.
         return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
                            private=private, revision=revision, token=token, api=api)
