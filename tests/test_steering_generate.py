@@ -108,3 +108,18 @@ def test_steering_the_embedded_model_while_generating(smol):
     assert torch.equal(gen(False, 40.0), steered)
     p = tokens.shape[1]
     assert torch.equal(gen(True, 40.0, p), gen(False, 40.0, p))
+
+
+@pytest.mark.parametrize("start", ["all", "prompt+2"])
+def test_a_hooked_transformer_steers_its_cached_generation_alike(tokenizer, start):
+    """The same check on a classic HookedTransformer (its own key-value cache; skipped where
+    transformer-lens >= 4 has none)."""
+    from tests.test_steering import hooked_tiny
+
+    model = hooked_tiny(tokenizer)
+    tokens = model.to_tokens("The capital of France is a city called")
+    r = torch.randn(model.cfg.d_model, generator=torch.Generator().manual_seed(3))
+    positions = "all" if start == "all" else tokens.shape[1] + 2
+    with_cache = _generate(model, tokens, True, r, 30.0, positions)
+    assert torch.equal(with_cache, _generate(model, tokens, False, r, 30.0, positions))
+    assert not torch.equal(with_cache, _generate(model, tokens, True))
