@@ -87,3 +87,20 @@ def test_generate_refuses_a_probe_of_another_model_in_one_line(patched, tmp_path
     with pytest.raises(SystemExit):
         main(["generate", "--probe", str(path), "--alpha", "1", "--prompt", "x",
               "--positions", "-3"])
+
+
+def test_positions_new_steers_from_the_last_prompt_token_and_chat_prompts(patched):
+    from analyses.generate import prompt_tokens
+    from ppairs_lens.interventions.steering import steer
+
+    tokens = patched.to_tokens("The capital of France is")
+    r = torch.randn(patched.cfg.d_model, generator=torch.Generator().manual_seed(2))
+    n = tokens.shape[1]
+    got = continuations(patched, tokens, r, [30.0], HOOK, scale=1.0, max_new_tokens=6,
+                        positions="new")[0]
+    with steer(patched, r, 30.0, [HOOK], positions=n - 1):
+        out = patched.generate(tokens, max_new_tokens=6, do_sample=False, verbose=False)
+    assert got == patched.tokenizer.decode(out[0, n:], skip_special_tokens=True)
+    (chat,) = prompt_tokens(patched, ["Hello"], chat=True)
+    text = patched.tokenizer.decode(chat[0])
+    assert "Hello" in text and text.rstrip().endswith("assistant")
