@@ -11,7 +11,8 @@ TL3_PY := $(TL3_VENV)/bin/python
 # added yet are picked up where they exist.
 TL3_TESTS := tests/test_compat.py tests/test_hooked_backend.py tests/test_harvest.py \
 	tests/test_prefix_sharing.py tests/test_ablation.py tests/test_comparators.py \
-	tests/test_store.py tests/test_readme.py tests/test_steering.py tests/test_fused_attention.py $(wildcard tests/test_backends.py tests/test_readouts.py tests/test_sae*.py)
+	tests/test_store.py tests/test_readme.py tests/test_steering.py tests/test_steering_generate.py \
+	tests/test_fused_attention.py $(wildcard tests/test_backends.py tests/test_readouts.py tests/test_sae*.py)
 
 .PHONY: setup demo test test-main test-tl3 check-sae bench
 

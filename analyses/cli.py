@@ -60,12 +60,50 @@ def _add_nulls(p: argparse.ArgumentParser, default: int, verb: str) -> None:
                         f"{verb} as the variance-matched null")
 
 
+def _positions_arg(text: str) -> str | int:
+    """``--positions``: all, new (from the last prompt token on) or a start position."""
+    if text in ("all", "new"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected all, new or a position >= 0, got {text!r}")
+    return value
+
+
+def _add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="continuations of prompts steered by a saved probe, "
+                                        "side by side with a random direction of the same norm")
+    add_model_options(p)
+    p.add_argument("--probe", required=True, metavar="DIR",
+                   help="a saved probe, sweep or direction: folder or Hub repo id")
+    p.add_argument("--alpha", type=float, nargs="+", required=True, metavar="A",
+                   help="steering strengths, in units of the median activation norm at the "
+                        "hook over the prompts' tokens (0, unsteered, is always shown)")
+    p.add_argument("--prompt", nargs="+", required=True, metavar="TEXT")
+    p.add_argument("--kind", default=None, help="a sweep's probe kind (default supervised)")
+    p.add_argument("--hook", default=None,
+                   help="hook point to steer at (default: the probe's; for a sweep, the "
+                        "read-out its model card records as chosen on validation)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=24)
+    p.add_argument("--positions", type=_positions_arg, default="all",
+                   help="all (default), new (from the last prompt token on) or a start "
+                        "position P (0-based, in the whole sequence)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random direction")
+    p.add_argument("--chat", action="store_true", help="prompts as the model's chat turn")
+    p.add_argument("--raw-alpha", action="store_true", help="alpha in raw activation units")
+    p.add_argument("--width", type=positive_int, default=48, help="column width")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="ppairs-lens", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("datasets", help="list built-in datasets and supported file formats")
     add_data_commands(sub)
+    _add_generate(sub)
 
     p = sub.add_parser("harvest", help="harvest contrast-pair activations into a store")
     add_model_options(p)
@@ -246,7 +284,8 @@ def _save_probes(args, bridge) -> None:
         dataset = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         store = ensure_store(bridge, dataset, args.stores, template=args.template,
                              names=args.hooks)
-        path = save_store_probes(store, args.save_probes, **args.settings.split_kwargs())
+        path = save_store_probes(store, args.save_probes, **args.settings.split_kwargs(),
+                                 n_boot=args.settings.n_boot)
         print(f"probes saved: {path}")
 
 
@@ -296,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
             _cmd_harvest(args)
         elif args.command == "rank":
             _cmd_rank(args)
+        elif args.command == "generate":
+            from analyses import generate
+
+            generate.cli(args, bridge=load_model_from_args(args))
         else:
             _cmd_analysis(args)
     except PPairsError as e:

@@ -48,6 +48,10 @@ SMALL: dict[str, tuple[dict, list[str]]] = {
          "N_EVAL_CONTEXTS": 2, "METHODS": ("probe_greedy", "zero_shot_greedy", "length",
                                            "memorised"), "N_BOOT": 50, "CLIMATEX": None},
         ["ranking.png", "ranking.csv"]),
+    "steering_generate.ipynb": (
+        {"DATASET": "larger_number", "N_PAIRS": 40, "N_BOOT": 30,
+         "PROMPTS": ["My favourite number is"], "ALPHAS": [-1.0, 1.0], "MAX_NEW_TOKENS": 8},
+        ["steering_generate.txt"]),
 }
 for _params, _ in SMALL.values():
     _params.setdefault("SEED", 0)

@@ -7,6 +7,16 @@ hook on ``ln_final.hook_out`` acts after the final norm's gain, as on a bridge
 (:func:`ppairs_lens.models.backend.resolve_hooks`). The hooks are removed when the ``with``
 block exits, exceptions included.
 
+While generating (``with steer(model, r, alpha, [hook]): model.generate(...)``) the same hooks
+run on every pass: ``positions="all"`` adds at every prompt position, then at each new token,
+so a key-value cache gives the tokens that generating without one gives. ``positions=p`` (an
+int) adds only at positions ``p`` and after, counted in the whole sequence (prompt from 0,
+then each new token): with a cache each pass's first position is read from block 0's attention
+(:class:`ppairs_lens.interventions.pass_offset.PassOffset`), so the hook point must come after
+it (any ``blocks.{l}.hook_resid_post``, not ``hook_embed``). ``p`` = the prompt's length
+steers the generated tokens only (the first of them is then read from an unsteered pass).
+``"last"`` steers each pass's last position only, which differs with and without a cache.
+
 Adding at every hook point of a preset compounds along the residual stream (what is added at
 block ``l``'s output is carried into every later block); to steer once, name one hook.
 
@@ -32,6 +42,7 @@ from ppairs_lens.interventions.ablation import (
     apply_at_positions,
     direction_rows,
 )
+from ppairs_lens.interventions.pass_offset import PassOffset
 from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import (
     PRESETS,
@@ -81,20 +92,50 @@ def _add(x: Tensor, v: Tensor) -> Tensor:
     return (x.to(work) + v.to(device=x.device, dtype=work)).to(x.dtype)
 
 
-def _hook_fn(v: Float[Tensor, "d_model"], name: str, positions: Positions,
-             last_positions: Int[Tensor, "batch"] | None) -> Callable:
+def _from_position(x: Float[Tensor, "batch pos d_model"], v: Tensor, start: int,
+                   offset: int | None, name: str) -> Tensor:
+    """``x`` with ``v`` added at the sequence positions ``>= start`` (this pass's columns are
+    positions ``offset, offset + 1, ...``)."""
+    if offset is None:
+        raise DirectionError(f"steering from position {start} at {name}: this hook point runs "
+                             "before block 0's attention, where a pass's position in the "
+                             "sequence is read; steer at a later hook point (e.g. "
+                             "blocks.0.hook_resid_post)")
+    if x.ndim != 3:
+        raise DirectionError(f"steering from position {start} needs [batch, pos, d_model] "
+                             f"activations at {name}, got shape {tuple(x.shape)}")
+    cols = offset + torch.arange(x.shape[1], device=x.device)
+    if bool((cols < start).all()):
+        return x
+    return torch.where((cols >= start)[None, :, None], _add(x, v), x)
+
+
+def _hook_fn(v: Float[Tensor, "d_model"], name: str, positions: Positions | int,
+             last_positions: Int[Tensor, "batch"] | None,
+             offset: PassOffset | None = None) -> Callable:
     def hook(x: Float[Tensor, "batch pos d_model"], hook=None) -> Tensor:
         if x.shape[-1] != v.shape[-1]:
             raise ValueError(f"steering at {name}: activation has last dimension {x.shape[-1]} "
                              f"but the direction has {v.shape[-1]}")
+        if offset is not None:
+            return _from_position(x, v, int(positions), offset.value, name)
         return apply_at_positions(x, lambda y: _add(y, v), positions, last_positions, name)
 
     return hook
 
 
+def _check_positions(positions: Positions | int, last_positions) -> None:
+    if isinstance(positions, bool) or not (positions in ("all", "last") or (
+            isinstance(positions, int) and positions >= 0)):
+        raise ValueError(f"positions must be 'all', 'last' or a start position >= 0, got "
+                         f"{positions!r}")
+    if last_positions is not None and positions != "last":
+        raise ValueError("last_positions only applies with positions='last'")
+
+
 def steering_hooks(
     bridge, direction: Directions, alpha: float,
-    preset: Preset | Sequence[str] = "paper", positions: Positions = "all",
+    preset: Preset | Sequence[str] = "paper", positions: Positions | int = "all",
     last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
 ) -> list[Hook]:
     """Forward hooks ``[(name, fn)]`` adding ``alpha`` times the unit ``direction``.
@@ -102,12 +143,11 @@ def steering_hooks(
     ``direction``: ``[d_model]`` (added at every hook point of ``preset``, a preset name or a
     list of hook names) or ``{hook_name: direction}`` (each point its own; ``preset`` unused).
     ``positions`` / ``last_positions``: as in
-    :func:`ppairs_lens.interventions.ablation.ablation_hooks`.
+    :func:`ppairs_lens.interventions.ablation.ablation_hooks`, or an int ``p``: every position
+    from ``p`` on, counted in the whole sequence also when a key-value cache holds its start
+    (two more hooks read where each pass starts: :class:`PassOffset`).
     """
-    if positions not in ("all", "last"):
-        raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
-    if last_positions is not None and positions != "last":
-        raise ValueError("last_positions only applies with positions='last'")
+    _check_positions(positions, last_positions)
     lp = (None if last_positions is None
           else torch.as_tensor(last_positions, dtype=torch.long).reshape(-1))
     if isinstance(direction, Mapping):
@@ -122,18 +162,22 @@ def steering_hooks(
         if v.shape[-1] != bridge.cfg.d_model:
             raise ValueError(f"direction for {name} has dimension {v.shape[-1]}, the model's "
                              f"d_model is {bridge.cfg.d_model}")
-    return resolve_hooks(bridge, [(n, _hook_fn(v, n, positions, lp))
-                                  for n, v in per_point.items()])
+    offset = PassOffset() if isinstance(positions, int) else None
+    hooks = [(n, _hook_fn(v, n, positions, lp, offset)) for n, v in per_point.items()]
+    # The offset's hooks first: at a shared hook point they run before the steering hook.
+    return resolve_hooks(bridge, (offset.hooks() if offset else []) + hooks)
 
 
 @contextmanager
 def steer(
     bridge, direction: Directions, alpha: float,
-    preset: Preset | Sequence[str] = "paper", positions: Positions = "all",
+    preset: Preset | Sequence[str] = "paper", positions: Positions | int = "all",
     last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
 ) -> Iterator:
     """``with steer(bridge, r, alpha, ["blocks.6.hook_resid_post"]): ...`` runs the model with
-    ``alpha * r / |r|`` added (see :func:`steering_hooks`); hooks removed on exit."""
+    ``alpha * r / |r|`` added (see :func:`steering_hooks`); hooks removed on exit. Inside,
+    ``bridge.generate(...)`` is steered at every pass, with or without a key-value cache
+    (``positions=p``: from sequence position ``p`` on)."""
     hooks = steering_hooks(bridge, direction, alpha, preset, positions, last_positions)
     with bridge.hooks(fwd_hooks=hooks):
         yield bridge

@@ -42,6 +42,8 @@ from ppairs_lens.io.checksums import tensor_sha256
 from ppairs_lens.io.json_fields import array_of, check_fields, is_int, is_number, json_object
 from ppairs_lens.io.json_fields import optional
 from ppairs_lens.probes.estimators import PairProbe, make_probe
+from ppairs_lens.probes.hub import resolve_saved
+from ppairs_lens.probes.model_card import write_model_card
 from ppairs_lens.probes.sweep import SweepProbes
 
 __all__ = ["FORMAT_VERSION", "ProbeMetadata", "metadata_from_store", "check_metadata",
@@ -163,7 +165,7 @@ def _write(path: str | Path, tensors: dict[str, Tensor], meta: ProbeMetadata) ->
     path.mkdir(parents=True, exist_ok=True)
     atomic_save_tensors(path / TENSORS, tensors)
     atomic_write_text(path / METADATA, meta.to_json())
-    return path
+    return write_model_card(path, meta)  # README.md: the Hub's model card
 
 
 def read_metadata(path: str | Path) -> ProbeMetadata:
@@ -185,6 +187,7 @@ def read_metadata(path: str | Path) -> ProbeMetadata:
 
 
 def _read(path: str | Path, obj: str, expected: dict) -> tuple[dict[str, Tensor], ProbeMetadata]:
+    path = resolve_saved(path)  # a folder, or a Hub repo id's snapshot
     meta = read_metadata(path)
     if meta.object != obj:
         raise ProbeError(f"{path} holds a saved {meta.object}, not a {obj}")
