@@ -64,3 +64,22 @@ def test_the_ray_path_uses_the_one_spec():
     from ppairs_lens.activations import distributed
 
     assert distributed.ModelSpec is ModelSpec
+
+
+def test_a_ray_worker_loads_its_spec_through_the_one_loader(tokenizer, tmp_path, monkeypatch):
+    """``harvest_shard_spec`` is what each Ray task runs; here run by hand (no Ray needed)."""
+    from ppairs_lens.activations import distributed
+    from ppairs_lens.activations.runner import HarvestSettings
+    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.models import loading
+
+    folder = str(save_tiny_model_dir(tmp_path / "tiny", tokenizer))
+    seen = []
+    real = loading.load_model
+    monkeypatch.setattr(loading, "load_model", lambda spec, **kw: seen.append(spec) or
+                        real(spec, **kw))
+    spec = ModelSpec(folder)
+    report = distributed.harvest_shard_spec(
+        spec, load_dataset_spec("story_sentiment", max_pairs=6), str(tmp_path / "store"),
+        (0, 1), template=None, shard_size=3, settings=HarvestSettings())
+    assert seen == [spec] and report.shards_written == (0, 1)
