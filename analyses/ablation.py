@@ -57,7 +57,7 @@ from ppairs_lens.evaluation.answer_change import (
     RANDOM_NULL,
 )
 from ppairs_lens.evaluation.judge_change import condition_change, judge_baseline, judge_change
-from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
+from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
 from ppairs_lens.evaluation.null_test import (
     direction_effects,
     null_test,
@@ -141,11 +141,8 @@ def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
     """The read-out of the probe directions and how it was chosen: the one read-out choice
     (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`) of the ``layer_kind``
     probe, as the sweep and the transfer make it; never on the test split."""
-    c = choose_readout(sp, cfg.layer_kind, layer="val" if cfg.layer is None else cfg.layer,
-                       seed=cfg.settings.seed, val_size=cfg.val_size, C=cfg.C)
-    how = (f"best {cfg.layer_kind} validation accuracy ({c.val_value:.3f})"
-           if c.selected_by == "validation" else c.selected_by)
-    return c.index, how
+    return choose_readout_index(sp, cfg.layer_kind, layer=cfg.layer, seed=cfg.settings.seed,
+                                val_size=cfg.val_size, C=cfg.C)
 
 
 def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
@@ -378,12 +375,12 @@ def cli(args, bridge=None) -> None:
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.models.loading import load_model
+    from ppairs_lens.models.spec import ModelSpec
 
     specs = args.datasets or ["larger_number", "capital_true"]
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
     if bridge is None:
-        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
-                            device_map=args.device_map, backend=args.backend)
+        bridge = load_model(ModelSpec.from_args(args))
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
     cfg = AblationConfig(stores=[str(st.path) for st, _ in items], datasets=list(specs),

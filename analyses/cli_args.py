@@ -316,12 +316,10 @@ def _tokenizer(args):
 def load_model_from_args(args):
     """The model every command loads: ``--model`` with ``--dtype``, ``--device``,
     ``--device-map`` and ``--backend``."""
-    import torch
-
     from ppairs_lens.models.loading import load_model
+    from ppairs_lens.models.spec import ModelSpec
 
-    return load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
-                      device_map=args.device_map, backend=args.backend)
+    return load_model(ModelSpec.from_args(args))
 
 
 def check_layer(args, n_readouts: int) -> None:

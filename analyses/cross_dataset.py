@@ -7,7 +7,7 @@ leak-free (:func:`ppairs_lens.evaluation.store_split.split_store`, ``split_by="a
 group or item on both sides) and every probe kind is fitted on its held-in part at every
 read-out at once (supervised probes on standardised features). Each (source, kind) probe is
 taken at the read-out chosen on a validation split of the *source's* training pairs
-(``cfg.layer="val"``, :mod:`ppairs_lens.evaluation.readout_choice`; an int forces one read-out,
+(``cfg.layer=None``, :mod:`ppairs_lens.evaluation.readout_choice`; an int forces one read-out,
 -2 the last block's ``resid_post``, -1 the final norm's output) and scored on every dataset's
 held-out pairs (``transfer.csv``, bootstrap CIs over leak groups, centrings in
 :func:`transfer_proba`); at one common read-out (chosen the same way) the directions' cosines
@@ -76,10 +76,10 @@ class TransferConfig:
     """What a transfer / cosine analysis ran on; saved beside its results."""
 
     stores: list[str]
-    #: "val": per (source, kind) the read-out with the best accuracy on a validation split
+    #: None: per (source, kind) the read-out with the best accuracy on a validation split
     #: of the source's training pairs (cosines: best mean over sources and kinds); an int
     #: forces that read-out index (-2 last block's resid_post, -1 final norm)
-    layer: int | str = "val"
+    layer: int | None = None
     kinds: tuple[str, ...] = ALL_PROBE_KINDS  # "ccs": at the cosine read-out only
     settings: EvalSettings = EvalSettings()  # seed, n_boot, test share, split_by
     C: float = 1.0
@@ -122,7 +122,7 @@ class FittedStore:
     hook_names: list[str]
     #: kind -> read-out index a probe of this source is used at (transfer)
     chosen: dict[str, int] = field(default_factory=dict)
-    #: kind -> [read-out] validation accuracy on the source's training pairs (layer="val")
+    #: kind -> [read-out] validation accuracy on the source's training pairs (layer=None)
     val_scores: dict[str, np.ndarray] | None = None
     #: kind -> (direction on one half, direction on the other half) of the held-in pairs at
     #: the common read-out: the self-agreement reference (empty when not fitted).
@@ -353,7 +353,7 @@ def cli(args, bridge) -> None:
     stores = [ensure_store(bridge, load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed),
                            args.stores, template=args.template, names=args.hooks) for s in specs]
     cfg = TransferConfig(stores=[str(s.path) for s in stores], settings=args.settings,
-                         layer="val" if args.layer is None else args.layer,
+                         layer=args.layer,
                          kinds=tuple(getattr(args, "kinds", None) or ALL_PROBE_KINDS))
     print_summary(run_transfer(stores, args.out, cfg), cfg)
 
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stores", nargs="+", help="activation store folders (same model)")
     p.add_argument("--out", default="figures/transfer")
-    p.add_argument("--layer", type=layer_setting, default="val",
+    p.add_argument("--layer", type=layer_setting, default=None,
                    help="'val' (default: each source's read-out chosen on a validation split "
                         "of its training pairs) or a read-out index (-2 last block's "
                         "resid_post, -1 final norm)")

@@ -58,7 +58,7 @@ from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, he
                                                 split_store)
 from ppairs_lens.finetuning.cost import Cost, measure
 from ppairs_lens.finetuning.judge import finetune_curve
-from ppairs_lens.finetuning.train import FinetuneConfig
+from ppairs_lens.finetuning.train import TrainingConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.zero_shot import zero_shot
@@ -98,13 +98,13 @@ class FinetuningConfig:
     max_train: int | None = 8
     max_test: int | None = 16
     methods: tuple[str, ...] = METHODS
-    lora: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(method="lora"))
-    full: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(method="full"))
+    lora: TrainingConfig = field(default_factory=lambda: TrainingConfig(method="lora"))
+    full: TrainingConfig = field(default_factory=lambda: TrainingConfig(method="full"))
     curve_sizes: tuple[int, ...] = (4, 8)
     curve_sizes_full: tuple[int, ...] | None = None
     curve_seeds: tuple[int, ...] = (0,)
     curve_methods: tuple[str, ...] = ("supervised", "lora", "full")
-    layer: int | str = "val"
+    layer: int | None = None  # None: chosen on validation
     val_size: float = 0.25
     C: float = 1.0
 
@@ -122,7 +122,7 @@ class FinetuningConfig:
         kw["settings"] = kw.get("settings", EvalSettings()).as_quick()
         return cls(**{"max_train": 4, "max_test": 8, "curve_sizes": (4,), **kw})
 
-    def tuning(self, method: str, seed: int) -> FinetuneConfig:
+    def tuning(self, method: str, seed: int) -> TrainingConfig:
         return replace(self.lora if method == "lora" else self.full, seed=seed)
 
     def sizes_of(self, method: str) -> tuple[int, ...]:

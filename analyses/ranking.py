@@ -387,10 +387,8 @@ def cli(args, bridge=None) -> None:
             cfg.max_train_pairs_per_context = args.max_pairs
         cfgs.append(cfg)
     if bridge is None:
-        import torch
-
         from ppairs_lens.models.loading import load_model
+        from ppairs_lens.models.spec import ModelSpec
 
-        bridge = load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
-                            device_map=args.device_map, backend=args.backend)
+        bridge = load_model(ModelSpec.from_args(args))
     print_table(run_ranking(bridge, cfgs, args.out))

@@ -16,8 +16,8 @@ demo`` runs) does, on one model:
 9. ablation of the probe directions on MT-Bench (paper Table 2), and steering along them;
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 
-then ``summary.json`` and the report (:mod:`analyses.replication_findings`), the published
-numbers beside ours; sizes: :class:`ReplicationSizes` (``--quick`` / ``--full``).
+then ``summary.json``, from which ``REPORT.md`` is written (:mod:`analyses.replication_findings`),
+the published numbers beside ours; sizes: :class:`ReplicationSizes` (``--quick`` / ``--full``).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import score_held_out
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
+from ppairs_lens.models.spec import ModelSpec
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
 __all__ = ["ReplicationConfig", "refresh", "run_replication"]
@@ -65,7 +66,7 @@ STEPS = 15
 class ReplicationConfig:
     """The replication; saved as ``replication.config.json`` beside the outputs."""
 
-    model: str | None = None  # None: the embedded SmolLM2-135M-Instruct
+    model: ModelSpec = ModelSpec()  # default: embedded SmolLM2 on the CPU; a name also loads
     shared_data: str = "../shared/datasets"
     extra: list[str] = field(default_factory=list)  # further files (Figure 2 and transfer)
     out: str = "figures"
@@ -78,10 +79,8 @@ class ReplicationConfig:
     # held-out pairs are asked again after the demonstrations (a form scored on a subset:
     # shown, never the best form a claim is tested against)
     allure: AllureConfig | None = AllureConfig(pool=6, test_pairs=4)
-    # Transfer and cosines: all four probe kinds. CCS (5 tries x 400 Adam steps, as
-    # CCSProbe) is fitted at the cosine read-out only (the one read-out choice forced there:
-    # readout_choice.add_kinds_at) and its split halves: +4.5 CPU-s at these sizes, where at
-    # every read-out it would add ~17 s
+    # Transfer and cosines: all four kinds; CCS (gradient descent, too slow to validate at every
+    # read-out) is fitted at the cosine read-out only (readout_choice.add_kinds_at)
     transfer_kinds: tuple[str, ...] = ALL_PROBE_KINDS
     ablation_dataset: str = "mt-bench"
     # 60 + 60 nulls: the smallest p, 1/61, still below Holm's 0.05/3 for three directions
@@ -105,6 +104,9 @@ class ReplicationConfig:
     climatex_train: int = 60  # labelled training statements (balanced over the levels)
     climatex_train_pairs: int = 120
     climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
+
+    def __post_init__(self):
+        self.model = ModelSpec.coerce(self.model)
 
 
 def quick(cfg: ReplicationConfig) -> ReplicationConfig:

@@ -33,6 +33,7 @@ from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import judge_entry, judge_held_out
 from ppairs_lens.models.loading import load_model, model_name
+from ppairs_lens.models.spec import ModelSpec
 
 #: Real datasets the study adds where ``StudyConfig.shared_data`` exists (paths inside it):
 #: Geometry of Truth true/false statements about cities (grouped by city) and about which of
@@ -46,7 +47,7 @@ REAL_DATASETS = ("geometry_of_truth/cities.csv", "geometry_of_truth/larger_than.
 class StudyConfig:
     """The whole study; saved as ``study.config.json`` beside the outputs."""
 
-    model: str | None = None  # None: the embedded SmolLM2-135M-Instruct
+    model: ModelSpec = ModelSpec()  # default: embedded SmolLM2 on the CPU; a name also loads
     datasets: list[str] = field(default_factory=lambda: list(BUILTIN_NAMES))
     # Built-in sizes other than each generator's default ({name: n}).
     builtin_sizes: dict[str, int] = field(default_factory=dict)
@@ -72,6 +73,9 @@ class StudyConfig:
     ranking_dataset: str = "story_sentiment"
     ranking_eval_contexts: int = 20
     ranking_train_contexts: int = 10
+
+    def __post_init__(self):
+        self.model = ModelSpec.coerce(self.model)
 
 
 def quick(cfg: StudyConfig) -> StudyConfig:
@@ -123,7 +127,7 @@ def study_configs(cfg: StudyConfig, stores: list[str], ablation_stores: list[str
         "ablation": AblationConfig(stores=list(ablation_stores), settings=s,
                                    n_random=cfg.ablation_random, n_matched=cfg.ablation_matched,
                                    max_eval_pairs=cfg.ablation_eval_pairs),
-        "ranking": RankingConfig(dataset=cfg.ranking_dataset, model=cfg.model, settings=s,
+        "ranking": RankingConfig(dataset=cfg.ranking_dataset, model=cfg.model.name, settings=s,
                                  n_eval_contexts=cfg.ranking_eval_contexts,
                                  n_train_contexts=cfg.ranking_train_contexts),
     }
@@ -133,7 +137,7 @@ def run(cfg: StudyConfig, *, reuse: bool = True, bridge=None) -> dict:
     """The study. Steps whose inputs (config, store fingerprints, code) are unchanged since a
     finished earlier run into the same ``out`` are taken from it (``reuse=False``: recompute
     all); stores are always reused when complete. ``bridge``: an already loaded model
-    (default: load ``cfg.model``)."""
+    (default: load ``cfg.model``, a ``ModelSpec``)."""
     out = Path(cfg.out)
     run_ = StudyRunner(out, 8, reuse=reuse)
     step = run_.step
@@ -212,7 +216,7 @@ def cli(args, bridge=None) -> None:
         # the paper's halves unless --test-size says otherwise
         settings = (args.settings if getattr(args, "test_size", None) is not None
                     else args.settings.but(test_size=PAPER_TEST_SIZE))
-        rc = ReplicationConfig(model=args.model, shared_data=args.shared_data,
+        rc = ReplicationConfig(model=ModelSpec.from_args(args), shared_data=args.shared_data,
                                extra=list(args.extra), out=args.out, stores=args.stores,
                                settings=settings)
         rc = quick_replication(rc) if args.quick else full(rc) if args.full else rc
@@ -226,7 +230,7 @@ def cli(args, bridge=None) -> None:
 
 def _builtins_cli(args, bridge=None) -> None:
     """The built-ins study (``--builtins``, or no shared data)."""
-    cfg = StudyConfig(model=args.model, out=args.out, stores=args.stores,
+    cfg = StudyConfig(model=ModelSpec.from_args(args), out=args.out, stores=args.stores,
                       settings=args.settings, max_pairs=args.max_pairs,
                       real_datasets=[] if not Path(args.shared_data).is_dir() else
                       list(REAL_DATASETS), shared_data=args.shared_data)

@@ -45,7 +45,7 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import SettingError
 from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
-from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout
+from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import split_store
@@ -100,16 +100,6 @@ class SteeringRun:
     norm_units: dict[str, float] = field(default_factory=dict)  # per dataset
 
 
-def _choose_layer(sp, cfg: SteeringConfig) -> tuple[int, str]:
-    """The read-out (and steering hook) as the ablation chooses it
-    (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`); never on the test split."""
-    c = choose_readout(sp, cfg.layer_kind, layer="val" if cfg.layer is None else cfg.layer,
-                       seed=cfg.settings.seed, val_size=cfg.val_size, C=cfg.C)
-    how = (f"best {cfg.layer_kind} validation accuracy ({c.val_value:.3f})"
-           if c.selected_by == "validation" else c.selected_by)
-    return c.index, how
-
-
 def _directions(sp, layer: int, d: int, cfg: SteeringConfig, name: str):
     """``(names, kinds, unit rows [D, d])``: probe directions, then the two nulls."""
     _, names, rows = probe_directions(sp.acts_train, sp.labels_train, layer, cfg.kinds,
@@ -137,7 +127,9 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     template = store_template(store)
     name = store.meta.dataset
     sp = split_store(store, **cfg.settings.split_kwargs())
-    layer, rule = _choose_layer(sp, cfg)
+    # the read-out (and steering hook) as the ablation chooses it; never on the test split
+    layer, rule = choose_readout_index(sp, cfg.layer_kind, layer=cfg.layer,
+                                       seed=cfg.settings.seed, val_size=cfg.val_size, C=cfg.C)
     hook = store.hook_names[layer]
     run.layers_used[name] = f"{hook}: {rule}"
     names, kinds, r = _directions(sp, layer, store.d_model, cfg, name)

@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # models
     "load_model": "ppairs_lens.models.loading",
+    "ModelSpec": "ppairs_lens.models.spec",
     "load_tokenizer": "ppairs_lens.models.tokenizer",
     "model_name": "ppairs_lens.models.loading",
     "tiny_model": "ppairs_lens.models.tiny",

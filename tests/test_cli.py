@@ -24,6 +24,7 @@ from analyses.cli_args import QUICK_MAX_PAIRS
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.models.hook_points import hook_points
+from ppairs_lens.models.spec import ModelSpec
 
 MODEL_COMMANDS = ["harvest", "sweep", "transfer", "ablate", "rank", "run"]
 
@@ -34,7 +35,7 @@ class Loaded(Exception):
 
 @pytest.fixture
 def loads(tiny, monkeypatch):
-    """The loader's calls, as (name, kwargs); it returns the tiny model."""
+    """The loader's calls, as (ModelSpec, kwargs); it returns the tiny model."""
     calls: list[tuple] = []
 
     def fake(name=None, **kw):
@@ -75,8 +76,9 @@ def test_every_command_loads_with_every_model_flag(command, tmp_path, monkeypatc
                                       "--backend", "hooked"]
     with pytest.raises(Loaded):
         main(argv)
-    assert seen == [("some/model", {"dtype": torch.bfloat16, "device": "cuda:1",
-                                    "device_map": "auto", "backend": "hooked"})]
+    # one ModelSpec from the options, handed to the one loader
+    assert seen == [(ModelSpec("some/model", dtype=torch.bfloat16, device="cuda:1",
+                               device_map="auto", backend="hooked"), {})]
 
 
 def template_file(tmp_path, **fields) -> str:
@@ -104,7 +106,7 @@ def test_harvest_honours_hooks_template_shards_and_quick(loads, tmp_path, capsys
                 "--stores", str(tmp_path / "q")]) == 0
     (meta,) = (tmp_path / "q").rglob("metadata.json")
     assert json.loads(meta.read_text())["n_pairs"] == QUICK_MAX_PAIRS
-    assert [c[1]["dtype"] for c in loads] == [torch.float32] * 2
+    assert [c[0].torch_dtype for c in loads] == [torch.float32] * 2
 
 
 @pytest.fixture

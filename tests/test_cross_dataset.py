@@ -162,7 +162,7 @@ def test_outputs_and_config_are_written(shared):
     for name in ("transfer.csv", "cosine.csv", "layer_cosine.csv", "transfer_summary.json"):
         assert (out / name).is_file()
     saved = json.loads((out / "transfer.config.json").read_text())["config"]
-    assert saved["layer"] == "val" and saved["center_target"] == "target"
+    assert saved["layer"] is None and saved["center_target"] == "target"
     assert saved["settings"]["split_by"] == "auto" and saved["standardize"] is True
     summary = json.loads((out / "transfer_summary.json").read_text())
     assert summary["layer_rule"] == "val" and summary["split_by"] == {
@@ -312,7 +312,7 @@ def test_an_int_layer_still_forces_one_readout(shared, tmp_path):
     assert all(f.val_scores is None and set(f.chosen.values()) == {len(HOOKS) - 2}
                for f in fitted)
     assert {r["layer"] for r in cosine_rows(fitted, cfg)} == {len(HOOKS) - 2}
-    with pytest.raises(ProbeError, match="'val'"):
+    with pytest.raises(ProbeError, match="must be None"):
         TransferConfig(stores=[], layer="best").validate()
 
 
@@ -361,6 +361,6 @@ def test_kinds_option_and_ccs_alone_refused(shared, tmp_path):
 
 
 def test_layer_setting_from_text():
-    assert layer_setting("val") == "val" and layer_setting("-2") == -2
+    assert layer_setting("val") is None and layer_setting("-2") == -2
     with pytest.raises(ValueError):
         layer_setting("best")

@@ -15,7 +15,7 @@ from ppairs_lens.finetuning.cost import measure
 from ppairs_lens.finetuning.data import choice_examples, collate
 from ppairs_lens.finetuning.judge import finetune_judge, pad_token_id
 from ppairs_lens.finetuning.train import (
-    FinetuneConfig,
+    TrainingConfig,
     hf_model_copy,
     mean_choice_loss,
     prepare_model,
@@ -67,7 +67,7 @@ def test_the_copy_answers_like_the_bridge_and_padding_changes_nothing(tiny, toke
 @pytest.mark.parametrize("method,lr", [("lora", 1e-3), ("full", 1e-4)])
 def test_a_training_step_lowers_the_loss(tiny, tokenizer, method, lr):
     ex = choice_examples(tokenizer, small_comparisons(4))
-    cfg = FinetuneConfig(method=method, lr=lr, batch_size=len(ex), dropout=0.0)
+    cfg = TrainingConfig(method=method, lr=lr, batch_size=len(ex), dropout=0.0)
     model = prepare_model(hf_model_copy(tiny), cfg)
     pad = pad_token_id(tokenizer)
     before = mean_choice_loss(model, ex, pad)
@@ -83,7 +83,7 @@ def test_a_training_step_lowers_the_loss(tiny, tokenizer, method, lr):
 
 def test_training_is_seeded(tiny, tokenizer):
     ex = choice_examples(tokenizer, small_comparisons(6))
-    cfg = FinetuneConfig(method="lora", lr=1e-3, batch_size=4)
+    cfg = TrainingConfig(method="lora", lr=1e-3, batch_size=4)
     runs = []
     for _ in range(2):
         m = prepare_model(hf_model_copy(tiny), cfg)
@@ -95,7 +95,7 @@ def test_the_finetuned_judge_reads_both_orders_and_leaves_the_model_alone(tiny):
     ds = small_comparisons(8)
     before = _state(tiny)
     ref = zero_shot(tiny, ds)
-    judge = finetune_judge(tiny, ds, cfg=FinetuneConfig(method="lora", lr=1e-3, batch_size=4),
+    judge = finetune_judge(tiny, ds, cfg=TrainingConfig(method="lora", lr=1e-3, batch_size=4),
                            progress=False)
     assert _same(tiny, before)                                   # weights untouched
     np.testing.assert_array_equal(zero_shot(tiny, ds).z, ref.z)  # answers untouched
@@ -121,17 +121,17 @@ def test_an_interrupted_run_returns_nothing_and_changes_nothing(tiny, monkeypatc
 
     monkeypatch.setattr(judge_module, "train_model", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        finetune_judge(tiny, small_comparisons(4), cfg=FinetuneConfig(lr=1e-2), progress=False)
+        finetune_judge(tiny, small_comparisons(4), cfg=TrainingConfig(lr=1e-2), progress=False)
     assert _same(tiny, before)
 
 
 def test_full_finetuning_judge_and_bad_settings(tiny):
     ds = small_comparisons(4)
-    judge = finetune_judge(tiny, ds, cfg=FinetuneConfig(method="full", batch_size=8),
+    judge = finetune_judge(tiny, ds, cfg=TrainingConfig(method="full", batch_size=8),
                            progress=False)
     assert judge.trainable_params == judge.total_params
     with pytest.raises(PPairsError):
-        FinetuneConfig(method="adapter")
+        TrainingConfig(method="adapter")
     with pytest.raises(ModelLoadError):
         hf_model_copy(object())
 
@@ -153,8 +153,8 @@ def test_the_analysis_writes_its_tables_and_figures(tiny, tmp_path):
     store = ensure_store(tiny, ds, tmp_path / "stores", progress=False)
     before = _state(tiny)
     cfg = FinetuningConfig.quick(max_train=8, curve_sizes=(4, 8),
-                                 lora=FinetuneConfig(batch_size=8),
-                                 full=FinetuneConfig(method="full", batch_size=8))
+                                 lora=TrainingConfig(batch_size=8),
+                                 full=TrainingConfig(method="full", batch_size=8))
     rows = run_finetuning(tiny, [(store, ds)], tmp_path / "out", cfg)
     assert _same(tiny, before)
     assert [r["method"] for r in rows] == list(cfg.methods)

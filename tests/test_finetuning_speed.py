@@ -16,7 +16,7 @@ from ppairs_lens.finetuning.cost import measure
 from ppairs_lens.finetuning.data import choice_examples, collate, collate_shared
 from ppairs_lens.finetuning.judge import finetune_curve, finetune_judge, pad_token_id, read_choices
 from ppairs_lens.finetuning.train import (
-    FinetuneConfig,
+    TrainingConfig,
     choice_logits,
     choice_loss,
     hf_model_copy,
@@ -38,7 +38,7 @@ def test_a_shared_prefix_gives_the_padded_logits_and_gradients(tiny, tokenizer):
     assert shared.prefix_mask.sum() + shared.suffix_mask.sum() < sum(len(e.input_ids) for e in ex)
     grads = []
     for batch in (collate(ex, pad), shared):
-        model = prepare_model(hf_model_copy(tiny), FinetuneConfig(dropout=0.0, rank=4, alpha=4))
+        model = prepare_model(hf_model_copy(tiny), TrainingConfig(dropout=0.0, rank=4, alpha=4))
         model.train()
         loss, margin = choice_loss(model, batch)
         loss.backward()
@@ -64,7 +64,7 @@ def test_the_reader_answers_like_the_prompted_judge_on_the_bridge(tiny):
 @pytest.mark.parametrize("method", ["lora", "full"])
 def test_a_one_point_curve_is_the_finetuned_judge(tiny, method):
     ds = small_comparisons(8)
-    cfg = FinetuneConfig(method=method, lr=1e-3, batch_size=4, rank=8, alpha=8)
+    cfg = TrainingConfig(method=method, lr=1e-3, batch_size=4, rank=8, alpha=8)
     judge = finetune_judge(tiny, ds, cfg=cfg, progress=False)
     (pt,) = finetune_curve(tiny, ds, ds, [len(ds)], cfg=cfg, progress=False)
     assert pt.n_train == len(ds) and pt.log.losses == judge.log.losses
@@ -75,7 +75,7 @@ def test_a_one_point_curve_is_the_finetuned_judge(tiny, method):
 def test_a_curve_point_is_the_run_on_its_labels_alone(tiny):
     ds = small_comparisons(12)
     test = small_comparisons(6)
-    cfg = FinetuneConfig(lr=1e-3, batch_size=4, rank=8, alpha=8)  # dropout on: same draws
+    cfg = TrainingConfig(lr=1e-3, batch_size=4, rank=8, alpha=8)  # dropout on: same draws
     pts = finetune_curve(tiny, ds, test, [4, 8], cfg=cfg, progress=False)
     assert [p.n_train for p in pts] == [4, 8, 12]
     head = dataclasses.replace(ds, records=ds.records[:8])
@@ -87,7 +87,7 @@ def test_a_curve_point_is_the_run_on_its_labels_alone(tiny):
     assert pts[0].cost.seconds <= pts[1].cost.seconds <= pts[2].cost.seconds
     with pytest.raises(Exception):
         m = prepare_model(hf_model_copy(tiny), cfg)
-        train_model(m, choice_examples(tiny.tokenizer, ds), FinetuneConfig(epochs=2), 0,
+        train_model(m, choice_examples(tiny.tokenizer, ds), TrainingConfig(epochs=2), 0,
                     progress=False, blocks=[4])
 
 

@@ -1,4 +1,5 @@
-"""The README's Python snippets run as written (one namespace, in order, like a notebook).
+"""The README's Python snippets run as written, then those of docs/guide.md, which continue
+them (one namespace, in order, like a notebook).
 
 A block whose first line is ``# needs: ...`` names what it needs that no test machine has
 (a model hub, GPUs) and is skipped with that reason; every other block runs on the embedded
@@ -13,7 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+#: Executed in this order, in one namespace: the guide continues the README's example.
+DOCS = (README, REPO / "docs" / "guide.md")
 NEEDS = "# needs:"
 
 
@@ -21,12 +25,23 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S)
 
 
-def test_the_readme_has_runnable_python():
-    blocks = python_blocks(README.read_text("utf-8"))
-    runnable = [b for b in blocks if not b.startswith(NEEDS)]
-    assert len(runnable) >= 3, "the README lost its Python examples"
-    for b in blocks:
-        compile(b, "README.md", "exec")  # every block is at least valid Python
+def doc_blocks() -> list[tuple[str, str]]:
+    """``(file name, block)`` for every Python block of :data:`DOCS`, in order."""
+    return [(p.name, b) for p in DOCS for b in python_blocks(p.read_text("utf-8"))]
+
+
+def test_the_readme_opens_with_runnable_python():
+    text = README.read_text("utf-8")
+    lines = text.splitlines()
+    assert len(lines) < 250, f"README.md has {len(lines)} lines: keep it under 250"
+    first = next(i for i, line in enumerate(lines) if line.startswith("```python"))
+    assert first < 60, f"the README's first Python block starts at line {first + 1}"
+    assert not python_blocks(text)[0].startswith(NEEDS), "the first example must run here"
+    blocks = doc_blocks()
+    runnable = [b for _, b in blocks if not b.startswith(NEEDS)]
+    assert len(runnable) >= 3, "the README and the guide lost their Python examples"
+    for name, b in blocks:
+        compile(b, name, "exec")  # every block is at least valid Python
 
 
 @pytest.mark.integration
@@ -34,11 +49,11 @@ def test_readme_snippets_run_as_written(smol, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # the snippets write their stores under ./stores
     namespace: dict = {"__name__": "__readme__"}
     skipped = []
-    for block in python_blocks(README.read_text("utf-8")):
+    for name, block in doc_blocks():
         if block.startswith(NEEDS):
             skipped.append(block.splitlines()[0])
             continue
-        exec(compile(block, "README.md", "exec"), namespace)
+        exec(compile(block, name, "exec"), namespace)
     out = capsys.readouterr().out
     assert "answers flipped:" in out
     assert len(namespace["after"].p) == len(namespace["before"].p) == len(namespace["dataset"])
@@ -48,16 +63,15 @@ def test_readme_snippets_run_as_written(smol, tmp_path, monkeypatch, capsys):
 
 
 def _hooked_block() -> str:
-    blocks = [b for b in python_blocks(README.read_text("utf-8"))
-              if 'backend="hooked"' in b]
-    assert len(blocks) == 1, "the README should hold one HookedTransformer example"
+    blocks = [b for _, b in doc_blocks() if 'backend="hooked"' in b]
+    assert len(blocks) == 1, "the README and the guide should hold one HookedTransformer example"
     return blocks[0]
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("backend", ["hooked", "bridge"])
 def test_the_hooked_example_runs_on_either_backend(backend, smol):
-    """The README's HookedTransformer example harvests, fits a sweep and ablates; the same
+    """The guide's HookedTransformer example harvests, fits a sweep and ablates; the same
     lines with ``backend="bridge"`` run on a TransformerBridge."""
     if backend == "hooked":
         try:
@@ -67,7 +81,7 @@ def test_the_hooked_example_runs_on_either_backend(backend, smol):
                         "this case in .venv-tl3")
     block = _hooked_block().replace('backend="hooked"', f'backend="{backend}"')
     ns: dict = {"__name__": "__readme__"}
-    exec(compile(block, "README.md", "exec"), ns)
+    exec(compile(block, "docs/guide.md", "exec"), ns)
     acts, ablated = ns["acts"], ns["ablated"]
     assert acts.shape == ablated.shape and acts.shape[0] == len(ns["pairs"])
     r = ns["probes"].to_probe("supervised", 20).direction_

@@ -1,4 +1,4 @@
-"""The README's replication block is what ``figures/summary.json`` says; claims get verdicts."""
+"""``REPORT.md`` is what ``figures/summary.json`` says (the claims' rules: test_claim_rules.py)."""
 
 import json
 import re
@@ -6,31 +6,41 @@ from pathlib import Path
 
 import pytest
 
-from analyses.replication_findings import (
-    README_END,
-    README_START,
-    replication_markdown,
-)
+from analyses.replication_findings import report_markdown, update_report
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_readme_block_equals_the_committed_summary():
+def test_the_report_equals_the_committed_summary():
     summary = json.loads((REPO / "figures" / "summary.json").read_text())
     if summary.get("kind") != "replication":
         pytest.skip("figures/summary.json is not a replication summary")
-    text = (REPO / "README.md").read_text()
-    block = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
-    assert block == replication_markdown(summary).strip(), (
-        "README replication block is stale: run python -m analyses.replication_findings")
+    assert (REPO / "REPORT.md").read_text("utf-8") == report_markdown(summary), (
+        "REPORT.md is stale: run python -m analyses.replication_findings figures REPORT.md")
 
 
-def test_every_number_in_the_block_is_in_the_summary():
+def test_the_readme_links_the_report():
+    assert "(REPORT.md)" in (REPO / "README.md").read_text("utf-8")
+
+
+def test_update_report_writes_the_file_and_leaves_a_builtins_summary_alone(tmp_path):
     summary = json.loads((REPO / "figures" / "summary.json").read_text())
     if summary.get("kind") != "replication":
         pytest.skip("figures/summary.json is not a replication summary")
-    text = (REPO / "README.md").read_text()
-    block = text.split(README_START, 1)[1].split(README_END, 1)[0]
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    text = update_report(tmp_path, tmp_path / "REPORT.md")
+    assert (tmp_path / "REPORT.md").read_text("utf-8") == text == report_markdown(summary)
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "kind": "builtins"}))
+    (tmp_path / "REPORT.md").write_text("kept")
+    assert update_report(tmp_path, tmp_path / "REPORT.md") is None
+    assert (tmp_path / "REPORT.md").read_text("utf-8") == "kept"
+
+
+def test_every_number_in_the_report_is_in_the_summary():
+    summary = json.loads((REPO / "figures" / "summary.json").read_text())
+    if summary.get("kind") != "replication":
+        pytest.skip("figures/summary.json is not a replication summary")
+    block = (REPO / "REPORT.md").read_text("utf-8")
     values = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", json.dumps(summary))]
     values += [-v for v in values]
     for num in re.findall(r"[+-]?\d+\.\d{2,3}\b", block):

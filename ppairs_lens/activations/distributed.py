@@ -24,22 +24,11 @@ from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import Template
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.models.spec import ModelSpec
 
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """How each worker loads its model: the arguments of :func:`ppairs_lens.models.loading.load_model`.
-
-    ``name`` is an HF id or a folder every worker can read (an absolute path on a shared
-    file system); it is recorded in the store as the model's name, as with the CLI.
-    """
-
-    name: str | None = None
-    dtype: torch.dtype = torch.float32
-    device: str | None = None
-    device_map: str | dict | None = None
-    max_memory: dict | None = None
-    offload_folder: str | None = None
+#: ``ModelSpec`` (:mod:`ppairs_lens.models.spec`) is exported here too, beside the function
+#: that takes it.
+__all__ = ["ModelSpec", "WorkerReport", "harvest_shard_spec", "harvest_with_ray"]
 
 
 @dataclass(frozen=True)
@@ -69,9 +58,7 @@ def harvest_shard_spec(model: ModelSpec, dataset: Dataset, out: str, shard: tupl
     from ppairs_lens.models.loading import load_model
 
     t0 = time.perf_counter()
-    bridge = load_model(model.name, dtype=model.dtype, device=model.device,
-                        device_map=model.device_map, max_memory=model.max_memory,
-                        offload_folder=model.offload_folder)
+    bridge = load_model(model)
     t1 = time.perf_counter()
     # Shards already on disk are skipped by the harvest: note them to report only new ones.
     done: set[int] = set()
@@ -121,8 +108,7 @@ def harvest_with_ray(
 
     if n_workers < 1:
         raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    spec = model if isinstance(model, ModelSpec) else ModelSpec(
-        None if model is None else str(model))
+    spec = ModelSpec.coerce(model)
     data = (subsample_by_context(dataset, max_pairs) if isinstance(dataset, Dataset)
             else load_dataset_spec(dataset, max_pairs=max_pairs))
     out = str(Path(out).expanduser().resolve())

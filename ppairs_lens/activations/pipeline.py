@@ -101,7 +101,7 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
     except BaseException:
         lock.release()
         raise
-    # the default read-outs: the plain call (no names), as before read-outs could be named
+    # default read-outs: no names passed, so the store's harvest reads the model's defaults
     return store, pairs, ({} if names is None else {"names": hooks}), lock
 
 

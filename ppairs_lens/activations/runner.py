@@ -70,12 +70,12 @@ GPU_TOKEN_BUDGET = 65536
 GPU_MEMORY_SHARE = 0.2
 
 
-def default_token_budget(bridge, device: torch.device) -> int:
+def default_token_budget(model, device: torch.device) -> int:
     """:data:`DEFAULT_TOKEN_BUDGET` on a CPU; on a CUDA device :data:`GPU_TOKEN_BUDGET`,
     capped by free memory over the model's key-value bytes per token."""
     if device.type != "cuda":
         return DEFAULT_TOKEN_BUDGET
-    cfg = bridge.cfg
+    cfg = model.cfg
     kv_heads = getattr(cfg, "n_key_value_heads", None) or cfg.n_heads
     itemsize = getattr(cfg, "dtype", torch.float32).itemsize
     per_token = 2 * cfg.n_layers * kv_heads * cfg.d_head * itemsize
@@ -99,12 +99,12 @@ class HarvestSettings:
             raise PPairsError(f"HarvestSettings.token_budget must be a positive number of "
                               f"tokens or None (by device), not {self.token_budget!r}")
 
-    def budget_for(self, bridge, device: torch.device) -> int:
+    def budget_for(self, model, device: torch.device) -> int:
         """The token budget of a harvest on ``device``: the one set here, else by device."""
-        return int(self.token_budget or default_token_budget(bridge, device))
+        return int(self.token_budget or default_token_budget(model, device))
 
 
-def model_device(bridge) -> torch.device:
+def model_device(model) -> torch.device:
     """Where token ids go: the device of the input embedding's weights.
 
     Not ``cfg.device`` alone: a bridge booted around an existing HF model records the best
@@ -113,14 +113,14 @@ def model_device(bridge) -> torch.device:
     :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device.
     A HookedTransformer's: its embedding's device.
     """
-    if backend_of(bridge) == "hooked":
-        return hooked_device(bridge)
-    emb = bridge.original_model.get_input_embeddings()
+    if backend_of(model) == "hooked":
+        return hooked_device(model)
+    emb = model.original_model.get_input_embeddings()
     dev = next(emb.parameters()).device if emb is not None else torch.device("meta")
     if dev.type != "meta":
         return dev
-    cfg_dev = getattr(bridge.cfg, "device", None)
-    return torch.device(cfg_dev) if cfg_dev else next(bridge.parameters()).device
+    cfg_dev = getattr(model.cfg, "device", None)
+    return torch.device(cfg_dev) if cfg_dev else next(model.parameters()).device
 
 
 @dataclass
@@ -220,7 +220,7 @@ def model_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | Non
 
 @torch.inference_mode()
 def run_branches(
-    bridge,
+    model,
     prefixes: Sequence[Sequence[int]],
     branches: Sequence[Sequence[int]],
     groups: Sequence[str],
@@ -250,7 +250,7 @@ def run_branches(
     (:func:`ppairs_lens.activations.prefix_sharing.read_branches`), each row's last token
     moved out of any shared part (:func:`ppairs_lens.activations.prefix_sharing.
     end_in_tails`), so every row is read. Where there is no such
-    pass (``final_hooks``) or its layout is not the bridge's (a HookedTransformer hides the
+    pass (``final_hooks``) or its layout is not a bridge's (a HookedTransformer hides the
     last columns from each other as branches) ``end_logits`` is None, never wrong numbers.
     """
     n_branch = len(branches[0])
@@ -259,15 +259,15 @@ def run_branches(
     if logits_at not in ("branches", "end") or (logits_at == "end" and logit_ids is None):
         raise ValueError(f"logits_at must be 'branches' or 'end' (with logit_ids), "
                          f"not {logits_at!r}")
-    at_end = logits_at == "end" and not final_hooks and backend_of(bridge) != "hooked"
-    dev = model_device(bridge)
+    at_end = logits_at == "end" and not final_hooks and backend_of(model) != "hooked"
+    dev = model_device(model)
     # Allocated at the first read, at the read-outs' width (d_model, or an SAE's d_sae).
     out: dict[str, Tensor] = {}
     n_ids = len(logit_ids) if logit_ids is not None else 0
     logits = (torch.empty(len(prefixes), n_branch, n_ids)
               if logit_ids is not None and logits_at == "branches" else None)
     end_logits = torch.empty(len(prefixes), n_ids) if at_end else None
-    forward, read = model_steps(bridge, names, logit_ids if logits is not None or at_end
+    forward, read = model_steps(model, names, logit_ids if logits is not None or at_end
                                 else None, final_hooks)
 
     def emit(rows: list[int], a: Tensor | None, lg: Tensor | None) -> None:
@@ -286,11 +286,11 @@ def run_branches(
 
     # final_hooks act on every position of the pass they are in: that pass must hold the
     # branch tokens alone, so a row's tail then runs in a pass of its own.
-    with bridge.hooks(fwd_hooks=resolve_hooks(bridge, hooks)):
+    with model.hooks(fwd_hooks=resolve_hooks(model, hooks)):
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
-                 read, emit, token_budget=settings.budget_for(bridge, dev), device=dev,
+                 read, emit, token_budget=settings.budget_for(model, dev), device=dev,
                  fuse=not final_hooks, logits_at_end=at_end)
     acts = out.get("acts")
     if names and acts is None:  # no rows
-        acts = torch.empty(0, n_branch, len(names), bridge.cfg.d_model, dtype=settings.out_dtype)
+        acts = torch.empty(0, n_branch, len(names), model.cfg.d_model, dtype=settings.out_dtype)
     return BranchOutputs(acts, logits, end_logits)

@@ -191,8 +191,8 @@ def _context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], p: np.nd
         w = np.array([np.mean(per[i]) for i in items])
         if np.ptp(g) == 0 or np.ptp(w) == 0:      # rank correlation undefined
             continue
-        # Gold first: spearman is symmetric up to float rounding, and this order gives, bit
-        # for bit, the numbers of scipy's spearmanr(w, g) that this function used before.
+        # Gold first: spearman is symmetric only up to float rounding, and in this order it
+        # equals scipy's spearmanr(w, g) bit for bit (tests/test_metrics.py checks it).
         rho = spearman(g, w)
         if np.isfinite(rho):
             ctxs.append(ctx)

@@ -6,7 +6,7 @@ test split was (``by=split.split_used``, whole leak groups on one side), by prob
 the rest. The rule, written once here and used by every analysis (sweep, transfer, ablation,
 ranking, insertion):
 
-* ``layer="val"``: every probe kind is fitted on the fit part of ``VAL_REPEATS`` validation
+* ``layer=None`` (no read-out given: choose on validation): every probe kind is fitted on the fit part of ``VAL_REPEATS`` validation
   splits (seeds ``seed``, ``seed + 1``, ...) at every read-out in one :func:`fit_sweep`, and
   each kind takes the read-out with the best validation accuracy, weighted by validation
   pairs; ties go to the first maximum; degenerate read-outs (NaN) are never chosen.
@@ -41,15 +41,15 @@ from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep, with_kinds_at
 
 __all__ = ["LAYER_RULES", "ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at",
-           "check_layer_setting",
-           "choose_readout", "choose_readouts", "common_readout", "fallback_index", "layer_rule",
+           "check_layer_setting", "choose_readout", "choose_readout_index", "choose_readouts", "common_readout", "fallback_index", "layer_rule",
            "layer_setting", "split_half_directions", "validation_scores"]
 
 #: Share of the training groups held out to choose the read-out.
 VAL_SIZE: float = 0.25
 #: Validation splits averaged: a split by item leaves few validation pairs, one split jitters.
 VAL_REPEATS: int = 3
-#: Layer settings that are not a fixed read-out index.
+#: Layer settings that are not a fixed read-out index (None is the one to write; "val" reads
+#: the same, so configs saved with it still load).
 LAYER_RULES: tuple[str, ...] = ("val",)
 _RESID_POST = re.compile(r"^blocks\.(\d+)\.hook_resid_post$")
 _MEMO: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
@@ -75,22 +75,35 @@ class ReadoutChoice:
         """Validation accuracy at the chosen read-out (NaN without validation scores)."""
         return self.val_scores[self.index] if self.val_scores else float("nan")
 
+    @property
+    def reason(self) -> str:
+        """How the read-out was chosen, as a table or a log line says it."""
+        return (f"best {self.kind} validation accuracy ({self.val_value:.3f})"
+                if self.selected_by == "validation" else self.selected_by)
 
-def layer_rule(layer: int | str) -> str:
-    """``"val"`` (chosen on validation) or ``"fixed"`` (an int read-out index)."""
-    return "val" if layer == "val" else "fixed"
+
+def _on_validation(layer: Any) -> bool:
+    """Whether a layer setting asks for the choice on validation: None (``"val"`` reads the
+    same, :data:`LAYER_RULES`)."""
+    return layer is None or (isinstance(layer, str) and layer == "val")
 
 
-def layer_setting(text: str) -> int | str:
-    """A layer setting from text (a command-line option): "val" or an int read-out index;
-    ValueError otherwise (argparse reports it as an invalid value)."""
-    return text if text == "val" else int(text)
+def layer_rule(layer: int | None) -> str:
+    """``"val"`` (None: chosen on validation) or ``"fixed"`` (an int read-out index)."""
+    return "val" if _on_validation(layer) else "fixed"
+
+
+def layer_setting(text: str) -> int | None:
+    """A layer setting from text (a command-line option): "val" (None: chosen on validation)
+    or an int read-out index; ValueError otherwise (argparse reports it as an invalid value)."""
+    return None if text == "val" else int(text)
 
 
 def check_layer_setting(layer: Any) -> None:
-    """Refuse a ``layer`` that is neither a read-out index nor ``"val"``."""
-    if isinstance(layer, bool) or not (isinstance(layer, (int, np.integer)) or layer == "val"):
-        raise ProbeError(f"layer must be 'val' (chosen on a validation split of each source's "
+    """Refuse a ``layer`` that is neither a read-out index nor None (chosen on validation)."""
+    if isinstance(layer, bool) or not (isinstance(layer, (int, np.integer))
+                                       or _on_validation(layer)):
+        raise ProbeError(f"layer must be None (chosen on a validation split of each source's "
                          f"training pairs) or an int read-out index, got {layer!r}")
 
 
@@ -176,7 +189,7 @@ def validation_scores(split: StoreSplit, *, kinds: Sequence[str] = PROBE_KINDS, 
 
 
 def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
-                    layer: int | str = "val", seed: int = 0, val_size: float = VAL_SIZE,
+                    layer: int | None = None, seed: int = 0, val_size: float = VAL_SIZE,
                     repeats: int = VAL_REPEATS, **fit_kw: Any) -> dict[str, ReadoutChoice]:
     """``{kind: ReadoutChoice}`` for several kinds from one validation fit (module doc).
     ``fit_kw`` go to :func:`fit_sweep` (``C``, ``standardize``)."""
@@ -213,7 +226,7 @@ def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
     return out
 
 
-def choose_readout(split: StoreSplit, kind: str, *, layer: int | str = "val", seed: int = 0,
+def choose_readout(split: StoreSplit, kind: str, *, layer: int | None = None, seed: int = 0,
                    val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
                    ) -> ReadoutChoice:
     """The read-out of ``split``'s ``kind`` probe (module doc): :func:`choose_readouts` for one
@@ -222,8 +235,17 @@ def choose_readout(split: StoreSplit, kind: str, *, layer: int | str = "val", se
                            repeats=repeats, **fit_kw)[kind]
 
 
+def choose_readout_index(split: StoreSplit, kind: str, *, layer: int | None = None,
+                         seed: int = 0, val_size: float = VAL_SIZE, **fit_kw: Any
+                         ) -> tuple[int, str]:
+    """``(index, reason)``: :func:`choose_readout`'s read-out and how it was chosen in words,
+    for an experiment that reads one kind's directions at one read-out (ablation, steering)."""
+    c = choose_readout(split, kind, layer=layer, seed=seed, val_size=val_size, **fit_kw)
+    return c.index, c.reason
+
+
 def common_readout(choices: Sequence[dict[str, ReadoutChoice]], hook_names: Sequence[str],
-                   *, layer: int | str = "val") -> ReadoutChoice:
+                   *, layer: int | None = None) -> ReadoutChoice:
     """One read-out for views that compare several stores (``choices``: each store's
     :func:`choose_readouts`, read-outs ``hook_names``): the forced ``layer``, else the best
     validation accuracy averaged over stores and kinds (first maximum), else (a store without

@@ -36,7 +36,7 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.finetuning.cost import Cost, measure
 from ppairs_lens.finetuning.data import choice_examples, collate_shared, prompt_examples
 from ppairs_lens.finetuning.train import (
-    FinetuneConfig,
+    TrainingConfig,
     TrainingLog,
     choice_logits,
     hf_model_copy,
@@ -61,7 +61,7 @@ class FinetunedJudge:
     """
 
     bridge: Any
-    config: FinetuneConfig
+    config: TrainingConfig
     base_model: str
     n_train: int
     log: TrainingLog
@@ -98,7 +98,7 @@ def pad_token_id(tokenizer) -> int:
 
 
 def finetune_judge(bridge, train: Dataset, template: Template | None = None,
-                   cfg: FinetuneConfig = FinetuneConfig(), *, progress: bool = True
+                   cfg: TrainingConfig = TrainingConfig(), *, progress: bool = True
                    ) -> FinetunedJudge:
     """Finetune a copy of ``bridge``'s weights on ``train`` (both orders of every untied
     comparison) and return it as a judge. ``bridge`` itself is not changed.
@@ -165,7 +165,7 @@ class CurvePoint:
     trainable_params: int
     cost: Cost
 
-    def summary(self, cfg: FinetuneConfig) -> dict:
+    def summary(self, cfg: TrainingConfig) -> dict:
         return {"method": cfg.method, "config": cfg, "n_train": self.n_train,
                 "n_examples": self.log.n_examples, "n_steps": self.log.n_steps,
                 "train_seconds": self.log.seconds, "examples_per_s": self.log.examples_per_s,
@@ -177,7 +177,7 @@ class CurvePoint:
 
 
 def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
-                   template: Template | None = None, cfg: FinetuneConfig = FinetuneConfig(),
+                   template: Template | None = None, cfg: TrainingConfig = TrainingConfig(),
                    *, progress: bool = True) -> list[CurvePoint]:
     """One copy of ``bridge``'s weights trained on ``train``'s comparisons in order, read on
     ``test`` after the first ``n`` of them for every ``n`` in ``sizes`` (and all of them):

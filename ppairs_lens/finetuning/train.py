@@ -4,7 +4,7 @@ The model the user passed is never trained: :func:`hf_model_copy` builds a fresh
 model from the weights the bridge runs on now (``bridge.original_model``'s, whose parameter
 names carry TransformerBridge's ``_original_component`` wrappers, stripped here), so booting,
 hooks and the bridge's own modules are untouched. Training runs on that copy; the global RNG
-is left as it was (every draw is seeded from :attr:`FinetuneConfig.seed` inside
+is left as it was (every draw is seeded from :attr:`TrainingConfig.seed` inside
 ``torch.random.fork_rng``).
 
 The objective is the cross-entropy of the correct choice token over the full vocabulary at the
@@ -48,19 +48,19 @@ from ppairs_lens.finetuning.data import (
 )
 from ppairs_lens.models.backend import backend_of
 
-__all__ = ["METHODS", "FinetuneConfig", "TrainingLog", "choice_logits", "choice_loss",
+__all__ = ["METHODS", "TrainingConfig", "TrainingLog", "choice_logits", "choice_loss",
            "hf_model_copy",
            "mean_choice_loss", "prepare_model", "train_model", "trainable_parameters"]
 
 #: Finetuning methods: low-rank adapters on every linear module, or every weight.
 METHODS: tuple[str, ...] = ("lora", "full")
 
-#: Learning rates when :attr:`FinetuneConfig.lr` is None (our choice; the paper does not say).
+#: Learning rates when :attr:`TrainingConfig.lr` is None (our choice; the paper does not say).
 DEFAULT_LR = {"lora": 2e-4, "full": 2e-5}
 
 
 @dataclass(frozen=True)
-class FinetuneConfig:
+class TrainingConfig:
     """How a judge is finetuned (saved with every result).
 
     LoRA defaults are the paper's (rank 64, alpha 64, every linear module, one epoch);
@@ -156,7 +156,7 @@ def hf_model_copy(bridge):
     return model.to(param.device)
 
 
-def prepare_model(model, cfg: FinetuneConfig):
+def prepare_model(model, cfg: TrainingConfig):
     """``model`` made trainable for ``cfg.method``: LoRA adapters (``peft``) on
     ``cfg.target_modules``, or every parameter (full). Seeded adapter init."""
     if cfg.method == "full":
@@ -228,7 +228,7 @@ def _blocks(n: int, blocks: Sequence[int] | None) -> list[int]:
     return ends
 
 
-def train_model(model, examples: Sequence[ChoiceExample], cfg: FinetuneConfig, pad_id: int, *,
+def train_model(model, examples: Sequence[ChoiceExample], cfg: TrainingConfig, pad_id: int, *,
                 progress: bool = True, desc: str = "finetune",
                 on_step: Callable[[int, float], None] | None = None,
                 blocks: Sequence[int] | None = None,
@@ -304,3 +304,14 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: FinetuneConfig, p
         on_block(len(groups), log())
     model.eval()
     return log()
+
+
+def __getattr__(name: str):
+    """``FinetuneConfig``: the old name of :class:`TrainingConfig`, kept for users' code
+    (renamed because it read like ``analyses.finetuning.FinetuningConfig``, the experiment's)."""
+    if name == "FinetuneConfig":
+        import warnings
+
+        warnings.warn("FinetuneConfig is now TrainingConfig", DeprecationWarning, stacklevel=2)
+        return TrainingConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -91,7 +91,7 @@ def choose_probe_readout(acts: Float[Tensor, "n 2 layer d_model"], labels: np.nd
     """The read-out of a probe judge trained on these pairs: the one read-out choice on them
     (validation split made as ``"auto"`` resolves on ``groups`` / ``items``), or ``layer``."""
     return choose_readout(training_split(name, acts, labels, groups, items, hook_names), kind,
-                          layer="val" if layer is None else layer, seed=seed)
+                          layer=layer, seed=seed)
 
 
 def train_probe(bridge, train: Dataset, *, kind: str, layer: int | None, seed: int,

@@ -17,24 +17,27 @@ from ppairs_lens.models.compat import bridge_boot_kwargs
 from ppairs_lens.models.embedded import EMBEDDED_MODEL_NAME, embedded_model_dir
 from ppairs_lens.models.fused_attention import set_fused_attention
 from ppairs_lens.models.hooked import load_hooked
+from ppairs_lens.models.spec import BACKENDS, ModelSpec
 
-#: The kinds of TransformerLens model :func:`load_model` builds.
-BACKENDS: tuple[str, ...] = ("bridge", "hooked")
+__all__ = ["BACKENDS", "ModelSpec", "load_model", "model_name"]
 
 
 def load_model(
-    name: str | None = None,
+    name: ModelSpec | str | None = None,
     *,
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | str | None = None,
     device: str | torch.device | None = None,
     device_map: str | dict | None = None,
     n_devices: int | None = None,
     max_memory: dict | None = None,
     offload_folder: str | None = None,
-    backend: str = "bridge",
+    backend: str | None = None,
     fused_attention: bool = True,
 ):
-    """A TransformerBridge for ``name``: None for the embedded SmolLM2, else an HF id or folder.
+    """The model a :class:`ModelSpec` describes; or, in the keyword form, ``name`` (None: the
+    embedded SmolLM2, else an HF id or folder) with the spec's fields as keywords (``dtype``
+    float32 and ``backend="bridge"`` by default). A TransformerBridge, or with
+    ``backend="hooked"`` a HookedTransformer.
 
     Multi-device placement (``device_map``, ``n_devices``, ``max_memory``, ``offload_folder``)
     passes through to TransformerBridge's accelerate-based loader. ``backend="hooked"`` gives
@@ -44,9 +47,24 @@ def load_model(
     their scores or pattern (:mod:`ppairs_lens.models.fused_attention`; same numbers to float
     error).
     """
-    if backend not in BACKENDS:
-        raise ModelLoadError(f"unknown backend {backend!r}; use one of {BACKENDS}")
-    if backend == "hooked":
+    keywords = {"dtype": dtype, "device": device, "device_map": device_map,
+                "max_memory": max_memory, "offload_folder": offload_folder, "backend": backend}
+    if isinstance(name, ModelSpec):
+        given = [k for k, v in keywords.items() if v is not None]
+        if given:  # two answers to one question: the spec is the one
+            raise ModelLoadError(f"load_model(spec) reads {', '.join(given)} from the spec; "
+                                 "set them there (dataclasses.replace(spec, ...))")
+        spec = name
+    else:
+        spec = ModelSpec(name=None if name is None else str(name),
+                         **{k: v for k, v in keywords.items() if v is not None})
+    return _load(spec, n_devices=n_devices, fused_attention=fused_attention)
+
+
+def _load(spec: ModelSpec, *, n_devices: int | None, fused_attention: bool):
+    name, dtype, device, device_map = spec.name, spec.torch_dtype, spec.device, spec.device_map
+    max_memory, offload_folder = spec.max_memory, spec.offload_folder
+    if spec.backend == "hooked":
         placement = {"device_map": device_map, "n_devices": n_devices,
                      "max_memory": max_memory, "offload_folder": offload_folder}
         given = [k for k, v in placement.items() if v is not None]
