@@ -17,6 +17,7 @@ from analyses.cli_args import (
     add_dataset_options,
     add_eval_settings,
     add_hooks,
+    add_judges,
     add_kinds,
     add_layer,
     add_model_options,
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "fitted on its training split) into DIR/<dataset> "
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
         if name == "sweep":
+            add_judges(p)
             add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
                          "at every read-out on the validation split too, slower)")
         if name == "transfer":

@@ -26,6 +26,7 @@ judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.js
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_base
 from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.evaluation.result_table import result_tables
 from ppairs_lens.evaluation.readout_choice import (
     VAL_REPEATS,
     VAL_SIZE,
@@ -274,29 +276,64 @@ def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig |
 
 def cli(args, bridge) -> None:
     """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`): the
-    probes, the no-model baselines and the calibrated zero-shot and few-shot judges on the
-    same test pairs; the judges' reports (metrics, diagnostics, demonstrations) in
-    ``layer_sweep_judges.json``."""
-    import json
+    probes, every no-model baseline (length, memorisation, lexical, input embeddings) and the
+    prompted judge forms of ``--judges`` (each limited by ``--judge-max-pairs``) on the same
+    test pairs. It first prints its plan and the estimated model time (measured on a few
+    prompts); each judge is remembered beside its store as it finishes (a rerun redoes none)
+    and its report written at once to ``layer_sweep_judges.json``; the console ends with one
+    table per dataset."""
+    import time
 
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.judges.held_out import judge_entry, judge_held_out
+    from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
+    from ppairs_lens.judges.held_out import judge_cache_dir, judge_entry, judge_held_out
+    from ppairs_lens.judges.run_estimate import estimate_run, plan_held_out_run
 
+    t0 = time.perf_counter()
     specs = args.datasets or list(BUILTIN_NAMES)
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
-    stores = [ensure_store(bridge, d, args.stores, template=args.template, names=args.hooks)
-              for d in datasets]
+    split = args.settings.split_kwargs()
+    forms = tuple(f for f in dict.fromkeys(getattr(args, "judges", None) or ())
+                  if f != "none")
+    limits = dict(getattr(args, "judge_max_pairs", None) or ())
+    where = {"template": args.template, "names": args.hooks}
+    steps = plan_held_out_run(bridge, datasets, args.stores, split=split, forms=forms,
+                              max_pairs=limits, **where)
+    estimate = estimate_run(bridge, steps, names=args.hooks)
+    print("plan:", *estimate.lines(), sep="\n", flush=True)
+    stores = [ensure_store(bridge, d, args.stores, **where) for d in datasets]
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                       **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
-    entries = {s.meta.dataset: judge_entry(judge_held_out(
-        bridge, s, d, **cfg.settings.split_kwargs()))
-        for s, d in zip(stores, datasets)}
-    rows = run_sweep(stores, args.out, cfg, judges=pair_scores(entries))
-    write_json(Path(args.out) / "layer_sweep_judges.json", entries)
-    path = Path(args.out) / "layer_sweep_summary.json"
-    print_best(rows, json.loads(path.read_text()) if path.is_file() else {"entries": []})
+    out = Path(args.out)
+    entries: dict[str, dict] = {}
+
+    def written(name: str):
+        def done(_form: str, result: dict) -> None:   # as each judge finishes
+            entries[name] = judge_entry(result)
+            write_json(out / "layer_sweep_judges.json", entries)
+        return done
+
+    scores: dict[str, dict] = {}
+    for s, d in zip(stores, datasets):
+        name = s.meta.dataset
+        res = judge_held_out(bridge, s, d, **split, forms=forms, max_pairs=limits,
+                             cache_dir=judge_cache_dir(s), on_done=written(name))
+        entries[name] = judge_entry(res)
+        if res["reused"]:
+            print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res['reused'])}")
+        texts = held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
+                                        tokenizer=bridge.tokenizer, **split)
+        scores[name] = {**pair_scores({name: entries[name]})[name], **texts}
+    write_json(out / "layer_sweep_judges.json", entries)
+    rows = run_sweep(stores, args.out, cfg, judges=scores)
+    path = out / "layer_sweep_summary.json"
+    summary = json.loads(path.read_text()) if path.is_file() else {"entries": []}
+    print("\n".join(result_tables(rows, summary["entries"],
+                                   test_size=cfg.settings.test_size)))
+    print(f"\ntook {time.perf_counter() - t0:.0f} s (estimated model time "
+          f"~{estimate.seconds:.0f} s)")
 
 
 def print_best(rows: list[dict], summary: dict) -> None:
