@@ -226,10 +226,11 @@ def check_args(args) -> None:
                           f"({' '.join(j for j in judges if j != 'none')})")
     if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
             and args.command in ("harvest", "sweep", "transfer", "ablate", "steer",
-                                 "finetune")):
+                                 "finetune", "shift")):
         args.max_pairs = QUICK_MAX_PAIRS
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
                                                                    or [])
+    specs = [*specs, *(getattr(args, "train", None) or []), *(getattr(args, "test", None) or [])]
     template = getattr(args, "template", None)
     if template is not None and not specs:
         raise PPairsError("--template applies to every dataset: name them with --datasets "

@@ -18,7 +18,7 @@ NAMES = ("Larger numbers, a long name the user chose for the first panel",
          "Story sentiment (second set)")
 
 
-def _drawn(t: Text) -> bool:
+def drawn(t: Text) -> bool:
     """Whether ``t`` is drawn: visible, not empty, and a tick label only inside its view."""
     if not (t.get_visible() and t.get_text().strip()):
         return False
@@ -34,15 +34,15 @@ def _drawn(t: Text) -> bool:
     return True
 
 
-def _boxes(fig):
+def text_boxes(fig):
     """The window extents of every drawn text of ``fig``, laid out as saved."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     return [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
-            if _drawn(t)]
+            if drawn(t)]
 
 
-def _overlap(a, b, tol: float = 1.0) -> bool:
+def overlap(a, b, tol: float = 1.0) -> bool:
     return (min(a.x1, b.x1) - max(a.x0, b.x0) > tol) and (min(a.y1, b.y1) - max(a.y0, b.y0) > tol)
 
 
@@ -76,22 +76,22 @@ def saved(tiny, tmp_path_factory):
 def test_no_text_overlaps_and_the_legend_is_off_the_data(saved):
     fig, out = saved
     assert (out / "layer_sweep.svg").is_file()   # vector output
-    boxes = _boxes(fig)
+    boxes = text_boxes(fig)
     clashes = [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
-               if _overlap(ba, bb)]
+               if overlap(ba, bb)]
     assert not clashes, clashes[:5]
     renderer = fig.canvas.get_renderer()
     (legend,) = fig.legends
     lb = legend.get_window_extent(renderer)
     for ax in fig.axes:
         if ax.get_visible():
-            assert not _overlap(lb, ax.get_window_extent(renderer)), "legend over a panel"
+            assert not overlap(lb, ax.get_window_extent(renderer)), "legend over a panel"
             assert ax.get_legend() is None
     # every panel's title fits above its own panel (not over its neighbour's)
     for ax in fig.axes:
         tb = ax.title.get_window_extent(renderer)
         others = [o.get_window_extent(renderer) for o in fig.axes if o is not ax]
-        assert not any(_overlap(tb, o) for o in others)
+        assert not any(overlap(tb, o) for o in others)
 
 
 def test_the_user_names_are_shown_and_the_caption_is_beside_the_figure(saved):

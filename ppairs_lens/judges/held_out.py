@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.prompts import ContrastPair, Template
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.store_split import split_records
@@ -36,7 +37,7 @@ from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, sel
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot, judge_prompts
 
 __all__ = ["JUDGE_CODE", "JUDGE_FORMS", "form_prompts", "held_out_datasets", "judge_cache",
-           "judge_cache_dir", "judge_cache_key",
+           "judge_cache_dir", "judge_cache_key", "judge_every_pair",
            "judge_entry", "judge_held_out"]
 
 #: The prompted judge forms a held-out run can ask for, in the order they run (cheapest first).
@@ -154,6 +155,24 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
         if on_done is not None:
             on_done(form, out)
     return out
+
+
+def judge_every_pair(bridge, store: ActivationStore, dataset: Dataset, *,
+                     cache_dir: str | Path | None = None) -> dict:
+    """The zero-shot judge's report on every untied pair of ``store`` (a shifted set, scored
+    whole), in the store's order; remembered in ``cache_dir`` as :func:`judge_held_out`'s."""
+    check_store_matches(bridge, store, dataset)
+    template = store_template(store)
+    by_id = {r.pair_id: r for r in dataset.records}
+    records = [by_id[p.pair_id] for p in store.pairs() if p.label != TIE]
+
+    def run() -> dict:
+        return _slim(evaluate_zero_shot(bridge, replace(dataset, records=records), template))
+    if cache_dir is None:
+        return run()
+    cache = judge_cache(cache_dir)
+    name = "zero_shot_every_pair"
+    return cache.run(name, cache.key(name, store=store.fingerprint()), run)[0]
 
 
 def judge_entry(result: dict) -> dict:
