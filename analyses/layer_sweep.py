@@ -36,7 +36,6 @@ import numpy as np
 from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
-from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.result_table import result_tables
@@ -57,7 +56,7 @@ from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_js
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "print_best", "run_sweep",
+__all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
            "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
 
 #: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
@@ -303,14 +302,23 @@ def cli(args, bridge) -> None:
                               max_pairs=limits, **where)
     estimate = estimate_run(bridge, steps, names=args.hooks)
     print("plan:", *estimate.lines(), sep="\n", flush=True)
-    stores = [ensure_store(bridge, d, args.stores, **where) for d in datasets]
+    took: dict[tuple[str, str], float] = {}    # (dataset, step) -> seconds, vs the plan
+    stores = []
+    for d in datasets:
+        t = time.perf_counter()
+        stores.append(ensure_store(bridge, d, args.stores, **where))
+        took[d.name, "harvest"] = time.perf_counter() - t
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                       **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
     out = Path(args.out)
     entries: dict[str, dict] = {}
 
     def written(name: str):
-        def done(_form: str, result: dict) -> None:   # as each judge finishes
+        last = [time.perf_counter()]
+
+        def done(form: str, result: dict) -> None:   # as each judge finishes
+            took[name, form] = time.perf_counter() - last[0]
+            last[0] = time.perf_counter()
             entries[name] = judge_entry(result)
             write_json(out / "layer_sweep_judges.json", entries)
         return done
@@ -332,17 +340,6 @@ def cli(args, bridge) -> None:
     summary = json.loads(path.read_text()) if path.is_file() else {"entries": []}
     print("\n".join(result_tables(rows, summary["entries"],
                                    test_size=cfg.settings.test_size)))
-    print(f"\ntook {time.perf_counter() - t0:.0f} s (estimated model time "
+    print("", *estimate.compared(took), sep="\n")
+    print(f"took {time.perf_counter() - t0:.0f} s in all (estimated model time "
           f"~{estimate.seconds:.0f} s)")
-
-
-def print_best(rows: list[dict], summary: dict) -> None:
-    """The validation-chosen layer per (dataset, kind), its test score and the paired
-    differences against the baselines."""
-    for r in best_layers(rows):
-        print(f"{r['dataset']:32s} {r['kind']:10s} layer {r['layer']:2d} (chosen on validation,"
-              f" split {r['split_used']}): {r['value']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")
-    for e in summary["entries"]:
-        for other, d in e["minus"].items():
-            print(f"{e['dataset']:32s} {e['kind']:10s} - {other:12s} {d['value']:+.3f} "
-                  f"[{d['lo']:+.3f}, {d['hi']:+.3f}] on {d['n']} pairs")

@@ -64,6 +64,10 @@ def test_a_cut_sweep_resumes_without_redoing_a_finished_judge(tiny_loads, tmp_pa
     memo = next(line for line in table.splitlines() if "baseline memorisation" in line)
     assert "n/a" in memo and "nothing to memorise" in memo
     assert "held out" in table and "split by context" in table
+    # each model step's measured time is set beside its estimate
+    compared = out.split("measured vs estimated:")[1]
+    assert "zero_shot" in compared and "(estimated on disk)" in compared
+    assert "few_shot" in compared and "(estimated ~" in compared
 
     # a third run: every model step on disk
     monkeypatch.setattr(held_out, "evaluate_few_shot", never)

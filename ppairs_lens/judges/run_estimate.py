@@ -102,6 +102,18 @@ class RunEstimate:
         return out
 
 
+    def compared(self, took: dict[tuple[str, str], float]) -> list[str]:
+        """Each planned step's measured time (``took[(dataset, kind)]``, seconds) beside its
+        estimate: how far to trust the next estimate on this machine."""
+        out = ["model steps, measured vs estimated:"]
+        for s in self.steps:
+            if (s.dataset, s.kind) in took:
+                est = "on disk" if s.done else f"~{self.step_seconds(s):.0f} s"
+                out.append(f"  {s.dataset:32s} {s.kind:10s} {took[s.dataset, s.kind]:7.1f} s "
+                           f"(estimated {est})")
+        return out
+
+
 def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
                  sample: int = SAMPLE_PROMPTS) -> RunEstimate:
     """Measure each step kind's time per token on ``sample`` of its first pending step's own
