@@ -20,8 +20,9 @@ accuracy, and paired differences (probe - each baseline / judge, bootstrap CI ov
 
 Writes ``layer_sweep.csv`` (one row per dataset x kind x layer x metric; baselines and
 judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.json`` and
-``layer_sweep.{png,svg}``; ``ppairs-lens sweep`` also the judges' reports it ran
-(``layer_sweep_judges.json``).
+``layer_sweep.{png,svg,md}``; ``ppairs-lens sweep`` also the judges' reports it ran
+(``layer_sweep_judges.json``, rewritten as each judge finishes; each judge is also remembered
+in its store's ``judges/`` folder, so a cut run redoes none).
 """
 
 from __future__ import annotations
