@@ -309,6 +309,7 @@ def cli(args, bridge) -> None:
         t = time.perf_counter()
         stores.append(ensure_store(bridge, d, args.stores, **where))
         took[d.name, "harvest"] = time.perf_counter() - t
+        print(estimate.remaining(took), flush=True)
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                       **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
     out = Path(args.out)
@@ -322,6 +323,7 @@ def cli(args, bridge) -> None:
             last[0] = time.perf_counter()
             entries[name] = judge_entry(result)
             write_json(out / "layer_sweep_judges.json", entries)
+            print(estimate.remaining(took), flush=True)
         return done
 
     scores: dict[str, dict] = {}

@@ -103,7 +103,8 @@ def test_the_estimate_counts_the_tokens_the_runner_plans(tiny):
     """The planned tokens are the plan's, and a harvest's estimate grows with its prompts."""
     from ppairs_lens.activations.prompts import build_contrast_pairs
     from ppairs_lens.data.builtin import builtin_dataset
-    from ppairs_lens.judges.run_estimate import PlannedStep, estimate_run, planned_tokens
+    from ppairs_lens.judges.run_estimate import (PlannedStep, RunEstimate, estimate_run,
+                                                 planned_tokens)
 
     pairs = build_contrast_pairs(tiny.tokenizer, builtin_dataset("larger_number", n=40))
     unshared = sum(len(p.prefix_ids) + 2 for p in pairs)
@@ -113,5 +114,10 @@ def test_the_estimate_counts_the_tokens_the_runner_plans(tiny):
     est = estimate_run(tiny, steps)
     assert set(est.seconds_per_token) == {"harvest"} and est.seconds_per_token["harvest"] > 0
     assert est.step_seconds(steps[1]) == 0.0
+    # after a step took twice its estimate, what is left is scaled alike
+    more = RunEstimate(est.steps + (PlannedStep("e", "harvest", tuple(pairs)),),
+                       est.seconds_per_token)
+    left = more.remaining({("d", "harvest"): 2 * est.seconds})
+    assert "x2.00" in left and f"~{2 * est.seconds:.0f} s" in left
     assert est.seconds == pytest.approx(planned_tokens(pairs, harvest=True)
                                         * est.seconds_per_token["harvest"])

@@ -102,6 +102,17 @@ class RunEstimate:
         return out
 
 
+    def remaining(self, took: dict[tuple[str, str], float]) -> str:
+        """The model time left after the steps in ``took`` (measured seconds), the estimate
+        of the others scaled by how far the finished ones were off (load on a shared machine
+        changes a per-token time measured on a few prompts)."""
+        ran = [s for s in self.steps if (s.dataset, s.kind) in took and not s.done]
+        est = sum(self.step_seconds(s) for s in ran)
+        scale = sum(took[s.dataset, s.kind] for s in ran) / est if est > 0 else 1.0
+        left = sum(self.step_seconds(s) for s in self.steps if (s.dataset, s.kind) not in took)
+        return (f"model time left ~{scale * left:.0f} s (the finished steps took x{scale:.2f} "
+                "their estimate)")
+
     def compared(self, took: dict[tuple[str, str], float]) -> list[str]:
         """Each planned step's measured time (``took[(dataset, kind)]``, seconds) beside its
         estimate: how far to trust the next estimate on this machine."""
