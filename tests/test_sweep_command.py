@@ -113,6 +113,10 @@ def test_the_estimate_counts_the_tokens_the_runner_plans(tiny):
              PlannedStep("d", "zero_shot", tuple(pairs[:10]), done=True)]
     est = estimate_run(tiny, steps)
     assert set(est.seconds_per_token) == {"harvest"} and est.seconds_per_token["harvest"] > 0
+    assert est.timing_seconds > 0
+    # a zero-shot prompt is a harvest's prompt: timed once for both
+    both = estimate_run(tiny, [steps[0], PlannedStep("d", "zero_shot", tuple(pairs[:10]))])
+    assert both.seconds_per_token["zero_shot"] == both.seconds_per_token["harvest"]
     assert est.step_seconds(steps[1]) == 0.0
     # after a step took twice its estimate, what is left is scaled alike
     more = RunEstimate(est.steps + (PlannedStep("e", "harvest", tuple(pairs)),),

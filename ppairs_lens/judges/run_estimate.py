@@ -4,7 +4,10 @@ A run's cost is the token positions the runner's prefix-sharing plan computes
 (:func:`ppairs_lens.activations.prefix_sharing.tokens_computed` of the very prompts each step
 builds: a harvest's pairs read at both final tokens, a judge form's prompts in both orders),
 times a time per token *measured* on this machine and model: a few of each step kind's own
-prompts are run and timed (after one untimed warm-up pass). Steps whose results are already on
+prompts are run and timed (after one untimed warm-up pass; the zero-shot judge takes the
+harvest's time, its prompts being the harvest's), and what the timing cost is said. After each
+step, :meth:`RunEstimate.remaining` rescales what is left by how far the finished steps were off
+(a shared machine's load moves a time measured on a few prompts). Steps whose results are already on
 disk (a complete store, a remembered judge) cost nothing and are listed as such. Fitting probes
 and no-model baselines is not a model pass and is not in the estimate.
 """
@@ -35,7 +38,7 @@ __all__ = ["PlannedStep", "RunEstimate", "SAMPLE_PROMPTS", "estimate_run", "plan
            "planned_tokens"]
 
 #: Prompts of each step kind run and timed to measure its time per token.
-SAMPLE_PROMPTS = 6
+SAMPLE_PROMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class RunEstimate:
 
     steps: tuple[PlannedStep, ...]
     seconds_per_token: dict[str, float]
+    timing_seconds: float = 0.0      # what measuring the rates cost
 
     def step_seconds(self, step: PlannedStep) -> float:
         return 0.0 if step.done else step.tokens * self.seconds_per_token.get(step.kind, 0.0)
@@ -95,8 +99,8 @@ class RunEstimate:
             out.append(f"  {s.dataset:32s} {s.kind:10s} {len(s.prompts):5d} prompts "
                        f"{s.tokens:8d} tokens  {state}")
         rates = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.seconds_per_token.items())
-        how = (f"{rates} per token, measured on {SAMPLE_PROMPTS} prompts each; " if rates
-               else "every model step on disk; ")
+        how = (f"{rates} per token, measured on {SAMPLE_PROMPTS} prompts in "
+               f"{self.timing_seconds:.0f} s; " if rates else "every model step on disk; ")
         out.append(f"estimated model time: ~{self.seconds:.0f} s ({how}fitting probes and "
                    "baselines not included)")
         return out
@@ -125,16 +129,26 @@ class RunEstimate:
         return out
 
 
+#: Step kinds timed as another: a zero-shot prompt is a harvest's prompt (same tokens, the
+#: same passes; the harvest reads a few more columns), so one timing serves both.
+TIMED_AS = {"zero_shot": "harvest"}
+
+
 def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
                  sample: int = SAMPLE_PROMPTS) -> RunEstimate:
     """Measure each step kind's time per token on ``sample`` of its first pending step's own
-    prompts (one warm-up pass first) and return the run's estimate. ``names``: the harvest's
-    read-outs."""
+    prompts (one warm-up pass of one prompt first; a kind in :data:`TIMED_AS` takes the
+    other's time where that was measured) and return the run's estimate, with the seconds
+    the timing itself took (``timing_seconds``). ``names``: the harvest's read-outs."""
+    start = time.perf_counter()
     pending = [s for s in steps if not s.done and s.prompts]
     rates: dict[str, float] = {}
     warmed = False
     for s in pending:
         if s.kind in rates:
+            continue
+        if TIMED_AS.get(s.kind) in rates:
+            rates[s.kind] = rates[TIMED_AS[s.kind]]
             continue
         part = list(s.prompts[:sample])
         if not warmed:  # the first pass pays one-off costs (allocation, kernel choice)
@@ -144,7 +158,7 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
         _run(bridge, s.kind, part, names)
         rates[s.kind] = (time.perf_counter() - t0) / max(
             planned_tokens(part, harvest=s.kind == "harvest"), 1)
-    return RunEstimate(tuple(steps), rates)
+    return RunEstimate(tuple(steps), rates, time.perf_counter() - start)
 
 
 def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=None, names=None,
