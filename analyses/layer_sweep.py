@@ -304,12 +304,14 @@ def cli(args, bridge) -> None:
     estimate = estimate_run(bridge, steps, names=args.hooks)
     print("plan:", *estimate.lines(), sep="\n", flush=True)
     took: dict[tuple[str, str], float] = {}    # (dataset, step) -> seconds, vs the plan
+    on_disk = {(s.dataset, s.kind) for s in steps if s.done}
     stores = []
     for d in datasets:
         t = time.perf_counter()
         stores.append(ensure_store(bridge, d, args.stores, **where))
         took[d.name, "harvest"] = time.perf_counter() - t
-        print(estimate.remaining(took), flush=True)
+        if (d.name, "harvest") not in on_disk:
+            print(estimate.remaining(took), flush=True)
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                       **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
     out = Path(args.out)
@@ -323,7 +325,8 @@ def cli(args, bridge) -> None:
             last[0] = time.perf_counter()
             entries[name] = judge_entry(result)
             write_json(out / "layer_sweep_judges.json", entries)
-            print(estimate.remaining(took), flush=True)
+            if form not in result["reused"]:
+                print(estimate.remaining(took), flush=True)
         return done
 
     scores: dict[str, dict] = {}
