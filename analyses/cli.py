@@ -18,6 +18,7 @@ from analyses.cli_args import (
     add_dataset_options,
     add_eval_settings,
     add_hooks,
+    add_judges,
     add_kinds,
     add_layer,
     add_model_options,
@@ -34,6 +35,7 @@ from ppairs_lens.errors import PPairsError
 
 #: Subcommands that run an analysis module's ``cli(args, bridge)``.
 ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
+            "shift": "distribution_shift",
             "steer": "steering",
             "finetune": "finetuning",
             "run": "run_all"}
@@ -119,6 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_hooks(p)
     add_template(p)
 
+    p = sub.add_parser("shift", help="train probes on some files, test them on others, with "
+                                     "the prompted judge and the no-model baselines beside")
+    add_model_options(p)
+    p.add_argument("--train", nargs="+", required=True, metavar="SPEC",
+                   help="files the probes are trained on (their training split, pooled; "
+                        "path, path:aspect, built-in name; @Name to name one)")
+    p.add_argument("--test", nargs="+", required=True, metavar="SPEC",
+                   help="shifted files, every pair of each scored")
+    p.add_argument("--max-pairs", type=positive_int, default=None,
+                   help="use at most this many pairs of each file (whole contexts, seeded)")
+    p.add_argument("--stores", default="stores", help="root folder of activation stores")
+    p.add_argument("--out", default="figures", help="folder for the table and figure")
+    add_eval_settings(p)
+    add_hooks(p)
+    add_template(p)
+    add_kinds(p, "probe kinds (default: supervised pca mass_mean)")
+    p.add_argument("--judge", default="zero_shot", choices=["zero_shot", "none"],
+                   help="the prompted judge scored beside the probes (default zero_shot)")
+
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
                         ("ablate", "directional ablation of probe directions, with controls"),
@@ -145,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "fitted on its training split) into DIR/<dataset> "
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
         if name == "sweep":
+            add_judges(p)
             add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
                          "at every read-out on the validation split too, slower)")
         if name == "transfer":

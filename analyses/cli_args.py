@@ -16,10 +16,10 @@ from pathlib import Path
 from ppairs_lens.errors import PPairsError
 
 __all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands", "add_dataset_options",
-           "add_eval_settings", "add_hooks", "add_kinds", "add_layer", "add_model_options",
-           "add_seed", "add_split", "add_template", "check_args", "check_layer",
-           "eval_settings_from_args", "finite_float", "load_model_from_args", "positive_int",
-           "seed_int", "share", "DEFAULT_SHARED_DATA"]
+           "add_eval_settings", "add_hooks", "add_judges", "add_kinds", "add_layer",
+           "add_model_options", "add_seed", "add_split", "add_template", "check_args",
+           "check_layer", "eval_settings_from_args", "finite_float", "load_model_from_args",
+           "positive_int", "seed_int", "share", "DEFAULT_SHARED_DATA"]
 
 #: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
 QUICK_MAX_PAIRS = 80
@@ -191,6 +191,35 @@ def add_kinds(p: argparse.ArgumentParser, help_: str) -> None:
                    metavar="KIND", help=f"{help_} (choose from {', '.join(ALL_PROBE_KINDS)})")
 
 
+def judge_limit(text: str) -> tuple[str, int]:
+    """``FORM=N`` (``--judge-max-pairs``): a judge form and its most held-out pairs."""
+    from ppairs_lens.judges.held_out import JUDGE_FORMS
+
+    form, sep, n = text.partition("=")
+    if not sep or form not in JUDGE_FORMS:
+        raise argparse.ArgumentTypeError(f"expected FORM=N with FORM one of "
+                                         f"{', '.join(JUDGE_FORMS)}, got {text!r}")
+    return form, positive_int(n)
+
+
+def add_judges(p: argparse.ArgumentParser) -> None:
+    """``--judges`` (which prompted judge forms run; ``none``: no judge) and
+    ``--judge-max-pairs FORM=N`` (each form on a seeded subset of whole held-out contexts;
+    ``args.judge_max_pairs`` is a list of ``(form, n)``); ``none`` with a form is refused by
+    :func:`check_args`."""
+    from ppairs_lens.judges.held_out import JUDGE_FORMS
+
+    p.add_argument("--judges", nargs="+", default=list(JUDGE_FORMS),
+                   choices=[*JUDGE_FORMS, "none"], metavar="FORM",
+                   help=f"prompted judge forms run on the held-out pairs (choose from "
+                        f"{', '.join(JUDGE_FORMS)}; none: no judge; default: all). Finished "
+                        "judges are remembered beside their store and reused")
+    p.add_argument("--judge-max-pairs", nargs="+", type=judge_limit, default=[],
+                   metavar="FORM=N",
+                   help="run a judge form on at most N held-out pairs (whole contexts, seeded), "
+                        "e.g. few_shot=40 (its long prompts cost most)")
+
+
 def add_template(p: argparse.ArgumentParser) -> None:
     p.add_argument("--template", type=template_file, default=None, metavar="FILE",
                    help=TEMPLATE_HELP)
@@ -236,12 +265,17 @@ def check_args(args) -> None:
     _check_device(getattr(args, "device", None))
     if args.command == "run":
         _check_run(args)
+    judges = getattr(args, "judges", None) or []
+    if "none" in judges and len(set(judges)) > 1:
+        raise PPairsError(f"--judges none cannot be combined with other forms "
+                          f"({' '.join(j for j in judges if j != 'none')})")
     if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
             and args.command in ("harvest", "sweep", "transfer", "ablate", "steer",
-                                 "finetune")):
+                                 "finetune", "shift")):
         args.max_pairs = QUICK_MAX_PAIRS
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
                                                                    or [])
+    specs = [*specs, *(getattr(args, "train", None) or []), *(getattr(args, "test", None) or [])]
     template = getattr(args, "template", None)
     if template is not None and not specs:
         raise PPairsError("--template applies to every dataset: name them with --datasets "

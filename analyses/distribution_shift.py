@@ -13,26 +13,36 @@ Writes ``distribution_shift.csv`` and the config.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from analyses.distribution_shift_plots import plot_shift
 from ppairs_lens.activations.store import ActivationStore
+from ppairs_lens.activations.store_sets import check_comparable
 from ppairs_lens.data.records import TIE
-from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
-from ppairs_lens.evaluation.resampled import weighted_accuracy
-from ppairs_lens.evaluation.store_split import split_store
-from ppairs_lens.evaluation.verdicts import NOT_TESTED, interval_verdict
-from ppairs_lens.io.outputs import save_config, write_csv
+from ppairs_lens.evaluation.shift import (
+    IN_DISTRIBUTION,
+    SHIFTED,
+    every_pair,
+    gap_verdict,
+    pooled_split,
+    scored_set,
+    shift_rows,
+)
+from ppairs_lens.evaluation.store_split import split_records, split_store
+from ppairs_lens.evaluation.text_baselines import text_baselines
+from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.judges.held_out import judge_cache_dir, judge_every_pair, judge_held_out
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["SHIFT_DELTA", "ShiftConfig", "gap_verdict", "run_shift"]
-
-#: Smallest difference of drops worth reporting (the registry's "robustness" family).
-SHIFT_DELTA = 0.05
+__all__ = ["ShiftConfig", "ShiftFilesConfig", "gap_verdict", "run_shift", "run_shift_files",
+           "shift_lines"]
 
 
 @dataclass
@@ -40,16 +50,6 @@ class ShiftConfig:
     kinds: tuple[str, ...] = ("supervised", "pca")
     settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)  # the paper's halves
     C: float = 1.0
-
-
-def gap_verdict(d: dict, in_dist: dict[str, float], kind: str) -> str:
-    """"``kind`` probes lose less than prompting" from the CI of (judge's drop - probe's drop);
-    a drop is a loss only for a method above chance in distribution (its CI's lower end)."""
-    at_chance = [m for m in (kind, "zero_shot") if not in_dist.get(m, float("nan")) > 0.5]
-    verdict = (f"{NOT_TESTED}: {' and '.join(at_chance)} at chance in distribution (95% CI "
-               f"lower end <= 0.5), so a drop is no loss" if at_chance
-               else str(interval_verdict(d, SHIFT_DELTA)))
-    return verdict + f" (claim: {kind} probes lose less than prompting)"
 
 
 def _held_out(store: ActivationStore, cfg: ShiftConfig):
@@ -70,53 +70,158 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
         t = _held_out(st, cfg)
         sets.append((st.meta.dataset, "shifted", t.acts_test, t.labels_test, t.pairs_test,
                      t.groups_test))
-    rows, per_set = [], []
+    per_set = []
     for name, role, acts, y, pairs, groups in sets:
         jp = judge_p.get(name, {})
         keep = [i for i, p in enumerate(pairs) if p.pair_id in jp and y[i] != TIE]
-        t = (np.asarray(y)[keep] == 1).astype(float)
         preds = {k: probes[k].predict_proba(acts[keep][:, :, [choice[k].index]])[k][0]
                  for k in cfg.kinds}
         preds["zero_shot"] = np.array([jp[pairs[i].pair_id] for i in keep])
-        g = [f"{name}/{groups[i]}" for i in keep]
-        per_set.append((name, role, t, preds, g))
-        for method, p in preds.items():
-            ci = bootstrap(lambda w, p=p: weighted_accuracy(w, t, p), len(t), g,
-                           **cfg.settings.boot_kwargs())
-            rows.append({"dataset": name, "role": role, "method": method,
-                         "read_out": choice[method].index if method in choice else None,
-                         "accuracy": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
-                         "ci_counts": ci["ci_counts"], "n": len(t)})
-    drops = []
-    src = per_set[0]
-    in_dist = {r["method"]: r["lo"] for r in rows if r["role"] == "in distribution"}
-    for name, role, t2, p2, g2 in per_set[1:]:
-        t1, p1, g1 = src[2], src[3], src[4]
-        n1 = len(t1)
-        tt = np.concatenate([t1, t2])
-        gg = g1 + g2
-
-        def acc(w, p, part):  # accuracy on one of the two sets, under joint resampling
-            sl = slice(0, n1) if part == 0 else slice(n1, None)
-            return weighted_accuracy(w[:, sl], tt[sl], p)
-
-        for method in p1:
-            def drop(w, m=method):
-                return acc(w, p1[m], 0) - acc(w, p2[m], 1)
-            d = bootstrap(drop, len(tt), gg, **cfg.settings.boot_kwargs())
-            drops.append({"shifted": name, "method": method, "drop": d["value"],
-                          "lo": d["lo"], "hi": d["hi"], "ci_counts": d["ci_counts"]})
-        for k in cfg.kinds:
-            def gap(w, k=k):
-                return (acc(w, p1["zero_shot"], 0) - acc(w, p2["zero_shot"], 1)) - \
-                    (acc(w, p1[k], 0) - acc(w, p2[k], 1))
-            d = bootstrap(gap, len(tt), gg, **cfg.settings.boot_kwargs())
-            drops.append({"shifted": name, "method": f"zero_shot drop - {k} drop",
-                          "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
-                          "ci_counts": d["ci_counts"], "verdict": gap_verdict(d, in_dist, k)})
+        per_set.append(scored_set(name, role, np.asarray(y)[keep], [pairs[i] for i in keep],
+                                  preds))
+    rows, drops = shift_rows(per_set, cfg.settings, kinds=cfg.kinds)
+    for r in rows:
+        r["read_out"] = choice[r["method"]].index if r["method"] in choice else None
     write_csv(f"{out}/distribution_shift.csv", rows + [{"role": "drop", **d} for d in drops])
     save_config(out, "distribution_shift", cfg)
     pub = [{"source": citation(p), "note": p.note} for p in published(source="paper")
            if "Figure 4" in p.table]
     return {"rows": rows, "drops": drops, "published": pub,
             "read_outs": {k: c.index for k, c in choice.items()}}
+
+
+@dataclass
+class ShiftFilesConfig:
+    """What ``ppairs-lens shift`` ran on: probes trained on ``train`` (their training split,
+    pooled), scored on the held-out split of ``train`` and on every pair of ``test``."""
+
+    train: list[str]
+    test: list[str]
+    kinds: tuple[str, ...] = ("supervised", "pca", "mass_mean")
+    judge: str | None = "zero_shot"
+    settings: EvalSettings = EvalSettings()
+    C: float = 1.0
+
+
+def _records(dataset, pairs):
+    """``dataset`` with exactly the records of ``pairs``, in their order."""
+    by_id = {r.pair_id: r for r in dataset.records}
+    return replace(dataset, records=[by_id[p.pair_id] for p in pairs])
+
+
+def _train_side(train, stores, cfg: ShiftFilesConfig):
+    """The pooled split of the training files, their training records and held-out records."""
+    split = cfg.settings.split_kwargs()
+    pooled = pooled_split([split_store(s, **split) for s in stores],
+                          " + ".join(s.meta.dataset for s in stores))
+    sides = [split_records(s.pairs(), d, **split) for s, d in zip(stores, train)]
+    train_records = replace(sides[0][0], name="train",
+                            records=[r for tr, _, _ in sides for r in tr.records])
+    held_out = replace(sides[0][1], name=pooled.name,
+                       records=[r for _, te, _ in sides for r in te.records])
+    return pooled, train_records, held_out
+
+
+def check_one_kind(datasets) -> None:
+    """Refuse comparisons and statements together: a probe reads one kind of contrast."""
+    if len({d.kind for d in datasets}) > 1:
+        kinds = ", ".join(f"{d.name}: {d.kind}" for d in datasets)
+        raise DataError(f"shift: the files mix comparisons and statements ({kinds}); "
+                        "a probe reads one kind")
+
+
+def run_shift_files(bridge, train, test, stores_train, stores_test, out,
+                    cfg: ShiftFilesConfig) -> dict:
+    """Probes fitted on the pooled training split of ``train`` at the read-out chosen on its
+    validation split; they, every no-model baseline (fitted on the same training pairs) and
+    the zero-shot judge scored on the held-out pairs of ``train`` and on every pair of each
+    ``test`` dataset. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
+    check_one_kind([*train, *test])
+    check_comparable([*stores_train, *stores_test])
+    pooled, train_records, held_out = _train_side(train, stores_train, cfg)
+    seed = cfg.settings.seed
+    choice = choose_readouts(pooled, cfg.kinds, seed=seed, C=cfg.C)
+    probes = {k: fit_sweep(pooled.acts_train[:, :, [choice[k].index]], pooled.labels_train,
+                           (k,), groups=pooled.groups_train, seed=seed, C=cfg.C)
+              for k in cfg.kinds}
+    judge: dict[str, float] = {}
+    if cfg.judge:
+        for s, d in zip(stores_train, train):
+            judge.update(judge_held_out(bridge, s, d, **cfg.settings.split_kwargs(),
+                                        forms=("zero_shot",), cache_dir=judge_cache_dir(s)
+                                        )["zero_shot"]["p_by_pair"])
+    sets = [(pooled.name, IN_DISTRIBUTION, pooled.acts_test, pooled.labels_test,
+             pooled.pairs_test, held_out)]
+    for s, d in zip(stores_test, test):
+        acts, labels, pairs = every_pair(s)
+        sets.append((s.meta.dataset, SHIFTED, acts, labels, pairs, _records(d, pairs)))
+        if cfg.judge:
+            judge.update(judge_every_pair(bridge, s, d, cache_dir=judge_cache_dir(s))
+                         ["p_by_pair"])
+    scored, notes = [], {}
+    for name, role, acts, labels, pairs, records in sets:
+        preds = {k: probes[k].predict_proba(acts[:, :, [choice[k].index]])[k][0]
+                 for k in cfg.kinds}
+        for b in (memorisation_baseline(pooled.pairs_train, pooled.labels_train, pairs),
+                  surface_baseline(pooled.pairs_train, pooled.labels_train, pairs),
+                  *text_baselines(train_records, records, embedding=bridge.W_E.detach(),
+                                  tokenizer=bridge.tokenizer, seed=seed)):
+            if b.available:
+                preds[b.kind] = b.p
+            else:
+                notes[f"{name}: {b.kind}"] = b.reason
+        if cfg.judge:
+            preds[cfg.judge] = np.array([judge[p.pair_id] for p in pairs])
+        scored.append(scored_set(name, role, labels, pairs, preds))
+    rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judge)
+    for r in rows:
+        r["read_out"] = choice[r["method"]].hook if r["method"] in choice else ""
+    write_csv(f"{out}/shift.csv", rows + [{"role": "drop", **d} for d in drops])
+    save_config(out, "shift", cfg)
+    fig = plot_shift(rows, stores_train[0].meta.model, cfg, notes)
+    save_figure(fig, out, "shift", preview=cfg.settings.quick)
+    return {"rows": rows, "drops": drops, "unavailable": notes,
+            "read_outs": {k: c.hook for k, c in choice.items()}}
+
+
+def shift_lines(res: dict, cfg: ShiftFilesConfig) -> list[str]:
+    """The console table of :func:`run_shift_files`: each set's predictors, then the drops."""
+    out = [f"trained on {' + '.join(cfg.train)}; {cfg.settings.test_size:.0%} of its leak "
+           "groups held out (in distribution); every pair of each shifted file scored"]
+    for name in dict.fromkeys(r["dataset"] for r in res["rows"]):
+        rs = [r for r in res["rows"] if r["dataset"] == name]
+        out.append(f"{name} ({rs[0]['role']}, {rs[0]['n']} pairs)")
+        for r in rs:
+            note = "" if r["ci_counts"] is not False else "  (too few groups to count)"
+            at = f" at {r['read_out']}" if r["read_out"] else ""
+            out.append(f"  {r['method'] + at:44s} {r['accuracy']:.3f} "
+                       f"[{r['lo']:.3f}, {r['hi']:.3f}]{note}")
+    for key, why in res["unavailable"].items():
+        out.append(f"  n/a {key}: {why}")
+    for d in res["drops"]:
+        out.append(f"drop on {d['shifted']}: {d['method']:36s} {d['drop']:+.3f} "
+                   f"[{d['lo']:+.3f}, {d['hi']:+.3f}]"
+                   + (f"  {d['verdict']}" if "verdict" in d else ""))
+    return out
+
+
+def cli(args, bridge) -> None:
+    """``ppairs-lens shift --train SPEC... --test SPEC...``: :func:`run_shift_files` on the
+    user's files; the table is printed, ``shift.csv`` and the figure written to ``--out``."""
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data.specs import load_dataset_spec
+
+    def load(specs):
+        return [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
+
+    train, test = load(args.train), load(args.test)
+    check_one_kind([*train, *test])     # before any harvest
+    where = {"template": args.template, "names": args.hooks}
+    stores_train = [ensure_store(bridge, d, args.stores, **where) for d in train]
+    stores_test = [ensure_store(bridge, d, args.stores, **where) for d in test]
+    cfg = ShiftFilesConfig([d.name for d in train], [d.name for d in test],
+                           settings=args.settings,
+                           judge=None if args.judge == "none" else args.judge,
+                           **({"kinds": tuple(args.kinds)} if args.kinds else {}))
+    res = run_shift_files(bridge, train, test, stores_train, stores_test, args.out, cfg)
+    print("\n".join(shift_lines(res, cfg)))

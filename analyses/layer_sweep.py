@@ -20,8 +20,9 @@ accuracy, and paired differences (probe - each baseline / judge, bootstrap CI ov
 
 Writes ``layer_sweep.csv`` (one row per dataset x kind x layer x metric; baselines and
 judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.json`` and
-``layer_sweep.{png,svg}``; ``ppairs-lens sweep`` also the judges' reports it ran
-(``layer_sweep_judges.json``).
+``layer_sweep.{png,svg,md}``; ``ppairs-lens sweep`` also the judges' reports it ran
+(``layer_sweep_judges.json``, rewritten as each judge finishes; each judge is also remembered
+in its store's ``judges/`` folder, so a cut run redoes none).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.evaluation.baselines import (length_balanced_accuracy, memorisation_baseline,
                                               surface_baseline)
-from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.evaluation.result_table import result_tables
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.evaluation.readout_choice import (
     VAL_REPEATS,
@@ -57,7 +58,7 @@ from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_js
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "print_best", "run_sweep",
+__all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
            "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
 
 #: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
@@ -279,36 +280,76 @@ def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig |
 
 def cli(args, bridge) -> None:
     """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`): the
-    probes, the no-model baselines and the calibrated zero-shot and few-shot judges on the
-    same test pairs; the judges' reports (metrics, diagnostics, demonstrations) in
-    ``layer_sweep_judges.json``."""
+    probes, every no-model baseline (length, memorisation, lexical, input embeddings) and the
+    prompted judge forms of ``--judges`` (each limited by ``--judge-max-pairs``) on the same
+    test pairs. It first prints its plan and the estimated model time (measured on a few
+    prompts); each judge is remembered beside its store as it finishes (a rerun redoes none)
+    and its report written at once to ``layer_sweep_judges.json``; the console ends with one
+    table per dataset."""
+    import time
+
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.judges.held_out import judge_entry, judge_held_out
+    from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
+    from ppairs_lens.judges.held_out import judge_cache_dir, judge_entry, judge_held_out
+    from ppairs_lens.judges.run_estimate import estimate_run, plan_held_out_run
 
+    t0 = time.perf_counter()
     specs = args.datasets or list(BUILTIN_NAMES)
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
-    stores = [ensure_store(bridge, d, args.stores, template=args.template, names=args.hooks)
-              for d in datasets]
+    split = args.settings.split_kwargs()
+    forms = tuple(f for f in dict.fromkeys(getattr(args, "judges", None) or ())
+                  if f != "none")
+    limits = dict(getattr(args, "judge_max_pairs", None) or ())
+    where = {"template": args.template, "names": args.hooks}
+    steps = plan_held_out_run(bridge, datasets, args.stores, split=split, forms=forms,
+                              max_pairs=limits, **where)
+    estimate = estimate_run(bridge, steps, names=args.hooks)
+    print("plan:", *estimate.lines(), sep="\n", flush=True)
+    took: dict[tuple[str, str], float] = {}    # (dataset, step) -> seconds, vs the plan
+    on_disk = {(s.dataset, s.kind) for s in steps if s.done}
+    stores = []
+    for d in datasets:
+        t = time.perf_counter()
+        stores.append(ensure_store(bridge, d, args.stores, **where))
+        took[d.name, "harvest"] = time.perf_counter() - t
+        if (d.name, "harvest") not in on_disk:
+            print(estimate.remaining(took), flush=True)
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
                       **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
-    entries = {s.meta.dataset: judge_entry(judge_held_out(
-        bridge, s, d, **cfg.settings.split_kwargs()))
-        for s, d in zip(stores, datasets)}
-    rows = run_sweep(stores, args.out, cfg, judges=pair_scores(entries))
-    write_json(Path(args.out) / "layer_sweep_judges.json", entries)
-    path = Path(args.out) / "layer_sweep_summary.json"
-    print_best(rows, read_json_object(path) if path.is_file() else {"entries": []})
+    out = Path(args.out)
+    entries: dict[str, dict] = {}
 
+    def written(name: str):
+        last = [time.perf_counter()]
 
-def print_best(rows: list[dict], summary: dict) -> None:
-    """The validation-chosen layer per (dataset, kind), its test score and the paired
-    differences against the baselines."""
-    for r in best_layers(rows):
-        print(f"{r['dataset']:32s} {r['kind']:10s} layer {r['layer']:2d} (chosen on validation,"
-              f" split {r['split_used']}): {r['value']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")
-    for e in summary["entries"]:
-        for other, d in e["minus"].items():
-            print(f"{e['dataset']:32s} {e['kind']:10s} - {other:12s} {d['value']:+.3f} "
-                  f"[{d['lo']:+.3f}, {d['hi']:+.3f}] on {d['n']} pairs")
+        def done(form: str, result: dict) -> None:   # as each judge finishes
+            took[name, form] = time.perf_counter() - last[0]
+            last[0] = time.perf_counter()
+            entries[name] = judge_entry(result)
+            write_json(out / "layer_sweep_judges.json", entries)
+            if form not in result["reused"]:
+                print(estimate.remaining(took), flush=True)
+        return done
+
+    scores: dict[str, dict] = {}
+    for s, d in zip(stores, datasets):
+        name = s.meta.dataset
+        res = judge_held_out(bridge, s, d, **split, forms=forms, max_pairs=limits,
+                             cache_dir=judge_cache_dir(s), on_done=written(name))
+        entries[name] = judge_entry(res)
+        if res["reused"]:
+            print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res['reused'])}")
+        texts = held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
+                                        tokenizer=bridge.tokenizer, **split)
+        scores[name] = {**pair_scores({name: entries[name]})[name], **texts}
+    write_json(out / "layer_sweep_judges.json", entries)
+    rows = run_sweep(stores, args.out, cfg, judges=scores)
+    path = out / "layer_sweep_summary.json"
+    summary = read_json_object(path) if path.is_file() else {"entries": []}
+    print("\n".join(result_tables(rows, summary["entries"],
+                                   test_size=cfg.settings.test_size)))
+    print("", *estimate.compared(took), sep="\n")
+    print(f"took {time.perf_counter() - t0:.0f} s in all (estimated model time "
+          f"~{estimate.seconds:.0f} s)")

@@ -4,10 +4,14 @@ prompted judges as horizontal lines and the validation-chosen layer of each prob
 from __future__ import annotations
 
 from ppairs_lens.evaluation.baselines import BASELINE_LABELS
-from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.io.plotting import caption, color, label, legend_outside, style, wrapped
+
+#: Characters of a subplot title's line (a 3.6-inch panel at the style's title size).
+TITLE_WIDTH = 38
 
 #: Line style of each layer-free row kind.
 FLAT = {"memorisation": ("#8c564b", ":"), "surface": ("#e377c2", "-."),
+        "lexical": ("#bcbd22", ":"), "embedding": ("#9467bd", "-."),
         "zero_shot": (color("zero_shot"), "--"), "few_shot": ("#17becf", "--")}
 FLAT_LABELS = {**BASELINE_LABELS, "zero_shot": "zero-shot prompt (calibrated)",
                "few_shot": "few-shot prompt (calibrated)"}
@@ -19,9 +23,8 @@ def _flat_lines(ax, rows: list[dict], ds: str, metric: str) -> None:
                   and r["metric"] == metric), None)
         if r is None:
             continue
-        n = f", {r['n_test']} pairs" if kind in ("zero_shot", "few_shot") else ""
-        ax.axhline(r["value"], color=c, ls=ls, lw=1.1,
-                   label=f"{FLAT_LABELS[kind]}: {r['value']:.2f}{n}")
+        # one label per kind in every panel: the figure has one legend (values: the table)
+        ax.axhline(r["value"], color=c, ls=ls, lw=1.1, label=FLAT_LABELS[kind])
 
 
 def _missing_note(entries: list[dict]) -> str:
@@ -64,15 +67,15 @@ def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
             _flat_lines(ax, rows, ds, cfg.metric)
             ax.axhline(0.5 if cfg.metric != "spearman" else 0.0, color="k", lw=0.6, alpha=0.5)
             first = next((r for r in rows if r["dataset"] == ds and r["layer"] >= 0), {})
-            ax.set_title(f"{ds} (test n={first.get('n_test', 0)}, split "
-                         f"{first.get('split_used', '?')})")
+            ax.set_title(f"{wrapped(ds, TITLE_WIDTH)}\n(test n={first.get('n_test', 0)}, "
+                         f"split by {first.get('split_used', '?')})")
             ax.set_xlabel("layer (last = final norm output)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(f"held-out {cfg.metric}")
-            ax.legend(loc="lower right", fontsize=6)
         for ax in list(axes.flat)[len(datasets):]:
             ax.set_visible(False)
-        fig.suptitle(f"Layer sweep of PPairS probes — {model}", y=1.0)
+        fig.suptitle(wrapped(f"Layer sweep of PPairS probes — {model}",
+                             int(TITLE_WIDTH * 1.2 * ncol)))
         splits = ", ".join(f"{ds}: {next(r['split_used'] for r in rows if r['dataset'] == ds)}"
                            for ds in datasets)
         s = cfg.settings
@@ -85,5 +88,5 @@ def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
                      f"ci_unit in layer_sweep_summary.json). Baselines fitted on the "
                      f"training split only; F1 is macro over both item orders."
                      + _missing_note(entries))
-        fig.tight_layout()
+        legend_outside(fig, [ax for ax in axes.flat if ax.get_visible()], ncol=min(3, 2 * ncol))
     return fig

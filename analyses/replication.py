@@ -46,7 +46,7 @@ from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import store_fits
-from ppairs_lens.evaluation.text_baselines import text_baselines
+from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
@@ -157,16 +157,10 @@ def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
 
 def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[str, float]]]:
     """Per dataset: the lexical and embedding baselines' P(item 1) per held-out pair id."""
-    out = {}
-    for s, d in zip(stores, datasets):
-        train, test, _ = held_out_datasets(s, d, **cfg.settings.split_kwargs())
-        ids = [r.pair_id for r in test.records]
-        out[d.name] = {f"{b.kind}_p_by_pair": dict(zip(ids, map(float, b.p)))
-                       for b in text_baselines(train, test, embedding=bridge.W_E.detach(),
-                                               tokenizer=bridge.tokenizer,
-                                               seed=cfg.settings.seed)
-                       if b.available}
-    return out
+    return {d.name: held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
+                                            tokenizer=bridge.tokenizer,
+                                            **cfg.settings.split_kwargs())
+            for s, d in zip(stores, datasets)}
 
 
 def summeval_names(names) -> list[str]:

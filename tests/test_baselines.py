@@ -40,7 +40,10 @@ def test_memorisation_reads_recurring_items_and_is_chance_on_unseen_ones():
     unseen = [replace(p, item1_id="x" + str(p.item1_id), item2_id="x" + str(p.item2_id))
               for p in _ranked_pairs(100, 30, seed=1)]             # other items altogether
     b2 = memorisation_baseline(tr, _labels(tr), unseen)
-    np.testing.assert_array_equal(b2.p, 0.5)                       # the prior, nothing else
+    # every answer would be the prior 0.5: no baseline at all (n/a), with the reason
+    assert not b2.available and "nothing to memorise" in b2.reason
+    b3 = memorisation_baseline(tr, _labels(tr), [*unseen, te[0]])   # one pair informed
+    assert b3.available and (b3.p != 0.5).sum() >= 1
 
 
 def test_memorisation_reads_only_fields_a_store_writes():

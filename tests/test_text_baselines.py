@@ -153,3 +153,23 @@ def test_embedding_baseline_through_the_dataset_helper(tokenizer):
 
 def test_the_kinds_have_figure_labels():
     assert {"lexical", "embedding"} <= set(BASELINE_LABELS)
+
+
+def test_held_out_text_baselines_cover_exactly_the_probes_test_pairs(tiny):
+    """The one call every command makes: fitted on the split's training side, P(item 1) on
+    each of its held-out pairs (the pairs a probe is scored on)."""
+    from ppairs_lens.activations.pair_info import pair_info
+    from ppairs_lens.data.builtin import builtin_dataset
+    from ppairs_lens.evaluation.store_split import untied_split
+    from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
+
+    ds = builtin_dataset("story_sentiment", n=60)
+    split = {"test_size": 0.3, "split_by": "auto", "seed": 1}
+    got = held_out_text_baselines(pair_info(ds), ds, embedding=tiny.W_E.detach(),
+                                  tokenizer=tiny.tokenizer, **split)
+    pairs, _, _, test, _ = untied_split(pair_info(ds), **split)
+    want = {pairs[i].pair_id for i in test}
+    assert set(got) == {"lexical_p_by_pair", "embedding_p_by_pair"}
+    for by_pair in got.values():
+        assert set(by_pair) == want and all(0.0 <= p <= 1.0 for p in by_pair.values())
+    assert set(held_out_text_baselines(pair_info(ds), ds, **split)) == {"lexical_p_by_pair"}

@@ -213,6 +213,23 @@ def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
     return out
 
 
+def finished_store(bridge, dataset: Dataset, root: str | Path, *,
+                   template: Template | None = None, names: str | Sequence[str] | None = None
+                   ) -> tuple[Path, ActivationStore | None]:
+    """``(path, store)``: where :func:`ensure_store` keeps ``dataset``'s store, and the store
+    when it is already complete for this model and read-outs (else None: it would harvest)."""
+    template = template or default_template(dataset)
+    hooks = readout_names(bridge, names)
+    path = default_store_path(root, model_name(bridge), dataset, template,
+                              None if hooks == default_readouts(bridge) else hooks)
+    if (path / "metadata.json").exists():
+        store = ActivationStore.open(path)
+        if (store.complete and store.meta.model == model_name(bridge)
+                and store.hook_names == hooks):
+            return path, store
+    return path, None
+
+
 def ensure_store(
     bridge,
     dataset: Dataset,
@@ -230,13 +247,9 @@ def ensure_store(
     template = template or default_template(dataset)
     hooks = readout_names(bridge, names)
     default = hooks == default_readouts(bridge)
-    path = default_store_path(root, model_name(bridge), dataset, template,
-                              None if default else hooks)
-    if (path / "metadata.json").exists():
-        store = ActivationStore.open(path)
-        if (store.complete and store.meta.model == model_name(bridge)
-                and store.hook_names == hooks):
-            return store
+    path, store = finished_store(bridge, dataset, root, template=template, names=names)
+    if store is not None:
+        return store
     return harvest_dataset(bridge, dataset, path, template=template, settings=settings,
                            progress=progress, names=None if default else hooks)
 

@@ -1,7 +1,8 @@
 """Dataset specs: how a command-line or config string names a dataset.
 
 A spec is a built-in name (``larger_number``), a path, or ``path:aspect`` for a scored-items
-file (``../shared/datasets/summeval/summeval.jsonl:coherence``).
+file (``../shared/datasets/summeval/summeval.jsonl:coherence``); any of them may end in
+``@Name``, the name tables and figures show (``cloze_test.csv@Story Cloze``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def parse_spec(spec: str) -> tuple[str, dict]:
 def spec_format(spec: str) -> str | None:
     """The file format (a ``FORMATS`` key) of the file a spec names; None for anything else
     (a built-in name)."""
-    path = Path(parse_spec(spec)[0])
+    path = Path(parse_spec(display_name(spec)[0])[0])
     return sniff_format(path) if path.is_file() else None
 
 
@@ -51,8 +52,22 @@ def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0)
                    name=f"{dataset.name}-n{len(keep)}s{seed}")
 
 
+def display_name(spec: str) -> tuple[str, str | None]:
+    """``'spec@Name'`` -> (spec, 'Name'); a spec without a trailing ``@Name`` (or whose ``@``
+    belongs to an existing path) -> (spec, None)."""
+    head, sep, name = spec.rpartition("@")
+    if not sep or not head or Path(spec).exists() or Path(parse_spec(spec)[0]).exists():
+        return spec, None
+    name = name.strip()
+    return (head, name) if name and "/" not in name and "\\" not in name else (spec, None)
+
+
 def load_dataset_spec(spec: str, *, max_pairs: int | None = None, seed: int = 0) -> Dataset:
+    """The dataset a spec names, at most ``max_pairs`` pairs (whole contexts, seeded); a
+    ``@Name`` suffix names it (in tables, figures and its store's folder)."""
+    spec, name = display_name(spec)
     path, kw = parse_spec(spec)
-    return subsample_by_context(load_dataset(path, **kw), max_pairs, seed)
+    dataset = subsample_by_context(load_dataset(path, **kw), max_pairs, seed)
+    return dataset if name is None else replace(dataset, name=name)
 
 

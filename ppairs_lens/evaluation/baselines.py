@@ -112,6 +112,13 @@ def _loo_accuracy(keys: list[tuple], y: np.ndarray, wins: dict, seen: dict) -> f
     return accuracy(y, p)
 
 
+def _nothing_recurs(key: str) -> Baseline:
+    """Memorisation where no held-out pair's key was seen in training: every answer would be
+    the prior 0.5, a constant that is no baseline (shown as n/a, with this reason)."""
+    return Baseline("memorisation", None, "", reason=f"no {key} of a held-out pair occurs in "
+                    "training: nothing to memorise")
+
+
 def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
                           pairs_test: Sequence[PairInfo]) -> Baseline:
     """The best of the candidate win-rate lookups (:data:`MEMO_KEYS`), chosen on train."""
@@ -121,6 +128,8 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
         wins, seen = _win_counts([(g, None) for g in g_tr], y)
         acc = accuracy(y, np.array([_rate(wins, seen, g, float(t)) for g, t in zip(g_tr, y)]))
         p_te = np.array([_rate(wins, seen, g) for g in pair_groups(pairs_test)])
+        if not len(set(pair_groups(pairs_test)) & set(g_tr)):
+            return _nothing_recurs("leak group (subject)")
         return Baseline("memorisation", p_te, f"group_id truth rate (leave-one-out train acc "
                         f"{acc:.3f})", acc)
     best: tuple[float, str, np.ndarray] | None = None
@@ -137,6 +146,10 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
     if best is None:
         return Baseline("memorisation", None, "", reason="the pairs carry no item ids")
     acc, name, p_te = best
+    f1, f2 = MEMO_KEYS[name]
+    trained = {getattr(p, f) for p in pairs_train for f in (f1, f2)}
+    if not any(getattr(p, f) in trained for p in pairs_test for f in (f1, f2)):
+        return _nothing_recurs(name)
     seen = float(np.mean(p_te != 0.5))
     what = ("system id (item ids recur across contexts: each is the system that wrote it)"
             if ids_recur_across_contexts(pairs_train) else name)

@@ -11,7 +11,7 @@ arguments always give the same split, so separate analyses see the same held-out
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from jaxtyping import Float, Int
@@ -19,13 +19,14 @@ from torch import Tensor
 
 from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.records import TIE
-from ppairs_lens.errors import PPairsError, ProbeError
+from ppairs_lens.data.records import TIE, Dataset
+from ppairs_lens.errors import DataError, PPairsError, ProbeError
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
-__all__ = ["StoreSplit", "store_fits", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
-           "split_pairs", "split_store", "training_split", "untied_split", "validation_split"]
+__all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
+           "split_pairs", "split_records", "split_store", "store_fits", "training_split",
+           "untied_split", "validation_split"]
 
 
 @dataclass
@@ -89,6 +90,27 @@ def untied_split(pairs: Sequence[PairInfo], *, test_size: float, split_by: str =
     untied = [pairs[i] for i in keep]
     train, test, used = split_pairs(untied, test_size=test_size, split_by=split_by, seed=seed)
     return untied, keep, train, test, used
+
+
+def split_records(pairs: Sequence[PairInfo], dataset: Dataset, *, test_size: float,
+                  split_by: str = "auto", seed: int = 0) -> tuple[Dataset, Dataset, str]:
+    """``(train, test, split_used)``: ``dataset``'s records on each side of the split of
+    ``pairs`` (a store's, or ``pair_info(dataset)`` before any harvest: the same split), ties
+    dropped as every analysis drops them; what re-reads the texts (judges, text baselines)
+    gets exactly the pairs a probe is scored on."""
+    untied, _, train, test, used = untied_split(pairs, test_size=test_size, split_by=split_by,
+                                                seed=seed)
+    by_id = {r.pair_id: r for r in dataset.records}
+    missing = [p.pair_id for p in untied if p.pair_id not in by_id]
+    if missing:
+        raise DataError(f"{dataset.name}: {len(missing)} store pairs are not in the dataset "
+                        f"(e.g. {missing[0]!r}); was the store harvested from it?")
+
+    def side(idx: np.ndarray, name: str) -> Dataset:
+        return replace(dataset, name=f"{dataset.name}:{name}",
+                       records=[by_id[untied[i].pair_id] for i in idx])
+
+    return side(train, "train"), side(test, "test"), used
 
 
 def split_store(store: ActivationStore, *, test_size: float, split_by: str = "auto",

@@ -40,8 +40,9 @@ from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset, Sta
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.baselines import Baseline
 from ppairs_lens.evaluation.metrics import accuracy
+from ppairs_lens.evaluation.store_split import split_records
 
-__all__ = ["lexical_baseline", "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
+__all__ = ["held_out_text_baselines", "lexical_baseline", "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
 
 #: Inverse L2 strengths tried; the smallest of the best is kept (ties go to more regularising).
 C_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
@@ -272,3 +273,21 @@ def text_baselines(train: Dataset, test: Dataset, *, embedding: Embedding | None
     if embedding is not None:
         out.append(embedding_baseline(embedding, tokenizer, tr, y_tr, te, seed=seed))
     return out
+
+
+def held_out_text_baselines(pairs: Sequence, dataset: Dataset, *,
+                            embedding: Embedding | None = None, tokenizer=None,
+                            test_size: float, split_by: str = "auto", seed: int = 0
+                            ) -> dict[str, dict[str, float]]:
+    """The text baselines fitted on the training side of ``pairs``' split (a store's pairs,
+    :func:`ppairs_lens.evaluation.store_split.split_records`) and their P(item 1) on each
+    held-out pair: ``{"lexical_p_by_pair": {pair_id: p}, "embedding_p_by_pair": ...}`` (the
+    keys a layer sweep reads; a baseline that cannot be built is left out). The one place
+    every command computes them."""
+    train, test, _ = split_records(pairs, dataset, test_size=test_size, split_by=split_by,
+                                   seed=seed)
+    ids = [r.pair_id for r in test.records]
+    return {f"{b.kind}_p_by_pair": dict(zip(ids, map(float, b.p)))
+            for b in text_baselines(train, test, embedding=embedding, tokenizer=tokenizer,
+                                    seed=seed)
+            if b.available}

@@ -130,7 +130,8 @@ def save_config(out_dir: str | Path, name: str, config: Any) -> Path:
 
 
 def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -> list[Path]:
-    """Save a matplotlib figure as PNG (README) and SVG (papers), each atomically; a
+    """Save a matplotlib figure as PNG (README) and SVG (papers), each atomically, and its
+    caption (``ppairs_lens.io.plotting.caption``) as ``<name>.md`` beside them; a
     ``preview`` (``--quick``, ``EvalSettings.quick``) saves the PNG only, as its SVG costs
     ~0.5-1.5 s a figure and a preview's numbers go into no paper, and removes an SVG of that
     name left by an earlier run (it would not match the PNG). SVG text stays text (the
@@ -138,7 +139,7 @@ def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -
     paths on a 1,000-label heatmap; a viewer without DejaVu Sans substitutes a font)."""
     from matplotlib import rc_context
 
-    from ppairs_lens.io.plotting import STYLE
+    from ppairs_lens.io.plotting import STYLE, figure_caption
 
     paths = []
     if preview:
@@ -150,4 +151,9 @@ def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -
         path = Path(out_dir) / f"{name}.{fmt}"
         atomic_write_bytes(path, buf.getvalue())
         paths.append(path)
+    text = figure_caption(fig)
+    if text:  # the caption beside the figure, for the paper's own caption
+        md = Path(out_dir) / f"{name}.md"
+        atomic_write_bytes(md, f"**{name}**: {text}\n".encode())
+        paths.append(md)
     return paths

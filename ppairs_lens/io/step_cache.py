@@ -50,18 +50,29 @@ class StepCache:
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def _record(self, name: str) -> dict:
+        path = self.folder / f"{name}.json"
+        if not (self.enabled and path.is_file()):
+            return {}
+        try:
+            rec = json.loads(path.read_text("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return {}  # a damaged record only costs a recomputation
+        # so does one of the wrong JSON type
+        return rec if isinstance(rec, dict) and "result" in rec else {}
+
+    def has(self, name: str, key: str) -> bool:
+        """Whether :meth:`run` would reuse step ``name`` under ``key`` (its output files
+        aside): a run's plan can leave it out of its cost."""
+        return self._record(name).get("key") == key
+
     def run(self, name: str, key: str, fn: Callable[[], Any],
             outputs: Sequence[str | Path] = ()) -> tuple[Any, bool]:
         """``(result, reused)``: the remembered result when ``key`` matches and every file in
         ``outputs`` exists, else ``fn()`` (then remembered)."""
         path = self.folder / f"{name}.json"
-        if self.enabled and path.is_file() and all(Path(o).is_file() for o in outputs):
-            try:
-                rec = json.loads(path.read_text("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                rec = {}  # a damaged record only costs a recomputation
-            if not isinstance(rec, dict) or "result" not in rec:
-                rec = {}  # so does one of the wrong JSON type
+        if all(Path(o).is_file() for o in outputs):
+            rec = self._record(name)
             if rec.get("key") == key:
                 return rec["result"], True
         # Round-trip through JSON so a fresh and a remembered result look the same.

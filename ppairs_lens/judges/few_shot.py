@@ -48,6 +48,7 @@ from ppairs_lens.judges.zero_shot import (
 from ppairs_lens.models.backend import backend_of
 
 __all__ = ["DEMO_GROUP", "Demo", "build_few_shot_pairs", "evaluate_few_shot", "few_shot",
+           "few_shot_prompts",
            "record_group", "select_demos"]
 
 #: The prefix-sharing group key of every few-shot row: one group, so the demonstrations (the
@@ -152,6 +153,17 @@ def build_few_shot_pairs(tokenizer, dataset: Dataset, demos: Sequence[Demo],
                 split_finals(tokenizer, texts, template.choices, name))]
 
 
+def few_shot_prompts(tokenizer, dataset: Dataset, demos: Sequence[Demo],
+                     template: Template | None = None, *, calibrate: bool = True
+                     ) -> list[ContrastPair]:
+    """The prompts :func:`few_shot` runs: each record after the demonstrations, then
+    (comparisons, ``calibrate``) each record swapped (the demonstrations unchanged)."""
+    pairs = build_few_shot_pairs(tokenizer, dataset, demos, template)
+    if calibrate and dataset.kind == "comparison":
+        pairs += build_few_shot_pairs(tokenizer, swapped_dataset(dataset), demos, template)
+    return pairs
+
+
 def few_shot(
     bridge,
     dataset: Dataset,
@@ -177,12 +189,9 @@ def few_shot(
     backend_of(bridge)
     if demos is None:
         demos = select_demos(train_dataset, dataset, k=k, seed=seed)
-    pairs = build_few_shot_pairs(bridge.tokenizer, dataset, demos, template)
-    n = len(pairs)
-    calibrate = calibrate and dataset.kind == "comparison"
-    if calibrate:
-        pairs += build_few_shot_pairs(bridge.tokenizer, swapped_dataset(dataset), demos,
-                                      template)
+    pairs = few_shot_prompts(bridge.tokenizer, dataset, demos, template, calibrate=calibrate)
+    n = len(dataset)
+    calibrate = len(pairs) > n
     ld = choice_logodds_of(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
                            settings=settings, desc=f"few-shot judge {dataset.name}")
     return ZeroShotResult.from_logodds(ld[:n], ld[n:] if calibrate else None, len(pairs))

@@ -144,6 +144,16 @@ class ZeroShotResult:
                    z, ld_o, ld_s)
 
 
+def judge_prompts(tokenizer, dataset: Dataset, template: Template | None = None, *,
+                  calibrate: bool = True) -> list[ContrastPair]:
+    """The prompts :func:`zero_shot` runs: each record, then (comparisons, ``calibrate``) each
+    record in swapped order. A run's cost can be planned from them before it starts."""
+    pairs = build_contrast_pairs(tokenizer, dataset, template)
+    if calibrate and dataset.kind == "comparison":
+        pairs = pairs + build_contrast_pairs(tokenizer, swapped_dataset(dataset), template)
+    return pairs
+
+
 def zero_shot(
     bridge,
     dataset: Dataset,
@@ -161,11 +171,9 @@ def zero_shot(
     ``final_hooks`` as in :func:`choice_logodds_of`.
     """
     backend_of(bridge)  # first: an object that is no TransformerLens model gets a clear error
-    pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
-    n = len(pairs)
-    calibrate = calibrate and dataset.kind == "comparison"
-    if calibrate:
-        pairs = pairs + build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
+    pairs = judge_prompts(bridge.tokenizer, dataset, template, calibrate=calibrate)
+    n = len(dataset)
+    calibrate = len(pairs) > n
     ld = choice_logodds_of(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
                            settings=settings, desc=f"zero-shot judge {dataset.name}")
     return ZeroShotResult.from_logodds(ld[:n], ld[n:] if calibrate else None, len(pairs))

@@ -1,0 +1,120 @@
+"""The compact console table a command ends with: one block per dataset.
+
+Each block says how the dataset was split (mode, held-out share, test pairs and groups), then
+every predictor scored on its held-out pairs with its accuracy and 95% CI: each probe kind at
+its validation-chosen read-out, each no-model baseline (``n/a`` with the reason where it
+cannot be built, never a constant 0.5) and each prompted judge; then each probe's paired
+difference against every other predictor with its verdict
+(:func:`ppairs_lens.evaluation.verdicts.interval_verdict`). A read-out chosen on validation
+whose validation accuracy is no better than chance is flagged: its test score means little.
+
+It reads a layer sweep's rows (baselines and judges at ``layer = -1``) and summary entries,
+so every command that scores probes beside baselines and judges prints the same table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ppairs_lens.evaluation.claim_families import FAMILIES
+from ppairs_lens.evaluation.verdicts import Verdict, interval_verdict
+
+#: δ of a probe against any other predictor: the registry's "beats" families use the same.
+BEATS_DELTA: float = FAMILIES["probe vs prompting"].delta
+
+__all__ = ["CHANCE", "chance_flag", "dataset_table", "result_tables"]
+
+#: Accuracy of a guess on balanced binary choices.
+CHANCE = 0.5
+
+
+def chance_flag(entry: Mapping) -> str:
+    """Why a probe's chosen read-out deserves a warning ('' when it does not): chosen by a
+    fallback without validation, or no better than chance on its validation split."""
+    how = entry.get("selected_by") or ""
+    if how.startswith("fallback"):
+        return f"read-out not chosen on validation ({how.split(' (', 1)[0]})"
+    val = entry.get("val_value")
+    if val is not None and val <= CHANCE:
+        return f"CHANCE-LEVEL CHOICE: validation accuracy {val:.3f} <= {CHANCE}"
+    return ""
+
+
+def _ci(d: Mapping, signed: bool = False) -> str:
+    f = "+.3f" if signed else ".3f"
+    lo, hi = d.get("lo"), d.get("hi")
+    ci = "[n/a]" if lo is None or hi is None else f"[{lo:{f}}, {hi:{f}}]"
+    return f"{d['value']:{f}} {ci}"
+
+
+def _short(verdict: Verdict) -> str:
+    """The outcome alone, with the size that would test it where the run could not."""
+    return str(verdict.outcome) + (f" (needs {verdict.needed})" if verdict.needed else "")
+
+
+def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping], *,
+                  test_size: float | None = None) -> list[str]:
+    """The block of one dataset (see the module's doc). The last column is the first probe
+    kind's paired difference against each other predictor, with its verdict ("the probe
+    beats it": holds / fails / undecided)."""
+    acc = [r for r in rows if r["dataset"] == name and r["metric"] == "accuracy"]
+    mine = [e for e in entries if e["dataset"] == name]
+    first = mine[0] if mine else (acc[0] if acc else {})
+    share = f"{test_size:.0%} of leak groups held out" if test_size is not None else ""
+    n_groups = first.get("n_groups_test")
+    few = any(r.get("ci_counts") is False for r in acc)
+    lines = [f"{name} · split by {first.get('split_used', '?')} · {share} "
+             f"({first.get('n_test', '?')} test pairs"
+             + (f" in {n_groups} groups" if n_groups is not None else "")
+             + f", {_n_train(acc)} training pairs)"
+             + (" · CIs over too few groups: shown, not counted toward a verdict" if few
+                else "")]
+    ref = mine[0] if mine else None
+    head = f"{ref['kind']} minus it: verdict" if ref else ""
+    lines.append(f"  {'predictor':24s} {'read-out (validation acc)':36s} "
+                 f"{'accuracy [95% CI]':22s} {head}")
+
+    def vs(kind: str) -> str:
+        d = (ref or {}).get("minus", {}).get(kind)
+        if d is None:
+            return ""
+        return f"{_ci(d, signed=True)} on {d['n']}: {_short(interval_verdict(d, BEATS_DELTA))}"
+
+    for e in mine:
+        where = f"{e['hook']} #{e['layer']}"
+        val = "" if e.get("val_value") is None else f" ({e['val_value']:.3f})"
+        flag = chance_flag(e)
+        lines.append(f"  {'probe ' + e['kind']:24s} {where + val:36s} {_ci(e['test']):22s} "
+                     f"{vs('probe:' + e['kind'])}" + (f"  <- {flag}" if flag else ""))
+    for r in acc:
+        if int(r["layer"]) >= 0:
+            continue
+        what = "baseline" if r["kind"] in _BASELINES else "judge"
+        cover = f"on {r['n_test']} of {first.get('n_test')} pairs" \
+            if r["n_test"] != first.get("n_test") else ""
+        lines.append(f"  {what + ' ' + r['kind']:24s} {cover:36s} {_ci(r):22s} "
+                     f"{vs(r['kind'])}")
+    unavailable: dict[str, str] = {}
+    for e in mine:
+        unavailable.update(e.get("unavailable") or {})
+    for kind, why in unavailable.items():
+        lines.append(f"  {'baseline ' + kind:24s} {'':36s} {'n/a':22s} ({why})")
+    return lines
+
+
+def _n_train(acc: Sequence[Mapping]) -> str:
+    return str(acc[0]["n_train"]) if acc else "?"
+
+
+#: Predictors that are no-model baselines (the rest at ``layer = -1`` are judges).
+_BASELINES = ("memorisation", "surface", "lexical", "embedding")
+
+
+def result_tables(rows: Sequence[Mapping], entries: Sequence[Mapping], *,
+                  test_size: float | None = None) -> list[str]:
+    """:func:`dataset_table` for every dataset of ``rows``, in their order, blank-separated."""
+    names = list(dict.fromkeys(r["dataset"] for r in rows))
+    out: list[str] = []
+    for n in names:
+        out += ["", *dataset_table(n, rows, entries, test_size=test_size)]
+    return out

@@ -1,0 +1,190 @@
+"""How long a run's model passes will take, said before they start.
+
+A run's cost is the token positions the runner's prefix-sharing plan computes
+(:func:`ppairs_lens.activations.prefix_sharing.tokens_computed` of the very prompts each step
+builds: a harvest's pairs read at both final tokens, a judge form's prompts in both orders),
+times a time per token *measured* on this machine and model: a few of each step kind's own
+prompts are run and timed (after one untimed warm-up pass; the zero-shot judge takes the
+harvest's time, its prompts being the harvest's), and what the timing cost is said. After each
+step, :meth:`RunEstimate.remaining` rescales what is left by how far the finished steps were off
+(a shared machine's load moves a time measured on a few prompts). Steps whose results are already on
+disk (a complete store, a remembered judge) cost nothing and are listed as such. Fitting probes
+and no-model baselines is not a model pass and is not in the estimate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ppairs_lens.activations.harvest import harvest_pairs
+from ppairs_lens.activations.pair_info import pair_info
+from ppairs_lens.activations.pipeline import finished_store, store_template
+from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
+from ppairs_lens.activations.prompts import ContrastPair, build_contrast_pairs, default_template
+from ppairs_lens.data.records import Dataset
+from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.store_split import split_records
+from ppairs_lens.judges.held_out import (
+    form_prompts,
+    judge_cache,
+    judge_cache_dir,
+    judge_cache_key,
+)
+from ppairs_lens.judges.zero_shot import choice_logodds_of
+
+__all__ = ["PlannedStep", "RunEstimate", "SAMPLE_PROMPTS", "estimate_run", "plan_held_out_run",
+           "planned_tokens"]
+
+#: Prompts of each step kind run and timed to measure its time per token.
+SAMPLE_PROMPTS = 4
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One model step of a run: ``kind`` "harvest" or a judge form, its prompts, whether its
+    result is already on disk."""
+
+    dataset: str
+    kind: str
+    prompts: tuple[ContrastPair, ...]
+    done: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return planned_tokens(self.prompts, harvest=self.kind == "harvest")
+
+
+def planned_tokens(prompts: Sequence[ContrastPair], *, harvest: bool = False) -> int:
+    """Token positions the runner computes for ``prompts``: a harvest reads each pair's two
+    final tokens after its whole prefix; a judge reads the logits after the prefix's last
+    token (:func:`ppairs_lens.judges.zero_shot.choice_logodds_of`)."""
+    if not prompts:
+        return 0
+    if harvest:
+        return tokens_computed(plan([p.prefix_ids for p in prompts],
+                                    [p.group for p in prompts]), 2)
+    return tokens_computed(plan([p.prefix_ids[:-1] for p in prompts],
+                                [p.group for p in prompts]), 1)
+
+
+def _run(bridge, kind: str, prompts: Sequence[ContrastPair], names) -> None:
+    if kind == "harvest":
+        harvest_pairs(bridge, prompts, names=names)
+    else:
+        choice_logodds_of(bridge, prompts, desc=f"timing {kind}")
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """The planned steps and each kind's measured seconds per token."""
+
+    steps: tuple[PlannedStep, ...]
+    seconds_per_token: dict[str, float]
+    timing_seconds: float = 0.0      # what measuring the rates cost
+
+    def step_seconds(self, step: PlannedStep) -> float:
+        return 0.0 if step.done else step.tokens * self.seconds_per_token.get(step.kind, 0.0)
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.step_seconds(s) for s in self.steps)
+
+    def lines(self) -> list[str]:
+        out = []
+        for s in self.steps:
+            state = ("on disk, reused" if s.done else
+                     f"~{self.step_seconds(s):.0f} s")
+            out.append(f"  {s.dataset:32s} {s.kind:10s} {len(s.prompts):5d} prompts "
+                       f"{s.tokens:8d} tokens  {state}")
+        rates = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.seconds_per_token.items())
+        how = (f"{rates} per token, measured on {SAMPLE_PROMPTS} prompts in "
+               f"{self.timing_seconds:.0f} s; " if rates else "every model step on disk; ")
+        out.append(f"estimated model time: ~{self.seconds:.0f} s ({how}fitting probes and "
+                   "baselines not included)")
+        return out
+
+
+    def remaining(self, took: dict[tuple[str, str], float]) -> str:
+        """The model time left after the steps in ``took`` (measured seconds), the estimate
+        of the others scaled by how far the finished ones were off (load on a shared machine
+        changes a per-token time measured on a few prompts)."""
+        ran = [s for s in self.steps if (s.dataset, s.kind) in took and not s.done]
+        est = sum(self.step_seconds(s) for s in ran)
+        scale = sum(took[s.dataset, s.kind] for s in ran) / est if est > 0 else 1.0
+        left = sum(self.step_seconds(s) for s in self.steps if (s.dataset, s.kind) not in took)
+        return (f"model time left ~{scale * left:.0f} s (the finished steps took x{scale:.2f} "
+                "their estimate)")
+
+    def compared(self, took: dict[tuple[str, str], float]) -> list[str]:
+        """Each planned step's measured time (``took[(dataset, kind)]``, seconds) beside its
+        estimate: how far to trust the next estimate on this machine."""
+        out = ["model steps, measured vs estimated:"]
+        for s in self.steps:
+            if (s.dataset, s.kind) in took:
+                est = "on disk" if s.done else f"~{self.step_seconds(s):.0f} s"
+                out.append(f"  {s.dataset:32s} {s.kind:10s} {took[s.dataset, s.kind]:7.1f} s "
+                           f"(estimated {est})")
+        return out
+
+
+#: Step kinds timed as another: a zero-shot prompt is a harvest's prompt (same tokens, the
+#: same passes; the harvest reads a few more columns), so one timing serves both.
+TIMED_AS = {"zero_shot": "harvest"}
+
+
+def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
+                 sample: int = SAMPLE_PROMPTS) -> RunEstimate:
+    """Measure each step kind's time per token on ``sample`` of its first pending step's own
+    prompts (one warm-up pass of one prompt first; a kind in :data:`TIMED_AS` takes the
+    other's time where that was measured) and return the run's estimate, with the seconds
+    the timing itself took (``timing_seconds``). ``names``: the harvest's read-outs."""
+    start = time.perf_counter()
+    pending = [s for s in steps if not s.done and s.prompts]
+    rates: dict[str, float] = {}
+    warmed = False
+    for s in pending:
+        if s.kind in rates:
+            continue
+        if TIMED_AS.get(s.kind) in rates:
+            rates[s.kind] = rates[TIMED_AS[s.kind]]
+            continue
+        part = list(s.prompts[:sample])
+        if not warmed:  # the first pass pays one-off costs (allocation, kernel choice)
+            _run(bridge, s.kind, part[:1], names)
+            warmed = True
+        t0 = time.perf_counter()
+        _run(bridge, s.kind, part, names)
+        rates[s.kind] = (time.perf_counter() - t0) / max(
+            planned_tokens(part, harvest=s.kind == "harvest"), 1)
+    return RunEstimate(tuple(steps), rates, time.perf_counter() - start)
+
+
+def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=None, names=None,
+                      split: dict, forms: Sequence[str], max_pairs: dict | None = None,
+                      k: int = 4) -> list[PlannedStep]:
+    """Per dataset: its harvest (done when its store is complete) and each judge form on the
+    held-out side of the split (done when remembered under the key
+    :func:`ppairs_lens.judges.held_out.judge_held_out` will look for), with the prompts each
+    will run. The split is made from the records' own pair information, as the store's."""
+    steps: list[PlannedStep] = []
+    for d in datasets:
+        _, store = finished_store(bridge, d, root, template=template, names=names)
+        tpl = store_template(store) if store is not None else (template or default_template(d))
+        steps.append(PlannedStep(d.name, "harvest",
+                                 tuple(build_contrast_pairs(bridge.tokenizer, d, tpl)),
+                                 store is not None))
+        train, test, _ = split_records(pair_info(d), d, **split)
+        cache = judge_cache(judge_cache_dir(store)) if store is not None else None
+        fingerprint = store.fingerprint() if store is not None else None
+        for form in forms:
+            kw = {"max_pairs": (max_pairs or {}).get(form), "k": k, "seed": split["seed"]}
+            try:
+                _, prompts = form_prompts(bridge.tokenizer, form, train, test, tpl, **kw)
+            except DataError:  # the judge itself will say why it is skipped
+                continue
+            done = cache is not None and cache.has(form, judge_cache_key(
+                cache, form, fingerprint, split, **kw))
+            steps.append(PlannedStep(d.name, form, tuple(prompts), done))
+    return steps

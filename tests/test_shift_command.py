@@ -1,0 +1,94 @@
+"""``ppairs-lens shift``: probes trained on any files, tested on any others, with the
+zero-shot judge and every no-model baseline beside, a table, a CSV and a figure."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+
+import pytest
+
+import ppairs_lens.models.loading
+from analyses.cli import main
+from tests.test_figure_layout import overlap, text_boxes
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def shifted(tiny, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shift")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    try:
+        code = main(["shift", "--train", "larger_number@Numbers",
+                     "--test", "story_sentiment@Stories", "alphabetical@Alphabet order",
+                     "--max-pairs", "60", "--n-boot", "50", "--stores", str(tmp / "stores"),
+                     "--out", str(tmp / "out")])
+    finally:
+        mp.undo()
+    assert code == 0
+    with open(tmp / "out" / "shift.csv") as f:
+        return list(csv.DictReader(f)), tmp
+
+
+def test_every_set_is_scored_by_probes_baselines_and_the_judge(shifted):
+    rows, _ = shifted
+    scores = [r for r in rows if r["role"] != "drop"]
+    by_set = {}
+    for r in scores:
+        by_set.setdefault((r["dataset"], r["role"]), {})[r["method"]] = r
+    assert set(by_set) == {("Numbers", "in distribution"), ("Stories", "shifted"),
+                           ("Alphabet order", "shifted")}
+    for methods in by_set.values():
+        assert {"supervised", "pca", "mass_mean", "surface", "lexical", "embedding",
+                "zero_shot"} <= set(methods)
+        assert len({m["n"] for m in methods.values()}) == 1     # all on the same pairs
+    # a shifted file is scored whole (60 pairs, no tie), not a held-out fraction of it
+    assert by_set[("Stories", "shifted")]["supervised"]["n"] == "60"
+    assert int(by_set[("Numbers", "in distribution")]["supervised"]["n"]) < 60
+    drops = [r for r in rows if r["role"] == "drop"]
+    assert {r["shifted"] for r in drops} == {"Stories", "Alphabet order"}
+    gaps = [r for r in drops if r["method"] == "zero_shot drop - supervised drop"]
+    assert len(gaps) == 2 and all(r["verdict"] for r in gaps)
+
+
+def test_the_figure_is_written_with_its_caption_beside_it(shifted):
+    _, tmp = shifted
+    out = tmp / "out"
+    for suffix in ("png", "svg", "md", "config.json"):
+        assert (out / f"shift.{suffix}").is_file(), suffix
+    assert "Numbers" in (out / "shift.svg").read_text()
+    assert "bootstrap" in (out / "shift.md").read_text()
+
+
+def test_the_shift_figure_has_no_overlapping_text(shifted):
+    from analyses.distribution_shift import ShiftFilesConfig
+    from analyses.distribution_shift_plots import plot_shift
+
+    rows, _ = shifted
+    scores = [{**r, "accuracy": float(r["accuracy"]), "lo": float(r["lo"]),
+               "hi": float(r["hi"])} for r in rows if r["role"] != "drop"]
+    fig = plot_shift(scores, "tiny", ShiftFilesConfig(["Numbers"], ["Stories"]), {})
+    boxes = text_boxes(fig)
+    assert not [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
+                if overlap(ba, bb)]
+    renderer = fig.canvas.get_renderer()
+    (legend,) = fig.legends
+    assert not overlap(legend.get_window_extent(renderer), fig.axes[0].get_window_extent(renderer))
+
+
+def test_mixed_kinds_and_missing_files_fail_in_one_line(tiny, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    assert main(["shift", "--train", "larger_number", "--test", "nope.json",
+                 "--stores", str(tmp_path / "s"), "--out", str(tmp_path / "o")]) == 2
+    assert "nope.json" in capsys.readouterr().err
+    statements = tmp_path / "facts.csv"
+    statements.write_text("statement,label,city\n" + "".join(
+        f"City {i} is in country {i}.,{i % 2},c{i}\n" for i in range(12)))
+    assert main(["shift", "--train", "larger_number", "--test", str(statements),
+                 "--max-pairs", "30", "--stores", str(tmp_path / "s"),
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "mix comparisons and statements" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s").exists()          # refused before any harvest
