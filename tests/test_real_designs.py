@@ -98,6 +98,9 @@ def test_full_sizes_are_the_papers_designs():
     assert (full.newsroom_contexts, full.newsroom_items) == (60, 7)
     assert full.newsroom_aspects == NEWSROOM_ASPECTS and full.summeval_items >= 8
     assert full.llmbar_adversarial_pairs is None  # every pair of each subset
+    assert full.llmbar_adversarial == tuple(ADVERSARIAL_SUBSETS) == ReplicationSizes().\
+        llmbar_adversarial
+    assert len(ReplicationSizes.quick().llmbar_adversarial) == 1  # a preview: one shifted set
     demo = ReplicationSizes()
     assert demo.newsroom_items == 7  # Table 4.2 sorts all 7 even in the preview
 

@@ -58,7 +58,10 @@ class ReplicationSizes:
     mctaco_pairs: int = 80
     mt_bench_pairs: int = 50  # long answers (~540 tokens a pair)
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
-    # each Adversarial subset (None: all of it, 134 / 92 / 47 / 46): Figure 4's shifted sets
+    # Figure 4's shifted sets: these Adversarial subsets (ADVERSARIAL_SUBSETS' folders), each
+    # at this many pairs (None: all of it, 134 / 92 / 47 / 46); 12 is the fewest at which
+    # every subset's halves hold 2+ pairs of each label at seed 0 (10 leaves GPTInst one)
+    llmbar_adversarial: tuple[str, ...] = tuple(ADVERSARIAL_SUBSETS)
     llmbar_adversarial_pairs: int | None = 12
 
     @classmethod
@@ -69,7 +72,8 @@ class ReplicationSizes:
         return cls(summeval_contexts=6, summeval_items=3, summeval_aspects=("coherence",),
                    hanna_contexts=0, hanna_items=3, story_cloze_pairs=16, mctaco_pairs=16,
                    mt_bench_pairs=12, llmbar_pairs=16, newsroom_contexts=0,
-                   llmbar_adversarial_pairs=12)  # fewer leave a half with < 2 of a label
+                   # one shifted set, the shortest pairs (~525 characters)
+                   llmbar_adversarial=("Adversarial_GPTOut",), llmbar_adversarial_pairs=12)
 
     @classmethod
     def full(cls) -> ReplicationSizes:
@@ -77,7 +81,8 @@ class ReplicationSizes:
         return cls(summeval_contexts=100, summeval_items=16, hanna_contexts=96, hanna_items=11,
                    story_cloze_pairs=1871, mctaco_pairs=5000, mt_bench_pairs=200,
                    llmbar_pairs=None, newsroom_contexts=60, newsroom_items=7,
-                   newsroom_aspects=NEWSROOM_ASPECTS, llmbar_adversarial_pairs=None)
+                   newsroom_aspects=NEWSROOM_ASPECTS,
+                   llmbar_adversarial=tuple(ADVERSARIAL_SUBSETS), llmbar_adversarial_pairs=None)
 
 
 def items_within_contexts(dataset: Dataset, n_contexts: int, items_per_context: int,
@@ -151,7 +156,8 @@ def _entries(sizes: ReplicationSizes, seed: int
         return subsample_by_context(combine("llmbar-clean", parts), sizes.llmbar_pairs, seed)
     out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar,
                 sizes.llmbar_pairs))
-    for sub, short in ADVERSARIAL_SUBSETS.items():
+    for sub in sizes.llmbar_adversarial:
+        short = ADVERSARIAL_SUBSETS[sub]
         rel = f"llmbar/{sub}/dataset.json"
         out.append((short, rel, whole(rel, sizes.llmbar_adversarial_pairs, short),
                     sizes.llmbar_adversarial_pairs))
