@@ -46,9 +46,10 @@ class ReplicationSizes:
     summeval_contexts: int = 20
     summeval_items: int = 3
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
-    # NEWSROOM's articles are long (~1,000 tokens, some 3,500): a preview of 4 articles with
-    # all 7 summaries (every pair, so Table 4.2 sorts 7 as the thesis does), one aspect
-    newsroom_contexts: int = 4
+    # NEWSROOM's articles are long (~1,000 tokens, some 3,500): a preview of 2 articles (one
+    # a side) with all 7 summaries (every pair, so Table 4.2 sorts 7 as the thesis does), one
+    # aspect; nothing is decided at this size
+    newsroom_contexts: int = 2
     newsroom_items: int = 7
     newsroom_aspects: tuple[str, ...] = ("coherence",)
     hanna_contexts: int = 8  # stories are long (~740 tokens a pair): 8 keep both labels a side
@@ -60,8 +61,10 @@ class ReplicationSizes:
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
     # Figure 4's shifted sets: these Adversarial subsets (ADVERSARIAL_SUBSETS' folders), each
     # at this many pairs (None: all of it, 134 / 92 / 47 / 46); 12 is the fewest at which
-    # every subset's halves hold 2+ pairs of each label at seed 0 (10 leaves GPTInst one)
-    llmbar_adversarial: tuple[str, ...] = tuple(ADVERSARIAL_SUBSETS)
+    # every subset's halves hold 2+ pairs of each label at seed 0 (10 leaves GPTInst one).
+    # The demo previews the two with the shortest pairs (GPTInst's and Manual's are 2-4x
+    # longer); --full tests all four
+    llmbar_adversarial: tuple[str, ...] = ("Adversarial_Neighbor", "Adversarial_GPTOut")
     llmbar_adversarial_pairs: int | None = 12
 
     @classmethod
