@@ -63,7 +63,8 @@ def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
             ax.axvline(r["effect"], color=color(r["condition"]), lw=2,
                        label=f"{label(r['condition'])}: {r['effect']:.3g} "
                              f"(p matched {_p(r.get('p_matched'))}, Holm "
-                             f"{_p(r.get('p_matched_holm'))}; Δacc {_d(r, 'accuracy')}, "
+                             f"{_p(r.get('p_matched_holm'))}; ΔF1 {_d(r, 'f1')}, "
+                             f"Δacc {_d(r, 'accuracy')}, "
                              f"ΔAUROC {_d(r, 'auroc')})")
     if log:
         from matplotlib.ticker import NullFormatter
@@ -121,8 +122,9 @@ def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
                      f"validation split of train. Nulls: {cfg.n_random} isotropic random unit "
                      f"directions and {cfg.n_matched} drawn from the training contrasts' "
                      f"covariance. p = (1 + #null ≥ probe)/(1 + n_null), paired on the same "
-                     f"records; Holm: corrected over every probe test of the run. Δacc / ΔAUROC: "
-                     f"the judge's accuracy / AUROC ablated minus clean, paired 95% CI over leak "
+                     f"records; Holm: corrected over every probe test of the run. ΔF1 (macro, as "
+                     f"the paper's Table 2) / Δacc / ΔAUROC: the judge's F1 / accuracy / AUROC "
+                     f"ablated minus clean, paired 95% CI over leak "
                      f"groups. Positive control (dashed): the two choice tokens' unembedding "
                      f"difference, ablated in the same preset (after the final norm this forces "
                      f"z = 0 by construction) and, in the titles, at the probes' read-out hook "
@@ -141,7 +143,8 @@ def summary_lines(rows: list[dict]) -> list[str]:
             extra = f"  null effects 2.5-97.5%: [{r['effect_lo']:.3g}, {r['effect_hi']:.3g}]"
         elif r["kind"] in ("probe", "control", "control_readout"):
             extra = (f"  p random {_p(r.get('p_random'))}  p matched {_p(r.get('p_matched'))}"
-                     f" (Holm {_p(r.get('p_matched_holm'))})  Δacc {_d(r, 'accuracy')}"
+                     f" (Holm {_p(r.get('p_matched_holm'))})  ΔF1 {_d(r, 'f1')}"
+                     f"  Δacc {_d(r, 'accuracy')}"
                      f"  ΔAUROC {_d(r, 'auroc')}")
         else:
             extra = ""

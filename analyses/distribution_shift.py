@@ -2,8 +2,10 @@
 
 Probes are fitted on LLMBar's clean subsets (Natural + Normal, the training half of their
 split) at the read-out chosen on validation, then scored on the clean held-out half (in
-distribution) and on every other subset given (shifted: MT-Bench here, or any LLMBar-format
-file). The calibrated zero-shot judge is scored on the same pairs. The paper's claim: probes
+distribution) and on every other subset given (shifted: the main job passes LLMBar's four
+Adversarial subsets, Neighbor, GPTInst, GPTOut and Manual, as the paper's Figure 4; any
+LLMBar-format file works). A shifted set is scored on the held-out half of its own split,
+the pairs the prompted judge answered (its training half is never used). The calibrated zero-shot judge is scored on the same pairs. The paper's claim: probes
 lose less than prompting when the data shifts. Each drop (in-distribution minus shifted
 accuracy) has a 95% CI, and so has the difference of drops (probe minus judge), resampling
 leak groups of both sets at once (:func:`ppairs_lens.evaluation.bootstrap.bootstrap`).

@@ -4,7 +4,11 @@ The layout of the thesis's Table 4.4: a probe trained on comparisons among ``n_t
 labelled training statements (balanced over the four confidence levels) scores test
 statements by binary search over the levels, comparing each with ``k`` reference statements
 of the middle level (:func:`ppairs_lens.ranking.insertion.insertion_score`); the same with the
-model's zero-shot comparison. Per-level and overall accuracy, slope and bias. Writes
+model's zero-shot comparison. Per-level and overall accuracy, slope and bias (the ClimateX
+paper's: over the per-level mean predictions). Each method is paired statement by statement
+with the ClimateX paper's own predictions on the same test statements (the CSVs in
+``published_predictions/`` beside the data file): rows with ``level`` "published paired"
+(:func:`ppairs_lens.evaluation.level_agreement.paired_with_published`). Writes
 ``insertion.csv`` / ``insertion_predictions.csv`` / ``insertion.config.json`` /
 ``insertion.{png,svg}``; ``ppairs-lens rank`` runs it on a ClimateX file.
 """
@@ -22,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ppairs_lens.data import CLIMATEX_LEVELS, load_climatex, read_climatex
+from ppairs_lens.data.climatex_predictions import published_prediction_sets
 from ppairs_lens.data.item_sampling import (
     balanced_by_score,
     stratified_by_score,
@@ -29,6 +34,7 @@ from ppairs_lens.data.item_sampling import (
 )
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
+from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
 from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_level
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
@@ -41,10 +47,10 @@ from ppairs_lens.judges.comparators import (
 from ppairs_lens.judges.lockstep import run_lockstep
 from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.models.loading import model_name
-from ppairs_lens.ranking.insertion import insertion_score, slope_bias
+from ppairs_lens.ranking.insertion import insertion_score
 
 __all__ = ["INSERTION_METHODS", "InsertionConfig", "cli", "insert_dataset", "print_table",
-           "run_insertion"]
+           "published_row", "run_insertion"]
 
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
 METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}
@@ -62,6 +68,8 @@ class InsertionConfig(ProbeJudgeConfig):
     max_test: int | None = 40  # test statements, in the test split's level proportions
     k: int = 5  # references compared per binary-search step
     methods: tuple[str, ...] = INSERTION_METHODS
+    # the ClimateX paper's per-statement predictions; None: published_predictions/ beside path
+    predictions_dir: str | None = None
 
 
 def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict], dict]:
@@ -106,6 +114,8 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                                                       settings=settings)
     rows, preds = [], []
     hits: dict[str, np.ndarray] = {}
+    published_sets = published_prediction_sets(
+        cfg.predictions_dir or Path(cfg.path).parent / "published_predictions")
     for m, comp in comparators.items():
         def task(iid: str, k: int):
             return lambda cmp: insertion_score(iid, levels, references, cmp, k=cfg.k,
@@ -146,8 +156,27 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
                          "ci_counts": acc.get("ci_counts", False), "n": len(y),
                      "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
         info[f"{m}_cost"] = comp.cost()
+        tags = {i: int(out[i][0]) for i in ids}
+        rows += [published_row(m, paired_with_published(tags, true, pub,
+                                                        **cfg.settings.boot_kwargs()))
+                 for pub in published_sets]
     rows += _no_model_rows(all_items, train_items, test_items, hits, cfg)
     return rows, preds, info
+
+
+def published_row(method: str, d: dict) -> dict:
+    """A row of ``insertion.csv`` for ``method`` minus a published model on the same
+    statements (``level`` "published paired"; ``accuracy``/``lo``/``hi``: the paired
+    difference of hits)."""
+    return {"method": f"{method} - {d['versus']}",
+            "label": f"{METHOD_LABELS[method]} minus {d['versus']} (published predictions, "
+                     "same statements)", "level": "published paired",
+            "accuracy": d["difference"], "lo": d["lo"], "hi": d["hi"],
+            "ci_counts": d["ci_counts"], "n": d["n"], "slope": d["ours_slope"],
+            "bias": d["ours_bias"], "mean_pred": "", "n_rows": 0, "n_comparisons": 0,
+            "seconds": 0.0, "ours": method, **{k: d[k] for k in (
+                "versus", "model", "setting", "n_unparsed", "ours_accuracy", "theirs_accuracy",
+                "theirs_slope", "theirs_bias")}}
 
 
 def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarray],
@@ -189,9 +218,13 @@ def _beside(rows: list[dict]) -> str:
                     published(source="climatex", dataset="ClimateX", metric="accuracy"))
     thesis = "; ".join(f"{p.setting} {p.value:.2f}" for p in
                        published(source="thesis", dataset="ClimateX", metric="accuracy"))
+    paired = "; ".join(f"{r['ours']} - {r['versus']} {r['accuracy']:+.2f} [{r['lo']:+.2f}, "
+                       f"{r['hi']:+.2f}]" for r in rows if r["level"] == "published paired")
+    paired = (f" Paired with the paper's own predictions on these statements (accuracy "
+              f"difference, 95% CI over statements): {paired}." if paired else "")
     return (f"Same test statements, no model: {own}. Published on the whole 300-statement test "
-            f"split (ClimateX paper): {pub}. Thesis PPAIRS_INSERT (Llama-3-8B-Instruct) by "
-            f"assessment cycle: {thesis}.")
+            f"split (ClimateX paper): {pub}.{paired} Thesis PPAIRS_INSERT (Llama-3-8B-Instruct) "
+            f"by assessment cycle: {thesis}.")
 
 
 def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: InsertionConfig):

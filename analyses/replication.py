@@ -3,16 +3,16 @@
 With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` (what ``make
 demo`` runs) does, on one model:
 
-1. harvest every dataset (SummEval x 4 aspects, HANNA, ROCStories, MC-TACO, MT-Bench, LLMBar
-   Natural + Normal, ``--extra`` files), contexts shared across datasets run once;
+1. harvest every dataset (SummEval and NEWSROOM x their aspects, HANNA, ROCStories, MC-TACO,
+   MT-Bench, LLMBar Natural + Normal and its Adversarial subsets, ``--extra`` files);
 2. the prompted judges on every held-out pair, in every fair form, and ALLURE;
 3. the no-model baselines fitted on train (length, memorisation, lexical, input embeddings);
 4. the layer sweep (paper Appendix A), every probe kind at every read-out beside them;
 5. probes against prompting and baselines (paper Figures 1, 2, 3): ``probes_vs_prompting``;
-6. thesis Tables 4.1 and 4.2 on SummEval: ``thesis_tables``;
+6. thesis Tables 4.1 and 4.2 on SummEval and NEWSROOM: ``thesis_tables``;
 7. transfer and cosine similarity (paper Table 1, Figure 5);
-8. LLMBar distribution shift (paper Figure 4); probes against LoRA and full finetuning and
-   the label curve (paper Section 5.2, Figure 3): ``finetuning``;
+8. LLMBar distribution shift (paper Figure 4: trained on Natural + Normal, tested on each
+   Adversarial subset); probes against LoRA and full finetuning (paper Section 5.2);
 9. ablation of the probe directions on MT-Bench (paper Table 2), and steering along them;
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 
@@ -41,7 +41,13 @@ from analyses.replication_findings import replication_summary, replication_markd
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.data.records import Dataset
-from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
+from ppairs_lens.data.replication_sets import (
+    ReplicationSizes,
+    comparison_names,
+    replication_datasets,
+    shifted_names,
+    summeval_names,
+)
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
@@ -163,18 +169,6 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[s
             for s, d in zip(stores, datasets)}
 
 
-def summeval_names(names) -> list[str]:
-    """The SummEval aspects among ``names`` (the thesis tables)."""
-    return [n for n in names if n.startswith("summeval-")]
-
-
-def comparison_names(names, kinds: dict[str, str]) -> list[str]:
-    """The comparison datasets of the transfer; one SummEval aspect stands for SummEval (the
-    four share their prompts but the aspect)."""
-    return [n for n in names if kinds[n] == "comparison"
-            and not (n.startswith("summeval-") and n != "summeval-coherence")]
-
-
 def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str]
                  ) -> dict:
     """Each step's config (``paths``: dataset name -> store path, ``kinds``: name -> record
@@ -186,7 +180,8 @@ def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str,
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     return {
         "sweep": SweepConfig(stores=[paths[n] for n in names], settings=s),
-        "probes vs prompting": PvPConfig(datasets=names, settings=s),
+        "probes vs prompting": PvPConfig(
+            datasets=[n for n in names if n not in shifted_names(names)], settings=s),
         "thesis tables": ThesisTablesConfig(stores=[paths[n] for n in summeval_names(names)],
                                             settings=s),
         "transfer": TransferConfig(stores=[paths[n] for n in comparison_names(names, kinds)],
@@ -283,7 +278,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                         **common)
 
     shift = run.step("distribution shift", lambda: run_shift(
-        store_of.get("llmbar-clean"), [store_of[n] for n in names if n == "mt-bench"],
+        store_of.get("llmbar-clean"), [store_of[n] for n in shifted_names(names)],
         {n: judges[n]["p"]["p_by_pair"] for n in names}, out, cfgs["distribution shift"])
         if "llmbar-clean" in store_of else None,
         outputs=("distribution_shift.csv",), **common)

@@ -1,6 +1,7 @@
-"""Thesis Tables 4.1 and 4.2 on SummEval (and NEWSROOM where a file is given).
+"""Thesis Tables 4.1 and 4.2 on SummEval and NEWSROOM.
 
-Per aspect, on the held-out articles of each store's split (whole articles on one side):
+Per dataset and aspect, on the held-out articles of each store's split (whole articles on one
+side):
 
 * Table 4.1, pairwise accuracy of direct scoring (a 1-5 score per summary, one forward each;
   the higher score wins, equal scores count half), PAIRS (the calibrated zero-shot comparison,
@@ -10,10 +11,17 @@ Per aspect, on the held-out articles of each store's split (whole articles on on
   article's summaries: PAIRS and PPAIRS by the PAIRS beam merge sort (beam 1000, uncertainty
   0.6, as the thesis), reading the comparisons already scored (every pair among an article's
   drawn summaries is in the store: no extra model call); direct scoring and G-Eval by their
-  scores.
+  scores. Every method is scored on the same articles (:func:`article_rho`): those with at
+  least 3 summaries whose human scores are not all equal; a method that ranks all of an
+  article's summaries equal scores rho = 0 there, never a dropped article. Pairs the humans
+  tie are never asked of the model (every analysis drops ties); in the sorts they count as
+  p = 0.5 for every method alike (swapping two tied summaries leaves rho unchanged).
 
-The published numbers (thesis Tables 4.1, 4.2; 7B-8B models and GPT-4-Turbo) stand beside
-ours. Writes ``thesis_tables.csv``, ``thesis_tables.{png,svg}`` and the config.
+NEWSROOM's columns are coherence, fluency, informativeness and relevance; the thesis's "CON"
+column for NEWSROOM is informativeness (as in the PPairS authors' code), so its published CON
+numbers stand beside our informativeness. The published numbers (thesis Tables 4.1, 4.2; 7B-8B
+models and GPT-4-Turbo) stand beside ours. Writes ``thesis_tables.csv``,
+``thesis_tables.{png,svg}`` and the config.
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ from ppairs_lens.judges.held_out_scores import held_out_items
 from ppairs_lens.probes.estimators import SupervisedProbe
 from ppairs_lens.ranking.merge_sort import beam_merge_sort
 
-__all__ = ["ThesisTablesConfig", "run_thesis_tables"]
+__all__ = ["ThesisTablesConfig", "article_rho", "published_rows", "run_thesis_tables",
+           "thesis_cell", "thesis_rows"]
 
 METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
 
@@ -63,29 +72,38 @@ def _pair_p(test: Dataset, p: Mapping[str, float]) -> dict[tuple[str, str], floa
 
 
 def _articles(items: dict[str, ScoredItem]) -> dict[str, list[str]]:
+    """Held-out articles a Spearman is taken on: 3+ summaries whose human scores differ."""
     by_ctx: dict[str, list[str]] = {}
     for k, it in items.items():
         by_ctx.setdefault(it.context_id, []).append(k)
-    return {c: keys for c, keys in by_ctx.items() if len(keys) >= 3}
+    return {c: keys for c, keys in by_ctx.items()
+            if len(keys) >= 3 and len({items[k].score for k in keys}) > 1}
+
+
+def article_rho(pred: Sequence[str] | Mapping[str, float], gold: Mapping[str, float]) -> float:
+    """Spearman of one article's predicted order or scores against its human scores; a
+    prediction that ranks every summary equal has no correlation: 0, not a dropped article."""
+    if isinstance(pred, Mapping) and len(set(pred.values())) <= 1:
+        return 0.0
+    return spearman(pred, gold)
 
 
 def _per_article(items: dict[str, ScoredItem], p_ab: Mapping[tuple[str, str], float],
                  cfg: ThesisTablesConfig) -> dict[str, float]:
-    """Spearman per article after the beam merge sort (articles with every pair scored)."""
+    """Spearman per article after the beam merge sort; a pair without a score (the humans
+    tie it, so it was never asked) counts as p = 0.5."""
     out = {}
     for c, keys in _articles(items).items():
-        if all((a, b) in p_ab for a in keys for b in keys if a != b):
-            order = beam_merge_sort(keys, lambda a, b: p_ab[(a, b)], beam_size=cfg.beam_size,
-                                    uncertainty=cfg.uncertainty)
-            out[c] = spearman(order, {k: items[k].score for k in keys})
-    return {c: r for c, r in out.items() if np.isfinite(r)}
+        order = beam_merge_sort(keys, lambda a, b: p_ab.get((a, b), 0.5),
+                                beam_size=cfg.beam_size, uncertainty=cfg.uncertainty)
+        out[c] = article_rho(order, {k: items[k].score for k in keys})
+    return out
 
 
 def _per_article_of(items: dict[str, ScoredItem], scores: Mapping[str, float]
                     ) -> dict[str, float]:
-    out = {c: spearman({k: scores[k] for k in keys}, {k: items[k].score for k in keys})
-           for c, keys in _articles(items).items()}
-    return {c: r for c, r in out.items() if np.isfinite(r)}
+    return {c: article_rho({k: scores[k] for k in keys}, {k: items[k].score for k in keys})
+            for c, keys in _articles(items).items()}
 
 
 def _per_article_scores(items, method: str, test: Dataset, pair_ps: dict) -> dict[str, float]:
@@ -115,8 +133,11 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
     pair_ps = {"direct": dict(scores["direct_p"]), "G-Eval": dict(scores["geval_p"]),
                "PAIRS": dict(judge_p), "PPAIRS": probe,
                "direct scores": direct, "G-Eval scores": geval}
-    rows = _paired_rows(y, groups, test, pair_ps, items, cfg, store.meta.aspect)
-    base = {"dataset": "SummEval", "aspect": store.meta.aspect, "model": "ours",
+    dataset, aspect = thesis_cell(store.meta.dataset, store.meta.aspect)
+    rows = _paired_rows(y, groups, test, pair_ps, items, cfg, dataset, aspect)
+    n_articles = len(_articles(items))
+    base = {"dataset": dataset, "aspect": aspect, "thesis_column": THESIS_COLUMNS.get(aspect, aspect),
+            "model": "ours", "n_spearman_articles": n_articles,
             "n_test_pairs": len(test), "n_test_articles": len(set(groups)),
             "n_items_per_article": round(len(items) / max(1, len(set(groups))), 1),
             "read_out": layer}
@@ -126,7 +147,8 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
         acc = evaluate(y[ids], p, groups=[groups[i] for i in ids], n_boot=cfg.settings.n_boot,
                        seed=cfg.settings.seed)["accuracy"]
         rows.append({**base, "table": "4.1", "method": method, "metric": "pairwise accuracy",
-                     "value": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(ids)})
+                     "value": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(ids),
+                     "ci_counts": acc.get("ci_counts", False)})
         if method in ("direct", "G-Eval"):
             rhos = list(_per_article_of(items, pair_ps[f"{method} scores"]).values())
         else:
@@ -134,12 +156,13 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
         ci = mean_ci(rhos, **cfg.settings.boot_kwargs()) if rhos else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan")}
         rows.append({**base, "table": "4.2", "method": method, "metric": "spearman",
-                     "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(rhos)})
+                     "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(rhos),
+                     "ci_counts": ci.get("ci_counts", False)})
     return rows
 
 
 def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTablesConfig,
-                 aspect: str) -> list[dict]:
+                 dataset: str, aspect: str) -> list[dict]:
     """PPAIRS minus each other method: pairwise accuracy on the same held-out pairs (paired
     CI over articles) and Spearman on the same articles (CI over articles)."""
     rows = []
@@ -151,7 +174,7 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
     for other in ("direct", "G-Eval", "PAIRS"):
         q = np.array([pair_ps[other][test.records[i].pair_id] for i in ids])
         d = paired_difference(y[ids], probe, q, g, **cfg.settings.boot_kwargs())
-        rows.append({"table": "4.1", "dataset": "SummEval", "aspect": aspect, "model": "ours",
+        rows.append({"table": "4.1", "dataset": dataset, "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "pairwise accuracy difference",
                      "value": d["value"], "lo": d["lo"], "hi": d["hi"], "n": d["n"],
                      "ci_counts": d["ci_counts"]})
@@ -163,26 +186,43 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
         diffs = [sorted_probe[c] - theirs[c] for c in common]
         ci = mean_ci(diffs, **cfg.settings.boot_kwargs()) if diffs else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "ci_counts": False}
-        rows.append({"table": "4.2", "dataset": "SummEval", "aspect": aspect, "model": "ours",
+        rows.append({"table": "4.2", "dataset": dataset, "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "spearman difference",
                      "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(diffs),
                      "ci_counts": ci.get("ci_counts")})
     return rows
 
 
+#: The store's aspect adjective -> the aspect's name in the tables.
 _ASPECTS = {"coherent": "coherence", "consistent": "consistency", "fluent": "fluency",
-            "relevant": "relevance"}
+            "relevant": "relevance", "informative": "informativeness"}
+#: Our aspect -> the thesis's column (NEWSROOM's CON column is informativeness).
+THESIS_COLUMNS = {"coherence": "CH", "consistency": "CON", "informativeness": "CON",
+                  "fluency": "FLU", "relevance": "RE"}
+#: Store name prefix -> the dataset's name in the published records.
+THESIS_DATASETS = {"summeval": "SummEval", "newsroom": "NEWSROOM"}
 
 
-def published_rows(aspects: Sequence[str]) -> list[dict]:
-    """The thesis's numbers for the same cells (SummEval), labelled with their model."""
+def thesis_cell(store_name: str, aspect: str) -> tuple[str, str]:
+    """(dataset, aspect) of a store's cells: ``("NEWSROOM", "informativeness")``."""
+    prefix = store_name.split("-")[0].lower()
+    return THESIS_DATASETS.get(prefix, store_name), _ASPECTS.get(aspect, aspect)
+
+
+def published_rows(cells: Sequence[tuple[str, str]]) -> list[dict]:
+    """The thesis's numbers for the same (dataset, aspect) cells, labelled with their model;
+    NEWSROOM's published CON column stands beside our informativeness."""
     out = []
     for table, metric in (("Table 4.1", "pairwise accuracy"), ("Table 4.2", "spearman")):
-        for p in published(source="thesis", table=table, dataset="SummEval"):
-            if p.aspect in aspects:
-                out.append({"table": table.split()[-1], "dataset": "SummEval", "aspect": p.aspect,
-                            "method": p.method, "metric": metric, "model": p.model,
-                            "value": p.value, "lo": None, "hi": None, "source": citation(p)})
+        for p in published(source="thesis", table=table):
+            aspect = ("informativeness" if p.dataset == "NEWSROOM" and p.aspect == "consistency"
+                      else p.aspect)
+            if (p.dataset, aspect) in cells:
+                out.append({"table": table.split()[-1], "dataset": p.dataset, "aspect": aspect,
+                            "thesis_column": THESIS_COLUMNS.get(aspect, aspect),
+                            "method": p.method,
+                            "metric": metric, "model": p.model, "value": p.value, "lo": None,
+                            "hi": None, "source": citation(p)})
     return out
 
 
@@ -190,17 +230,16 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
                       judges: Mapping[str, Mapping[str, float]],
                       scores: Mapping[str, Mapping[str, Mapping[str, float]]],
                       layers: Mapping[str, int], out, cfg: ThesisTablesConfig) -> list[dict]:
-    """``items``: (store, held-out Dataset) per SummEval aspect; per store name, ``judges``:
+    """``items``: (store, held-out Dataset) per SummEval / NEWSROOM aspect (a store named
+    ``summeval-*`` or ``newsroom-*``); per store name, ``judges``:
     the zero-shot judge's P(item 1) per pair id (paper form), ``scores``: the held-out items'
     direct and G-Eval ratings, ``layers``: the read-out the sweep chose for the supervised
     probe."""
     rows = []
     for store, test in items:
         name = store.meta.dataset
-        r = thesis_rows(store, test, judges[name], scores[name], layers[name], cfg)
-        rows += [{**x, "aspect": _ASPECTS.get(x["aspect"], x["aspect"])} for x in r]
-    aspects = sorted({r["aspect"] for r in rows})
-    rows += published_rows(aspects)
+        rows += thesis_rows(store, test, judges[name], scores[name], layers[name], cfg)
+    rows += published_rows(sorted({(r["dataset"], r["aspect"]) for r in rows}))
     write_csv(f"{out}/thesis_tables.csv", rows)
     save_config(out, "thesis_tables", cfg)
     save_figure(plot_tables(rows, items[0][0].meta.model), out, "thesis_tables",

@@ -91,7 +91,7 @@ def test_judge_change_rows_for_the_verdicts(ablation_run):
         for cond in (*PROBE_KINDS, CONTROL, CONTROL_AT_READOUT):
             r = by[cond]
             assert r["delta_accuracy"] == pytest.approx(r["accuracy_delta"])
-            for m in ("accuracy", "logodds"):
+            for m in ("f1", "accuracy", "logodds"):  # ΔF1: the paper's Table 2 statistic
                 # the 90% (TOST) interval sits inside the 95% one, both around the estimate
                 assert r[f"delta_{m}_lo"] <= r[f"delta_{m}_tost_lo"] <= r[f"delta_{m}"] \
                     <= r[f"delta_{m}_tost_hi"] <= r[f"delta_{m}_hi"]

@@ -1,11 +1,12 @@
 """The seed experiments' own data, read from a folder laid out like ``../shared/datasets``.
 
-The thesis and the paper judge text against human ratings: SummEval (four aspects), HANNA,
-ROCStories (Story Cloze), MC-TACO, MT-Bench, LLMBar (Natural + Normal) and ClimateX.
+The thesis and the paper judge text against human ratings: SummEval and NEWSROOM (four
+aspects each), HANNA, ROCStories (Story Cloze), MC-TACO, MT-Bench, LLMBar (Natural + Normal,
+and the four Adversarial subsets of the paper's Figure 4) and ClimateX.
 :func:`replication_datasets` loads each one that is present, at the sizes of a
 :class:`ReplicationSizes` (seeded, leak groups kept whole), and says why any is skipped.
 
-Scored-items sets (SummEval, HANNA) are drawn as ``items_per_context`` items of each of
+Scored-items sets (SummEval, NEWSROOM, HANNA) are drawn as ``items_per_context`` items of each of
 ``n_contexts`` contexts with *every* pair among them, so a held-out context can be sorted
 (merge sort) from the pairs already scored, with no extra model call.
 """
@@ -18,14 +19,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ppairs_lens.data.formats import load_dataset
+from ppairs_lens.data.newsroom import newsroom_dataset
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 
-__all__ = ["SUMMEVAL_ASPECTS", "ReplicationSizes", "combine", "replication_datasets",
-           "replication_files", "items_within_contexts"]
+__all__ = ["ADVERSARIAL_SUBSETS", "NEWSROOM_ASPECTS", "SUMMEVAL_ASPECTS", "ReplicationSizes",
+           "combine", "comparison_names", "items_within_contexts", "replication_datasets",
+           "replication_files", "shifted_names", "summeval_names"]
 
 #: The thesis's four SummEval aspects (Tables 4.1, 4.2), in its column order.
 SUMMEVAL_ASPECTS: tuple[str, ...] = ("coherence", "consistency", "fluency", "relevance")
+#: NEWSROOM's four, in the thesis's column order (its "CON" column is informativeness).
+NEWSROOM_ASPECTS: tuple[str, ...] = ("coherence", "informativeness", "fluency", "relevance")
+#: LLMBar's adversarial subsets (the paper's Figure 4 shifted sets): folder -> dataset name.
+ADVERSARIAL_SUBSETS: dict[str, str] = {
+    "Adversarial_Neighbor": "llmbar-adv-neighbor", "Adversarial_GPTInst": "llmbar-adv-gptinst",
+    "Adversarial_GPTOut": "llmbar-adv-gptout", "Adversarial_Manual": "llmbar-adv-manual"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,12 @@ class ReplicationSizes:
     summeval_contexts: int = 20
     summeval_items: int = 3
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
+    # NEWSROOM's articles are long (~1,000 tokens, some 3,500): a preview of 2 articles (one
+    # a side) with all 7 summaries (every pair, so Table 4.2 sorts 7 as the thesis does), one
+    # aspect; nothing is decided at this size
+    newsroom_contexts: int = 2
+    newsroom_items: int = 7
+    newsroom_aspects: tuple[str, ...] = ("coherence",)
     hanna_contexts: int = 8  # stories are long (~740 tokens a pair): 8 keep both labels a side
     hanna_items: int = 3
     hanna_aspect: str = "coherence"
@@ -44,6 +59,13 @@ class ReplicationSizes:
     mctaco_pairs: int = 80
     mt_bench_pairs: int = 50  # long answers (~540 tokens a pair)
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
+    # Figure 4's shifted sets: these Adversarial subsets (ADVERSARIAL_SUBSETS' folders), each
+    # at this many pairs (None: all of it, 134 / 92 / 47 / 46); 12 is the fewest at which
+    # every subset's halves hold 2+ pairs of each label at seed 0 (10 leaves GPTInst one).
+    # The demo previews the two with the shortest pairs (GPTInst's and Manual's are 2-4x
+    # longer); --full tests all four
+    llmbar_adversarial: tuple[str, ...] = ("Adversarial_Neighbor", "Adversarial_GPTOut")
+    llmbar_adversarial_pairs: int | None = 12
 
     @classmethod
     def quick(cls) -> ReplicationSizes:
@@ -52,14 +74,18 @@ class ReplicationSizes:
         # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
         return cls(summeval_contexts=6, summeval_items=3, summeval_aspects=("coherence",),
                    hanna_contexts=0, hanna_items=3, story_cloze_pairs=16, mctaco_pairs=16,
-                   mt_bench_pairs=12, llmbar_pairs=16)
+                   mt_bench_pairs=12, llmbar_pairs=16, newsroom_contexts=0,
+                   # one shifted set, the shortest pairs (~525 characters)
+                   llmbar_adversarial=("Adversarial_GPTOut",), llmbar_adversarial_pairs=12)
 
     @classmethod
     def full(cls) -> ReplicationSizes:
         """The papers' data as the files hold it (for a GPU)."""
         return cls(summeval_contexts=100, summeval_items=16, hanna_contexts=96, hanna_items=11,
                    story_cloze_pairs=1871, mctaco_pairs=5000, mt_bench_pairs=200,
-                   llmbar_pairs=None)
+                   llmbar_pairs=None, newsroom_contexts=60, newsroom_items=7,
+                   newsroom_aspects=NEWSROOM_ASPECTS,
+                   llmbar_adversarial=tuple(ADVERSARIAL_SUBSETS), llmbar_adversarial_pairs=None)
 
 
 def items_within_contexts(dataset: Dataset, n_contexts: int, items_per_context: int,
@@ -108,6 +134,12 @@ def _entries(sizes: ReplicationSizes, seed: int
             scored("summeval/summeval.jsonl", a, sizes.summeval_contexts, sizes.summeval_items,
                    f"summeval-{a}"), sizes.summeval_contexts * sizes.summeval_items)
            for a in sizes.summeval_aspects]
+    for a in sizes.newsroom_aspects:
+        load = scored("newsroom/newsroom.jsonl", a, sizes.newsroom_contexts,
+                      sizes.newsroom_items, f"newsroom-{a}")
+        out.append((f"newsroom-{a}", "newsroom/newsroom.jsonl",
+                    lambda root, load=load, a=a: newsroom_dataset(load(root), a),
+                    sizes.newsroom_contexts * sizes.newsroom_items))
     out.append((f"hanna-{sizes.hanna_aspect}", "hanna/hanna.jsonl",
                 scored("hanna/hanna.jsonl", sizes.hanna_aspect, sizes.hanna_contexts,
                        sizes.hanna_items, f"hanna-{sizes.hanna_aspect}"),
@@ -127,6 +159,11 @@ def _entries(sizes: ReplicationSizes, seed: int
         return subsample_by_context(combine("llmbar-clean", parts), sizes.llmbar_pairs, seed)
     out.append(("llmbar-clean", "llmbar/LLMBar_Natural/dataset.json", llmbar,
                 sizes.llmbar_pairs))
+    for sub in sizes.llmbar_adversarial:
+        short = ADVERSARIAL_SUBSETS[sub]
+        rel = f"llmbar/{sub}/dataset.json"
+        out.append((short, rel, whole(rel, sizes.llmbar_adversarial_pairs, short),
+                    sizes.llmbar_adversarial_pairs))
     return out
 
 
@@ -134,6 +171,25 @@ def replication_files(sizes: ReplicationSizes = ReplicationSizes()) -> list[str]
     """The files (paths under the data folder) the replication reads at ``sizes``, each once:
     what a folder given as the seed experiments' data must hold some of."""
     return list(dict.fromkeys(rel for _, rel, _, size in _entries(sizes, 0) if size != 0))
+
+
+def summeval_names(names) -> list[str]:
+    """The SummEval and NEWSROOM aspects among ``names`` (the thesis tables)."""
+    return [n for n in names if n.startswith(("summeval-", "newsroom-"))]
+
+
+def shifted_names(names) -> list[str]:
+    """LLMBar's Adversarial subsets among ``names``: only Figure 4 tests on them."""
+    return [n for n in names if n in ADVERSARIAL_SUBSETS.values()]
+
+
+def comparison_names(names, kinds: dict[str, str]) -> list[str]:
+    """The comparison datasets of the transfer; one aspect stands for SummEval and one for
+    NEWSROOM (an article's aspects share their prompts but the aspect); the Adversarial
+    subsets are Figure 4's alone."""
+    return [n for n in names if kinds[n] == "comparison" and n not in shifted_names(names)
+            and not (n.startswith(("summeval-", "newsroom-"))
+                     and n not in ("summeval-coherence", "newsroom-coherence"))]
 
 
 def replication_datasets(root: str | Path, sizes: ReplicationSizes = ReplicationSizes(), *,

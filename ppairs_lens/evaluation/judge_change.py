@@ -1,7 +1,8 @@
 """How much an intervention changes a judge's answers, with paired CIs over leak groups.
 
 The judge's answer per record is its calibrated log-odds ``z`` that item 1 is preferred. For
-one condition against the unablated baseline, on the same records: Δaccuracy and ΔAUROC
+one condition against the unablated baseline, on the same records: ΔF1 (macro, the statistic
+the paper's Table 2 publishes), Δaccuracy and ΔAUROC
 (:func:`ppairs_lens.evaluation.paired.paired_difference`, groups resampled jointly) and the
 Δlog-odds margin, the mean signed change of ``z`` towards the gold item; each with a 95% CI
 and the 90% CI that an equivalence test (two one-sided tests at 5%) reads
@@ -43,7 +44,7 @@ def _mean_ci(v: np.ndarray, groups: Sequence[Hashable], n_boot: int, seed: int,
 def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
                  z_cond: Float[np.ndarray, "n"], groups: Sequence[Hashable], *, n_boot: int,
                  seed: int, tol: float = 0.0, alpha: float = 0.05) -> dict[str, float]:
-    """Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base`` (``y``: 1 where
+    """ΔF1 (macro), Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base`` (``y``: 1 where
     item 1 is gold, else 0), each ``value`` with ``_lo``/``_hi`` (``1 - alpha``) and
     ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``: whether the CIs
     resample enough leak groups to count toward a claim."""
@@ -51,7 +52,7 @@ def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
     lab = _labels(y)
     pa, pb = proba_from_logodds(z_cond, tol), proba_from_logodds(z_base, tol)
     out: dict[str, float] = {}
-    for metric in ("accuracy", "auroc"):
+    for metric in ("f1", "accuracy", "auroc"):
         for a, tag in ((alpha, ""), (2 * alpha, "_tost")):
             d = paired_difference(lab, pa, pb, groups, metric=metric, n_boot=n_boot, seed=seed,
                                   alpha=a)
@@ -72,7 +73,7 @@ def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
                    ld_original: Float[np.ndarray, "n"], ld_swapped: Float[np.ndarray, "n"] | None,
                    groups: Sequence[Hashable], *, n_boot: int, seed: int, tol: float = 0.0
                    ) -> dict[str, float]:
-    """The unablated judge: accuracy and AUROC with CIs, and ``same_answer_share``: the share
+    """The unablated judge: macro F1, accuracy and AUROC with CIs, and ``same_answer_share``: the share
     of records answered with the same raw answer whatever the items (comparisons: the same
     position in both orders; statements: the majority answer, "True" or "False")."""
     ev = evaluate(_labels(np.asarray(y)), proba_from_logodds(z, tol), groups=groups,
@@ -83,7 +84,9 @@ def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
     else:
         first = float(np.mean(ld_o > 0))
         same = max(first, 1.0 - first)
-    return {"judge_accuracy": ev["accuracy"]["value"], "judge_accuracy_lo": ev["accuracy"]["lo"],
+    return {"judge_f1": ev["f1"]["value"], "judge_f1_lo": ev["f1"]["lo"],
+            "judge_f1_hi": ev["f1"]["hi"],
+            "judge_accuracy": ev["accuracy"]["value"], "judge_accuracy_lo": ev["accuracy"]["lo"],
             "judge_accuracy_hi": ev["accuracy"]["hi"], "judge_auroc": ev["auroc"]["value"],
             "judge_auroc_lo": ev["auroc"]["lo"], "judge_auroc_hi": ev["auroc"]["hi"],
             "same_answer_share": same}

@@ -108,7 +108,8 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
                         "Δaccuracy / Δlog-odds CI (rerun the ablation step)", "")
         rule = rule or v.rule
         ev.append({**{k: r.get(k) for k in ("dataset", "condition", "effect", "p_matched",
-                                             "p_matched_holm", "delta_accuracy",
+                                             "p_matched_holm", "delta_f1", "delta_f1_lo",
+                                             "delta_f1_hi", "delta_accuracy",
                                              "delta_accuracy_lo", "delta_accuracy_hi",
                                              "delta_auroc", "delta_auroc_lo", "delta_auroc_hi")
                       if k in r},

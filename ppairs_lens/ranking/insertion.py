@@ -10,7 +10,6 @@ measures how such predicted levels spread against the true ones. The comparator 
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Literal, TypeVar, overload
 
 import numpy as np
 
+from ppairs_lens.evaluation.level_agreement import slope_bias  # re-exported: the one definition
 from ppairs_lens.ranking.merge_sort import Comparator
 
 __all__ = ["InsertionStep", "InsertionTrace", "insertion_score", "slope_bias"]
@@ -109,25 +109,3 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
             hi = mid
     result = labels[lo]
     return (result, InsertionTrace(tuple(steps))) if return_trace else result
-
-
-def slope_bias(pred_levels: Sequence[float], true_levels: Sequence[float]) -> tuple[float, float]:
-    """Slope and bias of predicted against true levels, as the ClimateX paper reports them.
-
-    Why: correlation hides systematic over- or under-confidence; the slope of the least-squares
-    line ``pred ~ slope * true + c`` shows whether predictions spread as widely as the truth
-    (1 is ideal, < 1 means compressed towards the middle), and ``bias = mean(pred - true)``
-    shows a constant shift (0 is ideal). Levels are numbers, e.g. label indices 0..3.
-    Slope is ``nan`` when the true levels are constant.
-    """
-    p = np.asarray(pred_levels, dtype=float)
-    t = np.asarray(true_levels, dtype=float)
-    if p.shape != t.shape or p.ndim != 1:
-        raise ValueError(f"need two 1-d sequences of equal length, got {p.shape} and {t.shape}")
-    if p.size == 0:
-        raise ValueError("no levels given")
-    bias = float(np.mean(p - t))
-    tc = t - t.mean()
-    denom = float(np.dot(tc, tc))
-    slope = float(np.dot(tc, p - p.mean()) / denom) if denom > 0 else math.nan
-    return slope, bias

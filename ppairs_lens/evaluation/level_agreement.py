@@ -1,0 +1,81 @@
+"""Ordered-level taggers (ClimateX) scored as the ClimateX paper scores them, and paired.
+
+:func:`slope_bias` is the paper's slope and bias; :func:`paired_with_published` sets our tags
+beside a published model's on the *same* test statements: each one's accuracy there, the
+paired difference of hits with a CI over statements (one resample scores both), and both
+slopes and biases. A published answer that names no level (``idk``) counts as a miss, as in
+the paper's own ``correct`` column, and is left out of its slope and bias.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ppairs_lens.data.climatex_predictions import PublishedPredictions
+from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, mean_ci
+
+__all__ = ["slope_bias", "paired_with_published"]
+
+
+def slope_bias(pred_levels: Sequence[float], true_levels: Sequence[float]) -> tuple[float, float]:
+    """Slope and bias of predicted against true levels, as the ClimateX paper defines them.
+
+    Why: correlation hides systematic over- or under-confidence. Per true level the mean
+    predicted level is taken; ``slope`` is the least-squares slope of those means on the
+    levels (1 is ideal, 0 random, < 1 compressed towards the middle) and ``bias`` the mean over
+    levels of (mean prediction - level) (0 is ideal). Each level present weighs the same, so
+    a test split with 50 / 100 / 100 / 50 statements per level gives what the paper printed:
+    the paper's own GPT-4 predictions give exactly its slopes 0.223 / 0.323 and biases 0.042 /
+    0.083 this way (a line through every statement gives 0.231 / 0.336 and 0.063 / 0.103).
+    With as many statements per level both ways agree. Levels are numbers (indices 0..3);
+    slope is ``nan`` with fewer than two true levels.
+    """
+    p = np.asarray(pred_levels, dtype=float)
+    t = np.asarray(true_levels, dtype=float)
+    if p.shape != t.shape or p.ndim != 1:
+        raise ValueError(f"need two 1-d sequences of equal length, got {p.shape} and {t.shape}")
+    if p.size == 0:
+        raise ValueError("no levels given")
+    levels = np.unique(t)
+    means = np.array([p[t == lv].mean() for lv in levels])
+    bias = float(np.mean(means - levels))
+    lc = levels - levels.mean()
+    denom = float(np.dot(lc, lc))
+    slope = float(np.dot(lc, means - means.mean()) / denom) if denom > 0 else math.nan
+    return slope, bias
+
+
+def paired_with_published(ours: Mapping[str, int], true: Mapping[str, int],
+                          theirs: PublishedPredictions, *, n_boot: int = N_BOOT, seed: int = 0,
+                          alpha: float = ALPHA) -> dict:
+    """Our level per statement id (``ours``) against ``theirs`` on the same statements.
+
+    Returns ``n``, ``n_unparsed`` (their answers that named no level), ``ours_accuracy``,
+    ``theirs_accuracy``, ``difference`` (ours - theirs) with ``lo`` / ``hi`` / ``ci_counts``
+    (statements resampled, both scored on each resample), ``ours_slope`` / ``ours_bias`` and
+    ``theirs_slope`` / ``theirs_bias`` (:func:`slope_bias`, on these statements)."""
+    ids = list(ours)
+    missing = [i for i in ids if i not in theirs.levels]
+    if missing:
+        raise DataError(f"{len(missing)} of our {len(ids)} test statements have no published "
+                        f"prediction (e.g. statement_idx {missing[0]!r}): not the paper's test "
+                        "split?", file=theirs.path, field="statement_idx")
+    y = np.array([true[i] for i in ids])
+    a = np.array([ours[i] for i in ids])
+    b = [theirs.levels[i] for i in ids]
+    hit_a = (a == y).astype(float)
+    hit_b = np.array([v is not None and v == t for v, t in zip(b, y)], dtype=float)
+    d = mean_ci(hit_a - hit_b, n_boot=n_boot, seed=seed, alpha=alpha)
+    parsed = [k for k, v in enumerate(b) if v is not None]
+    s_a, b_a = slope_bias(a, y)
+    s_b, b_b = slope_bias([b[k] for k in parsed], y[parsed]) if parsed else (math.nan, math.nan)
+    return {"versus": f"{theirs.model} {theirs.setting}", "model": theirs.model,
+            "setting": theirs.setting, "n": len(ids), "n_unparsed": len(ids) - len(parsed),
+            "ours_accuracy": float(hit_a.mean()), "theirs_accuracy": float(hit_b.mean()),
+            "difference": d["value"], "lo": d["lo"], "hi": d["hi"],
+            "ci_counts": bool(d.get("ci_counts", False)), "n_groups": d.get("n_groups"),
+            "ours_slope": s_a, "ours_bias": b_a, "theirs_slope": s_b, "theirs_bias": b_b}
