@@ -38,9 +38,14 @@ __all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_
 
 
 PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
-                "summeval-relevance", "hanna-coherence", "rocstories", "mctaco", "mt-bench",
-                "llmbar-clean")
-ASPECTS = ("coherence", "consistency", "fluency", "relevance")
+                "summeval-relevance", "newsroom-coherence", "hanna-coherence", "rocstories",
+                "mctaco", "mt-bench", "llmbar-clean")
+#: Thesis Tables 4.1 / 4.2: each corpus's four aspects (NEWSROOM's CON is informativeness).
+THESIS_ASPECTS = {"SummEval": ("coherence", "consistency", "fluency", "relevance"),
+                  "NEWSROOM": ("coherence", "informativeness", "fluency", "relevance")}
+#: ClimateX: the published models whose own predictions we are paired with, statement by
+#: statement (the files' model names), and their two settings.
+CLIMATEX_MODELS = ("GPT-4", "GPT-3.5")
 FINETUNE_DATASETS = ("summeval-coherence", "hanna-coherence", "rocstories", "mctaco", "mt-bench")
 PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)"}
 HELD_OUT = "held-out pairs; 20+ test groups (bootstrap CI) or 6+ with group differences"
@@ -71,27 +76,31 @@ def _registry() -> tuple[Claim, ...]:
                       "baselines", (k,)) for k in PROBES]
     for table, fam, stat in (("4.1", "thesis Table 4.1", "pairwise accuracy"),
                              ("4.2", "thesis Table 4.2", "Spearman after sorting")):
-        for a in ASPECTS:
-            for other in ("direct", "G-Eval", "PAIRS"):
-                out.append(Claim(
-                    f"thesis{table}.ppairs-vs-{other.lower()}.{a}", f"thesis Table {table}",
-                    f"PPAIRS beats {other} ({stat})", fam, f"{stat}, PPAIRS minus {other}",
-                    (f"summeval-{a}",), "held-out articles; 20+ (bootstrap) or 6+ with "
-                    "group differences", (f"summeval-{a}", "PPAIRS", other, stat), "thesis",
-                    (table, a, other)))
+        for corpus, aspects in THESIS_ASPECTS.items():
+            for a in aspects:
+                ds = f"{corpus.lower()}-{a}"
+                for other in ("direct", "G-Eval", "PAIRS"):
+                    out.append(Claim(
+                        f"thesis{table}.ppairs-vs-{other.lower()}.{ds}", f"thesis Table {table}",
+                        f"PPAIRS beats {other} ({stat})", fam, f"{stat}, PPAIRS minus {other}",
+                        (ds,), "held-out articles; 20+ (bootstrap) or 6+ with group "
+                        "differences", (ds, "PPAIRS", other, stat), "thesis",
+                        (table, corpus, a, other)))
     for ds in FINETUNE_DATASETS:
         for m in ("lora", "full"):
             out.append(Claim(f"sec5.2.supervised-vs-{m}.{ds}", "paper Section 5.2",
                              f"the supervised probe beats {m} finetuning on the same training "
                              "comparisons", "probe vs finetuning", acc, (ds,), HELD_OUT,
                              (ds, "supervised", m, "accuracy"), "finetuning", (ds, m)))
-    for setting in ("zero-shot", "few-shot"):
-        out.append(Claim(f"climatex.insert-vs-gpt4-{setting}", "ClimateX paper / thesis 4.4",
-                         f"PPAIRS_INSERT beats GPT-4 {setting} on ClimateX",
-                         "ClimateX", "level accuracy, ours minus GPT-4's published",
-                         ("climatex",), "test statements; 20+", ("climatex", "PPAIRS_INSERT",
-                                                                 f"GPT-4 {setting}", "accuracy"),
-                         "climatex", (setting,)))
+    for model in CLIMATEX_MODELS:
+        for setting in ("zero-shot", "few-shot"):
+            out.append(Claim(
+                f"climatex.insert-vs-{model.lower()}-{setting}", "ClimateX paper / thesis 4.4",
+                f"PPAIRS_INSERT beats {model} {setting} on ClimateX", "ClimateX",
+                f"level accuracy, ours minus {model}'s own predictions on the same statements "
+                "(paired)", ("climatex",), "test statements; 20+ (bootstrap) or 6+ with "
+                "statement differences", ("climatex", "PPAIRS_INSERT", f"{model} {setting}",
+                                          "accuracy"), "climatex", (model, setting)))
     out.append(Claim("baselines.insert.climatex", "issue 35 (precondition)",
                      "PPAIRS_INSERT beats every no-model tagger", "probe vs no-model baselines",
                      "level accuracy, paired; intersection-union over the taggers",
@@ -108,9 +117,9 @@ def _registry() -> tuple[Claim, ...]:
         out.append(Claim(f"table2.{c}-unchanged", "paper Table 2",
                          f"removing the {c} direction leaves the judgement unchanged",
                          "ablation leaves the judgement unchanged",
-                         "Δaccuracy and Δlog-odds margin, 90% paired CIs (TOST)", ("mt-bench",),
+                         "ΔF1 (macro, the paper's) and Δlog-odds margin, 90% paired CIs (TOST)", ("mt-bench",),
                          "a judge that decides; 20+ groups", ("mt-bench", c, "ablated",
-                                                              "Δaccuracy"), "ablation", (c,)))
+                                                              "ΔF1"), "ablation", (c,)))
     out += [Claim("table2.changes", "paper Table 2",
                   "removing a probe direction changes the judgement more than null directions",
                   "interventions change the judgement", "permutation p of the effect against "
@@ -126,7 +135,12 @@ def _registry() -> tuple[Claim, ...]:
                   "unsupervised (PCA) directions agree across datasets", "directions agree",
                   "mean |cos| against isotropic and covariance nulls",
                   ("all comparison datasets",), "2+ probes above chance in distribution",
-                  ("all", "pca", "null", "mean |cos|"), "cosine")]
+                  ("all", "pca", "null", "mean |cos|"), "cosine", ("pca",)),
+            Claim("fig5.supervised-agree", "paper Figure 5",
+                  "supervised directions agree across datasets", "directions agree",
+                  "mean |cos| against isotropic and covariance nulls",
+                  ("all comparison datasets",), "2+ probes above chance in distribution",
+                  ("all", "supervised", "null", "mean |cos|"), "cosine", ("supervised",))]
     return tuple(out)
 
 
@@ -177,9 +191,10 @@ def _baselines(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
-    table, aspect, other = c.args
+    table, corpus, aspect, other = c.args
     r = next((r for r in s.get("thesis_tables") or [] if r.get("model") == "ours"
               and r["table"] == table and r["aspect"] == aspect
+              and r.get("dataset", "SummEval") == corpus
               and r["method"] == f"PPAIRS - {other}"), None)
     if r is None:
         return NOT_RUN
@@ -206,16 +221,15 @@ def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
-    ref = {p.method: p.value for p in published(source="climatex", model="GPT-4",
-                                                  metric="accuracy")}.get(c.args[0])
-    r = next((r for r in s.get("insertion") or [] if r.get("method") == "probe"
-              and r.get("level") == "overall"), None)
-    if r is None or ref is None:
+    model, setting = c.args
+    # paired: our tags and the model's own predictions on the same statements, a statement
+    # the unit (its hit difference); an older run's unpaired rows are not read
+    r = next((r for r in s.get("insertion") or [] if r.get("level") == "published paired"
+              and r.get("ours") == "probe" and str(r.get("model", "")).startswith(model)
+              and r.get("setting") == setting), None)
+    if r is None:
         return NOT_RUN
-    # unpaired: ours on a sample against GPT-4's number on the whole split; statements are
-    # their own groups
-    return Difference.from_row({"value": r["accuracy"] - ref, "lo": r["lo"] - ref,
-                                "hi": r["hi"] - ref, "n": r["n"], "n_groups": r["n"]})
+    return Difference.from_row({**r, "n_groups": r.get("n_groups", r.get("n"))}, "accuracy")
 
 
 def _taggers(c: Claim, s: dict, sweep: dict) -> Read:
@@ -267,7 +281,7 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
-    v = cosine_claim(s.get("transfer"))
+    v = cosine_claim(s.get("transfer"), c.args[0])
     if not v:
         return NOT_RUN
     ev = v.get("evidence") or {}

@@ -297,7 +297,9 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
             d = paired_difference(y, s.p, main["supervised"].p, groups, **cfg.settings.boot_kwargs())
             row.update(minus_supervised=d["value"], minus_supervised_lo=d["lo"],
                        minus_supervised_hi=d["hi"],
-                       minus_supervised_ci_counts=held_out_ci_counts(sp, d))
+                       minus_supervised_ci_counts=held_out_ci_counts(sp, d),
+                       n_groups=len(d["group_diffs"]),
+                       minus_supervised_group_diffs=d["group_diffs"])
         row.update(train_seconds=s.cost.seconds, train_cpu_seconds=s.cost.cpu_seconds,
                    peak_mb=s.cost.peak_mb,
                    memory_kind=s.cost.memory_kind, trainable_params=s.trainable_params,

@@ -101,7 +101,7 @@ class ReplicationConfig:
     # the label curve is one training run per method through nested label sets (a point per
     # block): LoRA to 16 labels; full finetuning, whose steps cost more, to 8
     finetune_curve: tuple[int, ...] = (4, 8, 16)
-    finetune_curve_full: tuple[int, ...] | None = (4, 8)
+    finetune_curve_full: tuple[int, ...] | None = None  # full finetuning's curve: --full only
     steering_nulls: int = 10  # random and variance-matched directions each
     steering_eval_pairs: int = 6
     steering_alphas: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)  # x the read-out's norm

@@ -99,28 +99,31 @@ def _pvp_table(rows: list[dict]) -> list[str]:
 
 
 def _thesis_table(rows: list[dict], table: str) -> list[str]:
-    ours = {(r["aspect"], r["method"]): r for r in rows
+    """One row per (corpus, aspect): SummEval's and NEWSROOM's never share a cell."""
+    def key(r):
+        return r.get("dataset", "SummEval"), r["aspect"]
+    ours = {(*key(r), r["method"]): r for r in rows
             if r.get("model") == "ours" and r["table"] == table}
-    aspects = sorted({a for a, _ in ours})
-    pub = {(r["aspect"], r["method"], r["model"]): r["value"] for r in rows
+    aspects = sorted({(d, a) for d, a, _ in ours})
+    pub = {(*key(r), r["method"], r["model"]): r["value"] for r in rows
            if r.get("model") != "ours" and r["table"] == table}
-    models = sorted({m for _, _, m in pub})
-    head = "| aspect | " + " | ".join(f"{m} (ours)" for m in ("direct", "G-Eval", "PAIRS",
-                                                                "PPAIRS"))
+    models = sorted({m for *_, m in pub})
+    head = "| corpus | aspect | " + " | ".join(f"{m} (ours)" for m in ("direct", "G-Eval",
+                                                                          "PAIRS", "PPAIRS"))
     head += " | " + " | ".join(f"PPAIRS {m}" for m in models) + " |"
-    out = [head, "|" + "---|" * (5 + len(models))]
-    for a in aspects:
-        cells = [(_ci(ours[(a, m)], ".2f") + (f" (n={ours[(a, m)]['n']})" if table == "4.2"
-                                               else "")) if (a, m) in ours else "—"
-                 for m in ("direct", "G-Eval", "PAIRS", "PPAIRS")]
-        cells += [_f(pub.get((a, "PPAIRS", m)), ".2f") for m in models]
-        out.append(f"| {a} | " + " | ".join(cells) + " |")
+    out = [head, "|" + "---|" * (6 + len(models))]
+    for d, a in aspects:
+        cells = [(_ci(ours[(d, a, m)], ".2f") + (f" (n={ours[(d, a, m)]['n']})"
+                                                  if table == "4.2" else ""))
+                 if (d, a, m) in ours else "—" for m in ("direct", "G-Eval", "PAIRS", "PPAIRS")]
+        cells += [_f(pub.get((d, a, "PPAIRS", m)), ".2f") for m in models]
+        out.append(f"| {d} | {a} | " + " | ".join(cells) + " |")
     return out
 
 
 #: Our dataset names -> the paper's (Table 1 rows and columns).
-PAPER_NAMES = {"summeval-coherence": "SummEval", "hanna-coherence": "HANNA",
-               "rocstories": "ROCStories", "mctaco": "MCTACO"}
+PAPER_NAMES = {"summeval-coherence": "SummEval", "newsroom-coherence": "NEWSROOM",
+               "hanna-coherence": "HANNA", "rocstories": "ROCStories", "mctaco": "MCTACO"}
 
 
 def _transfer_table(transfer: dict | None) -> list[str]:

@@ -177,7 +177,8 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
         rows.append({"table": "4.1", "dataset": dataset, "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "pairwise accuracy difference",
                      "value": d["value"], "lo": d["lo"], "hi": d["hi"], "n": d["n"],
-                     "ci_counts": d["ci_counts"]})
+                     "ci_counts": d["ci_counts"], "n_groups": len(d["group_diffs"]),
+                     "group_diffs": d["group_diffs"]})
         if other == "PAIRS":
             theirs = _per_article(items, _pair_p(test, pair_ps[other]), cfg)
         else:
@@ -189,7 +190,8 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
         rows.append({"table": "4.2", "dataset": dataset, "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "spearman difference",
                      "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(diffs),
-                     "ci_counts": ci.get("ci_counts")})
+                     "ci_counts": ci.get("ci_counts"), "n_groups": len(diffs),
+                     "group_diffs": diffs})  # an article is the unit: its rho difference
     return rows
 
 

@@ -94,10 +94,11 @@ def _beyond(ci: Sequence[float], margin: float) -> bool:
     return bool(np.all(np.isfinite(ci))) and (ci[0] > margin or ci[1] < -margin)
 
 
-def unchanged_rule(accuracy_margin: float, logodds_margin: float, alpha: float = ALPHA) -> str:
+def unchanged_rule(accuracy_margin: float, logodds_margin: float, alpha: float = ALPHA,
+                   statistic: str = "Δaccuracy") -> str:
     """The rule :func:`ablation_unchanged_verdict` applies, in words."""
     return (f"two one-sided tests at {alpha}: the {1 - 2 * alpha:.0%} paired CIs (leak groups "
-            f"resampled) of Δaccuracy within ±{accuracy_margin} and of the Δlog-odds margin "
+            f"resampled) of {statistic} within ±{accuracy_margin} and of the Δlog-odds margin "
             f"within ±{logodds_margin}, on a judge that decides (accuracy CI above 0.5, not "
             f"the same raw answer on 95% of pairs), where the positive control at the probe's "
             f"read-out changes accuracy by more than the margin")
@@ -109,7 +110,7 @@ def ablation_unchanged_verdict(delta_accuracy_ci: Sequence[float],
                                same_answer_share: float | None,
                                control_accuracy_ci: Sequence[float] | None,
                                moved_by_test: bool = False, ci_counts: bool = True,
-                               alpha: float = ALPHA) -> Verdict:
+                               alpha: float = ALPHA, statistic: str = "Δaccuracy") -> Verdict:
     """"Ablating the direction leaves the judgement unchanged", by equivalence (TOST).
 
     ``delta_*_ci``: the ``1 - 2 alpha`` paired CIs (ablated minus unablated, same records,
@@ -121,7 +122,8 @@ def ablation_unchanged_verdict(delta_accuracy_ci: Sequence[float],
     ``moved_by_test`` (the Holm-corrected permutation test found a change); else undecided
     (also when ``ci_counts`` is False: the CIs resample too few leak groups to count).
     """
-    rule = unchanged_rule(accuracy_margin, logodds_margin, alpha)
+    # ``statistic``: what ``delta_accuracy_ci`` holds (the paper's Table 2 reads macro ΔF1)
+    rule = unchanged_rule(accuracy_margin, logodds_margin, alpha, statistic)
     ev = {"delta_accuracy_ci": list(map(float, delta_accuracy_ci)),
           "delta_logodds_ci": list(map(float, delta_logodds_ci)),
           "accuracy_margin": accuracy_margin, "logodds_margin": logodds_margin,
@@ -143,6 +145,7 @@ def ablation_unchanged_verdict(delta_accuracy_ci: Sequence[float],
                        "the judgement beyond the margin either, so no change could be seen",
                        rule, ev, needed="a read-out whose positive control moves the judge")
     if _inside(delta_accuracy_ci, accuracy_margin) and _inside(delta_logodds_ci, logodds_margin):
-        return Verdict(HOLDS, "Δaccuracy and Δlog-odds are both within their margins", rule, ev)
+        return Verdict(HOLDS, f"{statistic} and Δlog-odds are both within their margins", rule,
+                       ev)
     return Verdict(INCONCLUSIVE, "the CIs cross the margin: neither equivalence nor a change is "
                    "shown", rule, ev)

@@ -129,6 +129,9 @@ def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
             continue
         tt = np.concatenate([src.targets, s.targets])
         gg = list(src.groups) + list(s.groups)
+        # two sets resampled side by side: the interval is as good as the smaller one's groups
+        # (no group-level differences exist across two sets, so no sign-flip test either)
+        n_groups = min(len(set(src.groups)), len(set(s.groups)))
 
         def acc(w, p, part, tt=tt):  # accuracy on one of the two sets, under joint resampling
             sl = slice(0, n1) if part == 0 else slice(n1, None)
@@ -141,13 +144,14 @@ def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
         for m in shared:
             d = bootstrap(lambda w, m=m: drop(w, m), len(tt), gg, **boot)
             drops.append({"shifted": s.name, "method": m, "drop": d["value"], "lo": d["lo"],
-                          "hi": d["hi"], "ci_counts": d["ci_counts"]})
+                          "hi": d["hi"], "ci_counts": d["ci_counts"], "n_groups": n_groups})
         if judge is None or judge not in shared:
             continue
         for k in (k for k in kinds if k in shared):
             d = bootstrap(lambda w, k=k: drop(w, judge) - drop(w, k), len(tt), gg, **boot)
             drops.append({"shifted": s.name, "method": f"{judge} drop - {k} drop",
                           "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
-                          "ci_counts": d["ci_counts"],
-                          "verdict": gap_verdict(d, in_dist, k, judge)})
+                          "ci_counts": d["ci_counts"], "n_groups": n_groups,
+                          "verdict": gap_verdict({**d, "n_groups": n_groups}, in_dist, k,
+                                                 judge)})
     return rows, drops

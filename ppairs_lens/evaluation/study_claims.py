@@ -42,11 +42,12 @@ def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def cosine_claim(transfer: dict | None) -> dict | None:
-    """The PCA directions' agreement, as the transfer step decided it
-    (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`)."""
+def cosine_claim(transfer: dict | None, kind: str = "pca") -> dict | None:
+    """The ``kind`` directions' agreement (Figure 5: PCA, and supervised in its other half),
+    as the transfer step decided it
+    (:func:`ppairs_lens.evaluation.cosine_verdict.cosine_agreement_verdict`)."""
     per_kind = (transfer or {}).get("per_kind", transfer or {})  # the file or run_transfer's
-    pk = per_kind.get("pca")
+    pk = per_kind.get(kind)
     if not pk:
         return None
     v = pk.get("agreement") or Verdict(
@@ -92,13 +93,16 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
         acc_lo, same, source = _judge_of(by.get((ds, BASELINE), {}), judges.get(ds, {}))
         ctl = by.get((ds, CONTROL_AT_READOUT))
         holm_p = r.get("p_matched_holm")
-        acc, lo = _ci_of(r, "accuracy", "_tost"), _ci_of(r, "logodds", "_tost")
+        # the paper's Table 2 statistic is macro ΔF1; older rows have Δaccuracy only
+        f1 = _ci_of(r, "f1", "_tost")
+        acc, lo = f1 or _ci_of(r, "accuracy", "_tost"), _ci_of(r, "logodds", "_tost")
         if acc and lo:
             v = ablation_unchanged_verdict(
                 acc, lo, accuracy_margin=r.get("accuracy_margin", ACCURACY_MARGIN),
                 logodds_margin=r.get("logodds_margin", LOGODDS_MARGIN),
                 judge_accuracy_lo=acc_lo, same_answer_share=same,
-                control_accuracy_ci=_ci_of(ctl, "accuracy"),
+                control_accuracy_ci=(f1 and _ci_of(ctl, "f1")) or _ci_of(ctl, "accuracy"),
+                statistic="ΔF1 (macro)" if f1 else "Δaccuracy",
                 moved_by_test=not _nan(holm_p) and holm_p < ALPHA,
                 ci_counts=bool(r.get("delta_ci_counts", True)))
         else:
