@@ -314,6 +314,9 @@ def _check_run(args) -> None:
                f"{root} is absent, so the study runs on the built-ins")
         raise PPairsError(f"--extra adds files to the replication, but {why}: the files would "
                           "be ignored")
+    if getattr(args, "full", False) and builtins:
+        raise PPairsError("--full sizes the replication to the papers' data, but --builtins or "
+                          "--datasets runs the built-ins study, which has no such size: drop one")
     if builtins or not root.is_dir():
         return  # the built-ins study (the folder only adds its real datasets where present)
     if not any((root / rel).is_file() for rel in expected):

@@ -33,6 +33,13 @@ def test_quick_and_full_exclude_each_other(no_model, tmp_path, capsys):
     assert "--quick and --full exclude each other" in err
 
 
+@pytest.mark.parametrize("study", [["--builtins"], ["--datasets", "larger_number"]])
+def test_full_is_refused_where_the_builtins_study_would_ignore_it(no_model, tmp_path, capsys,
+                                                                 study):
+    err = refused(["run", "--full", *study, "--out", str(tmp_path / "o")], capsys)
+    assert "--full sizes the replication" in err
+
+
 def test_a_data_folder_without_the_datasets_is_refused(no_model, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
