@@ -197,7 +197,7 @@ BAD = [  # (argv after the command's base arguments, what the message must say)
     ("harvest", ["--max-pairs", "0"], "--max-pairs: must be at least 1, got 0"),
     ("harvest", ["--max-pairs", "-3"], "must be at least 1, got -3"),
     ("harvest", ["--shard-size", "0"], "--shard-size: must be at least 1"),
-    ("harvest", ["--token-budget", "x"], "expected a positive whole number"),
+    ("harvest", ["--token-budget", "x"], "expected a whole number >= 1"),
     ("harvest", ["--dtype", "float64"], "invalid choice: 'float64'"),
     ("harvest", ["--backend", "jax"], "invalid choice: 'jax'"),
     ("harvest", ["--template", "missing.json"], "template file missing.json: cannot read"),

@@ -44,7 +44,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "a drop 5 points of accuracy smaller, the same smallest effect as for the other "
            "comparisons of methods"),
     Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "ΔF1 (macro)",
-           "the ablation's own equivalence margin (±0.05 accuracy, ±0.2 log-odds)"),
+           "the ablation's own equivalence margin (±0.05 of ΔF1, ±0.2 log-odds)"),
     Family("interventions change the judgement", "changes", 0.05, "Δaccuracy",
            "changes smaller than the ablation's margin are no change; fails only by "
            "equivalence"),
