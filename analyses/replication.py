@@ -345,7 +345,8 @@ def refresh(figures: str | Path = "figures") -> dict:
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
                                                        if k in s})
-    pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=names,
+    pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=[
+        n for n in names if n not in shifted_names(names)],  # as the main job: Figure 4's alone
                                                                      settings=settings))
     shift = s.get("shift")
     if shift:
