@@ -201,8 +201,8 @@ def replication_markdown(s: dict) -> str:
              f"sizes: {', '.join(f'{k} {v}' for k, v in s['datasets'].items())} comparisons. "
              f"Published numbers come from 7B-70B models: compare shape, not level.", ""]
     if s.get("thesis_tables"):
-        lines += ["**Thesis Table 4.1** (SummEval pairwise accuracy, 95% CI; published "
-                  "PPAIRS beside):", "", *_thesis_table(s["thesis_tables"], "4.1"), "",
+        lines += ["**Thesis Table 4.1** (SummEval and NEWSROOM pairwise accuracy, 95% CI; "
+                  "published PPAIRS beside):", "", *_thesis_table(s["thesis_tables"], "4.1"), "",
                   "**Thesis Table 4.2** (mean Spearman after sorting each held-out article; n = "
                   "articles with 3 or more untied summaries; the claims below say how each "
                   "is decided):",
