@@ -134,7 +134,7 @@ def quick(cfg: ReplicationConfig) -> ReplicationConfig:
                    climatex_test=4, climatex_k=2, climatex_train=16, climatex_train_pairs=16)
 
 
-#: Nulls per kind for Holm over three directions at 0.05 (1/(K+1) <= 0.05/3 needs K >= 59)
+#: Nulls per kind for Holm over three directions at 0.05 (1/(K+1) < 0.05/3 needs K >= 60)
 HOLM_NULLS = 100
 
 

@@ -231,5 +231,5 @@ def cli(args, bridge=None) -> None:
     for r in rows:
         if r["kind"] == "probe" and r["alpha"] == max(cfg.alphas):
             print(f"{r['dataset']:28s} {r['condition']:10s} slope {r['slope']:+.3f} log-odds "
-                  f"per alpha (p vs random {r['p_slope_random_null']:.3f}, vs matched "
-                  f"{r['p_slope_matched_null']:.3f})")
+                  f"per alpha (p vs random {r['p_slope_random']:.3f}, vs matched "
+                  f"{r['p_slope_matched']:.3f})")

@@ -181,3 +181,16 @@ def test_paired_differences_carry_one_difference_per_group():
     d = paired_difference(y, a, b, ["g1", "g1", "g2", "g2", "g3", "g3"], n_boot=50)
     assert d["group_diffs"] == pytest.approx([0.5, 0.5, 0.0])
     assert d["n_groups"] == 3 and d["value"] == pytest.approx(np.mean([0.5, 0.5, 0.0]))
+
+
+def test_sign_flip_route_is_kept_when_a_row_has_many_group_differences_but_no_count():
+    """The route is chosen once: a row without a group count (or below the bootstrap's
+    minimum) but with 25 group differences is decided by the sign-flip test, never by the
+    normal approximation of an interval it may not have."""
+    from ppairs_lens.evaluation.verdicts import Difference, claim_test
+
+    diffs = tuple([0.2] * 20 + [-0.1] * 5)
+    with_count = claim_test(Difference(0.14, -0.5, 0.9, 5, 100, diffs), "beats", 0.05)
+    no_interval = claim_test(Difference(0.14, None, None, None, 100, diffs), "beats", 0.05)
+    assert "sign-flip" in with_count.method and "sign-flip" in no_interval.method
+    assert with_count.p_holds == no_interval.p_holds < 0.01

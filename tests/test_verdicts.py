@@ -126,7 +126,7 @@ def test_changes_is_inconclusive_on_non_significance_and_fails_only_by_equivalen
 def test_changes_cannot_be_decided_when_the_smallest_p_cannot_pass_holm():
     v = ablation_changes_verdict([1 / 101] * 9, n_null=100)   # the committed study's design
     assert v.outcome == NOT_TESTED and "1/101" in v.reason and "0.05/9" in v.reason
-    assert v.needed == "179 null directions"
+    assert v.needed == "180 null directions"   # 9 / (180 + 1) < 0.05; 9 / 180 is not
 
 
 DECIDING = dict(accuracy_margin=0.05, logodds_margin=0.2, judge_accuracy_lo=0.7,

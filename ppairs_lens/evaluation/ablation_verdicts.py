@@ -76,8 +76,9 @@ def ablation_changes_verdict(p_values: Sequence[float], n_null: int, alpha: floa
     if equivalent is not None and len(equivalent) == m and all(equivalent):
         return Verdict(FAILS, "every direction's change is shown to lie within the margin "
                        "(equivalence)", rule, ev, method)
-    if 1 / (n_null + 1) > alpha / m:
-        need = int(np.ceil(m / alpha)) - 1
+    # Holm's first step needs m / (n_null + 1) < alpha: n_null + 1 > m / alpha
+    if n_null + 1 <= m / alpha + 1e-9:
+        need = int(np.floor(m / alpha + 1e-9))
         return Verdict(NOT_TESTED, f"with {n_null} null directions the smallest p is "
                        f"1/{n_null + 1}, above Holm's threshold {alpha}/{m} for {m} tests",
                        rule, ev, method, needed=f"{need} null directions")

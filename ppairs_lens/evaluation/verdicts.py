@@ -156,10 +156,12 @@ def _normal_p(value: float, se: float, shift: float, greater: bool) -> float:
     return float(norm.sf(z) if greater else norm.cdf(z))
 
 
-def _one_sided(d: Difference, shift: float, greater: bool, seed: int) -> tuple[float, float]:
+def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool
+               ) -> tuple[float, float]:
     """(p, smallest reachable p) of one one-sided test at ``shift``: the interval's normal
-    approximation with enough groups, else the sign-flip test."""
-    if (d.n_groups or 0) >= MIN_BOOTSTRAP_GROUPS:
+    approximation where ``claim_test`` chose the bootstrap, else the sign-flip test (one
+    choice, made once: a row's group count alone must not switch the route)."""
+    if boot:
         return _normal_p(d.value, (d.hi - d.lo) / (2 * norm.ppf(1 - ALPHA / 2)), shift,
                          greater), 0.0
     t = sign_flip_test(d.group_diffs, shift=shift, alternative="greater" if greater else "less",
@@ -199,7 +201,7 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0
         k = len(flips)
         method = "sign-flip permutation test on group-level differences"
         sd = float(np.std(flips, ddof=1))
-    one = lambda s, g: _one_sided(d, s, g, seed)  # noqa: E731
+    one = lambda s, g: _one_sided(d, s, g, seed, boot)  # noqa: E731
     if kind == "beats":                  # p's doubled: comparable with the two-sided ALPHA
         (ph, sh), (pf, sf) = one(0.0, True), one(delta, False)
         ph, pf, small = min(1.0, 2 * ph), min(1.0, 2 * pf), min(1.0, 2 * min(sh, sf))
