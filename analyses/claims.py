@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
 from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Family
-from ppairs_lens.evaluation.published import published
+from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
     ALPHA,
@@ -186,7 +186,7 @@ def _baselines(c: Claim, s: dict, sweep: dict) -> Read:
     if not e:
         return NOT_RUN
     return [Difference.from_row(d) for k, d in e["minus"].items()
-            if k in ("memorisation", "surface", "lexical", "embedding")
+            if k in BASELINE_KINDS
             and d.get("n") == e["n_test"]] or NOT_RUN
 
 

@@ -19,15 +19,10 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float
 
-from ppairs_lens.evaluation.verdicts import HOLDS, INCONCLUSIVE, NOT_TESTED, Verdict
+from ppairs_lens.evaluation.verdicts import HOLDS, INCONCLUSIVE, NOT_TESTED, Verdict, beats_chance
 
-__all__ = ["beats_chance", "cosine_agreement_verdict", "cosine_rule", "covariance_mean_abs_cos",
+__all__ = ["cosine_agreement_verdict", "cosine_rule", "covariance_mean_abs_cos",
            "isotropic_mean_abs_cos", "mean_abs_pairwise_cos", "permutation_p"]
-
-
-def beats_chance(acc_lo: float | None, chance: float = 0.5) -> bool:
-    """A probe works in distribution: its held-out accuracy CI's lower end is above chance."""
-    return acc_lo is not None and bool(np.isfinite(acc_lo)) and acc_lo > chance
 
 
 def mean_abs_pairwise_cos(directions: Float[np.ndarray, "m d"]) -> float:

@@ -22,7 +22,7 @@ from ppairs_lens.evaluation.verdicts import Verdict, interval_verdict
 #: δ of a probe against any other predictor: the registry's "beats" families use the same.
 BEATS_DELTA: float = FAMILIES["probe vs prompting"].delta
 
-__all__ = ["CHANCE", "chance_flag", "dataset_table", "result_tables"]
+__all__ = ["BASELINE_KINDS", "CHANCE", "chance_flag", "dataset_table", "result_tables"]
 
 #: Accuracy of a guess on balanced binary choices.
 CHANCE = 0.5
@@ -89,7 +89,7 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
     for r in acc:
         if int(r["layer"]) >= 0:
             continue
-        what = "baseline" if r["kind"] in _BASELINES else "judge"
+        what = "baseline" if r["kind"] in BASELINE_KINDS else "judge"
         cover = f"on {r['n_test']} of {first.get('n_test')} pairs" \
             if r["n_test"] != first.get("n_test") else ""
         lines.append(f"  {what + ' ' + r['kind']:24s} {cover:36s} {_ci(r):22s} "
@@ -107,7 +107,8 @@ def _n_train(acc: Sequence[Mapping]) -> str:
 
 
 #: Predictors that are no-model baselines (the rest at ``layer = -1`` are judges).
-_BASELINES = ("memorisation", "surface", "lexical", "embedding")
+#: The no-model baselines every probe is scored beside (the sweep's rows of these kinds).
+BASELINE_KINDS = ("memorisation", "surface", "lexical", "embedding")
 
 
 def result_tables(rows: Sequence[Mapping], entries: Sequence[Mapping], *,
