@@ -80,8 +80,16 @@ class ReplicationSizes:
 
     @classmethod
     def full(cls) -> ReplicationSizes:
-        """The papers' data as the files hold it (for a GPU)."""
-        return cls(summeval_contexts=100, summeval_items=16, hanna_contexts=96, hanna_items=11,
+        """The papers' groups, sized to decide and to fit one GPU call (for a GPU).
+
+        A claim's power comes from its groups (articles, stories, questions), not from the
+        pairs inside a group, so every group the files hold is kept, each with fewer items:
+        SummEval's 100 articles x 10 of their 16 summaries (45 pairs an article, not 120;
+        50 articles a held-out half, each still sorted from its own pairs) and HANNA's 96
+        stories x 5 of their 11 systems' (10 pairs a story, not 55: its ~740-token pairs share
+        no prefix). NEWSROOM (60 articles x all 7 summaries, four aspects) and the short sets
+        are the papers' own."""
+        return cls(summeval_contexts=100, summeval_items=10, hanna_contexts=96, hanna_items=5,
                    story_cloze_pairs=1871, mctaco_pairs=5000, mt_bench_pairs=200,
                    llmbar_pairs=None, newsroom_contexts=60, newsroom_items=7,
                    newsroom_aspects=NEWSROOM_ASPECTS,
