@@ -342,7 +342,7 @@ def cli(args, bridge) -> None:
         if res["reused"]:
             print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res['reused'])}")
         texts = held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
-                                        tokenizer=bridge.tokenizer, **split)
+                                        tokenizer=bridge.tokenizer, **split).p_by_pair()
         scores[name] = {**pair_scores({name: entries[name]})[name], **texts}
     write_json(out / "layer_sweep_judges.json", entries)
     rows = run_sweep(stores, args.out, cfg, judges=scores)
