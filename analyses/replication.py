@@ -354,7 +354,7 @@ def refresh(figures: str | Path = "figures") -> dict:
         in_dist = {r["method"]: r["lo"] for r in shift["rows"] if r["role"] == "in distribution"}
         for d in shift["drops"]:
             if d.get("verdict"):
-                d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5])
+                d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5]).text
     cfg = ReplicationConfig(sizes=ReplicationSizes(**{k: tuple(v) if isinstance(v, list) else v
                                                       for k, v in s["sizes"].items()}),
                             settings=settings)
