@@ -292,7 +292,8 @@ def cli(args, bridge) -> None:
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
-    from ppairs_lens.judges.held_out import judge_cache_dir, judge_entry, judge_held_out
+    from ppairs_lens.judges.held_out import (HeldOutJudgeRun, judge_cache_dir, judge_entry,
+                                             judge_held_out)
     from ppairs_lens.judges.run_estimate import estimate_run, plan_held_out_run
 
     t0 = time.perf_counter()
@@ -324,12 +325,12 @@ def cli(args, bridge) -> None:
     def written(name: str):
         last = [time.perf_counter()]
 
-        def done(form: str, result: dict) -> None:   # as each judge finishes
+        def done(form: str, result: HeldOutJudgeRun) -> None:   # as each judge finishes
             took[name, form] = time.perf_counter() - last[0]
             last[0] = time.perf_counter()
             entries[name] = judge_entry(result)
             write_json(out / "layer_sweep_judges.json", entries)
-            if form not in result["reused"]:
+            if form not in result.reused:
                 print(estimate.remaining(took), flush=True)
         return done
 
@@ -339,8 +340,8 @@ def cli(args, bridge) -> None:
         res = judge_held_out(bridge, s, d, **split, forms=forms, max_pairs=limits,
                              cache_dir=judge_cache_dir(s), on_done=written(name))
         entries[name] = judge_entry(res)
-        if res["reused"]:
-            print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res['reused'])}")
+        if res.reused:
+            print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res.reused)}")
         texts = held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
                                         tokenizer=bridge.tokenizer, **split).p_by_pair()
         scores[name] = {**pair_scores({name: entries[name]})[name], **texts}
