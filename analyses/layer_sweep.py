@@ -9,7 +9,7 @@ over the leak groups. Beside the probes, on the same test pairs and with the sam
   ``memorisation`` (training win rates of items) and ``surface`` (the longer item wins);
 * the prompted judges and the text baselines where the caller measured them (``zero_shot`` /
   ``few_shot`` / ``lexical`` ...: per-pair probabilities passed as ``judges``, a
-  :data:`PairScores`, an input beside the config and never part of it), scored on every test
+  :class:`PairScores`, an input beside the config and never part of it), scored on every test
   pair they cover.
 
 Each probe row also carries ``val_value``: the accuracy at that layer of a probe fitted on
@@ -28,7 +28,7 @@ in its store's ``judges/`` folder, so a cut run redoes none).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -73,19 +73,30 @@ TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",
                                   "embedding": "embedding_p_by_pair"}
 BASELINES = ("memorisation", "surface")
 
-#: What a sweep scores beside its probes, measured before it by the caller: dataset -> key
-#: (a value of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item 1)}. An input
-#: of :func:`run_sweep_with_summary` (a study's step cache keys on it), never part of
-#: :class:`SweepConfig`: a config says what a sweep ran with, not what other steps found.
-PairScores = Mapping[str, Mapping[str, Mapping[str, float]]]
+@dataclass(frozen=True)
+class PairScores:
+    """What a sweep scores beside its probes, measured before it by the caller: dataset ->
+    predictor kind (a key of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item
+    1)}. An input of :func:`run_sweep_with_summary` (a study's step cache keys on it), never
+    part of :class:`SweepConfig`: a config says what a sweep ran with, not what other steps
+    found. Built from judge entries by :func:`pair_scores`."""
+
+    by_dataset: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
+
+    def of(self, dataset: str, kind: str) -> Mapping[str, float]:
+        """``kind``'s P(item 1) per pair id on ``dataset`` (empty: not measured there)."""
+        return self.by_dataset.get(dataset, {}).get(kind, {})
 
 
 def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
-    """The :data:`PairScores` among per-dataset judge entries
-    (:func:`ppairs_lens.judges.held_out.judge_entry`): their per-pair probabilities under the
-    keys the sweep reads, without their metrics, diagnostics or demonstrations."""
-    keys = {*JUDGES.values(), *TEXT_BASELINES.values()}
-    return {ds: {k: v for k, v in e.items() if k in keys} for ds, e in entries.items()}
+    """The :class:`PairScores` among per-dataset entries keyed as the judges' reports key
+    them (``p_by_pair``, ``few_shot_p_by_pair``, ``lexical_p_by_pair`` ...:
+    :func:`ppairs_lens.judges.held_out.judge_entry`, ``HeldOutJudges.p_by_pair``): their
+    per-pair probabilities by predictor kind, without metrics, diagnostics or
+    demonstrations."""
+    keys = {**JUDGES, **TEXT_BASELINES}
+    return PairScores({ds: {kind: dict(e[key]) for kind, key in keys.items() if e.get(key)}
+                       for ds, e in entries.items()})
 
 
 @dataclass
@@ -116,8 +127,8 @@ def _judge_subsets(sp: StoreSplit, judges: PairScores
                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
     out = {}
-    for kind, key in {**JUDGES, **TEXT_BASELINES}.items():
-        by_pair = judges.get(sp.name, {}).get(key)
+    for kind in {**JUDGES, **TEXT_BASELINES}:
+        by_pair = judges.of(sp.name, kind)
         if not by_pair:
             continue
         idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
@@ -172,7 +183,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
         notes[b.kind] = b.predictor
         for metric, s in _scored(sp, b.p, None, cfg).items():
             rows.append(_row(sp, b.kind, -1, "", metric, s, n_test, predictor=b.predictor))
-    for kind, (idx, p) in _judge_subsets(sp, judges or {}).items():
+    for kind, (idx, p) in _judge_subsets(sp, judges or PairScores()).items():
         others[kind] = (idx, p)
         what = "no-model baseline" if kind in TEXT_BASELINES else "prompted judge"
         notes[kind] = f"{what} on {len(idx)} of {n_test} test pairs"
@@ -344,9 +355,9 @@ def cli(args, bridge) -> None:
             print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res.reused)}")
         texts = held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
                                         tokenizer=bridge.tokenizer, **split).p_by_pair()
-        scores[name] = {**pair_scores({name: entries[name]})[name], **texts}
+        scores[name] = {**entries[name], **texts}
     write_json(out / "layer_sweep_judges.json", entries)
-    rows = run_sweep(stores, args.out, cfg, judges=scores)
+    rows = run_sweep(stores, args.out, cfg, judges=pair_scores(scores))
     path = out / "layer_sweep_summary.json"
     summary = read_json_object(path) if path.is_file() else {"entries": []}
     print("\n".join(result_tables(rows, summary["entries"],

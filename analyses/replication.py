@@ -33,7 +33,7 @@ from analyses.cross_dataset import TransferConfig, run_transfer
 from analyses.distribution_shift import ShiftConfig, run_shift
 from analyses.finetuning import FinetuningConfig, run_finetuning
 from analyses.insertion import InsertionConfig, run_insertion
-from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
 from analyses.claims import evaluate_claims
@@ -242,9 +242,10 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         return {n: score_held_out(bridge, held_out_datasets(store_of[n], datasets[n], **split)[1])
                 for n in scored}
     ratings = run.step("direct scoring and G-Eval", scoring_step, **common)
-    per_pair = {n: {**judges[n].p_by_pair(), **(texts[n].p_by_pair() if n in texts else {}),
-                    **(ratings[n].p_by_pair() if n in ratings else {})}
-                for n in names}
+    per_pair = pair_scores({n: {**judges[n].p_by_pair(),
+                                **(texts[n].p_by_pair() if n in texts else {}),
+                                **(ratings[n].p_by_pair() if n in ratings else {})}
+                            for n in names})
     judge_records = {n: judges[n].record() for n in names}  # what the summary keeps
     cfgs = step_configs(cfg, {n: str(store_of[n].path) for n in names},
                         {n: datasets[n].kind for n in names})
