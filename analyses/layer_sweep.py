@@ -61,17 +61,18 @@ from ppairs_lens.probes.sweep import fit_sweep
 __all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
            "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
 
-#: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
-#: ``judges[dataset]`` (:data:`PairScores`).
+#: Prompted judges a caller may pass per-pair probabilities for: kind -> the key their
+#: reports keep them under (:func:`pair_scores` reads it into a :class:`PairScores`).
 JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
                           "zero_shot_threshold": "threshold_p_by_pair",
                           "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
                           "g_eval": "geval_p_by_pair"}
 #: No-model predictors that need the items' texts (fitted on train by the caller and passed
-#: per pair like the judges): kind -> key in ``judges[dataset]``.
+#: per pair like the judges): kind -> the key of their report (as :data:`JUDGES`).
 TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",
                                   "embedding": "embedding_p_by_pair"}
 BASELINES = ("memorisation", "surface")
+
 
 @dataclass(frozen=True)
 class PairScores:
