@@ -265,7 +265,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     thesis = run.step("thesis tables", lambda: run_thesis_tables(
         [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
          for n in summeval],
-        {n: judges[n].p_by_pair()["p_by_pair"] for n in summeval}, ratings,
+        {n: judges[n].zero_shot_p() for n in summeval}, ratings,
         {n: chosen[(n, "supervised")] for n in summeval}, out, cfgs["thesis tables"])
         if summeval else [],
         outputs=("thesis_tables.csv",), sweep=sweep, **common)
@@ -281,7 +281,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     shift = run.step("distribution shift", lambda: run_shift(
         store_of.get("llmbar-clean"), [store_of[n] for n in shifted_names(names)],
-        {n: judges[n].p_by_pair()["p_by_pair"] for n in names}, out, cfgs["distribution shift"])
+        {n: judges[n].zero_shot_p() for n in names}, out, cfgs["distribution shift"])
         if "llmbar-clean" in store_of else None,
         outputs=("distribution_shift.csv",), **common)
 
