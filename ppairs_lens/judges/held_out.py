@@ -36,8 +36,8 @@ from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, select_demos
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot, judge_prompts
 
-__all__ = ["JUDGE_CODE", "JUDGE_FORMS", "HeldOutJudgeRun", "form_prompts", "held_out_datasets", "judge_cache",
-           "judge_cache_dir", "judge_cache_key", "judge_every_pair",
+__all__ = ["JUDGE_CODE", "JUDGE_FORMS", "HeldOutJudgeRun", "form_prompts", "held_out_datasets",
+           "judge_cache", "judge_cache_dir", "judge_cache_key", "judge_every_pair",
            "judge_entry", "judge_held_out"]
 
 #: The prompted judge forms a held-out run can ask for, in the order they run (cheapest first).
