@@ -151,7 +151,7 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
         for s, d in zip(stores_train, train):
             judge.update(judge_held_out(bridge, s, d, **cfg.settings.split_kwargs(),
                                         forms=("zero_shot",), cache_dir=judge_cache_dir(s)
-                                        )["zero_shot"]["p_by_pair"])
+                                        ).zero_shot["p_by_pair"])
     sets = [(pooled.name, IN_DISTRIBUTION, pooled.acts_test, pooled.labels_test,
              pooled.pairs_test, held_out)]
     for s, d in zip(stores_test, test):

@@ -9,7 +9,7 @@ over the leak groups. Beside the probes, on the same test pairs and with the sam
   ``memorisation`` (training win rates of items) and ``surface`` (the longer item wins);
 * the prompted judges and the text baselines where the caller measured them (``zero_shot`` /
   ``few_shot`` / ``lexical`` ...: per-pair probabilities passed as ``judges``, a
-  :data:`PairScores`, an input beside the config and never part of it), scored on every test
+  :class:`PairScores`, an input beside the config and never part of it), scored on every test
   pair they cover.
 
 Each probe row also carries ``val_value``: the accuracy at that layer of a probe fitted on
@@ -28,7 +28,7 @@ in its store's ``judges/`` folder, so a cut run redoes none).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -61,31 +61,43 @@ from ppairs_lens.probes.sweep import fit_sweep
 __all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
            "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
 
-#: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
-#: ``judges[dataset]`` (:data:`PairScores`).
+#: Prompted judges a caller may pass per-pair probabilities for: kind -> the key their
+#: reports keep them under (:func:`pair_scores` reads it into a :class:`PairScores`).
 JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
                           "zero_shot_threshold": "threshold_p_by_pair",
                           "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
                           "g_eval": "geval_p_by_pair"}
 #: No-model predictors that need the items' texts (fitted on train by the caller and passed
-#: per pair like the judges): kind -> key in ``judges[dataset]``.
+#: per pair like the judges): kind -> the key of their report (as :data:`JUDGES`).
 TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",
                                   "embedding": "embedding_p_by_pair"}
 BASELINES = ("memorisation", "surface")
 
-#: What a sweep scores beside its probes, measured before it by the caller: dataset -> key
-#: (a value of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item 1)}. An input
-#: of :func:`run_sweep_with_summary` (a study's step cache keys on it), never part of
-#: :class:`SweepConfig`: a config says what a sweep ran with, not what other steps found.
-PairScores = Mapping[str, Mapping[str, Mapping[str, float]]]
+
+@dataclass(frozen=True)
+class PairScores:
+    """What a sweep scores beside its probes, measured before it by the caller: dataset ->
+    predictor kind (a key of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item
+    1)}. An input of :func:`run_sweep_with_summary` (a study's step cache keys on it), never
+    part of :class:`SweepConfig`: a config says what a sweep ran with, not what other steps
+    found. Built from judge entries by :func:`pair_scores`."""
+
+    by_dataset: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
+
+    def of(self, dataset: str, kind: str) -> Mapping[str, float]:
+        """``kind``'s P(item 1) per pair id on ``dataset`` (empty: not measured there)."""
+        return self.by_dataset.get(dataset, {}).get(kind, {})
 
 
 def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
-    """The :data:`PairScores` among per-dataset judge entries
-    (:func:`ppairs_lens.judges.held_out.judge_entry`): their per-pair probabilities under the
-    keys the sweep reads, without their metrics, diagnostics or demonstrations."""
-    keys = {*JUDGES.values(), *TEXT_BASELINES.values()}
-    return {ds: {k: v for k, v in e.items() if k in keys} for ds, e in entries.items()}
+    """The :class:`PairScores` among per-dataset entries keyed as the judges' reports key
+    them (``p_by_pair``, ``few_shot_p_by_pair``, ``lexical_p_by_pair`` ...:
+    :func:`ppairs_lens.judges.held_out.judge_entry`, ``HeldOutJudges.p_by_pair``): their
+    per-pair probabilities by predictor kind, without metrics, diagnostics or
+    demonstrations."""
+    keys = {**JUDGES, **TEXT_BASELINES}
+    return PairScores({ds: {kind: dict(e[key]) for kind, key in keys.items() if e.get(key)}
+                       for ds, e in entries.items()})
 
 
 @dataclass
@@ -116,8 +128,8 @@ def _judge_subsets(sp: StoreSplit, judges: PairScores
                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
     out = {}
-    for kind, key in {**JUDGES, **TEXT_BASELINES}.items():
-        by_pair = judges.get(sp.name, {}).get(key)
+    for kind in {**JUDGES, **TEXT_BASELINES}:
+        by_pair = judges.of(sp.name, kind)
         if not by_pair:
             continue
         idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
@@ -172,7 +184,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
         notes[b.kind] = b.predictor
         for metric, s in _scored(sp, b.p, None, cfg).items():
             rows.append(_row(sp, b.kind, -1, "", metric, s, n_test, predictor=b.predictor))
-    for kind, (idx, p) in _judge_subsets(sp, judges or {}).items():
+    for kind, (idx, p) in _judge_subsets(sp, judges or PairScores()).items():
         others[kind] = (idx, p)
         what = "no-model baseline" if kind in TEXT_BASELINES else "prompted judge"
         notes[kind] = f"{what} on {len(idx)} of {n_test} test pairs"
@@ -292,7 +304,8 @@ def cli(args, bridge) -> None:
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
-    from ppairs_lens.judges.held_out import judge_cache_dir, judge_entry, judge_held_out
+    from ppairs_lens.judges.held_out import (HeldOutJudgeRun, judge_cache_dir, judge_entry,
+                                             judge_held_out)
     from ppairs_lens.judges.run_estimate import estimate_run, plan_held_out_run
 
     t0 = time.perf_counter()
@@ -324,12 +337,12 @@ def cli(args, bridge) -> None:
     def written(name: str):
         last = [time.perf_counter()]
 
-        def done(form: str, result: dict) -> None:   # as each judge finishes
+        def done(form: str, result: HeldOutJudgeRun) -> None:   # as each judge finishes
             took[name, form] = time.perf_counter() - last[0]
             last[0] = time.perf_counter()
             entries[name] = judge_entry(result)
             write_json(out / "layer_sweep_judges.json", entries)
-            if form not in result["reused"]:
+            if form not in result.reused:
                 print(estimate.remaining(took), flush=True)
         return done
 
@@ -339,13 +352,13 @@ def cli(args, bridge) -> None:
         res = judge_held_out(bridge, s, d, **split, forms=forms, max_pairs=limits,
                              cache_dir=judge_cache_dir(s), on_done=written(name))
         entries[name] = judge_entry(res)
-        if res["reused"]:
-            print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res['reused'])}")
+        if res.reused:
+            print(f"{name}: judges reused from {judge_cache_dir(s)}: {', '.join(res.reused)}")
         texts = held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
-                                        tokenizer=bridge.tokenizer, **split)
-        scores[name] = {**pair_scores({name: entries[name]})[name], **texts}
+                                        tokenizer=bridge.tokenizer, **split).p_by_pair()
+        scores[name] = {**entries[name], **texts}
     write_json(out / "layer_sweep_judges.json", entries)
-    rows = run_sweep(stores, args.out, cfg, judges=scores)
+    rows = run_sweep(stores, args.out, cfg, judges=pair_scores(scores))
     path = out / "layer_sweep_summary.json"
     summary = read_json_object(path) if path.is_file() else {"entries": []}
     print("\n".join(result_tables(rows, summary["entries"],

@@ -33,7 +33,7 @@ from analyses.cross_dataset import TransferConfig, run_transfer
 from analyses.distribution_shift import ShiftConfig, run_shift
 from analyses.finetuning import FinetuningConfig, run_finetuning
 from analyses.insertion import InsertionConfig, run_insertion
-from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
 from analyses.claims import evaluate_claims
@@ -52,14 +52,14 @@ from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import store_fits
-from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
+from ppairs_lens.evaluation.text_baselines import HeldOutTextBaselines, held_out_text_baselines
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.allure import AllureConfig
 from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.held_out_scores import score_held_out
-from ppairs_lens.judges.study import JudgeStudySettings, judge_study
+from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out
+from ppairs_lens.judges.study import HeldOutJudges, JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
@@ -168,7 +168,7 @@ def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
     return out
 
 
-def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, dict[str, dict[str, float]]]:
+def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, HeldOutTextBaselines]:
     """Per dataset: the lexical and embedding baselines' P(item 1) per held-out pair id."""
     return {d.name: held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
                                             tokenizer=bridge.tokenizer,
@@ -231,27 +231,29 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     store_of = dict(zip(names, stores))
     common = dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in stores])
 
-    def judges_step():
-        j = judge_study(bridge, stores, ds, JudgeStudySettings(
+    # Each step declares the record it hands on (tests/test_step_signatures.py checks it);
+    # the runner rebuilds that type from the step cache, so a reused step reads as a fresh one.
+    def judges_step() -> dict[str, HeldOutJudges]:
+        return judge_study(bridge, stores, ds, JudgeStudySettings(
             cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
-        return {n: {"p": v.p_by_pair(), "record": v.record()} for n, v in j.items()}
-    judges = run.step("prompted judges", judges_step, units=lambda j: (sum(v["record"][
-        "n_prompts"].get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
-    texts = run.step("text baselines", lambda: _text_baselines(bridge, stores, ds, cfg), **common)
+    judges = run.step("prompted judges", judges_step, units=lambda j: (sum(
+        v.n_prompts.get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
+
+    def texts_step() -> dict[str, HeldOutTextBaselines]:
+        return _text_baselines(bridge, stores, ds, cfg)
+    texts = run.step("text baselines", texts_step, **common)
 
     scored = [n for n in names if all(r.score1 is not None for r in datasets[n].records)]
 
-    def scoring_step():
-        out_ = {}
-        for n in scored:
-            test = held_out_datasets(store_of[n], datasets[n], **split)[1]
-            out_[n] = score_held_out(bridge, test).__dict__
-        return out_
+    def scoring_step() -> dict[str, HeldOutScores]:
+        return {n: score_held_out(bridge, held_out_datasets(store_of[n], datasets[n], **split)[1])
+                for n in scored}
     ratings = run.step("direct scoring and G-Eval", scoring_step, **common)
-    per_pair = {n: {**judges[n]["p"], **texts.get(n, {}),
-                    **({"direct_p_by_pair": ratings[n]["direct_p"],
-                        "geval_p_by_pair": ratings[n]["geval_p"]} if n in ratings else {})}
-                for n in names}
+    per_pair = pair_scores({n: {**judges[n].p_by_pair(),
+                                **(texts[n].p_by_pair() if n in texts else {}),
+                                **(ratings[n].p_by_pair() if n in ratings else {})}
+                            for n in names})
+    judge_records = {n: judges[n].record() for n in names}  # what the summary keeps
     cfgs = step_configs(cfg, {n: str(store_of[n].path) for n in names},
                         {n: datasets[n].kind for n in names})
 
@@ -263,14 +265,14 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
 
     pvp = run.step("probes vs prompting", lambda: run_probes_vs_prompting(
-        sweep, {n: judges[n]["record"] for n in names}, out, cfgs["probes vs prompting"]),
+        sweep, judge_records, out, cfgs["probes vs prompting"]),
         outputs=("probes_vs_prompting.csv",), sweep=sweep, **common)
 
     summeval = summeval_names(names)
     thesis = run.step("thesis tables", lambda: run_thesis_tables(
         [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
          for n in summeval],
-        {n: judges[n]["p"]["p_by_pair"] for n in summeval}, ratings,
+        {n: judges[n].zero_shot_p() for n in summeval}, ratings,
         {n: chosen[(n, "supervised")] for n in summeval}, out, cfgs["thesis tables"])
         if summeval else [],
         outputs=("thesis_tables.csv",), sweep=sweep, **common)
@@ -286,7 +288,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     shift = run.step("distribution shift", lambda: run_shift(
         store_of.get("llmbar-clean"), [store_of[n] for n in shifted_names(names)],
-        {n: judges[n]["p"]["p_by_pair"] for n in names}, out, cfgs["distribution shift"])
+        {n: judges[n].zero_shot_p() for n in names}, out, cfgs["distribution shift"])
         if "llmbar-clean" in store_of else None,
         outputs=("distribution_shift.csv",), **common)
 
@@ -318,7 +320,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp,
         thesis=thesis, transfer=transfer, shift=shift, ablation=ablation, steering=steering,
         finetuning=finetuning,
-        insertion=insertion, judges={n: judges[n]["record"] for n in names})
+        insertion=insertion, judges=judge_records)
     summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)
@@ -360,7 +362,7 @@ def refresh(figures: str | Path = "figures") -> dict:
         in_dist = {r["method"]: r["lo"] for r in shift["rows"] if r["role"] == "in distribution"}
         for d in shift["drops"]:
             if d.get("verdict"):
-                d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5])
+                d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5]).text
     cfg = ReplicationConfig(sizes=ReplicationSizes(**{k: tuple(v) if isinstance(v, list) else v
                                                       for k, v in s["sizes"].items()}),
                             settings=settings)

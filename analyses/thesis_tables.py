@@ -41,7 +41,7 @@ from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.judges.held_out_scores import held_out_items
+from ppairs_lens.judges.held_out_scores import HeldOutScores, held_out_items
 from ppairs_lens.probes.estimators import SupervisedProbe
 from ppairs_lens.ranking.merge_sort import beam_merge_sort
 
@@ -120,17 +120,16 @@ def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dic
 
 
 def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
-                scores: Mapping[str, Mapping[str, float]], layer: int,
-                cfg: ThesisTablesConfig) -> list[dict]:
+                scores: HeldOutScores, layer: int, cfg: ThesisTablesConfig) -> list[dict]:
     """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store; ``scores``: the held-out
-    items' ratings (:class:`ppairs_lens.judges.held_out_scores.HeldOutScores` fields)."""
+    items' ratings."""
     test = Dataset(**{**test.__dict__, "records": [r for r in test.records if r.label != TIE]})
     items = held_out_items(test)
-    direct, geval = scores["direct_scores"], scores["geval_scores"]
+    direct, geval = scores.direct_scores, scores.geval_scores
     probe = _probe_p(store, layer, cfg)
     y = np.array(test.labels())
     groups = [r.context_id for r in test.records]
-    pair_ps = {"direct": dict(scores["direct_p"]), "G-Eval": dict(scores["geval_p"]),
+    pair_ps = {"direct": dict(scores.direct_p), "G-Eval": dict(scores.geval_p),
                "PAIRS": dict(judge_p), "PPAIRS": probe,
                "direct scores": direct, "G-Eval scores": geval}
     dataset, aspect = thesis_cell(store.meta.dataset, store.meta.aspect)
@@ -230,7 +229,7 @@ def published_rows(cells: Sequence[tuple[str, str]]) -> list[dict]:
 
 def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
                       judges: Mapping[str, Mapping[str, float]],
-                      scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+                      scores: Mapping[str, HeldOutScores],
                       layers: Mapping[str, int], out, cfg: ThesisTablesConfig) -> list[dict]:
     """``items``: (store, held-out Dataset) per SummEval / NEWSROOM aspect (a store named
     ``summeval-*`` or ``newsroom-*``); per store name, ``judges``:

@@ -19,14 +19,14 @@ def test_judges_cover_every_test_pair_of_the_probe_split(tiny, numbers):
     sp = split_store(store, test_size=0.3, split_by="auto", seed=3)
     res = judge_held_out(tiny, store, ds, test_size=0.3, split_by="auto", seed=3, few_shot_k=2)
     test_ids = {p.pair_id for p in sp.pairs_test}
-    assert set(res["zero_shot"]["p_by_pair"]) == test_ids
-    assert set(res["few_shot"]["p_by_pair"]) == test_ids
-    assert res["split_used"] == sp.split_used == "context"
+    assert set(res.zero_shot["p_by_pair"]) == test_ids
+    assert set(res.few_shot["p_by_pair"]) == test_ids
+    assert res.split_used == sp.split_used == "context"
     train_ids = {p.pair_id for p in sp.pairs_train}
-    assert set(res["few_shot"]["few_shot"]["demo_pair_ids"]) <= train_ids
+    assert set(res.few_shot["few_shot"]["demo_pair_ids"]) <= train_ids
     entry = judge_entry(res)
-    assert entry["p_by_pair"] == res["zero_shot"]["p_by_pair"]
-    assert entry["few_shot_p_by_pair"] == res["few_shot"]["p_by_pair"]
+    assert entry["p_by_pair"] == res.zero_shot["p_by_pair"]
+    assert entry["few_shot_p_by_pair"] == res.few_shot["p_by_pair"]
 
 
 def test_sides_share_no_leak_group(numbers):

@@ -61,3 +61,19 @@ def test_refusals():
         paired_difference(y, p_a, p_b[:5], groups)
     with pytest.raises(ProbeError, match="tie"):
         paired_difference(np.r_[0, y[1:]], p_a, p_b, groups)
+
+
+def test_the_targets_form_is_the_labels_form_without_the_conversion():
+    from ppairs_lens.evaluation.metrics import evaluate, evaluate_targets
+    from ppairs_lens.evaluation.paired import paired_target_difference
+
+    rng = np.random.default_rng(5)
+    labels = rng.integers(1, 3, 40)
+    t = (labels == 1).astype(int)
+    pa, pb = rng.uniform(size=40), rng.uniform(size=40)
+    groups = [k // 4 for k in range(40)]
+    for metric in ("accuracy", "f1", "auroc"):
+        want = paired_difference(labels, pa, pb, groups, metric=metric, n_boot=50)
+        got = paired_target_difference(t, pa, pb, groups, metric=metric, n_boot=50)
+        assert got == want
+    assert evaluate_targets(t, pa, groups, n_boot=50) == evaluate(labels, pa, groups, n_boot=50)

@@ -38,7 +38,7 @@ from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_
 from ppairs_lens.evaluation.metrics import f1
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.held_out_scores import held_out_items
+from ppairs_lens.judges.held_out_scores import HeldOutScores, held_out_items
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -144,10 +144,11 @@ def test_thesis_rows_keep_every_article_and_put_newsroom_in_its_column(tiny, tmp
     items = held_out_items(test)
     rng = np.random.default_rng(0)
     judge_p = {r.pair_id: float(rng.uniform()) for r in test.records}
-    scores = {"direct_scores": {k: 3.0 for k in items},       # ranks every summary equal
-              "geval_scores": {k: it.score for k, it in items.items()},   # the gold order
-              "direct_p": {r.pair_id: 0.5 for r in test.records},
-              "geval_p": {r.pair_id: float(r.label == 1) for r in test.records}}
+    scores = HeldOutScores(
+        direct_scores={k: 3.0 for k in items},       # ranks every summary equal
+        geval_scores={k: it.score for k, it in items.items()},   # the gold order
+        direct_p={r.pair_id: 0.5 for r in test.records},
+        geval_p={r.pair_id: float(r.label == 1) for r in test.records}, n_prompts=0)
     rows = thesis_rows(store, test, judge_p, scores, 0, cfg)
     articles = {r.context_id for r in test.records}
     t42 = {r["method"]: r for r in rows if r["table"] == "4.2" and r["model"] == "ours"

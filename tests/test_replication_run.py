@@ -59,6 +59,10 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     again = run_replication(cfg, bridge=tiny)
     assert set(again["reused_steps"]) >= {"prompted judges", "layer sweep", "thesis tables",
                                           "transfer", "ablation", "insertion"}
+    # reused steps hand on the records fresh ones did (io/records.py), so the same numbers
+    for key in ("judges", "probes_vs_prompting", "thesis_tables"):
+        assert json.dumps(again[key], sort_keys=True, default=str) == json.dumps(
+            s[key], sort_keys=True, default=str), key
 
 
 def test_without_the_data_folder_nothing_runs_and_the_reason_is_printed(tiny, tmp_path, capsys):

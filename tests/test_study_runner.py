@@ -1,3 +1,13 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from jaxtyping import Float
+
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.io.records import record_from_data
 from ppairs_lens.io.study_runner import StudyRunner
 
 
@@ -33,3 +43,45 @@ def test_each_step_prints_its_rate_and_close_prints_every_share(tmp_path, capsys
     again = StudyRunner(tmp_path, 3)
     again.step("judges", lambda: {"n": 50}, units=lambda res: (res["n"], "prompts"), a=1)
     assert again.reused == ["judges"] and "judges" not in again.rates  # reused: no work, no rate
+
+
+@dataclass(frozen=True)
+class _Inner:
+    p: Float[np.ndarray, " n"]
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Result:
+    name: str
+    inner: _Inner
+    by_pair: dict[str, float]
+    skipped: str | None = None
+    arr: np.ndarray | None = None
+
+
+def test_a_declared_record_comes_back_as_that_record_fresh_and_reused(tmp_path):
+    made = _Result("d", _Inner(np.array([0.1, float("nan"), 1 / 3]), ("a", "b", "c")),
+                   {"a": 0.25}, arr=np.array([2.0]))
+
+    def work() -> dict[str, _Result]:
+        return {"d": made}
+
+    fresh = StudyRunner(tmp_path, 1).step("s", work, a=1)
+    again = StudyRunner(tmp_path, 1)
+    reused = again.step("s", work, a=1)
+    assert again.reused == ["s"]
+    for got in (fresh, reused):
+        r = got["d"]
+        assert isinstance(r, _Result) and isinstance(r.inner, _Inner)
+        assert r.inner.ids == ("a", "b", "c") and r.by_pair == {"a": 0.25} and r.skipped is None
+        np.testing.assert_array_equal(r.inner.p, made.inner.p)   # exact, NaN kept
+        assert r.inner.p.dtype == np.float64 and list(r.arr) == [2.0]
+
+
+def test_record_data_that_does_not_fit_is_refused_naming_the_field():
+    with pytest.raises(PPairsError, match=r"result\.inner.*_Inner has no field"):
+        record_from_data(_Result, {"name": "d", "inner": {"p": [], "ids": [], "x": 1},
+                                   "by_pair": {}})
+    assert record_from_data(tuple[int, ...], [1, 2]) == (1, 2)
+    assert record_from_data(list[_Inner] | None, None) is None

@@ -307,7 +307,7 @@ def _item_pairs(n: int = 700, n_items: int = 60, seed: int = 1) -> list[PairInfo
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+    from analyses.layer_sweep import PairScores, SweepConfig, run_sweep_with_summary
 
     tmp = tmp_path_factory.mktemp("sweep")
     ctx_pairs = _context_pairs()
@@ -318,7 +318,8 @@ def swept(tmp_path_factory):
              for k, p in enumerate(ctx_pairs) if k % 2 == 0}
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=EvalSettings(n_boot=50))
     before = copy.deepcopy(cfg)
-    res = run_sweep_with_summary(stores, tmp / "out", cfg, judges={"ctx": {"p_by_pair": judge}})
+    res = run_sweep_with_summary(stores, tmp / "out", cfg,
+                                 judges=PairScores({"ctx": {"zero_shot": judge}}))
     assert cfg == before  # the judges are an input: nothing is written back into the config
     return res, tmp / "out", judge
 
@@ -401,8 +402,9 @@ def test_judge_results_are_no_field_of_the_sweep_config(tmp_path):
     assert load_config(SweepConfig, tmp_path / "layer_sweep.config.json").stores == ("a",)
     entry = {"p_by_pair": {"x": 0.7}, "few_shot_p_by_pair": {"x": 0.6},
              "metrics": {"accuracy": {"value": 1.0}}, "split_used": "pair"}
-    assert pair_scores({"ctx": entry}) == {"ctx": {"p_by_pair": {"x": 0.7},
-                                                   "few_shot_p_by_pair": {"x": 0.6}}}
+    got = pair_scores({"ctx": entry})
+    assert got.by_dataset == {"ctx": {"zero_shot": {"x": 0.7}, "few_shot": {"x": 0.6}}}
+    assert got.of("ctx", "few_shot") == {"x": 0.6} and got.of("other", "zero_shot") == {}
 
 
 def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_so(

@@ -166,10 +166,11 @@ def test_held_out_text_baselines_cover_exactly_the_probes_test_pairs(tiny):
     ds = builtin_dataset("story_sentiment", n=60)
     split = {"test_size": 0.3, "split_by": "auto", "seed": 1}
     got = held_out_text_baselines(pair_info(ds), ds, embedding=tiny.W_E.detach(),
-                                  tokenizer=tiny.tokenizer, **split)
+                                  tokenizer=tiny.tokenizer, **split).p_by_pair()
     pairs, _, _, test, _ = untied_split(pair_info(ds), **split)
     want = {pairs[i].pair_id for i in test}
     assert set(got) == {"lexical_p_by_pair", "embedding_p_by_pair"}
     for by_pair in got.values():
         assert set(by_pair) == want and all(0.0 <= p <= 1.0 for p in by_pair.values())
-    assert set(held_out_text_baselines(pair_info(ds), ds, **split)) == {"lexical_p_by_pair"}
+    alone = held_out_text_baselines(pair_info(ds), ds, **split)
+    assert set(alone.p_by_pair()) == {"lexical_p_by_pair"} and alone.embedding is None

@@ -18,9 +18,9 @@ import numpy as np
 from jaxtyping import Float
 
 from ppairs_lens.evaluation.bootstrap import mean_ci
-from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.evaluation.metrics import evaluate_targets
 from ppairs_lens.evaluation.null_test import direction_effects, sign_accuracy
-from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.paired import paired_target_difference
 
 __all__ = ["condition_change", "judge_baseline", "judge_change", "proba_from_logodds"]
 
@@ -29,10 +29,6 @@ def proba_from_logodds(z: Float[np.ndarray, "n"], tol: float = 0.0) -> Float[np.
     """P(item 1) = sigmoid(z), exactly 0.5 where ``|z| <= tol`` (no answer: half credit)."""
     z = np.asarray(z, dtype=float)
     return np.where(np.abs(z) <= tol, 0.5, 1.0 / (1.0 + np.exp(-z)))
-
-
-def _labels(y01: np.ndarray) -> np.ndarray:
-    return np.where(np.asarray(y01) == 1, 1, 2)  # 1 / 2 as in a store
 
 
 def _mean_ci(v: np.ndarray, groups: Sequence[Hashable], n_boot: int, seed: int,
@@ -49,13 +45,12 @@ def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
     ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``: whether the CIs
     resample enough leak groups to count toward a claim."""
     y = np.asarray(y)
-    lab = _labels(y)
     pa, pb = proba_from_logodds(z_cond, tol), proba_from_logodds(z_base, tol)
     out: dict[str, float] = {}
     for metric in ("f1", "accuracy", "auroc"):
         for a, tag in ((alpha, ""), (2 * alpha, "_tost")):
-            d = paired_difference(lab, pa, pb, groups, metric=metric, n_boot=n_boot, seed=seed,
-                                  alpha=a)
+            d = paired_target_difference(y, pa, pb, groups, metric=metric, n_boot=n_boot,
+                                         seed=seed, alpha=a)
             out[f"delta_{metric}"] = d["value"]
             # fewer leak groups than a CI needs: shown, but not counted toward a claim
             out["delta_ci_counts"] = bool(d.get("ci_counts", True))
@@ -76,8 +71,8 @@ def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
     """The unablated judge: macro F1, accuracy and AUROC with CIs, and ``same_answer_share``: the share
     of records answered with the same raw answer whatever the items (comparisons: the same
     position in both orders; statements: the majority answer, "True" or "False")."""
-    ev = evaluate(_labels(np.asarray(y)), proba_from_logodds(z, tol), groups=groups,
-                  n_boot=n_boot, seed=seed)
+    ev = evaluate_targets(np.asarray(y), proba_from_logodds(z, tol), groups=groups,
+                          n_boot=n_boot, seed=seed)
     ld_o = np.asarray(ld_original, dtype=float)
     if ld_swapped is not None:
         same = float(np.mean(np.sign(ld_o) == np.sign(np.asarray(ld_swapped, dtype=float))))

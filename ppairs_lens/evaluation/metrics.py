@@ -32,7 +32,7 @@ from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, Interval, intervals,
 from ppairs_lens.evaluation.resampled import WEIGHTED
 from ppairs_lens.probes.features import labels_to_targets
 
-__all__ = ["evaluate", "spearman", "within_context_spearman", "accuracy", "f1", "f1_item1",
+__all__ = ["evaluate", "evaluate_targets", "spearman", "within_context_spearman", "accuracy", "f1", "f1_item1",
            "auroc", "METRICS", "targets", "proba_vector"]
 
 
@@ -114,8 +114,17 @@ def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
              n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int = 0) -> dict[str, Interval]:
     """Accuracy, F1 (macro over both item orders, :func:`f1`) and AUROC, each with a CI
     (:mod:`ppairs_lens.evaluation.bootstrap`: ``groups``, e.g. leak groups, resampled whole;
-    the three metrics on the same resamples)."""
-    y = targets(y_true)
+    the three metrics on the same resamples). ``y_true``: labels 1 / 2 as in a store."""
+    return evaluate_targets(targets(y_true), proba, groups, n_boot=n_boot, alpha=alpha,
+                            seed=seed)
+
+
+def evaluate_targets(y: np.ndarray, proba: Any, groups: Sequence[Hashable] | None = None,
+                     n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int = 0
+                     ) -> dict[str, Interval]:
+    """:func:`evaluate` on 0/1 targets (1 where item 1 is gold, as the metrics and the
+    interventions read them)."""
+    y = np.asarray(y)
     p = proba_vector(proba)
     if len(p) != len(y):
         raise ProbeError(f"{len(y)} labels but {len(p)} probabilities")

@@ -20,7 +20,7 @@ from ppairs_lens.evaluation.metrics import METRICS, proba_vector, targets
 from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, bootstrap
 from ppairs_lens.evaluation.resampled import WEIGHTED
 
-__all__ = ["group_differences", "paired_difference"]
+__all__ = ["group_differences", "paired_difference", "paired_target_difference"]
 
 
 def _value(fn, t: np.ndarray, p: np.ndarray) -> float:
@@ -43,9 +43,20 @@ def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
     :func:`ppairs_lens.evaluation.bootstrap.bootstrap`). ``a`` / ``b`` are the two values on
     all records. Identical predictors give 0 with a zero-width interval.
     """
+    return paired_target_difference(targets(y), p_a, p_b, groups, metric=metric,
+                                    n_boot=n_boot, seed=seed, alpha=alpha)
+
+
+def paired_target_difference(t: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
+                             p_b: Float[np.ndarray, " n"] | Sequence[float],
+                             groups: Sequence[Hashable] | None, *, metric: str = "accuracy",
+                             n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA
+                             ) -> dict:
+    """:func:`paired_difference` on 0/1 targets ``t`` (1 where item 1 is gold, as the
+    metrics and the interventions read them)."""
     if metric not in METRICS:
         raise ProbeError(f"unknown metric {metric!r}; use one of {sorted(METRICS)}")
-    t = targets(y)
+    t = np.asarray(t)
     a, b = proba_vector(p_a), proba_vector(p_b)
     if not len(t) == len(a) == len(b):
         raise ProbeError(f"{len(t)} labels but {len(a)} and {len(b)} probabilities")

@@ -12,7 +12,7 @@ probe kind the judge's drop minus the probe's, with its verdict (:func:`gap_verd
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import StoreSplit, pair_groups
 from ppairs_lens.evaluation.claim_families import FAMILIES
-from ppairs_lens.evaluation.verdicts import NOT_TESTED, interval_verdict
+from ppairs_lens.evaluation.verdicts import NOT_TESTED, Verdict, interval_verdict
 
 __all__ = ["SHIFT_DELTA", "IN_DISTRIBUTION", "SHIFTED", "ScoredSet", "every_pair", "gap_verdict",
            "pooled_split", "scored_set", "shift_rows"]
@@ -92,14 +92,18 @@ def scored_set(name: str, role: str, labels: np.ndarray, pairs: Sequence[PairInf
 
 
 def gap_verdict(d: dict, in_dist: dict[str, float], kind: str, judge: str = "zero_shot"
-                ) -> str:
+                ) -> Verdict:
     """"``kind`` probes lose less than prompting" from the CI of (judge's drop - probe's drop);
-    a drop is a loss only for a method above chance in distribution (its CI's lower end)."""
+    a drop is a loss only for a method above chance in distribution (its CI's lower end). The
+    reason names the claim (a row's ``verdict`` column is the record's ``text``)."""
+    claim = f" (claim: {kind} probes lose less than prompting)"
     at_chance = [m for m in (kind, judge) if not in_dist.get(m, float("nan")) > 0.5]
-    verdict = (f"{NOT_TESTED}: {' and '.join(at_chance)} at chance in distribution (95% CI "
-               f"lower end <= 0.5), so a drop is no loss" if at_chance
-               else str(interval_verdict(d, SHIFT_DELTA)))
-    return verdict + f" (claim: {kind} probes lose less than prompting)"
+    if at_chance:
+        return Verdict(NOT_TESTED, f"{' and '.join(at_chance)} at chance in distribution (95% "
+                       f"CI lower end <= 0.5), so a drop is no loss{claim}",
+                       rule="a drop is a loss only above chance in distribution")
+    v = interval_verdict(d, SHIFT_DELTA)
+    return replace(v, reason=v.reason + claim)
 
 
 def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
@@ -153,5 +157,5 @@ def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
                           "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
                           "ci_counts": d["ci_counts"], "n_groups": n_groups,
                           "verdict": gap_verdict({**d, "n_groups": n_groups}, in_dist, k,
-                                                 judge)})
+                                                 judge).text})
     return rows, drops

@@ -25,6 +25,7 @@ on the training records, folds by leak group (``group_id``, else ``context_id``,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,7 +43,7 @@ from ppairs_lens.evaluation.baselines import Baseline
 from ppairs_lens.evaluation.metrics import accuracy
 from ppairs_lens.evaluation.store_split import split_records
 
-__all__ = ["held_out_text_baselines", "lexical_baseline", "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
+__all__ = ["HeldOutTextBaselines", "held_out_text_baselines", "lexical_baseline", "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
 
 #: Inverse L2 strengths tried; the smallest of the best is kept (ties go to more regularising).
 C_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
@@ -275,19 +276,31 @@ def text_baselines(train: Dataset, test: Dataset, *, embedding: Embedding | None
     return out
 
 
+@dataclass(frozen=True)
+class HeldOutTextBaselines:
+    """P(item 1) per held-out pair id of each text baseline (None: it cannot be built here)."""
+
+    lexical: dict[str, float] | None = None
+    embedding: dict[str, float] | None = None
+
+    def p_by_pair(self) -> dict[str, dict[str, float]]:
+        """Under the keys the layer sweep reads (``analyses.layer_sweep.TEXT_BASELINES``)."""
+        return {f"{k}_p_by_pair": v for k, v in (("lexical", self.lexical),
+                                                 ("embedding", self.embedding)) if v is not None}
+
+
 def held_out_text_baselines(pairs: Sequence, dataset: Dataset, *,
                             embedding: Embedding | None = None, tokenizer=None,
                             test_size: float, split_by: str = "auto", seed: int = 0
-                            ) -> dict[str, dict[str, float]]:
+                            ) -> HeldOutTextBaselines:
     """The text baselines fitted on the training side of ``pairs``' split (a store's pairs,
     :func:`ppairs_lens.evaluation.store_split.split_records`) and their P(item 1) on each
-    held-out pair: ``{"lexical_p_by_pair": {pair_id: p}, "embedding_p_by_pair": ...}`` (the
-    keys a layer sweep reads; a baseline that cannot be built is left out). The one place
-    every command computes them."""
+    held-out pair (a baseline that cannot be built is None). The one place every command
+    computes them."""
     train, test, _ = split_records(pairs, dataset, test_size=test_size, split_by=split_by,
                                    seed=seed)
     ids = [r.pair_id for r in test.records]
-    return {f"{b.kind}_p_by_pair": dict(zip(ids, map(float, b.p)))
-            for b in text_baselines(train, test, embedding=embedding, tokenizer=tokenizer,
-                                    seed=seed)
-            if b.available}
+    return HeldOutTextBaselines(**{b.kind: dict(zip(ids, map(float, b.p)))
+                                   for b in text_baselines(train, test, embedding=embedding,
+                                                           tokenizer=tokenizer, seed=seed)
+                                   if b.available})

@@ -12,20 +12,28 @@ log of a long run shows where its time went even when the run is cut off.
 from __future__ import annotations
 
 import time
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
 
 from tqdm.auto import tqdm
 
+from ppairs_lens.io.records import record_data, record_from_data
 from ppairs_lens.io.step_cache import StepCache
 
-__all__ = ["StudyRunner", "Units"]
+__all__ = ["StudyRunner", "Units", "declared_result"]
 
 #: What a step did, for its rate: ``(count, "pairs")``, or a function of the step's result
 #: giving that (a count known only afterwards, e.g. the prompts a judge study ran); None or a
 #: count of 0 prints no rate (a step reused from the cache did no work).
 Units = Union[tuple[float, str], Callable[[Any], Union[tuple[float, str], None]], None]
+
+
+def declared_result(fn: Callable[[], Any]) -> Any:
+    """The result type ``fn``'s return annotation declares (resolved in its module), or None
+    where it declares none (a lambda)."""
+    return typing.get_type_hints(fn).get("return") if callable(fn) else None
 
 
 class StudyRunner:
@@ -74,11 +82,18 @@ class StudyRunner:
 
     def step(self, name: str, fn: Callable[[], Any], outputs: tuple[str, ...] = (),
              units: Units = None, **inputs: Any) -> Any:
-        """``fn()``'s JSON-able result, or the remembered one when ``inputs``, the code and
-        every file of ``outputs`` (names inside ``out``) are as when it last finished."""
+        """``fn()``'s result, or the remembered one when ``inputs``, the code and every file
+        of ``outputs`` (names inside ``out``) are as when it last finished. A step that
+        declares its result (``def fn() -> Record``, see :func:`declared_result`) is
+        remembered as :func:`~ppairs_lens.io.records.record_data` and handed on rebuilt as
+        that type, fresh or reused alike; an undeclared one is handed on as its JSON data."""
         t0 = time.perf_counter()
-        result, was = self.cache.run(name, self.cache.key(name, **inputs), fn,
+        hint = declared_result(fn)
+        run = fn if hint is None else (lambda: record_data(fn()))
+        result, was = self.cache.run(name, self.cache.key(name, **inputs), run,
                                      [self.out / o for o in outputs])
+        if hint is not None:
+            result = record_from_data(hint, result, where=f"step {name!r}")
         self._done(name, t0, was, units, result)
         return result
 

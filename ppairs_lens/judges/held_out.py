@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
@@ -36,8 +36,8 @@ from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, select_demos
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot, judge_prompts
 
-__all__ = ["JUDGE_CODE", "JUDGE_FORMS", "form_prompts", "held_out_datasets", "judge_cache",
-           "judge_cache_dir", "judge_cache_key", "judge_every_pair",
+__all__ = ["JUDGE_CODE", "JUDGE_FORMS", "HeldOutJudgeRun", "form_prompts", "held_out_datasets",
+           "judge_cache", "judge_cache_dir", "judge_cache_key", "judge_every_pair",
            "judge_entry", "judge_held_out"]
 
 #: The prompted judge forms a held-out run can ask for, in the order they run (cheapest first).
@@ -95,6 +95,21 @@ def form_prompts(tokenizer, form: str, train: Dataset, test: Dataset, template: 
     raise ValueError(f"unknown judge form {form!r}; known: {', '.join(JUDGE_FORMS)}")
 
 
+@dataclass(frozen=True)
+class HeldOutJudgeRun:
+    """The judge forms :func:`judge_held_out` ran on one store's held-out pairs: each form's
+    report (as :func:`ppairs_lens.judges.zero_shot.judge_report`, with ``p_by_pair``; None
+    where it did not run), why the few-shot judge was skipped, which forms came from the
+    cache."""
+
+    split_used: str
+    n_test: int
+    zero_shot: dict | None = None
+    few_shot: dict | None = None
+    few_shot_skipped: str | None = None
+    reused: tuple[str, ...] = ()
+
+
 def _run_form(bridge, form: str, train: Dataset, test: Dataset, template: Template, *,
               max_pairs: int | None, k: int, seed: int) -> dict:
     part = subsample_by_context(test, max_pairs, seed)
@@ -109,11 +124,10 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
                    forms: tuple[str, ...] = JUDGE_FORMS,
                    max_pairs: Mapping[str, int | None] | None = None,
                    cache_dir: str | Path | None = None,
-                   on_done: Callable[[str, dict], None] | None = None) -> dict:
-    """``{"zero_shot": report | None, "few_shot": report | None, "few_shot_skipped": reason |
-    None, "split_used", "n_test", "reused": [forms taken from the cache]}`` on the held-out
-    pairs of ``store`` (reports as :func:`ppairs_lens.judges.zero_shot.judge_report`, with
-    ``p_by_pair``). ``forms``: which of :data:`JUDGE_FORMS` run (the others are None);
+                   on_done: Callable[[str, HeldOutJudgeRun], None] | None = None
+                   ) -> HeldOutJudgeRun:
+    """The judges on the held-out pairs of ``store`` (:class:`HeldOutJudgeRun`).
+    ``forms``: which of :data:`JUDGE_FORMS` run (the others are None);
     ``max_pairs``: per form, a seeded subset of whole contexts of the test pairs (the judge is
     paired with the probe on those; ``few_shot_max_pairs`` is the few-shot entry's older
     name). ``cache_dir``: finished forms remembered there and reused. ``on_done(form, result)``
@@ -127,8 +141,7 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
     train, test, used = held_out_datasets(store, dataset, **split)
     limits = {"few_shot": few_shot_max_pairs, **(max_pairs or {})}
     cache = None if cache_dir is None else judge_cache(cache_dir)
-    out = {"split_used": used, "n_test": len(test), "zero_shot": None, "few_shot": None,
-           "few_shot_skipped": None, "reused": []}
+    out = HeldOutJudgeRun(used, len(test))
     fingerprint = None if cache is None else store.fingerprint()
     for form in forms:
         if form == "few_shot" and not few_shot_k:
@@ -146,12 +159,10 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
         except DataError as e:  # too few training records share nothing with the test side
             if form != "few_shot":
                 raise
-            out["few_shot_skipped"] = str(e)
+            out = replace(out, few_shot_skipped=str(e))
             warnings.warn(f"{dataset.name}: few-shot judge skipped: {e}")
             continue
-        out[form] = report
-        if reused:
-            out["reused"].append(form)
+        out = replace(out, **{form: report}, reused=out.reused + ((form,) if reused else ()))
         if on_done is not None:
             on_done(form, out)
     return out
@@ -175,14 +186,14 @@ def judge_every_pair(bridge, store: ActivationStore, dataset: Dataset, *,
     return cache.run(name, cache.key(name, store=store.fingerprint()), run)[0]
 
 
-def judge_entry(result: dict) -> dict:
+def judge_entry(result: HeldOutJudgeRun) -> dict:
     """One dataset's :func:`judge_held_out` result as a study keeps it (the layer sweep's
     ``analyses.layer_sweep.pair_scores`` picks its per-pair probabilities): the zero-shot
     report (where it ran), ``split_used``, and the few-shot judge's ``few_shot_p_by_pair`` /
     ``few_shot_metrics`` / ``few_shot_diagnostics`` / ``few_shot`` (its demonstrations) where
     it ran."""
-    entry = {**(result.get("zero_shot") or {}), "split_used": result["split_used"]}
-    fs = result.get("few_shot")
+    entry = {**(result.zero_shot or {}), "split_used": result.split_used}
+    fs = result.few_shot
     if fs is not None:
         entry.update(few_shot_p_by_pair=fs["p_by_pair"], few_shot_metrics=fs["metrics"],
                      few_shot_diagnostics=fs["diagnostics"], few_shot=fs["few_shot"])

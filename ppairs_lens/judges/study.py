@@ -56,10 +56,14 @@ class HeldOutJudges:
     allure_skipped: str | None = None
     n_prompts: dict = field(default_factory=dict)
 
+    def zero_shot_p(self) -> dict[str, float]:
+        """The zero-shot judge's P(item 1) per held-out pair id (the paper's form)."""
+        return dict(zip(self.test_ids, map(float, self.forms.paper)))
+
     def p_by_pair(self) -> dict[str, dict[str, float]]:
         """Per-pair P(item 1) under the keys the layer sweep reads
         (:data:`analyses.layer_sweep.JUDGES`)."""
-        out = {"p_by_pair": dict(zip(self.test_ids, map(float, self.forms.paper))),
+        out = {"p_by_pair": self.zero_shot_p(),
                "threshold_p_by_pair": dict(zip(self.test_ids, map(float, self.forms.threshold)))}
         if self.allure_p is not None:
             out["allure_p_by_pair"] = dict(zip(self.allure_ids, map(float, self.allure_p)))

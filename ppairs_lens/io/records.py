@@ -1,0 +1,104 @@
+"""Frozen records as JSON data and back: the one codec for what a study step hands the next.
+
+A study's steps pass records (frozen dataclasses), never loose dicts or strings. Each step's
+result is remembered as JSON (:class:`~ppairs_lens.io.step_cache.StepCache`):
+:func:`record_data` writes a record (nested records, numpy arrays, tuples, mappings) as JSON
+data, and :func:`record_from_data` rebuilds it from the type the step declares, so a reused
+step hands on the same record type, with the same numbers, as a fresh one
+(:meth:`ppairs_lens.io.study_runner.StudyRunner.step` reads the declared type from the step
+function's return annotation).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import types
+import typing
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.io.outputs import jsonable
+
+__all__ = ["is_record_type", "record_data", "record_from_data"]
+
+_SEQUENCES = (list, tuple, cabc.Sequence)
+_MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
+
+
+def record_data(obj: Any) -> Any:
+    """``obj`` as JSON data: a record's fields by name, arrays as (nested) lists, tuples as
+    lists, mapping keys as strings; a NaN stays a NaN (the step cache writes it as ``NaN``)."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: record_data(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, np.ndarray) and obj.ndim > 0:
+        return obj.tolist()
+    if isinstance(obj, cabc.Mapping):
+        return {str(k): record_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [record_data(v) for v in obj]
+    return jsonable(obj, keep_nan=True)
+
+
+def is_record_type(hint: Any) -> bool:
+    """Whether ``hint`` is a frozen dataclass."""
+    params = getattr(hint, "__dataclass_params__", None)
+    return isinstance(hint, type) and is_dataclass(hint) and bool(params and params.frozen)
+
+
+def _is_array(hint: Any) -> bool:
+    # jaxtyping's Float[np.ndarray, "n"] names the array type it annotates
+    return hint is np.ndarray or getattr(hint, "array_type", None) is np.ndarray
+
+
+def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
+    """The value of type ``hint`` that :func:`record_data` wrote as ``data``: records rebuilt
+    field by field from their annotations, lists back to tuples or arrays where declared.
+    Data that does not fit is refused naming the field (``where``)."""
+    if hint is None or hint is Any or hint is object:
+        return data
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        errors = []
+        for a in options:
+            try:
+                return record_from_data(a, data, where)
+            except (PPairsError, TypeError, ValueError) as e:
+                errors.append(str(e))
+        raise PPairsError(f"{where}: fits none of {options} ({'; '.join(errors)})")
+    if _is_array(hint):
+        return np.asarray(data, dtype=np.float64 if "Float" in str(hint) else None)
+    if is_dataclass(hint) and isinstance(hint, type):
+        if not isinstance(data, dict):
+            raise PPairsError(f"{where}: expected an object for {hint.__name__}, got {data!r:.60}")
+        hints = typing.get_type_hints(hint)
+        known = {f.name for f in fields(hint)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise PPairsError(f"{where}: {hint.__name__} has no field(s) {unknown}")
+        return hint(**{k: record_from_data(hints.get(k), v, f"{where}.{k}")
+                       for k, v in data.items()})
+    if origin in _MAPPINGS or hint in (dict, cabc.Mapping):
+        if not isinstance(data, dict):
+            raise PPairsError(f"{where}: expected an object, got {data!r:.60}")
+        kh, vh = args if len(args) == 2 else (None, None)
+        key = (lambda k: kh(k)) if kh in (int, float) else (lambda k: k)
+        return {key(k): record_from_data(vh, v, f"{where}[{k!r}]") for k, v in data.items()}
+    if origin in _SEQUENCES or hint in (list, tuple):
+        if not isinstance(data, list):
+            raise PPairsError(f"{where}: expected an array, got {data!r:.60}")
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            items = [record_from_data(a, v, f"{where}[{i}]")
+                     for i, (a, v) in enumerate(zip(args, data))] if args else list(data)
+        else:
+            item = args[0] if args else None
+            items = [record_from_data(item, v, f"{where}[{i}]") for i, v in enumerate(data)]
+        return tuple(items) if origin is tuple or hint is tuple else items
+    if hint is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)
+    return data
