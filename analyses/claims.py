@@ -17,13 +17,11 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
-from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
 from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Family
+from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
-from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
+from ppairs_lens.evaluation.study_claims import ablation_tests, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
-    ALPHA,
-    INCONCLUSIVE,
     NOT_TESTED,
     ClaimTest,
     Difference,
@@ -166,7 +164,7 @@ def check_registry(claims) -> None:
 
 # ------------------------------------------------------------------ readers
 
-Read = Difference | list[Difference] | Verdict | None
+Read = Difference | list[Difference] | ClaimTest | Verdict | None
 NOT_RUN = None                                  # the run did not produce the numbers
 
 
@@ -253,18 +251,17 @@ def _shift(c: Claim, s: dict, sweep: dict) -> Read:
     return [Difference.from_row(d, "drop") for d in rows]
 
 
+# The intervention and agreement readers give claim tests (p-values), never verdicts decided
+# alone: every tested claim enters its family's Holm (a reader's Verdict is "not tested" only).
+
 def _ablation(c: Claim, s: dict, sweep: dict) -> Read:
-    a = ablation_claim(s.get("ablation") or [], s.get("judges") or {})
-    e = next((e for e in (a or {}).get("evidence", []) if e["condition"] == c.args[0]), None)
-    if e is None:
-        return NOT_RUN
-    return Verdict(e["outcome"], e["reason"], (a or {}).get("rule", ""), e,
-                   "two one-sided tests on the paired 90% CIs")
+    t = ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}
+    return t.get(c.args[0], NOT_RUN)
 
 
 def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
-    a = ablation_claim(s.get("ablation") or [], s.get("judges") or {})
-    return NOT_RUN if not a else Verdict(**a["changes"])
+    return (ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}).get(
+        "changes", NOT_RUN)
 
 
 def _steering(c: Claim, s: dict, sweep: dict) -> Read:
@@ -276,8 +273,11 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
                   if r.get("n_slope_matched") is not None]
                  or [int(r.get("n_matched") or 0) for r in rows
                      if r.get("condition") == "matched"] or [0])
-    return ablation_changes_verdict([r.get("p_slope_matched", math.nan) for r in steer.values()],
-                                    n_null, ALPHA, list(steer))
+    best = min(steer.values(), key=lambda r: r.get("p_slope_matched", math.inf))
+    return permutation_union_test([r.get("p_slope_matched", math.nan) for r in steer.values()],
+                                  n_null, delta=FAMILIES[c.family].delta,
+                                  value=float(best.get("slope", math.nan)), names=list(steer),
+                                  what="variance-matched null directions (dose-response slope)")
 
 
 def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
@@ -285,13 +285,11 @@ def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
     if not v:
         return NOT_RUN
     ev = v.get("evidence") or {}
-    try:
-        outcome = Outcome(v["outcome"])
-    except ValueError:                       # an older run's word: decided again from its p's
-        outcome = NOT_TESTED if len(ev.get("used", [])) < 2 else INCONCLUSIVE
-    if outcome == Outcome.FAILS:             # the older rule failed it on non-significance
-        outcome = INCONCLUSIVE
-    return Verdict(outcome, v["reason"], v.get("rule", ""), ev, "permutation against nulls")
+    if v.get("outcome") == str(NOT_TESTED) or len(ev.get("used", [])) < 2:
+        return Verdict(NOT_TESTED, v["reason"], v.get("rule", ""), ev, "permutation against "
+                       "nulls", needed=v.get("needed") or "2+ probes above chance")
+    draws = re.search(r"(\d+) draws each", v.get("rule", ""))
+    return agreement_test(ev, int(draws.group(1)) if draws else 2000)
 
 
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
@@ -311,6 +309,11 @@ def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
         return Verdict(NOT_TESTED, "this run did not produce it", method="none",
                        needed="the step that computes it")
     if isinstance(got, Verdict):
+        if got.outcome != NOT_TESTED:         # decided outside the family's Holm: refused
+            raise ValueError(f"{c.id}: its reader decided it ({got.outcome}) outside the "
+                             f"Holm of its family {c.family!r}; return a claim test")
+        return got
+    if isinstance(got, ClaimTest):
         return got
     if isinstance(got, list):
         return intersection_test([claim_test(d, fam.kind, fam.delta) for d in got])
@@ -323,9 +326,15 @@ def _row(c: Claim, got: Read, v: Verdict) -> dict:
     return {"id": c.id, "source": c.source, "statement": c.statement, "family": c.family,
             "delta": c.delta, "statistic": c.statistic, "datasets": list(c.datasets),
             "needs": c.needs, "comparison": list(c.comparison),
-            "value": d.value if d else ev.get("value"), "lo": d.lo if d else None,
+            # the value the test decided on (a sign-flip test: the mean of the group
+            # differences), and the pooled difference beside it where they differ
+            "value": ev["value"] if ev.get("value") is not None else d.value if d else None,
+            "pooled_value": d.value if d and ev.get("value") is not None
+            and d.value is not None and "sign-flip" in v.method else None,
+            "lo": d.lo if d else None,
             "hi": d.hi if d else None, "n_pairs": n, "n_groups": k, "method": v.method,
-            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p")},
+            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p",
+                                      "family_size")},
             "outcome": str(v.outcome), "reason": v.reason, "needed": v.needed,
             "groups_to_decide": need,
             "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None}
