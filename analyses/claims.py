@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from ppairs_lens.evaluation.paper_claims import PAPER_READERS, paper_claims
 from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Family
 from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
@@ -32,7 +33,8 @@ from ppairs_lens.evaluation.verdicts import (
     intersection_test,
 )
 
-__all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims"]
+__all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims",
+           "per_layer"]
 
 
 PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
@@ -139,7 +141,15 @@ def _registry() -> tuple[Claim, ...]:
                   "mean |cos| against isotropic and covariance nulls",
                   ("all comparison datasets",), "2+ probes above chance in distribution",
                   ("all", "supervised", "null", "mean |cos|"), "cosine", ("supervised",))]
-    return tuple(out)
+    return tuple(out + paper_claims(PVP_DATASETS))     # Table 1 and Appendix A
+
+
+def per_layer(rows) -> list[dict]:
+    """The layer sweep's per-layer accuracy rows of the kinds the layer claims read (Appendix
+    A: :mod:`ppairs_lens.evaluation.paper_claims`), as the claims need them."""
+    keep = ("dataset", "kind", "layer", "metric", "value", "lo", "hi", "ci_counts", "n_test")
+    return [{k: r.get(k) for k in keep} for r in rows if int(r["layer"]) >= 0
+            and r.get("metric") == "accuracy" and r.get("kind") in PROBES]
 
 
 def check_registry(claims) -> None:
@@ -295,7 +305,8 @@ def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
     "sweep": _sweep, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
     "climatex": _climatex, "taggers": _taggers, "shift": _shift, "ablation": _ablation,
-    "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine}
+    "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine,
+    **PAPER_READERS}
 
 CLAIMS = _registry()
 check_registry(CLAIMS)
