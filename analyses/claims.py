@@ -9,6 +9,9 @@ split at these sizes: the threshold form's threshold is fitted on 3-6 training p
 scoring and G-Eval run on test pairs only); "the strongest baseline" is *every* no-model
 baseline (intersection-union test), at least as hard as any one a validation split would pick.
 :func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh).
+Every tested claim enters its family's Holm: a reader gives a difference, a claim test (its
+p-values) or a *not tested* verdict, never a verdict decided alone (refused). The paper's
+Table 1 and Appendix A claims and their readers: :mod:`ppairs_lens.evaluation.paper_claims`.
 """
 
 from __future__ import annotations

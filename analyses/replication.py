@@ -274,8 +274,10 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     def transfer_step():
         res = run_transfer([store_of[n] for n in comparison], out, cfgs["transfer"])
         # F1 for the report's Table 1; accuracy with its group differences for Table 1's claims
-        return {**res["summary"], **{m: [r for r in res["transfer"] if r["metric"] == m
-                                         and r.get("headline")] for m in ("f1", "accuracy")}}
+        head = [r for r in res["transfer"] if r.get("headline")]
+        return {**res["summary"], "f1": [r for r in head if r["metric"] == "f1"],
+                "accuracy": [r for r in head if r["metric"] == "accuracy"
+                             and r["kind"] in ("supervised", "pca")]}
     transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
                         **common)
 
