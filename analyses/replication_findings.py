@@ -262,8 +262,9 @@ def _claims_lines(s: dict) -> list[str]:
         elif c.get("pooled_value") is not None:   # the test is on the mean of group diffs
             ours = (f"{_f(c['value'], '+.3f')} (mean of group differences, tested); pooled "
                     f"{_f(c['pooled_value'], '+.3f')} {ci}")
-        else:
-            ours = f"{_f(c['value'], '+.3f')} {ci}"
+        else:   # a test with no interval of its own (a permutation test) prints none
+            ours = f"{_f(c['value'], '+.3f')}" + ("" if c.get("lo") is None
+                                                 and c.get("hi") is None else f" {ci}")
         need = f" (would need {c['needed']})" if c.get("needed") else ""
         out.append(f"| {c['id']} | {c['source']} | {_cell(c['statement'])} | {ours} | "
                    f"{_cell(c.get('method') or '—')} | **{c['outcome']}**: "
