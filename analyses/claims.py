@@ -9,6 +9,9 @@ split at these sizes: the threshold form's threshold is fitted on 3-6 training p
 scoring and G-Eval run on test pairs only); "the strongest baseline" is *every* no-model
 baseline (intersection-union test), at least as hard as any one a validation split would pick.
 :func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh).
+Every tested claim enters its family's Holm: a reader gives a difference, a claim test (its
+p-values) or a *not tested* verdict, never a verdict decided alone (refused). The paper's
+Table 1 and Appendix A claims and their readers: :mod:`ppairs_lens.evaluation.paper_claims`.
 """
 
 from __future__ import annotations
@@ -17,13 +20,12 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
-from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict
+from ppairs_lens.evaluation.paper_claims import PAPER_READERS, paper_claims
 from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Family
+from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
-from ppairs_lens.evaluation.study_claims import ablation_claim, cosine_claim
+from ppairs_lens.evaluation.study_claims import ablation_tests, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
-    ALPHA,
-    INCONCLUSIVE,
     NOT_TESTED,
     ClaimTest,
     Difference,
@@ -34,7 +36,8 @@ from ppairs_lens.evaluation.verdicts import (
     intersection_test,
 )
 
-__all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims"]
+__all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims",
+           "per_layer"]
 
 
 PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
@@ -141,7 +144,15 @@ def _registry() -> tuple[Claim, ...]:
                   "mean |cos| against isotropic and covariance nulls",
                   ("all comparison datasets",), "2+ probes above chance in distribution",
                   ("all", "supervised", "null", "mean |cos|"), "cosine", ("supervised",))]
-    return tuple(out)
+    return tuple(out + paper_claims(PVP_DATASETS))     # Table 1 and Appendix A
+
+
+def per_layer(rows) -> list[dict]:
+    """The layer sweep's per-layer accuracy rows of the kinds the layer claims read (Appendix
+    A: :mod:`ppairs_lens.evaluation.paper_claims`), as the claims need them."""
+    keep = ("dataset", "kind", "layer", "metric", "value", "lo", "hi", "ci_counts", "n_test")
+    return [{k: r.get(k) for k in keep} for r in rows if int(r["layer"]) >= 0
+            and r.get("metric") == "accuracy" and r.get("kind") in PROBES]
 
 
 def check_registry(claims) -> None:
@@ -166,7 +177,7 @@ def check_registry(claims) -> None:
 
 # ------------------------------------------------------------------ readers
 
-Read = Difference | list[Difference] | Verdict | None
+Read = Difference | list[Difference] | ClaimTest | Verdict | None
 NOT_RUN = None                                  # the run did not produce the numbers
 
 
@@ -253,18 +264,17 @@ def _shift(c: Claim, s: dict, sweep: dict) -> Read:
     return [Difference.from_row(d, "drop") for d in rows]
 
 
+# The intervention and agreement readers give claim tests (p-values), never verdicts decided
+# alone: every tested claim enters its family's Holm (a reader's Verdict is "not tested" only).
+
 def _ablation(c: Claim, s: dict, sweep: dict) -> Read:
-    a = ablation_claim(s.get("ablation") or [], s.get("judges") or {})
-    e = next((e for e in (a or {}).get("evidence", []) if e["condition"] == c.args[0]), None)
-    if e is None:
-        return NOT_RUN
-    return Verdict(e["outcome"], e["reason"], (a or {}).get("rule", ""), e,
-                   "two one-sided tests on the paired 90% CIs")
+    t = ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}
+    return t.get(c.args[0], NOT_RUN)
 
 
 def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
-    a = ablation_claim(s.get("ablation") or [], s.get("judges") or {})
-    return NOT_RUN if not a else Verdict(**a["changes"])
+    return (ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}).get(
+        "changes", NOT_RUN)
 
 
 def _steering(c: Claim, s: dict, sweep: dict) -> Read:
@@ -276,8 +286,11 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
                   if r.get("n_slope_matched") is not None]
                  or [int(r.get("n_matched") or 0) for r in rows
                      if r.get("condition") == "matched"] or [0])
-    return ablation_changes_verdict([r.get("p_slope_matched", math.nan) for r in steer.values()],
-                                    n_null, ALPHA, list(steer))
+    best = min(steer.values(), key=lambda r: r.get("p_slope_matched", math.inf))
+    return permutation_union_test([r.get("p_slope_matched", math.nan) for r in steer.values()],
+                                  n_null, delta=FAMILIES[c.family].delta,
+                                  value=float(best.get("slope", math.nan)), names=list(steer),
+                                  what="variance-matched null directions (dose-response slope)")
 
 
 def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
@@ -285,19 +298,18 @@ def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
     if not v:
         return NOT_RUN
     ev = v.get("evidence") or {}
-    try:
-        outcome = Outcome(v["outcome"])
-    except ValueError:                       # an older run's word: decided again from its p's
-        outcome = NOT_TESTED if len(ev.get("used", [])) < 2 else INCONCLUSIVE
-    if outcome == Outcome.FAILS:             # the older rule failed it on non-significance
-        outcome = INCONCLUSIVE
-    return Verdict(outcome, v["reason"], v.get("rule", ""), ev, "permutation against nulls")
+    if v.get("outcome") == str(NOT_TESTED) or len(ev.get("used", [])) < 2:
+        return Verdict(NOT_TESTED, v["reason"], v.get("rule", ""), ev, "permutation against "
+                       "nulls", needed=v.get("needed") or "2+ probes above chance")
+    draws = re.search(r"(\d+) draws each", v.get("rule", ""))
+    return agreement_test(ev, int(draws.group(1)) if draws else 2000)
 
 
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
     "sweep": _sweep, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
     "climatex": _climatex, "taggers": _taggers, "shift": _shift, "ablation": _ablation,
-    "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine}
+    "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine,
+    **PAPER_READERS}
 
 CLAIMS = _registry()
 check_registry(CLAIMS)
@@ -311,6 +323,11 @@ def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
         return Verdict(NOT_TESTED, "this run did not produce it", method="none",
                        needed="the step that computes it")
     if isinstance(got, Verdict):
+        if got.outcome != NOT_TESTED:         # decided outside the family's Holm: refused
+            raise ValueError(f"{c.id}: its reader decided it ({got.outcome}) outside the "
+                             f"Holm of its family {c.family!r}; return a claim test")
+        return got
+    if isinstance(got, ClaimTest):
         return got
     if isinstance(got, list):
         return intersection_test([claim_test(d, fam.kind, fam.delta) for d in got])
@@ -323,9 +340,15 @@ def _row(c: Claim, got: Read, v: Verdict) -> dict:
     return {"id": c.id, "source": c.source, "statement": c.statement, "family": c.family,
             "delta": c.delta, "statistic": c.statistic, "datasets": list(c.datasets),
             "needs": c.needs, "comparison": list(c.comparison),
-            "value": d.value if d else ev.get("value"), "lo": d.lo if d else None,
+            # the value the test decided on (a sign-flip test: the mean of the group
+            # differences), and the pooled difference beside it where they differ
+            "value": ev["value"] if ev.get("value") is not None else d.value if d else None,
+            "pooled_value": d.value if d and ev.get("value") is not None
+            and d.value is not None and "sign-flip" in v.method else None,
+            "lo": d.lo if d else None,
             "hi": d.hi if d else None, "n_pairs": n, "n_groups": k, "method": v.method,
-            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p")},
+            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p",
+                                      "family_size")},
             "outcome": str(v.outcome), "reason": v.reason, "needed": v.needed,
             "groups_to_decide": need,
             "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None}

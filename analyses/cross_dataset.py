@@ -10,15 +10,14 @@ taken at the read-out chosen on a validation split of the *source's* training pa
 (``cfg.layer=None``, :mod:`ppairs_lens.evaluation.readout_choice`; an int forces one read-out,
 -2 the last block's ``resid_post``, -1 the final norm's output) and scored on every dataset's
 held-out pairs (``transfer.csv``, bootstrap CIs over leak groups, centrings in
-:func:`transfer_proba`); at one common read-out (chosen the same way) the directions' cosines
-are compared with each other, with the same kind fitted on two halves of one dataset (a
-ceiling) and with random unit vectors (a null; ``cosine.csv``); and they are followed across
-read-outs (``layer_cosine.csv``). Figures (:mod:`analyses.cross_dataset_plots`): ``transfer``,
-``cosine``, ``cosine_distribution`` and ``layer_cosine`` (``.png``, ``.svg``), with
-``transfer.config.json`` and ``transfer_summary.json``. CCS (``--kinds``; gradient descent, too
-slow at every read-out) is fitted at the cosine read-out only and transfers from there
-(:func:`fit_stores`). Everything regenerates from stores alone, no model: ``python -m
-analyses.cross_dataset STORE [STORE ...] --out DIR``.
+:func:`transfer_proba`; accuracy rows also carry each group's accuracy minus chance,
+``group_diffs``, for Table 1's claims, in the returned rows only); at one common read-out the
+directions' cosines are compared with each other, with the same kind fitted on two halves of
+one dataset (a ceiling) and with random unit vectors (``cosine.csv``), and across read-outs
+(``layer_cosine.csv``). Figures (:mod:`analyses.cross_dataset_plots`): ``transfer``, ``cosine``,
+``cosine_distribution``, ``layer_cosine``; ``transfer(.config|_summary).json``. CCS (too slow
+at every read-out) is fitted at the cosine read-out only and transfers from there. From stores
+alone, no model: ``python -m analyses.cross_dataset STORE [STORE ...] --out DIR``.
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from ppairs_lens.activations.store_sets import check_comparable, readout_index, 
 from ppairs_lens.errors import PPairsError, ProbeError
 from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
+from ppairs_lens.evaluation.paired import chance_differences
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, ReadoutChoice, add_kinds_at
 from ppairs_lens.evaluation.readout_choice import check_layer_setting, choose_readouts
@@ -233,14 +233,13 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                 cache = None
                 for center in CENTERINGS:
                     same = src is dst  # both centrings are the in-distribution probe
-                    if same and cache is not None:
-                        scores = cache
-                    else:
+                    if not (same and cache is not None):
                         p = None if refused else transfer_proba(src, dst, kind, li, center)
-                        scores = (None if p is None else
-                                  evaluate(dst.split.labels_test, p, groups=groups,
-                                           **cfg.settings.boot_kwargs()))
-                        cache = scores
+                        y = dst.split.labels_test
+                        cache = (None, {}) if p is None else (evaluate(
+                            y, p, groups=groups, **cfg.settings.boot_kwargs()),
+                            chance_differences(y, p, groups))
+                    scores, chance = cache
                     for metric in METRICS:
                         s = scores[metric] if scores else {"value": np.nan, "lo": np.nan,
                                                            "hi": np.nan}
@@ -254,7 +253,8 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                                      "selected_by": src.choices[kind].selected_by,
                                      "split_by": src.split.split_used, "refused": refused or "",
                                      "n_train": len(src.split.labels_train),
-                                     "n_test": len(dst.split.labels_test)})
+                                     "n_test": len(dst.split.labels_test),
+                                     **(chance if metric == "accuracy" else {})})
     return rows
 
 
@@ -318,7 +318,8 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     ref_public = {k: v for k, v in ref.items() if k != "samples"}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "transfer.csv", t_rows)
+    write_csv(out / "transfer.csv", [{k: v for k, v in r.items() if k != "group_diffs"}
+                                     for r in t_rows])
     write_csv(out / "cosine.csv", c_rows)
     write_csv(out / "layer_cosine.csv", l_rows)
     write_json(out / "transfer_summary.json",

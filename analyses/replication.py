@@ -36,7 +36,7 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
-from analyses.claims import evaluate_claims
+from analyses.claims import evaluate_claims, per_layer
 from analyses.replication_findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_stores
@@ -259,7 +259,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     def sweep_step():
         res = run_sweep_with_summary(stores, out, cfgs["sweep"], judges=per_pair)
-        return {**res["summary"], "others": [r for r in res["rows"] if int(r["layer"]) < 0]}
+        return {**res["summary"], "others": [r for r in res["rows"] if int(r["layer"]) < 0],
+                "per_layer": per_layer(res["rows"])}       # Appendix A's claims
     sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
                      judges=per_pair, **common)
     chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
@@ -281,8 +282,11 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     def transfer_step():
         res = run_transfer([store_of[n] for n in comparison], out, cfgs["transfer"])
-        return {**res["summary"], "f1": [r for r in res["transfer"]
-                                         if r["metric"] == "f1" and r.get("headline")]}
+        # F1 for the report's Table 1; accuracy with its group differences for Table 1's claims
+        head = [r for r in res["transfer"] if r.get("headline")]
+        return {**res["summary"], "f1": [r for r in head if r["metric"] == "f1"],
+                "accuracy": [r for r in head if r["metric"] == "accuracy"
+                             and r["kind"] in ("supervised", "pca")]}
     transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
                         **common)
 
@@ -340,7 +344,7 @@ def refresh(figures: str | Path = "figures") -> dict:
     s = read_json_object(fig / "summary.json")
     sweep = read_json_object(fig / "layer_sweep_summary.json")
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
-    others = []
+    others, layers = [], []
     for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):
         try:  # a column missing, or no number: located, not a bare ValueError
             row = {k: f(r[k]) if r[k] != "" else float("nan") for k, f in num.items()}
@@ -349,7 +353,9 @@ def refresh(figures: str | Path = "figures") -> dict:
                             file=str(fig / "layer_sweep.csv")) from None
         if row["layer"] < 0:
             others.append({**r, **row, "ci_counts": r.get("ci_counts") == "True"})
-    sweep["others"] = others
+        else:
+            layers.append({**r, **row, "ci_counts": r.get("ci_counts") in ("True", True)})
+    sweep["others"], sweep["per_layer"] = others, per_layer(layers)
     names = list(dict.fromkeys(e["dataset"] for e in sweep["entries"]))
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")

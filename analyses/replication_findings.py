@@ -256,15 +256,24 @@ def _claims_lines(s: dict) -> list[str]:
             "| claim | source | statement | ours [95% CI] | test | verdict |",
             "|---|---|---|---|---|---|"]
     for c in s["claims"]:
-        ours = ("—" if c.get("value") is None else f"{_f(c['value'], '+.3f')} "
-                f"[{_f(c.get('lo'), '+.3f')}, {_f(c.get('hi'), '+.3f')}]")
+        ci = f"[{_f(c.get('lo'), '+.3f')}, {_f(c.get('hi'), '+.3f')}]"
+        if c.get("value") is None:
+            ours = "—"
+        elif c.get("pooled_value") is not None:   # the test is on the mean of group diffs
+            ours = (f"{_f(c['value'], '+.3f')} (mean of group differences, tested); pooled "
+                    f"{_f(c['pooled_value'], '+.3f')} {ci}")
+        else:   # a test with no interval of its own (a permutation test) prints none
+            ours = f"{_f(c['value'], '+.3f')}" + ("" if c.get("lo") is None
+                                                 and c.get("hi") is None else f" {ci}")
         need = f" (would need {c['needed']})" if c.get("needed") else ""
         out.append(f"| {c['id']} | {c['source']} | {_cell(c['statement'])} | {ours} | "
                    f"{_cell(c.get('method') or '—')} | **{c['outcome']}**: "
                    f"{_cell(c['reason'] + need)} |")
     out += ["", "**Power** (groups and pairs this run had, and those that would decide the "
-            "observed effect with 80% power: a normal approximation from the observed "
-            "group-level SD, one-sided at 2.5%, Holm ignored; — where nothing was measured):",
+            "observed effect with 80% power at Holm's strictest threshold for the claim's "
+            "family (5% / m): a normal approximation from the observed group-level SD; a "
+            "difference two-sided, an equivalence by the power of both one-sided tests; — "
+            "where nothing was measured or the test counts null draws):",
             "", "| claim | verdict | pairs | groups | groups to decide | pairs to decide | "
             "a test needs |", "|---|---|---|---|---|---|---|"]
     for p in s["power"]:

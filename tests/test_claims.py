@@ -120,3 +120,18 @@ def test_the_report_is_generated_from_the_registry():
         assert f.name in text and f.why in text
     assert "fig1.supervised-vs-zero-shot.rocstories" in text and "**Power**" in text
     assert "Holm" in text and "sign-flip" in text
+
+
+def test_a_sign_flip_row_prints_the_mean_it_tests_beside_the_pooled_difference():
+    sw = _sweep(ds="mt-bench", k=10)
+    for e in sw["entries"]:
+        for d in e["minus"].values():
+            d["group_diffs"] = [d["value"] + 0.1] * 5 + [d["value"] - 0.05] * 5
+    out = evaluate_claims({}, sw)
+    c = {r["id"]: r for r in out["claims"]}["fig1.supervised-vs-zero-shot.mt-bench"]
+    assert "sign-flip" in c["method"]
+    assert c["value"] == pytest.approx(0.3 + 0.025) and c["pooled_value"] == pytest.approx(0.3)
+    s = {"model": "m", "split_by": "auto", "n_boot": 10, "datasets": {"mt-bench": 20},
+         "timings_s": {"x": 1.0}, **out}
+    assert "+0.325 (mean of group differences, tested); pooled +0.300" in \
+        replication_markdown(s)

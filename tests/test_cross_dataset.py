@@ -366,3 +366,31 @@ def test_layer_setting_from_text():
     assert layer_setting("val") is None and layer_setting("-2") == -2
     with pytest.raises(ValueError):
         layer_setting("best")
+
+
+def test_accuracy_rows_carry_group_differences_that_decide_table_1(shared):
+    """Each accuracy row records its target's per-group accuracy minus chance (for Table 1's
+    claims; the summary only, not transfer.csv); renamed as Table 1 datasets, a shared
+    direction makes the transferred probes beat chance and match the in-domain ones."""
+    import csv
+
+    from analyses.claims import evaluate_claims
+
+    _, _, result, root = shared
+    acc = [r for r in result["transfer"] if r["metric"] == "accuracy"]
+    assert acc and all(len(r["group_diffs"]) == r["n_groups"] for r in acc)
+    assert not any("group_diffs" in r for r in result["transfer"] if r["metric"] != "accuracy")
+    with open(root / "out" / "transfer.csv", encoding="utf-8") as f:
+        cols = next(csv.reader(f))
+    assert "n_groups" in cols and "group_diffs" not in cols
+    name = dict(zip(("alpha", "beta", "gamma"), ("rocstories", "mctaco", "hanna-coherence")))
+    rows = [{**r, "train": name[r["train"]], "test": name[r["test"]]} for r in acc
+            if r["headline"]]
+    by = {c["id"]: c for c in evaluate_claims({"transfer": {"accuracy": rows}}, None)["claims"]}
+    for kind in ("supervised", "pca"):
+        c = by[f"table1.{kind}-transfers.rocstories"]
+        assert "sign-flip" in c["method"] and c["value"] > 0.3, c
+        want = {r["n_groups"] for r in rows if r["test"] == "rocstories"}
+        assert c["outcome"] == "holds" and {c["n_groups"]} == want, c
+    assert by["table1.pca-as-in-domain.rocstories"]["value"] == pytest.approx(0, abs=0.1)
+    assert by["table1.pca-transfers.newsroom-coherence"]["outcome"] == "not tested at this size"

@@ -56,6 +56,13 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     assert {"supervised", "pca", "zero_shot", "zero_shot_threshold", "surface", "lexical",
             "embedding"} <= kinds
     assert replication_markdown(json.loads((tmp_path / "fig" / "summary.json").read_text()))
+    # Table 1's and Appendix A's claims get what they are decided on from this run's steps
+    assert s["transfer"]["accuracy"] and all(len(r["group_diffs"]) == r["n_groups"]
+                                             for r in s["transfer"]["accuracy"])
+    by = {c["id"]: c for c in s["claims"]}
+    assert by["appendixA.pca-jump"]["reason"] != "this run did not produce it"
+    assert not any("recorded no per-group" in c["reason"] for c in s["claims"]
+                   if c["id"].startswith("table1.") and c["datasets"][0] in s["datasets"])
     again = run_replication(cfg, bridge=tiny)
     assert set(again["reused_steps"]) >= {"prompted judges", "layer sweep", "thesis tables",
                                           "transfer", "ablation", "insertion"}

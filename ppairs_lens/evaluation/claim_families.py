@@ -43,6 +43,17 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("robustness to shift", "beats", 0.05, "accuracy drop",
            "a drop 5 points of accuracy smaller, the same smallest effect as for the other "
            "comparisons of methods"),
+    Family("transfer across datasets", "beats", 0.05, "pairwise accuracy minus chance",
+           "a probe carried to another dataset must beat a coin by 5 points, the resolution "
+           "of every other comparison of methods here"),
+    Family("unsupervised transfer costs nothing", "unchanged", 0.05, "pairwise accuracy",
+           "Table 1's unsupervised cells equal each other along a row (to 0.01 F1); 5 points "
+           "is the smallest gap between two judges worth reporting"),
+    Family("layer profile: plateau", "unchanged", 0.05, "pairwise accuracy",
+           "a layer within 5 points of the deeper layers' mean is on the plateau: the same "
+           "resolution as the comparisons of methods"),
+    Family("layer profile: jump", "beats", 0.1, "pairwise accuracy",
+           "a rise under 0.1 (a third of the published ~0.3, from ~0.5 to ~0.8) is no jump"),
     Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "ΔF1 (macro)",
            "the ablation's own equivalence margin (±0.05 of ΔF1, ±0.2 log-odds)"),
     Family("interventions change the judgement", "changes", 0.05, "Δaccuracy",

@@ -20,7 +20,8 @@ from ppairs_lens.evaluation.metrics import METRICS, proba_vector, targets
 from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, bootstrap
 from ppairs_lens.evaluation.resampled import WEIGHTED
 
-__all__ = ["group_differences", "paired_difference", "paired_target_difference"]
+__all__ = ["chance_differences", "group_differences", "paired_difference",
+           "paired_target_difference"]
 
 
 def _value(fn, t: np.ndarray, p: np.ndarray) -> float:
@@ -81,3 +82,14 @@ def group_differences(fn, t: np.ndarray, a: np.ndarray, b: np.ndarray,
         where.setdefault(g, []).append(i)
     return [_value(fn, t[ix], a[ix]) - _value(fn, t[ix], b[ix])
             for ix in (np.array(v) for v in where.values())]
+
+
+def chance_differences(y: Any, p: Float[np.ndarray, " n"] | Sequence[float],
+                       groups: Sequence[Hashable] | None) -> dict:
+    """``{"n_groups", "group_diffs"}``: accuracy minus chance (a predictor that says 0.5
+    everywhere) inside each group, first-appearance order, so that rows scored on the same
+    records (e.g. probes from several sources on one target) line up group by group for a
+    sign-flip test (:mod:`ppairs_lens.evaluation.sign_flip`)."""
+    t, a = targets(y), proba_vector(p)
+    d = group_differences(METRICS["accuracy"], t, a, np.full(len(a), 0.5), groups)
+    return {"n_groups": len(d), "group_diffs": d}

@@ -23,15 +23,18 @@ from ppairs_lens.evaluation.ablation_verdicts import (
     unchanged_rule,
 )
 from ppairs_lens.evaluation.cosine_verdict import cosine_rule
+from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test
 from ppairs_lens.evaluation.verdicts import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
     NOT_TESTED,
+    ClaimTest,
     Verdict,
 )
 
-__all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_claim", "cosine_claim"]
+__all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_claim", "ablation_tests",
+           "cosine_claim"]
 
 ALPHA = 0.05
 #: Equivalence margins for ablation rows that do not carry their run's (AblationConfig's).
@@ -144,3 +147,50 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
                            INCONCLUSIVE if outcomes[INCONCLUSIVE] else NOT_TESTED)}
 
 
+
+
+def ablation_tests(ablation: list[dict], judges: dict) -> dict | None:
+    """The registry's claim tests of the ablation (paper Table 2), to enter their families'
+    Holm: per probe condition the "unchanged" test
+    (:func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`), and under
+    ``"changes"`` the "changes more than null directions" test over all of them
+    (:func:`~ppairs_lens.evaluation.intervention_tests.permutation_union_test`); None when
+    the run has no ablation."""
+    preset = next((r.get("preset") for r in ablation if r.get("kind") == "probe"), None)
+    rows = [r for r in ablation if r.get("preset") == preset]
+    probes = [r for r in rows if r.get("kind") == "probe"]
+    if not probes:
+        return None
+    by = {(r["dataset"], r["condition"]): r for r in rows}
+    out: dict = {}
+    decides_any = []
+    for r in probes:
+        ds = r["dataset"]
+        acc_lo, same, _ = _judge_of(by.get((ds, BASELINE), {}), judges.get(ds, {}))
+        decides, why = judge_decides(acc_lo, same)
+        decides_any.append((decides, f"{ds}: {why}"))
+        margin = r.get("accuracy_margin", ACCURACY_MARGIN)
+        f1 = _ci_of(r, "f1") is not None
+        ctl = by.get((ds, CONTROL_AT_READOUT))
+        ctl_ci = (f1 and _ci_of(ctl, "f1")) or _ci_of(ctl, "accuracy")
+        moved = ctl_ci is not None and (ctl_ci[0] > margin or ctl_ci[1] < -margin)
+        pre = (why if not decides else None if moved else
+               "the positive control at the probe's read-out does not move the judgement "
+               "beyond the margin either, so no change could be seen")
+        out[r["condition"]] = equivalence_test(
+            r, margins={"f1" if f1 else "accuracy": margin,
+                        "logodds": r.get("logodds_margin", LOGODDS_MARGIN)},
+            n_groups=r.get("n_groups"), precondition=pre)
+    if not any(ok for ok, _ in decides_any):
+        why = "; ".join(dict.fromkeys(w for _, w in decides_any))
+        out["changes"] = Verdict(NOT_TESTED, why, "", needed="a judge that decides")
+        return out
+    best = min(probes, key=lambda r: r.get("p_matched", math.inf))
+    eq = [t.p_holds if isinstance(t, ClaimTest) else math.nan
+          for t in (out[r["condition"]] for r in probes)]
+    out["changes"] = permutation_union_test(
+        [r.get("p_matched", math.nan) for r in probes],
+        min(int(r.get("n_matched") or 0) for r in probes), delta=ACCURACY_MARGIN,
+        value=float(best.get("effect") or math.nan),
+        names=[f"{r['dataset']} {r['condition']}" for r in probes], p_equivalent=eq)
+    return out

@@ -41,12 +41,16 @@ from jaxtyping import Float
 from scipy.stats import norm
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.power import groups_needed, sd_from_interval
+from ppairs_lens.evaluation.power import (
+    equivalence_groups_needed,
+    groups_needed,
+    sd_from_interval,
+)
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
 __all__ = ["ALPHA", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_TESTED", "ClaimTest",
            "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
-           "groups_to_decide", "holm", "intersection_test", "interval_verdict",
+           "groups_to_decide", "holm", "intersection_test", "interval_p", "interval_verdict",
            "transfer_refusal"]
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
@@ -135,7 +139,9 @@ class ClaimTest:
     """The two one-sided tests of one claim, each as a p comparable with :data:`ALPHA`
     (``p_holds``: against "the claim is false in its own direction"; ``p_fails``: against
     "it is not false by the margin"), the smallest p reachable at this size, the method, and
-    what the power table needs (the observed value and group-level SD)."""
+    what the power table needs (the observed value and group-level SD). A test against
+    ``n_null`` null draws (a permutation test, ``n_tests`` of them pooled in the claim by
+    Bonferroni) says so: its size is counted in null draws, not groups."""
 
     kind: str
     delta: float
@@ -145,8 +151,10 @@ class ClaimTest:
     method: str
     value: float
     sd: float
-    n_groups: int
+    n_groups: int | None
     n_pairs: int | None
+    n_null: int | None = None
+    n_tests: int = 1
 
 
 def _normal_p(value: float, se: float, shift: float, greater: bool) -> float:
@@ -156,14 +164,21 @@ def _normal_p(value: float, se: float, shift: float, greater: bool) -> float:
     return float(norm.sf(z) if greater else norm.cdf(z))
 
 
+def interval_p(value: float, lo: float, hi: float, shift: float, greater: bool,
+               level: float = 1 - ALPHA) -> float:
+    """One-sided p of ``mean > shift`` (``greater``) or ``mean < shift`` from a ``level``
+    interval ``[lo, hi]`` around ``value``, by its normal approximation
+    (``SE = (hi - lo) / (2 z_{(1 + level) / 2})``): the p every interval-based claim uses."""
+    return _normal_p(value, (hi - lo) / (2 * norm.ppf(0.5 + level / 2)), shift, greater)
+
+
 def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool
                ) -> tuple[float, float]:
     """(p, smallest reachable p) of one one-sided test at ``shift``: the interval's normal
     approximation where ``claim_test`` chose the bootstrap, else the sign-flip test (one
     choice, made once: a row's group count alone must not switch the route)."""
     if boot:
-        return _normal_p(d.value, (d.hi - d.lo) / (2 * norm.ppf(1 - ALPHA / 2)), shift,
-                         greater), 0.0
+        return interval_p(d.value, d.lo, d.hi, shift, greater), 0.0
     t = sign_flip_test(d.group_diffs, shift=shift, alternative="greater" if greater else "less",
                        seed=seed)
     return t.p, t.smallest_p
@@ -240,18 +255,34 @@ def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdi
                      f"{worst.method}", worst.value, worst.sd, worst.n_groups, worst.n_pairs)
 
 
-def _groups_for(kind: str, value: float, delta: float, sd: float, power: float) -> int | None:
-    dist = [value, delta - value] if kind == "beats" else [abs(value), delta - abs(value)]
-    found = [n for n in (groups_needed(x, sd, alpha=ALPHA / 2, power=power) for x in dist)
-             if n is not None]
+def _groups_for(kind: str, value: float, delta: float, sd: float, power: float,
+                m: int = 1) -> int | None:
+    """At Holm's strictest threshold ``ALPHA / m``: a two-sided test of a difference at
+    ``ALPHA / (2 m)`` one-sided; an equivalence (TOST) at ``ALPHA / m`` on each side, with the
+    power of *both* one-sided tests passing."""
+    a = ALPHA / max(m, 1)
+    if not (math.isfinite(value) and math.isfinite(sd)):
+        return None
+    one = lambda x: groups_needed(x, sd, alpha=a / 2, power=power)  # noqa: E731
+    if kind == "beats":
+        found = [one(value), one(delta - value)]
+    else:
+        equiv = equivalence_groups_needed(value, delta, sd, alpha=a, power=power)
+        found = [one(abs(value)), equiv]
+    found = [n for n in found if n is not None]
     return min(found) if found else None
 
 
-def groups_to_decide(t: ClaimTest, power: float = 0.8) -> int | None:
-    """Groups that would decide the observed effect with ``power`` (normal approximation from
-    the observed group-level SD, :func:`~ppairs_lens.evaluation.power.groups_needed`): the
-    fewer of the two directions the value leans towards."""
-    return _groups_for(t.kind, t.value, t.delta, t.sd, power)
+def groups_to_decide(t: ClaimTest, power: float = 0.8, m: int = 1) -> int | None:
+    """Groups that would decide the observed effect with ``power`` in a family of ``m`` tests
+    (normal approximation from the observed group-level SD at Holm's first threshold
+    ``ALPHA / m``, :func:`~ppairs_lens.evaluation.power.groups_needed`; an equivalence by the
+    power of both one-sided tests,
+    :func:`~ppairs_lens.evaluation.power.equivalence_groups_needed`): the fewer of the two
+    directions the value leans towards; None for a test counted in null draws."""
+    if t.n_null is not None or not (t.delta and math.isfinite(t.delta)):
+        return None
+    return _groups_for(t.kind, t.value, t.delta, t.sd, power, m)
 
 
 def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
@@ -268,6 +299,9 @@ def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
 
 
 def _rule(kind: str, delta: float, m: int) -> str:
+    if not math.isfinite(delta):        # no margin: a "changes" claim that cannot fail
+        return (f"{kind}: holds when a change is shown; cannot fail (no equivalence test); "
+                f"Holm over the {m} claims of its family at {ALPHA}")
     what = {"beats": f"holds when the difference is above 0, fails when it is below +{delta:g}",
             "unchanged": f"holds by equivalence within ±{delta:g} (TOST), fails when a change "
                          "is shown",
@@ -292,7 +326,7 @@ def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) ->
               "p_holds_holm": float(adj_h[j]), "p_fails_holm": float(adj_f[j]),
               "smallest_p": t.smallest_p, "family_size": m, "n_groups": t.n_groups,
               "n_pairs": t.n_pairs, "group_sd": t.sd, "delta": t.delta,
-              "groups_to_decide": groups_to_decide(t)}
+              "groups_to_decide": groups_to_decide(t, m=m), "n_null": t.n_null}
         rule = _rule(t.kind, t.delta, m)
         if adj_h[j] < alpha:
             v = Verdict(HOLDS, f"Holm p {adj_h[j]:.3g} < {alpha}", rule, ev, t.method)
@@ -300,10 +334,16 @@ def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) ->
             v = Verdict(FAILS, f"Holm p {adj_f[j]:.3g} < {alpha} against the margin "
                         f"{t.delta:g}", rule, ev, t.method)
         elif t.smallest_p >= alpha / m:
-            need = groups_for_p(alpha / (2 * m) if t.kind == "beats" else alpha / m)
-            v = Verdict(NOT_TESTED, f"with {t.n_groups} groups the smallest p this test can "
-                        f"give is {t.smallest_p:.3g}, not below Holm's first threshold "
-                        f"{alpha}/{m}", rule, ev, t.method, needed=f"{need} groups")
+            if t.n_null is not None:    # n_tests / (n_null + 1) < alpha / m
+                size = f"{t.n_null} null draws"
+                need = f"{int(math.floor(t.n_tests * m / alpha + 1e-9))} null draws"
+            else:
+                size = f"{t.n_groups} groups"
+                need = f"{groups_for_p(alpha / (2 * m) if t.kind == 'beats' else alpha / m)}" \
+                       " groups"
+            v = Verdict(NOT_TESTED, f"with {size} the smallest p this test can give is "
+                        f"{t.smallest_p:.3g}, not below Holm's first threshold {alpha}/{m}",
+                        rule, ev, t.method, needed=need)
         else:
             v = Verdict(INCONCLUSIVE, f"neither a difference nor its absence is shown (Holm "
                         f"p {adj_h[j]:.3g} / {adj_f[j]:.3g})", rule, ev, t.method)

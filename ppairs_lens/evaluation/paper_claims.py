@@ -1,0 +1,210 @@
+"""The paper's Table 1 (transfer) and Appendix A (layer) claims of the claims registry
+(``analyses/claims.py``): their records and the readers that turn a run's rows into the
+statistic each is decided on.
+
+* **Table 1**, per evaluated dataset (the paper's rows we have; CaTeRS is not in
+  ``../shared/datasets``), probes trained on each *other* Table 1 dataset, scored on the
+  evaluated dataset's held-out pairs (the transfer step's headline centring):
+  ``table1.<kind>-transfers.<dataset>``: the transferred probes beat chance (accuracy minus
+  0.5, averaged over the sources, per test group); ``table1.pca-as-in-domain.<dataset>``:
+  the transferred unsupervised probes score as the dataset's own (transferred minus
+  in-domain accuracy per test group, averaged over the sources; equivalence within ±δ:
+  Table 1's unsupervised cells are equal along each row). Decided on accuracy, not the
+  paper's F1: F1 is no mean over groups, and the sign-flip test needs one difference per
+  group (the transfer step records them: ``group_diffs``). A run whose transfer step did not
+  record them leaves these claims not tested.
+* **Appendix A**, over the layer sweep's per-layer accuracies (one read-out per row, its own
+  95% interval over the test groups), datasets whose intervals rest on 20+ groups:
+  ``appendixA.supervised-plateau``: the supervised probe's mean accuracy over the layers
+  deeper than 50% depth minus its accuracy at 50% depth, equivalent to 0 within ±δ;
+  ``appendixA.pca-jump``: the unsupervised probe's mean accuracy over the layers deeper than
+  50% depth minus its mean over the first 10% of the layers, above 0 (fails below +δ).
+  The layers' accuracies are on the same pairs, so correlated, and no paired interval is
+  recorded: the difference's standard error is bounded by the sum of the two sides' (the
+  standard deviation of a sum never exceeds the sum of the standard deviations, whatever the
+  correlation), a conservative interval; datasets are independent, so their standard errors
+  add in quadrature in the mean over datasets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+from scipy.stats import norm
+
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
+from ppairs_lens.evaluation.claim_families import FAMILIES, Claim
+from ppairs_lens.evaluation.verdicts import NOT_TESTED, ClaimTest, Difference, Verdict, claim_test
+
+__all__ = ["PAPER_READERS", "TABLE1_DATASETS", "paper_claims"]
+
+#: Paper Table 1's datasets (rows and columns) and the names this project's runs give them.
+TABLE1_DATASETS = {"NEWSROOM": "newsroom-coherence", "SummEval": "summeval-coherence",
+                   "HANNA": "hanna-coherence", "ROCStories": "rocstories", "MCTACO": "mctaco"}
+_Z = float(norm.ppf(0.975))
+HELD_OUT = "held-out pairs of the evaluated dataset; one difference per test group recorded"
+
+
+def paper_claims(sweep_datasets: Sequence[str]) -> list[Claim]:
+    """Table 1's and Appendix A's claims (module doc); ``sweep_datasets``: the layer claims'
+    datasets (the main comparisons, not Figure 4's shifted sets)."""
+    out: list[Claim] = []
+    acc = "held-out pairwise accuracy, per test group, averaged over the other Table 1 datasets"
+    for ds in TABLE1_DATASETS.values():
+        for kind, what in (("supervised", "supervised"), ("pca", "unsupervised (PCA)")):
+            out.append(Claim(f"table1.{kind}-transfers.{ds}", "paper Table 1",
+                             f"{what} probes trained on the other Table 1 datasets beat chance "
+                             f"on {ds}", "transfer across datasets", acc + ", minus 0.5",
+                             (ds,), HELD_OUT, (ds, f"{kind} transferred", "chance",
+                                               "accuracy"), "table1_chance", (kind,)))
+        out.append(Claim(f"table1.pca-as-in-domain.{ds}", "paper Table 1",
+                         f"unsupervised probes trained on the other Table 1 datasets score on "
+                         f"{ds} as its own does", "unsupervised transfer costs nothing",
+                         acc + ", minus the in-domain probe's (paired)", (ds,), HELD_OUT,
+                         (ds, "pca transferred", "pca in-domain", "accuracy"),
+                         "table1_in_domain", ("pca",)))
+    layer = ("per-layer held-out accuracy (the layer sweep), mean over datasets with 20+ test "
+             "groups; SE bounded by the sum of the two sides' (module doc)")
+    out += [Claim("appendixA.supervised-plateau", "paper Appendix A",
+                  "supervised probes plateau by 40-50% of depth: the deeper layers score as "
+                  "the layer at 50% depth", "layer profile: plateau",
+                  "mean accuracy over layers deeper than 50% depth minus accuracy at 50% "
+                  "depth; " + layer, tuple(sweep_datasets), "20+ test groups per dataset",
+                  ("sweep", "supervised", "layer at 50% depth", "accuracy"), "plateau",
+                  ("supervised",)),
+            Claim("appendixA.pca-jump", "paper Appendix A",
+                  "unsupervised probes jump from ~0.5 (early layers) to ~0.8 (deeper layers)",
+                  "layer profile: jump", "mean accuracy over layers deeper than 50% depth "
+                  "minus mean over the first 10% of layers; " + layer, tuple(sweep_datasets),
+                  "20+ test groups per dataset",
+                  ("sweep", "pca", "first 10% of layers", "accuracy"), "jump", ("pca",))]
+    return out
+
+
+# ------------------------------------------------------------------ Table 1
+
+def _transfer_rows(s: dict, ds: str, kind: str) -> list[dict] | Verdict | None:
+    if not s.get("transfer"):
+        return None
+    rows = [r for r in s["transfer"].get("accuracy") or []
+            if r.get("test") == ds and r.get("kind") == kind and not r.get("refused")]
+    if any(r.get("group_diffs") for r in rows):
+        return rows
+    return Verdict(NOT_TESTED, "this run's transfer step recorded no per-group accuracy "
+                   f"differences for {kind} probes on {ds} (an older step, or the dataset was "
+                   "not in it)", method="none",
+                   needed="a run of the transfer step that records group differences")
+
+
+def _sources(rows: list[dict], ds: str) -> list[list[float]]:
+    return [list(r["group_diffs"]) for r in rows if r.get("train") != ds
+            and r.get("train") in TABLE1_DATASETS.values() and r.get("group_diffs")]
+
+
+def _mean_difference(per_source: list[list[float]], n_pairs) -> Difference | Verdict:
+    k = {len(d) for d in per_source}
+    if len(k) != 1:                 # one target split: the same groups for every source
+        return Verdict(NOT_TESTED, f"the sources' group differences differ in length {k}",
+                       method="none", needed="one held-out split of the evaluated dataset")
+    g = np.nanmean(np.asarray(per_source, dtype=float), axis=0)
+    return Difference(float(np.nanmean(g)), None, None, len(g),
+                      None if n_pairs is None else int(n_pairs), tuple(map(float, g)))
+
+
+def _table1_chance(c: Claim, s: dict, sweep: dict):
+    ds, kind = c.datasets[0], c.args[0]
+    rows = _transfer_rows(s, ds, kind)
+    if not isinstance(rows, list):
+        return rows
+    src = _sources(rows, ds)
+    if not src:
+        return Verdict(NOT_TESTED, "no other Table 1 dataset was a source", method="none",
+                       needed="two or more Table 1 datasets in the transfer step")
+    return _mean_difference(src, rows[0].get("n_test"))
+
+
+def _table1_in_domain(c: Claim, s: dict, sweep: dict):
+    ds, kind = c.datasets[0], c.args[0]
+    rows = _transfer_rows(s, ds, kind)
+    if not isinstance(rows, list):
+        return rows
+    own = next((r["group_diffs"] for r in rows if r.get("train") == ds
+                and r.get("group_diffs")), None)
+    src = _sources(rows, ds)
+    if own is None or not src:
+        return Verdict(NOT_TESTED, "no in-domain probe or no other Table 1 source scored",
+                       method="none", needed="the in-domain probe and another source")
+    if any(len(d) != len(own) for d in src):
+        return Verdict(NOT_TESTED, "the sources' test groups differ from the in-domain "
+                       "probe's", method="none", needed="one held-out split of the dataset")
+    # accuracy - 0.5 on both sides: their difference is transferred minus in-domain
+    return _mean_difference([[a - b for a, b in zip(d, own)] for d in src],
+                            rows[0].get("n_test"))
+
+
+# ------------------------------------------------------------------ Appendix A
+
+def _se(r: dict) -> float:
+    return (float(r["hi"]) - float(r["lo"])) / (2 * _Z)
+
+
+def _profile(c: Claim, sweep: dict, early_of) -> ClaimTest | Verdict | None:
+    """Mean over qualifying datasets of (mean deeper than 50% depth) - (``early_of(L)``'s
+    layers' mean), with the conservative interval of the module doc."""
+    kind = c.args[0]
+    rows = [r for r in sweep.get("per_layer") or [] if r.get("kind") == kind
+            and r.get("metric", "accuracy") == "accuracy"]
+    if not rows:
+        return None
+    groups = {e["dataset"]: e.get("n_groups_test") for e in sweep.get("entries", [])
+              if e.get("kind") == kind}
+    diffs, ses, n_groups, n_pairs, short = [], [], 0, 0, []
+    for ds in c.datasets:
+        by = {int(r["layer"]): r for r in rows if r["dataset"] == ds}
+        if not by:
+            continue
+        n_layers = max(by) + 1
+        mid = math.ceil(0.5 * n_layers) - 1                   # first layer at 50% depth
+        late, early = range(mid + 1, n_layers), early_of(n_layers, mid)
+        need = [by.get(i) for i in (*late, *early)]
+        k = groups.get(ds) or 0
+        if k < MIN_BOOTSTRAP_GROUPS or any(r is None or not r.get("ci_counts") or not
+                                           all(math.isfinite(float(r[x])) for x in
+                                               ("value", "lo", "hi")) for r in need):
+            short.append(f"{ds} ({k})")
+            continue
+        val = lambda ix: float(np.mean([float(by[i]["value"]) for i in ix]))  # noqa: E731
+        se = lambda ix: float(np.mean([_se(by[i]) for i in ix]))  # noqa: E731
+        diffs.append(val(late) - val(early))
+        ses.append(se(late) + se(early))
+        n_groups += k
+        n_pairs += int(float(by[mid].get("n_test") or 0))
+    if not diffs:
+        return Verdict(NOT_TESTED, "no dataset's per-layer intervals rest on "
+                       f"{MIN_BOOTSTRAP_GROUPS}+ test groups (test groups: "
+                       f"{', '.join(short) or 'none'})", method="none",
+                       needed=f"{MIN_BOOTSTRAP_GROUPS} test groups on a swept dataset")
+    v, half = float(np.mean(diffs)), _Z * math.sqrt(sum(x * x for x in ses)) / len(ses)
+    fam = FAMILIES[c.family]
+    t = claim_test(Difference(v, v - half, v + half, n_groups, n_pairs or None), fam.kind,
+                   fam.delta)
+    return replace(t, method=f"per-layer 95% intervals over {n_groups} test groups "
+                   f"({len(diffs)} datasets), a difference's SE bounded by the sum of its "
+                   f"sides' (conservative): 95% CI [{v - half:+.3f}, {v + half:+.3f}]; p by "
+                   "its normal approximation") \
+        if isinstance(t, ClaimTest) else t
+
+
+def _plateau(c: Claim, s: dict, sweep: dict):
+    return _profile(c, sweep, lambda n, mid: (mid,))
+
+
+def _jump(c: Claim, s: dict, sweep: dict):
+    return _profile(c, sweep, lambda n, mid: tuple(range(max(1, round(0.1 * n)))))
+
+
+PAPER_READERS = {"table1_chance": _table1_chance, "table1_in_domain": _table1_in_domain,
+                 "plateau": _plateau, "jump": _jump}
