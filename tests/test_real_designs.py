@@ -261,3 +261,22 @@ def test_the_papers_own_predictions_give_its_published_numbers(shared_datasets):
         assert d["theirs_accuracy"] == pytest.approx(pub["accuracy"], abs=5e-4)
         assert d["theirs_slope"] == pytest.approx(pub["slope"], abs=1e-3)
         assert d["theirs_bias"] == pytest.approx(pub["bias"], abs=1e-3)
+
+
+def test_per_context_cap_spends_pairs_on_more_contexts():
+    from ppairs_lens.data.records import Comparison
+    from ppairs_lens.data.specs import subsample_by_context
+
+    recs = [Comparison(pair_id=f"q{q}-{k}", context=f"question {q}", item1=f"a{k}",
+                       item2=f"b{k}", label=1 + k % 2, context_id=f"q{q}")
+            for q in range(10) for k in range(4)]
+    d = Dataset(name="d", records=recs, kind="comparison")
+    whole = subsample_by_context(d, 12, seed=3)
+    capped = subsample_by_context(d, 12, seed=3, per_context=1)
+    assert len(whole) == 12 and len(set(whole.context_ids())) == 3  # 4 pairs a question
+    assert len(capped) == 10 and len(set(capped.context_ids())) == 10  # every question, once
+    assert len(set(subsample_by_context(d, 6, seed=3, per_context=1).context_ids())) == 6
+    assert capped.records == subsample_by_context(d, 12, seed=3, per_context=1).records
+    assert len(subsample_by_context(d, None, per_context=2)) == 20
+    with pytest.raises(ValueError, match="per_context"):
+        subsample_by_context(d, 12, per_context=0)

@@ -57,7 +57,11 @@ class ReplicationSizes:
     hanna_aspect: str = "coherence"
     story_cloze_pairs: int = 80
     mctaco_pairs: int = 80
-    mt_bench_pairs: int = 50  # long answers (~540 tokens a pair)
+    # long answers (~540 tokens a pair, no prefix shared across pairs): one pair from each of
+    # 52 questions (of 75) gives 26 held-out groups, the size the power table asks for
+    # (a question's pairs taken whole gave 10)
+    mt_bench_pairs: int = 52
+    mt_bench_per_question: int | None = 1  # None: a question's pairs whole
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
     # Figure 4's shifted sets: these Adversarial subsets (ADVERSARIAL_SUBSETS' folders), each
     # at this many pairs (None: all of it, 134 / 92 / 47 / 46); 12 is the fewest at which
@@ -74,7 +78,7 @@ class ReplicationSizes:
         # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
         return cls(summeval_contexts=6, summeval_items=3, summeval_aspects=("coherence",),
                    hanna_contexts=0, hanna_items=3, story_cloze_pairs=16, mctaco_pairs=16,
-                   mt_bench_pairs=12, llmbar_pairs=16, newsroom_contexts=0,
+                   mt_bench_pairs=12, mt_bench_per_question=None, llmbar_pairs=16, newsroom_contexts=0,
                    # one shifted set, the shortest pairs (~525 characters)
                    llmbar_adversarial=("Adversarial_GPTOut",), llmbar_adversarial_pairs=12)
 
@@ -91,6 +95,7 @@ class ReplicationSizes:
         are the papers' own."""
         return cls(summeval_contexts=100, summeval_items=10, hanna_contexts=96, hanna_items=5,
                    story_cloze_pairs=1871, mctaco_pairs=5000, mt_bench_pairs=200,
+                   mt_bench_per_question=None,
                    llmbar_pairs=None, newsroom_contexts=60, newsroom_items=7,
                    newsroom_aspects=NEWSROOM_ASPECTS,
                    llmbar_adversarial=tuple(ADVERSARIAL_SUBSETS), llmbar_adversarial_pairs=None)
@@ -134,9 +139,9 @@ def _entries(sizes: ReplicationSizes, seed: int
         return lambda root: replace(items_within_contexts(
             load_dataset(root / rel, aspect=aspect), n, m, seed), name=name)
 
-    def whole(rel: str, n: int | None, name: str):
-        return lambda root: replace(subsample_by_context(load_dataset(root / rel), n, seed),
-                                    name=name)
+    def whole(rel: str, n: int | None, name: str, per_context: int | None = None):
+        return lambda root: replace(subsample_by_context(load_dataset(root / rel), n, seed,
+                                                         per_context=per_context), name=name)
 
     out = [(f"summeval-{a}", "summeval/summeval.jsonl",
             scored("summeval/summeval.jsonl", a, sizes.summeval_contexts, sizes.summeval_items,
@@ -159,7 +164,7 @@ def _entries(sizes: ReplicationSizes, seed: int
                 whole("mctaco/dev_3783.tsv", sizes.mctaco_pairs, "mctaco"), sizes.mctaco_pairs))
     out.append(("mt-bench", "llmbar/Processed_MT-Bench/dataset.json",
                 whole("llmbar/Processed_MT-Bench/dataset.json", sizes.mt_bench_pairs,
-                      "mt-bench"), sizes.mt_bench_pairs))
+                      "mt-bench", sizes.mt_bench_per_question), sizes.mt_bench_pairs))
 
     def llmbar(root: Path) -> Dataset:
         parts = [replace(load_dataset(root / f"llmbar/{sub}/dataset.json"), name=short)

@@ -30,26 +30,36 @@ def spec_format(spec: str) -> str | None:
     return sniff_format(path) if path.is_file() else None
 
 
-def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0) -> Dataset:
-    """At most ``max_pairs`` records, taking whole contexts in a seeded random order.
+def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0, *,
+                         per_context: int | None = None) -> Dataset:
+    """At most ``max_pairs`` records, taking contexts in a seeded random order; each context
+    whole, or (``per_context``) a seeded sample of at most that many of its records.
 
-    Whole contexts keep splits by context honest and keep the harvester's prefix sharing.
+    Contexts are the leak groups a split keeps apart, so a claim's power grows with their
+    number: where pairs within a context cost as much as pairs across contexts (MT-Bench's
+    answers share no prefix), ``per_context`` spends a fixed budget on more of them.
     """
-    if max_pairs is None or len(dataset) <= max_pairs:
-        return dataset
+    if per_context is not None and per_context < 1:
+        raise ValueError(f"per_context must be at least 1, got {per_context}")
     by_ctx: dict[str, list[int]] = {}
     for i, c in enumerate(dataset.context_ids()):
         by_ctx.setdefault(c, []).append(i)
+    if per_context is None and (max_pairs is None or len(dataset) <= max_pairs):
+        return dataset
     order = sorted(by_ctx)
     random.Random(seed).shuffle(order)
     keep: list[int] = []
     for c in order:
-        keep += by_ctx[c]
-        if len(keep) >= max_pairs:
+        rows = by_ctx[c]
+        if per_context is not None and len(rows) > per_context:
+            rows = sorted(random.Random(f"{seed}:{c}").sample(rows, per_context))
+        keep += rows
+        if max_pairs is not None and len(keep) >= max_pairs:
             break
-    keep = sorted(keep[:max_pairs])
+    keep = sorted(keep[:max_pairs] if max_pairs is not None else keep)
+    cap = "" if per_context is None else f"k{per_context}"
     return replace(dataset, records=[dataset.records[i] for i in keep],
-                   name=f"{dataset.name}-n{len(keep)}s{seed}")
+                   name=f"{dataset.name}-n{len(keep)}{cap}s{seed}")
 
 
 def display_name(spec: str) -> tuple[str, str | None]:
