@@ -13,12 +13,10 @@ from dataclasses import dataclass, replace
 
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
-from ppairs_lens.evaluation.splits import SPLIT_MODES
+from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE, SPLIT_MODES
 
 __all__ = ["BUILTIN_TEST_SIZE", "EvalSettings", "PAPER_TEST_SIZE", "QUICK_N_BOOT"]
 
-#: Held-out share of the built-in analyses (and of every command unless ``--test-size``).
-BUILTIN_TEST_SIZE: float = 0.3
 #: Held-out share of the replication: the paper fits and tests on random halves.
 PAPER_TEST_SIZE: float = 0.5
 #: Bootstrap resamples of a quick run (a preview or a test), wherever ``quick`` is asked for.
