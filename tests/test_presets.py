@@ -99,6 +99,8 @@ def test_presets_apply_nested_sizes_and_refuse_what_they_cannot():
     with pytest.raises(PPairsError, match="names no field of it: nope"):
         Preset(changes={"nope": 1}).apply(ReplicationConfig())
     assert PRESETS["quick"].apply(ReplicationConfig()).settings.quick
+    given = rc("quick", max_pairs=5, settings=ReplicationConfig().settings)
+    assert given.max_pairs == 5 and given.settings.quick  # a field given wins; still a preview
 
 
 def test_the_command_line_picks_the_preset_by_name():
