@@ -63,6 +63,7 @@ from ppairs_lens.evaluation.null_test import (
     null_test,
     sign_accuracy,
 )
+from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
 from ppairs_lens.evaluation.verdicts import holm
@@ -354,6 +355,12 @@ def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
     return paths
 
 
+#: How each preset differs from the defaults (``ppairs-lens ablate``'s demo): a quick run
+#: judges 24 held-out pairs and refits on 24.
+PRESETS: dict[str, Preset] = {
+    "quick": Preset(preview=True, changes={"max_eval_pairs": 24, "max_refit_train": 24})}
+
+
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
     """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record."""
     from ppairs_lens.io.json_fields import read_json_object
@@ -383,12 +390,11 @@ def cli(args, bridge=None) -> None:
         bridge = load_model(ModelSpec.from_args(args))
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
-    cfg = AblationConfig(stores=[str(st.path) for st, _ in items], datasets=list(specs),
-                         settings=args.settings, layer=args.layer,
-                         n_random=args.n_random,
-                         n_matched=getattr(args, "n_matched", None) or args.n_random)
-    if cfg.settings.quick:  # n_boot: the settings' own quick value
-        cfg = replace(cfg, max_eval_pairs=24, max_refit_train=24)
+    cfg = at_preset(AblationConfig(stores=[str(st.path) for st, _ in items],
+                                   datasets=list(specs), settings=args.settings,
+                                   layer=args.layer), PRESETS, args.preset)
+    given = {"n_random": args.n_random, "n_matched": args.n_matched or args.n_random}
+    cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
     rows, _ = run_ablation(bridge, items, args.out, cfg)
     for line in summary_lines(rows):
         print(line)

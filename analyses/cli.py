@@ -38,7 +38,7 @@ ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "abla
             "shift": "distribution_shift",
             "steer": "steering",
             "finetune": "finetuning",
-            "run": "run_all"}
+            "run": "replication"}
 
 
 def _shard_arg(spec: str) -> str:
@@ -53,13 +53,15 @@ def _shard_arg(spec: str) -> str:
     return spec
 
 
-def _add_nulls(p: argparse.ArgumentParser, default: int, verb: str) -> None:
-    """The null directions of an intervention study (ablate, steer)."""
-    p.add_argument("--n-random", type=positive_int, default=default,
-                   help=f"isotropic random directions {verb} as a null")
-    p.add_argument("--n-matched", type=positive_int, default=default,
+def _add_nulls(p: argparse.ArgumentParser, config: str, verb: str) -> None:
+    """The null directions of an intervention study (ablate, steer); not given, the
+    experiment's ``config`` (at its preset) says how many."""
+    p.add_argument("--n-random", type=positive_int, default=None,
+                   help=f"isotropic random directions {verb} as a null (default: {config}'s "
+                        "n_random at the preset; given, it wins over --quick's)")
+    p.add_argument("--n-matched", type=positive_int, default=None,
                    help=f"random directions drawn from the training contrasts' covariance, "
-                        f"{verb} as the variance-matched null")
+                        f"{verb} as the variance-matched null (default: {config}'s n_matched)")
 
 
 def _positions_arg(text: str) -> str | int:
@@ -148,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                         ("finetune", "probes against LoRA and full finetuning on the same "
                                      "labels, with cost and a label curve"),
                         ("rank", "PAIRS ranking and insertion scoring against baselines"),
-                        ("run", "the whole study on the embedded default (the main job)")]:
+                        ("run", "the main job: the replication on the embedded default")]:
         p = sub.add_parser(name, help=help_)
         add_model_options(p)
         add_dataset_options(p, many=True)
@@ -178,11 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "ablate":
             add_layer(p, None, "read-out index of the probe directions (default: chosen on "
                                "a validation split of the training pairs)")
-            _add_nulls(p, 100, "ablated")
+            _add_nulls(p, "AblationConfig", "ablated")
         if name == "steer":
             add_layer(p, None, "read-out index of the probe directions and of the steering "
                                "hook (default: chosen on a validation split)")
-            _add_nulls(p, 20, "added")
+            _add_nulls(p, "SteeringConfig", "added")
             p.add_argument("--alphas", type=finite_float, nargs="+", default=None,
                            help="steering strengths in units of the read-out's median "
                                 "activation norm (default: -1 -0.5 -0.25 0.25 0.5 1)")
@@ -205,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="folder of the seed experiments' datasets (the replication); "
                                 "not given: ../shared/datasets, or where that is absent the "
                                 "files fetched into the cache as by `data fetch` (a failed "
-                                "fetch: the built-ins study); a folder named here must hold "
+                                "fetch: the built-ins); a folder named here must hold "
                                 "them")
             p.add_argument("--extra", nargs="+", default=[], metavar="SPEC",
                            help="further files of the supported formats (path or path:aspect) "
@@ -214,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="the papers' sizes (for a GPU; hours on a CPU); not with "
                                 "--quick")
             p.add_argument("--builtins", action="store_true",
-                           help="run the built-ins study (generated datasets) instead")
+                           help="run the main job on the built-ins (generated datasets) instead "
+                                "of the seed experiments' files")
     return parser
 
 

@@ -14,16 +14,18 @@ import math
 from pathlib import Path
 
 from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.protocol import QUICK_MAX_PAIRS, QUICK_N_BOOT
 
-__all__ = ["OneLineParser", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands", "add_dataset_options",
-           "add_eval_settings", "add_hooks", "add_judges", "add_kinds", "add_layer",
-           "add_model_options", "add_seed", "add_split", "add_template", "check_args",
-           "check_layer", "eval_settings_from_args", "finite_float", "load_model_from_args",
-           "positive_int", "seed_int", "share", "DEFAULT_SHARED_DATA"]
+__all__ = ["OneLineParser", "QUICK_CAPPED", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands",
+           "add_dataset_options", "add_eval_settings", "add_hooks", "add_judges", "add_kinds",
+           "add_layer", "add_model_options", "add_seed", "add_split", "add_template",
+           "check_args", "check_layer", "eval_settings_from_args", "finite_float", "load_model_from_args",
+           "positive_int", "preset_name", "seed_int", "share", "DEFAULT_SHARED_DATA"]
 
-#: ``--quick`` without ``--max-pairs``: at most this many pairs per dataset (whole contexts).
-QUICK_MAX_PAIRS = 80
 SPLITS = ("auto", "context", "item", "pair")
+#: Commands whose ``--quick`` caps the pairs of each dataset they name (``--max-pairs`` wins);
+#: ``run`` caps its ``--builtins`` / ``--datasets`` through its quick preset, with the same number.
+QUICK_CAPPED = ("harvest", "sweep", "transfer", "ablate", "steer", "finetune", "shift")
 TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"comparison\" or "
                  "\"statement\") and any ComparisonTemplate / StatementTemplate fields to change "
                  "(user, assistant, choices, system, context_block, no_context_block, "
@@ -36,12 +38,15 @@ TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"compariso
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (and exit status 2). A command with the
     evaluation options (:func:`add_eval_settings`) gets them as ONE record, ``args.settings``
-    (:func:`eval_settings_from_args`), which is what every experiment's ``cli`` reads."""
+    (:func:`eval_settings_from_args`), and a command with ``--quick`` the preset its options
+    pick, ``args.preset`` (:func:`preset_name`): what every experiment's ``cli`` reads."""
 
     def parse_known_args(self, args=None, namespace=None):
         ns, rest = super().parse_known_args(args, namespace)
         if hasattr(ns, "n_boot") and not hasattr(ns, "settings"):
             ns.settings = eval_settings_from_args(ns)
+        if hasattr(ns, "quick") and not hasattr(ns, "preset"):
+            ns.preset = preset_name(ns)
         return ns, rest
 
     def error(self, message: str):
@@ -104,9 +109,11 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="bridge: TransformerBridge (default); hooked: a classic "
                         "HookedTransformer (transformer-lens<4)")
     p.add_argument("--quick", action="store_true",
-                   help="small settings for a preview or a test (harvest, sweep, transfer, "
-                        f"ablate, run: at most {QUICK_MAX_PAIRS} pairs per dataset unless "
-                        "--max-pairs)")
+                   help="the quick preset, for a preview or a test: the experiment's own "
+                        f"small sizes (its config's PRESETS), at most {QUICK_N_BOOT} "
+                        f"resamples, PNG figures only; {', '.join(QUICK_CAPPED)} and run "
+                        f"--builtins: at most {QUICK_MAX_PAIRS} pairs per dataset unless "
+                        "--max-pairs")
 
 
 def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
@@ -146,7 +153,7 @@ def add_eval_settings(p: argparse.ArgumentParser, split: bool = True) -> None:
     add_seed(p)
     p.add_argument("--n-boot", type=positive_int, default=None,
                    help="bootstrap resamples of every confidence interval (default 2000; "
-                        "--quick 100)")
+                        f"--quick {QUICK_N_BOOT})")
     if split:
         p.add_argument("--test-size", type=share, default=None,
                        help="held-out share of the leak groups (default 0.3; the replication "
@@ -247,6 +254,14 @@ DEFAULT_SHARED_DATA = "../shared/datasets"
 EXCLUSIVE_PRESETS = ("quick", "full")
 
 
+def preset_name(args) -> str:
+    """The preset a command's options pick: ``quick``, ``full`` or the defaults, ``demo``
+    (both flags together are refused by :func:`check_args`)."""
+    if getattr(args, "quick", False):
+        return "quick"
+    return "full" if getattr(args, "full", False) else "demo"
+
+
 def check_args(args) -> None:
     """Every check that needs no model: output folders (an existing file, or not writable),
     ``run``'s presets and data folder, dataset specs (loaded), the template against each
@@ -267,8 +282,7 @@ def check_args(args) -> None:
         raise PPairsError(f"--judges none cannot be combined with other forms "
                           f"({' '.join(j for j in judges if j != 'none')})")
     if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
-            and args.command in ("harvest", "sweep", "transfer", "ablate", "steer",
-                                 "finetune", "shift")):
+            and args.command in QUICK_CAPPED):
         args.max_pairs = QUICK_MAX_PAIRS
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
                                                                    or [])
@@ -307,15 +321,16 @@ def _check_run(args) -> None:
                           f"experiments' data: {', '.join(expected)})")
     builtins = bool(getattr(args, "builtins", False) or getattr(args, "datasets", None))
     if getattr(args, "extra", None) and (builtins or not root.is_dir()):
-        why = ("--builtins or --datasets runs the built-ins study" if builtins else
-               f"{root} is absent, so the study runs on the built-ins")
+        why = ("--builtins or --datasets runs the main job on the built-ins" if builtins else
+               f"{root} is absent, so the main job runs on the built-ins")
         raise PPairsError(f"--extra adds files to the replication, but {why}: the files would "
                           "be ignored")
     if getattr(args, "full", False) and builtins:
         raise PPairsError("--full sizes the replication to the papers' data, but --builtins or "
-                          "--datasets runs the built-ins study, which has no such size: drop one")
+                          "--datasets runs the main job on the built-ins, which has no such "
+                          "size: drop one")
     if builtins or not root.is_dir():
-        return  # the built-ins study (the folder only adds its real datasets where present)
+        return  # the main job on the built-ins (the folder is not read)
     if not any((root / rel).is_file() for rel in expected):
         raise PPairsError(f"--shared-data {root} holds none of the replication's datasets "
                           f"(expected at least one of {', '.join(expected)})")

@@ -51,6 +51,7 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import bootstrap
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import paired_difference
+from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
 from ppairs_lens.evaluation.resampled import weighted_accuracy
@@ -90,7 +91,7 @@ class FinetuningConfig:
     point per size (:func:`ppairs_lens.finetuning.judge.finetune_curve`), and the two orders of
     a comparison share their prompt prefix, so the curve costs about one run on its largest
     size. The main job's demo runs LoRA to 16 labels and full finetuning to 8
-    (``curve_sizes_full``); :meth:`quick` is smaller still. On a GPU raise ``max_train``,
+    (``curve_sizes_full``); the quick preset (:data:`PRESETS`) is smaller still. On a GPU raise ``max_train``,
     ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200, 400).
     """
 
@@ -115,13 +116,6 @@ class FinetuningConfig:
         if self.max_train is not None and self.max_train < 4:
             raise PPairsError(f"max_train must be at least 4, got {self.max_train}")
 
-    @classmethod
-    def quick(cls, **kw) -> FinetuningConfig:
-        """A preview: 4 training comparisons, 8 test pairs, a one-point curve, 100
-        resamples."""
-        kw["settings"] = kw.get("settings", EvalSettings()).as_quick()
-        return cls(**{"max_train": 4, "max_test": 8, "curve_sizes": (4,), **kw})
-
     def tuning(self, method: str, seed: int) -> TrainingConfig:
         return replace(self.lora if method == "lora" else self.full, seed=seed)
 
@@ -130,6 +124,12 @@ class FinetuningConfig:
         if method == "full" and self.curve_sizes_full is not None:
             return self.curve_sizes_full
         return self.curve_sizes
+
+
+#: How each preset differs from the defaults (``ppairs-lens finetune``'s demo): a quick run
+#: trains on 4 comparisons, tests on 8 pairs, one curve point.
+PRESETS: dict[str, Preset] = {
+    "quick": Preset(preview=True, changes={"max_train": 4, "max_test": 8, "curve_sizes": (4,)})}
 
 
 @dataclass(frozen=True)
@@ -386,14 +386,11 @@ def cli(args, bridge) -> None:
         ds = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         if ds.kind == "comparison":
             pairs.append((ensure_store(bridge, ds, args.stores, template=args.template), ds))
-    kw = {"settings": args.settings}
-    if args.max_train is not None:
-        kw["max_train"] = args.max_train
-    if args.curve_sizes:
-        kw["curve_sizes"] = tuple(args.curve_sizes)
-    if args.curve_seeds:
-        kw["curve_seeds"] = tuple(args.curve_seeds)
-    cfg = FinetuningConfig.quick(**kw) if args.quick else FinetuningConfig(**kw)
+    cfg = at_preset(FinetuningConfig(settings=args.settings), PRESETS, args.preset)
+    given = {"max_train": args.max_train,
+             "curve_sizes": tuple(args.curve_sizes) if args.curve_sizes else None,
+             "curve_seeds": tuple(args.curve_seeds) if args.curve_seeds else None}
+    cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
     for r in run_finetuning(bridge, pairs, args.out, cfg):
         print(f"{r['dataset']:24s} {r['method']:10s} acc {r['accuracy']:.3f} "
               f"[{r['lo']:.3f}, {r['hi']:.3f}]  train {r['train_seconds']:.1f} s  "

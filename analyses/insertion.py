@@ -36,6 +36,7 @@ from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
 from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_level
+from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.plotting import caption, style
@@ -278,6 +279,13 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> list[dict]:
     return rows
 
 
+#: How each preset differs from the defaults (the ClimateX part of ``ppairs-lens rank``; the
+#: main job sets its own sizes, ``analyses.replication_config.PRESETS``).
+PRESETS: dict[str, Preset] = {
+    "quick": Preset(preview=True, changes={"n_train": 20, "max_train_pairs": 60,
+                                           "max_test": 8, "k": 3})}
+
+
 def print_table(rows: list[dict]) -> None:
     for r in rows:
         extra = (f" slope {r['slope']:+.2f} bias {r['bias']:+.2f}" if r["level"] == "overall"
@@ -310,12 +318,10 @@ def cli(args, bridge=None) -> None:
     specs = _specs(args)
     if not specs:
         return
-    cfg = InsertionConfig(path=specs[0], model=args.model, settings=args.settings, verbose=True,
-                          layer=args.layer)
-    if cfg.settings.quick:
-        cfg = dataclasses.replace(cfg, n_train=20, max_train_pairs=60, max_test=8, k=3)
-    if args.max_pairs:
-        cfg.max_train_pairs = args.max_pairs
+    cfg = at_preset(InsertionConfig(path=specs[0], model=args.model, settings=args.settings,
+                                    verbose=True, layer=args.layer), PRESETS, args.preset)
+    if args.max_pairs:  # an option given wins over the preset
+        cfg = dataclasses.replace(cfg, max_train_pairs=args.max_pairs)
     if bridge is None:
         from ppairs_lens.models.loading import load_model
         from ppairs_lens.models.spec import ModelSpec

@@ -42,6 +42,7 @@ from ppairs_lens.data.item_sampling import items_by_context, training_comparison
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import spearman
+from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.judges.comparators import (
     BatchComparator,
@@ -347,6 +348,13 @@ def figure_caption(cfgs: Sequence[RankingConfig], infos: Sequence[dict]) -> str:
     return " ".join(parts)
 
 
+#: How each preset differs from the defaults (``ppairs-lens rank``'s demo).
+PRESETS: dict[str, Preset] = {
+    "quick": Preset(preview=True, changes={"n_train_contexts": 3,
+                                           "max_train_pairs_per_context": 10,
+                                           "n_eval_contexts": 3, "max_items_per_context": 6})}
+
+
 def print_table(rows: list[dict]) -> None:
     for r in rows:
         print(f"{r['dataset'][:28]:28s} {r['label']:36s} rho {r['spearman']:+.3f} "
@@ -378,13 +386,10 @@ def cli(args, bridge=None) -> None:
         return
     cfgs = []
     for spec in specs:
-        cfg = RankingConfig(dataset=spec, model=args.model, settings=args.settings,
-                            verbose=True, layer=args.layer)
-        if cfg.settings.quick:  # n_boot: the settings' own quick value
-            cfg = dataclasses.replace(cfg, n_train_contexts=3, max_train_pairs_per_context=10,
-                                      n_eval_contexts=3, max_items_per_context=6)
-        if args.max_pairs:
-            cfg.max_train_pairs_per_context = args.max_pairs
+        cfg = at_preset(RankingConfig(dataset=spec, model=args.model, settings=args.settings,
+                                      verbose=True, layer=args.layer), PRESETS, args.preset)
+        if args.max_pairs:  # an option given wins over the preset
+            cfg = dataclasses.replace(cfg, max_train_pairs_per_context=args.max_pairs)
         cfgs.append(cfg)
     if bridge is None:
         from ppairs_lens.models.loading import load_model

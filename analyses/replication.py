@@ -1,4 +1,6 @@
-"""The main job: the seed experiments of the thesis and the paper on their own data.
+"""The main job, the one runner (:func:`run_replication`) of the one config
+(:class:`~analyses.replication_config.ReplicationConfig`): the seed experiments of the thesis
+and the paper on their own data, or the same steps on the generated built-ins.
 
 With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` (what ``make
 demo`` runs) does, on one model:
@@ -17,13 +19,16 @@ demo`` runs) does, on one model:
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 
 then ``summary.json``, from which ``REPORT.md`` is written (:mod:`analyses.replication_findings`),
-the published numbers beside ours; sizes: :class:`ReplicationSizes` (``--quick`` / ``--full``).
+the published numbers beside ours. Sizes: the config's presets
+(:data:`~analyses.replication_config.PRESETS`, ``--quick`` / ``--full``). With the built-ins
+(:data:`~analyses.replication_config.BUILTINS`: ``--builtins``, or no data folder) the same
+steps run on generated datasets; those that need a seed experiment's file (thesis tables,
+Figure 4's shift, finetuning, insertion) have nothing to do, and no published claim is tested.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -37,6 +42,7 @@ from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summar
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
 from analyses.claims import evaluate_claims, per_layer
+from analyses.replication_config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication_findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_stores
@@ -48,6 +54,8 @@ from ppairs_lens.data.replication_sets import (
     shifted_names,
     summeval_names,
 )
+from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
+from ppairs_lens.data.fetch import fetched_data_folder
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
@@ -56,112 +64,28 @@ from ppairs_lens.evaluation.text_baselines import HeldOutTextBaselines, held_out
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.study_runner import StudyRunner
-from ppairs_lens.judges.allure import AllureConfig
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out
 from ppairs_lens.judges.study import HeldOutJudges, JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
-from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
-__all__ = ["ReplicationConfig", "refresh", "run_replication"]
+__all__ = ["ReplicationConfig", "cli", "refresh", "run_replication"]
 STEPS = 15
 
 
-@dataclass
-class ReplicationConfig:
-    """The replication; saved as ``replication.config.json`` beside the outputs."""
-
-    model: ModelSpec = ModelSpec()  # default: embedded SmolLM2 on the CPU; a name also loads
-    shared_data: str = "../shared/datasets"
-    extra: list[str] = field(default_factory=list)  # further files (Figure 2 and transfer)
-    out: str = "figures"
-    stores: str = "stores"
-    sizes: ReplicationSizes = ReplicationSizes()
-    # One protocol, the same object in every step; the paper fits and tests on random halves.
-    settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
-    judge_train_pairs: int = 6  # training comparisons that fit the judge's threshold
-    # ALLURE's pool costs nothing (its zero-shot answers are the training sample's); its
-    # held-out pairs are asked again after the demonstrations (a form scored on a subset:
-    # shown, never the best form a claim is tested against)
-    allure: AllureConfig | None = AllureConfig(pool=6, test_pairs=4)
-    # Transfer and cosines: all four kinds; CCS (gradient descent, too slow to validate at every
-    # read-out) is fitted at the cosine read-out only (readout_choice.add_kinds_at)
-    transfer_kinds: tuple[str, ...] = ALL_PROBE_KINDS
-    ablation_dataset: str = "mt-bench"
-    # 60 + 60 nulls: the smallest p, 1/61, still below Holm's 0.05/3 for three directions
-    ablation_random: int = 60
-    ablation_matched: int = 60
-    ablation_eval_pairs: int = 20
-    # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
-    # prompts, as a training example costs ~3-6 CPU-seconds here
-    finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
-    finetune_train: int = 8
-    finetune_test: int = 20
-    # the label curve is one training run per method through nested label sets (a point per
-    # block): LoRA to 16 labels; full finetuning, whose steps cost more, to 8
-    finetune_curve: tuple[int, ...] = (4, 8, 16)
-    finetune_curve_full: tuple[int, ...] | None = None  # full finetuning's curve: --full only
-    steering_nulls: int = 10  # random and variance-matched directions each
-    steering_eval_pairs: int = 6
-    steering_alphas: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)  # x the read-out's norm
-    climatex_test: int = 24  # of the 300-statement test split, in its level proportions
-    climatex_k: int = 4  # references per binary-search step
-    climatex_train: int = 60  # labelled training statements (balanced over the levels)
-    climatex_train_pairs: int = 120
-    climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
-
-    def __post_init__(self):
-        self.model = ModelSpec.coerce(self.model)
-
-
-def quick(cfg: ReplicationConfig) -> ReplicationConfig:
-    """A preview in under 3 minutes (and what the tests run). Every step runs; the model's
-    passes over long prompts are what a preview costs, so the judges' thresholds are fitted on 3
-    training comparisons, ALLURE adds one demonstration, MT-Bench's ablation and steering ask
-    2 pairs (4 + 4 and 2 + 2 null directions), finetuning is scored on 4 pairs, ClimateX's
-    probe trains on 16 comparisons and places 4 statements, and figures are PNG only. At
-    these sizes few claims have the groups a test needs: most verdicts are "not tested at
-    this size"."""
-    return replace(cfg, sizes=ReplicationSizes.quick(), settings=cfg.settings.as_quick(),
-                   judge_train_pairs=3,
-                   allure=AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2),
-                   ablation_random=4, ablation_matched=4, ablation_eval_pairs=2,
-                   steering_nulls=2, steering_eval_pairs=2, steering_alphas=(-1.0, 1.0),
-                   finetune_datasets=("rocstories",),
-                   finetune_train=4, finetune_test=4, finetune_curve=(4,),
-                   finetune_curve_full=None,
-                   climatex_test=4, climatex_k=2, climatex_train=16, climatex_train_pairs=16)
-
-
-#: Nulls per kind for Holm over three directions at 0.05: the smallest permutation p,
-#: 1 / (K + 1), must be below 0.05 / 3, so K >= 60; 100 leaves room for a test that is not first
-HOLM_NULLS = 100
-
-
-def full(cfg: ReplicationConfig) -> ReplicationConfig:
-    """The papers' groups on a GPU, sized to decide and to end inside one 9-minute call.
-
-    Sizes follow what a verdict needs, not every pair the files hold: ALLURE (a form shown,
-    never a claim's comparator) runs two rounds on 100 pool and 100 held-out pairs a
-    dataset; the ablation judges all 100 MT-Bench held-out pairs under 100 + 100 nulls, the
-    steering 50 of them under 60 + 60 nulls (Holm's least) at four doses; finetuning runs on
-    the three short or mid-length sets with 200 labels through its label curve and 200 test
-    pairs; ClimateX places all 300 test statements, probe and zero-shot."""
-    return replace(cfg, sizes=ReplicationSizes.full(), judge_train_pairs=400,
-                   allure=AllureConfig(rounds=2, per_round=2, pool=100, test_pairs=100),
-                   ablation_eval_pairs=100, ablation_random=HOLM_NULLS,
-                   ablation_matched=HOLM_NULLS, steering_nulls=60,
-                   steering_eval_pairs=50,
-                   finetune_datasets=("rocstories", "mctaco", "mt-bench"), finetune_train=200,
-                   finetune_test=200, finetune_curve=(25, 50, 100, 200),
-                   finetune_curve_full=None,
-                   climatex_test=300, climatex_k=10, climatex_train=100,
-                   climatex_train_pairs=400, climatex_methods=("probe", "zero_shot"))
-
-
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
-    out = replication_datasets(cfg.shared_data, cfg.sizes, seed=cfg.settings.seed, log=log)
+    """The seed experiments' files at ``cfg.sizes``, or the datasets ``cfg.datasets`` names
+    (the built-ins), then the ``extra`` files."""
+    if cfg.datasets is None:
+        out = replication_datasets(cfg.shared_data, cfg.sizes, seed=cfg.settings.seed, log=log)
+    else:
+        out = {}
+        for spec in cfg.datasets:  # a built-in keeps its name at any size (ablation_dataset)
+            d = (builtin_dataset(spec, seed=cfg.settings.seed, n=cfg.max_pairs)
+                 if spec in BUILTIN_NAMES else
+                 load_dataset_spec(spec, max_pairs=cfg.max_pairs, seed=cfg.settings.seed))
+            out[d.name] = d
     for spec in cfg.extra:
         d = load_dataset_spec(spec, max_pairs=cfg.sizes.mctaco_pairs, seed=cfg.settings.seed)
         out[d.name] = d
@@ -315,7 +239,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     insertion = run.step("insertion", lambda: run_insertion(bridge, cfgs["insertion"], out)
-                         if climatex.is_file() else [],
+                         if cfg.datasets is None and climatex.is_file() else [],
         outputs=("insertion.csv",), **common)
     run.close()
 
@@ -380,6 +304,35 @@ def refresh(figures: str | Path = "figures") -> dict:
     out.update(evaluate_claims(out, sweep))
     write_json(fig / "summary.json", out)
     return out
+
+
+def cli(args, bridge=None) -> None:
+    """``ppairs-lens run`` (what ``make demo`` runs): the main job at the preset the options
+    pick, on the seed experiments' data where ``--shared-data`` exists (not given and
+    ``../shared/datasets`` absent: fetched into the cache first), else, or with ``--builtins``
+    or ``--datasets``, on the built-ins (:data:`BUILTINS`, plus any ``--datasets`` files);
+    ``bridge``: the loaded model."""
+    builtins = getattr(args, "builtins", False) or bool(args.datasets)
+    if (not builtins and not Path(args.shared_data).is_dir()
+            and not getattr(args, "shared_data_given", False)):
+        args.shared_data = str(fetched_data_folder() or args.shared_data)
+    if not builtins and not Path(args.shared_data).is_dir():
+        print(f"{args.shared_data} not found: the seed experiments' data is absent (a fresh "
+              f"clone without ../shared), so the main job runs on the generated built-ins")
+        builtins = True
+    fields = dict(model=ModelSpec.from_args(args), shared_data=args.shared_data,
+                  extra=list(args.extra), out=args.out, stores=args.stores,
+                  settings=args.settings)
+    if args.max_pairs is not None:  # an option given wins over the preset's size
+        fields["max_pairs"] = args.max_pairs
+    if builtins:
+        names = BUILTINS["datasets"]
+        fields.update(BUILTINS, datasets=(*names, *(d for d in args.datasets or []
+                                                      if d not in names)))
+    elif getattr(args, "test_size", None) is None:  # the paper's halves unless --test-size
+        fields["settings"] = args.settings.but(test_size=PAPER_TEST_SIZE)
+    cfg = replication_config(args.preset, **fields)
+    run_replication(cfg, reuse=not getattr(args, "recompute", False), bridge=bridge)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,9 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
     ``verdict_counts``) are added by the main job from the claims registry
     (``analyses.claims.evaluate_claims``) on this summary and the sweep's."""
     return jsonable({
-        "kind": "replication", "model": model, "timings_s": timings, "reused_steps": reused,
+        # the built-ins' run (cfg.datasets named) has no published claim to report
+        "kind": "replication" if getattr(cfg, "datasets", None) is None else "builtins",
+        "model": model, "timings_s": timings, "reused_steps": reused,
         "sizes": cfg.sizes, "test_size": cfg.settings.test_size,
         "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot,
         "seed": cfg.settings.seed, "quick": cfg.settings.quick, "datasets": datasets,
@@ -295,7 +297,7 @@ def report_markdown(s: dict) -> str:
 def update_report(figures: str | Path = "figures", report: str | Path = "REPORT.md"
                   ) -> str | None:
     """Write ``report`` from ``figures/summary.json``; None (the report left as it is) where
-    the summary is the built-ins study's, which has no replication to report."""
+    the summary is the main job's on the built-ins, which has no replication to report."""
     s = read_json_object(Path(figures) / "summary.json")
     if s.get("kind") != "replication":
         print(f"{figures}/summary.json is not a replication summary: {report} left as it is")

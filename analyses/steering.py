@@ -47,6 +47,7 @@ from ppairs_lens.errors import SettingError
 from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
+from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
@@ -210,6 +211,12 @@ def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     return rows
 
 
+#: How each preset differs from the defaults (``ppairs-lens steer``'s demo).
+PRESETS: dict[str, Preset] = {
+    "quick": Preset(preview=True, changes={"max_eval_pairs": 24, "n_random": 8,
+                                           "n_matched": 8})}
+
+
 def cli(args, bridge=None) -> None:
     """``ppairs-lens steer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
     from ppairs_lens.activations.pipeline import ensure_store
@@ -219,14 +226,12 @@ def cli(args, bridge=None) -> None:
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
-    cfg = SteeringConfig(stores=[str(s.path) for s, _ in items], datasets=list(specs),
-                         settings=args.settings, layer=args.layer, n_random=args.n_random,
-                         n_matched=args.n_matched)
-    if args.alphas:
-        cfg = replace(cfg, alphas=tuple(args.alphas))
-    if cfg.settings.quick:
-        cfg = replace(cfg, max_eval_pairs=24, n_random=min(cfg.n_random, 8),
-                      n_matched=min(cfg.n_matched, 8))
+    cfg = at_preset(SteeringConfig(stores=[str(s.path) for s, _ in items],
+                                   datasets=list(specs), settings=args.settings,
+                                   layer=args.layer), PRESETS, args.preset)
+    given = {"n_random": args.n_random, "n_matched": args.n_matched,
+             "alphas": tuple(args.alphas) if args.alphas else None}
+    cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
     rows = run_steering(bridge, items, args.out, cfg)
     for r in rows:
         if r["kind"] == "probe" and r["alpha"] == max(cfg.alphas):

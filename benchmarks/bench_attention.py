@@ -20,7 +20,8 @@ import numpy as np
 from benchmarks.common import max_rel_err, timed
 from ppairs_lens.activations.harvest import harvest_with_judge
 from ppairs_lens.activations.prompts import build_contrast_pairs, default_template
-from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
+from analyses.replication_config import replication_config
+from ppairs_lens.data.replication_sets import replication_datasets
 from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
 from ppairs_lens.models.fused_attention import set_fused_attention
 from ppairs_lens.models.loading import load_model
@@ -36,7 +37,7 @@ def main(argv=None) -> dict:
         print(f"bench_attention skipped: {SHARED} is missing (needs ../shared/datasets)")
         return {}
     model = load_model()
-    datasets = list(replication_datasets(SHARED, ReplicationSizes.quick(), log=lambda _: None)
+    datasets = list(replication_datasets(SHARED, replication_config("quick").sizes, log=lambda _: None)
                     .values())
     pairs = [p for d in datasets
              for p in build_contrast_pairs(model.tokenizer, d, default_template(d))]

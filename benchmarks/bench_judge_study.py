@@ -20,7 +20,8 @@ import numpy as np
 
 from benchmarks.common import SHARED, timed
 from ppairs_lens.activations.pipeline import ensure_stores
-from ppairs_lens.data.replication_sets import ReplicationSizes, replication_datasets
+from analyses.replication_config import replication_config
+from ppairs_lens.data.replication_sets import replication_datasets
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model
@@ -47,7 +48,7 @@ def main(argv=None) -> dict:
         print(f"bench_judge_study skipped: {SHARED} is missing (needs ../shared/datasets)")
         return {}
     model = load_model()
-    datasets = list(replication_datasets(SHARED, ReplicationSizes.quick(), log=lambda _: None)
+    datasets = list(replication_datasets(SHARED, replication_config("quick").sizes, log=lambda _: None)
                     .values())
     settings = JudgeStudySettings(EvalSettings(test_size=PAPER_TEST_SIZE), train_pairs=4,
                                   allure=None)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted((ROOT / "ppairs_lens").rglob("*.py"))
 ANALYSES = sorted((ROOT / "analyses").glob("*.py"))
 #: Modules that compose experiments: they may import them.
-ENTRY_POINTS = {"cli", "run_all", "replication", "__init__", "__main__"}
+ENTRY_POINTS = {"cli", "replication", "__init__", "__main__"}
 MAX_LINES = 400
 
 

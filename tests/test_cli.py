@@ -17,7 +17,7 @@ import analyses.ablation
 import analyses.cross_dataset
 import analyses.layer_sweep
 import analyses.ranking
-import analyses.run_all
+import analyses.replication
 import ppairs_lens.models.loading
 from analyses.cli import main
 from analyses.cli_args import QUICK_MAX_PAIRS
@@ -126,7 +126,7 @@ def recorded(monkeypatch):
     monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", ([], None)))
     monkeypatch.setattr(analyses.ablation, "summary_lines", lambda rows: [])
     monkeypatch.setattr(analyses.ranking, "run_ranking", rec("rank", []))
-    monkeypatch.setattr(analyses.run_all, "run", rec("run", {}))
+    monkeypatch.setattr(analyses.replication, "run_replication", rec("run", {}))
     return got
 
 

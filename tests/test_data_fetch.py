@@ -13,7 +13,6 @@ from urllib.parse import unquote
 import pytest
 
 import analyses.replication
-import analyses.run_all
 import ppairs_lens.data.fetch as fetch_module
 import ppairs_lens.models.loading
 from analyses.cli import main
@@ -305,15 +304,14 @@ def test_a_file_given_as_the_folder_is_refused(tmp_path, capsys):
 @pytest.fixture
 def clone(tmp_path, monkeypatch):
     """A fresh clone's view: no ../shared/datasets, an empty cache, a recording model load,
-    and the two studies recorded instead of run."""
+    and the main job recorded instead of run (on the data, or on the built-ins)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PPAIRS_LENS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fetch_module, "PROVENANCE", SYNTHETIC)
     monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: "model")
     ran = {}
-    monkeypatch.setattr(analyses.replication, "run_replication",
-                        lambda cfg, **kw: ran.update(replication=cfg))
-    monkeypatch.setattr(analyses.run_all, "run", lambda cfg, **kw: ran.update(builtins=cfg))
+    monkeypatch.setattr(analyses.replication, "run_replication", lambda cfg, **kw: ran.update(
+        {"replication" if cfg.datasets is None else "builtins": cfg}))
     return ran
 
 
@@ -336,7 +334,7 @@ def test_run_falls_back_to_the_builtins_when_the_fetch_fails(clone, tmp_path, mo
 
 def test_an_explicit_missing_data_folder_fetches_nothing(clone, tmp_path, monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(analyses.run_all, "fetched_data_folder", lambda: calls.append(1))
+    monkeypatch.setattr(analyses.replication, "fetched_data_folder", lambda: calls.append(1))
     # a folder the user named is theirs: refused (exit 2), never replaced by a download
     assert main(["run", "--out", str(tmp_path / "out"), "--quick",
                  "--shared-data", str(tmp_path / "missing")]) == 2

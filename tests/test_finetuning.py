@@ -145,16 +145,17 @@ def test_measure_reports_time_and_memory():
 
 
 def test_the_analysis_writes_its_tables_and_figures(tiny, tmp_path):
-    from analyses.finetuning import FinetuningConfig, run_finetuning
+    from analyses.finetuning import PRESETS, FinetuningConfig, run_finetuning
+    from ppairs_lens.evaluation.presets import at_preset
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN
 
     ds = BUILTIN["larger_number"](n=40, seed=0)
     store = ensure_store(tiny, ds, tmp_path / "stores", progress=False)
     before = _state(tiny)
-    cfg = FinetuningConfig.quick(max_train=8, curve_sizes=(4, 8),
-                                 lora=TrainingConfig(batch_size=8),
-                                 full=TrainingConfig(method="full", batch_size=8))
+    cfg = dataclasses.replace(at_preset(FinetuningConfig(
+        lora=TrainingConfig(batch_size=8), full=TrainingConfig(method="full", batch_size=8)),
+        PRESETS, "quick"), max_train=8, curve_sizes=(4, 8))
     rows = run_finetuning(tiny, [(store, ds)], tmp_path / "out", cfg)
     assert _same(tiny, before)
     assert [r["method"] for r in rows] == list(cfg.methods)

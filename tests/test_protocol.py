@@ -1,5 +1,6 @@
-"""The one evaluation protocol (``EvalSettings``): every experiment config holds it, and the two
-studies hand the SAME record to every step, so that no step splits or resamples differently."""
+"""The one evaluation protocol (``EvalSettings``): every experiment config holds it, and the main
+job hands the SAME record to every step (on the seed experiments' data or on the built-ins),
+so that no step splits or resamples differently."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ import pytest
 from analyses.ablation import AblationConfig
 from analyses.cli import build_parser
 from analyses.replication import ReplicationConfig, step_configs
-from analyses.replication import quick as quick_replication
-from analyses.run_all import StudyConfig, study_configs
-from analyses.run_all import quick as quick_study
+from analyses.replication_config import BUILTINS, replication_config
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.protocol import (
@@ -56,22 +55,24 @@ def test_no_config_repeats_the_shared_fields():
 
     for cls in (AblationConfig, TransferConfig, ShiftConfig, SweepConfig, PvPConfig,
                 SteeringConfig, ThesisTablesConfig, InsertionConfig, RankingConfig,
-                StudyConfig, ReplicationConfig, FinetuningConfig):
+                ReplicationConfig, FinetuningConfig):
         names = {f.name for f in fields(cls)}
         assert "settings" in names and not names & (SHARED | {"quick"}), cls.__name__
 
 
-def test_the_builtins_study_passes_one_record_to_every_step():
-    cfg = quick_study(StudyConfig(settings=EvalSettings(seed=3, split_by="item")))
-    cfgs = study_configs(cfg, ["a", "b"], ["a"])
-    assert set(cfgs) == {"sweep", "transfer", "ablation", "ranking"}
+def test_the_builtins_choice_passes_one_record_to_every_step():
+    cfg = replication_config("quick", **BUILTINS,
+                             settings=EvalSettings(seed=3, split_by="item"))
+    paths = {"larger_number": "a", "capital_true": "b"}
+    cfgs = step_configs(cfg, paths, {"larger_number": "comparison", "capital_true": "statement"})
     for name, sub in cfgs.items():
         assert sub.settings is cfg.settings, name  # the ablation's test share included
     assert cfg.settings.quick and cfg.settings.seed == 3
+    assert cfgs["ablation"].stores == ["a"] == cfgs["steering"].stores
 
 
 def test_the_replication_passes_one_record_to_every_step(tmp_path):
-    cfg = quick_replication(ReplicationConfig(shared_data=str(tmp_path)))
+    cfg = replication_config("quick", shared_data=str(tmp_path))
     assert cfg.settings.test_size == PAPER_TEST_SIZE and cfg.settings.quick
     paths = {"summeval-coherence": "s1", "summeval-fluency": "s2", "mt-bench": "m",
              "llmbar-clean": "l", "cities": "c"}
@@ -113,7 +114,7 @@ def test_saved_configs_nest_the_record_and_load_back(tmp_path):
 def test_a_quick_record_stays_as_given_and_optional_records_load_back(tmp_path):
     # --quick --n-boot 300: the explicit count survives a second as_quick (a study's quick())
     s = EvalSettings(n_boot=300, quick=True)
-    assert s.as_quick() is s and quick_replication(ReplicationConfig(settings=s)).settings is s
+    assert s.as_quick() is s and replication_config("quick", settings=s).settings is s
     assert EvalSettings(n_boot=5000).as_quick().n_boot == QUICK_N_BOOT
     # an optional nested record (allure: AllureConfig | None) comes back as its record
     cfg = ReplicationConfig(settings=EvalSettings(seed=3, test_size=PAPER_TEST_SIZE))

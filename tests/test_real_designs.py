@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from analyses.insertion import published_row
+from analyses.replication_config import replication_config
 from analyses.thesis_tables import (
     ThesisTablesConfig,
     article_rho,
@@ -94,13 +95,14 @@ def test_replication_names_route_newsroom_and_the_adversarial_subsets():
 
 
 def test_full_sizes_are_the_papers_designs():
-    full = ReplicationSizes.full()
+    full = replication_config("full").sizes
     assert (full.newsroom_contexts, full.newsroom_items) == (60, 7)
     assert full.newsroom_aspects == NEWSROOM_ASPECTS and full.summeval_items >= 8
     assert full.llmbar_adversarial_pairs is None  # every pair of each subset
     assert full.llmbar_adversarial == tuple(ADVERSARIAL_SUBSETS)
     assert set(ReplicationSizes().llmbar_adversarial) < set(ADVERSARIAL_SUBSETS)  # a preview
-    assert len(ReplicationSizes.quick().llmbar_adversarial) == 1  # a preview: one shifted set
+    # a preview: one shifted set
+    assert len(replication_config("quick").sizes.llmbar_adversarial) == 1
     demo = ReplicationSizes()
     assert demo.newsroom_items == 7  # Table 4.2 sorts all 7 even in the preview
 
@@ -119,8 +121,8 @@ def test_newsroom_and_adversarial_subsets_on_the_shared_files(shared_datasets):
     for sub in sizes.llmbar_adversarial:
         assert len(d[ADVERSARIAL_SUBSETS[sub]]) == sizes.llmbar_adversarial_pairs
     full = replication_datasets(shared_datasets, replace(
-        ReplicationSizes.full(), summeval_aspects=(), hanna_contexts=0, story_cloze_pairs=0,
-        mctaco_pairs=0, mt_bench_pairs=0), log=lambda m: None)
+        replication_config("full").sizes, summeval_aspects=(), hanna_contexts=0,
+        story_cloze_pairs=0, mctaco_pairs=0, mt_bench_pairs=0), log=lambda m: None)
     assert [len(full[n]) for n in ADVERSARIAL_SUBSETS.values()] == [134, 92, 47, 46]
     assert len({r.context_id for r in full["newsroom-informativeness"].records}) == 60
     assert full["newsroom-informativeness"].aspect == "informative"

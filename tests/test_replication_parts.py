@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from analyses.replication_config import replication_config
 from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
 from ppairs_lens.data.replication_sets import (
-    ReplicationSizes,
     combine,
     items_within_contexts,
     replication_datasets,
@@ -66,10 +66,10 @@ def test_replication_datasets_skip_a_missing_folder_with_a_reason(tmp_path):
 
 
 def test_replication_datasets_on_the_shared_files(shared_datasets):
-    d = replication_datasets(shared_datasets, ReplicationSizes.quick(), log=lambda m: None)
+    d = replication_datasets(shared_datasets, replication_config("quick").sizes, log=lambda m: None)
     assert {"summeval-coherence", "rocstories", "mctaco", "mt-bench", "llmbar-clean"} <= set(d)
     # SummEval: every pair among the drawn summaries of each drawn article
-    sizes = ReplicationSizes.quick()
+    sizes = replication_config("quick").sizes
     pairs = sizes.summeval_items * (sizes.summeval_items - 1) // 2
     assert len(d["summeval-coherence"]) == sizes.summeval_contexts * pairs
 
@@ -129,7 +129,7 @@ def test_judge_study_equals_the_zero_shot_judge_per_dataset(tiny, tmp_path):
 
 def test_a_size_of_zero_leaves_a_dataset_out_with_a_reason(shared_datasets):
     said = []
-    sizes = replace(ReplicationSizes.quick(), hanna_contexts=0, mctaco_pairs=0)
+    sizes = replace(replication_config("quick").sizes, hanna_contexts=0, mctaco_pairs=0)
     d = replication_datasets(shared_datasets, sizes, log=said.append)
     assert "hanna-coherence" not in d and "mctaco" not in d and "rocstories" in d
     assert any(m.startswith("mctaco left out") for m in said)

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from analyses import replication
-from analyses.replication import ReplicationConfig, quick, run_replication
+from analyses.replication import ReplicationConfig, run_replication
+from analyses.replication_config import replication_config
 from analyses.replication_findings import replication_markdown
 from ppairs_lens.evaluation.verdicts import Outcome
 
@@ -24,8 +25,8 @@ class Cut(Exception):
 
 def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tmp_path,
                                                        monkeypatch):
-    cfg = quick(ReplicationConfig(shared_data=str(shared_datasets), out=str(tmp_path / "fig"),
-                                  stores=str(tmp_path / "stores")))
+    cfg = replication_config("quick", shared_data=str(shared_datasets),
+                             out=str(tmp_path / "fig"), stores=str(tmp_path / "stores"))
     # First the run is cut inside the ablation step: every step before it has finished.
     real_ablation = replication.run_ablation
 

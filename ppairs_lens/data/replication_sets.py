@@ -39,7 +39,9 @@ ADVERSARIAL_SUBSETS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ReplicationSizes:
-    """How much of each dataset a run reads (printed in every caption)."""
+    """How much of each dataset a run reads (printed in every caption). The defaults are the
+    demo's; the main job's presets (``analyses.replication_config.PRESETS``) say how
+    ``quick`` and ``full`` differ."""
 
     # 20 articles: the held-out half is 10, the fewest groups a CI needs to count; 3 of each
     # article's 16 summaries, every pair among them (the article is most of the cost)
@@ -70,35 +72,6 @@ class ReplicationSizes:
     # longer); --full tests all four
     llmbar_adversarial: tuple[str, ...] = ("Adversarial_Neighbor", "Adversarial_GPTOut")
     llmbar_adversarial_pairs: int | None = 12
-
-    @classmethod
-    def quick(cls) -> ReplicationSizes:
-        # Long items are most of a preview's tokens: HANNA's stories (~740 tokens a pair, and
-        # 6 contexts at least before both halves hold both labels) are left out, MT-Bench and
-        # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
-        return cls(summeval_contexts=6, summeval_items=3, summeval_aspects=("coherence",),
-                   hanna_contexts=0, hanna_items=3, story_cloze_pairs=16, mctaco_pairs=16,
-                   mt_bench_pairs=12, mt_bench_per_question=None, llmbar_pairs=16, newsroom_contexts=0,
-                   # one shifted set, the shortest pairs (~525 characters)
-                   llmbar_adversarial=("Adversarial_GPTOut",), llmbar_adversarial_pairs=12)
-
-    @classmethod
-    def full(cls) -> ReplicationSizes:
-        """The papers' groups, sized to decide and to fit one GPU call (for a GPU).
-
-        A claim's power comes from its groups (articles, stories, questions), not from the
-        pairs inside a group, so every group the files hold is kept, each with fewer items:
-        SummEval's 100 articles x 10 of their 16 summaries (45 pairs an article, not 120;
-        50 articles a held-out half, each still sorted from its own pairs) and HANNA's 96
-        stories x 5 of their 11 systems' (10 pairs a story, not 55: its ~740-token pairs share
-        no prefix). NEWSROOM (60 articles x all 7 summaries, four aspects) and the short sets
-        are the papers' own."""
-        return cls(summeval_contexts=100, summeval_items=10, hanna_contexts=96, hanna_items=5,
-                   story_cloze_pairs=1871, mctaco_pairs=5000, mt_bench_pairs=200,
-                   mt_bench_per_question=None,
-                   llmbar_pairs=None, newsroom_contexts=60, newsroom_items=7,
-                   newsroom_aspects=NEWSROOM_ASPECTS,
-                   llmbar_adversarial=tuple(ADVERSARIAL_SUBSETS), llmbar_adversarial_pairs=None)
 
 
 def items_within_contexts(dataset: Dataset, n_contexts: int, items_per_context: int,

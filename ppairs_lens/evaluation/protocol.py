@@ -2,8 +2,9 @@
 
 Seed, bootstrap resamples, test share, split mode and the quick flag are written here once.
 Each experiment's config holds one of these as its ``settings`` field (never copies of its
-fields), and a study (the built-ins study, the replication) builds ONE record and hands the same
-object to every sub-config, so that no step can split or resample differently from another.
+fields), and the main job (on the seed experiments' data or the built-ins) builds ONE record
+and hands the same object to every sub-config, so that no step can split or resample
+differently from another.
 Results are never written back into a config: the record is frozen.
 """
 
@@ -13,16 +14,18 @@ from dataclasses import dataclass, replace
 
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
-from ppairs_lens.evaluation.splits import SPLIT_MODES
+from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE, SPLIT_MODES
 
-__all__ = ["BUILTIN_TEST_SIZE", "EvalSettings", "PAPER_TEST_SIZE", "QUICK_N_BOOT"]
+__all__ = ["BUILTIN_TEST_SIZE", "EvalSettings", "PAPER_TEST_SIZE", "QUICK_MAX_PAIRS",
+           "QUICK_N_BOOT"]
 
-#: Held-out share of the built-in analyses (and of every command unless ``--test-size``).
-BUILTIN_TEST_SIZE: float = 0.3
 #: Held-out share of the replication: the paper fits and tests on random halves.
 PAPER_TEST_SIZE: float = 0.5
 #: Bootstrap resamples of a quick run (a preview or a test), wherever ``quick`` is asked for.
 QUICK_N_BOOT: int = 100
+#: Pairs per dataset of a quick run where the command names its datasets (whole contexts,
+#: seeded) and no ``--max-pairs`` says otherwise: the built-ins' preview and every command's.
+QUICK_MAX_PAIRS: int = 80
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT
 from ppairs_lens.evaluation.readout_choice import choose_readouts
+from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, split_store
 from ppairs_lens.evaluation.sweep_scores import score_sweep_logits
 from ppairs_lens.io.atomic import check_output_folder
@@ -53,7 +54,7 @@ def held_out_metrics(sp: StoreSplit, sweep: SweepProbes, *, n_boot: int = N_BOOT
 
 def save_store_probes(store, out: str | Path, *, kinds: Sequence[str] = PROBE_KINDS,
                       C: float = 1.0, standardize: bool = True, split_by: str = "auto",
-                      test_size: float = 0.3, seed: int = 0, n_boot: int = N_BOOT) -> Path:
+                      test_size: float = BUILTIN_TEST_SIZE, seed: int = 0, n_boot: int = N_BOOT) -> Path:
     """Fit ``kinds`` on every read-out of ``store``'s training split and save the sweep into
     ``out/<dataset>``, its model card with the held-out metrics (:func:`held_out_metrics`);
     returns that folder (load it with :func:`ppairs_lens.probes.persistence.load_sweep`);

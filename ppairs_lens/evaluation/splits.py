@@ -33,7 +33,12 @@ import numpy as np
 
 from ppairs_lens.errors import ProbeError
 
+#: Held-out share of the leak groups wherever none is asked for (the built-in analyses and every
+#: command without ``--test-size``); ``protocol.EvalSettings`` and the library's defaults read it.
+BUILTIN_TEST_SIZE: float = 0.3
+
 __all__ = [
+    "BUILTIN_TEST_SIZE",
     "SPLIT_MODES",
     "SplitBy",
     "labelled_items_split",
@@ -81,7 +86,7 @@ def resolve_split_by(context_ids: Sequence[Hashable] | None,
 
 def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
                            item_ids: Sequence[tuple[Hashable, Hashable]] | None = None,
-                           test_size: float = 0.3, seed: int = 0, by: SplitBy = "auto",
+                           test_size: float = BUILTIN_TEST_SIZE, seed: int = 0, by: SplitBy = "auto",
                            ) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(train, test)`` of comparisons, split so nothing leaks between the sides.
 

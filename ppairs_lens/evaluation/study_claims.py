@@ -1,7 +1,6 @@
 """The study-level claims drawn from an experiment's rows by the verdict tests.
 
-The built-ins study (:mod:`analyses.findings`) and the replication
-(:mod:`analyses.replication_findings`) decide the same two claims the same way:
+The replication's claims registry (``analyses.claims``) decides these two claims with them:
 
 * :func:`cosine_claim`: do the unsupervised directions agree across datasets? As the transfer
   step decided it (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`).

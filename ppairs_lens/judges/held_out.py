@@ -31,6 +31,7 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE
 from ppairs_lens.evaluation.store_split import split_records
 from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, select_demos
@@ -118,7 +119,7 @@ def _run_form(bridge, form: str, train: Dataset, test: Dataset, template: Templa
     return _slim(evaluate_few_shot(bridge, part, train, template, k=k, seed=seed))
 
 
-def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_size: float = 0.3,
+def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_size: float = BUILTIN_TEST_SIZE,
                    split_by: str = "auto", seed: int = 0, few_shot_k: int = 4,
                    few_shot_max_pairs: int | None = None,
                    forms: tuple[str, ...] = JUDGE_FORMS,

@@ -1,0 +1,157 @@
+"""The main job's one config, :class:`ReplicationConfig`, and its presets as data.
+
+:data:`PRESETS` declares how ``quick`` (a preview, and what the tests run) and ``full`` (the
+papers' groups, for a GPU) differ from the defaults, which are the ``demo`` (``make demo``,
+whose numbers are in ``figures/``); :data:`BUILTINS` is the other choice of datasets, the
+generated built-ins in place of the seed experiments' files (``--builtins``, or a clone
+without the data). :func:`analyses.replication.run_replication` runs any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ppairs_lens.data import BUILTIN_NAMES
+from ppairs_lens.data.replication_sets import (
+    ADVERSARIAL_SUBSETS,
+    NEWSROOM_ASPECTS,
+    ReplicationSizes,
+)
+from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_MAX_PAIRS, EvalSettings
+from ppairs_lens.judges.allure import AllureConfig
+from ppairs_lens.models.spec import ModelSpec
+from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
+
+__all__ = ["BUILTINS", "HOLM_NULLS", "PRESETS", "ReplicationConfig", "replication_config"]
+
+
+@dataclass
+class ReplicationConfig:
+    """The main job; saved as ``replication.config.json`` beside the outputs. Its defaults
+    are the ``demo`` preset; :data:`PRESETS` says how ``quick`` and ``full`` differ."""
+
+    model: ModelSpec = ModelSpec()  # default: embedded SmolLM2 on the CPU; a name also loads
+    shared_data: str = "../shared/datasets"
+    # None: the seed experiments' files in shared_data, at ``sizes``. Else these datasets
+    # (built-in names, paths, path:aspect) in their place, each at most ``max_pairs`` pairs
+    # (None: a built-in's own size, a file's every pair): BUILTINS, the generated examples
+    datasets: tuple[str, ...] | None = None
+    max_pairs: int | None = None
+    extra: list[str] = field(default_factory=list)  # further files (Figure 2 and transfer)
+    out: str = "figures"
+    stores: str = "stores"
+    sizes: ReplicationSizes = ReplicationSizes()
+    # One protocol, the same object in every step; the paper fits and tests on random halves.
+    settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
+    judge_train_pairs: int = 6  # training comparisons that fit the judge's threshold
+    # ALLURE's pool costs nothing (its zero-shot answers are the training sample's); its
+    # held-out pairs are asked again after the demonstrations (a form scored on a subset:
+    # shown, never the best form a claim is tested against)
+    allure: AllureConfig | None = AllureConfig(pool=6, test_pairs=4)
+    # Transfer and cosines: all four kinds; CCS (gradient descent, too slow to validate at every
+    # read-out) is fitted at the cosine read-out only (readout_choice.add_kinds_at)
+    transfer_kinds: tuple[str, ...] = ALL_PROBE_KINDS
+    ablation_dataset: str = "mt-bench"
+    # 60 + 60 nulls: the smallest p, 1/61, still below Holm's 0.05/3 for three directions
+    ablation_random: int = 60
+    ablation_matched: int = 60
+    ablation_eval_pairs: int = 20
+    # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
+    # prompts, as a training example costs ~3-6 CPU-seconds here
+    finetune_datasets: tuple[str, ...] = ("rocstories", "mctaco")
+    finetune_train: int = 8
+    finetune_test: int = 20
+    # the label curve is one training run per method through nested label sets (a point per
+    # block): LoRA to 16 labels; full finetuning, whose steps cost more, to 8
+    finetune_curve: tuple[int, ...] = (4, 8, 16)
+    finetune_curve_full: tuple[int, ...] | None = None  # full finetuning's curve: --full only
+    steering_nulls: int = 10  # random and variance-matched directions each
+    steering_eval_pairs: int = 6
+    steering_alphas: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)  # x the read-out's norm
+    climatex_test: int = 24  # of the 300-statement test split, in its level proportions
+    climatex_k: int = 4  # references per binary-search step
+    climatex_train: int = 60  # labelled training statements (balanced over the levels)
+    climatex_train_pairs: int = 120
+    climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
+
+    def __post_init__(self):
+        self.model = ModelSpec.coerce(self.model)
+
+
+
+#: Nulls per kind for Holm over three directions at 0.05: the smallest permutation p,
+#: 1 / (K + 1), must be below 0.05 / 3, so K >= 60; 100 leaves room for a test that is not first
+HOLM_NULLS = 100
+
+#: How each preset differs from the defaults (the demo's); each size is written once.
+PRESETS: dict[str, Preset] = {
+    # A preview in under 3 minutes (and what the tests run). Every step runs; the model's
+    # passes over long prompts are what a preview costs, so the judges' thresholds are fitted
+    # on 3 training comparisons, ALLURE adds one demonstration, MT-Bench's ablation and
+    # steering ask 2 pairs (4 + 4 and 2 + 2 null directions), finetuning is scored on 4 pairs,
+    # ClimateX's probe trains on 16 comparisons and places 4 statements, and figures are PNG
+    # only. At these sizes few claims have the groups a test needs: most verdicts are "not
+    # tested at this size".
+    "quick": Preset(preview=True, changes={
+        # Long items are most of a preview's tokens: HANNA's stories (~740 tokens a pair, and
+        # 6 contexts at least before both halves hold both labels) are left out, MT-Bench and
+        # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
+        "sizes": {"summeval_contexts": 6, "summeval_aspects": ("coherence",),
+                  "hanna_contexts": 0, "story_cloze_pairs": 16, "mctaco_pairs": 16,
+                  "mt_bench_pairs": 12, "mt_bench_per_question": None, "llmbar_pairs": 16,
+                  "newsroom_contexts": 0,
+                  # one shifted set, the shortest pairs (~525 characters)
+                  "llmbar_adversarial": ("Adversarial_GPTOut",)},
+        "max_pairs": QUICK_MAX_PAIRS,
+        "judge_train_pairs": 3,
+        "allure": AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2),
+        "ablation_random": 4, "ablation_matched": 4, "ablation_eval_pairs": 2,
+        "steering_nulls": 2, "steering_eval_pairs": 2, "steering_alphas": (-1.0, 1.0),
+        "finetune_datasets": ("rocstories",), "finetune_train": 4, "finetune_test": 4,
+        "finetune_curve": (4,),
+        "climatex_test": 4, "climatex_k": 2, "climatex_train": 16, "climatex_train_pairs": 16}),
+    # The papers' groups on a GPU, sized to decide and to end inside one 9-minute call. A
+    # claim's power comes from its groups (articles, stories, questions), not from the pairs
+    # inside a group, so every group the files hold is kept, each with fewer items: SummEval's
+    # 100 articles x 10 of their 16 summaries (45 pairs an article, not 120; 50 articles a
+    # held-out half, each still sorted from its own pairs) and HANNA's 96 stories x 5 of their
+    # 11 systems' (10 pairs a story, not 55: its ~740-token pairs share no prefix). NEWSROOM
+    # (60 articles x all 7 summaries, four aspects) and the short sets are the papers' own.
+    # ALLURE (a form shown, never a claim's comparator) runs two rounds on 100 pool and 100
+    # held-out pairs a dataset; the ablation judges all 100 MT-Bench held-out pairs under
+    # 100 + 100 nulls, the steering 50 of them under 60 + 60 nulls (Holm's least) at four
+    # doses; finetuning runs on the three short or mid-length sets with 200 labels through its
+    # label curve and 200 test pairs; ClimateX places all 300 test statements, probe and
+    # zero-shot.
+    "full": Preset(changes={
+        "sizes": {"summeval_contexts": 100, "summeval_items": 10, "hanna_contexts": 96,
+                  "hanna_items": 5, "story_cloze_pairs": 1871, "mctaco_pairs": 5000,
+                  "mt_bench_pairs": 200, "mt_bench_per_question": None, "llmbar_pairs": None,
+                  "newsroom_contexts": 60,
+                  "newsroom_aspects": NEWSROOM_ASPECTS,
+                  "llmbar_adversarial": tuple(ADVERSARIAL_SUBSETS),
+                  "llmbar_adversarial_pairs": None},
+        "judge_train_pairs": 400,
+        "allure": AllureConfig(rounds=2, per_round=2, pool=100, test_pairs=100),
+        "ablation_eval_pairs": 100, "ablation_random": HOLM_NULLS,
+        "ablation_matched": HOLM_NULLS, "steering_nulls": 60, "steering_eval_pairs": 50,
+        "finetune_datasets": ("rocstories", "mctaco", "mt-bench"), "finetune_train": 200,
+        "finetune_test": 200, "finetune_curve": (25, 50, 100, 200),
+        "climatex_test": 300, "climatex_k": 10, "climatex_train": 100,
+        "climatex_train_pairs": 400, "climatex_methods": ("probe", "zero_shot")}),
+}
+
+#: The built-ins in place of the seed experiments' files: generated datasets that are
+#: lexically solvable, kept as examples and for fast tests; the ablation and steering run on
+#: one of them. ``quick`` and the demo apply; ``full`` (the papers' sizes) has nothing to size
+#: here, and the command line refuses it with the built-ins.
+BUILTINS: dict[str, object] = {"datasets": tuple(BUILTIN_NAMES),
+                               "ablation_dataset": "larger_number"}
+
+
+def replication_config(preset: str = "demo", **fields) -> ReplicationConfig:
+    """``ReplicationConfig(**fields)`` at ``preset`` (quick, demo or full): the fields given
+    win over the preset's, but ``settings`` is made a preview's where the preset is one."""
+    cfg = at_preset(ReplicationConfig(**fields), PRESETS, preset)
+    return replace(cfg, **{k: v for k, v in fields.items() if k != "settings"})

@@ -1,0 +1,128 @@
+"""Presets as data: each experiment declares how ``quick`` and ``full`` differ from its
+defaults (the demo) once, in its ``PRESETS``; the demo's sizes are those that made
+``figures/``; no preset restates a default; the command line picks one by name."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields, is_dataclass
+
+import pytest
+
+from analyses import ablation, finetuning, insertion, ranking, replication_config, steering
+from analyses.cli import build_parser
+from analyses.replication_config import PRESETS, ReplicationConfig, replication_config as rc
+from ppairs_lens.data.replication_sets import ReplicationSizes
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.presets import PRESET_NAMES, Preset, at_preset
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_N_BOOT
+from ppairs_lens.judges.allure import AllureConfig
+
+#: Each experiment's presets and a config at its defaults.
+EXPERIMENTS = {
+    "replication": (replication_config.PRESETS, ReplicationConfig()),
+    "ablation": (ablation.PRESETS, ablation.AblationConfig(stores=[])),
+    "steering": (steering.PRESETS, steering.SteeringConfig(stores=[])),
+    "insertion": (insertion.PRESETS, insertion.InsertionConfig()),
+    "ranking": (ranking.PRESETS, ranking.RankingConfig()),
+    "finetuning": (finetuning.PRESETS, finetuning.FinetuningConfig()),
+}
+
+
+def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
+    """figures/ was made at these sizes: a change here changes its numbers."""
+    cfg = rc("demo")
+    assert cfg == ReplicationConfig()
+    assert asdict(cfg.sizes) == asdict(ReplicationSizes(
+        summeval_contexts=20, summeval_items=3,
+        summeval_aspects=("coherence", "consistency", "fluency", "relevance"),
+        newsroom_contexts=2, newsroom_items=7, newsroom_aspects=("coherence",),
+        hanna_contexts=8, hanna_items=3, hanna_aspect="coherence", story_cloze_pairs=80,
+        mctaco_pairs=80, mt_bench_pairs=52, mt_bench_per_question=1, llmbar_pairs=60,
+        llmbar_adversarial=("Adversarial_Neighbor", "Adversarial_GPTOut"),
+        llmbar_adversarial_pairs=12))
+    assert cfg.settings.test_size == PAPER_TEST_SIZE and not cfg.settings.quick
+    assert cfg.datasets is None and cfg.max_pairs is None
+    assert (cfg.judge_train_pairs, cfg.allure) == (6, AllureConfig(pool=6, test_pairs=4))
+    assert (cfg.ablation_dataset, cfg.ablation_random, cfg.ablation_matched,
+            cfg.ablation_eval_pairs) == ("mt-bench", 60, 60, 20)
+    assert (cfg.finetune_datasets, cfg.finetune_train, cfg.finetune_test, cfg.finetune_curve,
+            cfg.finetune_curve_full) == (("rocstories", "mctaco"), 8, 20, (4, 8, 16), None)
+    assert (cfg.steering_nulls, cfg.steering_eval_pairs, cfg.steering_alphas) == (
+        10, 6, (-1.0, -0.5, 0.5, 1.0))
+    assert (cfg.climatex_test, cfg.climatex_k, cfg.climatex_train, cfg.climatex_train_pairs,
+            cfg.climatex_methods) == (24, 4, 60, 120, ("probe",))
+
+
+def test_the_quick_preset_is_the_preview_it_was():
+    q = rc("quick")
+    assert q.settings.quick and q.settings.n_boot == QUICK_N_BOOT
+    s = q.sizes
+    assert (s.summeval_contexts, s.summeval_items, s.summeval_aspects, s.hanna_contexts,
+            s.story_cloze_pairs, s.mctaco_pairs, s.mt_bench_pairs, s.mt_bench_per_question,
+            s.llmbar_pairs, s.newsroom_contexts, s.llmbar_adversarial,
+            s.llmbar_adversarial_pairs) == (
+        6, 3, ("coherence",), 0, 16, 16, 12, None, 16, 0, ("Adversarial_GPTOut",), 12)
+    assert (q.judge_train_pairs, q.allure) == (
+        3, AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2))
+    assert (q.ablation_random, q.ablation_matched, q.ablation_eval_pairs, q.steering_nulls,
+            q.steering_eval_pairs, q.steering_alphas) == (4, 4, 2, 2, 2, (-1.0, 1.0))
+    assert (q.finetune_datasets, q.finetune_train, q.finetune_test, q.finetune_curve) == (
+        ("rocstories",), 4, 4, (4,))
+    assert (q.climatex_test, q.climatex_k, q.climatex_train, q.climatex_train_pairs) == (
+        4, 2, 16, 16)
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_a_preset_names_only_fields_it_changes(name):
+    presets, default = EXPERIMENTS[name]
+    assert set(presets) <= set(PRESET_NAMES) and "demo" not in presets
+    for preset_name, preset in presets.items():
+        at = at_preset(default, presets, preset_name)
+        assert at != default or preset.preview
+        for field_name, value in preset.changes.items():
+            current = getattr(default, field_name)
+            if is_dataclass(current) and isinstance(value, dict):
+                for k, v in value.items():  # a size restated at its default is a duplicate
+                    assert getattr(current, k) != v, f"{name} {preset_name}: {field_name}.{k}"
+            else:
+                assert current != value, f"{name} {preset_name}: {field_name}"
+
+
+def test_presets_apply_nested_sizes_and_refuse_what_they_cannot():
+    full = rc("full", out="x")
+    assert full.out == "x" and full.sizes.llmbar_pairs is None
+    assert full.sizes.hanna_aspect == ReplicationSizes().hanna_aspect  # untouched fields stay
+    with pytest.raises(PPairsError, match="has no full preset"):
+        at_preset(ablation.AblationConfig(stores=[]), ablation.PRESETS, "full")
+    with pytest.raises(PPairsError, match="unknown preset"):
+        rc("huge")
+    with pytest.raises(PPairsError, match="names no field of it: nope"):
+        Preset(changes={"nope": 1}).apply(ReplicationConfig())
+    assert PRESETS["quick"].apply(ReplicationConfig()).settings.quick
+    given = rc("quick", max_pairs=5, settings=ReplicationConfig().settings)
+    assert given.max_pairs == 5 and given.settings.quick  # a field given wins; still a preview
+
+
+def test_the_command_line_picks_the_preset_by_name():
+    parse = build_parser().parse_args
+    assert parse(["run", "--quick"]).preset == "quick"
+    assert parse(["run", "--full"]).preset == "full"
+    assert parse(["run"]).preset == "demo"
+    assert parse(["ablate", "--quick"]).preset == "quick"
+
+
+def test_an_option_given_wins_over_the_preset(monkeypatch, tmp_path):
+    import analyses.steering as mod
+    from analyses import cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "load_model_from_args", lambda args: "model")
+    monkeypatch.setattr(mod, "run_steering", lambda b, items, out, cfg, **k: seen.update(
+        cfg=cfg) or [])
+    monkeypatch.setattr("ppairs_lens.activations.pipeline.ensure_store",
+                        lambda *a, **k: type("S", (), {"path": "s"})())
+    assert cli.main(["steer", "--quick", "--datasets", "larger_number", "--n-random", "3",
+                     "--out", str(tmp_path)]) == 0
+    cfg = seen["cfg"]
+    assert (cfg.n_random, cfg.n_matched, cfg.max_eval_pairs) == (3, 8, 24)
+    assert {f.name for f in fields(cfg)} >= {"n_random", "n_matched"}
