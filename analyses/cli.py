@@ -165,8 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="also save each dataset's probes (every kind and read-out, "
                                 "fitted on its training split) into DIR/<dataset> "
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
-        if name == "sweep":
+        if name in ("sweep", "transfer"):
             add_judges(p)
+        if name == "sweep":
             add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
                          "at every read-out on the validation split too, slower)")
         if name == "transfer":

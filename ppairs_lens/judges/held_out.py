@@ -31,6 +31,7 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.result_table import JUDGE_KEYS
 from ppairs_lens.evaluation.store_split import split_records
 from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, select_demos
@@ -38,7 +39,7 @@ from ppairs_lens.judges.zero_shot import evaluate_zero_shot, judge_prompts
 
 __all__ = ["JUDGE_CODE", "JUDGE_FORMS", "form_prompts", "held_out_datasets", "judge_cache",
            "judge_cache_dir", "judge_cache_key", "judge_every_pair",
-           "judge_entry", "judge_held_out"]
+           "judge_entry", "judge_held_out", "held_out_judge_scores"]
 
 #: The prompted judge forms a held-out run can ask for, in the order they run (cheapest first).
 JUDGE_FORMS = ("zero_shot", "few_shot")
@@ -187,3 +188,19 @@ def judge_entry(result: dict) -> dict:
         entry.update(few_shot_p_by_pair=fs["p_by_pair"], few_shot_metrics=fs["metrics"],
                      few_shot_diagnostics=fs["diagnostics"], few_shot=fs["few_shot"])
     return entry
+
+
+def held_out_judge_scores(bridge, store: ActivationStore, dataset: Dataset, *, split: Mapping,
+                          forms: tuple[str, ...] = JUDGE_FORMS,
+                          max_pairs: Mapping[str, int | None] | None = None
+                          ) -> dict[str, dict[str, float]]:
+    """The judge forms of :func:`judge_held_out` on ``store``'s held-out pairs (remembered
+    beside the store, :func:`judge_cache_dir`, so a sweep's finished judges are reused), as
+    the per-pair probabilities a command scores beside its probes: ``{key: {pair_id: P(item
+    1)}}`` under :data:`~ppairs_lens.evaluation.result_table.JUDGE_KEYS`' keys."""
+    if not forms:
+        return {}
+    res = judge_held_out(bridge, store, dataset, **dict(split), forms=forms,
+                         max_pairs=max_pairs, cache_dir=judge_cache_dir(store))
+    keys = set(JUDGE_KEYS.values())
+    return {k: v for k, v in judge_entry(res).items() if k in keys}
