@@ -137,8 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_hooks(p)
     add_template(p)
     add_kinds(p, "probe kinds (default: supervised pca mass_mean)")
-    p.add_argument("--judge", default="zero_shot", choices=["zero_shot", "none"],
-                   help="the prompted judge scored beside the probes (default zero_shot)")
+    add_judges(p, default=("zero_shot",), aliases=("--judge",))
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),

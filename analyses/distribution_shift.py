@@ -15,7 +15,7 @@ Writes ``distribution_shift.csv`` and the config.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,8 +40,13 @@ from ppairs_lens.evaluation.shift import (
 from ppairs_lens.evaluation.store_split import split_records, split_store
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.judges.held_out import judge_cache_dir, judge_every_pair, judge_held_out
+from ppairs_lens.evaluation.result_table import JUDGE_KEYS
+from ppairs_lens.judges.held_out import (held_out_judge_scores, judge_cache_dir,
+                                         judge_every_pair)
 from ppairs_lens.probes.sweep import fit_sweep
+
+#: A judge form by the key of its per-pair probabilities.
+JUDGE_OF_KEY = {key: form for form, key in JUDGE_KEYS.items()}
 
 __all__ = ["ShiftConfig", "ShiftFilesConfig", "gap_verdict", "run_shift", "run_shift_files",
            "shift_lines"]
@@ -100,7 +105,10 @@ class ShiftFilesConfig:
     train: list[str]
     test: list[str]
     kinds: tuple[str, ...] = ("supervised", "pca", "mass_mean")
-    judge: str | None = "zero_shot"
+    #: prompted judge forms scored beside the probes (``JUDGE_FORMS``; () for none), each on
+    #: at most ``judge_max_pairs[form]`` pairs of each set (whole contexts, seeded)
+    judges: tuple[str, ...] = ("zero_shot",)
+    judge_max_pairs: dict[str, int] = field(default_factory=dict)
     settings: EvalSettings = EvalSettings()
     C: float = 1.0
 
@@ -136,8 +144,12 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                     cfg: ShiftFilesConfig) -> dict:
     """Probes fitted on the pooled training split of ``train`` at the read-out chosen on its
     validation split; they, every no-model baseline (fitted on the same training pairs) and
-    the zero-shot judge scored on the held-out pairs of ``train`` and on every pair of each
-    ``test`` dataset. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
+    the prompted judges scored on the held-out pairs of ``train`` and on every pair of each
+    ``test`` dataset. The judge forms of ``cfg.judges`` are the sweep's
+    (:func:`ppairs_lens.judges.held_out.held_out_judge_scores` on the training files' held-out
+    pairs, :func:`~ppairs_lens.judges.held_out.judge_every_pair` on the shifted files, the
+    few-shot demonstrations from the training files' training records), each remembered
+    beside its store. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
     check_one_kind([*train, *test])
     check_comparable([*stores_train, *stores_test])
     pooled, train_records, held_out = _train_side(train, stores_train, cfg)
@@ -146,20 +158,21 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
     probes = {k: fit_sweep(pooled.acts_train[:, :, [choice[k].index]], pooled.labels_train,
                            (k,), groups=pooled.groups_train, seed=seed, C=cfg.C)
               for k in cfg.kinds}
-    judge: dict[str, float] = {}
-    if cfg.judge:
-        for s, d in zip(stores_train, train):
-            judge.update(judge_held_out(bridge, s, d, **cfg.settings.split_kwargs(),
-                                        forms=("zero_shot",), cache_dir=judge_cache_dir(s)
-                                        )["zero_shot"]["p_by_pair"])
+    judge = {f: {} for f in cfg.judges}     # form -> {pair_id: P(item 1)}
+    for s, d in zip(stores_train, train):
+        for key, by_pair in held_out_judge_scores(
+                bridge, s, d, split=cfg.settings.split_kwargs(), forms=cfg.judges,
+                max_pairs=cfg.judge_max_pairs).items():
+            judge[JUDGE_OF_KEY[key]].update(by_pair)
     sets = [(pooled.name, IN_DISTRIBUTION, pooled.acts_test, pooled.labels_test,
              pooled.pairs_test, held_out)]
     for s, d in zip(stores_test, test):
         acts, labels, pairs = every_pair(s)
         sets.append((s.meta.dataset, SHIFTED, acts, labels, pairs, _records(d, pairs)))
-        if cfg.judge:
-            judge.update(judge_every_pair(bridge, s, d, cache_dir=judge_cache_dir(s))
-                         ["p_by_pair"])
+        for f, report in judge_every_pair(bridge, s, d, forms=cfg.judges, train=train_records,
+                                          max_pairs=cfg.judge_max_pairs, seed=seed,
+                                          cache_dir=judge_cache_dir(s)).items():
+            judge[f].update(report["p_by_pair"])
     scored, notes = [], {}
     for name, role, acts, labels, pairs, records in sets:
         preds = {k: probes[k].predict_proba(acts[:, :, [choice[k].index]])[k][0]
@@ -172,10 +185,11 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                 preds[b.kind] = b.p
             else:
                 notes[f"{name}: {b.kind}"] = b.reason
-        if cfg.judge:
-            preds[cfg.judge] = np.array([judge[p.pair_id] for p in pairs])
+        for f, by_pair in judge.items():   # NaN: a pair this (limited) judge did not answer
+            if any(p.pair_id in by_pair for p in pairs):
+                preds[f] = np.array([by_pair.get(p.pair_id, np.nan) for p in pairs])
         scored.append(scored_set(name, role, labels, pairs, preds))
-    rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judge)
+    rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judges)
     for r in rows:
         r["read_out"] = choice[r["method"]].hook if r["method"] in choice else ""
     write_csv(f"{out}/shift.csv", rows + [{"role": "drop", **d} for d in drops])
@@ -196,8 +210,9 @@ def shift_lines(res: dict, cfg: ShiftFilesConfig) -> list[str]:
         for r in rs:
             note = "" if r["ci_counts"] is not False else "  (too few groups to count)"
             at = f" at {r['read_out']}" if r["read_out"] else ""
+            part = f" on {r['n']} of {rs[0]['n']} pairs" if r["n"] != rs[0]["n"] else ""
             out.append(f"  {r['method'] + at:44s} {r['accuracy']:.3f} "
-                       f"[{r['lo']:.3f}, {r['hi']:.3f}]{note}")
+                       f"[{r['lo']:.3f}, {r['hi']:.3f}]{part}{note}")
     for key, why in res["unavailable"].items():
         out.append(f"  n/a {key}: {why}")
     for d in res["drops"]:
@@ -223,7 +238,8 @@ def cli(args, bridge) -> None:
     stores_test = [ensure_store(bridge, d, args.stores, **where) for d in test]
     cfg = ShiftFilesConfig([d.name for d in train], [d.name for d in test],
                            settings=args.settings,
-                           judge=None if args.judge == "none" else args.judge,
+                           judges=tuple(f for f in dict.fromkeys(args.judges) if f != "none"),
+                           judge_max_pairs=dict(args.judge_max_pairs or ()),
                            **({"kinds": tuple(args.kinds)} if args.kinds else {}))
     res = run_shift_files(bridge, train, test, stores_train, stores_test, args.out, cfg)
     print("\n".join(shift_lines(res, cfg)))

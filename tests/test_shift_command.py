@@ -92,3 +92,29 @@ def test_mixed_kinds_and_missing_files_fail_in_one_line(tiny, tmp_path, capsys, 
     err = capsys.readouterr().err
     assert "mix comparisons and statements" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "s").exists()          # refused before any harvest
+
+
+def test_the_sweeps_judge_forms_run_limited_and_remembered(tiny, tmp_path, monkeypatch,
+                                                           capsys):
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    argv = ["shift", "--train", "larger_number@Numbers", "--test", "story_sentiment@Stories",
+            "--max-pairs", "40", "--n-boot", "30", "--kinds", "supervised",
+            "--judges", "zero_shot", "few_shot", "--judge-max-pairs", "few_shot=8",
+            "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    with open(tmp_path / "out" / "shift.csv") as f:
+        rows = list(csv.DictReader(f))
+    scores = {(r["dataset"], r["method"]): r for r in rows if r["role"] != "drop"}
+    for name in ("Numbers", "Stories"):
+        assert int(scores[name, "zero_shot"]["n"]) == int(scores[name, "supervised"]["n"])
+        assert 0 < int(scores[name, "few_shot"]["n"]) <= 8
+    gaps = {r["method"]: r for r in rows if r["role"] == "drop"}
+    assert {"zero_shot drop - supervised drop", "few_shot drop - supervised drop",
+            "few_shot"} <= set(gaps)
+    assert "few_shot" in capsys.readouterr().out
+    cached = {f.name for f in (tmp_path / "stores").rglob("judges/*.json")}
+    assert cached == {"zero_shot.json", "few_shot.json", "zero_shot_every_pair.json",
+                      "few_shot_every_pair.json"}
+    stamps = {f: f.stat().st_mtime_ns for f in (tmp_path / "stores").rglob("judges/*.json")}
+    assert main(argv) == 0                                     # rerun: no judge redone
+    assert {f: f.stat().st_mtime_ns for f in stamps} == stamps
