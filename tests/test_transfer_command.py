@@ -14,7 +14,7 @@ import ppairs_lens.models.loading
 from analyses.cli import main
 from analyses.cross_dataset import TransferConfig, run_transfer, transfer_table_lines
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.evaluation.transfer_comparators import NO_TEXTS
+from ppairs_lens.evaluation.transfer_comparators import CROSS_IDS, NO_TEXTS
 from tests.test_cross_dataset import D, planted_acts, write_store
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -74,7 +74,7 @@ def test_the_summary_pairs_each_probe_with_every_comparator(transferred):
     assert {"surface", "lexical", "embedding", "zero_shot", "few_shot",
             "probe:pca"} <= set(e["minus"])
     assert e["minus"]["few_shot"]["n"] <= 8 < e["minus"]["zero_shot"]["n"] == e["n_test"]
-    assert "memorisation" in e["unavailable"]      # no item recurs: n/a with its reason
+    assert e["unavailable"]["memorisation"] == CROSS_IDS   # row ids of two files: n/a
 
 
 def test_the_console_ends_with_a_table_per_cell_and_judges_are_reused(transferred, tiny,
@@ -105,3 +105,44 @@ def test_from_stores_alone_the_text_baselines_say_why_they_are_missing(tmp_path)
     assert entry["unavailable"]["lexical"] == NO_TEXTS
     lines = transfer_table_lines(res, cfg)
     assert any("baseline lexical" in x and NO_TEXTS in x for x in lines), lines
+
+
+def _system_store(path, name, seed):
+    """A store whose item ids are producing systems (S0..S3 in every context, as SummEval's):
+    system S0 always wins, so memorising systems works across datasets too."""
+    import torch
+
+    from ppairs_lens.activations.pair_info import PairInfo
+    from ppairs_lens.activations.store import ActivationStore
+    from ppairs_lens.activations.store_meta import StoreMeta
+    from tests.test_cross_dataset import HOOKS
+
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for c in range(60):
+        for i, j in ((0, 1), (0, 2), (1, 2), (0, 3)):
+            a, b = (i, j) if rng.random() < 0.5 else (j, i)
+            pairs.append(PairInfo.from_json({
+                "pair_id": f"{name}:{c}:{a}{b}", "label": 1 if a < b else 2,
+                "context_id": f"{name}:c{c}", "item1_id": f"S{a}", "item2_id": f"S{b}"}))
+    meta = StoreMeta.from_json({"model": "toy-model", "dataset": name,
+                                "dataset_fingerprint": f"fp-{name}", "template_hash": "t0",
+                                "hook_names": HOOKS, "d_model": D, "dtype": "float32",
+                                "shard_size": 256})
+    store = ActivationStore.create(path, meta, pairs)
+    acts = torch.from_numpy(rng.normal(size=(len(pairs), 2, len(HOOKS), D)).astype(np.float32))
+    for k in range(store.n_shards):
+        lo, hi = store.shard_range(k)
+        store.write_shard(k, acts[lo:hi])
+    return store
+
+
+def test_system_ids_are_memorised_across_datasets(tmp_path):
+    stores = [_system_store(tmp_path / n, n, i) for i, n in enumerate(["x", "y"])]
+    cfg = TransferConfig(stores=[], kinds=("supervised",), settings=EvalSettings(n_boot=30),
+                         n_random=200)
+    res = run_transfer(stores, tmp_path / "out", cfg)
+    rows = {r["dataset"]: r for r in res["comparisons"].table_rows
+            if r["kind"] == "memorisation" and r["metric"] == "accuracy"}
+    assert set(rows) == {"x -> x", "x -> y", "y -> x", "y -> y"}
+    assert rows["x -> y"]["value"] > 0.7          # S0 wins in both: the systems carry over
