@@ -24,7 +24,8 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_sets import check_comparable
 from ppairs_lens.data.records import TIE
 from ppairs_lens.errors import DataError
-from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
+from ppairs_lens.evaluation.baselines import (cross_dataset_memorisation, memorisation_baseline,
+                                              surface_baseline)
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
@@ -120,16 +121,17 @@ def _records(dataset, pairs):
 
 
 def _train_side(train, stores, cfg: ShiftFilesConfig):
-    """The pooled split of the training files, their training records and held-out records."""
+    """The pooled split of the training files, their training records, held-out records and
+    each file's held-out pairs (in the pooled order)."""
     split = cfg.settings.split_kwargs()
-    pooled = pooled_split([split_store(s, **split) for s in stores],
-                          " + ".join(s.meta.dataset for s in stores))
+    splits = [split_store(s, **split) for s in stores]
+    pooled = pooled_split(splits, " + ".join(s.meta.dataset for s in stores))
     sides = [split_records(s.pairs(), d, **split) for s, d in zip(stores, train)]
     train_records = replace(sides[0][0], name="train",
                             records=[r for tr, _, _ in sides for r in tr.records])
     held_out = replace(sides[0][1], name=pooled.name,
                        records=[r for _, te, _ in sides for r in te.records])
-    return pooled, train_records, held_out
+    return pooled, train_records, held_out, [sp.pairs_test for sp in splits]
 
 
 def check_one_kind(datasets) -> None:
@@ -152,32 +154,37 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
     beside its store. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
     check_one_kind([*train, *test])
     check_comparable([*stores_train, *stores_test])
-    pooled, train_records, held_out = _train_side(train, stores_train, cfg)
+    pooled, train_records, held_out, parts = _train_side(train, stores_train, cfg)
     seed = cfg.settings.seed
     choice = choose_readouts(pooled, cfg.kinds, seed=seed, C=cfg.C)
     probes = {k: fit_sweep(pooled.acts_train[:, :, [choice[k].index]], pooled.labels_train,
                            (k,), groups=pooled.groups_train, seed=seed, C=cfg.C)
               for k in cfg.kinds}
-    judge = {f: {} for f in cfg.judges}     # form -> {pair_id: P(item 1)}
-    for s, d in zip(stores_train, train):
-        for key, by_pair in held_out_judge_scores(
-                bridge, s, d, split=cfg.settings.split_kwargs(), forms=cfg.judges,
-                max_pairs=cfg.judge_max_pairs).items():
-            judge[JUDGE_OF_KEY[key]].update(by_pair)
+    # each judge's P(item 1) per set, by position (pair ids of two files may coincide): NaN
+    # where a (limited) judge did not answer
+    in_dist: dict[str, list[float]] = {f: [] for f in cfg.judges}
+    for s, d, part in zip(stores_train, train, parts):
+        got = {JUDGE_OF_KEY[key]: by_pair for key, by_pair in held_out_judge_scores(
+            bridge, s, d, split=cfg.settings.split_kwargs(), forms=cfg.judges,
+            max_pairs=cfg.judge_max_pairs).items()}
+        for f in cfg.judges:
+            in_dist[f] += [got.get(f, {}).get(p.pair_id, np.nan) for p in part]
     sets = [(pooled.name, IN_DISTRIBUTION, pooled.acts_test, pooled.labels_test,
-             pooled.pairs_test, held_out)]
+             pooled.pairs_test, held_out, {f: np.array(v) for f, v in in_dist.items()})]
     for s, d in zip(stores_test, test):
         acts, labels, pairs = every_pair(s)
-        sets.append((s.meta.dataset, SHIFTED, acts, labels, pairs, _records(d, pairs)))
-        for f, report in judge_every_pair(bridge, s, d, forms=cfg.judges, train=train_records,
-                                          max_pairs=cfg.judge_max_pairs, seed=seed,
-                                          cache_dir=judge_cache_dir(s)).items():
-            judge[f].update(report["p_by_pair"])
+        reports = judge_every_pair(bridge, s, d, forms=cfg.judges, train=train_records,
+                                   max_pairs=cfg.judge_max_pairs, seed=seed,
+                                   cache_dir=judge_cache_dir(s))
+        sets.append((s.meta.dataset, SHIFTED, acts, labels, pairs, _records(d, pairs),
+                     {f: np.array([r["p_by_pair"].get(p.pair_id, np.nan) for p in pairs])
+                      for f, r in reports.items()}))
     scored, notes = [], {}
-    for name, role, acts, labels, pairs, records in sets:
+    for name, role, acts, labels, pairs, records, judged in sets:
         preds = {k: probes[k].predict_proba(acts[:, :, [choice[k].index]])[k][0]
                  for k in cfg.kinds}
-        for b in (memorisation_baseline(pooled.pairs_train, pooled.labels_train, pairs),
+        memo = memorisation_baseline if role == IN_DISTRIBUTION else cross_dataset_memorisation
+        for b in (memo(pooled.pairs_train, pooled.labels_train, pairs),
                   surface_baseline(pooled.pairs_train, pooled.labels_train, pairs),
                   *text_baselines(train_records, records, embedding=bridge.W_E.detach(),
                                   tokenizer=bridge.tokenizer, seed=seed)):
@@ -185,9 +192,7 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                 preds[b.kind] = b.p
             else:
                 notes[f"{name}: {b.kind}"] = b.reason
-        for f, by_pair in judge.items():   # NaN: a pair this (limited) judge did not answer
-            if any(p.pair_id in by_pair for p in pairs):
-                preds[f] = np.array([by_pair.get(p.pair_id, np.nan) for p in pairs])
+        preds.update({f: p for f, p in judged.items() if np.isfinite(p).any()})
         scored.append(scored_set(name, role, labels, pairs, preds))
     rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judges)
     for r in rows:

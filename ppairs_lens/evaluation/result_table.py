@@ -82,7 +82,8 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
 
     for e in mine:
         where = f"{e['hook']} #{e['layer']}"
-        val = "" if e.get("val_value") is None else f" ({e['val_value']:.3f})"
+        v = e.get("val_value")
+        val = "" if v is None or v != v else f" ({v:.3f})"     # NaN: not validated there
         flag = chance_flag(e)
         lines.append(f"  {'probe ' + e['kind']:24s} {where + val:36s} {_ci(e['test']):22s} "
                      f"{vs('probe:' + e['kind'])}" + (f"  <- {flag}" if flag else ""))

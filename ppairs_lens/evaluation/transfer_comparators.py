@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ppairs_lens.data.records import Dataset
-from ppairs_lens.evaluation.baselines import (Baseline, ids_recur_across_contexts,
+from ppairs_lens.evaluation.baselines import (CROSS_IDS, Baseline, cross_dataset_memorisation,
                                               memorisation_baseline, surface_baseline)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS, JUDGE_KEYS
@@ -39,13 +39,10 @@ from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.evaluation.transfer_fit import FittedStore, TransferConfig, transfer_proba
 from ppairs_lens.evaluation.verdicts import transfer_refusal
 
-__all__ = ["Comparisons", "cell_name", "transfer_comparisons"]
+__all__ = ["CROSS_IDS", "NO_TEXTS", "Comparisons", "cell_name", "transfer_comparisons"]
 
 #: Why the text baselines are missing when a study is run from stores alone.
 NO_TEXTS = "needs the datasets' texts (run `ppairs-lens transfer`, not from stores alone)"
-#: Why memorisation is missing across two datasets whose ids are not system ids.
-CROSS_IDS = ("item ids of two datasets name the same item only where they name a system "
-             "(ids recurring across contexts in both); here they do not")
 
 
 def cell_name(src: str, dst: str) -> str:
@@ -76,25 +73,14 @@ def _baselines(src: FittedStore, dst: FittedStore, texts: Mapping[str, Dataset] 
     """Every no-model baseline fitted on ``src``'s training pairs, P(item 1) on ``dst``'s
     held-out pairs."""
     a, b = src.split, dst.split
-    out = [_memorisation(src, dst), surface_baseline(a.pairs_train, a.labels_train,
-                                                     b.pairs_test)]
+    memo = memorisation_baseline if src is dst else cross_dataset_memorisation
+    out = [memo(a.pairs_train, a.labels_train, b.pairs_test),
+           surface_baseline(a.pairs_train, a.labels_train, b.pairs_test)]
     if texts is None or src.name not in texts or dst.name not in texts:
         return out + [Baseline(k, None, "", reason=NO_TEXTS) for k in ("lexical", "embedding")]
     return out + text_baselines(_records(texts[src.name], a.pairs_train),
                                 _records(texts[dst.name], b.pairs_test), embedding=embedding,
                                 tokenizer=tokenizer, seed=seed)
-
-
-def _memorisation(src: FittedStore, dst: FittedStore) -> Baseline:
-    """Training win rates of ``src``'s items looked up for ``dst``'s. Across two datasets an
-    id names the same thing only where it names a producing system (ids that recur across
-    contexts in both, SummEval's ``S0``..``S15``); ids such as a file's row numbers would
-    match unrelated items, so there the baseline is n/a."""
-    a, b = src.split, dst.split
-    if src is not dst and not (ids_recur_across_contexts(a.pairs_train)
-                               and ids_recur_across_contexts(b.pairs_test)):
-        return Baseline("memorisation", None, "", reason=CROSS_IDS)
-    return memorisation_baseline(a.pairs_train, a.labels_train, b.pairs_test)
 
 
 def _judged(sp: StoreSplit, by_key: Mapping[str, Mapping[str, float]]
