@@ -139,8 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_hooks(p)
     add_template(p)
     add_kinds(p, "probe kinds (default: supervised pca mass_mean)")
-    p.add_argument("--judge", default="zero_shot", choices=["zero_shot", "none"],
-                   help="the prompted judge scored beside the probes (default zero_shot)")
+    add_judges(p, default=("zero_shot",), aliases=("--judge",))
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
@@ -167,8 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="also save each dataset's probes (every kind and read-out, "
                                 "fitted on its training split) into DIR/<dataset> "
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
-        if name == "sweep":
+        if name in ("sweep", "transfer"):
             add_judges(p)
+        if name == "sweep":
             add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
                          "at every read-out on the validation split too, slower)")
         if name == "transfer":

@@ -13,13 +13,12 @@ from itertools import combinations
 import numpy as np
 
 from ppairs_lens.evaluation.readout_choice import layer_rule
+from ppairs_lens.evaluation.transfer_fit import CENTERINGS, METRICS
 from ppairs_lens.io.plotting import caption, color, label, style
 
 __all__ = ["CENTERINGS", "METRICS", "plot_cosine", "plot_cosine_distribution",
            "plot_layer_cosine", "plot_transfer", "print_summary", "summarize"]
 
-CENTERINGS = ("target", "train")
-METRICS = ("accuracy", "f1", "auroc")
 #: Colours of the kind-vs-kind comparisons in the per-layer figure.
 PAIR_COLORS = {"supervised~pca": "#9467bd", "supervised~mass_mean": "#17becf",
                "pca~mass_mean": "#8c564b", "supervised~ccs": "#e377c2", "pca~ccs": "#ff9896",

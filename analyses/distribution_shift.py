@@ -15,7 +15,7 @@ Writes ``distribution_shift.csv`` and the config.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_sets import check_comparable
 from ppairs_lens.data.records import TIE
 from ppairs_lens.errors import DataError
-from ppairs_lens.evaluation.baselines import memorisation_baseline, surface_baseline
+from ppairs_lens.evaluation.baselines import (cross_dataset_memorisation, memorisation_baseline,
+                                              surface_baseline)
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
@@ -40,8 +41,13 @@ from ppairs_lens.evaluation.shift import (
 from ppairs_lens.evaluation.store_split import split_records, split_store
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.judges.held_out import judge_cache_dir, judge_every_pair, judge_held_out
+from ppairs_lens.evaluation.result_table import JUDGE_KEYS
+from ppairs_lens.judges.held_out import (held_out_judge_scores, judge_cache_dir,
+                                         judge_every_pair)
 from ppairs_lens.probes.sweep import fit_sweep
+
+#: A judge form by the key of its per-pair probabilities.
+JUDGE_OF_KEY = {key: form for form, key in JUDGE_KEYS.items()}
 
 __all__ = ["ShiftConfig", "ShiftFilesConfig", "gap_verdict", "run_shift", "run_shift_files",
            "shift_lines"]
@@ -100,7 +106,10 @@ class ShiftFilesConfig:
     train: list[str]
     test: list[str]
     kinds: tuple[str, ...] = ("supervised", "pca", "mass_mean")
-    judge: str | None = "zero_shot"
+    #: prompted judge forms scored beside the probes (``JUDGE_FORMS``; () for none), each on
+    #: at most ``judge_max_pairs[form]`` pairs of each set (whole contexts, seeded)
+    judges: tuple[str, ...] = ("zero_shot",)
+    judge_max_pairs: dict[str, int] = field(default_factory=dict)
     settings: EvalSettings = EvalSettings()
     C: float = 1.0
 
@@ -112,16 +121,17 @@ def _records(dataset, pairs):
 
 
 def _train_side(train, stores, cfg: ShiftFilesConfig):
-    """The pooled split of the training files, their training records and held-out records."""
+    """The pooled split of the training files, their training records, held-out records and
+    each file's held-out pairs (in the pooled order)."""
     split = cfg.settings.split_kwargs()
-    pooled = pooled_split([split_store(s, **split) for s in stores],
-                          " + ".join(s.meta.dataset for s in stores))
+    splits = [split_store(s, **split) for s in stores]
+    pooled = pooled_split(splits, " + ".join(s.meta.dataset for s in stores))
     sides = [split_records(s.pairs(), d, **split) for s, d in zip(stores, train)]
     train_records = replace(sides[0][0], name="train",
                             records=[r for tr, _, _ in sides for r in tr.records])
     held_out = replace(sides[0][1], name=pooled.name,
                        records=[r for _, te, _ in sides for r in te.records])
-    return pooled, train_records, held_out
+    return pooled, train_records, held_out, [sp.pairs_test for sp in splits]
 
 
 def check_one_kind(datasets) -> None:
@@ -136,35 +146,45 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                     cfg: ShiftFilesConfig) -> dict:
     """Probes fitted on the pooled training split of ``train`` at the read-out chosen on its
     validation split; they, every no-model baseline (fitted on the same training pairs) and
-    the zero-shot judge scored on the held-out pairs of ``train`` and on every pair of each
-    ``test`` dataset. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
+    the prompted judges scored on the held-out pairs of ``train`` and on every pair of each
+    ``test`` dataset. The judge forms of ``cfg.judges`` are the sweep's
+    (:func:`ppairs_lens.judges.held_out.held_out_judge_scores` on the training files' held-out
+    pairs, :func:`~ppairs_lens.judges.held_out.judge_every_pair` on the shifted files, the
+    few-shot demonstrations from the training files' training records), each remembered
+    beside its store. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
     check_one_kind([*train, *test])
     check_comparable([*stores_train, *stores_test])
-    pooled, train_records, held_out = _train_side(train, stores_train, cfg)
+    pooled, train_records, held_out, parts = _train_side(train, stores_train, cfg)
     seed = cfg.settings.seed
     choice = choose_readouts(pooled, cfg.kinds, seed=seed, C=cfg.C)
     probes = {k: fit_sweep(pooled.acts_train[:, :, [choice[k].index]], pooled.labels_train,
                            (k,), groups=pooled.groups_train, seed=seed, C=cfg.C)
               for k in cfg.kinds}
-    judge: dict[str, float] = {}
-    if cfg.judge:
-        for s, d in zip(stores_train, train):
-            judge.update(judge_held_out(bridge, s, d, **cfg.settings.split_kwargs(),
-                                        forms=("zero_shot",), cache_dir=judge_cache_dir(s)
-                                        ).zero_shot["p_by_pair"])
+    # each judge's P(item 1) per set, by position (pair ids of two files may coincide): NaN
+    # where a (limited) judge did not answer
+    in_dist: dict[str, list[float]] = {f: [] for f in cfg.judges}
+    for s, d, part in zip(stores_train, train, parts):
+        got = {JUDGE_OF_KEY[key]: by_pair for key, by_pair in held_out_judge_scores(
+            bridge, s, d, split=cfg.settings.split_kwargs(), forms=cfg.judges,
+            max_pairs=cfg.judge_max_pairs).items()}
+        for f in cfg.judges:
+            in_dist[f] += [got.get(f, {}).get(p.pair_id, np.nan) for p in part]
     sets = [(pooled.name, IN_DISTRIBUTION, pooled.acts_test, pooled.labels_test,
-             pooled.pairs_test, held_out)]
+             pooled.pairs_test, held_out, {f: np.array(v) for f, v in in_dist.items()})]
     for s, d in zip(stores_test, test):
         acts, labels, pairs = every_pair(s)
-        sets.append((s.meta.dataset, SHIFTED, acts, labels, pairs, _records(d, pairs)))
-        if cfg.judge:
-            judge.update(judge_every_pair(bridge, s, d, cache_dir=judge_cache_dir(s))
-                         ["p_by_pair"])
+        reports = judge_every_pair(bridge, s, d, forms=cfg.judges, train=train_records,
+                                   max_pairs=cfg.judge_max_pairs, seed=seed,
+                                   cache_dir=judge_cache_dir(s))
+        sets.append((s.meta.dataset, SHIFTED, acts, labels, pairs, _records(d, pairs),
+                     {f: np.array([r["p_by_pair"].get(p.pair_id, np.nan) for p in pairs])
+                      for f, r in reports.items()}))
     scored, notes = [], {}
-    for name, role, acts, labels, pairs, records in sets:
+    for name, role, acts, labels, pairs, records, judged in sets:
         preds = {k: probes[k].predict_proba(acts[:, :, [choice[k].index]])[k][0]
                  for k in cfg.kinds}
-        for b in (memorisation_baseline(pooled.pairs_train, pooled.labels_train, pairs),
+        memo = memorisation_baseline if role == IN_DISTRIBUTION else cross_dataset_memorisation
+        for b in (memo(pooled.pairs_train, pooled.labels_train, pairs),
                   surface_baseline(pooled.pairs_train, pooled.labels_train, pairs),
                   *text_baselines(train_records, records, embedding=bridge.W_E.detach(),
                                   tokenizer=bridge.tokenizer, seed=seed)):
@@ -172,10 +192,9 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                 preds[b.kind] = b.p
             else:
                 notes[f"{name}: {b.kind}"] = b.reason
-        if cfg.judge:
-            preds[cfg.judge] = np.array([judge[p.pair_id] for p in pairs])
+        preds.update({f: p for f, p in judged.items() if np.isfinite(p).any()})
         scored.append(scored_set(name, role, labels, pairs, preds))
-    rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judge)
+    rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judges)
     for r in rows:
         r["read_out"] = choice[r["method"]].hook if r["method"] in choice else ""
     write_csv(f"{out}/shift.csv", rows + [{"role": "drop", **d} for d in drops])
@@ -196,8 +215,9 @@ def shift_lines(res: dict, cfg: ShiftFilesConfig) -> list[str]:
         for r in rs:
             note = "" if r["ci_counts"] is not False else "  (too few groups to count)"
             at = f" at {r['read_out']}" if r["read_out"] else ""
+            part = f" on {r['n']} of {rs[0]['n']} pairs" if r["n"] != rs[0]["n"] else ""
             out.append(f"  {r['method'] + at:44s} {r['accuracy']:.3f} "
-                       f"[{r['lo']:.3f}, {r['hi']:.3f}]{note}")
+                       f"[{r['lo']:.3f}, {r['hi']:.3f}]{part}{note}")
     for key, why in res["unavailable"].items():
         out.append(f"  n/a {key}: {why}")
     for d in res["drops"]:
@@ -223,7 +243,8 @@ def cli(args, bridge) -> None:
     stores_test = [ensure_store(bridge, d, args.stores, **where) for d in test]
     cfg = ShiftFilesConfig([d.name for d in train], [d.name for d in test],
                            settings=args.settings,
-                           judge=None if args.judge == "none" else args.judge,
+                           judges=tuple(f for f in dict.fromkeys(args.judges) if f != "none"),
+                           judge_max_pairs=dict(args.judge_max_pairs or ()),
                            **({"kinds": tuple(args.kinds)} if args.kinds else {}))
     res = run_shift_files(bridge, train, test, stores_train, stores_test, args.out, cfg)
     print("\n".join(shift_lines(res, cfg)))

@@ -12,7 +12,7 @@ SET_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", 
 #: Short tick labels (the caption says what each is).
 SHORT = {"supervised": "supervised", "pca": "PCA", "mass_mean": "mass-mean", "ccs": "CCS",
          "memorisation": "memorisation", "surface": "length", "lexical": "lexical",
-         "embedding": "embedding", "zero_shot": "zero-shot"}
+         "embedding": "embedding", "zero_shot": "zero-shot", "few_shot": "few-shot"}
 
 
 def _name(method: str) -> str:
@@ -49,7 +49,10 @@ def plot_shift(rows: list[dict], model: str, cfg, notes: dict[str, str]):
                      f"groups ({s.n_boot} resamples). Baselines fitted on the same training "
                      "pairs: length (the longer item wins, sign from train), lexical "
                      "(TF-IDF logistic regression), embedding (mean-pooled input embeddings), memorisation "
-                     "(training win rates of items); zero-shot: the calibrated prompted judge."
+                     "(training win rates of items); zero-shot / few-shot: the calibrated "
+                     "prompted judges (few-shot demonstrations from the training pairs)"
+                     + "".join(f"; {f} on at most {n} pairs of each set (whole contexts, "
+                               "seeded)" for f, n in cfg.judge_max_pairs.items()) + "."
                      + "".join(f" Not shown: {k} ({v})." for k, v in notes.items()))
         legend_outside(fig, [ax], ncol=1)
     return fig

@@ -39,7 +39,8 @@ from ppairs_lens.evaluation.baselines import (length_balanced_accuracy, memorisa
                                               surface_baseline)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.evaluation.result_table import result_tables
+from ppairs_lens.evaluation.result_table import (JUDGE_KEYS, TEXT_BASELINE_KEYS,
+                                                  result_tables)
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.evaluation.readout_choice import (
     VAL_REPEATS,
@@ -61,16 +62,11 @@ from ppairs_lens.probes.sweep import fit_sweep
 __all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
            "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
 
-#: Prompted judges a caller may pass per-pair probabilities for: kind -> the key their
-#: reports keep them under (:func:`pair_scores` reads it into a :class:`PairScores`).
-JUDGES: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
-                          "zero_shot_threshold": "threshold_p_by_pair",
-                          "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
-                          "g_eval": "geval_p_by_pair"}
-#: No-model predictors that need the items' texts (fitted on train by the caller and passed
-#: per pair like the judges): kind -> the key of their report (as :data:`JUDGES`).
-TEXT_BASELINES: dict[str, str] = {"lexical": "lexical_p_by_pair",
-                                  "embedding": "embedding_p_by_pair"}
+#: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
+#: their reports (:func:`pair_scores` reads them into a :class:`PairScores`); no-model predictors that need the items' texts,
+#: passed the same way (one list: :mod:`ppairs_lens.evaluation.result_table`).
+JUDGES: dict[str, str] = JUDGE_KEYS
+TEXT_BASELINES: dict[str, str] = TEXT_BASELINE_KEYS
 BASELINES = ("memorisation", "surface")
 
 

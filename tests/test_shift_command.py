@@ -92,3 +92,68 @@ def test_mixed_kinds_and_missing_files_fail_in_one_line(tiny, tmp_path, capsys, 
     err = capsys.readouterr().err
     assert "mix comparisons and statements" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "s").exists()          # refused before any harvest
+
+
+def test_the_sweeps_judge_forms_run_limited_and_remembered(tiny, tmp_path, monkeypatch,
+                                                           capsys):
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    argv = ["shift", "--train", "larger_number@Numbers", "--test", "story_sentiment@Stories",
+            "--max-pairs", "40", "--n-boot", "30", "--kinds", "supervised",
+            "--judges", "zero_shot", "few_shot", "--judge-max-pairs", "few_shot=8",
+            "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    with open(tmp_path / "out" / "shift.csv") as f:
+        rows = list(csv.DictReader(f))
+    scores = {(r["dataset"], r["method"]): r for r in rows if r["role"] != "drop"}
+    for name in ("Numbers", "Stories"):
+        assert int(scores[name, "zero_shot"]["n"]) == int(scores[name, "supervised"]["n"])
+        assert 0 < int(scores[name, "few_shot"]["n"]) <= 8
+    gaps = {r["method"]: r for r in rows if r["role"] == "drop"}
+    assert {"zero_shot drop - supervised drop", "few_shot drop - supervised drop",
+            "few_shot"} <= set(gaps)
+    assert "few_shot" in capsys.readouterr().out
+    cached = {f.name for f in (tmp_path / "stores").rglob("judges/*.json")}
+    assert cached == {"zero_shot.json", "few_shot.json", "zero_shot_every_pair.json",
+                      "few_shot_every_pair.json"}
+    stamps = {f: f.stat().st_mtime_ns for f in (tmp_path / "stores").rglob("judges/*.json")}
+    assert main(argv) == 0                                     # rerun: no judge redone
+    assert {f: f.stat().st_mtime_ns for f in stamps} == stamps
+
+
+def _llmbar_file(path, offset):
+    """An LLMBar-format file: its pairs are named by row (row1, row2...), as a user's are."""
+    import json
+    import random
+
+    rng = random.Random(offset)
+    rows = []
+    for i in range(40):
+        a, b = rng.sample(range(offset, offset + 500), 2)
+        good, bad = str(max(a, b)), str(min(a, b))
+        first = rng.random() < 0.5
+        rows.append({"input": f"Name the larger number: {a} or {b}?",
+                     "output_1": good if first else bad, "output_2": bad if first else good,
+                     "label": 1 if first else 2})
+    path.write_text(json.dumps(rows))
+    return str(path)
+
+
+def test_files_whose_pair_ids_coincide_keep_their_own_judge_answers(tiny, tmp_path,
+                                                                    monkeypatch):
+    import json
+
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    train = _llmbar_file(tmp_path / "a.json", 0)
+    test = _llmbar_file(tmp_path / "b.json", 1000)
+    assert main(["shift", "--train", f"{train}@A", "--test", f"{test}@B", "--n-boot", "30",
+                 "--kinds", "supervised", "--stores", str(tmp_path / "stores"),
+                 "--out", str(tmp_path / "out")]) == 0
+    with open(tmp_path / "out" / "shift.csv") as f:
+        rows = {(r["dataset"], r["method"]): r for r in csv.DictReader(f) if r["role"] != "drop"}
+    (held_out,) = [json.loads(p.read_text())["result"] for p in
+                   (tmp_path / "stores").rglob("judges/zero_shot.json")]
+    # the training file's held-out pairs scored with its own answers, not the shifted file's
+    assert float(rows["A", "zero_shot"]["accuracy"]) == pytest.approx(
+        held_out["metrics"]["accuracy"]["value"])
+    assert int(rows["A", "zero_shot"]["n"]) == len(held_out["p_by_pair"])
+    assert ("B", "memorisation") not in rows        # row ids of two files name other items

@@ -35,7 +35,8 @@ from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.metrics import accuracy, targets
 from ppairs_lens.evaluation.store_split import pair_groups
 
-__all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS",
+__all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS", "CROSS_IDS",
+           "cross_dataset_memorisation",
            "BASELINE_LABELS", "LENGTH_TOLERANCE", "MIN_BALANCED_PAIRS", "ids_recur_across_contexts",
            "length_balanced", "length_balanced_accuracy"]
 
@@ -171,6 +172,22 @@ def ids_recur_across_contexts(pairs: Sequence[PairInfo]) -> bool:
                 items.setdefault(p.context_id, set()).add(i)
     return (any(len(v) > 2 for v in items.values())
             and any(len(c) > 1 for c in where.values()))
+
+
+#: Why memorisation is missing across two datasets whose ids are not system ids.
+CROSS_IDS = ("item ids of two datasets name the same item only where they name a system "
+             "(ids recurring across contexts in both); here they do not")
+
+
+def cross_dataset_memorisation(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
+                               pairs_test: Sequence[PairInfo]) -> Baseline:
+    """:func:`memorisation_baseline` fitted on one dataset and looked up on another. An id
+    names the same thing in two datasets only where it names a producing system (ids that
+    recur across contexts in both, SummEval's ``S0``..``S15``); ids such as a file's row
+    numbers would match unrelated items, so there it is unavailable (:data:`CROSS_IDS`)."""
+    if not (ids_recur_across_contexts(pairs_train) and ids_recur_across_contexts(pairs_test)):
+        return Baseline("memorisation", None, "", reason=CROSS_IDS)
+    return memorisation_baseline(pairs_train, labels_train, pairs_test)
 
 
 def length_balanced(pairs: Sequence[PairInfo],

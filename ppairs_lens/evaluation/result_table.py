@@ -22,7 +22,7 @@ from ppairs_lens.evaluation.verdicts import Verdict, interval_verdict
 #: δ of a probe against any other predictor: the registry's "beats" families use the same.
 BEATS_DELTA: float = FAMILIES["probe vs prompting"].delta
 
-__all__ = ["BASELINE_KINDS", "CHANCE", "chance_flag", "dataset_table", "result_tables"]
+__all__ = ["BASELINE_KINDS", "CHANCE", "JUDGE_KEYS", "TEXT_BASELINE_KEYS", "chance_flag", "dataset_table", "result_tables"]
 
 #: Accuracy of a guess on balanced binary choices.
 CHANCE = 0.5
@@ -66,7 +66,7 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
     lines = [f"{name} · split by {first.get('split_used', '?')} · {share} "
              f"({first.get('n_test', '?')} test pairs"
              + (f" in {n_groups} groups" if n_groups is not None else "")
-             + f", {_n_train(acc)} training pairs)"
+             + f", {_n_train(acc) if acc else first.get('n_train', '?')} training pairs)"
              + (" · CIs over too few groups: shown, not counted toward a verdict" if few
                 else "")]
     ref = mine[0] if mine else None
@@ -82,7 +82,8 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
 
     for e in mine:
         where = f"{e['hook']} #{e['layer']}"
-        val = "" if e.get("val_value") is None else f" ({e['val_value']:.3f})"
+        v = e.get("val_value")
+        val = "" if v is None or v != v else f" ({v:.3f})"     # NaN: not validated there
         flag = chance_flag(e)
         lines.append(f"  {'probe ' + e['kind']:24s} {where + val:36s} {_ci(e['test']):22s} "
                      f"{vs('probe:' + e['kind'])}" + (f"  <- {flag}" if flag else ""))
@@ -109,12 +110,23 @@ def _n_train(acc: Sequence[Mapping]) -> str:
 #: Predictors that are no-model baselines (the rest at ``layer = -1`` are judges).
 #: The no-model baselines every probe is scored beside (the sweep's rows of these kinds).
 BASELINE_KINDS = ("memorisation", "surface", "lexical", "embedding")
+#: Prompted judges a command is handed per-pair probabilities for: kind -> the key of its
+#: ``{pair_id: P(item 1)}`` in a dataset's entry (as :mod:`ppairs_lens.judges.held_out` and
+#: the judge study write them).
+JUDGE_KEYS: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
+                              "zero_shot_threshold": "threshold_p_by_pair",
+                              "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
+                              "g_eval": "geval_p_by_pair"}
+#: No-model predictors that need the items' texts, handed per pair like the judges.
+TEXT_BASELINE_KEYS: dict[str, str] = {"lexical": "lexical_p_by_pair",
+                                      "embedding": "embedding_p_by_pair"}
 
 
 def result_tables(rows: Sequence[Mapping], entries: Sequence[Mapping], *,
                   test_size: float | None = None) -> list[str]:
     """:func:`dataset_table` for every dataset of ``rows``, in their order, blank-separated."""
-    names = list(dict.fromkeys(r["dataset"] for r in rows))
+    names = list(dict.fromkeys([*(r["dataset"] for r in rows),
+                                *(e["dataset"] for e in entries)]))
     out: list[str] = []
     for n in names:
         out += ["", *dataset_table(n, rows, entries, test_size=test_size)]

@@ -6,7 +6,8 @@ pools the training stores' splits into one (leak groups prefixed by their datase
 spans two), :func:`every_pair` reads a shifted store whole (nothing of it was trained on), and
 :func:`shift_rows` scores every predictor on every set (accuracy, 95% CI over leak groups) and
 each method's drop (in distribution minus shifted, both sets resampled at once), and for each
-probe kind the judge's drop minus the probe's, with its verdict (:func:`gap_verdict`).
+probe kind each judge's drop minus the probe's on the pairs the judge answered, with its
+verdict (:func:`gap_verdict`).
 """
 
 from __future__ import annotations
@@ -106,56 +107,72 @@ def gap_verdict(d: dict, in_dist: dict[str, float], kind: str, judge: str = "zer
     return replace(v, reason=v.reason + claim)
 
 
+def _drop_ci(src: ScoredSet, s: ScoredSet, terms: Sequence[tuple[str, float]],
+             ms: np.ndarray, mt: np.ndarray, boot: dict) -> tuple[dict, int]:
+    """``(interval, n_groups)`` of ``sum(sign * drop(method))`` over ``terms`` on the pairs
+    ``ms`` of ``src`` and ``mt`` of ``s``, both sets' leak groups resampled at once. The
+    interval is as good as the smaller side's groups (no group-level differences exist
+    across two sets, so no sign-flip test either)."""
+    n1 = int(ms.sum())
+    tt = np.concatenate([src.targets[ms], s.targets[mt]])
+    g1 = [g for g, k in zip(src.groups, ms) if k]
+    g2 = [g for g, k in zip(s.groups, mt) if k]
+
+    def stat(w):
+        out = 0.0
+        for m, sign in terms:
+            out = out + sign * (weighted_accuracy(w[:, :n1], tt[:n1], src.preds[m][ms])
+                                - weighted_accuracy(w[:, n1:], tt[n1:], s.preds[m][mt]))
+        return out
+    return bootstrap(stat, len(tt), g1 + g2, **boot), min(len(set(g1)), len(set(g2)))
+
+
 def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
-               kinds: Sequence[str], judge: str | None = "zero_shot"
+               kinds: Sequence[str], judge: str | Sequence[str] | None = "zero_shot"
                ) -> tuple[list[dict], list[dict]]:
     """``(rows, drops)``: each method's accuracy on each set (95% CI over its leak groups),
     and against the first in-distribution set each method's drop on every shifted set and,
-    for each probe kind in ``kinds``, ``judge``'s drop minus the probe's, with its verdict."""
+    for each probe kind in ``kinds``, each judge's drop minus the probe's (``judge``: one
+    name or several), with its verdict. A method that answered only part of a set (a judge
+    limited to some pairs: NaN elsewhere) is scored on the pairs it answered, and a judge's
+    drop is set against each probe's on those same pairs."""
     boot = settings.boot_kwargs()
+    judges = [judge] if isinstance(judge, str) else list(judge or ())
     rows = []
     for s in sets:
         for method, p in s.preds.items():
-            ci = bootstrap(lambda w, p=p, t=s.targets: weighted_accuracy(w, t, p),
-                           len(s.targets), list(s.groups), **boot)
+            m = np.isfinite(p)
+            if not m.any():
+                continue
+            t, q = s.targets[m], p[m]
+            ci = bootstrap(lambda w, q=q, t=t: weighted_accuracy(w, t, q), len(t),
+                           [g for g, k in zip(s.groups, m) if k], **boot)
             rows.append({"dataset": s.name, "role": s.role, "method": method,
                          "accuracy": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
-                         "ci_counts": ci["ci_counts"], "n": len(s.targets)})
+                         "ci_counts": ci["ci_counts"], "n": len(t)})
     src = next((s for s in sets if s.role == IN_DISTRIBUTION), None)
     if src is None:
         return rows, []
     in_dist = {r["method"]: r["lo"] for r in rows if r["dataset"] == src.name
                and r["role"] == IN_DISTRIBUTION}
     drops = []
-    n1 = len(src.targets)
     for s in sets:
         if s.role != SHIFTED:
             continue
-        tt = np.concatenate([src.targets, s.targets])
-        gg = list(src.groups) + list(s.groups)
-        # two sets resampled side by side: the interval is as good as the smaller one's groups
-        # (no group-level differences exist across two sets, so no sign-flip test either)
-        n_groups = min(len(set(src.groups)), len(set(s.groups)))
-
-        def acc(w, p, part, tt=tt):  # accuracy on one of the two sets, under joint resampling
-            sl = slice(0, n1) if part == 0 else slice(n1, None)
-            return weighted_accuracy(w[:, sl], tt[sl], p)
-
-        def drop(w, m):
-            return acc(w, src.preds[m], 0) - acc(w, s.preds[m], 1)
-
         shared = [m for m in src.preds if m in s.preds]
+        cover = {m: (np.isfinite(src.preds[m]), np.isfinite(s.preds[m])) for m in shared}
+        shared = [m for m in shared if cover[m][0].any() and cover[m][1].any()]
         for m in shared:
-            d = bootstrap(lambda w, m=m: drop(w, m), len(tt), gg, **boot)
+            d, n_groups = _drop_ci(src, s, [(m, 1.0)], *cover[m], boot)
             drops.append({"shifted": s.name, "method": m, "drop": d["value"], "lo": d["lo"],
                           "hi": d["hi"], "ci_counts": d["ci_counts"], "n_groups": n_groups})
-        if judge is None or judge not in shared:
-            continue
-        for k in (k for k in kinds if k in shared):
-            d = bootstrap(lambda w, k=k: drop(w, judge) - drop(w, k), len(tt), gg, **boot)
-            drops.append({"shifted": s.name, "method": f"{judge} drop - {k} drop",
-                          "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
-                          "ci_counts": d["ci_counts"], "n_groups": n_groups,
-                          "verdict": gap_verdict({**d, "n_groups": n_groups}, in_dist, k,
-                                                 judge).text})
+        for j in (j for j in judges if j in shared):
+            for k in (k for k in kinds if k in shared):
+                ms, mt = (cover[j][0] & cover[k][0]), (cover[j][1] & cover[k][1])
+                d, n_groups = _drop_ci(src, s, [(j, 1.0), (k, -1.0)], ms, mt, boot)
+                drops.append({"shifted": s.name, "method": f"{j} drop - {k} drop",
+                              "drop": d["value"], "lo": d["lo"], "hi": d["hi"],
+                              "ci_counts": d["ci_counts"], "n_groups": n_groups,
+                              "verdict": gap_verdict({**d, "n_groups": n_groups}, in_dist, k,
+                                                     j).text})
     return rows, drops

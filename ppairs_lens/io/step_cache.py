@@ -36,7 +36,9 @@ def code_digest(*packages: str) -> str:
 
 class StepCache:
     """Records of finished steps in ``folder`` (one JSON file per step name); a step's key
-    includes the source of ``code_packages``, so any code change there recomputes it."""
+    includes the source of ``code_packages``, so any code change there recomputes it (an
+    empty ``code_packages``: the step's inputs alone, e.g. the judges, keyed by the prompts
+    they run)."""
 
     def __init__(self, folder: str | Path, enabled: bool = True,
                  code_packages: Sequence[str] = ("ppairs_lens",)):
@@ -45,8 +47,11 @@ class StepCache:
         self.code_packages = tuple(code_packages)
 
     def key(self, name: str, **inputs: Any) -> str:
+        """A digest of ``name``, ``inputs`` and the source of ``code_packages`` (none named:
+        the inputs alone, for a step keyed by everything its result depends on)."""
+        code = code_digest(*self.code_packages) if self.code_packages else None
         blob = json.dumps({"step": name, "inputs": jsonable(inputs, keep_nan=True),
-                           "code": code_digest(*self.code_packages)},
+                           "code": code},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -13,15 +13,18 @@ form asked for (:data:`JUDGE_FORMS`)
 
 Each form may be limited to a seeded subset of whole test contexts (``max_pairs``), and each
 finished form is remembered in ``cache_dir`` (a :class:`~ppairs_lens.io.step_cache.StepCache`
-keyed by the store's fingerprint, which covers the model, template and records, the split, the
-limit and the code), so a cut run redoes no finished judge. Each report keeps ``p_by_pair``
+keyed by :func:`judge_cache_key`: the model, the exact prompts the form runs, so the template
+text, records and demonstrations, the judged pair ids and the form's settings; not the code,
+so an unrelated change keeps finished judges), so a cut run redoes no finished judge. Each report keeps ``p_by_pair``
 (calibrated P(item 1) per pair id), which the layer sweep pairs with the probe's answers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,15 +34,17 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.result_table import JUDGE_KEYS
 from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE
 from ppairs_lens.evaluation.store_split import split_records
 from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, select_demos
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot, judge_prompts
 
-__all__ = ["JUDGE_CODE", "JUDGE_FORMS", "HeldOutJudgeRun", "form_prompts", "held_out_datasets",
-           "judge_cache", "judge_cache_dir", "judge_cache_key", "judge_every_pair",
-           "judge_entry", "judge_held_out"]
+__all__ = ["JUDGE_CACHE_VERSION", "JUDGE_FORMS", "HeldOutJudgeRun", "form_prompts",
+           "held_out_datasets", "held_out_judge_scores", "judge_cache", "judge_cache_dir",
+           "judge_cache_key", "judge_entry", "judge_every_pair", "judge_held_out",
+           "prompts_digest"]
 
 #: The prompted judge forms a held-out run can ask for, in the order they run (cheapest first).
 JUDGE_FORMS = ("zero_shot", "few_shot")
@@ -58,23 +63,41 @@ def judge_cache_dir(store: ActivationStore) -> Path:
     return store.path / "judges"
 
 
-#: The code a judge's answers depend on (a change there recomputes a remembered judge; the
-#: records, template and model are in the store's fingerprint).
-JUDGE_CODE = ("ppairs_lens.judges", "ppairs_lens.activations", "ppairs_lens.models",
-              "ppairs_lens.evaluation")
+#: Bumped by hand when what a remembered judge answer means changes (how its answer is
+#: read or calibrated, what its report holds). The cache keys on what the model is asked,
+#: never on the package's source, so an unrelated code change keeps finished judges.
+JUDGE_CACHE_VERSION = 1
 
 
 def judge_cache(folder: str | Path) -> StepCache:
-    """The step cache finished judges are remembered in (:func:`judge_cache_dir`)."""
-    return StepCache(folder, code_packages=JUDGE_CODE)
+    """The step cache finished judges are remembered in (:func:`judge_cache_dir`), keyed by
+    :func:`judge_cache_key` alone (no code digest)."""
+    return StepCache(folder, code_packages=())
 
 
-def judge_cache_key(cache: StepCache, form: str, store_fingerprint: str, split: Mapping, *,
+def prompts_digest(prompts: Sequence[ContrastPair]) -> str:
+    """A digest of exactly what a judge run asks the model: every prompt's token ids (the
+    template's and the demonstrations' text, the records' text, the tokenizer), both choice
+    tokens, pair id and label, in order."""
+    h = hashlib.sha256()
+    for p in prompts:
+        h.update(json.dumps([p.pair_id, list(p.prefix_ids), list(p.final_ids), p.label,
+                             p.group]).encode() + b"\n")
+    return h.hexdigest()
+
+
+def judge_cache_key(cache: StepCache, form: str, *, model: str,
+                    prompts: Sequence[ContrastPair], records: Dataset,
                     max_pairs: int | None, k: int, seed: int) -> str:
-    """The key a finished judge form is remembered under: the store (model, template,
-    records), the split, the form's limit, its demonstrations' number and seed, the code."""
-    return cache.key(form, store=store_fingerprint, split=dict(split), max_pairs=max_pairs,
-                     k=k if form == "few_shot" else None, seed=seed)
+    """The key a finished judge form is remembered under: the model, the prompts it runs
+    (:func:`prompts_digest`: template text, records, demonstrations, tokens), the form, the
+    judged pair ids, its settings (limit, demonstrations' number, seed) and
+    :data:`JUDGE_CACHE_VERSION`; not the code, so only a change in what is asked (or a
+    version bump) recomputes it."""
+    return cache.key(form, model=model, prompts=prompts_digest(prompts),
+                     pair_ids=[r.pair_id for r in records.records], max_pairs=max_pairs,
+                     k=k if form == "few_shot" else None, seed=seed,
+                     version=JUDGE_CACHE_VERSION)
 
 
 def _slim(report: dict) -> dict:
@@ -96,6 +119,14 @@ def form_prompts(tokenizer, form: str, train: Dataset, test: Dataset, template: 
     raise ValueError(f"unknown judge form {form!r}; known: {', '.join(JUDGE_FORMS)}")
 
 
+def _run_form(bridge, form: str, train: Dataset, test: Dataset, template: Template, *,
+              max_pairs: int | None, k: int, seed: int) -> dict:
+    part = subsample_by_context(test, max_pairs, seed)
+    if form == "zero_shot":
+        return _slim(evaluate_zero_shot(bridge, part, template))
+    return _slim(evaluate_few_shot(bridge, part, train, template, k=k, seed=seed))
+
+
 @dataclass(frozen=True)
 class HeldOutJudgeRun:
     """The judge forms :func:`judge_held_out` ran on one store's held-out pairs: each form's
@@ -111,15 +142,8 @@ class HeldOutJudgeRun:
     reused: tuple[str, ...] = ()
 
 
-def _run_form(bridge, form: str, train: Dataset, test: Dataset, template: Template, *,
-              max_pairs: int | None, k: int, seed: int) -> dict:
-    part = subsample_by_context(test, max_pairs, seed)
-    if form == "zero_shot":
-        return _slim(evaluate_zero_shot(bridge, part, template))
-    return _slim(evaluate_few_shot(bridge, part, train, template, k=k, seed=seed))
-
-
-def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_size: float = BUILTIN_TEST_SIZE,
+def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
+                   test_size: float = BUILTIN_TEST_SIZE,
                    split_by: str = "auto", seed: int = 0, few_shot_k: int = 4,
                    few_shot_max_pairs: int | None = None,
                    forms: tuple[str, ...] = JUDGE_FORMS,
@@ -143,20 +167,13 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
     limits = {"few_shot": few_shot_max_pairs, **(max_pairs or {})}
     cache = None if cache_dir is None else judge_cache(cache_dir)
     out = HeldOutJudgeRun(used, len(test))
-    fingerprint = None if cache is None else store.fingerprint()
     for form in forms:
         if form == "few_shot" and not few_shot_k:
             continue
         kw = {"max_pairs": limits.get(form), "k": few_shot_k, "seed": seed}
-
-        def run(form=form, kw=kw) -> dict:
-            return _run_form(bridge, form, train, test, template, **kw)
         try:
-            if cache is None:
-                report, reused = run(), False
-            else:
-                report, reused = cache.run(form, judge_cache_key(
-                    cache, form, fingerprint, split, **kw), run)
+            report, reused = _cached_form(bridge, store, form, form, train, test, template,
+                                          cache, kw)
         except DataError as e:  # too few training records share nothing with the test side
             if form != "few_shot":
                 raise
@@ -169,22 +186,53 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *, test_siz
     return out
 
 
+def _cached_form(bridge, store: ActivationStore, name: str, form: str, train: Dataset,
+                 test: Dataset, template: Template, cache: StepCache | None, kw: dict
+                 ) -> tuple[dict, bool]:
+    """``(report, reused)`` of one judge form on ``test``, remembered in ``cache`` under
+    ``name`` and :func:`judge_cache_key` (its prompts built first: a few-shot judge without
+    usable demonstrations raises :class:`DataError` before any model call)."""
+    def run() -> dict:
+        return _run_form(bridge, form, train, test, template, **kw)
+    if cache is None:
+        return run(), False
+    part, prompts = form_prompts(bridge.tokenizer, form, train, test, template, **kw)
+    key = judge_cache_key(cache, form, model=store.meta.model, prompts=prompts, records=part,
+                          **kw)
+    return cache.run(name, key, run)
+
+
 def judge_every_pair(bridge, store: ActivationStore, dataset: Dataset, *,
-                     cache_dir: str | Path | None = None) -> dict:
-    """The zero-shot judge's report on every untied pair of ``store`` (a shifted set, scored
-    whole), in the store's order; remembered in ``cache_dir`` as :func:`judge_held_out`'s."""
+                     forms: Sequence[str] = ("zero_shot",), train: Dataset | None = None,
+                     max_pairs: Mapping[str, int | None] | None = None, k: int = 4,
+                     seed: int = 0, cache_dir: str | Path | None = None) -> dict:
+    """``{form: report}`` of each judge form of ``forms`` on every untied pair of ``store`` (a
+    shifted set, scored whole, in the store's order; each form limited by ``max_pairs`` to a
+    seeded subset of whole contexts), the few-shot judge's demonstrations drawn from
+    ``train`` (the training files' training records); remembered in ``cache_dir`` as
+    :func:`judge_held_out`'s (as ``<form>_every_pair``). A few-shot judge without usable
+    demonstrations is left out with a warning."""
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     by_id = {r.pair_id: r for r in dataset.records}
-    records = [by_id[p.pair_id] for p in store.pairs() if p.label != TIE]
-
-    def run() -> dict:
-        return _slim(evaluate_zero_shot(bridge, replace(dataset, records=records), template))
-    if cache_dir is None:
-        return run()
-    cache = judge_cache(cache_dir)
-    name = "zero_shot_every_pair"
-    return cache.run(name, cache.key(name, store=store.fingerprint()), run)[0]
+    test = replace(dataset, records=[by_id[p.pair_id] for p in store.pairs()
+                                     if p.label != TIE])
+    cache = None if cache_dir is None else judge_cache(cache_dir)
+    out = {}
+    for form in forms:
+        if form == "few_shot" and train is None:
+            raise ValueError("the few-shot judge of a shifted set needs its demonstrations' "
+                             "records (train)")
+        kw = {"max_pairs": (max_pairs or {}).get(form), "k": k, "seed": seed}
+        try:
+            out[form] = _cached_form(bridge, store, f"{form}_every_pair", form,
+                                     train if train is not None else test, test, template,
+                                     cache, kw)[0]
+        except DataError as e:
+            if form != "few_shot":
+                raise
+            warnings.warn(f"{dataset.name}: few-shot judge skipped: {e}")
+    return out
 
 
 def judge_entry(result: HeldOutJudgeRun) -> dict:
@@ -199,3 +247,19 @@ def judge_entry(result: HeldOutJudgeRun) -> dict:
         entry.update(few_shot_p_by_pair=fs["p_by_pair"], few_shot_metrics=fs["metrics"],
                      few_shot_diagnostics=fs["diagnostics"], few_shot=fs["few_shot"])
     return entry
+
+
+def held_out_judge_scores(bridge, store: ActivationStore, dataset: Dataset, *, split: Mapping,
+                          forms: tuple[str, ...] = JUDGE_FORMS,
+                          max_pairs: Mapping[str, int | None] | None = None
+                          ) -> dict[str, dict[str, float]]:
+    """The judge forms of :func:`judge_held_out` on ``store``'s held-out pairs (remembered
+    beside the store, :func:`judge_cache_dir`, so a sweep's finished judges are reused), as
+    the per-pair probabilities a command scores beside its probes: ``{key: {pair_id: P(item
+    1)}}`` under :data:`~ppairs_lens.evaluation.result_table.JUDGE_KEYS`' keys."""
+    if not forms:
+        return {}
+    res = judge_held_out(bridge, store, dataset, **dict(split), forms=forms,
+                         max_pairs=max_pairs, cache_dir=judge_cache_dir(store))
+    keys = set(JUDGE_KEYS.values())
+    return {k: v for k, v in judge_entry(res).items() if k in keys}

@@ -177,14 +177,13 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
                                  store is not None))
         train, test, _ = split_records(pair_info(d), d, **split)
         cache = judge_cache(judge_cache_dir(store)) if store is not None else None
-        fingerprint = store.fingerprint() if store is not None else None
         for form in forms:
             kw = {"max_pairs": (max_pairs or {}).get(form), "k": k, "seed": split["seed"]}
             try:
-                _, prompts = form_prompts(bridge.tokenizer, form, train, test, tpl, **kw)
+                part, prompts = form_prompts(bridge.tokenizer, form, train, test, tpl, **kw)
             except DataError:  # the judge itself will say why it is skipped
                 continue
             done = cache is not None and cache.has(form, judge_cache_key(
-                cache, form, fingerprint, split, **kw))
+                cache, form, model=store.meta.model, prompts=prompts, records=part, **kw))
             steps.append(PlannedStep(d.name, form, tuple(prompts), done))
     return steps
