@@ -123,8 +123,10 @@ PRESETS: dict[str, Preset] = {
     # held-out half, each still sorted from its own pairs) and HANNA's 96 stories x 5 of their
     # 11 systems' (10 pairs a story, not 55: its ~740-token pairs share no prefix). NEWSROOM
     # (60 articles x all 7 summaries, four aspects) and the short sets are the papers' own.
-    # ALLURE (a form shown, never a claim's comparator) runs two rounds on 100 pool and 100
-    # held-out pairs a dataset; the ablation judges all 100 MT-Bench held-out pairs under
+    # ALLURE (a form shown, never a claim's comparator) picks its demonstrations from the
+    # zero-shot answers on 100 pool pairs (one round: no extra pass; a second round re-asks the
+    # pool with demonstrations, ~50 s of an H200 at these sizes) and answers 100 held-out pairs
+    # a dataset; the ablation judges all 100 MT-Bench held-out pairs under
     # 100 + 100 nulls, the steering 50 of them under 60 + 60 nulls (Holm's least) at four
     # doses; finetuning runs on the three short or mid-length sets with 200 labels through its
     # label curve and 200 test pairs; ClimateX places all 300 test statements, probe and
@@ -138,7 +140,7 @@ PRESETS: dict[str, Preset] = {
                   "llmbar_adversarial": tuple(ADVERSARIAL_SUBSETS),
                   "llmbar_adversarial_pairs": None},
         "judge_train_pairs": 400,
-        "allure": AllureConfig(rounds=2, per_round=2, pool=100, test_pairs=100),
+        "allure": AllureConfig(per_round=2, pool=100, test_pairs=100),
         "ablation_eval_pairs": 100, "ablation_random": HOLM_NULLS,
         "ablation_matched": HOLM_NULLS, "steering_nulls": 60, "steering_eval_pairs": 50,
         "steering_alphas": (-1.0, -0.5, 0.5, 1.0),

@@ -79,7 +79,7 @@ def test_every_pair_judges_are_remembered_per_form(tiny, numbers, tmp_path):
     args = {"forms": ("zero_shot", "few_shot"), "train": train, "k": 2,
             "max_pairs": {"few_shot": 6}, "cache_dir": tmp_path}
     res = judge_every_pair(tiny, store, ds, **args)
-    assert len(res.zero_shot["p_by_pair"]) == store.n_pairs
+    assert len(res["zero_shot"]["p_by_pair"]) == store.n_pairs
     assert 0 < len(res["few_shot"]["p_by_pair"]) <= 6
     assert {f.name for f in tmp_path.iterdir()} == {"zero_shot_every_pair.json",
                                                     "few_shot_every_pair.json"}
