@@ -67,8 +67,10 @@ def _win_rates(comps: list[list[list[int]]], p: Float[np.ndarray, "n k"]
         code = np.array([flat[j] for j in js])           # [m, c]
         second = code < 0
         idx = np.where(second, ~code, code)
-        vals = pt[:, idx]                                # [k, m, c], rows contiguous
-        vals = np.where(second, 1.0 - vals, vals)
+        vals = pt[:, idx]                                # [k, m, c]
+        # C order: numpy sums pairwise (as np.mean of one item's list) only along the
+        # contiguous axis; fancy indexing may leave another axis innermost
+        vals = np.ascontiguousarray(np.where(second, 1.0 - vals, vals))
         out[:, js] = vals.mean(axis=-1)
     bounds = np.cumsum([0] + [len(items) for items in comps])
     return [out[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
