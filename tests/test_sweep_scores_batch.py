@@ -1,5 +1,6 @@
 """The batched sweep scoring (every layer and kind on one draw of the resamples, through group
-sums) gives the per-layer path's numbers bit for bit: on random data with few groups, one
+sums) gives the per-layer path's numbers
+(``benchmarks/sweep_scoring_reference.py``) bit for bit: on random data with few groups, one
 group per pair, no groups, ragged contexts and ties, and on the tiny model's stores."""
 
 from __future__ import annotations
@@ -9,73 +10,24 @@ import math
 import numpy as np
 import pytest
 
+from benchmarks.sweep_scoring_reference import context_rhos_loop, per_layer_scores
 from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.evaluation import resampled
 from ppairs_lens.evaluation.bootstrap import (batch_intervals, draw_resamples, intervals,
                                               mean_ci, resample_weights)
 from ppairs_lens.evaluation.context_ranks import context_rhos
-from ppairs_lens.evaluation.metrics import METRICS, spearman, targets
+from ppairs_lens.evaluation.metrics import METRICS
 from ppairs_lens.evaluation.resampled import RESAMPLED, WEIGHTED
-from ppairs_lens.evaluation.sweep_scores import rank_contexts, score_pairs, score_pairs_batch
+from ppairs_lens.evaluation.sweep_scores import score_pairs, score_pairs_batch
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-# --- the per-layer path, as score_pairs computed it one layer at a time ---------------------
 def _safe(fn, y, p):
     try:
         return float(fn(y, p))
     except ValueError:
         return float("nan")
-
-
-def _old_context_rhos(trip, p, gold):
-    wins: dict = {}
-    for (ctx, a, b), pa in zip(trip, p):
-        per = wins.setdefault(ctx, {})
-        per.setdefault(a, []).append(pa)
-        per.setdefault(b, []).append(1.0 - pa)
-    rhos = []
-    for per in wins.values():
-        items = list(per)
-        if len(items) < 2:
-            continue
-        g = np.array([gold[i] for i in items], dtype=np.float64)
-        w = np.array([np.mean(per[i]) for i in items])
-        if np.ptp(g) == 0 or np.ptp(w) == 0:
-            continue
-        rho = spearman(g, w)
-        if np.isfinite(rho):
-            rhos.append(rho)
-    return np.asarray(rhos)
-
-
-def per_layer_reference(labels, p, pairs, groups, *, n_boot, seed):
-    """One layer's scores the way the sweep scored them before batching: a dense ``[b, n]``
-    weights matrix, the weighted metrics, a Python loop over contexts with scipy ranks."""
-    y, p = targets(labels), np.asarray(p, dtype=np.float64)
-    stats = {name: (lambda w, f=WEIGHTED[name]: f(w, y, p)) for name in METRICS}
-    out = intervals(stats, len(y), groups, n_boot=n_boot, seed=seed,
-                    values={name: _safe(fn, y, p) for name, fn in METRICS.items()})
-    ctxs = set(rank_contexts(pairs))
-    if ctxs:
-        keep = [i for i, q in enumerate(pairs) if q.context_id in ctxs]
-        gold, trip = {}, []
-        for i in keep:
-            q = pairs[i]
-            a, b = (q.context_id, q.item1_id), (q.context_id, q.item2_id)
-            gold[a], gold[b] = q.score1, q.score2
-            trip.append((q.context_id, a, b))
-        rhos = _old_context_rhos(trip, p[keep], gold)
-        if len(rhos) == 0:
-            nan = float("nan")
-            out["spearman"] = {"value": nan, "lo": nan, "hi": nan, "n_contexts": 0}
-        else:
-            ci = mean_ci(rhos, n_boot=n_boot, seed=seed)
-            if len(rhos) < 2:
-                ci["lo"] = ci["hi"] = float("nan")
-            out["spearman"] = {**ci, "n_contexts": len(rhos)}
-    return out
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -151,7 +103,7 @@ def test_batch_equals_the_per_layer_path_bit_for_bit(case, n_boot, seed):
     batch = score_pairs_batch(y, p, pairs, groups, n_boot=n_boot, seed=seed)
     assert len(batch) == p.shape[1]
     for j, got in enumerate(batch):
-        want = per_layer_reference(y, p[:, j], pairs, groups, n_boot=n_boot, seed=seed)
+        want = per_layer_scores(y, p[:, j], pairs, groups, n_boot=n_boot, seed=seed)
         assert _same(got, want), (case, j)
         assert _same(score_pairs(y, p[:, j], pairs, groups, n_boot=n_boot, seed=seed), want)
     if case.startswith("contexts") or case == "ragged":
@@ -215,7 +167,7 @@ def test_context_rhos_are_spearman_of_gold_and_win_rate_bit_for_bit():
     p[:, 1] = np.round(p[:, 1] * 4) / 4                # tied win rates
     p[:, 2] = np.round(p[:, 2], 2)    # win rates tied but for the rounding of their sums
     for j, (ctxs, rhos) in enumerate(context_rhos(trip, p, gold)):
-        want = _old_context_rhos(trip, p[:, j], gold)
+        want = context_rhos_loop(trip, p[:, j], gold)
         assert len(ctxs) == len(want) > 0 and np.array_equal(rhos, want)
 
 
@@ -237,6 +189,6 @@ def test_the_tiny_models_sweep_scores_as_the_per_layer_path(tiny, tmp_path):
     batch = score_pairs_batch(sp.labels_test, p, sp.pairs_test, groups, n_boot=200, seed=0)
     assert any("spearman" in s for s in batch)
     for j, got in enumerate(batch):
-        want = per_layer_reference(sp.labels_test, p[:, j], sp.pairs_test, groups, n_boot=200,
+        want = per_layer_scores(sp.labels_test, p[:, j], sp.pairs_test, groups, n_boot=200,
                                    seed=0)
         assert _same(got, want), j
