@@ -192,3 +192,21 @@ def test_the_tiny_models_sweep_scores_as_the_per_layer_path(tiny, tmp_path):
         want = per_layer_scores(sp.labels_test, p[:, j], sp.pairs_test, groups, n_boot=200,
                                    seed=0)
         assert _same(got, want), j
+
+
+@pytest.mark.parametrize("metric", sorted(METRICS))
+@pytest.mark.parametrize("per_record", [False, True])
+def test_paired_differences_are_the_dense_weights_numbers(metric, per_record):
+    from ppairs_lens.evaluation.bootstrap import bootstrap
+    from ppairs_lens.evaluation.paired import paired_target_difference
+
+    rng = np.random.default_rng(9)
+    n = 400
+    t = rng.integers(0, 2, n)
+    a, b = np.round(rng.random(n), 2), np.round(rng.random(n), 1)
+    groups = None if per_record else [i // 8 for i in range(n)]
+    got = paired_target_difference(t, a, b, groups, metric=metric, n_boot=300, seed=2)
+    wfn = WEIGHTED[metric]
+    want = bootstrap(lambda w: wfn(w, t, a) - wfn(w, t, b), n, groups, n_boot=300, seed=2,
+                     value=got["a"] - got["b"])
+    assert {k: got[k] for k in want} == want

@@ -109,12 +109,17 @@ def _group_pairs(codes: np.ndarray, n_groups: int, is_pos: np.ndarray, s: np.nda
     ``c @ M @ c`` for its group multiplicities ``c``."""
     _, vid = np.unique(s, return_inverse=True)          # each record's rank among values
     n_val = int(vid.max()) + 1
-    cell = vid * n_groups + codes
-    size = n_val * n_groups
-    neg = np.bincount(cell[~is_pos], minlength=size).reshape(n_val, n_groups).astype(float)
-    pos = np.bincount(cell[is_pos], minlength=size).reshape(n_val, n_groups).astype(float)
-    below = np.cumsum(neg, axis=0) - neg                # negatives strictly below each value
-    return pos.T @ (below + 0.5 * neg)
+    neg = np.bincount(vid[~is_pos] * n_groups + codes[~is_pos], minlength=n_val * n_groups)
+    neg = neg.reshape(n_val, n_groups).astype(float)   # [value, group] negatives
+    beaten = np.cumsum(neg, axis=0) - 0.5 * neg         # below each value, ties half
+    # each positive adds its value's row to its group's: summed by group, no matrix product
+    order = np.argsort(codes[is_pos], kind="stable")
+    g = codes[is_pos][order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    m = np.zeros((n_groups, n_groups))
+    if len(g):
+        m[g[starts]] = np.add.reduceat(beaten[vid[is_pos][order]], starts, axis=0)
+    return m
 
 
 def resampled_auroc(r: Resamples, y: np.ndarray, p: Float[np.ndarray, "n k"]
@@ -122,19 +127,23 @@ def resampled_auroc(r: Resamples, y: np.ndarray, p: Float[np.ndarray, "n k"]
     """:func:`weighted_auroc` of every column of ``p`` on every resample of ``r``: through
     the groups' pair counts (``c M c``) where groups are few, else through the weights."""
     is_pos = np.asarray(y) == 1
-    out = np.empty((r.counts.shape[0], p.shape[1]))
+    k = p.shape[1]
+    out = np.empty((r.counts.shape[0], k))
     if r.n_groups * r.n_groups > AUROC_GROUP_FACTOR * r.n:
         w = r.weights()
-        for j in range(p.shape[1]):
+        for j in range(k):
             out[:, j] = weighted_auroc(w, y, p[:, j])
         return out
-    c = r.counts
-    n_pos = np.bincount(r.codes[is_pos], minlength=r.n_groups).astype(float)
-    n_neg = np.bincount(r.codes[~is_pos], minlength=r.n_groups).astype(float)
+    c, n_g = r.counts, r.n_groups
+    n_pos = np.bincount(r.codes[is_pos], minlength=n_g).astype(float)
+    n_neg = np.bincount(r.codes[~is_pos], minlength=n_g).astype(float)
     den = (c @ n_pos) * (c @ n_neg)
-    for j in range(p.shape[1]):
-        m = _group_pairs(r.codes, r.n_groups, is_pos, p[:, j])
-        out[:, j] = _auroc(((c @ m) * c).sum(axis=1), den)
+    step = max(1, 4096 // n_g)                          # columns per matrix product
+    for j0 in range(0, k, step):
+        js = range(j0, min(j0 + step, k))
+        m = np.concatenate([_group_pairs(r.codes, n_g, is_pos, p[:, j]) for j in js], axis=1)
+        cm = (c @ m).reshape(len(c), len(js), n_g)     # [b, column, group]
+        out[:, j0:j0 + len(js)] = _auroc((cm * c[:, None, :]).sum(axis=2), den[:, None])
     return out
 
 
