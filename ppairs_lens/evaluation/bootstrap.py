@@ -6,7 +6,11 @@ records when no groups are given). A resample is a vector of multiplicities ``w`
 each record was drawn), and a statistic is a function of the weights matrix ``[b, n]``
 returning one value per resample, so all resamples cost one matrix product. Two statistics
 scored on the same call (:func:`intervals`) see the *same* resamples: that is what makes a
-paired difference's interval the interval of the difference.
+paired difference's interval the interval of the difference. A draw is kept as
+:class:`Resamples` (each group's multiplicity per resample), so it serves any number of
+statistics: :func:`batch_intervals` scores statistics of many columns at once (a sweep's every
+layer and probe kind, through the groups' sums rather than a ``[b, n]`` matrix per layer), and
+:func:`intervals` is its batch of one.
 
 The rules, written once: :data:`N_BOOT` resamples by default; a 95% percentile interval;
 resamples where a statistic is undefined (NaN) are skipped and counted (``n_boot_used``);
