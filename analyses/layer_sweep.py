@@ -54,7 +54,7 @@ from ppairs_lens.evaluation.store_split import (
     held_out_ci_counts,
     split_store,
 )
-from ppairs_lens.evaluation.sweep_scores import score_pairs
+from ppairs_lens.evaluation.sweep_scores import score_pairs_batch
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
@@ -137,11 +137,19 @@ def _judge_subsets(sp: StoreSplit, judges: PairScores
 
 
 def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepConfig) -> dict:
+    return _scored_batch(sp, np.asarray(p, dtype=np.float64)[:, None], idx, cfg)[0]
+
+
+def _scored_batch(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepConfig
+                  ) -> list[dict]:
+    """Per column of ``p`` (P(item 1) on the test pairs ``idx``): its scores with CIs, all
+    columns on one draw of the resamples (:func:`score_pairs_batch`)."""
     idx = np.arange(len(sp.labels_test)) if idx is None else idx
     unit = bootstrap_groups(sp)[0]
-    scores = score_pairs(sp.labels_test[idx], p, [sp.pairs_test[i] for i in idx],
-                         [unit[i] for i in idx], **cfg.settings.boot_kwargs())
-    return {m: {**s, "ci_counts": held_out_ci_counts(sp, s)} for m, s in scores.items()}
+    batch = score_pairs_batch(sp.labels_test[idx], p, [sp.pairs_test[i] for i in idx],
+                              [unit[i] for i in idx], **cfg.settings.boot_kwargs())
+    return [{m: {**s, "ci_counts": held_out_ci_counts(sp, s)} for m, s in scores.items()}
+            for scores in batch]
 
 
 def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig,
@@ -156,19 +164,21 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
     proba = probes.predict_proba(sp.acts_test)
     sign_conf = getattr(probes, "sign_confidence", {}) or {}
     n_test = len(sp.labels_test)
+    # every (kind, layer) scored at once; a degenerate layer (no pair-specific signal,
+    # NaN) has nothing to score
+    cols = [(kind, li) for kind in cfg.kinds for li in range(len(hook_names))
+            if not np.isnan(proba[kind][li]).any()]
+    scored = dict(zip(cols, _scored_batch(
+        sp, np.stack([proba[k][li] for k, li in cols], axis=1), None, cfg) if cols else []))
     rows: list[dict] = []
-    for kind in cfg.kinds:
-        for li, name in enumerate(hook_names):
-            pk = proba[kind][li]
-            if np.isnan(pk).any():
-                continue  # a degenerate layer (no pair-specific signal): nothing to score
-            sc = float(sign_conf[kind][li]) if kind in sign_conf else None
-            c = choice[kind]
-            for metric, s in _scored(sp, pk, None, cfg).items():
-                rows.append(_row(sp, kind, li, name, metric, s, n_test,
-                                 val_value=c.val_scores[li] if c.val_scores else None,
-                                 sign_confidence=sc, chosen=li == c.index,
-                                 selected_by=c.selected_by))
+    for kind, li in cols:
+        sc = float(sign_conf[kind][li]) if kind in sign_conf else None
+        c = choice[kind]
+        for metric, s in scored[kind, li].items():
+            rows.append(_row(sp, kind, li, hook_names[li], metric, s, n_test,
+                             val_value=c.val_scores[li] if c.val_scores else None,
+                             sign_confidence=sc, chosen=li == c.index,
+                             selected_by=c.selected_by))
     others: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
     notes: dict[str, str] = {}
     for make in (memorisation_baseline, surface_baseline):

@@ -1,5 +1,9 @@
 """Benchmark (c): fitting every probe kind at every layer at once (torch, batched) vs a
 scikit-learn loop over layers (the reference), on the same activations; accuracy must agree.
+And the sweep's scoring (``--part score``): every (layer, kind) of a full-size test set scored
+on one draw of the resamples (:func:`~ppairs_lens.evaluation.sweep_scores.score_pairs_batch`)
+against the per-layer path it replaced (``benchmarks/sweep_scoring_reference.py``), side by
+side on the same synthetic predictions; the numbers must be the same bit for bit.
 
 The reference fits scikit-learn's ``LogisticRegression`` (default lbfgs) per layer for the
 supervised probe and the single-layer estimators for PCA and mass-mean. Also timed: the loop
@@ -20,6 +24,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from benchmarks.common import timed
+from benchmarks.sweep_scoring_reference import per_layer_scores
+from ppairs_lens.activations.pair_info import PairInfo
+from ppairs_lens.evaluation.sweep_scores import score_pairs_batch
 from ppairs_lens.evaluation.splits import train_test_split_pairs
 from ppairs_lens.probes.estimators import PROBE_KINDS, make_probe
 from ppairs_lens.probes.features import contrast_features, drop_ties, side_means
@@ -79,12 +86,76 @@ def load_acts(store_path: str | None, n: int):
     return acts, labels, list(ctx), name
 
 
+def synthetic_scores(n_ctx: int, n_items: int, n_cols: int, seed: int = 0):
+    """``(labels, p [n, n_cols], pairs, groups)``: every ordered pair of ``n_items``
+    gold-scored items in each of ``n_ctx`` contexts (the leak groups), and P(item 1) of
+    ``n_cols`` predictors (layers x kinds) from chance to informative, rounded to 3 decimals
+    so that some tie, as a sweep's probes' do."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for c in range(n_ctx):
+        gold = rng.integers(1, 6, size=n_items).astype(float)
+        for a in range(n_items):
+            for b in range(n_items):
+                if a != b:
+                    lab = 1 if gold[a] > gold[b] or (gold[a] == gold[b] and rng.random() < .5) else 2
+                    pairs.append(PairInfo(f"c{c}:{a}|{b}", lab, f"c{c}", f"c{c}", f"S{a}",
+                                          f"S{b}", gold[a], gold[b]))
+    y = np.array([q.label for q in pairs])
+    sig = np.where(y == 1, 1.0, -1.0)[:, None]
+    z = sig * np.linspace(0, 2, n_cols) + rng.normal(size=(len(y), n_cols))
+    return y, np.round(1 / (1 + np.exp(-z)), 3), pairs, [q.group for q in pairs]
+
+
+def bench_scoring(args) -> dict:
+    n_cols = args.readouts * args.kinds
+    y, p, pairs, groups = synthetic_scores(args.contexts, args.items, n_cols)
+    kw = {"n_boot": args.n_boot, "seed": 0}
+    score_pairs_batch(y, p[:, :2], pairs, groups, **kw)        # warm both
+    per_layer_scores(y, p[:, 0], pairs, groups, **kw)
+    t_new, new = [], None
+    for _ in range(args.repeat):
+        t, new = timed(lambda: score_pairs_batch(y, p, pairs, groups, **kw))
+        t_new.append(t)
+    t_old, old = timed(lambda: [per_layer_scores(y, p[:, j], pairs, groups, **kw)
+                                for j in range(n_cols)])
+    t_new = statistics.median(t_new)
+    same = sum(_same(a, b) for a, b in zip(new, old))
+    print(f"\n[sweep scoring] {len(y)} test pairs in {args.contexts} contexts (leak groups) of "
+          f"{args.items} items, {args.readouts} read-outs x {args.kinds} kinds = {n_cols} "
+          f"predictors, {args.n_boot} resamples; accuracy, F1, AUROC, within-context Spearman")
+    print(f"  per-layer path (before)  {t_old:8.2f} s   ({t_old / n_cols * 1e3:.0f} ms a predictor)")
+    print(f"  batched (ours)           {t_new:8.2f} s   (median of {args.repeat})   "
+          f"speed-up {t_old / t_new:6.1f}x")
+    print(f"  predictors whose every number is the same bit for bit: {same} of {n_cols}")
+    return {"score_old_s": t_old, "score_new_s": t_new, "score_same": same,
+            "score_predictors": n_cols}
+
+
+def _same(a: dict, b: dict) -> bool:
+    nan = lambda v: isinstance(v, float) and v != v   # noqa: E731
+    return a.keys() == b.keys() and all(
+        a[m].keys() == b[m].keys() and all(a[m][f] == b[m][f] or (nan(a[m][f]) and nan(b[m][f]))
+                                           for f in a[m]) for m in a)
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--store", default=None)
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--part", choices=("fit", "score", "both"), default="both",
+                    help="fitting (on a store or a harvest), scoring (synthetic), or both")
+    # scoring: full size (a SummEval aspect's test split), the default sweep plus CCS
+    ap.add_argument("--contexts", type=int, default=50)
+    ap.add_argument("--items", type=int, default=10)
+    ap.add_argument("--readouts", type=int, default=31)
+    ap.add_argument("--kinds", type=int, default=4)
+    ap.add_argument("--n-boot", type=int, default=2000)
     args = ap.parse_args(argv)
+    scored = bench_scoring(args) if args.part in ("score", "both") else {}
+    if args.part == "score":
+        return scored
     acts, labels, ctx, name = load_acts(args.store, args.n)
     tr, te = train_test_split_pairs(ctx, test_size=0.3, seed=0)
     a = (acts[tr], labels[tr], acts[te], labels[te])
@@ -121,7 +192,7 @@ def main(argv=None) -> dict:
     print(f"  supervised vs scikit-learn run to convergence (tol 1e-8): mean {np.nanmean(conv):.4f};"
           f" max per-layer difference {diff_conv:.2f} points")
     return {"sklearn_s": t_sk, "ours_s": t_us, "loop_s": t_est, "max_diff_points": worst,
-            "max_diff_points_converged": diff_conv}
+            "max_diff_points_converged": diff_conv, **scored}
 
 
 if __name__ == "__main__":

@@ -123,8 +123,9 @@ def test_spearman_shapes_agree() -> None:
 
 
 def test_spearman_gold_first_is_scipys_number_bit_for_bit() -> None:
-    # within_context_spearman calls spearman(gold, win_rate) so that its numbers stay those of
-    # scipy's spearmanr(win_rate, gold), which it used before.
+    # within_context_spearman's numbers are spearman(gold, win_rate)'s (context_ranks.py
+    # repeats its rounding; tests/test_sweep_scores_batch.py checks it), so they stay those
+    # of scipy's spearmanr(win_rate, gold), which it used before.
     rng = np.random.default_rng(0)
     for _ in range(300):
         n = int(rng.integers(3, 30))

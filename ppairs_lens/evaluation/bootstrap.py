@@ -6,7 +6,11 @@ records when no groups are given). A resample is a vector of multiplicities ``w`
 each record was drawn), and a statistic is a function of the weights matrix ``[b, n]``
 returning one value per resample, so all resamples cost one matrix product. Two statistics
 scored on the same call (:func:`intervals`) see the *same* resamples: that is what makes a
-paired difference's interval the interval of the difference.
+paired difference's interval the interval of the difference. A draw is kept as
+:class:`Resamples` (each group's multiplicity per resample), so it serves any number of
+statistics: :func:`batch_intervals` scores statistics of many columns at once (a sweep's every
+layer and probe kind, through the groups' sums rather than a ``[b, n]`` matrix per layer), and
+:func:`intervals` is its batch of one.
 
 The rules, written once: :data:`N_BOOT` resamples by default; a 95% percentile interval;
 resamples where a statistic is undefined (NaN) are skipped and counted (``n_boot_used``);
@@ -18,14 +22,15 @@ with its caption, but a claim must not count it).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
-from jaxtyping import Float
+from jaxtyping import Float, Int
 
 from ppairs_lens.errors import ProbeError
 
-__all__ = ["ALPHA", "MIN_BOOTSTRAP_GROUPS", "N_BOOT", "Interval", "bootstrap", "intervals",
-           "mean_ci", "resample_weights"]
+__all__ = ["ALPHA", "MIN_BOOTSTRAP_GROUPS", "N_BOOT", "Interval", "Resamples", "batch_intervals",
+           "bootstrap", "draw_resamples", "intervals", "mean_ci", "resample_weights"]
 
 #: Resamples of every interval unless a caller asks otherwise (quick runs).
 N_BOOT: int = 2000
@@ -40,6 +45,8 @@ MIN_BOOTSTRAP_GROUPS: int = 20
 #: ``{"value", "lo", "hi", "n_boot_used", "n_groups", "ci_counts"}``.
 Interval = dict[str, float]
 Statistic = Callable[[Float[np.ndarray, "b n"]], Float[np.ndarray, " b"]]
+#: A statistic of many columns (a sweep's layers) at once: resamples -> ``[b, k]``.
+BatchStatistic = Callable[["Resamples"], Float[np.ndarray, "b k"]]
 
 
 def _codes(n: int, groups: Sequence[Hashable] | None) -> np.ndarray:
@@ -51,11 +58,46 @@ def _codes(n: int, groups: Sequence[Hashable] | None) -> np.ndarray:
     return np.array([first.setdefault(g, len(first)) for g in groups], dtype=np.int64)
 
 
-def resample_weights(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BOOT,
-                     seed: int = 0) -> Float[np.ndarray, "b n"]:
-    """Multiplicity of each of ``n`` records in each of ``n_boot`` resamples: whole groups
-    drawn with replacement (as many draws as groups), or records when ``groups`` is None.
-    The only place in the package that draws bootstrap resamples."""
+@dataclass(frozen=True)
+class Resamples:
+    """``n_boot`` resamples of ``n`` records, as the multiplicity of each *group* in each
+    resample (``counts[b, g]``) and each record's group (``codes[i]``): a record's weight in
+    resample ``b`` is ``counts[b, codes[i]]``. Drawn once (:func:`draw_resamples`), they serve
+    any number of statistics of the same records (a sweep's every layer and probe kind)."""
+
+    counts: Float[np.ndarray, "b g"]
+    codes: Int[np.ndarray, " n"]
+
+    @property
+    def n(self) -> int:
+        return len(self.codes)
+
+    @property
+    def n_groups(self) -> int:
+        return self.counts.shape[1]
+
+    def weights(self) -> Float[np.ndarray, "b n"]:
+        """Multiplicity of each record in each resample."""
+        return self.counts[:, self.codes]
+
+    def group_sums(self, x: Float[np.ndarray, "n *k"]) -> Float[np.ndarray, "g *k"]:
+        """Sums of ``x`` (per record, one column per statistic) within each group."""
+        order = np.argsort(self.codes, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(self.codes[order]) != 0])
+        return np.add.reduceat(np.asarray(x, dtype=float)[order], starts, axis=0)
+
+    def sums(self, x: Float[np.ndarray, "n *k"]) -> Float[np.ndarray, "b *k"]:
+        """``weights() @ x`` through the group sums, without the ``[b, n]`` matrix. Exactly
+        equal where ``x`` holds counts (integers and halves: hits, class memberships), as
+        every sum of such numbers is exact; a rounding apart otherwise."""
+        return self.counts @ self.group_sums(x)
+
+
+def draw_resamples(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BOOT,
+                   seed: int = 0) -> Resamples:
+    """The :class:`Resamples` of ``n`` records: whole groups drawn with replacement (as many
+    draws as groups), or records when ``groups`` is None. The only place in the package that
+    draws bootstrap resamples."""
     if n_boot < 1:
         raise ProbeError(f"n_boot must be at least 1, got {n_boot}")
     codes = _codes(n, groups)
@@ -64,7 +106,14 @@ def resample_weights(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_
     draws = rng.integers(0, n_groups, size=(n_boot, n_groups))
     counts = np.zeros((n_boot, n_groups))
     np.add.at(counts, (np.arange(n_boot)[:, None], draws), 1.0)
-    return counts[:, codes]
+    return Resamples(counts, codes)
+
+
+def resample_weights(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BOOT,
+                     seed: int = 0) -> Float[np.ndarray, "b n"]:
+    """Multiplicity of each of ``n`` records in each of ``n_boot`` resamples
+    (:func:`draw_resamples`' weights)."""
+    return draw_resamples(n, groups, n_boot, seed).weights()
 
 
 def _interval(value: float, stats: np.ndarray, n_groups: int, alpha: float) -> Interval:
@@ -76,42 +125,73 @@ def _interval(value: float, stats: np.ndarray, n_groups: int, alpha: float) -> I
             "ci_counts": bool(n_groups >= MIN_BOOTSTRAP_GROUPS and len(stats) > 0)}
 
 
+def batch_intervals(stats: Mapping[str, BatchStatistic], resamples: Resamples,
+                    values: Mapping[str, Sequence[float]], *, alpha: float = ALPHA
+                    ) -> list[dict[str, Interval]]:
+    """One ``{name: Interval}`` per column of several batched statistics of the same records
+    (columns: e.g. a sweep's layers), all on the same ``resamples``. ``stats[name](r)`` maps
+    the :class:`Resamples` to ``[b, k]``; ``values[name]`` gives the ``k`` values on all
+    records."""
+    if not 0.0 < alpha < 1.0:
+        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
+    out: list[dict[str, Interval]] = []
+    for name, fn in stats.items():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per = np.asarray(fn(resamples), dtype=float)
+        vals = values[name]
+        if per.ndim != 2 or per.shape[1] != len(vals):
+            raise ProbeError(f"statistic {name!r} gave shape {per.shape} for {len(vals)} values")
+        if not out:
+            out = [{} for _ in vals]
+        for j, v in enumerate(vals):
+            out[j][name] = _interval(v, per[:, j], resamples.n_groups, alpha)
+    return out
+
+
 def intervals(stats: Mapping[str, Statistic], n: int, groups: Sequence[Hashable] | None = None,
               *, values: Mapping[str, float] | None = None, n_boot: int = N_BOOT,
-              seed: int = 0, alpha: float = ALPHA) -> dict[str, Interval]:
+              seed: int = 0, alpha: float = ALPHA,
+              resamples: Resamples | None = None) -> dict[str, Interval]:
     """``{name: Interval}`` of several statistics of the same ``n`` records, all on the same
     resamples (so differences of them are paired). ``stats[name](w)`` maps weights ``[b, n]``
     to ``[b]``; the value is the statistic on all records (unit weights) unless ``values``
-    gives it (an exact form, e.g. with undefined cases handled)."""
+    gives it (an exact form, e.g. with undefined cases handled). ``resamples``: ones already
+    drawn for these records (by :func:`draw_resamples` with the same arguments), reused
+    instead of drawn again. :func:`batch_intervals` with one column."""
     if not 0.0 < alpha < 1.0:
         raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
     if n == 0:
         raise ProbeError("cannot bootstrap zero records")
-    w = resample_weights(n, groups, n_boot, seed)
-    n_groups = len(set(groups)) if groups is not None else n
+    if resamples is None:
+        resamples = draw_resamples(n, groups, n_boot, seed)
+    elif resamples.n != n:
+        raise ProbeError(f"resamples of {resamples.n} records for {n} records")
+    w = resamples.weights()
     ones = np.ones((1, n))
-    out = {}
+    vals = {}
     for name, fn in stats.items():
         with np.errstate(invalid="ignore", divide="ignore"):
-            value = (values[name] if values is not None and name in values
-                     else float(np.asarray(fn(ones))[0]))
-            out[name] = _interval(value, np.asarray(fn(w), dtype=float), n_groups, alpha)
-    return out
+            vals[name] = [values[name] if values is not None and name in values
+                          else float(np.asarray(fn(ones))[0])]
+    batched = {name: (lambda _, fn=fn: np.asarray(fn(w), dtype=float)[:, None])
+               for name, fn in stats.items()}
+    return batch_intervals(batched, resamples, vals, alpha=alpha)[0]
 
 
 def bootstrap(stat: Statistic, n: int, groups: Sequence[Hashable] | None = None, *,
               value: float | None = None, n_boot: int = N_BOOT, seed: int = 0,
-              alpha: float = ALPHA) -> Interval:
+              alpha: float = ALPHA, resamples: Resamples | None = None) -> Interval:
     """The :data:`Interval` of one statistic (see :func:`intervals`)."""
     vals = None if value is None else {"s": value}
     return intervals({"s": stat}, n, groups, values=vals, n_boot=n_boot, seed=seed,
-                     alpha=alpha)["s"]
+                     alpha=alpha, resamples=resamples)["s"]
 
 
 def mean_ci(values: Sequence[float], groups: Sequence[Hashable] | None = None, *,
-            n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> Interval:
+            n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA,
+            resamples: Resamples | None = None) -> Interval:
     """The mean of ``values`` (e.g. one score per context) with its interval, resampling
-    ``groups`` (one per value; None: the values themselves)."""
+    ``groups`` (one per value; None: the values themselves; ``resamples``: already drawn)."""
     v = np.asarray(values, dtype=float)
     return bootstrap(lambda w: (w @ v) / w.sum(axis=1), len(v), groups, n_boot=n_boot,
-                     seed=seed, alpha=alpha)
+                     seed=seed, alpha=alpha, resamples=resamples)

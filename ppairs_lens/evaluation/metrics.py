@@ -25,15 +25,19 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from jaxtyping import Float
 from scipy.stats import rankdata
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, Interval, intervals, mean_ci
-from ppairs_lens.evaluation.resampled import WEIGHTED
+from ppairs_lens.evaluation.bootstrap import (ALPHA, N_BOOT, Interval, Resamples,
+                                              batch_intervals, draw_resamples, mean_ci)
+from ppairs_lens.evaluation.context_ranks import context_rhos
+from ppairs_lens.evaluation.resampled import RESAMPLED
 from ppairs_lens.probes.features import labels_to_targets
 
-__all__ = ["evaluate", "evaluate_targets", "spearman", "within_context_spearman", "accuracy", "f1", "f1_item1",
-           "auroc", "METRICS", "targets", "proba_vector"]
+__all__ = ["evaluate", "evaluate_batch", "evaluate_targets", "spearman",
+           "within_context_spearman", "within_context_spearman_batch", "accuracy", "f1",
+           "f1_item1", "auroc", "METRICS", "targets", "proba_vector"]
 
 
 def proba_vector(proba: Any) -> np.ndarray:
@@ -123,17 +127,36 @@ def evaluate_targets(y: np.ndarray, proba: Any, groups: Sequence[Hashable] | Non
                      n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int = 0
                      ) -> dict[str, Interval]:
     """:func:`evaluate` on 0/1 targets (1 where item 1 is gold, as the metrics and the
-    interventions read them)."""
-    y = np.asarray(y)
+    interventions read them): :func:`evaluate_batch` of one column."""
     p = proba_vector(proba)
+    return evaluate_batch(y, p[:, None], groups, n_boot=n_boot, alpha=alpha, seed=seed)[0]
+
+
+def evaluate_batch(y: np.ndarray, proba: Float[np.ndarray, "n k"],
+                   groups: Sequence[Hashable] | None = None, n_boot: int = N_BOOT,
+                   alpha: float = ALPHA, seed: int = 0) -> list[dict[str, Interval]]:
+    """:func:`evaluate_targets` of every column of ``proba`` (P(item 1) of ``k`` predictors
+    on the same records: a sweep's layers and kinds), all on one draw of the resamples, as
+    the batched metrics of :mod:`ppairs_lens.evaluation.resampled`; each column's numbers
+    are those of its own :func:`evaluate_targets` call."""
+    y = np.asarray(y)
+    p = np.asarray(proba, dtype=np.float64)
+    if p.ndim != 2:
+        raise ProbeError(f"proba must be [n, k] (one column per predictor), got {p.shape}")
     if len(p) != len(y):
         raise ProbeError(f"{len(y)} labels but {len(p)} probabilities")
     if not np.isfinite(p).all():
         raise ProbeError(f"{int((~np.isfinite(p)).sum())} probabilities are NaN/inf "
                          f"(a degenerate layer?)")
-    stats = {name: (lambda w, f=WEIGHTED[name]: f(w, y, p)) for name in METRICS}
-    return intervals(stats, len(y), groups, n_boot=n_boot, seed=seed, alpha=alpha,
-                     values={name: _safe(fn, y, p) for name, fn in METRICS.items()})
+    if len(y) == 0:
+        raise ProbeError("cannot bootstrap zero records")
+    if not 0.0 < alpha < 1.0:
+        raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
+    r = draw_resamples(len(y), groups, n_boot, seed)
+    stats = {name: (lambda r, f=RESAMPLED[name]: f(r, y, p)) for name in METRICS}
+    values = {name: [_safe(fn, y, p[:, j]) for j in range(p.shape[1])]
+              for name, fn in METRICS.items()}
+    return batch_intervals(stats, r, values, alpha=alpha)
 
 
 def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
@@ -180,35 +203,6 @@ def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
     return float(np.corrcoef(rp, rg)[0, 1])
 
 
-def _context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], p: np.ndarray,
-                  gold: Mapping[Hashable, float]) -> tuple[list[Hashable], np.ndarray]:
-    """Spearman rho of win rate vs gold score for each usable context."""
-    wins: dict[Hashable, dict[Hashable, list[float]]] = {}
-    for (ctx, a, b), pa in zip(pairs, p):
-        per = wins.setdefault(ctx, {})
-        per.setdefault(a, []).append(pa)
-        per.setdefault(b, []).append(1.0 - pa)
-    ctxs, rhos = [], []
-    for ctx, per in wins.items():
-        items = list(per)
-        if len(items) < 2:
-            continue
-        missing = [i for i in items if i not in gold]
-        if missing:
-            raise ProbeError(f"no gold score for item {missing[0]!r} (context {ctx!r})")
-        g = np.array([gold[i] for i in items], dtype=np.float64)
-        w = np.array([np.mean(per[i]) for i in items])
-        if np.ptp(g) == 0 or np.ptp(w) == 0:      # rank correlation undefined
-            continue
-        # Gold first: spearman is symmetric only up to float rounding, and in this order it
-        # equals scipy's spearmanr(w, g) bit for bit (tests/test_metrics.py checks it).
-        rho = spearman(g, w)
-        if np.isfinite(rho):
-            ctxs.append(ctx)
-            rhos.append(rho)
-    return ctxs, np.asarray(rhos)
-
-
 def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], proba: Any,
                             gold_scores: Mapping[Hashable, float], n_boot: int = N_BOOT,
                             alpha: float = ALPHA, seed: int = 0) -> dict[str, float]:
@@ -220,18 +214,43 @@ def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]]
     constant gold scores (or constant win rates) have no rank correlation and are skipped;
     ``n_contexts`` says how many counted. Use ``context_id=None`` for all pairs when items do
     not share contexts (one global ranking; then the interval is NaN).
+    :func:`within_context_spearman_batch` of one column.
     """
     p = proba_vector(proba)
+    (out,) = within_context_spearman_batch(pairs, p[:, None], gold_scores, n_boot=n_boot,
+                                           alpha=alpha, seed=seed)
+    if out is None:
+        raise ProbeError("no context has at least two items with different gold scores; "
+                         "within-context Spearman is undefined")
+    return out
+
+
+def within_context_spearman_batch(pairs: Sequence[tuple[Hashable, Hashable, Hashable]],
+                                  proba: Float[np.ndarray, "n k"],
+                                  gold_scores: Mapping[Hashable, float], n_boot: int = N_BOOT,
+                                  alpha: float = ALPHA, seed: int = 0
+                                  ) -> list[dict[str, float] | None]:
+    """:func:`within_context_spearman` of every column of ``proba`` (None for a column that
+    ranks no context); the contexts' resamples are drawn once per number of contexts."""
+    p = np.asarray(proba, dtype=np.float64)
     pairs = [tuple(t) for t in pairs]
+    if p.ndim != 2:
+        raise ProbeError(f"proba must be [n, k] (one column per predictor), got {p.shape}")
     if len(pairs) != len(p):
         raise ProbeError(f"{len(pairs)} pairs but {len(p)} probabilities")
     if any(len(t) != 3 for t in pairs):
         raise ProbeError("each pair must be (context_id, item1_id, item2_id)")
-    _, rhos = _context_rhos(pairs, p, gold_scores)
-    if len(rhos) == 0:
-        raise ProbeError("no context has at least two items with different gold scores; "
-                         "within-context Spearman is undefined")
-    ci = mean_ci(rhos, n_boot=n_boot, seed=seed, alpha=alpha)     # contexts resampled
-    if len(rhos) < 2:
-        ci["lo"] = ci["hi"] = float("nan")
-    return {**ci, "n_contexts": len(rhos)}
+    drawn: dict[int, Resamples] = {}
+    out: list[dict[str, float] | None] = []
+    for _, rhos in context_rhos(pairs, p, gold_scores):
+        if len(rhos) == 0:
+            out.append(None)
+            continue
+        if len(rhos) not in drawn:
+            drawn[len(rhos)] = draw_resamples(len(rhos), None, n_boot, seed)
+        ci = mean_ci(rhos, n_boot=n_boot, seed=seed, alpha=alpha,   # contexts resampled
+                     resamples=drawn[len(rhos)])
+        if len(rhos) < 2:
+            ci["lo"] = ci["hi"] = float("nan")
+        out.append({**ci, "n_contexts": len(rhos)})
+    return out

@@ -17,8 +17,8 @@ from jaxtyping import Float
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.metrics import METRICS, proba_vector, targets
-from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, bootstrap
-from ppairs_lens.evaluation.resampled import WEIGHTED
+from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, batch_intervals, draw_resamples
+from ppairs_lens.evaluation.resampled import RESAMPLED
 
 __all__ = ["chance_differences", "group_differences", "paired_difference",
            "paired_target_difference"]
@@ -41,7 +41,7 @@ def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
 
     ``p_a`` / ``p_b`` are P(item 1) of the two predictors on the same records; ``groups``
     (one id per record; None: records) are resampled jointly for both (the same resamples,
-    :func:`ppairs_lens.evaluation.bootstrap.bootstrap`). ``a`` / ``b`` are the two values on
+    :func:`ppairs_lens.evaluation.bootstrap.draw_resamples`). ``a`` / ``b`` are the two values on
     all records. Identical predictors give 0 with a zero-width interval.
     """
     return paired_target_difference(targets(y), p_a, p_b, groups, metric=metric,
@@ -63,10 +63,15 @@ def paired_target_difference(t: Any, p_a: Float[np.ndarray, " n"] | Sequence[flo
         raise ProbeError(f"{len(t)} labels but {len(a)} and {len(b)} probabilities")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ProbeError("probabilities are NaN/inf: score finite predictions only")
-    fn, wfn = METRICS[metric], WEIGHTED[metric]
+    if len(t) == 0:
+        raise ProbeError("cannot bootstrap zero records")
+    fn, rfn = METRICS[metric], RESAMPLED[metric]
     va, vb = _value(fn, t, a), _value(fn, t, b)
-    ci = bootstrap(lambda w: wfn(w, t, a) - wfn(w, t, b), len(t), groups, value=va - vb,
-                   n_boot=n_boot, seed=seed, alpha=alpha)
+    both = np.stack([a, b], axis=1)
+    # both predictors on one draw, through the groups' sums (the weighted metrics' numbers)
+    ci = batch_intervals({"d": lambda r: np.diff(rfn(r, t, both)[:, ::-1], axis=1)},
+                         draw_resamples(len(t), groups, n_boot, seed), {"d": [va - vb]},
+                         alpha=alpha)[0]["d"]
     return {**ci, "a": va, "b": vb, "n": len(t), "metric": metric,
             "group_diffs": group_differences(fn, t, a, b, groups)}
 

@@ -20,13 +20,14 @@ from jaxtyping import Float
 from torch import Tensor
 
 from ppairs_lens.activations.pair_info import PairInfo
-from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.bootstrap import Interval, intervals
-from ppairs_lens.evaluation.metrics import auroc, evaluate, within_context_spearman
+from ppairs_lens.evaluation.metrics import (auroc, evaluate_batch, targets,
+                                            within_context_spearman_batch)
 from ppairs_lens.evaluation.resampled import weighted_auroc
 from ppairs_lens.probes.sweep import SweepProbes
 
-__all__ = ["score_sweep_logits", "score_pairs", "rank_contexts", "MIN_RANK_ITEMS"]
+__all__ = ["score_sweep_logits", "score_pairs", "score_pairs_batch", "rank_contexts",
+           "MIN_RANK_ITEMS"]
 
 #: A context needs this many distinct items for a within-context rank correlation to say
 #: more than the pairwise accuracy does.
@@ -53,9 +54,21 @@ def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[PairInfo],
 
     ``spearman`` (mean within-context Spearman of win rates against gold scores, bootstrap
     over contexts) is added only for the contexts :func:`rank_contexts` keeps; NaN where the
-    predictions rank no context (constant within each).
+    predictions rank no context (constant within each). :func:`score_pairs_batch` of one
+    column.
     """
-    scores = evaluate(labels, p, groups=groups, n_boot=n_boot, seed=seed)
+    return score_pairs_batch(labels, np.asarray(p, dtype=np.float64)[:, None], pairs, groups,
+                             n_boot=n_boot, seed=seed)[0]
+
+
+def score_pairs_batch(labels: np.ndarray, p: Float[np.ndarray, "n k"],
+                      pairs: Sequence[PairInfo], groups: Sequence[Hashable], *, n_boot: int,
+                      seed: int) -> list[dict[str, Interval]]:
+    """:func:`score_pairs` of every column of ``p`` (P(item 1) of ``k`` predictors on the same
+    pairs: a sweep's every layer and kind): the resamples drawn once, every metric of every
+    column as array operations; each column's numbers are those of its own
+    :func:`score_pairs` call."""
+    scores = evaluate_batch(targets(labels), p, groups=groups, n_boot=n_boot, seed=seed)
     ctxs = set(rank_contexts(pairs))
     if ctxs:
         keep = [i for i, q in enumerate(pairs) if q.context_id in ctxs]
@@ -67,12 +80,13 @@ def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[PairInfo],
             a, b = (q.context_id, q.item1_id), (q.context_id, q.item2_id)
             gold[a], gold[b] = q.score1, q.score2
             trip.append((q.context_id, a, b))
-        try:
-            scores["spearman"] = within_context_spearman(trip, np.asarray(p)[keep], gold,
-                                                         n_boot=n_boot, seed=seed)
-        except ProbeError:      # constant predictions (an uninformed baseline): no ranking
-            nan = float("nan")
-            scores["spearman"] = {"value": nan, "lo": nan, "hi": nan, "n_contexts": 0}
+        nan = float("nan")
+        rhos = within_context_spearman_batch(trip, np.asarray(p)[keep], gold, n_boot=n_boot,
+                                             seed=seed)
+        for s, rho in zip(scores, rhos):
+            # None: constant predictions (an uninformed baseline) rank no context
+            s["spearman"] = (rho if rho is not None
+                             else {"value": nan, "lo": nan, "hi": nan, "n_contexts": 0})
     return scores
 
 
