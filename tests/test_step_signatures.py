@@ -31,13 +31,7 @@ MAIN_JOB = "analyses.replication"
 KNOWN_UNTYPED: dict[str, str] = {
     "layer sweep": "the sweep summary dict + its judge/baseline rows (18-key row dicts)",
     "probes vs prompting": "dict of tables and claim rows, re-made by refresh from JSON",
-    "thesis tables": "list of Table 4.1/4.2 row dicts (thesis_tables.csv)",
     "transfer": "the transfer summary dict + F1 row dicts",
-    "distribution shift": "dict of shift rows and drops (verdicts re-decided by refresh)",
-    "finetuning": "list of finetuning row dicts (finetuning.csv)",
-    "ablation": "list of ablation row dicts (ablation.csv)",
-    "steering": "list of steering row dicts (steering.csv)",
-    "insertion": "list of insertion row dicts (insertion.csv)",
 }
 
 

@@ -91,11 +91,12 @@ def context_groups(dataset: Dataset) -> dict[str, str]:
 def split_contexts(groups: Mapping[str, str], train_ok: Sequence[str], eval_ok: Sequence[str],
                    *, n_train: int, n_eval: int, seed: int, unit: str = "group_id"
                    ) -> ContextSplit:
-    """Whole units to evaluation (:func:`split_groups_to_count`) until they hold ``n_eval`` contexts of
-    ``eval_ok``, keeping at least one unit for training; ``n_train`` contexts of ``train_ok``
-    from the other units. With fewer than two units, each context is its own unit.
-    ``unit`` names what ``groups`` are ("group_id", or "context_id" where the data names no
-    groups and each context is its own)."""
+    """Whole units to evaluation (:func:`split_groups_to_count`) until they hold ``n_eval``
+    contexts of ``eval_ok``, keeping at least one unit for training; ``n_train`` contexts of
+    ``train_ok`` from the other units (each side subsampled in a seeded order). With fewer
+    than two units, each context is its own unit. ``unit`` names what ``groups`` are
+    ("group_id", or "context_id" where the data names no groups and each context is its own).
+    """
     if n_train < 1 or n_eval < 1:
         raise DataError(f"need at least one training and one evaluation context, asked for "
                         f"{n_train} and {n_eval}", field="n_train_contexts/n_eval_contexts")
