@@ -42,8 +42,8 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
-from analyses.step_records import (AblationRows, FinetuningRows, InsertionRows, ShiftResult,
-                                   SteeringRows, ThesisRows)
+from analyses.step_records import (AblationRows, FinetuningRows, InsertionRows, PvPRows,
+                                   ShiftResult, SteeringRows, ThesisRows)
 from analyses.claims import evaluate_claims, per_layer
 from analyses.replication_config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication_findings import replication_summary, replication_markdown
@@ -193,9 +193,11 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                      judges=per_pair, **common)
     chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
 
-    pvp = run.step("probes vs prompting", lambda: run_probes_vs_prompting(
-        sweep, judge_records, out, cfgs["probes vs prompting"]),
-        outputs=("probes_vs_prompting.csv",), sweep=sweep, **common)
+    def pvp_step() -> PvPRows:
+        return PvPRows.of(run_probes_vs_prompting(
+            sweep, judge_records, out, cfgs["probes vs prompting"])["rows"])
+    pvp = run.step("probes vs prompting", pvp_step, outputs=("probes_vs_prompting.csv",),
+                   sweep=sweep, **common)
 
     summeval = summeval_names(names)
 
@@ -264,7 +266,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     summary = replication_summary(  # the summary is JSON: the records' data from here on
         model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
-        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp,
+        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp.data(),
         thesis=thesis.data(), transfer=transfer, shift=shift.data() if shift else None,
         ablation=ablation.data(), steering=steering.data(), finetuning=finetuning.data(),
         insertion=insertion.data(), judges=judge_records)
@@ -303,9 +305,9 @@ def refresh(figures: str | Path = "figures") -> dict:
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
                                                        if k in s})
-    pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=[
+    pvp = PvPRows.of(run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=[
         n for n in names if n not in shifted_names(names)],  # as the main job: Figure 4's alone
-                                                                     settings=settings))
+        settings=settings))["rows"])
     shift = ShiftResult.from_data(s["shift"]) if s.get("shift") else None
     if shift:
         in_dist = {r.method: r.lo for r in shift.rows if r.role == "in distribution"}
@@ -318,7 +320,7 @@ def refresh(figures: str | Path = "figures") -> dict:
                             settings=settings)
     out = replication_summary(
         model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
-        datasets=s["datasets"], sweep=sweep, pvp=pvp,
+        datasets=s["datasets"], sweep=sweep, pvp=pvp.data(),
         thesis=ThesisRows.from_data(s["thesis_tables"]).data(),
         transfer=s["transfer"], shift=shift.data() if shift else None,
         ablation=AblationRows.from_data(s["ablation"]).data(),

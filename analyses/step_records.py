@@ -3,68 +3,26 @@
 A table step (distribution shift, finetuning, steering, insertion, thesis tables, ...) makes
 rows, writes them as its CSV and hands them to the summary. Between the step and the summary
 (and through the step cache on resume, and ``refresh`` reading ``summary.json`` back) they
-travel as one of these frozen records: a :class:`StepRows` of row records whose fields are
-the table's columns. A column a row does not have holds
+travel as one of these frozen records: a :class:`~ppairs_lens.io.records.StepRows` of row
+records whose fields are the table's columns. A column a row does not have holds
 :data:`~ppairs_lens.io.records.ABSENT` (steering's baseline row has no null ranks), so a
-row's data (:meth:`StepRows.data`) has exactly the keys, in the order, the analysis wrote.
-An analysis that adds a column must add the field here: :meth:`StepRows.of` refuses a row
-with a column its record lacks, naming it.
+row's data (``StepRows.data``) has exactly the keys, in the order, the analysis wrote. An
+analysis that adds a column must add the field here: ``StepRows.of`` refuses a row with a
+column its record lacks, naming it.
 """
 
 from __future__ import annotations
 
-import typing
-from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ppairs_lens.errors import PPairsError
-from ppairs_lens.io.records import ABSENT, Absent, record_data, record_from_data
+from ppairs_lens.io.records import (ABSENT, Absent, StepRows, as_row, record_data,
+                                    record_from_data)
 
 __all__ = ["AblationRow", "AblationRows", "FinetuningRow", "FinetuningRows", "InsertionRow",
-           "InsertionRows", "PublishedNote", "ShiftDrop", "ShiftResult", "ShiftRow", "SteeringRow", "SteeringRows", "StepRows", "ThesisCell",
+           "InsertionRows", "PublishedNote", "PvPRow", "PvPRows", "ShiftDrop", "ShiftResult", "ShiftRow", "SteeringRow", "SteeringRows", "ThesisCell",
            "ThesisDifference", "ThesisPublished", "ThesisRow", "ThesisRows"]
-
-
-def _row(row_type: Any, row: Mapping[str, Any], where: str):
-    """``row`` as ``row_type`` (or, for a union of row records, the one whose columns it
-    has), refused naming the columns that fit no record."""
-    options = typing.get_args(row_type) or (row_type,)
-    for t in options:
-        known = {f.name for f in fields(t)}
-        needed = {f.name for f in fields(t) if f.default is MISSING}
-        if set(row) <= known and needed <= set(row):
-            return t(**row)
-    names = " or ".join(t.__name__ for t in options)
-    raise PPairsError(f"{where}: columns {sorted(row)} fit no {names}; add the new ones to "
-                      f"analyses/step_records.py")
-
-
-@dataclass(frozen=True)
-class StepRows:
-    """A step's table, its rows in order (each subclass declares ``rows`` with its row
-    record)."""
-
-    rows: tuple = ()
-
-    @classmethod
-    def row_type(cls) -> type:
-        return typing.get_args(typing.get_type_hints(cls)["rows"])[0]
-
-    @classmethod
-    def of(cls, rows: Iterable[Mapping[str, Any]]):
-        """The record of an analysis's row dicts (a column the row record lacks is refused)."""
-        t = cls.row_type()
-        return cls(rows=tuple(_row(t, r, f"{cls.__name__} row {i}") for i, r in enumerate(rows)))
-
-    @classmethod
-    def from_data(cls, data: list):
-        """The record :meth:`data` wrote (``summary.json``'s section)."""
-        return record_from_data(cls, {"rows": data}, cls.__name__)
-
-    def data(self) -> list[dict]:
-        """The rows as the summary writes them: each with the columns it has, in order."""
-        return [record_data(r) for r in self.rows]
 
 
 # -- distribution shift (paper Figure 4) ---------------------------------------------------------
@@ -116,9 +74,9 @@ class ShiftResult:
 
     @classmethod
     def of(cls, result: Mapping[str, Any]) -> ShiftResult:
-        return cls(rows=tuple(_row(ShiftRow, r, "shift row") for r in result["rows"]),
-                   drops=tuple(_row(ShiftDrop, d, "shift drop") for d in result["drops"]),
-                   published=tuple(_row(PublishedNote, p, "shift published")
+        return cls(rows=tuple(as_row(ShiftRow, r, "shift row") for r in result["rows"]),
+                   drops=tuple(as_row(ShiftDrop, d, "shift drop") for d in result["drops"]),
+                   published=tuple(as_row(PublishedNote, p, "shift published")
                                    for p in result["published"]),
                    read_outs=dict(result["read_outs"]))
 
@@ -393,3 +351,32 @@ class AblationRow:
 @dataclass(frozen=True)
 class AblationRows(StepRows):
     rows: tuple[AblationRow, ...] = ()
+
+
+# -- probes against prompting (paper Figures 1-3) ------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class PvPRow:
+    """A probe, a prompted judge or a baseline on one dataset's held-out pairs."""
+
+    dataset: str
+    method: str
+    kind: str
+    family: str  # "probe", "judge" or "baseline"
+    accuracy: float
+    lo: float
+    hi: float
+    ci_counts: bool | None
+    read_out: int | None
+    selected_by: str | None
+    n: int
+    auroc: float | None
+    f1: float | None
+    length_balanced_accuracy: float | Absent = ABSENT  # where the sweep balanced 30+ pairs
+    n_length_balanced: int | Absent = ABSENT
+    same_raw_answer_share: float | None | Absent = ABSENT  # a judge's: does it decide at all?
+
+
+@dataclass(frozen=True)
+class PvPRows(StepRows):
+    rows: tuple[PvPRow, ...] = ()

@@ -24,13 +24,14 @@ from ppairs_lens.io.records import is_record_type
 ROOT = Path(__file__).resolve().parent.parent
 MAIN_JOB = "analyses.replication"
 
-#: Steps whose result is still JSON data (rows of dicts), each with its reason. Their rows
-#: are the CSV tables and the summary's sections, read by key by
-#: ``analyses.replication_findings`` and the claims registry and re-read from
-#: ``summary.json`` by ``refresh``: typing them means a row record per table end to end.
+#: Steps whose result is still JSON data, each with its reason. The table steps hand on
+#: ``StepRows`` of typed rows (analyses/step_records.py); these two hand on nested summaries
+#: that later steps read by key (the sweep's ``entries`` feed probes-vs-prompting, the thesis
+#: tables and the claims registry; transfer's per-kind cosine summary has keys such as
+#: ``frac_abs_cos_above_0.7`` and the committed ``summary.json`` predates its ``accuracy``).
 KNOWN_UNTYPED: dict[str, str] = {
-    "layer sweep": "the sweep summary dict + its judge/baseline rows (18-key row dicts)",
-    "probes vs prompting": "dict of tables and claim rows, re-made by refresh from JSON",
+    "layer sweep": "the sweep summary dict + its judge/baseline rows (scoring internals "
+                   "being rewritten in parallel)",
     "transfer": "the transfer summary dict + F1 row dicts",
 }
 

@@ -11,6 +11,8 @@ function's return annotation).
 A table's rows need not all have every column: a row record's field that this row does not
 have holds :data:`ABSENT`, which :func:`record_data` leaves out (so the row's data has the
 keys it had) and :func:`record_from_data` restores from the field's default.
+:class:`StepRows` is a step's table as such rows (:func:`as_row` makes one from a row dict,
+refusing a column its record lacks).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import collections.abc as cabc
 import types
 import typing
-from dataclasses import MISSING, fields, is_dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +29,8 @@ import numpy as np
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.outputs import jsonable
 
-__all__ = ["ABSENT", "Absent", "is_record_type", "record_data", "record_from_data"]
+__all__ = ["ABSENT", "Absent", "StepRows", "as_row", "is_record_type", "record_data",
+           "record_from_data"]
 
 _SEQUENCES = (list, tuple, cabc.Sequence)
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
@@ -137,3 +141,46 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
     if hint is float and isinstance(data, int) and not isinstance(data, bool):
         return float(data)
     return data
+
+
+def as_row(row_type: Any, row: Mapping[str, Any], where: str):
+    """``row`` as ``row_type`` (or, for a union of row records, the one whose columns it
+    has), refused naming the columns that fit no record."""
+    options = typing.get_args(row_type) or (row_type,)
+    for t in options:
+        known = {f.name for f in fields(t)}
+        needed = {f.name for f in fields(t)
+                  if f.default is MISSING and f.default_factory is MISSING}
+        if set(row) <= known and needed <= set(row):
+            return t(**row)
+    names = " or ".join(t.__name__ for t in options)
+    raise PPairsError(f"{where}: columns {sorted(row)} fit no {names}; add the new ones to "
+                      "its row record")
+
+
+@dataclass(frozen=True)
+class StepRows:
+    """A step's table, its rows in order (each subclass declares ``rows`` with its row
+    record)."""
+
+    rows: tuple = ()
+
+    @classmethod
+    def row_type(cls) -> type:
+        return typing.get_args(typing.get_type_hints(cls)["rows"])[0]
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]]):
+        """The record of an analysis's row dicts (a column the row record lacks is refused)."""
+        t = cls.row_type()
+        return cls(rows=tuple(as_row(t, r, f"{cls.__name__} row {i}")
+                              for i, r in enumerate(rows)))
+
+    @classmethod
+    def from_data(cls, data: list):
+        """The record :meth:`data` wrote (``summary.json``'s section)."""
+        return record_from_data(cls, {"rows": data}, cls.__name__)
+
+    def data(self) -> list[dict]:
+        """The rows as the summary writes them: each with the columns it has, in order."""
+        return [record_data(r) for r in self.rows]
