@@ -168,7 +168,7 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     cfg = cfg or TransferConfig(stores=[str(s.path) for s in stores])
     cfg.validate()
     check_comparable(stores)
-    if layer_rule(cfg.layer) == "fixed":
+    if cfg.layer is not None:
         readout_index(int(cfg.layer), stores[0].n_readouts)    # out of range: fail before fits
     model = stores[0].meta.model
     names = unique_names(stores)

@@ -12,7 +12,6 @@ from itertools import combinations
 
 import numpy as np
 
-from ppairs_lens.evaluation.readout_choice import layer_rule
 from ppairs_lens.evaluation.transfer_fit import CENTERINGS, METRICS
 from ppairs_lens.io.plotting import caption, color, label, style
 
@@ -38,7 +37,7 @@ def _short(name: str, n: int = 16) -> str:
 
 def _layer_note(cfg, layers: dict[str, dict[str, int]], hooks: dict[int, str]) -> str:
     """How the transfer read-outs were chosen, for a caption."""
-    if layer_rule(cfg.layer) == "fixed":
+    if cfg.layer is not None:
         return f"Read-out {cfg.layer} ({next(iter(hooks.values()))}) for every probe, as set."
     return ("Read-out of each (training dataset, kind) probe chosen on a validation split "
             f"(share {cfg.val_size}) of that dataset's training pairs, never on a test set "
@@ -46,7 +45,7 @@ def _layer_note(cfg, layers: dict[str, dict[str, int]], hooks: dict[int, str]) -
 
 
 def _cosine_readout_note(cfg) -> str:
-    if layer_rule(cfg.layer) == "fixed":
+    if cfg.layer is not None:
         return f"Read-out {cfg.layer}, as set." + _ccs_note(cfg)
     return ("Read-out with the best validation accuracy averaged over datasets and kinds "
             "(validation splits of the training pairs; no test set read)." + _ccs_note(cfg))
@@ -116,7 +115,7 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
                 if r_i == 0:
                     ax.set_title(label(kind))
         fig.colorbar(im, ax=axes, shrink=0.6, label=f"held-out {cfg.metric}")
-        where = ("read-out chosen on validation" if layer_rule(cfg.layer) == "val"
+        where = ("read-out chosen on validation" if cfg.layer is None
                  else f"read-out {next(iter(hooks.values()))}")
         fig.suptitle(f"Cross-dataset transfer — {model}, {where}")
         caption(fig, f"Rows: dataset the probe was fitted on (@ read-out index); columns: "
@@ -299,7 +298,7 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
                      f"between datasets (thin: each pair, signed; thick: mean |cos|). Grey "
                      f"band: ±95th pct of |cos| of random unit vectors (d={ref['d']}, "
                      f"{ref['p95']:.3f}). Dotted: the read-out of the cosine views "
-                     f"({li}: {'chosen on validation' if layer_rule(cfg.layer) == 'val' else 'as set'}; "
+                     f"({li}: {'chosen on validation' if cfg.layer is None else 'as set'}; "
                      f"transfer probes use their own, see transfer.png). The last step compares directions before and after the "
                      f"final norm, i.e. in two bases."
                      + (" CCS is fitted at one read-out only, so it is not drawn here."

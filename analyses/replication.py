@@ -29,6 +29,7 @@ Figure 4's shift, finetuning, insertion) have nothing to do, and no published cl
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -41,6 +42,8 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
+from analyses.step_records import (AblationRows, FinetuningRows, InsertionRows, PvPRows,
+                                   ShiftResult, SteeringRows, ThesisRows)
 from analyses.claims import evaluate_claims, per_layer
 from analyses.replication_config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication_findings import replication_summary, replication_markdown
@@ -63,6 +66,7 @@ from ppairs_lens.evaluation.store_split import store_fits
 from ppairs_lens.evaluation.text_baselines import HeldOutTextBaselines, held_out_text_baselines
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
+from ppairs_lens.io.records import record_data
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out
@@ -189,18 +193,23 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                      judges=per_pair, **common)
     chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
 
-    pvp = run.step("probes vs prompting", lambda: run_probes_vs_prompting(
-        sweep, judge_records, out, cfgs["probes vs prompting"]),
-        outputs=("probes_vs_prompting.csv",), sweep=sweep, **common)
+    def pvp_step() -> PvPRows:
+        return PvPRows.of(run_probes_vs_prompting(
+            sweep, judge_records, out, cfgs["probes vs prompting"])["rows"])
+    pvp = run.step("probes vs prompting", pvp_step, outputs=("probes_vs_prompting.csv",),
+                   sweep=sweep, **common)
 
     summeval = summeval_names(names)
-    thesis = run.step("thesis tables", lambda: run_thesis_tables(
-        [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
-         for n in summeval],
-        {n: judges[n].zero_shot_p() for n in summeval}, ratings,
-        {n: chosen[(n, "supervised")] for n in summeval}, out, cfgs["thesis tables"])
-        if summeval else [],
-        outputs=("thesis_tables.csv",), sweep=sweep, **common)
+
+    def thesis_step() -> ThesisRows:
+        return ThesisRows.of(run_thesis_tables(
+            [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
+             for n in summeval],
+            {n: judges[n].zero_shot_p() for n in summeval}, ratings,
+            {n: chosen[(n, "supervised")] for n in summeval}, out, cfgs["thesis tables"])
+            if summeval else [])
+    thesis = run.step("thesis tables", thesis_step, outputs=("thesis_tables.csv",),
+                      sweep=sweep, **common)
 
     comparison = comparison_names(names, {n: datasets[n].kind for n in names})
 
@@ -214,41 +223,53 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
                         **common)
 
-    shift = run.step("distribution shift", lambda: run_shift(
-        store_of.get("llmbar-clean"), [store_of[n] for n in shifted_names(names)],
-        {n: judges[n].zero_shot_p() for n in names}, out, cfgs["distribution shift"])
-        if "llmbar-clean" in store_of else None,
-        outputs=("distribution_shift.csv",), **common)
+    def shift_step() -> ShiftResult | None:
+        if "llmbar-clean" not in store_of:
+            return None
+        return ShiftResult.of(run_shift(
+            store_of["llmbar-clean"], [store_of[n] for n in shifted_names(names)],
+            {n: judges[n].zero_shot_p() for n in names}, out, cfgs["distribution shift"]))
+    shift = run.step("distribution shift", shift_step, outputs=("distribution_shift.csv",),
+                     **common)
 
     tuned = [n for n in cfg.finetune_datasets if n in store_of]
-    finetuning = run.step("finetuning", lambda: run_finetuning(
-        bridge, [(store_of[n], datasets[n]) for n in tuned], out, cfgs["finetuning"])
-        if tuned else [],
-        outputs=("finetuning.csv",), **common)
+
+    def finetuning_step() -> FinetuningRows:
+        return FinetuningRows.of(run_finetuning(
+            bridge, [(store_of[n], datasets[n]) for n in tuned], out, cfgs["finetuning"])
+            if tuned else [])
+    finetuning = run.step("finetuning", finetuning_step, outputs=("finetuning.csv",), **common)
 
     abl = cfg.ablation_dataset
-    ablation = run.step("ablation", lambda: run_ablation(
-        bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
-        if abl in store_of else [],
-        outputs=("ablation.csv",), **common, units=((cfg.ablation_random + cfg.ablation_matched)
-                                                     * cfg.ablation_eval_pairs, "nulls x pairs"))
 
-    steering = run.step("steering", lambda: run_steering(
-        bridge, [(store_of[abl], datasets[abl])], out, cfgs["steering"], log=log)
-        if abl in store_of else [], outputs=("steering.csv",), **common)
+    def ablation_step() -> AblationRows:
+        return AblationRows.of(run_ablation(
+            bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
+            if abl in store_of else [])
+    ablation = run.step("ablation", ablation_step, outputs=("ablation.csv",), **common,
+                        units=((cfg.ablation_random + cfg.ablation_matched)
+                               * cfg.ablation_eval_pairs, "nulls x pairs"))
+
+    def steering_step() -> SteeringRows:
+        return SteeringRows.of(run_steering(
+            bridge, [(store_of[abl], datasets[abl])], out, cfgs["steering"], log=log)
+            if abl in store_of else [])
+    steering = run.step("steering", steering_step, outputs=("steering.csv",), **common)
 
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
-    insertion = run.step("insertion", lambda: run_insertion(bridge, cfgs["insertion"], out)
-                         if cfg.datasets is None and climatex.is_file() else [],
-        outputs=("insertion.csv",), **common)
+
+    def insertion_step() -> InsertionRows:
+        return InsertionRows.of(run_insertion(bridge, cfgs["insertion"], out)
+                                if cfg.datasets is None and climatex.is_file() else [])
+    insertion = run.step("insertion", insertion_step, outputs=("insertion.csv",), **common)
     run.close()
 
-    summary = replication_summary(
+    summary = replication_summary(  # the summary is JSON: the records' data from here on
         model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
-        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp,
-        thesis=thesis, transfer=transfer, shift=shift, ablation=ablation, steering=steering,
-        finetuning=finetuning,
-        insertion=insertion, judges=judge_records)
+        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp.data(),
+        thesis=thesis.data(), transfer=transfer, shift=shift.data() if shift else None,
+        ablation=ablation.data(), steering=steering.data(), finetuning=finetuning.data(),
+        insertion=insertion.data(), judges=judge_records)
     summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)
@@ -284,23 +305,28 @@ def refresh(figures: str | Path = "figures") -> dict:
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
                                                        if k in s})
-    pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=[
+    pvp = PvPRows.of(run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=[
         n for n in names if n not in shifted_names(names)],  # as the main job: Figure 4's alone
-                                                                     settings=settings))
-    shift = s.get("shift")
+        settings=settings))["rows"])
+    shift = ShiftResult.from_data(s["shift"]) if s.get("shift") else None
     if shift:
-        in_dist = {r["method"]: r["lo"] for r in shift["rows"] if r["role"] == "in distribution"}
-        for d in shift["drops"]:
-            if d.get("verdict"):
-                d["verdict"] = gap_verdict(d, in_dist, d["method"].split(" - ")[1][:-5]).text
+        in_dist = {r.method: r.lo for r in shift.rows if r.role == "in distribution"}
+        shift = replace(shift, drops=tuple(
+            replace(d, verdict=gap_verdict(record_data(d), in_dist,
+                                           d.method.split(" - ")[1][:-5]).text)
+            if d.verdict else d for d in shift.drops))
     cfg = ReplicationConfig(sizes=ReplicationSizes(**{k: tuple(v) if isinstance(v, list) else v
                                                       for k, v in s["sizes"].items()}),
                             settings=settings)
     out = replication_summary(
         model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
-        datasets=s["datasets"], sweep=sweep, pvp=pvp, thesis=s["thesis_tables"],
-        transfer=s["transfer"], shift=shift, ablation=s["ablation"], steering=s["steering"],
-        finetuning=s["finetuning"], insertion=s["insertion"], judges=s["judges"])
+        datasets=s["datasets"], sweep=sweep, pvp=pvp.data(),
+        thesis=ThesisRows.from_data(s["thesis_tables"]).data(),
+        transfer=s["transfer"], shift=shift.data() if shift else None,
+        ablation=AblationRows.from_data(s["ablation"]).data(),
+        steering=SteeringRows.from_data(s["steering"]).data(),
+        finetuning=FinetuningRows.from_data(s["finetuning"]).data(),
+        insertion=InsertionRows.from_data(s["insertion"]).data(), judges=s["judges"])
     out.update(evaluate_claims(out, sweep))
     write_json(fig / "summary.json", out)
     return out

@@ -52,10 +52,10 @@ def _finetuning_table(rows: list[dict]) -> list[str]:
 
 
 def replication_summary(*, model: str, timings: dict, reused: list, cfg, datasets: dict,
-                        sweep: dict, pvp: dict, thesis: list, transfer: dict | None,
+                        sweep: dict, pvp: list, thesis: list, transfer: dict | None,
                         shift: dict | None, ablation: list, insertion: list, steering: list,
                         finetuning: list, judges: dict) -> dict:
-    """The run's numbers; the claims (``claims``, ``families``, ``power``,
+    """The run's numbers (``pvp``: the probes-vs-prompting rows); the claims (``claims``, ``families``, ``power``,
     ``verdict_counts``) are added by the main job from the claims registry
     (``analyses.claims.evaluate_claims``) on this summary and the sweep's."""
     return jsonable({
@@ -66,7 +66,7 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
         "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot,
         "seed": cfg.settings.seed, "quick": cfg.settings.quick, "datasets": datasets,
         "judges": judges,
-        "probes_vs_prompting": pvp.get("rows", []), "thesis_tables": thesis,
+        "probes_vs_prompting": pvp, "thesis_tables": thesis,
         "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering,
         "finetuning": finetuning, "insertion": insertion,
         # the published numbers the tables print beside ours (thesis, paper, ClimateX paper)

@@ -246,3 +246,18 @@ def test_cli_split_flag_defaults_to_auto():
     add_split(p)
     assert p.parse_args([]).split == "auto" and SPLITS == SPLIT_MODES
     assert p.parse_args(["--split", "item"]).split == "item"
+
+
+def test_split_to_count_holds_out_whole_groups_from_the_same_order_as_the_share_split():
+    from ppairs_lens.evaluation.splits import group_order, split_groups_to_count
+
+    groups = [f"g{i % 5}" for i in range(30)]          # 5 groups of 6
+    eligible = [i % 2 == 0 for i in range(30)]          # 3 eligible per group
+    train, test = split_groups_to_count(groups, eligible, n_test=4, seed=3)
+    held = {groups[i] for i in test}
+    assert len(held) == 2 and not held & {groups[i] for i in train}  # 3 < 4 <= 6: two groups
+    assert held == set(group_order(groups, np.random.default_rng(3))[:2])
+    _, share_test = train_test_split_pairs(groups, test_size=0.4, seed=3, by="context")
+    assert {groups[i] for i in share_test} == held    # one order, two stopping rules
+    _, all_test = split_groups_to_count(groups, eligible, n_test=100, seed=3)
+    assert len({groups[i] for i in all_test}) == 4     # the last group always trains

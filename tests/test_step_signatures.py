@@ -24,20 +24,15 @@ from ppairs_lens.io.records import is_record_type
 ROOT = Path(__file__).resolve().parent.parent
 MAIN_JOB = "analyses.replication"
 
-#: Steps whose result is still JSON data (rows of dicts), each with its reason. Their rows
-#: are the CSV tables and the summary's sections, read by key by
-#: ``analyses.replication_findings`` and the claims registry and re-read from
-#: ``summary.json`` by ``refresh``: typing them means a row record per table end to end.
+#: Steps whose result is still JSON data, each with its reason. The table steps hand on
+#: ``StepRows`` of typed rows (analyses/step_records.py); these two hand on nested summaries
+#: that later steps read by key (the sweep's ``entries`` feed probes-vs-prompting, the thesis
+#: tables and the claims registry; transfer's per-kind cosine summary has keys such as
+#: ``frac_abs_cos_above_0.7`` and the committed ``summary.json`` predates its ``accuracy``).
 KNOWN_UNTYPED: dict[str, str] = {
-    "layer sweep": "the sweep summary dict + its judge/baseline rows (18-key row dicts)",
-    "probes vs prompting": "dict of tables and claim rows, re-made by refresh from JSON",
-    "thesis tables": "list of Table 4.1/4.2 row dicts (thesis_tables.csv)",
+    "layer sweep": "the sweep summary dict + its judge/baseline rows (scoring internals "
+                   "being rewritten in parallel)",
     "transfer": "the transfer summary dict + F1 row dicts",
-    "distribution shift": "dict of shift rows and drops (verdicts re-decided by refresh)",
-    "finetuning": "list of finetuning row dicts (finetuning.csv)",
-    "ablation": "list of ablation row dicts (ablation.csv)",
-    "steering": "list of steering row dicts (steering.csv)",
-    "insertion": "list of insertion row dicts (insertion.csv)",
 }
 
 

@@ -40,7 +40,7 @@ from ppairs_lens.evaluation.store_split import StoreSplit, pair_items, validatio
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep, with_kinds_at
 
-__all__ = ["LAYER_RULES", "ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at",
+__all__ = ["ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at",
            "check_layer_setting", "choose_readout", "choose_readout_index", "choose_readouts", "common_readout", "fallback_index", "layer_rule",
            "layer_setting", "split_half_directions", "validation_scores"]
 
@@ -48,9 +48,6 @@ __all__ = ["LAYER_RULES", "ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds
 VAL_SIZE: float = 0.25
 #: Validation splits averaged: a split by item leaves few validation pairs, one split jitters.
 VAL_REPEATS: int = 3
-#: Layer settings that are not a fixed read-out index (None is the one to write; "val" reads
-#: the same, so configs saved with it still load).
-LAYER_RULES: tuple[str, ...] = ("val",)
 _RESID_POST = re.compile(r"^blocks\.(\d+)\.hook_resid_post$")
 _MEMO: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
 _MEMO_SIZE = 16
@@ -83,19 +80,21 @@ class ReadoutChoice:
 
 
 def _on_validation(layer: Any) -> bool:
-    """Whether a layer setting asks for the choice on validation: None (``"val"`` reads the
-    same, :data:`LAYER_RULES`)."""
-    return layer is None or (isinstance(layer, str) and layer == "val")
+    """Whether a layer setting asks for the choice on validation: None, its one spelling in
+    code (the command line's ``val`` becomes None in :func:`layer_setting`)."""
+    return layer is None
 
 
 def layer_rule(layer: int | None) -> str:
-    """``"val"`` (None: chosen on validation) or ``"fixed"`` (an int read-out index)."""
+    """The label a table writes for a layer setting: ``"val"`` (None: chosen on validation)
+    or ``"fixed"`` (an int read-out index)."""
     return "val" if _on_validation(layer) else "fixed"
 
 
 def layer_setting(text: str) -> int | None:
-    """A layer setting from text (a command-line option): "val" (None: chosen on validation)
-    or an int read-out index; ValueError otherwise (argparse reports it as an invalid value)."""
+    """A layer setting from text (a command-line option), the one place ``val`` is read:
+    None (chosen on validation) or an int read-out index; ValueError otherwise (argparse
+    reports it as an invalid value)."""
     return None if text == "val" else int(text)
 
 

@@ -16,6 +16,10 @@ block of items, a template pool, a statement's subject; see ``Dataset.group_ids`
 * ``by="auto"`` (the default everywhere): the first of these that the ids call for
   (:func:`resolve_split_by`).
 
+Every split holds out a prefix of one seeded order of the groups (:func:`group_order`):
+:func:`train_test_split_pairs` a share of them, :func:`split_groups_to_count` as many as it
+takes to hold a number of eligible elements (the ranking's evaluation contexts).
+
 :func:`labelled_items_split` is the paper's low-label setting: a handful of labelled items,
 probes trained on the comparisons among them, tested on the rest.
 
@@ -41,9 +45,11 @@ __all__ = [
     "BUILTIN_TEST_SIZE",
     "SPLIT_MODES",
     "SplitBy",
+    "group_order",
     "labelled_items_split",
     "leaked_items",
     "resolve_split_by",
+    "split_groups_to_count",
     "train_test_split_pairs",
 ]
 
@@ -66,6 +72,37 @@ def _check_item_pairs(item_ids: Sequence[tuple[Hashable, Hashable]]) -> list[tup
         if len(p) != 2:
             raise ProbeError(f"item_ids[{i}] must be a pair (item1_id, item2_id), got {p!r}")
     return pairs
+
+
+def group_order(groups: Sequence[Hashable], rng: np.random.Generator) -> list:
+    """The distinct ``groups`` (first-seen order, so reproducible) permuted by ``rng``: every
+    split holds out a prefix of this order."""
+    distinct = list(dict.fromkeys(groups))
+    return [distinct[i] for i in rng.permutation(len(distinct))]
+
+
+def split_groups_to_count(groups: Sequence[Hashable], eligible: Sequence[bool], n_test: int,
+                          seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(train, test)`` of elements (``groups[i]``: element ``i``'s leak group):
+    whole groups, in :func:`group_order`, go to test until they hold ``n_test`` elements
+    with ``eligible[i]``; a group with no eligible element is skipped (it trains), and the
+    last group in the order always trains."""
+    if len(eligible) != len(groups):
+        raise ProbeError(f"{len(groups)} groups but {len(eligible)} eligibility flags")
+    if n_test < 1:
+        raise ProbeError(f"n_test must be at least 1, got {n_test}")
+    order = group_order(groups, np.random.default_rng(seed))
+    n_eligible = Counter(g for g, ok in zip(groups, eligible) if ok)
+    held: set = set()
+    n_held = 0
+    for g in order[:-1]:
+        if n_held >= n_test:
+            break
+        if n_eligible[g]:
+            held.add(g)
+            n_held += n_eligible[g]
+    is_test = np.fromiter((g in held for g in groups), bool, count=len(groups))
+    return np.flatnonzero(~is_test).astype(np.int64), np.flatnonzero(is_test).astype(np.int64)
 
 
 def resolve_split_by(context_ids: Sequence[Hashable] | None,
@@ -113,9 +150,8 @@ def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
     if by == "context":
         if context_ids is None:
             raise ProbeError("by='context' needs context_ids")
-        groups = list(dict.fromkeys(context_ids))            # first-seen order: reproducible
-        k = _n_test(len(groups), test_size, "group")
-        test_groups = {groups[i] for i in rng.permutation(len(groups))[:k]}
+        k = _n_test(len(set(context_ids)), test_size, "group")
+        test_groups = set(group_order(context_ids, rng)[:k])
         is_test = np.fromiter((c in test_groups for c in context_ids), bool, count=n)
         return np.flatnonzero(~is_test).astype(np.int64), np.flatnonzero(is_test).astype(np.int64)
     if by == "item":

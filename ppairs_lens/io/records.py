@@ -7,6 +7,12 @@ data, and :func:`record_from_data` rebuilds it from the type the step declares, 
 step hands on the same record type, with the same numbers, as a fresh one
 (:meth:`ppairs_lens.io.study_runner.StudyRunner.step` reads the declared type from the step
 function's return annotation).
+
+A table's rows need not all have every column: a row record's field that this row does not
+have holds :data:`ABSENT`, which :func:`record_data` leaves out (so the row's data has the
+keys it had) and :func:`record_from_data` restores from the field's default.
+:class:`StepRows` is a step's table as such rows (:func:`as_row` makes one from a row dict,
+refusing a column its record lacks).
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from __future__ import annotations
 import collections.abc as cabc
 import types
 import typing
-from dataclasses import fields, is_dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -22,17 +29,44 @@ import numpy as np
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.outputs import jsonable
 
-__all__ = ["is_record_type", "record_data", "record_from_data"]
+__all__ = ["ABSENT", "Absent", "StepRows", "as_row", "is_record_type", "record_data",
+           "record_from_data"]
 
 _SEQUENCES = (list, tuple, cabc.Sequence)
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 
 
+class Absent:
+    """The type of :data:`ABSENT`, a column a row does not have (not a value: None is one)."""
+
+    _one: Absent | None = None
+
+    def __new__(cls) -> Absent:
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "ABSENT"
+
+
+#: A row record's field that this row does not have: left out of its data.
+ABSENT = Absent()
+
+
 def record_data(obj: Any) -> Any:
-    """``obj`` as JSON data: a record's fields by name, arrays as (nested) lists, tuples as
-    lists, mapping keys as strings; a NaN stays a NaN (the step cache writes it as ``NaN``)."""
+    """``obj`` as JSON data: a record's fields by name (those holding :data:`ABSENT` left
+    out), arrays as (nested) lists, tuples as lists, mapping keys as strings; a NaN stays a
+    NaN (the step cache writes it as ``NaN``)."""
     if is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: record_data(getattr(obj, f.name)) for f in fields(obj)}
+        return {f.name: record_data(v) for f in fields(obj)
+                if (v := getattr(obj, f.name)) is not ABSENT}
     if isinstance(obj, np.ndarray) and obj.ndim > 0:
         return obj.tolist()
     if isinstance(obj, cabc.Mapping):
@@ -56,7 +90,8 @@ def _is_array(hint: Any) -> bool:
 def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
     """The value of type ``hint`` that :func:`record_data` wrote as ``data``: records rebuilt
     field by field from their annotations, lists back to tuples or arrays where declared.
-    Data that does not fit is refused naming the field (``where``)."""
+    A field missing from the data takes its default (:data:`ABSENT` for a column the row
+    does not have). Data that does not fit is refused naming the field (``where``)."""
     if hint is None or hint is Any or hint is object:
         return data
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -81,6 +116,10 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
         unknown = sorted(set(data) - known)
         if unknown:
             raise PPairsError(f"{where}: {hint.__name__} has no field(s) {unknown}")
+        missing = sorted(f.name for f in fields(hint) if f.name not in data
+                         and f.default is MISSING and f.default_factory is MISSING)
+        if missing:
+            raise PPairsError(f"{where}: {hint.__name__} needs field(s) {missing}")
         return hint(**{k: record_from_data(hints.get(k), v, f"{where}.{k}")
                        for k, v in data.items()})
     if origin in _MAPPINGS or hint in (dict, cabc.Mapping):
@@ -102,3 +141,46 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
     if hint is float and isinstance(data, int) and not isinstance(data, bool):
         return float(data)
     return data
+
+
+def as_row(row_type: Any, row: Mapping[str, Any], where: str):
+    """``row`` as ``row_type`` (or, for a union of row records, the one whose columns it
+    has), refused naming the columns that fit no record."""
+    options = typing.get_args(row_type) or (row_type,)
+    for t in options:
+        known = {f.name for f in fields(t)}
+        needed = {f.name for f in fields(t)
+                  if f.default is MISSING and f.default_factory is MISSING}
+        if set(row) <= known and needed <= set(row):
+            return t(**row)
+    names = " or ".join(t.__name__ for t in options)
+    raise PPairsError(f"{where}: columns {sorted(row)} fit no {names}; add the new ones to "
+                      "its row record")
+
+
+@dataclass(frozen=True)
+class StepRows:
+    """A step's table, its rows in order (each subclass declares ``rows`` with its row
+    record)."""
+
+    rows: tuple = ()
+
+    @classmethod
+    def row_type(cls) -> type:
+        return typing.get_args(typing.get_type_hints(cls)["rows"])[0]
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]]):
+        """The record of an analysis's row dicts (a column the row record lacks is refused)."""
+        t = cls.row_type()
+        return cls(rows=tuple(as_row(t, r, f"{cls.__name__} row {i}")
+                              for i, r in enumerate(rows)))
+
+    @classmethod
+    def from_data(cls, data: list):
+        """The record :meth:`data` wrote (``summary.json``'s section)."""
+        return record_from_data(cls, {"rows": data}, cls.__name__)
+
+    def data(self) -> list[dict]:
+        """The rows as the summary writes them: each with the columns it has, in order."""
+        return [record_data(r) for r in self.rows]

@@ -5,27 +5,27 @@ others. Contexts generated from one template (``story_sentiment``'s template poo
 an item share its words: a probe tested on a context whose template it saw is partly tested on
 what it memorised. So contexts are split by their records' ``group_id`` (contract: records with
 one ``group_id`` stay on one side of every split): :func:`context_groups` joins contexts that
-share a group into one unit (union-find, so a group spanning contexts never straddles the
-split), and :func:`split_contexts` gives whole units to evaluation until it has enough
-contexts, the rest to training. Data without groups (or with a single one) falls back to
-splitting by context id, and the split says so.
+share a group into one unit (a context is ranked whole, so a group spanning contexts must not
+straddle the split), and :func:`split_contexts` hands the units to the one split,
+:func:`ppairs_lens.evaluation.splits.split_groups_to_count`: whole units to evaluation until
+it has enough contexts, the rest to training. Data without groups (or with a single one)
+falls back to splitting by context id, and the split says so.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.errors import DataError
+from ppairs_lens.evaluation.splits import split_groups_to_count
+from ppairs_lens.evaluation.sweep_scores import MIN_RANK_ITEMS
 
 __all__ = ["MIN_RANK_ITEMS", "UNITS", "ContextSplit", "context_groups", "split_contexts",
            "split_for_ranking"]
-
-#: Fewest items a context needs for its within-context Spearman to be reported: with two items
-#: the rank correlation is +-1, a single comparison's accuracy in disguise.
-MIN_RANK_ITEMS = 3
 
 #: What a split's leak unit was, in words.
 UNITS: dict[str, str] = {
@@ -91,36 +91,27 @@ def context_groups(dataset: Dataset) -> dict[str, str]:
 def split_contexts(groups: Mapping[str, str], train_ok: Sequence[str], eval_ok: Sequence[str],
                    *, n_train: int, n_eval: int, seed: int, unit: str = "group_id"
                    ) -> ContextSplit:
-    """Whole units to evaluation (in a seeded order) until they hold ``n_eval`` contexts of
-    ``eval_ok``, keeping at least one unit for training; ``n_train`` contexts of ``train_ok``
-    from the other units. With fewer than two units, each context is its own unit.
-    ``unit`` names what ``groups`` are ("group_id", or "context_id" where the data names no
-    groups and each context is its own)."""
+    """Whole units to evaluation (:func:`split_groups_to_count`) until they hold ``n_eval``
+    contexts of ``eval_ok``, keeping at least one unit for training; ``n_train`` contexts of
+    ``train_ok`` from the other units (each side subsampled in a seeded order). With fewer
+    than two units, each context is its own unit. ``unit`` names what ``groups`` are
+    ("group_id", or "context_id" where the data names no groups and each context is its own).
+    """
     if n_train < 1 or n_eval < 1:
         raise DataError(f"need at least one training and one evaluation context, asked for "
                         f"{n_train} and {n_eval}", field="n_train_contexts/n_eval_contexts")
-    rng = random.Random(seed)
     usable = sorted(set(train_ok) | set(eval_ok))
     if len({groups[c] for c in usable}) < 2:
         groups, unit = {c: c for c in usable}, "single_group"
-    names = sorted({groups[c] for c in usable})
-    rng.shuffle(names)
     eval_ok_set, train_ok_set = set(eval_ok), set(train_ok)
-    held: list[str] = []
-    n_held = 0
-    for g in names[:-1]:  # the last unit always trains
-        if n_held >= n_eval:
-            break
-        k = sum(1 for c in usable if groups[c] == g and c in eval_ok_set)
-        if k:
-            held.append(g)
-            n_held += k
-    held_set = set(held)
-    ev = [c for c in usable if groups[c] in held_set and c in eval_ok_set]
-    tr = [c for c in usable if groups[c] not in held_set and c in train_ok_set]
-    rng.shuffle(ev)
-    rng.shuffle(tr)
-    ev, tr = sorted(ev[:n_eval]), sorted(tr[:n_train])
+    tr_idx, ev_idx = split_groups_to_count([groups[c] for c in usable],
+                                           [c in eval_ok_set for c in usable], n_eval, seed)
+    rng = np.random.default_rng(seed)
+    ev = [usable[i] for i in ev_idx if usable[i] in eval_ok_set]
+    tr = [usable[i] for i in tr_idx if usable[i] in train_ok_set]
+    ev = sorted(ev[i] for i in rng.permutation(len(ev))[:n_eval])
+    tr = sorted(tr[i] for i in rng.permutation(len(tr))[:n_train])
+    names = {groups[c] for c in usable}
     if not ev or not tr:
         raise DataError(f"{len(usable)} usable contexts in {len(names)} leak groups ({unit}) "
                         f"give {len(tr)} training and {len(ev)} evaluation contexts; need at "

@@ -1,0 +1,90 @@
+"""The main job's table steps hand on typed rows (analyses/step_records.py): a row keeps the
+columns it had, in order, through the step cache and back from ``summary.json``; a column no
+row record knows is refused, naming it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from analyses.step_records import (
+    AblationRows,
+    InsertionRows,
+    ShiftResult,
+    SteeringRows,
+    ThesisCell,
+    ThesisPublished,
+    ThesisRows,
+)
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.io.records import ABSENT, record_from_data
+from ppairs_lens.io.study_runner import StudyRunner
+
+BASE = {"dataset": "mt-bench", "hook": "blocks.1.hook_resid_post", "layer": 1, "n": 6,
+        "norm_unit": 2.5, "split_used": "context", "condition": "none", "kind": "baseline",
+        "alpha": 0.0, "delta_z": 0.0}
+STEERING = [{**BASE, "mean_z": -0.1, "accuracy": 0.5},
+            {**BASE, "condition": "random", "kind": "null", "alpha": 1.0, "delta_z": 0.2,
+             "delta_z_lo": 0.1, "delta_z_hi": 0.3, "mean_z": 0.0, "accuracy": 0.5,
+             "slope": float("nan"), "n_random": 4}]
+
+
+def test_rows_keep_their_own_columns_in_order_fresh_and_reused(tmp_path):
+    def work() -> SteeringRows:
+        return SteeringRows.of(STEERING)
+
+    fresh = StudyRunner(tmp_path, 1).step("steering", work)
+    again = StudyRunner(tmp_path, 1)
+    reused = again.step("steering", work)
+    assert again.reused == ["steering"] and isinstance(reused, SteeringRows)
+    assert reused.rows[0].delta_z_lo is ABSENT and reused.rows[1].n_random == 4
+    for got in (fresh, reused):
+        data = got.data()
+        assert [list(r) for r in data] == [list(r) for r in STEERING]   # same keys, same order
+        assert math.isnan(data[1]["slope"]) and data[0] == STEERING[0]
+
+
+def test_a_column_no_row_record_has_is_refused_naming_it():
+    with pytest.raises(PPairsError, match=r"SteeringRows row 0.*'surprise'"):
+        SteeringRows.of([{**STEERING[0], "surprise": 1}])
+    with pytest.raises(PPairsError, match="needs field"):
+        record_from_data(SteeringRows, {"rows": [{"dataset": "x"}]})
+
+
+def test_a_table_of_several_row_kinds_rebuilds_each_kind():
+    cell = {"dataset": "SummEval", "aspect": "coherence", "thesis_column": "CH",
+            "model": "ours", "n_spearman_articles": 3, "n_test_pairs": 9, "n_test_articles": 3,
+            "n_items_per_article": 3.0, "read_out": 2, "table": "4.1", "method": "PAIRS",
+            "metric": "pairwise accuracy", "value": 0.5, "lo": 0.2, "hi": 0.8, "n": 9,
+            "ci_counts": False}
+    pub = {"table": "4.1", "dataset": "SummEval", "aspect": "coherence",
+           "thesis_column": "CH", "method": "PPAIRS", "metric": "pairwise accuracy",
+           "model": "Llama-3-8B-Instruct", "value": 0.7, "lo": None, "hi": None,
+           "source": "thesis"}
+    rows = ThesisRows.of([cell, pub])
+    assert [type(r) for r in rows.rows] == [ThesisCell, ThesisPublished]
+    back = ThesisRows.from_data(json.loads(json.dumps(rows.data())))
+    assert back == rows and json.dumps(back.data()) == json.dumps([cell, pub])
+
+
+def test_shift_verdicts_stay_only_on_the_rows_that_decide_a_claim():
+    res = {"rows": [{"dataset": "a", "role": "in distribution", "method": "pca",
+                     "accuracy": 0.6, "lo": 0.5, "hi": 0.7, "ci_counts": True, "n": 30,
+                     "read_out": None}],
+           "drops": [{"shifted": "b", "method": "pca", "drop": 0.1, "lo": 0.0, "hi": 0.2,
+                      "ci_counts": True, "n_groups": 6},
+                     {"shifted": "b", "method": "zero_shot drop - pca drop", "drop": 0.1,
+                      "lo": 0.0, "hi": 0.2, "ci_counts": True, "n_groups": 6,
+                      "verdict": "inconclusive"}],
+           "published": [{"source": "paper", "note": "n"}], "read_outs": {"pca": 3}}
+    rec = ShiftResult.of(res)
+    assert not rec.drops[0].verdict and rec.drops[1].verdict == "inconclusive"
+    assert json.dumps(ShiftResult.from_data(json.loads(json.dumps(rec.data()))).data()) \
+        == json.dumps(res)
+
+
+def test_empty_tables_and_records_without_a_row_kind_round_trip():
+    for cls in (AblationRows, InsertionRows, SteeringRows):
+        assert cls.of([]).data() == [] and cls.from_data([]) == cls()
