@@ -51,6 +51,7 @@ from ppairs_lens.evaluation.readout_choice import (
 from ppairs_lens.evaluation.store_split import (
     StoreSplit,
     bootstrap_groups,
+    covered_test_pairs,
     held_out_ci_counts,
     split_store,
 )
@@ -123,17 +124,9 @@ def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict,
 def _judge_subsets(sp: StoreSplit, judges: PairScores
                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
-    out = {}
-    for kind in {**JUDGES, **TEXT_BASELINES}:
-        by_pair = judges.of(sp.name, kind)
-        if not by_pair:
-            continue
-        idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
-                       dtype=np.int64)
-        if len(idx):
-            out[kind] = (idx, np.array([float(by_pair[sp.pairs_test[i].pair_id])
-                                        for i in idx]))
-    return out
+    covered = {kind: covered_test_pairs(sp, judges.of(sp.name, kind))
+               for kind in {**JUDGES, **TEXT_BASELINES}}
+    return {kind: c for kind, c in covered.items() if c is not None}
 
 
 def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepConfig) -> dict:

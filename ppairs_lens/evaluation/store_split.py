@@ -10,7 +10,7 @@ arguments always give the same split, so separate analyses see the same held-out
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -24,7 +24,8 @@ from ppairs_lens.errors import DataError, PPairsError, ProbeError
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
-__all__ = ["StoreSplit", "bootstrap_groups", "held_out_ci_counts", "pair_groups", "pair_items",
+__all__ = ["StoreSplit", "bootstrap_groups", "covered_test_pairs", "held_out_ci_counts",
+           "pair_groups", "pair_items",
            "split_pairs", "split_records", "split_store", "store_fits", "training_split",
            "untied_split", "validation_split"]
 
@@ -219,3 +220,16 @@ def store_fits(store: ActivationStore, split: dict, log) -> bool:
         log(f"{store.meta.dataset} left out: {e}")
         return False
     return True
+
+
+def covered_test_pairs(sp: StoreSplit, by_pair: Mapping[str, float] | None
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(positions of ``sp``'s test pairs that ``by_pair`` scores, its P(item 1) there), or
+    None where it scores none of them: a judge or baseline run on some of the pairs is
+    scored on those."""
+    by_pair = by_pair or {}
+    idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
+                   dtype=np.int64)
+    if not len(idx):
+        return None
+    return idx, np.array([float(by_pair[sp.pairs_test[i].pair_id]) for i in idx])

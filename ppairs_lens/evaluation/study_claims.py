@@ -79,16 +79,22 @@ def _ci_of(r: dict | None, m: str, tag: str = "") -> tuple[float, float] | None:
     return r[f"delta_{m}{tag}_lo"], r[f"delta_{m}{tag}_hi"]
 
 
+def _probe_conditions(ablation: list[dict]) -> tuple[list[dict], dict]:
+    """The probe rows of the ablation's preset (its first probe row's) and every row of that
+    preset by (dataset, condition)."""
+    preset = next((r.get("preset") for r in ablation if r.get("kind") == "probe"), None)
+    rows = [r for r in ablation if r.get("preset") == preset]
+    return ([r for r in rows if r.get("kind") == "probe"],
+            {(r["dataset"], r["condition"]): r for r in rows})
+
+
 def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
     """Per probe direction: equivalence (unchanged) by
     :func:`~ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`; over all of them,
     "it changes" by :func:`~ppairs_lens.evaluation.verdicts.ablation_changes_verdict`."""
-    preset = next((r.get("preset") for r in ablation if r.get("kind") == "probe"), None)
-    rows = [r for r in ablation if r.get("preset") == preset]
-    probes = [r for r in rows if r.get("kind") == "probe"]
+    probes, by = _probe_conditions(ablation)
     if not probes:
         return None
-    by = {(r["dataset"], r["condition"]): r for r in rows}
     ev, rule = [], None
     for r in probes:
         ds = r["dataset"]
@@ -155,12 +161,9 @@ def ablation_tests(ablation: list[dict], judges: dict) -> dict | None:
     ``"changes"`` the "changes more than null directions" test over all of them
     (:func:`~ppairs_lens.evaluation.intervention_tests.permutation_union_test`); None when
     the run has no ablation."""
-    preset = next((r.get("preset") for r in ablation if r.get("kind") == "probe"), None)
-    rows = [r for r in ablation if r.get("preset") == preset]
-    probes = [r for r in rows if r.get("kind") == "probe"]
+    probes, by = _probe_conditions(ablation)
     if not probes:
         return None
-    by = {(r["dataset"], r["condition"]): r for r in rows}
     out: dict = {}
     decides_any = []
     for r in probes:

@@ -33,7 +33,8 @@ from ppairs_lens.evaluation.baselines import (CROSS_IDS, Baseline, cross_dataset
                                               memorisation_baseline, surface_baseline)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS, JUDGE_KEYS
-from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, held_out_ci_counts
+from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups,
+                                                covered_test_pairs, held_out_ci_counts)
 from ppairs_lens.evaluation.sweep_scores import score_pairs
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.evaluation.transfer_fit import FittedStore, TransferConfig, transfer_proba
@@ -86,15 +87,8 @@ def _baselines(src: FittedStore, dst: FittedStore, texts: Mapping[str, Dataset] 
 def _judged(sp: StoreSplit, by_key: Mapping[str, Mapping[str, float]]
             ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per judge form: (positions of ``sp``'s test pairs it answered, its P(item 1) there)."""
-    out = {}
-    for kind, key in JUDGE_KEYS.items():
-        by_pair = by_key.get(key) or {}
-        idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
-                       dtype=np.int64)
-        if len(idx):
-            out[kind] = (idx, np.array([float(by_pair[sp.pairs_test[i].pair_id])
-                                        for i in idx]))
-    return out
+    covered = {kind: covered_test_pairs(sp, by_key.get(key)) for kind, key in JUDGE_KEYS.items()}
+    return {kind: c for kind, c in covered.items() if c is not None}
 
 
 def transfer_comparisons(fitted: list[FittedStore], cfg: TransferConfig, *,
