@@ -277,6 +277,11 @@ def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
         "changes", NOT_RUN)
 
 
+def _p_order(p) -> float:
+    """A p-value for choosing the smallest: a missing or NaN one sorts last."""
+    return math.inf if p is None or math.isnan(float(p)) else float(p)
+
+
 def _steering(c: Claim, s: dict, sweep: dict) -> Read:
     rows = s.get("steering") or []
     steer = {r["condition"]: r for r in rows if r.get("kind") == "probe"}
@@ -286,7 +291,7 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
                   if r.get("n_slope_matched") is not None]
                  or [int(r.get("n_matched") or 0) for r in rows
                      if r.get("condition") == "matched"] or [0])
-    best = min(steer.values(), key=lambda r: r.get("p_slope_matched", math.inf))
+    best = min(steer.values(), key=lambda r: _p_order(r.get("p_slope_matched")))
     return permutation_union_test([r.get("p_slope_matched", math.nan) for r in steer.values()],
                                   n_null, delta=FAMILIES[c.family].delta,
                                   value=float(best.get("slope", math.nan)), names=list(steer),
@@ -302,7 +307,11 @@ def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
         return Verdict(NOT_TESTED, v["reason"], v.get("rule", ""), ev, "permutation against "
                        "nulls", needed=v.get("needed") or "2+ probes above chance")
     draws = re.search(r"(\d+) draws each", v.get("rule", ""))
-    return agreement_test(ev, int(draws.group(1)) if draws else 2000)
+    if not draws:  # the smallest p it could reach is unknown, so it cannot be tested
+        return Verdict(NOT_TESTED, "the run does not say how many null draws it took",
+                       v.get("rule", ""), ev, "permutation against nulls",
+                       needed="a rerun that records its null draws")
+    return agreement_test(ev, int(draws.group(1)))
 
 
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {

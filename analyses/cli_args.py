@@ -334,6 +334,11 @@ def _check_run(args) -> None:
                           "size: drop one")
     if builtins or not root.is_dir():
         return  # the main job on the built-ins (the folder is not read)
+    if getattr(args, "max_pairs", None) is not None:
+        raise PPairsError(f"--max-pairs sizes the built-ins or --datasets files, but the main "
+                          f"job reads the seed experiments' files in {root} at its preset's "
+                          "sizes (--quick, the demo, --full): drop --max-pairs, or add "
+                          "--builtins / --datasets")
     if not any((root / rel).is_file() for rel in expected):
         raise PPairsError(f"--shared-data {root} holds none of the replication's datasets "
                           f"(expected at least one of {', '.join(expected)})")

@@ -29,7 +29,7 @@ Figure 4's shift, finetuning, insertion) have nothing to do, and no published cl
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import fields as dataclass_fields, replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -287,6 +287,11 @@ def refresh(figures: str | Path = "figures") -> dict:
 
     fig = Path(figures)
     s = read_json_object(fig / "summary.json")
+    missing = sorted({f.name for f in dataclass_fields(ReplicationSizes)} - set(s["sizes"]))
+    if missing:  # today's default would caption numbers drawn at another size
+        raise DataError(f"'sizes' lacks {', '.join(missing)}: the run predates them, so its "
+                        "sizes cannot be told; rerun it (make demo)",
+                        file=str(fig / "summary.json"))
     sweep = read_json_object(fig / "layer_sweep_summary.json")
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
     others, layers = [], []
@@ -317,7 +322,9 @@ def refresh(figures: str | Path = "figures") -> dict:
             if d.verdict else d for d in shift.drops))
     cfg = ReplicationConfig(sizes=ReplicationSizes(**{k: tuple(v) if isinstance(v, list) else v
                                                       for k, v in s["sizes"].items()}),
-                            settings=settings)
+                            settings=settings,
+                            datasets=(tuple(BUILTINS["datasets"]) if s.get("kind") == "builtins"
+                                      else None))
     out = replication_summary(
         model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
         datasets=s["datasets"], sweep=sweep, pvp=pvp.data(),

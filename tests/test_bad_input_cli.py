@@ -145,3 +145,13 @@ def test_an_unwritable_output_folder_is_refused_but_a_read_only_store_root_is_re
     with pytest.raises(Loaded):  # finished stores in a read-only root are only read
         main(["sweep", "--datasets", "larger_number", "--out", str(out), "--stores",
               str(stores)])
+
+
+def test_max_pairs_the_seed_files_would_ignore_is_refused(no_model, tmp_path, capsys):
+    data = tmp_path / "shared"
+    (data / "mctaco").mkdir(parents=True)
+    (data / "mctaco" / "dev_3783.tsv").write_text("")
+    err = refused(["run", "--shared-data", str(data), "--max-pairs", "30",
+                   "--out", str(tmp_path / "o")], capsys)
+    assert "--max-pairs sizes the built-ins or --datasets files" in err
+    assert not (tmp_path / "o").exists()

@@ -3,6 +3,7 @@ the --quick sizes): every experiment writes its table, every claim gets a verdic
 second run reuses every finished step."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,17 @@ def test_without_the_data_folder_nothing_runs_and_the_reason_is_printed(tiny, tm
     cfg = ReplicationConfig(shared_data=str(tmp_path / "absent"), out=str(tmp_path / "fig"))
     assert run_replication(cfg, bridge=tiny) is None
     assert "does not exist" in capsys.readouterr().out
+
+
+def test_refresh_refuses_a_summary_whose_sizes_predate_a_field(tmp_path):
+    import shutil
+
+    from ppairs_lens.errors import DataError
+
+    fig = tmp_path / "figures"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "figures", fig)
+    s = json.loads((fig / "summary.json").read_text())
+    s["sizes"].pop("mt_bench_per_question")
+    (fig / "summary.json").write_text(json.dumps(s))
+    with pytest.raises(DataError, match="'sizes' lacks mt_bench_per_question"):
+        replication.refresh(fig)

@@ -187,7 +187,8 @@ def ablation_tests(ablation: list[dict], judges: dict) -> dict | None:
         why = "; ".join(dict.fromkeys(w for _, w in decides_any))
         out["changes"] = Verdict(NOT_TESTED, why, "", needed="a judge that decides")
         return out
-    best = min(probes, key=lambda r: r.get("p_matched", math.inf))
+    best = min(probes, key=lambda r: (math.inf if r.get("p_matched") is None
+                                      or math.isnan(r["p_matched"]) else r["p_matched"]))
     eq = [t.p_holds if isinstance(t, ClaimTest) else math.nan
           for t in (out[r["condition"]] for r in probes)]
     out["changes"] = permutation_union_test(
