@@ -55,9 +55,11 @@ class ReplicationConfig:
     # read-out) is fitted at the cosine read-out only (readout_choice.add_kinds_at)
     transfer_kinds: tuple[str, ...] = ALL_PROBE_KINDS
     ablation_dataset: str = "mt-bench"
-    # 60 + 60 nulls: the smallest p, 1/61, still below Holm's 0.05/3 for three directions
-    ablation_random: int = 60
-    ablation_matched: int = 60
+    # 20 + 20 nulls: Holm over three directions needs 60 + 60 (1/61 < 0.05/3; --full has 100),
+    # but the demo's MT-Bench judge gives the same raw answer on every pair, so no ablation
+    # claim is tested at its size whatever the nulls; the step shows the design and says so
+    ablation_random: int = 20
+    ablation_matched: int = 20
     ablation_eval_pairs: int = 20
     # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
     # prompts, as a training example costs ~3-6 CPU-seconds here; one set in the demo (at 8
@@ -71,7 +73,7 @@ class ReplicationConfig:
     finetune_curve_full: tuple[int, ...] | None = None  # full finetuning's curve: --full only
     # random and variance-matched directions each: Holm needs 60 (--full); the demo shows
     # the design at two doses on 4 pairs, decides nothing
-    steering_nulls: int = 10
+    steering_nulls: int = 4
     steering_eval_pairs: int = 4
     steering_alphas: tuple[float, ...] = (-1.0, 1.0)  # x the read-out's norm
     climatex_test: int = 24  # of the 300-statement test split, in its level proportions
