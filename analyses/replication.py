@@ -44,6 +44,7 @@ from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
 from analyses.step_records import (AblationRows, FinetuningRows, InsertionRows, PvPRows,
                                    ShiftResult, SteeringRows, ThesisRows)
+from analyses.step_records_sweep import SweepResult, TransferResult
 from analyses.claims import evaluate_claims, per_layer
 from analyses.replication_config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication_findings import replication_summary, replication_markdown
@@ -185,17 +186,17 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     cfgs = step_configs(cfg, {n: str(store_of[n].path) for n in names},
                         {n: datasets[n].kind for n in names})
 
-    def sweep_step():
+    def sweep_step() -> SweepResult:
         res = run_sweep_with_summary(stores, out, cfgs["sweep"], judges=per_pair)
-        return {**res["summary"], "others": [r for r in res["rows"] if int(r["layer"]) < 0],
-                "per_layer": per_layer(res["rows"])}       # Appendix A's claims
+        return SweepResult.of(res["summary"], res["rows"],
+                              per_layer(res["rows"]))      # Appendix A's claims
     sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
                      judges=per_pair, **common)
-    chosen = {(e["dataset"], e["kind"]): e["layer"] for e in sweep["entries"]}
+    chosen = sweep.chosen()
 
     def pvp_step() -> PvPRows:
-        return PvPRows.of(run_probes_vs_prompting(
-            sweep, judge_records, out, cfgs["probes vs prompting"])["rows"])
+        return PvPRows.of(run_probes_vs_prompting(   # the analysis reads the sweep's JSON data
+            sweep.data(), judge_records, out, cfgs["probes vs prompting"])["rows"])
     pvp = run.step("probes vs prompting", pvp_step, outputs=("probes_vs_prompting.csv",),
                    sweep=sweep, **common)
 
@@ -213,13 +214,10 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     comparison = comparison_names(names, {n: datasets[n].kind for n in names})
 
-    def transfer_step():
+    def transfer_step() -> TransferResult:
         res = run_transfer([store_of[n] for n in comparison], out, cfgs["transfer"])
         # F1 for the report's Table 1; accuracy with its group differences for Table 1's claims
-        head = [r for r in res["transfer"] if r.get("headline")]
-        return {**res["summary"], "f1": [r for r in head if r["metric"] == "f1"],
-                "accuracy": [r for r in head if r["metric"] == "accuracy"
-                             and r["kind"] in ("supervised", "pca")]}
+        return TransferResult.of(res["summary"], res["transfer"])
     transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
                         **common)
 
@@ -266,11 +264,11 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     summary = replication_summary(  # the summary is JSON: the records' data from here on
         model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
-        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep, pvp=pvp.data(),
-        thesis=thesis.data(), transfer=transfer, shift=shift.data() if shift else None,
+        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep.data(), pvp=pvp.data(),
+        thesis=thesis.data(), transfer=transfer.data(), shift=shift.data() if shift else None,
         ablation=ablation.data(), steering=steering.data(), finetuning=finetuning.data(),
         insertion=insertion.data(), judges=judge_records)
-    summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
+    summary.update(evaluate_claims(summary, sweep.data()))        # the claims registry decides
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)
     print(replication_markdown(summary))
@@ -292,26 +290,23 @@ def refresh(figures: str | Path = "figures") -> dict:
         raise DataError(f"'sizes' lacks {', '.join(missing)}: the run predates them, so its "
                         "sizes cannot be told; rerun it (make demo)",
                         file=str(fig / "summary.json"))
-    sweep = read_json_object(fig / "layer_sweep_summary.json")
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
-    others, layers = [], []
+    rows = []
     for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):
         try:  # a column missing, or no number: located, not a bare ValueError
             row = {k: f(r[k]) if r[k] != "" else float("nan") for k, f in num.items()}
         except (KeyError, TypeError, ValueError) as e:
             raise DataError(f"expected numbers in {list(num)} ({e})", row=i,
                             file=str(fig / "layer_sweep.csv")) from None
-        if row["layer"] < 0:
-            others.append({**r, **row, "ci_counts": r.get("ci_counts") == "True"})
-        else:
-            layers.append({**r, **row, "ci_counts": r.get("ci_counts") in ("True", True)})
-    sweep["others"], sweep["per_layer"] = others, per_layer(layers)
-    names = list(dict.fromkeys(e["dataset"] for e in sweep["entries"]))
+        rows.append({**r, **row, "ci_counts": r.get("ci_counts") == "True"})
+    sweep = SweepResult.of(read_json_object(fig / "layer_sweep_summary.json"), rows,
+                           per_layer(rows))
+    names = sweep.datasets()
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
                                                        if k in s})
-    pvp = PvPRows.of(run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(datasets=[
-        n for n in names if n not in shifted_names(names)],  # as the main job: Figure 4's alone
+    pvp = PvPRows.of(run_probes_vs_prompting(sweep.data(), s["judges"], fig, PvPConfig(
+        datasets=[n for n in names if n not in shifted_names(names)],  # as the main job
         settings=settings))["rows"])
     shift = ShiftResult.from_data(s["shift"]) if s.get("shift") else None
     if shift:
@@ -327,14 +322,16 @@ def refresh(figures: str | Path = "figures") -> dict:
                                       else None))
     out = replication_summary(
         model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
-        datasets=s["datasets"], sweep=sweep, pvp=pvp.data(),
+        datasets=s["datasets"], sweep=sweep.data(), pvp=pvp.data(),
         thesis=ThesisRows.from_data(s["thesis_tables"]).data(),
-        transfer=s["transfer"], shift=shift.data() if shift else None,
+        transfer=(TransferResult.from_data(s["transfer"]).data()
+                  if s.get("transfer") is not None else None),
+        shift=shift.data() if shift else None,
         ablation=AblationRows.from_data(s["ablation"]).data(),
         steering=SteeringRows.from_data(s["steering"]).data(),
         finetuning=FinetuningRows.from_data(s["finetuning"]).data(),
         insertion=InsertionRows.from_data(s["insertion"]).data(), judges=s["judges"])
-    out.update(evaluate_claims(out, sweep))
+    out.update(evaluate_claims(out, sweep.data()))
     write_json(fig / "summary.json", out)
     return out
 

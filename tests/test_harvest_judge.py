@@ -151,6 +151,32 @@ def test_judge_study_takes_the_harvested_order_and_runs_the_rest(tiny, tmp_path)
                                "zero_shot_from_harvest": n // 2}
 
 
+def test_the_held_out_judge_and_the_study_run_one_zero_shot_pass(tiny, tmp_path, monkeypatch):
+    """``judge_held_out``'s zero-shot form and ``judge_study`` get their answers from the one
+    pass (``zero_shot.sides_logodds``): the same calibrated log-odds on the same pairs."""
+    from ppairs_lens.judges import study, zero_shot
+    from ppairs_lens.judges.held_out import judge_held_out
+
+    d = small_comparisons(12)
+    store = ensure_stores(tiny, [d], tmp_path / "s")[0]
+    protocol = EvalSettings(test_size=0.5, split_by="pair")
+    calls = []
+    real = zero_shot.sides_logodds
+
+    def counted(*a, **k):
+        calls.append(len(a[1]))
+        return real(*a, **k)
+    monkeypatch.setattr(zero_shot, "sides_logodds", counted)
+    monkeypatch.setattr(study, "sides_logodds", counted)
+    got = judge_study(tiny, [store], [d], JudgeStudySettings(protocol, train_pairs=4,
+                                                             allure=None))[d.name]
+    held = judge_held_out(tiny, store, d, forms=("zero_shot",), **protocol.split_kwargs())
+    assert calls == [4, 2]          # the study's four sides, then the held-out two orders
+    assert held.n_test == len(got.test_ids) and held.zero_shot["calibrated"]
+    z = held.zero_shot["z_by_pair"]
+    np.testing.assert_allclose([z[i] for i in got.test_ids], got.forms.z, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.integration
 def test_embedded_model_harvest_gives_the_judges_answer(smol):
     from ppairs_lens.data import builtin_dataset

@@ -69,8 +69,8 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     assert set(again["reused_steps"]) >= {"prompted judges", "layer sweep", "thesis tables",
                                           "transfer", "ablation", "insertion"}
     # reused steps hand on the records fresh ones did (io/records.py), so the same numbers
-    for key in ("judges", "probes_vs_prompting", "thesis_tables", "shift", "finetuning",
-                "ablation", "steering", "insertion"):
+    for key in ("judges", "probes_vs_prompting", "thesis_tables", "transfer", "shift",
+                "finetuning", "ablation", "steering", "insertion", "claims"):
         assert json.dumps(again[key], sort_keys=True, default=str) == json.dumps(
             s[key], sort_keys=True, default=str), key
 

@@ -24,16 +24,10 @@ from ppairs_lens.io.records import is_record_type
 ROOT = Path(__file__).resolve().parent.parent
 MAIN_JOB = "analyses.replication"
 
-#: Steps whose result is still JSON data, each with its reason. The table steps hand on
-#: ``StepRows`` of typed rows (analyses/step_records.py); these two hand on nested summaries
-#: that later steps read by key (the sweep's ``entries`` feed probes-vs-prompting, the thesis
-#: tables and the claims registry; transfer's per-kind cosine summary has keys such as
-#: ``frac_abs_cos_above_0.7`` and the committed ``summary.json`` predates its ``accuracy``).
-KNOWN_UNTYPED: dict[str, str] = {
-    "layer sweep": "the sweep summary dict + its judge/baseline rows (scoring internals "
-                   "being rewritten in parallel)",
-    "transfer": "the transfer summary dict + F1 row dicts",
-}
+#: Steps whose result is still JSON data, each with its reason (none now: the table steps
+#: hand on ``StepRows`` of typed rows, analyses/step_records.py; the layer sweep and transfer
+#: their ``SweepResult`` and ``TransferResult``, analyses/step_records_sweep.py).
+KNOWN_UNTYPED: dict[str, str] = {}
 
 
 def _steps(tree: ast.AST) -> list[tuple[str, ast.expr, int]]:

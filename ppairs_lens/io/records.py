@@ -12,7 +12,9 @@ A table's rows need not all have every column: a row record's field that this ro
 have holds :data:`ABSENT`, which :func:`record_data` leaves out (so the row's data has the
 keys it had) and :func:`record_from_data` restores from the field's default.
 :class:`StepRows` is a step's table as such rows (:func:`as_row` makes one from a row dict,
-refusing a column its record lacks).
+refusing a column its record lacks). A field whose JSON key cannot be a Python name
+(``frac_abs_cos_above_0.7``) declares that key as ``field(metadata={JSON_KEY: "..."})``; the
+codec writes and reads the field under it.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ import numpy as np
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.outputs import jsonable
 
-__all__ = ["ABSENT", "Absent", "StepRows", "as_row", "is_record_type", "record_data",
-           "record_from_data"]
+__all__ = ["ABSENT", "Absent", "JSON_KEY", "StepRows", "as_row", "is_record_type",
+           "record_data", "record_from_data"]
 
 _SEQUENCES = (list, tuple, cabc.Sequence)
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
@@ -59,13 +61,27 @@ class Absent:
 #: A row record's field that this row does not have: left out of its data.
 ABSENT = Absent()
 
+#: The metadata key of a field whose JSON key differs from its name.
+JSON_KEY = "json_key"
+
+
+def _key(f) -> str:
+    """The JSON key of the dataclass field ``f``."""
+    return f.metadata.get(JSON_KEY, f.name)
+
+
+def _by_name(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` (keyed as :func:`record_data` writes ``cls``) keyed by field name."""
+    names = {_key(f): f.name for f in fields(cls)}
+    return {names.get(k, k): v for k, v in data.items()}
+
 
 def record_data(obj: Any) -> Any:
     """``obj`` as JSON data: a record's fields by name (those holding :data:`ABSENT` left
     out), arrays as (nested) lists, tuples as lists, mapping keys as strings; a NaN stays a
     NaN (the step cache writes it as ``NaN``)."""
     if is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: record_data(v) for f in fields(obj)
+        return {_key(f): record_data(v) for f in fields(obj)
                 if (v := getattr(obj, f.name)) is not ABSENT}
     if isinstance(obj, np.ndarray) and obj.ndim > 0:
         return obj.tolist()
@@ -98,7 +114,8 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
     if origin in (typing.Union, types.UnionType):
         if data is None and type(None) in args:
             return None
-        options = [a for a in args if a is not type(None)]
+        # never ABSENT in data (an absent column is a missing key): no fallback to raw data
+        options = [a for a in args if a not in (type(None), Absent)]
         errors = []
         for a in options:
             try:
@@ -112,6 +129,7 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
         if not isinstance(data, dict):
             raise PPairsError(f"{where}: expected an object for {hint.__name__}, got {data!r:.60}")
         hints = typing.get_type_hints(hint)
+        data = _by_name(hint, data)
         known = {f.name for f in fields(hint)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -148,11 +166,12 @@ def as_row(row_type: Any, row: Mapping[str, Any], where: str):
     has), refused naming the columns that fit no record."""
     options = typing.get_args(row_type) or (row_type,)
     for t in options:
+        named = _by_name(t, row)
         known = {f.name for f in fields(t)}
         needed = {f.name for f in fields(t)
                   if f.default is MISSING and f.default_factory is MISSING}
-        if set(row) <= known and needed <= set(row):
-            return t(**row)
+        if set(named) <= known and needed <= set(named):
+            return t(**named)
     names = " or ".join(t.__name__ for t in options)
     raise PPairsError(f"{where}: columns {sorted(row)} fit no {names}; add the new ones to "
                       "its row record")

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
-from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import ITEM1, Dataset
 from ppairs_lens.data.specs import subsample_by_context
@@ -28,7 +27,7 @@ from ppairs_lens.judges.calibration import judge_diagnostics
 from ppairs_lens.judges.fair_forms import JudgeForms, judge_forms
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.models.backend import model_dtype
-from ppairs_lens.judges.zero_shot import ZeroShotResult, choice_logodds_of, swapped_dataset
+from ppairs_lens.judges.zero_shot import ZeroShotResult, sides_logodds, swapped_dataset
 
 __all__ = ["HeldOutJudges", "JudgeStudySettings", "harvested_logodds", "judge_study"]
 
@@ -88,7 +87,7 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
     (:meth:`ActivationStore.judge_logodds`; same model and dtype, records and template, as checked
     here): only the swapped orders run, plus any prompt whose stored answer is missing.
     ``n_prompts`` says how many answers ran and how many came from the harvest."""
-    parts, prompts, sides = [], [], []
+    parts, sides = [], []
     for store, ds in zip(stores, datasets):
         check_store_matches(bridge, store, ds)
         template = store_template(store)
@@ -96,24 +95,16 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
         train, test, used = held_out_datasets(store, ds, **settings.protocol.split_kwargs())
         train_sub = subsample_by_context(train, settings.train_pairs, seed)
         stored = harvested_logodds(store, bridge)
-        n_run = len(prompts)
-        for j, side in enumerate((test, swapped_dataset(test), train_sub,
-                                  swapped_dataset(train_sub))):
-            ps = build_contrast_pairs(bridge.tokenizer, side, template)
-            # the items' own order (j even) is the harvest's prompt: its answer may be stored
-            known = np.array([stored.get(p.pair_id, np.nan) if j % 2 == 0 else np.nan
-                              for p in ps], dtype=np.float64)
-            sides.append(known)
-            prompts += [p for p, v in zip(ps, known) if np.isnan(v)]
-        n_run = len(prompts) - n_run
-        parts.append((store.meta.dataset, template, train, train_sub, test, used, n_run))
-    ld = iter(choice_logodds_of(bridge, prompts,
-                                desc="zero-shot judge, every dataset, both orders"))
-    for known in sides:  # the answers run, in order, where none was stored
-        known[np.isnan(known)] = [next(ld) for _ in range(int(np.isnan(known).sum()))]
+        # the items' own order is the harvest's prompt: its answer may be stored
+        sides += [(test, template, stored), (swapped_dataset(test), template, None),
+                  (train_sub, template, stored), (swapped_dataset(train_sub), template, None)]
+        parts.append((store.meta.dataset, template, train, train_sub, test, used))
+    answers, runs = sides_logodds(bridge, sides,
+                                  desc="zero-shot judge, every dataset, both orders")
     out = {}
-    for k, (name, template, train, train_sub, test, used, n_run) in enumerate(parts):
-        ld_o, ld_s, tr_o, tr_s = sides[4 * k:4 * k + 4]
+    for k, (name, template, train, train_sub, test, used) in enumerate(parts):
+        ld_o, ld_s, tr_o, tr_s = answers[4 * k:4 * k + 4]
+        n_run = sum(runs[4 * k:4 * k + 4])
         y_tr = np.array([y == ITEM1 for y in train_sub.labels()])
         forms = judge_forms(ld_o, ld_s, (tr_o - tr_s) / 2, y_tr)
         diag = judge_diagnostics(ZeroShotResult.from_logodds(ld_o, ld_s, 2 * len(test)),

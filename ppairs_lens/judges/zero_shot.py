@@ -21,7 +21,7 @@ passes (:func:`ppairs_lens.activations.harvest.harvest_with_judge`), the store k
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +154,33 @@ def judge_prompts(tokenizer, dataset: Dataset, template: Template | None = None,
     return pairs
 
 
+#: One side of a zero-shot pass: records (one order of them), their template, and the
+#: answers already known by pair id (the harvest's, on the items' own order; None: none).
+Side = tuple[Dataset, Template | None, Mapping[str, float] | None]
+
+
+def sides_logodds(bridge, sides: Sequence[Side], *, desc: str = "zero-shot judge",
+                  **options: Any) -> tuple[list[Float[np.ndarray, "record"]], list[int]]:
+    """The zero-shot judge's log-odds on every record of every side, and per side how many
+    prompts ran: every prompt whose answer is not known, of all sides, in ONE
+    :func:`choice_logodds_of` call (``options``: its ``hooks``, ``final_hooks``,
+    ``settings``), so a context shared by several sides (both orders, several datasets) runs
+    once. The one zero-shot pass: :func:`zero_shot` (one dataset, both orders) and
+    :func:`ppairs_lens.judges.study.judge_study` (every dataset, the items' own order from the
+    harvest) both call it."""
+    prompts, answers = [], []
+    for dataset, template, known in sides:
+        ps = build_contrast_pairs(bridge.tokenizer, dataset, template)
+        got = np.array([(known or {}).get(p.pair_id, np.nan) for p in ps], dtype=np.float64)
+        answers.append(got)
+        prompts += [p for p, v in zip(ps, got) if np.isnan(v)]
+    runs = [int(np.isnan(got).sum()) for got in answers]
+    ld = iter(choice_logodds_of(bridge, prompts, desc=desc, **options))
+    for got, n in zip(answers, runs):  # the answers run, in order, where none was known
+        got[np.isnan(got)] = [next(ld) for _ in range(n)]
+    return answers, runs
+
+
 def zero_shot(
     bridge,
     dataset: Dataset,
@@ -167,16 +194,17 @@ def zero_shot(
     """P(item 1 preferred) per record (P(True) for statements), with its log-odds and parts.
 
     Comparisons are position-calibrated in log-odds unless ``calibrate=False``; both orders run
-    in one :func:`run_branches` call, so a shared context serves both. ``hooks`` /
-    ``final_hooks`` as in :func:`choice_logodds_of`.
+    in one :func:`run_branches` call (:func:`sides_logodds`), so a shared context serves both.
+    ``hooks`` / ``final_hooks`` as in :func:`choice_logodds_of`.
     """
     backend_of(bridge)  # first: an object that is no TransformerLens model gets a clear error
-    pairs = judge_prompts(bridge.tokenizer, dataset, template, calibrate=calibrate)
-    n = len(dataset)
-    calibrate = len(pairs) > n
-    ld = choice_logodds_of(bridge, pairs, hooks=hooks, final_hooks=final_hooks,
-                           settings=settings, desc=f"zero-shot judge {dataset.name}")
-    return ZeroShotResult.from_logodds(ld[:n], ld[n:] if calibrate else None, len(pairs))
+    calibrate = calibrate and dataset.kind == "comparison" and len(dataset) > 0
+    sides = [(dataset, template, None)]
+    if calibrate:   # the prompts of judge_prompts, in its order
+        sides.append((swapped_dataset(dataset), template, None))
+    ld, runs = sides_logodds(bridge, sides, desc=f"zero-shot judge {dataset.name}",
+                             hooks=hooks, final_hooks=final_hooks, settings=settings)
+    return ZeroShotResult.from_logodds(ld[0], ld[1] if calibrate else None, sum(runs))
 
 
 def judge_report(dataset: Dataset, res: ZeroShotResult) -> dict:

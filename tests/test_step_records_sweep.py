@@ -1,0 +1,151 @@
+"""The layer sweep and transfer steps hand on records (analyses/step_records_sweep.py): the
+same record fresh and reused, and the JSON the summary and the claims read exactly as the
+step wrote it before the records (the committed ``figures/`` read back key for key)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from analyses.step_records_sweep import (
+    CosineSummary,
+    OtherScore,
+    SweepEntry,
+    SweepResult,
+    TransferResult,
+)
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.io.records import ABSENT, JSON_KEY, as_row, record_data, record_from_data
+from ppairs_lens.io.study_runner import StudyRunner
+
+FIGURES = Path(__file__).resolve().parents[1] / "figures"
+
+DIFF = {"value": 0.1, "lo": -0.1, "hi": 0.3, "n_boot_used": 200, "n_groups": 3,
+        "ci_counts": False, "a": 0.6, "b": 0.5, "n": 10, "metric": "accuracy",
+        "group_diffs": [0.5, 0.0, float("nan")], "about": "prompted judge on 10 of 10 pairs"}
+ENTRY = {"dataset": "d", "kind": "supervised", "layer": 2, "hook": "blocks.2.hook_resid_post",
+         "val_value": None, "selected_by": "last block", "split_used": "pairs", "n_test": 10,
+         "n_groups_test": 3, "ci_unit": "by pair",
+         "test": {"metric": "accuracy", "value": 0.6, "lo": 0.4, "hi": 0.8, "ci_counts": False},
+         "length_balanced": {"n": 4, "tolerance": 0.1, "accuracy": {"probe": 0.5}},
+         "minus": {"zero_shot": DIFF}, "unavailable": {"memorisation": "no ids recur"}}
+SUMMARY = {"selection": "best validation read-out", "metric": "accuracy", "ci": "95%",
+           "entries": [ENTRY, {**ENTRY, "kind": "pca", "length_balanced": None, "minus": {}}]}
+ROW = {"dataset": "d", "kind": "supervised", "layer": 1, "hook": "h", "metric": "accuracy",
+       "value": 0.7, "lo": 0.5, "hi": 0.9, "ci_counts": True, "n_train": 12, "n_test": 10,
+       "split_used": "pairs", "val_value": 0.6, "sign_confidence": None, "chosen": False,
+       "selected_by": "validation", "predictor": ""}
+JUDGE = {**ROW, "kind": "zero_shot", "layer": -1, "hook": "", "predictor": "prompted judge"}
+PER_LAYER = [{k: ROW[k] for k in ("dataset", "kind", "layer", "metric", "value", "lo", "hi",
+                                  "ci_counts", "n_test")}]
+
+
+def _sweep() -> SweepResult:
+    return SweepResult.of(SUMMARY, [ROW, JUDGE], PER_LAYER)
+
+
+def test_the_sweep_hands_on_the_same_record_fresh_and_reused(tmp_path):
+    def step() -> SweepResult:
+        return _sweep()
+
+    fresh = StudyRunner(tmp_path, 1).step("layer sweep", step)
+    again = StudyRunner(tmp_path, 1)
+    reused = again.step("layer sweep", step)
+    assert again.reused == ["layer sweep"]
+    for got in (fresh, reused):
+        assert isinstance(got, SweepResult) and isinstance(got.entries[0], SweepEntry)
+        assert got.others == (OtherScore(**{k: JUDGE[k] for k in OtherScore.__annotations__}),)
+        assert got.chosen() == {("d", "supervised"): 2, ("d", "pca"): 2}
+        assert got.datasets() == ["d"]
+        assert got.entries[0].minus["zero_shot"].group_diffs[:2] == (0.5, 0.0)
+        data = got.data()
+        assert math.isnan(data["entries"][0]["minus"]["zero_shot"]["group_diffs"][2])
+        assert json.dumps({k: data[k] for k in SUMMARY}) == json.dumps(SUMMARY)
+        assert data["per_layer"] == PER_LAYER and data["others"][0]["predictor"] == \
+            "prompted judge"
+
+
+def test_a_sweep_entry_without_a_field_is_refused_naming_it():
+    broken = {**SUMMARY, "entries": [{k: v for k, v in ENTRY.items() if k != "test"}]}
+    with pytest.raises(PPairsError, match=r"SweepEntry needs field\(s\) \['test'\]"):
+        SweepResult.of(broken, [], [])
+
+
+@pytest.mark.skipif(not (FIGURES / "layer_sweep_summary.json").is_file(),
+                    reason="no committed sweep")
+def test_the_committed_sweep_summary_reads_back_key_for_key():
+    summary = json.loads((FIGURES / "layer_sweep_summary.json").read_text("utf-8"))
+    data = SweepResult.of(summary, [], []).data()
+    assert json.dumps({k: data[k] for k in summary}) == json.dumps(summary)
+
+
+COSINE = {"mean_abs_cos": 0.1, "mean_cos": 0.0, "split_half_abs_cos": 0.2,
+          "frac_abs_cos_above_0.7": 0.0, "frac_abs_cos_above_null_p95": 0.5,
+          "random_mean_abs_cos": 0.03, "random_p95": 0.08, "random_p99": 0.1,
+          "in_distribution": 0.6, "off_diagonal_target": 0.5, "off_diagonal_train": None,
+          "off_diagonal": 0.5,
+          "agreement": {"outcome": "not tested at this size", "reason": "1 of 2", "rule": "r",
+                        "evidence": {"used": ["a"], "below_chance": ["b"]}, "method": "",
+                        "needed": None, "in_distribution": {
+                            "a": {"value": 0.8, "lo": 0.6, "hi": 1.0}, "b": None}}}
+T_ROW = {"train": "a", "test": "b", "kind": "pca", "role": "probe", "center": "target",
+         "headline": True, "in_distribution": False, "metric": "accuracy", "value": 0.6,
+         "lo": 0.4, "hi": 0.8, "ci_counts": False, "layer": 3, "hook": "h", "layer_rule": "val",
+         "val_value": 0.7, "selected_by": "validation", "split_by": "pairs", "refused": "",
+         "n_train": 20, "n_test": 10, "n_groups": 2, "group_diffs": [0.1, 0.2]}
+F1_ROW = {k: v for k, v in T_ROW.items() if k not in ("n_groups", "group_diffs")}
+
+
+def test_transfer_hands_on_the_same_record_fresh_and_reused(tmp_path):
+    rows = [{**F1_ROW, "metric": "f1"}, T_ROW, {**T_ROW, "kind": "ccs"},
+            {**T_ROW, "headline": False}]
+
+    def step() -> TransferResult:
+        return TransferResult.of({"pca": COSINE}, rows)
+
+    fresh = StudyRunner(tmp_path, 1).step("transfer", step)
+    reused = StudyRunner(tmp_path, 1).step("transfer", step)
+    for got in (fresh, reused):
+        assert isinstance(got.per_kind["pca"], CosineSummary)
+        assert got.per_kind["pca"].frac_abs_cos_above_07 == 0.0
+        assert got.f1[0].metric == "f1" and got.f1[0].n_groups is ABSENT
+        assert [r.kind for r in got.accuracy] == ["pca"]       # headline supervised / PCA
+        assert json.dumps(got.data()) == json.dumps(
+            {"pca": COSINE, "f1": [rows[0]], "accuracy": [T_ROW]})
+
+
+def test_a_transfer_summary_written_before_accuracy_and_role_reads_back_as_it_was():
+    old = {"pca": {k: v for k, v in COSINE.items() if k != "agreement"},
+           "f1": [{k: v for k, v in F1_ROW.items() if k != "role"}]}
+    rec = TransferResult.from_data(json.loads(json.dumps(old)))
+    assert rec.accuracy is ABSENT and rec.f1[0].role is ABSENT
+    assert json.dumps(rec.data()) == json.dumps(old)
+    assert TransferResult.from_data({}).data() == {}
+
+
+def test_a_transfer_row_with_a_column_it_lacks_is_refused_not_kept_as_a_dict():
+    with pytest.raises(PPairsError, match=r"TransferRow has no field\(s\) \['surprise'\]"):
+        TransferResult.from_data({"f1": [{**F1_ROW, "surprise": 1}]})
+
+
+@pytest.mark.skipif(not (FIGURES / "summary.json").is_file(), reason="no committed summary")
+def test_the_committed_transfer_section_reads_back_key_for_key():
+    transfer = json.loads((FIGURES / "summary.json").read_text("utf-8"))["transfer"]
+    assert json.dumps(TransferResult.from_data(transfer).data()) == json.dumps(transfer)
+
+
+def test_a_field_keeps_a_json_key_that_is_no_python_name():
+    @dataclass(frozen=True)
+    class R:
+        above: float = field(metadata={JSON_KEY: "above_0.7"})
+        n: int = 0
+
+    assert record_data(R(0.5, 2)) == {"above_0.7": 0.5, "n": 2}
+    assert record_from_data(R, {"above_0.7": 0.5, "n": 2}) == R(0.5, 2)
+    assert as_row(R, {"above_0.7": 0.5}, "row") == R(0.5)
+    with pytest.raises(PPairsError, match="needs field"):
+        record_from_data(R, {"n": 1})
