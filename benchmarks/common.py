@@ -31,15 +31,17 @@ def _text(rng: random.Random, n_words: int) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def summeval_like(n_articles: int, n_summaries: int, seed: int = 0) -> Dataset:
-    """Real SummEval (first articles) when ../shared is present, else long synthetic articles.
+def summeval_like(n_articles: int, n_summaries: int, seed: int = 0,
+                  path: Path | None = None) -> Dataset:
+    """Real SummEval (first articles) when ../shared is present (or from ``path``), else long
+    synthetic articles.
 
     Either way: every article (~400 tokens) is shared by all pairs of its summaries, which is
     what prefix sharing exploits.
     """
     from ppairs_lens.data import comparisons_within_contexts, read_scored_items
 
-    path = SHARED / "summeval" / "summeval.jsonl"
+    path = path or SHARED / "summeval" / "summeval.jsonl"
     if path.is_file():
         items = read_scored_items(path, "coherence")
         keep: dict[str, list[ScoredItem]] = {}
@@ -50,7 +52,7 @@ def summeval_like(n_articles: int, n_summaries: int, seed: int = 0) -> Dataset:
             if len(keep) > n_articles:
                 break
         chosen = [it for cid in list(keep)[:n_articles] for it in keep[cid]]
-        source = "SummEval (../shared/datasets)"
+        source = f"SummEval ({path})"
     else:
         rng = random.Random(seed)
         chosen = []
@@ -181,7 +183,8 @@ def bare_plan(hf_model, prefixes: Sequence[Sequence[int]], branches: Sequence[Se
               read_logits: bool = True) -> None:
     """The limit of any prefix-shared pass: ``prefixes`` and their ``branches`` through a bare
     HF model on the plan the harvester would make of them."""
-    from ppairs_lens.activations.prefix_sharing import plan, run_plan
+    from ppairs_lens.activations.plan_runs import run_plan
+    from ppairs_lens.activations.prefix_sharing import plan
 
     forward, read = bare_steps(hf_model, read_logits)
     run_plan(plan(prefixes, groups), branches, forward, read, lambda *a: None,

@@ -330,8 +330,10 @@ def run_rows(
     token_budget: int,
     fuse: bool = True,
     logits_at_end: bool = False,
+    roots: Sequence[int] | None = None,
 ) -> None:
-    """Run ``subs`` (rows continuing the one cached prefix in ``start``) and their branches.
+    """Run ``subs`` (rows continuing a cached prefix in ``start``: row ``roots[k]`` for
+    ``subs[k]``, row 0 when not given) and their branches.
 
     ``emit(rows, acts, logits)`` receives each finished part: ``acts``/``logits`` have
     ``len(rows) * n_branch`` rows in row-major order (each row's branches together). Work is
@@ -349,9 +351,13 @@ def run_rows(
     base = start.mask.shape[1]
     # Longest first: a chunk's padding is set by its first member. (Empty middles sort last,
     # so chunks of them need no middle step.)
-    subs = sorted(subs, key=lambda s: (-len(s.mid), -max(len(t) for t in s.tails)))
+    order = sorted(range(len(subs)),
+                   key=lambda j: (-len(subs[j].mid), -max(len(t) for t in subs[j].tails)))
+    roots = [0 if roots is None else roots[j] for j in order]
+    subs = [subs[j] for j in order]
     k = 0
     while k < len(subs):
+        k0 = k
         width = base + len(subs[k].mid) + n_branch
         # A chunk is sized by its middle step (one row per subgroup): batching several
         # middles amortises a forward pass's fixed cost (every weight read once) and the
@@ -363,7 +369,7 @@ def run_rows(
                 not subs[k].mid or (len(chunk) + 1) * width <= token_budget):
             chunk.append(subs[k])
             k += 1
-        mid_state = extend(start, [0] * len(chunk), [s.mid for s in chunk], forward)
+        mid_state = extend(start, roots[k0:k], [s.mid for s in chunk], forward)
         rows = sorted(((j, r, t) for j, s in enumerate(chunk) for r, t in zip(s.rows, s.tails)),
                       key=lambda x: -len(x[2]))
         mid_w = mid_state.mask.shape[1]
@@ -385,14 +391,3 @@ def run_rows(
                                              [branches[r] for r in ids], read, consume=True)
             emit(ids, acts, logits)
 
-
-def run_plan(plans: Sequence[GroupPlan], branches: Sequence[Sequence[int]], forward: Forward,
-             read: Read, emit: Callable[[list[int], Tensor | None, Tensor | None], None], *,
-             token_budget: int, device: torch.device, fuse: bool = True,
-             logits_at_end: bool = False) -> None:
-    """Execute a whole plan: each group's context once, then :func:`run_rows` from it
-    (``logits_at_end``: on :func:`end_in_tails` of the plan, so no row's end is cached)."""
-    for g in (end_in_tails(plans) if logits_at_end else plans):
-        start = extend(PrefixState.empty(device), [0], [g.context], forward)
-        run_rows(start, g.subgroups, branches, forward, read, emit, token_budget=token_budget,
-                 fuse=fuse, logits_at_end=logits_at_end)

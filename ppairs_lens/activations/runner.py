@@ -43,7 +43,8 @@ from ppairs_lens.activations.few_logits import (
     unembedding_hooked,
 )
 from ppairs_lens.activations.hooked_steps import hooked_steps
-from ppairs_lens.activations.prefix_sharing import Forward, Read, plan, run_plan
+from ppairs_lens.activations.plan_runs import run_plan
+from ppairs_lens.activations.prefix_sharing import Forward, Read, plan
 from ppairs_lens.models.backend import (
     FINAL_NORM_HOOK,
     backend_of,
@@ -92,6 +93,9 @@ class HarvestSettings:
     token_budget: int | None = None
     share_prefixes: bool = True  # False runs each pair's whole prefix (a reference path)
     out_dtype: torch.dtype = torch.float32
+    # True: the contexts of many groups in one pass, their rows together (many small groups,
+    # as in direct scoring: :mod:`ppairs_lens.activations.plan_runs`)
+    batch_contexts: bool = False
 
     def __post_init__(self):
         b = self.token_budget  # any integer type (a numpy one from a sweep over budgets too)
@@ -289,7 +293,8 @@ def run_branches(
     with model.hooks(fwd_hooks=resolve_hooks(model, hooks)):
         run_plan(plan(prefixes, groups, share=settings.share_prefixes), branches, forward,
                  read, emit, token_budget=settings.budget_for(model, dev), device=dev,
-                 fuse=not final_hooks, logits_at_end=at_end)
+                 fuse=not final_hooks, logits_at_end=at_end,
+                 batch_contexts=settings.batch_contexts)
     acts = out.get("acts")
     if names and acts is None:  # no rows
         acts = torch.empty(0, n_branch, len(names), model.cfg.d_model, dtype=settings.out_dtype)

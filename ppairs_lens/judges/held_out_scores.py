@@ -2,9 +2,11 @@
 
 Each held-out item (a summary within its article, a story within its prompt) is rated once
 (:func:`ppairs_lens.judges.scoring.score_items`: one forward per item, items of one context
-sharing its prefix); a comparison's answer is then the higher score (direct: the most likely
-score, equal scores count half; G-Eval: the probability-weighted score). Items are keyed
-``context_id/item_id``, so a ranking can read the scores of every item of a context.
+sharing its prefix, and, since an article has only its ten or so items here, the contexts of
+many articles run in one pass: ``batch_contexts``); a comparison's answer is then the higher
+score (direct: the most likely score, equal scores count half; G-Eval: the
+probability-weighted score). Items are keyed ``context_id/item_id``, so a ranking can read
+the scores of every item of a context.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.judges.scoring import score_items
 
@@ -54,10 +57,13 @@ def _pairwise(test: Dataset, scores: dict[str, float]) -> dict[str, float]:
             for r in test.records}
 
 
-def score_held_out(bridge, test: Dataset) -> HeldOutScores:
-    """Rate every held-out item once; both forms of answer for every comparison."""
+def score_held_out(bridge, test: Dataset,
+                   settings: HarvestSettings = HarvestSettings(batch_contexts=True)
+                   ) -> HeldOutScores:
+    """Rate every held-out item once; both forms of answer for every comparison.
+    ``settings``: how the prompts are batched (never the numbers, beyond float rounding)."""
     items = held_out_items(test)
-    s = score_items(bridge, items, test)
+    s = score_items(bridge, items, test, settings=settings)
     direct, geval = s.as_dict("direct"), s.as_dict("geval")
     return HeldOutScores(direct, geval, _pairwise(test, direct), _pairwise(test, geval),
                          len(items))
