@@ -50,8 +50,9 @@ from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score
 
-__all__ = ["INSERTION_METHODS", "InsertionConfig", "cli", "insert_dataset", "print_table",
-           "published_row", "run_insertion"]
+__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionData", "cli", "insert_dataset",
+           "insertion_data", "place_statements", "print_table", "published_row",
+           "run_insertion", "train_insertion_probe"]
 
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
 METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}
@@ -73,8 +74,23 @@ class InsertionConfig(ProbeJudgeConfig):
     predictions_dir: str | None = None
 
 
-def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict], dict]:
-    """Insertion-score ClimateX; returns (table rows, per-statement predictions, info)."""
+@dataclass(frozen=True)
+class InsertionData:
+    """What a run places and against what: the file's statements, the balanced training
+    statements (the references, by level), the test statements and their true levels."""
+
+    all_items: list
+    train_items: list
+    test_items: list
+    meta: Any  # the comparison question (a Dataset without records)
+    levels: list[int]
+    references: dict[int, list[str]]
+    flat: dict[str, str]  # every statement's text by id
+    true: dict[str, int]  # each test statement's level
+
+
+def insertion_data(cfg: InsertionConfig) -> InsertionData:
+    """The statements of a run of ``cfg`` (seeded: the same on every call)."""
     all_items = read_climatex(cfg.path)
     meta = dataclasses.replace(load_climatex(cfg.path, split=None, max_items=4, max_pairs=None),
                                records=[], name="climatex")
@@ -85,11 +101,43 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     if not train_items or not test_items:
         raise DataError("ClimateX file needs statements in both the train and the test split",
                         file=cfg.path, field="split")
-    settings = cfg.harvest_settings()
     levels = list(range(len(CLIMATEX_LEVELS)))
-    references = {lv: [i.item_id for i in train_items if int(i.score) == lv] for lv in levels}
-    flat = {i.item_id: i.text for i in train_items + test_items}
-    true = {i.item_id: int(i.score) for i in test_items}
+    return InsertionData(
+        all_items, train_items, test_items, meta, levels,
+        {lv: [i.item_id for i in train_items if int(i.score) == lv] for lv in levels},
+        {i.item_id: i.text for i in train_items + test_items},
+        {i.item_id: int(i.score) for i in test_items})
+
+
+def train_insertion_probe(bridge, data: InsertionData, cfg: InsertionConfig):
+    """The probe judge of a run: fitted on comparisons among its training statements."""
+    train = training_comparisons(data.meta, data.train_items, cfg.max_train_pairs,
+                                 cfg.settings.seed)
+    cfg.say(f"climatex: harvesting {len(train)} training pairs of {len(data.train_items)} "
+            "statements")
+    return train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
+                       seed=cfg.settings.seed, settings=cfg.harvest_settings())
+
+
+def place_statements(comp: BatchComparator, data: InsertionData, k: int, seed: int) -> dict:
+    """Every test statement placed by binary-search insertion (``k`` references a step), all
+    of them in lockstep: ``{id: (level, trace)}``. Each step's ``k`` comparisons go into one
+    batch (:func:`ppairs_lens.ranking.insertion.insertion_score` announces them), so a round
+    runs each statement's part of the prompt once for its ``k`` references."""
+    def task(iid: str, j: int):
+        return lambda cmp: insertion_score(iid, data.levels, data.references, cmp, k=k,
+                                           seed=seed + j, return_trace=True)
+
+    return run_lockstep({iid: task(iid, j) for j, iid in enumerate(data.true)}, comp)
+
+
+def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict], dict]:
+    """Insertion-score ClimateX; returns (table rows, per-statement predictions, info)."""
+    data = insertion_data(cfg)
+    all_items, train_items, test_items = data.all_items, data.train_items, data.test_items
+    meta, levels, references, flat, true = (data.meta, data.levels, data.references, data.flat,
+                                            data.true)
+    settings = cfg.harvest_settings()
     info: dict[str, Any] = {"model": model_name(bridge), "n_train": len(train_items),
                             "n_test": len(test_items),
                             "train_levels": {CLIMATEX_LEVELS[lv]: len(v)
@@ -101,11 +149,7 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     comparators: dict[str, BatchComparator] = {}
     trained = None
     if "probe" in cfg.methods:
-        train = training_comparisons(meta, train_items, cfg.max_train_pairs, cfg.settings.seed)
-        cfg.say(f"climatex: harvesting {len(train)} training pairs of {len(train_items)} "
-                  "statements")
-        trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
-                              seed=cfg.settings.seed, settings=settings)
+        trained = train_insertion_probe(bridge, data, cfg)
         info.update(trained.run_info())
         comparators["probe"] = ProbeComparator(bridge, trained.probe, trained.layer, flat, meta,
                                                calibrate=cfg.calibrate_probe, settings=settings)
@@ -118,13 +162,9 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     published_sets = published_prediction_sets(
         cfg.predictions_dir or Path(cfg.path).parent / "published_predictions")
     for m, comp in comparators.items():
-        def task(iid: str, k: int):
-            return lambda cmp: insertion_score(iid, levels, references, cmp, k=cfg.k,
-                                               seed=cfg.settings.seed + k, return_trace=True)
-
         cfg.say(f"{m}: inserting {len(true)} test statements")
         t0, r0 = time.perf_counter(), comp.n_rows
-        out = run_lockstep({iid: task(iid, k) for k, iid in enumerate(true)}, comp)
+        out = place_statements(comp, data, cfg.k, cfg.settings.seed)
         secs = time.perf_counter() - t0
         ids = list(true)
         y = np.array([true[i] for i in ids])

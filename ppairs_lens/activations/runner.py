@@ -26,6 +26,7 @@ an unbatched, unpadded run of each full prompt.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
@@ -34,6 +35,7 @@ from typing import Literal
 import torch
 from jaxtyping import Float
 from torch import Tensor
+from transformers import DynamicCache
 
 from ppairs_lens.errors import ModelLoadError, PPairsError
 from ppairs_lens.activations.few_logits import (
@@ -155,14 +157,39 @@ def no_cache_message() -> str:
             "install transformers<5.24 (ppairs-lens pins it).")
 
 
+_BLOCK_NAME = re.compile(r"^blocks\.(\d+)\.")
+
+
+def read_depth(model, names: Sequence[str], logit_ids: Sequence[int] | None = None,
+               final_hooks: Sequence[Hook] = ()) -> int | None:
+    """How many blocks a pass must run to read ``names``: one past the deepest block a name
+    is in; None where the whole model must run (logits read, ``final_hooks``, a name outside
+    the blocks, the last block read, or a HookedTransformer, whose steps always run it all).
+
+    A block's output at any position depends on the blocks up to it alone, at that position
+    and the earlier ones (whose keys and values a cache holds), so a pass that stops after
+    that block reads the same numbers; the cache it leaves holds those blocks only, so it
+    serves passes of the same depth or less."""
+    if logit_ids is not None or final_hooks or not names or backend_of(model) == "hooked":
+        return None
+    blocks = [_BLOCK_NAME.match(n) for n in names]
+    if not all(blocks):
+        return None
+    depth = 1 + max(int(b.group(1)) for b in blocks)
+    return depth if depth < model.cfg.n_layers else None
+
+
 def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
-                 final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
+                 final_hooks: Sequence[Hook] = (), depth: int | None = None
+                 ) -> tuple[Forward, Read]:
     """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward that keeps
     only the key-value cache, and a read-out of hook points ``names`` / next-token
     ``logit_ids`` at the last columns of a pass, with ``final_hooks`` on that pass.
 
     Where the unembedding is plain (:mod:`ppairs_lens.activations.few_logits`) and unhooked,
-    the model computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``."""
+    the model computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``.
+    ``depth`` (from :func:`read_depth`): every pass stops before block ``depth``
+    (TransformerLens' ``stop_at_layer``), its key-value cache filled up to there."""
     names = list(names)
     plain = plain_unembedding(bridge)
     final_key = "final norm, for logits"  # its own key: names may hold ln_final.hook_out too
@@ -171,6 +198,12 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
         return plain and not unembedding_hooked(bridge)
 
     def forward(ids, cache, mask, pos):
+        if depth is not None:
+            # A pass stopped early returns no cache: HF extends the one it is handed in place.
+            cache = DynamicCache() if cache is None else cache
+            bridge(ids, return_type=None, stop_at_layer=depth, past_key_values=cache,
+                   attention_mask=mask, position_ids=pos)
+            return cache
         keep = no_logits() if skip_unembedding() else 1
         _, cache = bridge(ids, return_type="logits_and_cache", logits_to_keep=keep,
                           past_key_values=cache, attention_mask=mask, position_ids=pos)
@@ -198,9 +231,10 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
         with bridge.hooks(fwd_hooks=fwd):
             skip = skip_unembedding()
             full = logit_ids is not None and not skip
+            stop = {} if depth is None else {"stop_at_layer": depth}
             out = bridge(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
                          logits_to_keep=no_logits() if skip else n_read,
-                         return_type="logits" if full else None)
+                         return_type="logits" if full else None, **stop)
         acts = (torch.stack([grabbed[n].to(ids.device) for n in names], 2).flatten(0, 1).cpu()
                 if names else None)
         if logit_ids is None:
@@ -215,11 +249,14 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
 
 
 def model_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
-                final_hooks: Sequence[Hook] = ()) -> tuple[Forward, Read]:
+                final_hooks: Sequence[Hook] = (), depth: int | None = None
+                ) -> tuple[Forward, Read]:
     """:func:`bridge_steps` for a bridge, :func:`ppairs_lens.activations.hooked_steps.
-    hooked_steps` for a HookedTransformer (same contract, same read-out names)."""
-    steps = hooked_steps if backend_of(model) == "hooked" else bridge_steps
-    return steps(model, names, logit_ids, final_hooks)
+    hooked_steps` for a HookedTransformer (same contract, same read-out names; always the
+    whole model: ``depth`` applies to a bridge)."""
+    if backend_of(model) == "hooked":
+        return hooked_steps(model, names, logit_ids, final_hooks)
+    return bridge_steps(model, names, logit_ids, final_hooks, depth)
 
 
 @torch.inference_mode()
@@ -236,6 +273,7 @@ def run_branches(
     settings: HarvestSettings = HarvestSettings(),
     progress: Callable[[int], None] | None = None,
     logits_at: Literal["branches", "end"] = "branches",
+    stop_after_reads: bool = False,
 ) -> BranchOutputs:
     """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
     appended to it (each branch alone, all from the same prefix cache).
@@ -256,6 +294,9 @@ def run_branches(
     end_in_tails`), so every row is read. Where there is no such
     pass (``final_hooks``) or its layout is not a bridge's (a HookedTransformer hides the
     last columns from each other as branches) ``end_logits`` is None, never wrong numbers.
+
+    ``stop_after_reads``: every pass stops after the deepest block ``names`` read
+    (:func:`read_depth`; the same numbers), so ``hooks`` on later blocks do not run.
     """
     n_branch = len(branches[0])
     if any(len(b) != n_branch for b in branches):
@@ -271,8 +312,9 @@ def run_branches(
     logits = (torch.empty(len(prefixes), n_branch, n_ids)
               if logit_ids is not None and logits_at == "branches" else None)
     end_logits = torch.empty(len(prefixes), n_ids) if at_end else None
-    forward, read = model_steps(model, names, logit_ids if logits is not None or at_end
-                                else None, final_hooks)
+    read_ids = logit_ids if logits is not None or at_end else None
+    depth = read_depth(model, names, read_ids, final_hooks) if stop_after_reads else None
+    forward, read = model_steps(model, names, read_ids, final_hooks, depth)
 
     def emit(rows: list[int], a: Tensor | None, lg: Tensor | None) -> None:
         if names:

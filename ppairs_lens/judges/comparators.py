@@ -243,7 +243,8 @@ class ProbeComparator(_PromptComparator):
     context); two compared items must share their context. ``dataset_meta`` gives the
     question (a :class:`Dataset` or a dict of aspect / item_name / context_name /
     aspect_description). Only the probe's read-out is computed and kept: ``acts[(a, b)]`` is
-    the ``[2, d]`` activation of the ordered pair.
+    the ``[2, d]`` activation of the ordered pair; the passes stop after its block (the
+    runner's ``stop_after_reads``, a :class:`ContextKV`'s default).
     """
 
     def __init__(self, bridge, probe, layer: int, items: Mapping[Hashable, ScoredItem | str],

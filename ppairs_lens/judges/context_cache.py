@@ -23,6 +23,7 @@ from ppairs_lens.activations.runner import (
     HarvestSettings,
     model_device,
     model_steps,
+    read_depth,
     run_branches,
 )
 from ppairs_lens.activations.prefix_sharing import (
@@ -67,15 +68,22 @@ class ContextKV:
     ``run_branches`` (sharing within the call only). Numbers equal an unbatched run of each
     full prompt (up to float error).
 
+    ``stop_after_reads`` (default): a run that reads only hook points of the first blocks
+    (a probe's read-out) runs those blocks alone
+    (:func:`ppairs_lens.activations.runner.read_depth`: the same numbers, in a fraction of
+    the time); each kept context cache is keyed by its depth too, so a deeper read never
+    continues a shallower cache.
+
     ``n_tokens`` counts tokens fed through the model; ``n_context_builds`` the anchors run.
     """
 
     def __init__(self, bridge, *, max_contexts: int = 32,
-                 settings: HarvestSettings = HarvestSettings()):
+                 settings: HarvestSettings = HarvestSettings(), stop_after_reads: bool = True):
         self.bridge = bridge
         self.max_contexts = max_contexts
         self.settings = settings
-        self._caches: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.stop_after_reads = stop_after_reads
+        self._caches: OrderedDict[tuple[int | None, tuple[int, ...]], Any] = OrderedDict()
         self.n_tokens = 0
         self.n_context_builds = 0
         self.n_fallback_rows = 0
@@ -84,15 +92,16 @@ class ContextKV:
         """Drop every kept context cache (frees memory)."""
         self._caches.clear()
 
-    def _context(self, anchor: tuple[int, ...], forward) -> PrefixState:
-        state = self._caches.get(anchor)
+    def _context(self, anchor: tuple[int, ...], depth: int | None, forward) -> PrefixState:
+        key = (depth, anchor)
+        state = self._caches.get(key)
         if state is not None:
-            self._caches.move_to_end(anchor)
+            self._caches.move_to_end(key)
             return state
         state = extend(PrefixState.empty(model_device(self.bridge)), [0], [anchor], forward)
         self.n_tokens += len(anchor)
         self.n_context_builds += 1
-        self._caches[anchor] = state
+        self._caches[key] = state
         while len(self._caches) > self.max_contexts:
             self._caches.popitem(last=False)
         return state
@@ -118,7 +127,8 @@ class ContextKV:
                 by_anchor.setdefault(a, []).append(i)
             else:
                 rest.append(i)
-        forward, read = model_steps(self.bridge, names, logit_ids)
+        depth = read_depth(self.bridge, names, logit_ids) if self.stop_after_reads else None
+        forward, read = model_steps(self.bridge, names, logit_ids, depth=depth)
 
         def emit(rows: list[int], a, lg) -> None:
             if acts is not None:
@@ -130,7 +140,7 @@ class ContextKV:
                 progress(len(rows))
 
         for anchor, idx in by_anchor.items():
-            state = self._context(anchor, forward)
+            state = self._context(anchor, depth, forward)
             subs = subgroups(prefixes, idx, len(anchor))
             self.n_tokens += sum(len(sg.mid) + sum(len(t) + n_branch for t in sg.tails)
                                  for sg in subs)
@@ -140,7 +150,7 @@ class ContextKV:
             out = run_branches(self.bridge, [prefixes[i] for i in rest],
                                [branches[i] for i in rest], ["__rest__"] * len(rest),
                                names=names, logit_ids=logit_ids, settings=self.settings,
-                               progress=progress)
+                               progress=progress, stop_after_reads=self.stop_after_reads)
             self.n_tokens += tokens_computed(plan([prefixes[i] for i in rest],
                                                   ["__rest__"] * len(rest)), n_branch)
             self.n_fallback_rows += len(rest)

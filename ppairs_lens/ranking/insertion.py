@@ -5,7 +5,10 @@ places one new item on a fixed, labelled reference scale (e.g. ClimateX confiden
 medium < high < very high``) with ``O(k log(#labels))`` comparisons, and :func:`slope_bias`
 measures how such predicted levels spread against the true ones. The comparator is any
 ``compare(a, b) -> P(a preferred over b)``; the reference subsets are drawn from a seeded
-``random.Random``, so results are reproducible.
+``random.Random``, so results are reproducible. A comparator that evaluates pairs in batches
+may offer ``compare.prefetch(pairs)``: each step announces its ``k`` pairs there before asking
+them one by one, so they run together (the same numbers; a comparator without it is asked one
+pair at a time).
 """
 
 from __future__ import annotations
@@ -100,6 +103,9 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
         if not pool:
             raise ValueError(f"no reference items for label {label!r} (other than the item)")
         refs = pool if len(pool) <= k else rng.sample(pool, k)
+        prefetch = getattr(compare, "prefetch", None)
+        if prefetch is not None:  # the step's pairs in one batch (the item's prompt part once)
+            prefetch([(item, r) for r in refs])
         mean_p = float(np.mean([float(compare(item, r)) for r in refs]))
         went_up = mean_p > 0.5
         steps.append(InsertionStep(label, tuple(refs), mean_p, went_up))
