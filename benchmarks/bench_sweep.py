@@ -24,8 +24,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from benchmarks.common import timed
-from benchmarks.sweep_scoring_reference import per_layer_scores
-from ppairs_lens.activations.pair_info import PairInfo
+from benchmarks.sweep_scoring_reference import per_layer_scores, synthetic_contexts
 from ppairs_lens.evaluation.sweep_scores import score_pairs_batch
 from ppairs_lens.evaluation.splits import train_test_split_pairs
 from ppairs_lens.probes.estimators import PROBE_KINDS, make_probe
@@ -86,30 +85,12 @@ def load_acts(store_path: str | None, n: int):
     return acts, labels, list(ctx), name
 
 
-def synthetic_scores(n_ctx: int, n_items: int, n_cols: int, seed: int = 0):
-    """``(labels, p [n, n_cols], pairs, groups)``: every ordered pair of ``n_items``
-    gold-scored items in each of ``n_ctx`` contexts (the leak groups), and P(item 1) of
-    ``n_cols`` predictors (layers x kinds) from chance to informative, rounded to 3 decimals
-    so that some tie, as a sweep's probes' do."""
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for c in range(n_ctx):
-        gold = rng.integers(1, 6, size=n_items).astype(float)
-        for a in range(n_items):
-            for b in range(n_items):
-                if a != b:
-                    lab = 1 if gold[a] > gold[b] or (gold[a] == gold[b] and rng.random() < .5) else 2
-                    pairs.append(PairInfo(f"c{c}:{a}|{b}", lab, f"c{c}", f"c{c}", f"S{a}",
-                                          f"S{b}", gold[a], gold[b]))
-    y = np.array([q.label for q in pairs])
-    sig = np.where(y == 1, 1.0, -1.0)[:, None]
-    z = sig * np.linspace(0, 2, n_cols) + rng.normal(size=(len(y), n_cols))
-    return y, np.round(1 / (1 + np.exp(-z)), 3), pairs, [q.group for q in pairs]
 
 
 def bench_scoring(args) -> dict:
     n_cols = args.readouts * args.kinds
-    y, p, pairs, groups = synthetic_scores(args.contexts, args.items, n_cols)
+    y, p, pairs = synthetic_contexts(args.contexts, args.items, n_cols, decimals=3)
+    groups = [q.group for q in pairs]
     kw = {"n_boot": args.n_boot, "seed": 0}
     score_pairs_batch(y, p[:, :2], pairs, groups, **kw)        # warm both
     per_layer_scores(y, p[:, 0], pairs, groups, **kw)

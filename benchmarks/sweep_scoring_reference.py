@@ -79,3 +79,26 @@ def per_layer_scores(labels: np.ndarray, p: np.ndarray, pairs: Sequence[PairInfo
                 ci["lo"] = ci["hi"] = float("nan")
             out["spearman"] = {**ci, "n_contexts": len(rhos)}
     return out
+
+
+def synthetic_contexts(n_ctx: int = 20, n_items: int = 10, n_cols: int = 5, seed: int = 0,
+                       decimals: int = 2):
+    """``(labels, p [n, n_cols], pairs)``: every ordered pair of ``n_items`` gold-scored items
+    in each of ``n_ctx`` contexts (the leak groups; each item in ``2 * (n_items - 1)``
+    comparisons, past numpy's 8-term sum blocks with 10 items), and P(item 1) of ``n_cols``
+    predictors from chance to informative, rounded to ``decimals`` so that some tie, as a
+    sweep's probes' do."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for c in range(n_ctx):
+        gold = rng.integers(1, 6, size=n_items).astype(float)
+        for a in range(n_items):
+            for b in range(n_items):
+                if a != b:
+                    lab = 1 if gold[a] > gold[b] or (gold[a] == gold[b] and rng.random() < .5) else 2
+                    pairs.append(PairInfo(f"c{c}-{a}-{b}", lab, f"c{c}", f"c{c}", f"S{a}",
+                                          f"S{b}", gold[a], gold[b]))
+    y = np.array([q.label for q in pairs])
+    sig = np.where(y == 1, 1.0, -1.0)[:, None]
+    p = 1 / (1 + np.exp(-(sig * np.linspace(0, 2, n_cols) + rng.normal(size=(len(y), n_cols)))))
+    return y, np.round(p, decimals), pairs

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.sweep_scoring_reference import context_rhos_loop, per_layer_scores
+from benchmarks.sweep_scoring_reference import (context_rhos_loop, per_layer_scores,
+                                                synthetic_contexts)
 from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.evaluation import resampled
 from ppairs_lens.evaluation.bootstrap import (batch_intervals, draw_resamples, intervals,
@@ -45,23 +46,7 @@ def _same(a: dict, b: dict) -> bool:
 
 
 # --- data ----------------------------------------------------------------------------------
-def full_contexts(n_ctx=20, n_items=10, n_cols=5, seed=0):
-    """All ordered pairs of ``n_items`` gold-scored items per context (each item in
-    ``2 * (n_items - 1)`` comparisons: 18 with 10 items, past numpy's 8-term sum blocks)."""
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for c in range(n_ctx):
-        gold = rng.integers(1, 6, size=n_items).astype(float)
-        for a in range(n_items):
-            for b in range(n_items):
-                if a != b:
-                    lab = 1 if gold[a] > gold[b] or (gold[a] == gold[b] and rng.random() < .5) else 2
-                    pairs.append(PairInfo(f"c{c}-{a}-{b}", lab, f"c{c}", f"c{c}", f"S{a}",
-                                          f"S{b}", gold[a], gold[b]))
-    y = np.array([q.label for q in pairs])
-    sig = np.where(y == 1, 1.0, -1.0)[:, None]
-    p = 1 / (1 + np.exp(-(sig * np.linspace(0, 2, n_cols) + rng.normal(size=(len(y), n_cols)))))
-    return y, np.round(p, 2), pairs                     # rounded: tied probabilities
+full_contexts = synthetic_contexts  # all ordered pairs per context, tied probabilities
 
 
 def ragged_contexts(seed=3):
