@@ -110,6 +110,7 @@ PRESETS: dict[str, Preset] = {
         # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
         "sizes": {"summeval_contexts": 6, "summeval_aspects": ("coherence",),
                   "hanna_contexts": 0, "story_cloze_pairs": 16, "mctaco_pairs": 16,
+                  "mctaco_per_question": None,
                   "mt_bench_pairs": 12, "mt_bench_per_question": None, "llmbar_pairs": 16,
                   "newsroom_contexts": 0,
                   # one shifted set, the shortest pairs (~525 characters)
@@ -140,6 +141,7 @@ PRESETS: dict[str, Preset] = {
     "full": Preset(changes={
         "sizes": {"summeval_contexts": 100, "summeval_items": 10, "hanna_contexts": 96,
                   "hanna_items": 5, "story_cloze_pairs": 1871, "mctaco_pairs": 5000,
+                  "mctaco_per_question": None,
                   "mt_bench_pairs": 200, "mt_bench_per_question": None, "llmbar_pairs": None,
                   "newsroom_contexts": 60,
                   "newsroom_aspects": NEWSROOM_ASPECTS,

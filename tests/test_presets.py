@@ -36,8 +36,8 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
         summeval_contexts=20, summeval_items=3,
         summeval_aspects=("coherence", "consistency", "fluency", "relevance"),
         newsroom_contexts=2, newsroom_items=7, newsroom_aspects=("coherence",),
-        hanna_contexts=8, hanna_items=3, hanna_aspect="coherence", story_cloze_pairs=80,
-        mctaco_pairs=80, mt_bench_pairs=52, mt_bench_per_question=1, llmbar_pairs=60,
+        hanna_contexts=8, hanna_items=3, hanna_aspect="coherence", story_cloze_pairs=200,
+        mctaco_pairs=160, mctaco_per_question=1, mt_bench_pairs=52, mt_bench_per_question=1, llmbar_pairs=60,
         llmbar_adversarial=("Adversarial_Neighbor", "Adversarial_GPTOut"),
         llmbar_adversarial_pairs=12))
     assert cfg.settings.test_size == PAPER_TEST_SIZE and not cfg.settings.quick
@@ -59,10 +59,10 @@ def test_the_quick_preset_is_the_preview_it_was():
     assert q.settings.quick and q.settings.n_boot == QUICK_N_BOOT
     s = q.sizes
     assert (s.summeval_contexts, s.summeval_items, s.summeval_aspects, s.hanna_contexts,
-            s.story_cloze_pairs, s.mctaco_pairs, s.mt_bench_pairs, s.mt_bench_per_question,
-            s.llmbar_pairs, s.newsroom_contexts, s.llmbar_adversarial,
+            s.story_cloze_pairs, s.mctaco_pairs, s.mctaco_per_question, s.mt_bench_pairs,
+            s.mt_bench_per_question, s.llmbar_pairs, s.newsroom_contexts, s.llmbar_adversarial,
             s.llmbar_adversarial_pairs) == (
-        6, 3, ("coherence",), 0, 16, 16, 12, None, 16, 0, ("Adversarial_GPTOut",), 12)
+        6, 3, ("coherence",), 0, 16, 16, None, 12, None, 16, 0, ("Adversarial_GPTOut",), 12)
     assert (q.judge_train_pairs, q.allure) == (
         3, AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2))
     assert (q.ablation_random, q.ablation_matched, q.ablation_eval_pairs, q.steering_nulls,
