@@ -17,7 +17,9 @@ that is *not* special. Per dataset:
    token only** (``positions="last"``), all directions in one pass
    (:func:`ppairs_lens.interventions.batched.judge_under_directions`). The probes are read at
    the contrast token, the judge decides at the token before (paper Appendix B): ablation at
-   every position (``ablate(positions="all")``) is the check;
+   every position (``ablate(positions="all")``) is the check. The control at the read-out
+   hook rides in the first preset's pass (``judge_under_direction_sets``): the prompts'
+   prefixes, most of the cost, run once;
 4. measure in the judge's calibrated log-odds ``z`` (:mod:`ppairs_lens.evaluation.null_test`):
    effect = mean |z - z_base|, permutation p-values against each null (Holm-corrected over
    the run's probe tests: ``p_*_holm``), and Δaccuracy, ΔAUROC and Δlog-odds margin with
@@ -67,7 +69,10 @@ from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
 from ppairs_lens.evaluation.verdicts import holm
-from ppairs_lens.interventions.batched import judge_under_directions
+from ppairs_lens.interventions.batched import (
+    judge_under_direction_sets,
+    judge_under_directions,
+)
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.directions import choice_unembedding_direction
 from ppairs_lens.interventions.refit import refit_rows
@@ -237,13 +242,23 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     y = (np.asarray(test_ds.labels()) == 1).astype(int)
     groups = list(test_ds.group_ids())
     rows, null_rows, z_rows = [], [], []
-    # The control at the probes' read-out hook only: can ablating at that depth move the judge?
-    ctrl = judge_under_directions(bridge, test_ds, template, r[[0, names.index(CONTROL)]],
-                                  [store.hook_names[layer]], settings=settings)
+    ctrl = None
     for preset in cfg.presets:
         t0 = time.perf_counter()
-        out = judge_under_directions(bridge, test_ds, template, r, preset, settings=settings,
-                                     directions_per_pass=cfg.directions_per_pass)
+        if ctrl is None:
+            # The control at the probes' read-out hook only (can ablating at that depth move
+            # the judge?) rides in the first preset's pass: one more branch, not a second pass
+            # over the prompts; its clean column is the baseline's (column 0)
+            both = judge_under_direction_sets(
+                bridge, test_ds, template,
+                [(r, preset), (r[[names.index(CONTROL)]], [store.hook_names[layer]])],
+                settings=settings, directions_per_pass=cfg.directions_per_pass)
+            out = {k: None if v is None else v[:, :len(names)] for k, v in both.items()}
+            ctrl = {"z": both["z"][:, [0, len(names)]]}
+        else:
+            out = judge_under_directions(bridge, test_ds, template, r, preset,
+                                         settings=settings,
+                                         directions_per_pass=cfg.directions_per_pass)
         secs = time.perf_counter() - t0
         run.timings[f"{name}/{preset}"] = round(secs, 1)
         log(f"{name}: preset {preset!r}, {len(names)} directions x {len(test_ds)} records "
