@@ -21,31 +21,44 @@ import argparse
 import csv
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from analyses.ablation import _direction_table, _subset, choose_layer, run_ablation
+from analyses.ablation import choose_layer, run_ablation
 from analyses.replication import step_configs
 from analyses.replication_config import ReplicationConfig
-from analyses.steering import _directions, run_steering
+from analyses.steering import run_steering
 from benchmarks.common import SHARED
 from ppairs_lens.activations.pipeline import ensure_store, store_template
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.replication_sets import replication_datasets
 from ppairs_lens.data.specs import subsample_by_context
-from ppairs_lens.evaluation.answer_change import CONTROL
+from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.interventions.batched import judge_under_directions
+from ppairs_lens.interventions.direction_table import null_directions, probe_directions
+from ppairs_lens.interventions.directions import choice_unembedding_direction
 from ppairs_lens.interventions.steered_judge import judge_under_steering
 from ppairs_lens.models.loading import load_model
 
 
 def _test_ds(dataset, sp, n, seed):
-    return subsample_by_context(
-        _subset(dataset, [p.pair_id for p in sp.pairs_test], f"{dataset.name}:test"), n, seed)
+    keep = {p.pair_id for p in sp.pairs_test}
+    return subsample_by_context(replace(dataset, name=f"{dataset.name}:test", records=[
+        r for r in dataset.records if r.pair_id in keep]), n, seed)
+
+
+def _directions(sp, layer, cfg, name) -> tuple[list[str], list[torch.Tensor]]:
+    """The probes' directions, then the nulls, as both steps draw them."""
+    _, kept, rows = probe_directions(sp.acts_train, sp.labels_train, layer, cfg.kinds,
+                                     C=cfg.C, name=name)
+    n_names, _, n_rows = null_directions(sp.acts_train, layer, cfg.n_random, cfg.n_matched,
+                                         cfg.settings.seed)
+    return kept + n_names, rows + n_rows
 
 
 def ablation_before(bridge, store, dataset, cfg) -> tuple[float, np.ndarray, list[str]]:
@@ -53,8 +66,11 @@ def ablation_before(bridge, store, dataset, cfg) -> tuple[float, np.ndarray, lis
     sp = split_store(store, **cfg.settings.split_kwargs())
     layer, _ = choose_layer(sp, cfg)
     template = store_template(store)
-    names, _, r, _ = _direction_table(bridge, store, dataset, template, sp, layer, cfg,
-                                      lambda s: None)
+    names, rows = _directions(sp, layer, cfg, store.meta.dataset)
+    k = len(rows) - cfg.n_random - cfg.n_matched  # probes kept: baseline, probes, control, nulls
+    names = [BASELINE, *names[:k], CONTROL, *names[k:]]
+    r = torch.stack([torch.zeros(store.d_model), *rows[:k],
+                     choice_unembedding_direction(bridge, dataset, template), *rows[k:]])
     test_ds = _test_ds(dataset, sp, cfg.max_eval_pairs, cfg.settings.seed)
     st = HarvestSettings(token_budget=cfg.token_budget)
     t = time.perf_counter()
@@ -69,7 +85,8 @@ def steering_before(bridge, store, dataset, cfg) -> tuple[float, np.ndarray, np.
     """The old steering's passes: the unsteered judge, then one pass per alpha."""
     sp = split_store(store, **cfg.settings.split_kwargs())
     layer, _ = choose_layer(sp, cfg)
-    names, _, r = _directions(sp, layer, store.d_model, cfg, store.meta.dataset)
+    names, rows = _directions(sp, layer, cfg, store.meta.dataset)
+    r = torch.stack(rows)
     unit = float(sp.acts_train[:, 0, layer].double().norm(dim=-1).median())
     test_ds = _test_ds(dataset, sp, cfg.max_eval_pairs, cfg.settings.seed)
     st = HarvestSettings(token_budget=cfg.token_budget)
