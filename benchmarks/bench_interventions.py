@@ -11,8 +11,11 @@ either step's cost, so the passes saved are the time saved. The script prints th
 seconds beside the whole new steps' (read-out choice, probe fits, tables and figure
 included), their ratio, and the largest difference between the two paths' log-odds.
 
+The new steps run first (``--new-only``: they alone), then the old passes.
+
 Run: ``python -m benchmarks.bench_interventions [--store stores/SmolLM2-135M-Instruct/mt-bench-...
---data ../shared/datasets]`` (without ``--store``: the demo's store, harvested if missing).
+--data ../shared/datasets --new-only]`` (without ``--store``: the demo's store, harvested if
+missing).
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(SHARED), help="the shared datasets folder")
     ap.add_argument("--ablation-pairs", type=int, help="default: the demo's")
     ap.add_argument("--steering-pairs", type=int, help="default: the demo's")
+    ap.add_argument("--new-only", action="store_true", help="time the steps as they run now")
     args = ap.parse_args()
     rc = ReplicationConfig(shared_data=args.data)
     if args.ablation_pairs:
@@ -125,10 +129,17 @@ def main() -> None:
     acfg, scfg = cfgs["ablation"], cfgs["steering"]
     quiet = lambda s: None  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
-        old_a, za, names = ablation_before(bridge, store, dataset, acfg)
         t = time.perf_counter()
         run_ablation(bridge, [(store, dataset)], tmp, acfg, log=quiet)
         new_a = time.perf_counter() - t
+        t = time.perf_counter()
+        rows = run_steering(bridge, [(store, dataset)], tmp, scfg, log=quiet)
+        new_s = time.perf_counter() - t
+        print(f"now: ablation step {new_a:.1f} s ({acfg.max_eval_pairs} pairs), steering step "
+              f"{new_s:.1f} s ({scfg.max_eval_pairs} pairs)")
+        if args.new_only:
+            return
+        old_a, za, names = ablation_before(bridge, store, dataset, acfg)
         saved = {(r["condition"], r["pair_id"]): float(r["z"])
                  for r in _csv(Path(tmp) / "ablation_z.csv")}
         ids = [r["pair_id"] for r in _csv(Path(tmp) / "ablation_z.csv")
@@ -136,9 +147,6 @@ def main() -> None:
         da = max(abs(saved[(c, p)] - za[i, j]) for j, c in enumerate(names)
                  for i, p in enumerate(ids) if (c, p) in saved)
         old_s, z0, zs, snames = steering_before(bridge, store, dataset, scfg)
-        t = time.perf_counter()
-        rows = run_steering(bridge, [(store, dataset)], tmp, scfg, log=quiet)
-        new_s = time.perf_counter() - t
         dz = (zs - z0[None, :, None]).mean(1)
         ds_ = max(abs(r["delta_z"] - dz[list(scfg.alphas).index(r["alpha"]),
                                         snames.index(r["condition"])])
