@@ -14,10 +14,10 @@ that is *not* special. Per dataset:
    readout``: can ablating at that depth move the judge at all?);
 3. on the test split (at most ``max_eval_pairs`` records, whole contexts) run the
    swap-calibrated zero-shot judge with each direction ablated **at the judge's read-out
-   token only** (``positions="last"``), all directions in one pass
-   (:func:`ppairs_lens.interventions.batched.judge_under_directions`). The probes are read at
-   the contrast token, the judge decides at the token before (paper Appendix B): ablation at
-   every position (``ablate(positions="all")``) is the check;
+   token only** (``positions="last"``), all directions and the read-out control in one pass
+   (:func:`ppairs_lens.interventions.batched.judge_under_direction_sets`). The probes are read
+   at the contrast token, the judge decides at the token before (paper Appendix B): ablation
+   at every position (``ablate(positions="all")``) is the check;
 4. measure in the judge's calibrated log-odds ``z`` (:mod:`ppairs_lens.evaluation.null_test`):
    effect = mean |z - z_base|, permutation p-values against each null (Holm-corrected over
    the run's probe tests: ``p_*_holm``), and Δaccuracy, ΔAUROC and Δlog-odds margin with
@@ -67,7 +67,7 @@ from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, split_store
 from ppairs_lens.evaluation.verdicts import holm
-from ppairs_lens.interventions.batched import judge_under_directions
+from ppairs_lens.interventions.batched import judge_under_direction_sets
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.directions import choice_unembedding_direction
 from ppairs_lens.interventions.refit import refit_rows
@@ -231,19 +231,19 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
         _subset(dataset, [p.pair_id for p in sp.pairs_test], f"{dataset.name}:test"),
         cfg.max_eval_pairs, cfg.settings.seed)
     if cfg.max_eval_pairs is not None and len(test_ds) < cfg.max_eval_pairs:
-        # Whole leak groups go to one side, so the test side can fall short of the ask.
-        log(f"{name}: only {len(test_ds)} test pairs (max_eval_pairs {cfg.max_eval_pairs}); "
-            f"raise test_size for more")
+        log(f"{name}: only {len(test_ds)} test pairs (max_eval_pairs {cfg.max_eval_pairs}: "
+            "whole leak groups go to one side); raise test_size for more")
     y = (np.asarray(test_ds.labels()) == 1).astype(int)
     groups = list(test_ds.group_ids())
     rows, null_rows, z_rows = [], [], []
-    # The control at the probes' read-out hook only: can ablating at that depth move the judge?
-    ctrl = judge_under_directions(bridge, test_ds, template, r[[0, names.index(CONTROL)]],
-                                  [store.hook_names[layer]], settings=settings)
-    for preset in cfg.presets:
+    for k, preset in enumerate(cfg.presets):
         t0 = time.perf_counter()
-        out = judge_under_directions(bridge, test_ds, template, r, preset, settings=settings,
-                                     directions_per_pass=cfg.directions_per_pass)
+        extra = [] if k else [(r[[names.index(CONTROL)]], [store.hook_names[layer]])]  # ctrl
+        both = judge_under_direction_sets(bridge, test_ds, template, [(r, preset), *extra],
+                                          settings=settings,
+                                          directions_per_pass=cfg.directions_per_pass)
+        out = {key: None if v is None else v[:, :len(names)] for key, v in both.items()}
+        ctrl = ctrl if k else both["z"][:, [0, len(names)]]  # clean (baseline), control
         secs = time.perf_counter() - t0
         run.timings[f"{name}/{preset}"] = round(secs, 1)
         log(f"{name}: preset {preset!r}, {len(names)} directions x {len(test_ds)} records "
@@ -258,7 +258,7 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
             if row["kind"] == "probe":
                 row["sign_confidence"] = getattr(probes.to_probe(row["condition"], 0),
                                                  "sign_confidence_", float("nan"))
-        rows += rr + [_readout_control_row(base, ctrl["z"], y, groups, cfg)]
+        rows += rr + [_readout_control_row(base, ctrl, y, groups, cfg)]
         null_rows += nr
         z_rows += _z_rows(base, names, kinds, test_ds, out)
     refit = _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, test_ds,

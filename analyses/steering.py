@@ -15,8 +15,8 @@ add ``alpha`` times it and watch the prompted judge. Per dataset:
    model), add ``alpha * norm_unit * r`` for every direction ``r`` (the same norm for probes
    and nulls) at the read-out's hook, at the read-out token only, and run the swap-calibrated
    zero-shot judge on the test records
-   (:func:`ppairs_lens.interventions.steered_judge.judge_under_steering`: all directions share
-   one pass; the swapped order gets ``-v``);
+   (:func:`ppairs_lens.interventions.steered_judge.judge_under_steering`: all directions and
+   alphas, and the unsteered judge, share one pass; the swapped order gets ``-v``);
 4. report per direction and alpha the mean change of the calibrated log-odds ``z`` from the
    unsteered judge (``delta_z``) and the judge's accuracy; per probe the least-squares slope
    of ``delta_z`` on ``alpha`` and its one-sided permutation p-value among the nulls' slopes
@@ -145,14 +145,14 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     settings = HarvestSettings(token_budget=cfg.token_budget)
     t0 = time.perf_counter()
 
-    def judge(vectors):
-        return judge_under_steering(bridge, test_ds, template, vectors, [hook],
-                                    settings=settings,
-                                    vectors_per_pass=cfg.directions_per_pass)["z"]
-
-    z0 = judge(torch.zeros(1, store.d_model))[:, 0]
     alphas = np.asarray(cfg.alphas, dtype=float)
-    z = np.stack([judge(float(a) * unit * r) for a in alphas])  # [A, n, D]
+    # The unsteered judge (a zero vector) and every alpha x direction in one pass over the
+    # prompts: their prefixes, most of the cost, run once, not once per alpha
+    vectors = torch.cat([torch.zeros(1, store.d_model), *(float(a) * unit * r for a in alphas)])
+    zz = judge_under_steering(bridge, test_ds, template, vectors, [hook], settings=settings,
+                              vectors_per_pass=cfg.directions_per_pass)["z"]
+    z0 = zz[:, 0]
+    z = zz[:, 1:].reshape(len(test_ds), len(alphas), len(names)).transpose(1, 0, 2)  # [A, n, D]
     run.timings[name] = round(time.perf_counter() - t0, 1)
     log(f"{name}: {len(names)} directions x {len(alphas)} alphas x {len(test_ds)} records at "
         f"{hook} ({run.timings[name]:.1f} s)")

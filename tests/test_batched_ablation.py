@@ -14,7 +14,11 @@ from ppairs_lens.evaluation.null_test import (
     sign_accuracy,
 )
 from ppairs_lens.interventions.ablation import ablate, unembedding_direction
-from ppairs_lens.interventions.batched import batched_rejection_hooks, judge_under_directions
+from ppairs_lens.interventions.batched import (
+    batched_rejection_hooks,
+    judge_under_direction_sets,
+    judge_under_directions,
+)
 from ppairs_lens.interventions.directions import random_directions, variance_matched_directions
 from ppairs_lens.judges.zero_shot import swapped_dataset
 
@@ -53,6 +57,32 @@ def test_batched_directions_equal_one_ablation_each(tiny, preset):
     # Positive control in the same preset: the two choice logits become equal.
     ctrl = np.abs(out["ld_original"][:, 4]).max()
     assert ctrl < 1e-5 and np.abs(out["ld_original"][:, 0]).max() > 100 * ctrl
+
+
+@pytest.mark.parametrize("preset", ["paper", "full"])
+def test_direction_sets_in_one_pass_equal_a_pass_each(tiny, preset):
+    """The ablation's fast path: the preset's directions and a control at one read-out hook
+    in one pass give what a pass per set gives (the slow path it replaced)."""
+    ds = small_comparisons(6)
+    a, b = build_contrast_pairs(tiny.tokenizer, ds)[0].final_ids
+    dirs = torch.cat([torch.zeros(1, 64), random_directions(3, 64, seed=4) * 3.0])
+    ctrl = unembedding_direction(tiny, a, b)[None]
+    hook = ["blocks.1.hook_resid_post"]
+    st = HarvestSettings(token_budget=120)
+    one = judge_under_direction_sets(tiny, ds, None, [(dirs, preset), (ctrl, hook)],
+                                     settings=st, directions_per_pass=3)
+    apart = [judge_under_directions(tiny, ds, None, dirs, preset, settings=st),
+             judge_under_directions(tiny, ds, None, torch.cat([dirs[:1], ctrl]), hook,
+                                    settings=st)]
+    for key in ("z", "ld_original", "ld_swapped"):
+        assert one[key].shape == (len(ds), 5)
+        np.testing.assert_allclose(one[key][:, :4], apart[0][key], atol=1e-5)
+        np.testing.assert_allclose(one[key][:, 4], apart[1][key][:, 1], atol=1e-5)
+        np.testing.assert_allclose(apart[1][key][:, 0], apart[0][key][:, 0], atol=1e-5)
+    # the control at one block's output only is not the preset's (which zeroes the answer)
+    assert np.abs(one["z"][:, 4] - one["z"][:, 0]).max() > 1e-4
+    with pytest.raises(PPairsError, match="d_model"):
+        judge_under_direction_sets(tiny, ds, None, [(torch.randn(2, 65), preset)])
 
 
 def test_statements_give_raw_logodds(tiny):

@@ -45,7 +45,7 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
     assert (cfg.judge_train_pairs, cfg.allure) == (6, AllureConfig(per_round=1, pool=6,
                                                                    test_pairs=2))
     assert (cfg.ablation_dataset, cfg.ablation_random, cfg.ablation_matched,
-            cfg.ablation_eval_pairs) == ("mt-bench", 20, 20, 20)
+            cfg.ablation_eval_pairs) == ("mt-bench", 20, 20, 12)
     assert (cfg.finetune_datasets, cfg.finetune_train, cfg.finetune_test, cfg.finetune_curve,
             cfg.finetune_curve_full) == (("rocstories",), 8, 20, (4, 8, 16), None)
     assert (cfg.steering_nulls, cfg.steering_eval_pairs, cfg.steering_alphas) == (

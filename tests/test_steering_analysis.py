@@ -75,3 +75,24 @@ def test_steer_command_passes_its_options(tiny, tmp_path, monkeypatch):
     cfg = got["cfg"]
     assert (cfg.layer, cfg.n_random, cfg.n_matched, cfg.alphas, cfg.settings.split_by) == (
         1, 3, 2, (-1.0, 2.0), "pair")
+
+
+def test_one_pass_for_every_alpha_equals_a_pass_each(tiny):
+    """The steering's fast path (the unsteered judge and every alpha x direction in one pass)
+    gives what a pass per alpha gave."""
+    from ppairs_lens.interventions.steered_judge import judge_under_steering
+
+    ds = builtin_dataset("larger_number", n=6)
+    hook = ["blocks.1.hook_resid_post"]
+    r = torch.nn.functional.normalize(torch.randn(3, tiny.cfg.d_model,
+                                                  generator=torch.Generator().manual_seed(0)))
+    alphas = (-2.0, 3.0)
+    z = {a: judge_under_steering(tiny, ds, None, a * r, hook)["z"] for a in alphas}
+    z0 = judge_under_steering(tiny, ds, None, torch.zeros(1, tiny.cfg.d_model), hook)["z"]
+    one = judge_under_steering(tiny, ds, None, torch.cat([torch.zeros(1, tiny.cfg.d_model),
+                                                          *(a * r for a in alphas)]), hook)["z"]
+    np.testing.assert_allclose(one[:, 0], z0[:, 0], atol=1e-5)
+    per = one[:, 1:].reshape(len(ds), len(alphas), 3).transpose(1, 0, 2)  # as steer_store
+    for k, a in enumerate(alphas):
+        np.testing.assert_allclose(per[k], z[a], atol=1e-5)
+    assert np.abs(per[1] - z0).max() > 1e-4  # the vectors acted

@@ -37,8 +37,8 @@ from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
 from ppairs_lens.models.backend import resolve_hooks
 from ppairs_lens.models.hook_points import Hook, Preset, check_hook_names, hook_points
 
-__all__ = ["batched_rejection_hooks", "judge_under_branches", "judge_under_directions",
-           "logodds_per_branch", "unit_rows"]
+__all__ = ["batched_rejection_hooks", "judge_under_branches", "judge_under_direction_sets",
+           "judge_under_directions", "logodds_per_branch", "unit_rows"]
 
 
 def unit_rows(directions: Float[Tensor, "D d_model"]) -> Float[Tensor, "D d_model"]:
@@ -80,6 +80,14 @@ def batched_rejection_hooks(bridge, directions: Float[Tensor, "D d_model"],
     return resolve_hooks(bridge, [(n, _position_hook(basis, n)) for n in names])
 
 
+def _set_hooks(bridge, block: Float[Tensor, "D point d_model"], names: Sequence[str]
+               ) -> list[Hook]:
+    """Hooks rejecting ``block[j, p]`` at branch position ``j`` at hook point ``names[p]``
+    (a zero row: that branch is left alone at that point)."""
+    return resolve_hooks(bridge, [(n, _position_hook(block[:, p], n))
+                                  for p, n in enumerate(names)])
+
+
 def logodds_per_branch(bridge, pairs, rows: Tensor, make_hooks: Callable[[Tensor], list],
                        settings, chunk: int) -> Float[np.ndarray, "pair D"]:
     """logit(choice 1) - logit(choice 2) per pair and row of ``rows`` (a direction to remove,
@@ -112,6 +120,35 @@ def judge_under_directions(
     r = unit_rows(directions)
     return judge_under_branches(bridge, dataset, template, r,
                                 lambda b: batched_rejection_hooks(bridge, b, preset),
+                                settings=settings, per_pass=directions_per_pass)
+
+
+@torch.inference_mode()
+def judge_under_direction_sets(
+    bridge, dataset: Dataset, template: Template | None,
+    sets: Sequence[tuple[Float[Tensor, "D d_model"], Preset | Sequence[str]]], *,
+    settings: HarvestSettings = HarvestSettings(), directions_per_pass: int | None = None,
+) -> dict[str, np.ndarray | None]:
+    """:func:`judge_under_directions` for several ``(directions, preset)`` sets in one pass
+    over the prompts: the columns are the sets' directions in order, each rejected at the
+    read-out token at its own set's hook points only (a control at one hook beside the
+    preset's directions: the prompts' prefixes, the costly part, run once, not once a set)."""
+    if not sets:
+        raise PPairsError("judge_under_direction_sets needs at least one set of directions")
+    per_set = [(unit_rows(r), hook_points(p, bridge.cfg.n_layers)) for r, p in sets]
+    d = bridge.cfg.d_model
+    if any(r.shape[1] != d for r, _ in per_set):
+        raise PPairsError(f"directions have dimension {[r.shape[1] for r, _ in per_set]}, "
+                          f"the model's d_model is {d}")
+    names = list(dict.fromkeys(n for _, pts in per_set for n in pts))
+    check_hook_names(bridge, names)
+    blocks = []
+    for r, pts in per_set:  # [D_set, point, d]: the set's rows where it acts, zeros elsewhere
+        at = torch.tensor([n in pts for n in names], dtype=r.dtype)
+        blocks.append(r[:, None, :] * at[None, :, None])
+    rows = torch.cat(blocks)
+    return judge_under_branches(bridge, dataset, template, rows,
+                                lambda b: _set_hooks(bridge, b, names),
                                 settings=settings, per_pass=directions_per_pass)
 
 
