@@ -51,7 +51,7 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
     assert (cfg.steering_nulls, cfg.steering_eval_pairs, cfg.steering_alphas) == (
         4, 4, (-1.0, 1.0))
     assert (cfg.climatex_test, cfg.climatex_k, cfg.climatex_train, cfg.climatex_train_pairs,
-            cfg.climatex_methods) == (96, 4, 60, 120, ("probe",))
+            cfg.climatex_methods) == (300, 2, 60, 120, ("probe",))
 
 
 def test_the_quick_preset_is_the_preview_it_was():
