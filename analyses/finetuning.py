@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -61,6 +62,7 @@ from ppairs_lens.finetuning.cost import Cost, measure
 from ppairs_lens.finetuning.judge import finetune_curve
 from ppairs_lens.finetuning.train import TrainingConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.judges.calibration import sigmoid
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import model_name
@@ -90,8 +92,10 @@ class FinetuningConfig:
     read of 20 pairs a few. Each (method, seed) is trained once through nested label sets, a
     point per size (:func:`ppairs_lens.finetuning.judge.finetune_curve`), and the two orders of
     a comparison share their prompt prefix, so the curve costs about one run on its largest
-    size. The main job's demo runs LoRA to 16 labels and full finetuning to 8
-    (``curve_sizes_full``); the quick preset (:data:`PRESETS`) is smaller still. On a GPU raise ``max_train``,
+    size, plus a test read per point (~0.45 s a Story Cloze pair on that CPU, the larger part
+    of the step). The main job's demo tests on 40 pairs at one point, 8 labels, and takes the
+    zero-shot answers from its judges step (``run_finetuning``'s ``zero_shot_z``); the quick
+    preset (:data:`PRESETS`) is smaller still. On a GPU raise ``max_train``,
     ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200, 400).
     """
 
@@ -215,10 +219,18 @@ def tuned_curve(bridge, train: Dataset, test: Dataset, method: str, sizes: list[
 
 
 def answers(sp: StoreSplit, bridge, test: Dataset, method: str, cfg: FinetuningConfig,
-            seed: int, template, harvest: Cost | None = None) -> Scored:
-    """A probe's or the zero-shot judge's answers (finetuned judges: :func:`tuned_curve`)."""
+            seed: int, template, harvest: Cost | None = None,
+            known_z: Mapping[str, float] | None = None) -> Scored:
+    """A probe's or the zero-shot judge's answers (finetuned judges: :func:`tuned_curve`).
+    ``known_z``: the zero-shot judge's calibrated log-odds by pair id, already read with this
+    template (the main job's judges step); used where it covers every test pair, else the
+    judge is asked here."""
     if method in PROBES:
         return probe_answers(sp, method, cfg, seed, harvest)
+    ids = [r.pair_id for r in test.records]
+    if known_z is not None and all(i in known_z for i in ids):
+        return Scored(sigmoid(np.array([known_z[i] for i in ids], dtype=np.float64)),
+                      Cost(0.0, 0.0, "none", 0.0), 0, {"zero_shot": "reused"})
     res = zero_shot(bridge, test, template)
     return Scored(res.p, Cost(0.0, 0.0, "none", 0.0), 0, {})
 
@@ -245,9 +257,11 @@ def _take(sp: StoreSplit, train: Dataset, idx: np.ndarray) -> tuple[StoreSplit, 
     return _sub_split(sp, idx), replace(train, records=[train.records[i] for i in idx])
 
 
-def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig
+def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig,
+                  known_z: Mapping[str, float] | None = None
                   ) -> tuple[list[dict], list[dict], dict]:
-    """``(rows, curve rows, summary)`` of one dataset: the comparison and the label curve."""
+    """``(rows, curve rows, summary)`` of one dataset: the comparison and the label curve
+    (``known_z``: the zero-shot judge's answers, as in :func:`answers`)."""
     template, sp, train, test = _prepare(bridge, store, dataset, cfg)
     groups, unit = bootstrap_groups(sp)
     y = sp.labels_test
@@ -280,7 +294,8 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
                 cache[(method, n, seed)] = sc
             return cache[key]
         sub_sp, _ = _take(sp, train, order(seed)[:size])
-        cache[key] = answers(sub_sp, bridge, test, method, cfg, seed, template, harvest)
+        cache[key] = answers(sub_sp, bridge, test, method, cfg, seed, template, harvest,
+                             known_z)
         return cache[key]
 
     harvest = None
@@ -342,7 +357,8 @@ def curve_rows(name: str, n_all: int, cfg: FinetuningConfig, run, y: np.ndarray,
 
 
 def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: str | Path,
-                   cfg: FinetuningConfig | None = None) -> list[dict]:
+                   cfg: FinetuningConfig | None = None,
+                   zero_shot_z: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
     """The comparison and the label curve on every ``(store, dataset)`` (the store harvested
     from the dataset with ``bridge``'s model, e.g. by
     :func:`ppairs_lens.activations.pipeline.ensure_store`); writes ``finetuning.csv``,
@@ -356,7 +372,8 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
         if dataset.kind != "comparison":
             warnings.warn(f"{dataset.name}: finetuning compares comparisons; skipped")
             continue
-        r, c, s = compare_store(bridge, store, dataset, cfg)
+        r, c, s = compare_store(bridge, store, dataset, cfg,
+                                (zero_shot_z or {}).get(dataset.name))
         rows += r
         curve += c
         summary[dataset.name] = s
