@@ -40,7 +40,7 @@ def main() -> None:
     bridge = load_model(ModelSpec())
     now = step_configs(rc, {"rocstories": str(store.path)}, {"rocstories": ds.kind})["finetuning"]
     before = replace(now, max_test=20, curve_sizes=(4, 8, 16), curve_sizes_full=None)
-    template, _, _, test = F._prepare(bridge, store, ds, now)
+    template, _, _, test = F.prepare_comparison(bridge, store, ds, now)
     res = zero_shot(bridge, test, template)  # what the judges step has already
     known = dict(zip([r.pair_id for r in test.records], map(float, res.z)))
     times = {}

@@ -113,7 +113,7 @@ def test_the_judges_steps_zero_shot_answers_are_the_ones_finetuning_reads(tiny, 
     """The main job hands the finetuning step the judges step's calibrated log-odds
     (``HeldOutJudges.zero_shot_z``): on the same test pairs they are what asking the
     zero-shot judge there gives, so the comparison's zero-shot row is unchanged."""
-    from analyses.finetuning import FinetuningConfig, _prepare, answers
+    from analyses.finetuning import FinetuningConfig, answers, prepare_comparison
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN
     from ppairs_lens.judges.study import JudgeStudySettings, judge_study
@@ -123,7 +123,7 @@ def test_the_judges_steps_zero_shot_answers_are_the_ones_finetuning_reads(tiny, 
     cfg = FinetuningConfig(max_test=None)
     known = judge_study(tiny, [store], [ds], JudgeStudySettings(
         cfg.settings, train_pairs=4, allure=None))[ds.name].zero_shot_z()
-    template, sp, _, test = _prepare(tiny, store, ds, cfg)
+    template, sp, _, test = prepare_comparison(tiny, store, ds, cfg)
     assert [r.pair_id for r in test.records if r.label != 0] == \
         [i for i in known if i in {r.pair_id for r in test.records}]
     asked = answers(sp, tiny, test, "zero_shot", cfg, 0, template)
