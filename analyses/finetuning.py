@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import gc
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from ppairs_lens.finetuning.curve import curve_rows, nested_order
 from analyses.finetuning_plots import plot_comparison, plot_curve
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.runner import model_device
@@ -48,25 +50,25 @@ from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.bootstrap import bootstrap
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
-from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, held_out_ci_counts,
                                                 split_store)
 from ppairs_lens.finetuning.cost import Cost, measure
 from ppairs_lens.finetuning.judge import finetune_curve
 from ppairs_lens.finetuning.train import TrainingConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.judges.calibration import sigmoid
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["FinetuningConfig", "METHODS", "nested_order", "run_finetuning", "cli"]
+__all__ = ["FinetuningConfig", "METHODS", "nested_order", "prepare_comparison", "run_finetuning",
+           "cli"]
 
 #: Every judge of the comparison, in table order.
 METHODS: tuple[str, ...] = ("supervised", "pca", "lora", "full", "zero_shot")
@@ -90,9 +92,9 @@ class FinetuningConfig:
     read of 20 pairs a few. Each (method, seed) is trained once through nested label sets, a
     point per size (:func:`ppairs_lens.finetuning.judge.finetune_curve`), and the two orders of
     a comparison share their prompt prefix, so the curve costs about one run on its largest
-    size. The main job's demo runs LoRA to 16 labels and full finetuning to 8
-    (``curve_sizes_full``); the quick preset (:data:`PRESETS`) is smaller still. On a GPU raise ``max_train``,
-    ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200, 400).
+    size, plus a test read per point (~0.45 s a Story Cloze pair there: most of the cost). The
+    demo tests 40 pairs at one point (8 labels); the quick preset (:data:`PRESETS`) is smaller.
+    On a GPU raise ``max_train``, ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200).
     """
 
     settings: EvalSettings = EvalSettings()
@@ -140,28 +142,6 @@ class Scored:
     cost: Cost
     trainable_params: int
     extra: dict
-
-
-def nested_order(labels: np.ndarray, sizes, seed: int) -> np.ndarray:
-    """A seeded order of the training pairs whose first ``n`` are a stratified draw for every
-    ``n`` in ``sizes`` (each class in its share, at least 2 of each where there are; each size
-    keeps the smaller sizes' pairs); ties and the rest come last, each block sorted."""
-    y = np.asarray(labels)
-    rng = np.random.default_rng(seed)
-    pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in (1, 2)}
-    n12 = len(pools[1]) + len(pools[2])
-    taken = {1: 0, 2: 0}
-    out: list[np.ndarray] = []
-    for size in sorted({min(int(n), n12) for n in sizes if int(n) > 0}):
-        k1 = int(round(size * len(pools[1]) / max(n12, 1)))
-        k1 = min(max(k1, min(2, len(pools[1])), size - len(pools[2])), len(pools[1]),
-                 size - min(2, len(pools[2])))
-        k1 = min(max(k1, taken[1]), size - taken[2])
-        k = {1: k1, 2: size - k1}
-        out.append(np.sort(np.concatenate([pools[c][taken[c]:k[c]] for c in (1, 2)])))
-        taken = k
-    rest = np.setdiff1d(np.arange(len(y)), np.concatenate(out) if out else [])
-    return np.concatenate([*out, np.sort(rest)]).astype(int)
 
 
 def _sub_split(sp: StoreSplit, idx: np.ndarray) -> StoreSplit:
@@ -215,15 +195,22 @@ def tuned_curve(bridge, train: Dataset, test: Dataset, method: str, sizes: list[
 
 
 def answers(sp: StoreSplit, bridge, test: Dataset, method: str, cfg: FinetuningConfig,
-            seed: int, template, harvest: Cost | None = None) -> Scored:
-    """A probe's or the zero-shot judge's answers (finetuned judges: :func:`tuned_curve`)."""
+            seed: int, template, harvest: Cost | None = None,
+            known_z: Mapping[str, float] | None = None) -> Scored:
+    """A probe's or the zero-shot judge's answers (finetuned judges: :func:`tuned_curve`);
+    the latter from ``known_z`` (its calibrated log-odds by pair id) where it has them all."""
     if method in PROBES:
         return probe_answers(sp, method, cfg, seed, harvest)
-    res = zero_shot(bridge, test, template)
-    return Scored(res.p, Cost(0.0, 0.0, "none", 0.0), 0, {})
+    ids = [r.pair_id for r in test.records]
+    reused = known_z is not None and all(i in known_z for i in ids)
+    p = sigmoid(np.array([known_z[i] for i in ids])) if reused else zero_shot(bridge, test,
+                                                                               template).p
+    return Scored(p, Cost(0.0, 0.0, "none", 0.0), 0, {"zero_shot": "reused"} if reused else {})
 
 
-def _prepare(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig):
+def prepare_comparison(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig
+                       ):
+    """``(template, split, train, test)``: the store's split, its test cut to ``max_test``."""
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     sp = split_store(store, **cfg.settings.split_kwargs())
@@ -245,10 +232,11 @@ def _take(sp: StoreSplit, train: Dataset, idx: np.ndarray) -> tuple[StoreSplit, 
     return _sub_split(sp, idx), replace(train, records=[train.records[i] for i in idx])
 
 
-def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig
+def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig,
+                  known_z: Mapping[str, float] | None = None
                   ) -> tuple[list[dict], list[dict], dict]:
     """``(rows, curve rows, summary)`` of one dataset: the comparison and the label curve."""
-    template, sp, train, test = _prepare(bridge, store, dataset, cfg)
+    template, sp, train, test = prepare_comparison(bridge, store, dataset, cfg)
     groups, unit = bootstrap_groups(sp)
     y = sp.labels_test
     n_all = len(train.records)
@@ -280,7 +268,8 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
                 cache[(method, n, seed)] = sc
             return cache[key]
         sub_sp, _ = _take(sp, train, order(seed)[:size])
-        cache[key] = answers(sub_sp, bridge, test, method, cfg, seed, template, harvest)
+        cache[key] = answers(sub_sp, bridge, test, method, cfg, seed, template, harvest,
+                             known_z)
         return cache[key]
 
     harvest = None
@@ -316,38 +305,16 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
     return rows, curve, summary
 
 
-def curve_rows(name: str, n_all: int, cfg: FinetuningConfig, run, y: np.ndarray,
-               groups: list) -> list[dict]:
-    """Per (method, size): accuracy of each seed, and the mean over seeds with a CI over
-    leak groups (every seed scored on each resample of the test groups)."""
-    rows = []
-    for m in cfg.curve_methods:
-        for n in sorted({min(k, n_all) for k in cfg.sizes_of(m)}):
-            accs, ps = [], []
-            for seed in cfg.curve_seeds:
-                s = run(m, n, seed)
-                accs.append(float(np.mean((s.p > 0.5) == (y == 1))))
-                ps.append(s.p)
-                rows.append({"dataset": name, "method": m, "n_labels": n, "seed": seed,
-                             "accuracy": accs[-1], "train_seconds": s.cost.seconds,
-                             "train_cpu_seconds": s.cost.cpu_seconds})
-            ci = bootstrap(lambda w, ps=ps: np.mean([weighted_accuracy(w, y, p) for p in ps],
-                                                    axis=0),
-                           len(y), groups, **cfg.settings.boot_kwargs())
-            lo, hi = ci["lo"], ci["hi"]
-            rows.append({"dataset": name, "method": m, "n_labels": n, "seed": "mean",
-                         "accuracy": float(np.mean(accs)), "lo": float(lo), "hi": float(hi),
-                         "ci_counts": ci["ci_counts"], "n_seeds": len(accs)})
-    return rows
-
-
 def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: str | Path,
-                   cfg: FinetuningConfig | None = None) -> list[dict]:
+                   cfg: FinetuningConfig | None = None,
+                   zero_shot_z: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
     """The comparison and the label curve on every ``(store, dataset)`` (the store harvested
     from the dataset with ``bridge``'s model, e.g. by
     :func:`ppairs_lens.activations.pipeline.ensure_store`); writes ``finetuning.csv``,
     ``finetuning_curve.csv``, ``finetuning_summary.json``, their figures and the config into
-    ``out``, and returns the comparison rows. ``bridge`` is not changed."""
+    ``out``, and returns the comparison rows. ``bridge`` is not changed. ``zero_shot_z``: per
+    dataset, the zero-shot judge's calibrated log-odds by pair id where a caller has them
+    (:meth:`ppairs_lens.judges.study.HeldOutJudges.zero_shot_z`), so it is not asked twice."""
     cfg = cfg or FinetuningConfig()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -356,7 +323,7 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
         if dataset.kind != "comparison":
             warnings.warn(f"{dataset.name}: finetuning compares comparisons; skipped")
             continue
-        r, c, s = compare_store(bridge, store, dataset, cfg)
+        r, c, s = compare_store(bridge, store, dataset, cfg, (zero_shot_z or {}).get(dataset.name))
         rows += r
         curve += c
         summary[dataset.name] = s

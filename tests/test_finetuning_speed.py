@@ -107,3 +107,29 @@ def test_measure_reports_the_cost_so_far():
         torch.ones(1024, 1024).sum()
         mid = m.elapsed()
     assert m.cost is not None and 0 < mid.seconds <= m.cost.seconds
+
+
+def test_the_judges_steps_zero_shot_answers_are_the_ones_finetuning_reads(tiny, tmp_path):
+    """The main job hands the finetuning step the judges step's calibrated log-odds
+    (``HeldOutJudges.zero_shot_z``): on the same test pairs they are what asking the
+    zero-shot judge there gives, so the comparison's zero-shot row is unchanged."""
+    from analyses.finetuning import FinetuningConfig, answers, prepare_comparison
+    from ppairs_lens.activations.pipeline import ensure_store
+    from ppairs_lens.data import BUILTIN
+    from ppairs_lens.judges.study import JudgeStudySettings, judge_study
+
+    ds = BUILTIN["larger_number"](n=40, seed=0)
+    store = ensure_store(tiny, ds, tmp_path / "stores", progress=False)
+    cfg = FinetuningConfig(max_test=None)
+    known = judge_study(tiny, [store], [ds], JudgeStudySettings(
+        cfg.settings, train_pairs=4, allure=None))[ds.name].zero_shot_z()
+    template, sp, _, test = prepare_comparison(tiny, store, ds, cfg)
+    assert [r.pair_id for r in test.records if r.label != 0] == \
+        [i for i in known if i in {r.pair_id for r in test.records}]
+    asked = answers(sp, tiny, test, "zero_shot", cfg, 0, template)
+    reused = answers(sp, tiny, test, "zero_shot", cfg, 0, template, known_z=known)
+    assert reused.extra == {"zero_shot": "reused"}
+    np.testing.assert_allclose(reused.p, asked.p, rtol=0, atol=1e-5)
+    partial = answers(sp, tiny, test, "zero_shot", cfg, 0, template,
+                      known_z=dict(list(known.items())[:1]))  # not every pair: asked
+    assert partial.extra == {} and np.array_equal(partial.p, asked.p)

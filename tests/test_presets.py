@@ -47,7 +47,7 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
     assert (cfg.ablation_dataset, cfg.ablation_random, cfg.ablation_matched,
             cfg.ablation_eval_pairs) == ("mt-bench", 20, 20, 12)
     assert (cfg.finetune_datasets, cfg.finetune_train, cfg.finetune_test, cfg.finetune_curve,
-            cfg.finetune_curve_full) == (("rocstories",), 8, 20, (4, 8, 16), None)
+            cfg.finetune_curve_full) == (("rocstories",), 8, 60, (8,), None)
     assert (cfg.steering_nulls, cfg.steering_eval_pairs, cfg.steering_alphas) == (
         4, 4, (-1.0, 1.0))
     assert (cfg.climatex_test, cfg.climatex_k, cfg.climatex_train, cfg.climatex_train_pairs,

@@ -59,6 +59,12 @@ class HeldOutJudges:
         """The zero-shot judge's P(item 1) per held-out pair id (the paper's form)."""
         return dict(zip(self.test_ids, map(float, self.forms.paper)))
 
+    def zero_shot_z(self) -> dict[str, float]:
+        """The zero-shot judge's swap-calibrated log-odds per held-out pair id,
+        ``(ld_original - ld_swapped) / 2``: what :func:`ppairs_lens.judges.zero_shot.zero_shot`
+        reads as ``z`` (its ``p`` is ``sigmoid(z)``), so the finetuning step reuses it."""
+        return dict(zip(self.test_ids, map(float, self.forms.z)))
+
     def p_by_pair(self) -> dict[str, dict[str, float]]:
         """Per-pair P(item 1) under the keys the layer sweep reads
         (:data:`analyses.layer_sweep.JUDGES`)."""
