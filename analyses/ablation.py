@@ -238,12 +238,12 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     rows, null_rows, z_rows = [], [], []
     for k, preset in enumerate(cfg.presets):
         t0 = time.perf_counter()
-        extra = [] if k else [(r[[names.index(CONTROL)]], [store.hook_names[layer]])]  # ctrl
-        both = judge_under_direction_sets(bridge, test_ds, template, [(r, preset), *extra],
-                                          settings=settings,
-                                          directions_per_pass=cfg.directions_per_pass)
+        ctrl_set = [(r[[names.index(CONTROL)]], [store.hook_names[layer]])] if k == 0 else []
+        both = judge_under_direction_sets(bridge, test_ds, template, [(r, preset), *ctrl_set],
+                                          settings=settings, directions_per_pass=cfg.directions_per_pass)
         out = {key: None if v is None else v[:, :len(names)] for key, v in both.items()}
-        ctrl = ctrl if k else both["z"][:, [0, len(names)]]  # clean (baseline), control
+        if k == 0:  # the read-out control rode the first preset's pass: clean z, control z
+            ctrl = both["z"][:, [0, len(names)]]
         secs = time.perf_counter() - t0
         run.timings[f"{name}/{preset}"] = round(secs, 1)
         log(f"{name}: preset {preset!r}, {len(names)} directions x {len(test_ds)} records "

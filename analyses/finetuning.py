@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ppairs_lens.finetuning.curve import curve_rows, nested_order
 from analyses.finetuning_plots import plot_comparison, plot_curve
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.runner import model_device
@@ -58,6 +57,7 @@ from ppairs_lens.evaluation.readout_choice import choose_readout
 from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, held_out_ci_counts,
                                                 split_store)
 from ppairs_lens.finetuning.cost import Cost, measure
+from ppairs_lens.finetuning.curve import curve_rows, nested_order
 from ppairs_lens.finetuning.judge import finetune_curve
 from ppairs_lens.finetuning.train import TrainingConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
@@ -93,7 +93,7 @@ class FinetuningConfig:
     point per size (:func:`ppairs_lens.finetuning.judge.finetune_curve`), and the two orders of
     a comparison share their prompt prefix, so the curve costs about one run on its largest
     size, plus a test read per point (~0.45 s a Story Cloze pair there: most of the cost). The
-    demo tests 40 pairs at one point (8 labels); the quick preset (:data:`PRESETS`) is smaller.
+    main job's demo reads one point; the quick preset (:data:`PRESETS`) is smaller still.
     On a GPU raise ``max_train``, ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200).
     """
 

@@ -232,11 +232,12 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     tuned = [n for n in cfg.finetune_datasets if n in store_of]
 
+    tuned_z = {n: judges[n].zero_shot_z() for n in tuned}  # the judges step's, reused
+
     def finetuning_step() -> FinetuningRows:
-        return FinetuningRows.of(run_finetuning(  # the judges step's zero-shot answers reused
+        return FinetuningRows.of(run_finetuning(
             bridge, [(store_of[n], datasets[n]) for n in tuned], out, cfgs["finetuning"],
             zero_shot_z=tuned_z) if tuned else [])
-    tuned_z = {n: judges[n].zero_shot_z() for n in tuned}
     finetuning = run.step("finetuning", finetuning_step, outputs=("finetuning.csv",),
                           judges=tuned_z, **common)
 
