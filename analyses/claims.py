@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from ppairs_lens.evaluation.paper_claims import PAPER_READERS, paper_claims
-from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Family
+from ppairs_lens.evaluation.claim_families import FAMILIES, MIN_SORTED_ITEMS, Claim, Family
 from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from ppairs_lens.evaluation.study_claims import ablation_tests, cosine_claim
@@ -87,7 +87,9 @@ def _registry() -> tuple[Claim, ...]:
                         f"thesis{table}.ppairs-vs-{other.lower()}.{ds}", f"thesis Table {table}",
                         f"PPAIRS beats {other} ({stat})", fam, f"{stat}, PPAIRS minus {other}",
                         (ds,), "held-out articles; 20+ (bootstrap) or 6+ with group "
-                        "differences", (ds, "PPAIRS", other, stat), "thesis",
+                        "differences" + (f"; {MIN_SORTED_ITEMS}+ summaries sorted in each"
+                                         if table == "4.2" else ""),
+                        (ds, "PPAIRS", other, stat), "thesis",
                         (table, corpus, a, other)))
     for ds in FINETUNE_DATASETS:
         for m in ("lora", "full"):
@@ -209,6 +211,12 @@ def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
               and r["method"] == f"PPAIRS - {other}"), None)
     if r is None:
         return NOT_RUN
+    sorted_items = r.get("min_items_sorted") or 0
+    if table == "4.2" and sorted_items < MIN_SORTED_ITEMS:
+        return Verdict(NOT_TESTED, f"articles sort {sorted_items or 'too few'} summaries here: "
+                       "a Spearman over so few takes a handful of values (over 3: ±0.5, ±1)",
+                       method="precondition",
+                       needed=f"{MIN_SORTED_ITEMS}+ summaries sorted per article")
     # Table 4.2's unit is the article (its n); Table 4.1's rows name their groups if recorded
     return Difference.from_row({**r, "n_groups": r.get("n_groups",
                                                        r.get("n") if table == "4.2" else None)})

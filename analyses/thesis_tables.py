@@ -170,6 +170,7 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
     g = [groups[i] for i in ids]
     probe = np.array([pair_ps["PPAIRS"][test.records[i].pair_id] for i in ids])
     sorted_probe = _per_article(items, _pair_p(test, pair_ps["PPAIRS"]), cfg)
+    articles = _articles(items)
     for other in ("direct", "G-Eval", "PAIRS"):
         q = np.array([pair_ps[other][test.records[i].pair_id] for i in ids])
         d = paired_difference(y[ids], probe, q, g, **cfg.settings.boot_kwargs())
@@ -184,12 +185,14 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
             theirs = _per_article_scores(items, other, test, pair_ps)
         common = sorted(set(sorted_probe) & set(theirs))
         diffs = [sorted_probe[c] - theirs[c] for c in common]
+        sizes = [len(articles[c]) for c in common]
         ci = mean_ci(diffs, **cfg.settings.boot_kwargs()) if diffs else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "ci_counts": False}
         rows.append({"table": "4.2", "dataset": dataset, "aspect": aspect, "model": "ours",
                      "method": f"PPAIRS - {other}", "metric": "spearman difference",
                      "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(diffs),
                      "ci_counts": ci.get("ci_counts"), "n_groups": len(diffs),
+                     "min_items_sorted": min(sizes, default=0),
                      "group_diffs": diffs})  # an article is the unit: its rho difference
     return rows
 

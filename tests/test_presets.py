@@ -33,10 +33,10 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
     cfg = rc("demo")
     assert cfg == ReplicationConfig()
     assert asdict(cfg.sizes) == asdict(ReplicationSizes(
-        summeval_contexts=20, summeval_items=3,
+        summeval_contexts=30, summeval_items=3,
         summeval_aspects=("coherence", "consistency", "fluency", "relevance"),
         newsroom_contexts=2, newsroom_items=7, newsroom_aspects=("coherence",),
-        hanna_contexts=8, hanna_items=3, hanna_aspect="coherence", story_cloze_pairs=200,
+        hanna_contexts=8, hanna_items=3, hanna_aspect="coherence", story_cloze_pairs=100,
         mctaco_pairs=160, mctaco_per_question=1, mt_bench_pairs=52, mt_bench_per_question=1, llmbar_pairs=60,
         llmbar_adversarial=("Adversarial_Neighbor", "Adversarial_GPTOut"),
         llmbar_adversarial_pairs=12))
@@ -47,7 +47,7 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
     assert (cfg.ablation_dataset, cfg.ablation_random, cfg.ablation_matched,
             cfg.ablation_eval_pairs) == ("mt-bench", 20, 20, 12)
     assert (cfg.finetune_datasets, cfg.finetune_train, cfg.finetune_test, cfg.finetune_curve,
-            cfg.finetune_curve_full) == (("rocstories",), 8, 60, (8,), None)
+            cfg.finetune_curve_full) == (("rocstories",), 8, 20, (8,), None)
     assert (cfg.steering_nulls, cfg.steering_eval_pairs, cfg.steering_alphas) == (
         4, 4, (-1.0, 1.0))
     assert (cfg.climatex_test, cfg.climatex_k, cfg.climatex_train, cfg.climatex_train_pairs,

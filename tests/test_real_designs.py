@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from analyses.claims import evaluate_claims
 from analyses.insertion import published_row
 from analyses.replication_config import replication_config
 from analyses.thesis_tables import (
@@ -164,6 +165,22 @@ def test_thesis_rows_keep_every_article_and_put_newsroom_in_its_column(tiny, tmp
     assert rows[-1]["n_items_per_article"] == 5
     diff = [r for r in rows if r["method"] == "PPAIRS - direct" and r["table"] == "4.2"]
     assert diff[0]["n"] == len(articles)
+    assert diff[0]["min_items_sorted"] == 5  # each article sorts its 5 summaries
+
+
+def test_table_4_2_claims_are_tested_only_where_articles_sort_seven_summaries():
+    """A Spearman over 3 summaries can only be ±0.5 or ±1: the claim says so, not tested."""
+    def rows(k):
+        return {"thesis_tables": [{"table": "4.2", "dataset": "SummEval", "aspect": "coherence",
+                                   "model": "ours", "method": "PPAIRS - direct",
+                                   "value": -0.6, "lo": -0.7, "hi": -0.5, "n": 30,
+                                   "n_groups": 30, "ci_counts": True,
+                                   "min_items_sorted": k}]}
+    cid = "thesis4.2.ppairs-vs-direct.summeval-coherence"
+    few = {c["id"]: c for c in evaluate_claims(rows(3), {"entries": []})["claims"]}[cid]
+    assert few["outcome"] == "not tested at this size" and "7+" in few["needed"]
+    enough = {c["id"]: c for c in evaluate_claims(rows(7), {"entries": []})["claims"]}[cid]
+    assert enough["outcome"] == "fails"       # -0.6 [-0.7, -0.5] over 30 articles
 
 
 def test_published_newsroom_con_column_stands_beside_informativeness():

@@ -52,6 +52,28 @@ def test_items_within_contexts_keeps_every_pair_of_the_drawn_items():
     assert [r.pair_id for r in again.records] == [r.pair_id for r in d.records]
 
 
+def test_items_within_contexts_draws_distinct_gold_scores_before_ties():
+    """Tied items make pairs that are dropped: an article with 3 distinct scores among its
+    items gives 3 of them, whatever the seed, and the draw still varies with the seed."""
+    recs = []
+    scores = [5.0, 5.0, 5.0, 5.0, 3.0, 4.0]          # mostly 5s, as SummEval's consistency
+    for c in range(4):
+        for i in range(6):
+            for j in range(i + 1, 6):
+                recs.append(Comparison(f"c{c}:{i}|{j}", f"item {i}", f"item {j}",
+                                       ITEM1 if scores[i] > scores[j] else
+                                       ITEM2 if scores[i] < scores[j] else TIE,
+                                       context_id=f"c{c}", item1_id=f"S{i}", item2_id=f"S{j}",
+                                       score1=scores[i], score2=scores[j]))
+    d = Dataset("tied", "comparison", recs, aspect="x")
+    drawn = set()
+    for seed in range(5):
+        out = items_within_contexts(d, n_contexts=4, items_per_context=3, seed=seed)
+        assert out.records and all(r.label != TIE for r in out.records)
+        drawn |= {r.item1_id for r in out.records} | {r.item2_id for r in out.records}
+    assert len(drawn & {"S0", "S1", "S2", "S3"}) > 1      # which 5 it keeps is the seed's
+
+
 def test_combine_prefixes_ids_so_parts_never_collide():
     a, b = replace(_scored(1, 3), name="a"), replace(_scored(1, 3), name="b")
     both = combine("ab", [a, b])
