@@ -208,6 +208,7 @@ class ThesisDifference:
     ci_counts: bool | None
     n_groups: int
     group_diffs: tuple[float, ...]
+    min_items_sorted: int | None = None   # Table 4.2: the fewest summaries an article sorts
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ppairs_lens.data.replication_sets import (
     combine,
     items_within_contexts,
     replication_datasets,
+    score_keys,
 )
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.judges.allure import most_wrong
@@ -72,6 +73,30 @@ def test_items_within_contexts_draws_distinct_gold_scores_before_ties():
         assert out.records and all(r.label != TIE for r in out.records)
         drawn |= {r.item1_id for r in out.records} | {r.item2_id for r in out.records}
     assert len(drawn & {"S0", "S1", "S2", "S3"}) > 1      # which 5 it keeps is the seed's
+
+
+def test_one_draw_serves_every_aspect_and_unties_the_most_pairs_over_them():
+    """The same items in every aspect (their prompts share prefixes), drawn to untie pairs in
+    each: aspect a ties S0-S2 (S3 breaks it), aspect b ties S2-S3 (S0, S1 break it)."""
+    a_scores, b_scores = [5.0, 4.0, 5.0, 5.0], [1.0, 2.0, 3.0, 3.0]
+
+    def aspect(name, sc):
+        return Dataset(name, "comparison", [
+            Comparison(f"c:{i}|{j}", f"item {i}", f"item {j}",
+                       TIE if sc[i] == sc[j] else ITEM1 if sc[i] > sc[j] else ITEM2,
+                       context_id="c", item1_id=f"S{i}", item2_id=f"S{j}",
+                       score1=sc[i], score2=sc[j])
+            for i in range(4) for j in range(i + 1, 4)], aspect=name)
+    a, b = aspect("a", a_scores), aspect("b", b_scores)
+    keys = score_keys([a, b])
+    assert keys[("c", "S2")] == (5.0, 3.0)
+    for seed in range(6):
+        got = [{(r.item1_id, r.item2_id) for r in items_within_contexts(d, 1, 3, seed, keys)
+                .records} for d in (a, b)]
+        assert got[0] == got[1]                        # one draw, both aspects
+        untied = sum(r.label != TIE for d in (a, b)
+                     for r in items_within_contexts(d, 1, 3, seed, keys).records)
+        assert untied == 5       # the best any 3 of the 4 give: S1 and S2 or S3 with S0
 
 
 def test_combine_prefixes_ids_so_parts_never_collide():

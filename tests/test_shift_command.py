@@ -6,10 +6,13 @@ from __future__ import annotations
 import csv
 import itertools
 
+import numpy as np
 import pytest
 
 import ppairs_lens.models.loading
 from analyses.cli import main
+from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.evaluation.shift import ScoredSet, shift_rows
 from tests.test_figure_layout import overlap, text_boxes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -157,3 +160,21 @@ def test_files_whose_pair_ids_coincide_keep_their_own_judge_answers(tiny, tmp_pa
         held_out["metrics"]["accuracy"]["value"])
     assert int(rows["A", "zero_shot"]["n"]) == len(held_out["p_by_pair"])
     assert ("B", "memorisation") not in rows        # row ids of two files name other items
+
+
+def test_a_drop_counts_only_when_both_sides_have_twenty_groups():
+    """A drop compares two sets: its bootstrap is as good as the smaller side's groups, so
+    40 + 6 groups give an interval that does not count (the registry's test needs 20)."""
+    rng = np.random.default_rng(0)
+
+    def scored(name, role, n):
+        t = (rng.uniform(size=n) > 0.5).astype(float)
+        return ScoredSet(name, role, t, tuple(f"{name}/{i}" for i in range(n)),
+                         {"zero_shot": rng.uniform(size=n), "pca": rng.uniform(size=n)})
+
+    for n_shifted, counts in ((6, False), (25, True)):
+        _, drops = shift_rows([scored("src", "in distribution", 40),
+                               scored("dst", "shifted", n_shifted)],
+                              EvalSettings(n_boot=50), kinds=["pca"])
+        assert drops and all(d["n_groups"] == n_shifted for d in drops)
+        assert all(d["ci_counts"] is counts for d in drops)

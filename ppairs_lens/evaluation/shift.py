@@ -23,7 +23,7 @@ from torch import Tensor
 from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE
-from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS, bootstrap
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import StoreSplit, pair_groups
@@ -104,7 +104,8 @@ def gap_verdict(d: dict, in_dist: dict[str, float], kind: str, judge: str = "zer
                        f"CI lower end <= 0.5), so a drop is no loss{claim}",
                        rule="a drop is a loss only above chance in distribution")
     v = interval_verdict(d, SHIFT_DELTA)
-    return replace(v, reason=v.reason + claim)
+    # one row alone: the registry's claim runs Holm over every shifted set of its family
+    return replace(v, reason=v.reason + claim + ", this set alone, before Holm")
 
 
 def _drop_ci(src: ScoredSet, s: ScoredSet, terms: Sequence[tuple[str, float]],
@@ -124,7 +125,10 @@ def _drop_ci(src: ScoredSet, s: ScoredSet, terms: Sequence[tuple[str, float]],
             out = out + sign * (weighted_accuracy(w[:, :n1], tt[:n1], src.preds[m][ms])
                                 - weighted_accuracy(w[:, n1:], tt[n1:], s.preds[m][mt]))
         return out
-    return bootstrap(stat, len(tt), g1 + g2, **boot), min(len(set(g1)), len(set(g2)))
+    n_groups = min(len(set(g1)), len(set(g2)))
+    ci = bootstrap(stat, len(tt), g1 + g2, **boot)
+    return {**ci, "ci_counts": bool(ci["ci_counts"]) and n_groups >= MIN_BOOTSTRAP_GROUPS}, \
+        n_groups
 
 
 def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
