@@ -70,7 +70,7 @@ from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.records import record_data
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out
+from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out_sets
 from ppairs_lens.judges.study import HeldOutJudges, JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
@@ -174,9 +174,9 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
 
     scored = [n for n in names if all(r.score1 is not None for r in datasets[n].records)]
 
-    def scoring_step() -> dict[str, HeldOutScores]:
-        return {n: score_held_out(bridge, held_out_datasets(store_of[n], datasets[n], **split)[1])
-                for n in scored}
+    def scoring_step() -> dict[str, HeldOutScores]:   # one pass: aspects share articles
+        return score_held_out_sets(bridge, {n: held_out_datasets(store_of[n], datasets[n],
+                                                                 **split)[1] for n in scored})
     ratings = run.step("direct scoring and G-Eval", scoring_step, **common)
     per_pair = pair_scores({n: {**judges[n].p_by_pair(),
                                 **(texts[n].p_by_pair() if n in texts else {}),

@@ -15,13 +15,20 @@ shared machine hits each), prompts/s, forward passes, tokens computed, the time 
 ``alone`` and to ``per article``, and the largest difference to ``alone`` of the five score
 logits (relative to their scale) and of the score probabilities (relative).
 
+``--aspects N`` times instead the same items rated on N aspects (the replication's four
+SummEval aspects), ``batched`` aspect by aspect against one pass over every aspect
+(:func:`ppairs_lens.judges.scoring.score_item_sets`: each article and summary runs once for
+all aspects), with the largest logit difference between the two.
+
 Run: ``python -m benchmarks.bench_scoring [--articles 4 --summaries 10 --rounds 1
---device cpu --summeval PATH]`` (real SummEval from ../shared/datasets when present).
+--device cpu --summeval PATH --aspects 0]`` (real SummEval from ../shared/datasets when
+present; the demo's held-out SummEval is ``--articles 15 --summaries 3 --aspects 4``).
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +37,7 @@ import torch
 from benchmarks.common import summeval_like, timed
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.judges.held_out_scores import held_out_items
-from ppairs_lens.judges.scoring import ItemScores, score_items
+from ppairs_lens.judges.scoring import ItemScores, score_item_sets, score_items
 from ppairs_lens.models.loading import load_model
 
 PATHS = {
@@ -71,11 +78,15 @@ def main(argv=None) -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--summeval", type=Path, default=None,
                     help="summeval.jsonl (default: ../shared/datasets beside the repository)")
+    ap.add_argument("--aspects", type=int, default=0,
+                    help="time N aspects aspect by aspect against one pass (0: the paths)")
     args = ap.parse_args(argv)
 
     test = summeval_like(args.articles, args.summaries, path=args.summeval)
     items = held_out_items(test)
     bridge = load_model(device=args.device)
+    if args.aspects:
+        return _aspects(bridge, test, items, args.aspects, args.rounds)
     counter = PassCounter(bridge)
     print(f"{test.source}: {args.articles} articles x {args.summaries} summaries = "
           f"{len(items)} rating prompts; device {args.device}, "
@@ -101,6 +112,37 @@ def main(argv=None) -> None:
               f"{best['per article'] / best[name]:13.2f}x {dl:10.1e} {dp:9.1e}")
     same = all(np.array_equal(result[n].direct, result["alone"].direct) for n in PATHS)
     print(f"direct scores identical on every path: {same}")
+
+
+def _aspects(bridge, test, items, n: int, rounds: int) -> None:
+    """The same items on ``n`` aspects: a pass per aspect against one pass for all."""
+    sets = [(items, replace(test, aspect=a))
+            for a in ("coherent", "consistent", "fluent", "relevant", "informative")[:n]]
+    batched = HarvestSettings(batch_contexts=True)
+    ways = {"aspect by aspect": lambda: [score_items(bridge, i, m, settings=batched)
+                                         for i, m in sets],
+            "aspects together": lambda: score_item_sets(bridge, sets, settings=batched)}
+    best: dict[str, float] = {}
+    out: dict[str, list[ItemScores]] = {}
+    for _ in range(rounds):
+        for name, fn in ways.items():
+            t, out[name] = timed(fn)
+            best[name] = min(best.get(name, float("inf")), t)
+    n_prompts = len(items) * len(sets)
+    print(f"{len(items)} items x {len(sets)} aspects = {n_prompts} rating prompts; "
+          f"{torch.get_num_threads()} torch threads")
+    print(f"{'way':<17} {'time s':>8} {'prompts/s':>9} {'tokens':>7} {'ratio':>6}")
+    for name in ways:
+        tokens = sum(r.n_tokens for r in out[name])
+        print(f"{name:<17} {best[name]:8.2f} {n_prompts / best[name]:9.1f} {tokens:7d} "
+              f"{best['aspect by aspect'] / best[name]:5.2f}x")
+    a = np.concatenate([r.logits for r in out["aspect by aspect"]])
+    b = np.concatenate([r.logits for r in out["aspects together"]])
+    dl, dp = _rel(b, a)
+    same = all(np.array_equal(x.direct, y.direct)
+               for x, y in zip(out["aspect by aspect"], out["aspects together"]))
+    print(f"largest difference: logits {dl:.1e} (of their scale), probabilities {dp:.1e}; "
+          f"direct scores identical: {same}")
 
 
 if __name__ == "__main__":

@@ -4,18 +4,24 @@ numbers as each prompt run alone, on the tiny random model."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.plan_runs import context_chunks
-from ppairs_lens.activations.prefix_sharing import GroupPlan, SubGroup, plan
+from ppairs_lens.activations.prefix_sharing import GroupPlan, SubGroup, plan, tokens_computed
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.data.scored_items import comparisons_within_contexts
-from ppairs_lens.judges.held_out_scores import held_out_items, score_held_out
+from ppairs_lens.judges.held_out_scores import (
+    held_out_items,
+    score_held_out,
+    score_held_out_sets,
+)
 from ppairs_lens.judges.scoring import score_items, score_prompt
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -114,3 +120,23 @@ def test_context_chunks_fit_the_budget_longest_first_and_skip_empty_contexts():
     for c in chunks:
         assert len(c) == 1 or len(c) * len(plans[c[0]].context) <= 20
     assert context_chunks(plans, 1) == [[2], [4], [0], [3]]  # at least one a chunk
+
+
+def test_aspects_scored_in_one_pass_equal_each_aspect_alone(tiny):
+    """One corpus's aspects rate the same items: one pass over every aspect shares each
+    context and item, and gives each aspect's scores as its own pass does."""
+    items = _items([4, 4, 5])   # 4-5 rows an article: too few to share alone, enough for two
+    tests = {a: replace(_dataset(items), aspect=a) for a in ("coherent", "fluent")}
+    together = score_held_out_sets(tiny, tests)
+    for a, test in tests.items():
+        alone = score_held_out(tiny, test)
+        keys = sorted(alone.geval_scores)
+        np.testing.assert_allclose([together[a].geval_scores[k] for k in keys],
+                                   [alone.geval_scores[k] for k in keys], rtol=1e-5, atol=0)
+        assert together[a].direct_scores == alone.direct_scores
+    assert together["coherent"].geval_scores != together["fluent"].geval_scores
+    prompts = [score_prompt(tiny.tokenizer, t, k, v) for t in tests.values()
+               for k, v in held_out_items(t).items()]
+    shared = tokens_computed(plan([p.prefix_ids[:-1] for p in prompts],
+                                  [f"{p.group}\x00{p.block}" for p in prompts]), 1)
+    assert shared < 0.7 * sum(len(p.prefix_ids) for p in prompts)   # articles run once

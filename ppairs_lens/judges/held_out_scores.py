@@ -1,9 +1,10 @@
 """Direct scoring and G-Eval on a held-out set of comparisons, as pairwise answers.
 
 Each held-out item (a summary within its article, a story within its prompt) is rated once
-(:func:`ppairs_lens.judges.scoring.score_items`: one forward per item, items of one context
-sharing its prefix, and, since an article has only its ten or so items here, the contexts of
-many articles run in one pass: ``batch_contexts``); a comparison's answer is then the higher
+(:func:`ppairs_lens.judges.scoring.score_item_sets`: one forward per item, items of one
+context sharing its prefix, across a corpus's aspects too, and, since an article has only its
+ten or so items here, the contexts of many articles run in one pass: ``batch_contexts``); a
+comparison's answer is then the higher
 score (direct: the most likely score, equal scores count half; G-Eval: the
 probability-weighted score). Items are keyed ``context_id/item_id``, so a ranking can read
 the scores of every item of a context.
@@ -11,15 +12,17 @@ the scores of every item of a context.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.data.records import Dataset, ScoredItem
-from ppairs_lens.judges.scoring import score_items
+from ppairs_lens.judges.scoring import score_item_sets
 
-__all__ = ["HeldOutScores", "held_out_items", "item_key", "score_held_out"]
+__all__ = ["HeldOutScores", "held_out_items", "item_key", "score_held_out",
+           "score_held_out_sets"]
 
 
 def item_key(context_id: str | None, item_id: str | None) -> str:
@@ -62,8 +65,21 @@ def score_held_out(bridge, test: Dataset,
                    ) -> HeldOutScores:
     """Rate every held-out item once; both forms of answer for every comparison.
     ``settings``: how the prompts are batched (never the numbers, beyond float rounding)."""
-    items = held_out_items(test)
-    s = score_items(bridge, items, test, settings=settings)
-    direct, geval = s.as_dict("direct"), s.as_dict("geval")
-    return HeldOutScores(direct, geval, _pairwise(test, direct), _pairwise(test, geval),
-                         len(items))
+    return score_held_out_sets(bridge, {"test": test}, settings)["test"]
+
+
+def score_held_out_sets(bridge, tests: Mapping[str, Dataset],
+                        settings: HarvestSettings = HarvestSettings(batch_contexts=True)
+                        ) -> dict[str, HeldOutScores]:
+    """:func:`score_held_out` of several held-out sets in one pass
+    (:func:`ppairs_lens.judges.scoring.score_item_sets`: a corpus's aspects rate the same
+    summaries, so each article and summary runs once for all of them)."""
+    items = {n: held_out_items(t) for n, t in tests.items()}
+    scored = score_item_sets(bridge, [(items[n], t) for n, t in tests.items()],
+                             settings=settings)
+    out = {}
+    for (n, test), s in zip(tests.items(), scored):
+        direct, geval = s.as_dict("direct"), s.as_dict("geval")
+        out[n] = HeldOutScores(direct, geval, _pairwise(test, direct), _pairwise(test, geval),
+                               len(items[n]))
+    return out

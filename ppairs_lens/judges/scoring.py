@@ -16,13 +16,14 @@ The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge
 
 Prompts run with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt minus its
 last token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
-its prefix; or through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context
+its prefix, across several sets of items too (:func:`score_item_sets`: a corpus's aspects); or
+through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context
 across calls. ``n_rows`` = items scored (one prompt each).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,7 +41,8 @@ from ppairs_lens.judges.comparators import dataset_meta
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
 from ppairs_lens.judges.progress import judge_bar
 
-__all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items"]
+__all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items",
+           "score_item_sets"]
 
 
 @dataclass(frozen=True)
@@ -144,33 +146,76 @@ def score_items(bridge, items: Mapping[Hashable, ScoredItem | str],
                 settings: HarvestSettings = HarvestSettings()) -> ItemScores:
     """Direct and G-Eval scores of ``items`` (``{item_id: ScoredItem or text}``).
 
-    Items of one context share its prefix within this call (``run_branches``), or across calls
-    when a ``runner`` is given.
+    Items of one context share its prefix within this call (:func:`score_item_sets`), or
+    across calls when a ``runner`` is given.
+    """
+    if runner is None:
+        return score_item_sets(bridge, [(items, meta)], template, settings=settings)[0]
+    template = template or ScoreTemplate()
+    tok = bridge.tokenizer
+    prompts = _prompts(tok, items, meta, template)
+    prefixes, branches = _split(bridge, prompts)
+    before = runner.n_tokens
+    anchors = [context_anchor(tok, p.text, p.block) for p in prompts]
+    with judge_bar(len(prompts), "scoring judge") as update:
+        lg = runner.run(prefixes, branches, anchors, logit_ids=prompts[0].score_ids,
+                        progress=update).logits[:, 0]
+    return _scores(prompts, template, lg, runner.n_tokens - before)
+
+
+def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | str],
+                                                 Dataset | Mapping[str, Any]]],
+                    template: ScoreTemplate | None = None, *,
+                    settings: HarvestSettings = HarvestSettings()) -> list[ItemScores]:
+    """Direct and G-Eval scores of several ``(items, meta)`` sets in one pass, one
+    :class:`ItemScores` per set.
+
+    A context's prompts share its prefix across the sets: one corpus's summaries rated on
+    four aspects run each article once and each summary once, each aspect's question alone
+    (the prefix tree's shared middles); rated aspect by aspect, an article's three summaries
+    are too few rows to share it at all (:data:`ppairs_lens.activations.prefix_sharing.
+    MIN_GROUP_ROWS`). Each set's ``n_tokens`` is its rows' share of the pass's tokens.
     """
     template = template or ScoreTemplate()
     tok = bridge.tokenizer
+    per_set = [_prompts(tok, items, meta, template) for items, meta in sets]
+    prompts = [p for ps in per_set for p in ps]
+    prefixes, branches = _split(bridge, prompts)
+    # a context is its id and its text: two corpora's "0" are not one article
+    groups = [f"{p.group}\x00{p.block}" for p in prompts]
+    with judge_bar(len(prompts), "scoring judge") as update:
+        lg = run_branches(bridge, prefixes, branches, groups, logit_ids=prompts[0].score_ids,
+                          settings=settings, progress=update).logits[:, 0]
+    n_tokens = tokens_computed(plan(prefixes, groups, share=settings.share_prefixes), 1)
+    out, at = [], 0
+    for ps in per_set:
+        out.append(_scores(ps, template, lg[at:at + len(ps)],
+                           round(n_tokens * len(ps) / len(prompts))))
+        at += len(ps)
+    return out
+
+
+def _prompts(tok, items: Mapping[Hashable, ScoredItem | str], meta, template: ScoreTemplate
+             ) -> list[ScorePrompt]:
     prompts = [score_prompt(tok, meta, k, v, template) for k, v in items.items()]
     if not prompts:
         raise ValueError("no items to score")
-    ids = prompts[0].score_ids
-    if any(p.score_ids != ids for p in prompts):
+    return prompts
+
+
+def _split(bridge, prompts: Sequence[ScorePrompt]
+           ) -> tuple[list[tuple[int, ...]], list[tuple[int]]]:
+    """``(prefixes, branches)``: each prompt but its last token, and that token, checked to
+    fit the model and to end before the same score tokens."""
+    if any(p.score_ids != prompts[0].score_ids for p in prompts):
         raise TemplateError("score tokens differ between prompts")
     prefixes = [p.prefix_ids[:-1] for p in prompts]
     check_context_length(bridge, [p.item_id for p in prompts], prefixes)
-    branches = [(p.prefix_ids[-1],) for p in prompts]
-    if runner is not None:
-        before = runner.n_tokens
-        anchors = [context_anchor(tok, p.text, p.block) for p in prompts]
-        with judge_bar(len(prompts), "scoring judge") as update:
-            lg = runner.run(prefixes, branches, anchors, logit_ids=ids,
-                            progress=update).logits[:, 0]
-        n_tokens = runner.n_tokens - before
-    else:
-        with judge_bar(len(prompts), "scoring judge") as update:
-            lg = run_branches(bridge, prefixes, branches, [p.group for p in prompts],
-                              logit_ids=ids, settings=settings, progress=update).logits[:, 0]
-        n_tokens = tokens_computed(plan(prefixes, [p.group for p in prompts],
-                                           share=settings.share_prefixes), 1)
+    return prefixes, [(p.prefix_ids[-1],) for p in prompts]
+
+
+def _scores(prompts: Sequence[ScorePrompt], template: ScoreTemplate, lg: torch.Tensor,
+            n_tokens: int) -> ItemScores:
     values = tuple(float(s) for s in template.scores)
     return ItemScores(tuple(p.item_id for p in prompts), values,
                       lg.to(torch.float64).numpy(), len(prompts), n_tokens)
