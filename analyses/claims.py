@@ -211,11 +211,13 @@ def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
               and r["method"] == f"PPAIRS - {other}"), None)
     if r is None:
         return NOT_RUN
-    sorted_items = r.get("min_items_sorted") or 0
-    if table == "4.2" and sorted_items < MIN_SORTED_ITEMS:
-        return Verdict(NOT_TESTED, f"articles sort {sorted_items or 'too few'} summaries here: "
-                       "a Spearman over so few takes a handful of values (over 3: ±0.5, ±1)",
-                       method="precondition",
+    sorted_items = r.get("min_items_sorted")
+    if table == "4.2" and (sorted_items is None or sorted_items < MIN_SORTED_ITEMS):
+        why = ("the row does not record how many summaries each article sorted (rerun the "
+               "thesis tables step)" if sorted_items is None else
+               f"articles sort {sorted_items} summaries here, not the thesis's 16: a Spearman "
+               f"over {sorted_items} is another statistic (over 3 it is only ±0.5 or ±1)")
+        return Verdict(NOT_TESTED, why, method="precondition",
                        needed=f"{MIN_SORTED_ITEMS}+ summaries sorted per article")
     # Table 4.2's unit is the article (its n); Table 4.1's rows name their groups if recorded
     return Difference.from_row({**r, "n_groups": r.get("n_groups",

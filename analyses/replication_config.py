@@ -66,9 +66,9 @@ class ReplicationConfig:
     # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
     # prompts, as a training example costs ~3-6 CPU-seconds here; one set in the demo (--full
     # runs three). Its cost is reading the test pairs (~0.45 s a pair, both orders, per read),
-    # so the demo tests on 20 of the 50 held-out ROCStories pairs, a preview: at 60 the
-    # differences were 0.02-0.05 and would need hundreds of groups. It reads each finetuned
-    # judge once; the zero-shot judge's answers are the judges step's
+    # so the demo tests on 20 of the 50 held-out ROCStories pairs, a preview: differences of
+    # 0.02-0.05 between near-chance methods need hundreds of groups to decide. It reads each
+    # finetuned judge once; the zero-shot judge's answers are the judges step's
     finetune_datasets: tuple[str, ...] = ("rocstories",)
     finetune_train: int = 8
     finetune_test: int = 20

@@ -12,7 +12,7 @@ import torch
 
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.plan_runs import context_chunks
-from ppairs_lens.activations.prefix_sharing import GroupPlan, SubGroup, plan, tokens_computed
+from ppairs_lens.activations.prefix_sharing import GroupPlan, SubGroup, plan
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.data.records import Dataset, ScoredItem
@@ -22,7 +22,7 @@ from ppairs_lens.judges.held_out_scores import (
     score_held_out,
     score_held_out_sets,
 )
-from ppairs_lens.judges.scoring import score_items, score_prompt
+from ppairs_lens.judges.scoring import score_item_sets, score_items, score_prompt
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -135,8 +135,8 @@ def test_aspects_scored_in_one_pass_equal_each_aspect_alone(tiny):
                                    [alone.geval_scores[k] for k in keys], rtol=1e-5, atol=0)
         assert together[a].direct_scores == alone.direct_scores
     assert together["coherent"].geval_scores != together["fluent"].geval_scores
-    prompts = [score_prompt(tiny.tokenizer, t, k, v) for t in tests.values()
-               for k, v in held_out_items(t).items()]
-    shared = tokens_computed(plan([p.prefix_ids[:-1] for p in prompts],
-                                  [f"{p.group}\x00{p.block}" for p in prompts]), 1)
-    assert shared < 0.7 * sum(len(p.prefix_ids) for p in prompts)   # articles run once
+    sets = [(held_out_items(t), t) for t in tests.values()]
+    one_pass = sum(s.n_tokens for s in score_item_sets(tiny, sets))
+    per_aspect = sum(score_items(tiny, i, m).n_tokens for i, m in sets)
+    assert one_pass < 0.95 * per_aspect    # each article runs once, not once an aspect (these
+    # articles are short: real SummEval saves 57%, benchmarks/bench_scoring.py --aspects)

@@ -181,6 +181,8 @@ def test_table_4_2_claims_are_tested_only_where_articles_sort_seven_summaries():
     assert few["outcome"] == "not tested at this size" and "7+" in few["needed"]
     enough = {c["id"]: c for c in evaluate_claims(rows(7), {"entries": []})["claims"]}[cid]
     assert enough["outcome"] == "fails"       # -0.6 [-0.7, -0.5] over 30 articles
+    unknown = {c["id"]: c for c in evaluate_claims(rows(None), {"entries": []})["claims"]}[cid]
+    assert unknown["outcome"] == "not tested at this size" and "rerun" in unknown["reason"]
 
 
 def test_published_newsroom_con_column_stands_beside_informativeness():

@@ -14,7 +14,7 @@ Scored-items sets (SummEval, NEWSROOM, HANNA) are drawn as ``items_per_context``
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from ppairs_lens.data.specs import subsample_by_context
 
 __all__ = ["ADVERSARIAL_SUBSETS", "NEWSROOM_ASPECTS", "SUMMEVAL_ASPECTS", "ReplicationSizes",
            "combine", "comparison_names", "items_within_contexts", "replication_datasets",
-           "replication_files", "score_keys", "shifted_names", "summeval_names"]
+           "replication_files", "shifted_names", "summeval_names"]
 
 #: The thesis's four SummEval aspects (Tables 4.1, 4.2), in its column order.
 SUMMEVAL_ASPECTS: tuple[str, ...] = ("coherence", "consistency", "fluency", "relevance")
@@ -43,10 +43,11 @@ class ReplicationSizes:
     demo's; the main job's presets (``analyses.replication_config.PRESETS``) say how
     ``quick`` and ``full`` differ."""
 
-    # 30 articles: a held-out half of 15 on each aspect (10 left the thesis's comparisons
-    # undecidable at effects of 0.2-0.4; an article-aspect costs ~2.5 s here); 3 of each
-    # article's 16 summaries, drawn to untie the most pairs over the aspects, every pair
-    # among them (the article is most of the cost; Table 4.2 sorts 7+, --full's 10)
+    # 30 articles: a held-out half of 15 on each aspect, as the thesis's comparisons at
+    # effects of 0.2-0.4 need 15-30 groups. 3 of each article's 16 summaries, drawn at random
+    # (the same for every aspect) with every pair among them: a draw that picked summaries
+    # to avoid tied scores would test on wider, easier gaps than SummEval's (the article is
+    # most of the cost; Table 4.2 needs 7+ sorted, --full's 10)
     summeval_contexts: int = 30
     summeval_items: int = 3
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
@@ -59,9 +60,9 @@ class ReplicationSizes:
     hanna_contexts: int = 8  # stories are long (~740 tokens a pair): 8 keep both labels a side
     hanna_items: int = 3
     hanna_aspect: str = "coherence"
-    # short pairs (~0.2 s each to harvest here), each story its own group: 100 give 50
-    # held-out groups. Its claims compare methods all near chance (effects 0.00-0.05 at 100
-    # held-out stories): they need 400+ groups, so the demo's seconds go to SummEval
+    # short pairs, each story its own group: 100 give 50 held-out groups. Its claims compare
+    # methods that are all near chance here (differences of 0.00-0.05), which would need
+    # 400+ groups, so the demo spends its time on SummEval's larger differences
     story_cloze_pairs: int = 100
     # one pair from each of 160 questions: 105 sentences (the leak groups; 143 in the file),
     # 52 a held-out half; a question's pairs taken whole gave 28 sentences for 80 pairs
@@ -83,56 +84,21 @@ class ReplicationSizes:
 
 
 def items_within_contexts(dataset: Dataset, n_contexts: int, items_per_context: int,
-                          seed: int = 0, scores: Mapping[tuple[str, str], tuple] | None = None
-                          ) -> Dataset:
-    """``n_contexts`` contexts (seeded) and, in each, ``items_per_context`` items with every
-    comparison among them; records keep the dataset's order. Items are drawn to untie the
-    most comparisons (:func:`_untying_draw`) under ``scores`` (``{(context, item): gold
-    scores}``, one per aspect: :func:`score_keys`; default: the dataset's own)."""
+                          seed: int = 0) -> Dataset:
+    """``n_contexts`` contexts (seeded) and, in each, ``items_per_context`` items (seeded per
+    context) with every comparison among them; records keep the dataset's order."""
     items: dict[str, list[str]] = {}
     for r in dataset.records:
         ids = items.setdefault(r.context_id, [])
         ids += [i for i in (r.item1_id, r.item2_id) if i not in ids]
-    scores = scores if scores is not None else score_keys([dataset])
     contexts = sorted(items)
     random.Random(seed).shuffle(contexts)
-    keep_items = {c: _untying_draw(items[c], {i: scores.get((c, i), ()) for i in items[c]},
-                                   items_per_context, random.Random(f"{seed}:{c}"))
-                  for c in contexts[:n_contexts]}
+    keep_items = {c: set(random.Random(f"{seed}:{c}").sample(
+        items[c], min(items_per_context, len(items[c])))) for c in contexts[:n_contexts]}
     records = [r for r in dataset.records if r.context_id in keep_items
                and {r.item1_id, r.item2_id} <= keep_items[r.context_id]]
     return replace(dataset, records=records,
                    name=f"{dataset.name}-c{len(keep_items)}i{items_per_context}s{seed}")
-
-
-def score_keys(datasets: Sequence[Dataset]) -> dict[tuple[str, str], tuple]:
-    """``{(context, item): (score in datasets[0], score in datasets[1], ...)}``: one file's
-    aspects, each read as its own dataset (None where an aspect does not score the item)."""
-    out: dict[tuple[str, str], list] = {}
-    for k, d in enumerate(datasets):
-        for r in d.records:
-            for item, score in ((r.item1_id, r.score1), (r.item2_id, r.score2)):
-                out.setdefault((r.context_id, item), [None] * len(datasets))[k] = score
-    return {key: tuple(v) for key, v in out.items()}
-
-
-def _untying_draw(ids: list[str], scores: Mapping[str, tuple], k: int, rng: random.Random
-                  ) -> set[str]:
-    """``k`` of ``ids``, each next one the item that unties the most (aspect, pair)
-    comparisons with those already drawn, a seeded shuffle breaking ties. Tied pairs are
-    dropped, so ties would spend the context's cost on nothing (SummEval's consistency and
-    fluency are mostly 5s); one draw for every aspect keeps the items, and so the prompts'
-    shared prefixes, the same across aspects. Without scores it is a seeded random draw."""
-    order = list(ids)
-    rng.shuffle(order)
-    drawn: list[str] = []
-
-    def unties(i: str) -> int:
-        return sum(a is not None and b is not None and a != b
-                   for j in drawn for a, b in zip(scores[i], scores[j]))
-    while len(drawn) < min(k, len(order)):
-        drawn.append(max((i for i in order if i not in drawn), key=unties))  # first of equals
-    return set(drawn)
 
 
 def combine(name: str, parts: list[Dataset]) -> Dataset:
@@ -151,19 +117,9 @@ def _entries(sizes: ReplicationSizes, seed: int
              ) -> list[tuple[str, str, Callable[[Path], Dataset], int | None]]:
     """(name, path under the root, loader, size) for every dataset the replication reads; a
     size of 0 leaves the dataset out (a preview may skip the costliest), None reads all."""
-    read: dict[tuple[Path, str], Dataset] = {}
-
-    def aspect_of(root: Path, rel: str, aspect: str) -> Dataset:
-        if (root / rel, aspect) not in read:      # each aspect's file is read once a run
-            read[(root / rel, aspect)] = load_dataset(root / rel, aspect=aspect)
-        return read[(root / rel, aspect)]
-
-    def scored(rel: str, aspect: str, n: int, m: int, name: str,
-               aspects: tuple[str, ...] = ()):
-        # one draw for all of ``aspects`` (the file's aspects this run reads)
+    def scored(rel: str, aspect: str, n: int, m: int, name: str):
         return lambda root: replace(items_within_contexts(
-            aspect_of(root, rel, aspect), n, m, seed,
-            score_keys([aspect_of(root, rel, a) for a in aspects or (aspect,)])), name=name)
+            load_dataset(root / rel, aspect=aspect), n, m, seed), name=name)
 
     def whole(rel: str, n: int | None, name: str, per_context: int | None = None):
         return lambda root: replace(subsample_by_context(load_dataset(root / rel), n, seed,
@@ -171,12 +127,11 @@ def _entries(sizes: ReplicationSizes, seed: int
 
     out = [(f"summeval-{a}", "summeval/summeval.jsonl",
             scored("summeval/summeval.jsonl", a, sizes.summeval_contexts, sizes.summeval_items,
-                   f"summeval-{a}", sizes.summeval_aspects),
-            sizes.summeval_contexts * sizes.summeval_items)
+                   f"summeval-{a}"), sizes.summeval_contexts * sizes.summeval_items)
            for a in sizes.summeval_aspects]
     for a in sizes.newsroom_aspects:
         load = scored("newsroom/newsroom.jsonl", a, sizes.newsroom_contexts,
-                      sizes.newsroom_items, f"newsroom-{a}", sizes.newsroom_aspects)
+                      sizes.newsroom_items, f"newsroom-{a}")
         out.append((f"newsroom-{a}", "newsroom/newsroom.jsonl",
                     lambda root, load=load, a=a: newsroom_dataset(load(root), a),
                     sizes.newsroom_contexts * sizes.newsroom_items))

@@ -2,8 +2,8 @@
 
 Each held-out item (a summary within its article, a story within its prompt) is rated once
 (:func:`ppairs_lens.judges.scoring.score_item_sets`: one forward per item, items of one
-context sharing its prefix, across a corpus's aspects too, and, since an article has only its
-ten or so items here, the contexts of many articles run in one pass: ``batch_contexts``); a
+context sharing its prefix, across a corpus's aspects too, and, since an article has only a
+few held-out items, the contexts of many articles run in one pass: ``batch_contexts``); a
 comparison's answer is then the higher
 score (direct: the most likely score, equal scores count half; G-Eval: the
 probability-weighted score). Items are keyed ``context_id/item_id``, so a ranking can read

@@ -174,7 +174,8 @@ def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | 
     four aspects run each article once and each summary once, each aspect's question alone
     (the prefix tree's shared middles); rated aspect by aspect, an article's three summaries
     are too few rows to share it at all (:data:`ppairs_lens.activations.prefix_sharing.
-    MIN_GROUP_ROWS`). Each set's ``n_tokens`` is its rows' share of the pass's tokens.
+    MIN_GROUP_ROWS`). Each set's ``n_tokens`` is its rows' share of the pass's tokens (a
+    shared prefix belongs to no one set); the sets' add up to the pass's.
     """
     template = template or ScoreTemplate()
     tok = bridge.tokenizer
@@ -187,11 +188,12 @@ def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | 
         lg = run_branches(bridge, prefixes, branches, groups, logit_ids=prompts[0].score_ids,
                           settings=settings, progress=update).logits[:, 0]
     n_tokens = tokens_computed(plan(prefixes, groups, share=settings.share_prefixes), 1)
-    out, at = [], 0
-    for ps in per_set:
-        out.append(_scores(ps, template, lg[at:at + len(ps)],
-                           round(n_tokens * len(ps) / len(prompts))))
-        at += len(ps)
+    out, at, spent = [], 0, 0
+    for k, ps in enumerate(per_set):
+        own = n_tokens - spent if k == len(per_set) - 1 else \
+            round(n_tokens * len(ps) / len(prompts))
+        out.append(_scores(ps, template, lg[at:at + len(ps)], own))
+        at, spent = at + len(ps), spent + own
     return out
 
 
