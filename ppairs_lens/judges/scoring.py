@@ -182,8 +182,10 @@ def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | 
     per_set = [_prompts(tok, items, meta, template) for items, meta in sets]
     prompts = [p for ps in per_set for p in ps]
     prefixes, branches = _split(bridge, prompts)
-    # a context is its id and its text: two corpora's "0" are not one article
-    groups = [f"{p.group}\x00{p.block}" for p in prompts]
+    # grouped by context id, as the harvest's are: sets that share an id (a corpus's
+    # aspects) share the context; ids that collide across corpora only share less, as the
+    # plan is made from the token ids
+    groups = [p.group for p in prompts]
     with judge_bar(len(prompts), "scoring judge") as update:
         lg = run_branches(bridge, prefixes, branches, groups, logit_ids=prompts[0].score_ids,
                           settings=settings, progress=update).logits[:, 0]
