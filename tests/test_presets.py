@@ -33,7 +33,7 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
     cfg = rc("demo")
     assert cfg == ReplicationConfig()
     assert asdict(cfg.sizes) == asdict(ReplicationSizes(
-        summeval_contexts=30, summeval_items=3,
+        summeval_contexts=24, summeval_items=3,
         summeval_aspects=("coherence", "consistency", "fluency", "relevance"),
         newsroom_contexts=2, newsroom_items=7, newsroom_aspects=("coherence",),
         hanna_contexts=8, hanna_items=3, hanna_aspect="coherence", story_cloze_pairs=100,
