@@ -368,7 +368,15 @@ def cli(args, bridge=None) -> None:
     run_replication(cfg, reuse=not getattr(args, "recompute", False), bridge=bridge)
 
 
-if __name__ == "__main__":
-    import sys
+if __name__ == "__main__":  # python -m analyses.replication [FIGURES]: re-decide the claims
+    import argparse
 
-    refresh(*sys.argv[1:2])
+    from ppairs_lens.errors import PPairsError
+
+    ap = argparse.ArgumentParser(prog="python -m analyses.replication",
+                                 description=refresh.__doc__)
+    ap.add_argument("figures", nargs="?", default="figures")
+    try:
+        refresh(ap.parse_args().figures)
+    except PPairsError as e:
+        ap.exit(2, f"error: {e}\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,16 @@ def test_a_summary_of_the_wrong_type_is_refused(tmp_path):
     (tmp_path / "summary.json").write_text("[]")
     with pytest.raises(PPairsError, match="summary.json must hold a JSON object"):
         refresh(tmp_path)
+
+
+def test_refresh_from_the_command_line_refuses_a_folder_without_a_summary_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "analyses.replication", str(tmp_path)],
+                          capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'summary.json'} cannot be read: [Errno 2] No such file or "
+        f"directory: '{tmp_path / 'summary.json'}'"]
