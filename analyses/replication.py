@@ -376,7 +376,15 @@ if __name__ == "__main__":  # python -m analyses.replication [FIGURES]: re-decid
     ap = argparse.ArgumentParser(prog="python -m analyses.replication",
                                  description=refresh.__doc__)
     ap.add_argument("figures", nargs="?", default="figures")
+    fig_arg = ap.parse_args().figures
+    # A folder the run did not write, or wrote at another version, is the user's to fix: one
+    # line naming the file or field, as the CLI says it, never a traceback.
     try:
-        refresh(ap.parse_args().figures)
+        refresh(fig_arg)
     except PPairsError as e:
-        ap.exit(2, f"error: {e}\n")
+        ap.exit(2, f"{ap.prog}: error: {' '.join(str(e).split())}\n")
+    except OSError as e:
+        ap.exit(2, f"{ap.prog}: error: {e.filename} cannot be read: {e.strerror}\n")
+    except KeyError as e:
+        ap.exit(2, f"{ap.prog}: error: the outputs in {fig_arg} lack the field {e}: they were "
+                   "written by another version; rerun it (make demo)\n")

@@ -22,7 +22,7 @@ all aspects), with the largest logit difference between the two.
 
 Run: ``python -m benchmarks.bench_scoring [--articles 4 --summaries 10 --rounds 1
 --device cpu --summeval PATH --aspects 0]`` (real SummEval from ../shared/datasets when
-present; the demo's held-out SummEval is ``--articles 15 --summaries 3 --aspects 4``).
+present; the demo's held-out SummEval is ``--articles 12 --summaries 3 --aspects 4``).
 """
 
 from __future__ import annotations
