@@ -23,6 +23,7 @@ across calls. ``n_rows`` = items scored (one prompt each).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -190,13 +191,11 @@ def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | 
         lg = run_branches(bridge, prefixes, branches, groups, logit_ids=prompts[0].score_ids,
                           settings=settings, progress=update).logits[:, 0]
     n_tokens = tokens_computed(plan(prefixes, groups, share=settings.share_prefixes), 1)
-    out, at, spent = [], 0, 0
-    for k, ps in enumerate(per_set):
-        own = n_tokens - spent if k == len(per_set) - 1 else \
-            round(n_tokens * len(ps) / len(prompts))
-        out.append(_scores(ps, template, lg[at:at + len(ps)], own))
-        at, spent = at + len(ps), spent + own
-    return out
+    shares = [round(n_tokens * len(ps) / len(prompts)) for ps in per_set[:-1]]
+    shares.append(n_tokens - sum(shares))    # the last set takes the rounding: they add up
+    starts = list(itertools.accumulate((len(ps) for ps in per_set), initial=0))
+    return [_scores(ps, template, lg[a:a + len(ps)], own)
+            for ps, a, own in zip(per_set, starts, shares)]
 
 
 def _prompts(tok, items: Mapping[Hashable, ScoredItem | str], meta, template: ScoreTemplate
