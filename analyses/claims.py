@@ -1,17 +1,21 @@
-"""The claims registry: each published claim of the thesis and the paper once, and its verdict.
+"""The claims registry: each claim the seeds make once, cited to its place and scoped to the
+models it was made for, beside our own further questions (families marked ours), and their
+verdicts.
 
-A :class:`Claim` is a frozen record: id, source, statement, family, the statistic that decides
-it, the datasets and sizes it needs, and its comparison ``(dataset, A, B, statistic)``: no two
-claims share one (:func:`check_registry`). A :class:`Family` gives its claims' rule and δ with
-a one-line reason; Holm runs within each family. Comparators are fixed before any test pair is
-read: the prompted judge is the paper's own form (no judge form is scored on a validation
-split at these sizes: the threshold form's threshold is fitted on 3-6 training pairs, direct
-scoring and G-Eval run on test pairs only); "the strongest baseline" is *every* no-model
-baseline (intersection-union test), at least as hard as any one a validation split would pick.
-:func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh).
-Every tested claim enters its family's Holm: a reader gives a difference, a claim test (its
-p-values) or a *not tested* verdict, never a verdict decided alone (refused). The paper's
-Table 1 and Appendix A claims and their readers: :mod:`ppairs_lens.evaluation.paper_claims`.
+A :class:`Claim` is a frozen record: id, source (file and place in ``../shared/seeds``),
+statement, family, the statistic that decides it, the datasets and sizes it needs, its
+comparison ``(dataset, A, B, statistic)`` and the models it was made for (``scope``). No two
+claims compare the same data (:func:`check_registry`, on the comparison with synonyms of one
+predictor made one: PPAIRS is the supervised probe, PAIRS the zero-shot judge). A
+:class:`Family` gives its claims' rule and δ with a one-line reason; Holm runs within each
+family over the claims this run could decide. Comparators are fixed before any test pair is
+read; "the strongest baseline" is *every* no-model baseline (intersection-union test).
+:func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh):
+a seed claim whose scope does not cover the run's model is *outside the claim's scope* (our
+statistic and interval reported, no verdict); a step the preset does not run is *not run in
+this preset*. A reader gives a difference, a claim test (its p-values) or a *not tested*
+verdict, never a verdict decided alone (refused). The paper's Table 1 and Appendix A claims
+and their readers: :mod:`ppairs_lens.evaluation.paper_claims`.
 """
 
 from __future__ import annotations
@@ -20,133 +24,208 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
-from ppairs_lens.evaluation.paper_claims import PAPER_READERS, paper_claims
-from ppairs_lens.evaluation.claim_families import FAMILIES, MIN_SORTED_ITEMS, Claim, Family
+from ppairs_lens.evaluation.claim_families import (
+    FAMILIES,
+    MIN_SORTED_ITEMS,
+    SCOPES,
+    Claim,
+    Family,
+    Scope,
+)
+from ppairs_lens.evaluation.paper_claims import PAPER_READERS, our_paper_claims, paper_claims
 from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from ppairs_lens.evaluation.study_claims import ablation_tests, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
+    NOT_RUN as NOT_RUN_OUTCOME,
     NOT_TESTED,
+    OUTSIDE_SCOPE,
     ClaimTest,
     Difference,
     Outcome,
     Verdict,
+    all_but_one_test,
+    beats_chance,
     claim_test,
     decide_family,
     intersection_test,
+    interval_note,
 )
 
 __all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims",
-           "per_layer"]
+           "per_layer", "verdicts_available"]
 
 
-PVP_DATASETS = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
-                "summeval-relevance", "newsroom-coherence", "hanna-coherence", "rocstories",
-                "mctaco", "mt-bench", "llmbar-clean")
+#: The seeds, cited by file (``../shared/seeds``) and place.
+PAPER, THESIS = "paper 001_169fa5e1b2d8aaa4.txt", "thesis 000_771906465a50000d.txt"
+#: The paper's Figures 2 and 3 datasets (Section 5.1, 5.2: text quality and common sense);
+#: SummEval's four aspects each, NEWSROOM and HANNA on coherence.
+SIX = ("summeval-coherence", "summeval-consistency", "summeval-fluency", "summeval-relevance",
+       "newsroom-coherence", "hanna-coherence", "rocstories", "mctaco", "caters")
+#: Our own question "does the probe beat every no-model baseline" asks it wherever probes run.
+BASELINE_DATASETS = SIX + ("mt-bench", "llmbar-clean")
 #: Thesis Tables 4.1 / 4.2: each corpus's four aspects (NEWSROOM's CON is informativeness).
 THESIS_ASPECTS = {"SummEval": ("coherence", "consistency", "fluency", "relevance"),
                   "NEWSROOM": ("coherence", "informativeness", "fluency", "relevance")}
-#: ClimateX: the published models whose own predictions we are paired with, statement by
-#: statement (the files' model names), and their two settings.
-CLIMATEX_MODELS = ("GPT-4", "GPT-3.5")
-FINETUNE_DATASETS = ("summeval-coherence", "hanna-coherence", "rocstories", "mctaco", "mt-bench")
-PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)"}
-HELD_OUT = "held-out pairs; 20+ test groups (bootstrap CI) or 6+ with group differences"
+PROBES = {"supervised": "supervised probe", "pca": "unsupervised (PCA) probe"}
+HELD_OUT = "held-out pairs; one difference per test group recorded"
+#: Names that denote the same predictor, so that uniqueness is checked on the data compared.
+SAME_PREDICTOR = {"PPAIRS": "supervised", "PAIRS": "zero_shot", "direct": "direct",
+                  "G-Eval": "g-eval"}
+SAME_STATISTIC = {"pairwise accuracy": "accuracy"}
 
 
-def _registry() -> tuple[Claim, ...]:
+def _seed_registry() -> list[Claim]:
     out: list[Claim] = []
-    acc = "held-out pairwise accuracy, A minus B on the same pairs (paired)"
-    for ds in PVP_DATASETS:
-        out += [
-            Claim(f"fig1.supervised-vs-zero-shot.{ds}", "paper Figure 1",
-                  "the supervised probe beats the prompted judge (paper form)",
-                  "probe vs prompting", acc, (ds,), HELD_OUT,
-                  (ds, "supervised", "zero_shot", "accuracy"), "sweep",
-                  ("supervised", "zero_shot")),
-            Claim(f"fig2.pca-vs-zero-shot.{ds}", "paper Figure 2",
-                  "the unsupervised (PCA) probe beats calibrated zero-shot prompting",
-                  "probe vs prompting", acc, (ds,), HELD_OUT,
-                  (ds, "pca", "zero_shot", "accuracy"), "sweep", ("pca", "zero_shot")),
-            Claim(f"fig3.supervised-vs-pca.{ds}", "paper Figure 3",
-                  "the supervised probe beats the unsupervised probe",
-                  "supervised vs unsupervised", acc, (ds,), HELD_OUT,
-                  (ds, "supervised", "pca", "accuracy"), "sweep", ("supervised", "probe:pca"))]
-        out += [Claim(f"baselines.{k}.{ds}", "issue 35 (precondition of every probe claim)",
-                      f"the {PROBES[k]} beats the strongest no-model baseline (every one)",
-                      "probe vs no-model baselines", acc + "; intersection-union over the "
-                      "baselines", (ds,), HELD_OUT, (ds, k, "every baseline", "accuracy"),
-                      "baselines", (k,)) for k in PROBES]
+    acc = "held-out pairwise accuracy, A minus B on the same pairs (paired, per test group)"
+    paper, fig4_scope = SCOPES["paper"], SCOPES["paper Gemma 2 and Llama 3.1"]
+    for k in PROBES:
+        out.append(Claim(
+            f"fig1.{k}-vs-zero-shot.mt-bench", f"{PAPER}, Section 5, Figure 1",
+            f"on MT-Bench the {PROBES[k]} beats the position-calibrated prompted judge",
+            "probe vs prompting", acc, ("mt-bench",), HELD_OUT,
+            ("mt-bench", k, "zero_shot", "accuracy"), "sweep", (k, "zero_shot"), paper,
+            "layer sweep"))
+    out.append(Claim(
+        "fig1.supervised-as-pca.mt-bench", f"{PAPER}, Section 5, Figure 1",
+        "on MT-Bench the supervised and unsupervised probes perform alike (both about 0.8)",
+        "supervised as unsupervised", acc + "; both probes above chance first",
+        ("mt-bench",), HELD_OUT, ("mt-bench", "supervised", "pca", "accuracy"), "sweep_equal",
+        ("supervised", "probe:pca"), paper, "layer sweep"))
+    for ds in SIX:
+        out.append(Claim(
+            f"fig2.pca-vs-zero-shot.{ds}", f"{PAPER}, Section 5.1, Figure 2",
+            "the unsupervised (PCA) probe beats position-calibrated zero-shot prompting",
+            "probe vs prompting", acc, (ds,), HELD_OUT, (ds, "pca", "zero_shot", "accuracy"),
+            "sweep", ("pca", "zero_shot"), paper, "layer sweep"))
+        out.append(Claim(
+            f"fig3.supervised-vs-pca.{ds}", f"{PAPER}, Section 5.2, Figure 3",
+            "the supervised probe improves on the unsupervised probe",
+            "supervised vs unsupervised", acc, (ds,), HELD_OUT,
+            (ds, "supervised", "pca", "accuracy"), "sweep", ("supervised", "probe:pca"), paper,
+            "layer sweep"))
+        for m in ("lora", "full"):
+            out.append(Claim(
+                f"fig3.supervised-vs-{m}.{ds}", f"{PAPER}, Section 5.2, Figure 3",
+                f"the supervised probe beats {m} finetuning on the same training comparisons",
+                "probe vs finetuning", acc, (ds,), HELD_OUT, (ds, "supervised", m, "accuracy"),
+                "finetuning", (ds, m), SCOPES["paper Gemma 2"], "finetuning"))
     for table, fam, stat in (("4.1", "thesis Table 4.1", "pairwise accuracy"),
                              ("4.2", "thesis Table 4.2", "Spearman after sorting")):
         for corpus, aspects in THESIS_ASPECTS.items():
             for a in aspects:
                 ds = f"{corpus.lower()}-{a}"
-                for other in ("direct", "G-Eval", "PAIRS"):
+                for other in ("direct", "PAIRS"):
                     out.append(Claim(
-                        f"thesis{table}.ppairs-vs-{other.lower()}.{ds}", f"thesis Table {table}",
-                        f"PPAIRS beats {other} ({stat})", fam, f"{stat}, PPAIRS minus {other}",
-                        (ds,), "held-out articles; 20+ (bootstrap) or 6+ with group "
-                        "differences" + (f"; {MIN_SORTED_ITEMS}+ summaries sorted in each"
-                                         if table == "4.2" else ""),
-                        (ds, "PPAIRS", other, stat), "thesis",
-                        (table, corpus, a, other)))
-    for ds in FINETUNE_DATASETS:
-        for m in ("lora", "full"):
-            out.append(Claim(f"sec5.2.supervised-vs-{m}.{ds}", "paper Section 5.2",
-                             f"the supervised probe beats {m} finetuning on the same training "
-                             "comparisons", "probe vs finetuning", acc, (ds,), HELD_OUT,
-                             (ds, "supervised", m, "accuracy"), "finetuning", (ds, m)))
-    for model in CLIMATEX_MODELS:
-        for setting in ("zero-shot", "few-shot"):
-            out.append(Claim(
-                f"climatex.insert-vs-{model.lower()}-{setting}", "ClimateX paper / thesis 4.4",
-                f"PPAIRS_INSERT beats {model} {setting} on ClimateX", "ClimateX",
-                f"level accuracy, ours minus {model}'s own predictions on the same statements "
-                "(paired)", ("climatex",), "test statements; 20+ (bootstrap) or 6+ with "
-                "statement differences", ("climatex", "PPAIRS_INSERT", f"{model} {setting}",
-                                          "accuracy"), "climatex", (model, setting)))
-    out.append(Claim("baselines.insert.climatex", "issue 35 (precondition)",
-                     "PPAIRS_INSERT beats every no-model tagger", "probe vs no-model baselines",
-                     "level accuracy, paired; intersection-union over the taggers",
-                     ("climatex",), "test statements; 20+",
-                     ("climatex", "PPAIRS_INSERT", "every baseline", "accuracy"), "taggers"))
+                        f"thesis{table}.ppairs-vs-{other.lower()}.{ds}",
+                        f"{THESIS}, Section 4.1.2, Table {table}",
+                        f"PPAIRS beats {other} ({stat})", fam,
+                        f"{stat}, PPAIRS minus {other}", (ds,),
+                        "held-out articles; one difference per article" +
+                        (f"; {MIN_SORTED_ITEMS}+ summaries sorted in each"
+                         if table == "4.2" else ""),
+                        (ds, "PPAIRS", other, stat), "thesis", (table, corpus, a, other),
+                        SCOPES["thesis"], "thesis tables"))
+    out.append(Claim(
+        "thesis4.4.insert-vs-gpt-4-few-shot", f"{THESIS}, Section 4.3.3, Table 4.4",
+        "PPAIRS_INSERT tags statements' confidence more accurately than GPT-4 few-shot (the "
+        "thesis compares its own test claims with the ClimateX paper's 0.47; we pair on "
+        "ClimateX's 300 test statements)", "ClimateX",
+        "level accuracy, ours minus GPT-4's own predictions on the same statements (paired); "
+        "first the probe's held-out pairwise accuracy above chance and its tags above the "
+        "majority tagger", ("climatex",), "test statements",
+        ("climatex", "PPAIRS_INSERT", "GPT-4 few-shot", "accuracy"), "climatex",
+        ("GPT-4", "few-shot"), SCOPES["thesis Llama 3"], "insertion"))
     for k in PROBES:
-        out.append(Claim(f"fig4.{k}-loses-less", "paper Figure 4",
-                         f"{PROBES[k]}s lose less accuracy than prompting under distribution "
-                         "shift", "robustness to shift", "prompting's drop minus the probe's "
-                         "(in distribution minus shifted), on every shifted set",
-                         ("llmbar-clean", "shifted sets"), "in-distribution methods above "
-                         "chance; 20+ groups", ("shift", k, "zero_shot", "drop"), "shift", (k,)))
-    for c in ("supervised", "pca", "mass_mean"):
-        out.append(Claim(f"table2.{c}-unchanged", "paper Table 2",
-                         f"removing the {c} direction leaves the judgement unchanged",
-                         "ablation leaves the judgement unchanged",
-                         "ΔF1 (macro, the paper's) and Δlog-odds margin, 90% paired CIs (TOST)", ("mt-bench",),
-                         "a judge that decides; 20+ groups", ("mt-bench", c, "ablated",
-                                                              "ΔF1"), "ablation", (c,)))
-    out += [Claim("table2.changes", "paper Table 2",
+        out.append(Claim(
+            f"fig4.{k}-loses-less", f"{PAPER}, Section 5.4, Figure 4",
+            f"{PROBES[k]}s trained on LLMBar Natural + Normal lose less accuracy than "
+            "prompting on all but one of the other subsets", "robustness to shift",
+            "prompting's drop minus the probe's (in distribution minus shifted) per shifted "
+            "set; all but one", ("llmbar-clean", "shifted sets"),
+            "in-distribution methods above chance; 20+ groups a side",
+            ("shift", k, "zero_shot", "drop"), "shift", (k,), Scope(
+                "Llama 3.1 70B (Figure 4); Gemma 2 2B/9B/27B and Llama 3.1 8B (Appendix C)",
+                ("llama3170b", "llama318b", "gemma22b", "gemma29b", "gemma227b")),
+            "distribution shift"))
+        out.append(Claim(
+            f"table2.{k}-unchanged", f"{PAPER}, Appendix B, Table 2",
+            f"removing the {PROBES[k]}'s direction at every layer leaves the prompted judge's "
+            "answers on MT-Bench essentially unchanged", "ablation leaves the judgement "
+            "unchanged", "ΔF1 (macro) and Δlog-odds margin, 90% paired CIs (TOST)",
+            ("mt-bench",), "a judge that decides; 20+ groups",
+            ("mt-bench", k, "ablated", "ΔF1"), "ablation", (k,), fig4_scope, "ablation"))
+    out += [Claim("fig5.pca-agree", f"{PAPER}, Section 5.3, Figure 5",
+                  "unsupervised (PCA) directions of different datasets agree up to sign (most "
+                  "|cos| above 0.7)", "directions agree", "mean |cos| against nulls, with an "
+                  "interval to fail", ("all comparison datasets",),
+                  "an interval on the mean |cos|", ("all", "pca", "null", "mean |cos|"),
+                  "cosine", ("pca",), SCOPES["paper 70B"], "transfer"),
+            Claim("fig5.supervised-near-zero", f"{PAPER}, Section 5.3, Figure 5",
+                  "supervised directions of different datasets do not agree: their cosines "
+                  "centre on 0", "directions agree", "mean |cos| within a margin of the null's,"
+                  " with an interval", ("all comparison datasets",),
+                  "an interval on the mean |cos|", ("all", "supervised", "null", "mean |cos|"),
+                  "cosine", ("supervised",), SCOPES["paper 70B"], "transfer")]
+    return out + paper_claims(SCOPES)
+
+
+def _our_registry() -> list[Claim]:
+    """Our own further questions (families marked ours): decided on any model."""
+    out: list[Claim] = []
+    acc = "held-out pairwise accuracy, A minus B on the same pairs (paired, per test group)"
+    for ds in BASELINE_DATASETS:
+        out += [Claim(f"ours.baselines.{k}.{ds}", "ours (a precondition of every probe claim)",
+                      f"the {PROBES[k]} beats every no-model baseline",
+                      "ours: probe vs no-model baselines", acc + "; intersection-union over "
+                      "the baselines", (ds,), HELD_OUT, (ds, k, "every baseline", "accuracy"),
+                      "baselines", (k,), None, "layer sweep") for k in PROBES]
+    for corpus, aspects in THESIS_ASPECTS.items():
+        for a in aspects:
+            ds = f"{corpus.lower()}-{a}"
+            out.append(Claim(f"ours.ppairs-vs-g-eval.{ds}", "ours (beside thesis Table 4.1)",
+                             "PPAIRS beats G-Eval (pairwise accuracy)", "ours: PPAIRS vs G-Eval",
+                             "pairwise accuracy, PPAIRS minus G-Eval", (ds,),
+                             "held-out articles", (ds, "PPAIRS", "G-Eval", "pairwise accuracy"),
+                             "thesis", ("4.1", corpus, a, "G-Eval"), None, "thesis tables"))
+    for model, setting in (("GPT-4", "zero-shot"), ("GPT-3.5", "zero-shot"),
+                           ("GPT-3.5", "few-shot")):
+        out.append(Claim(
+            f"ours.climatex.insert-vs-{model.lower()}-{setting}", "ours (beside thesis Table "
+            "4.4 and the ClimateX paper's Table 2)", f"PPAIRS_INSERT beats {model} {setting}",
+            "ours: ClimateX against published taggers", "level accuracy, paired on the same "
+            "statements (unparsed answers count as wrong)", ("climatex",), "test statements",
+            ("climatex", "PPAIRS_INSERT", f"{model} {setting}", "accuracy"), "climatex",
+            (model, setting), None, "insertion"))
+    out += [Claim("ours.baselines.insert.climatex", "ours (precondition)",
+                  "PPAIRS_INSERT beats every no-model tagger", "ours: probe vs no-model "
+                  "baselines", "level accuracy, paired; intersection-union over the taggers",
+                  ("climatex",), "test statements",
+                  ("climatex", "PPAIRS_INSERT", "every baseline", "accuracy"), "taggers", (),
+                  None, "insertion"),
+            Claim("ours.mass_mean-unchanged", "ours (beside paper Table 2)",
+                  "removing the mass-mean direction leaves the judgement unchanged",
+                  "ours: other directions leave the judgement unchanged",
+                  "ΔF1 (macro) and Δlog-odds margin, 90% paired CIs (TOST)", ("mt-bench",),
+                  "a judge that decides; 20+ groups", ("mt-bench", "mass_mean", "ablated", "ΔF1"),
+                  "ablation", ("mass_mean",), None, "ablation"),
+            Claim("ours.ablation.changes", "ours (the reverse of paper Table 2)",
                   "removing a probe direction changes the judgement more than null directions",
-                  "interventions change the judgement", "permutation p of the effect against "
-                  "variance-matched null directions", ("mt-bench",), "a judge that decides; "
-                  "enough null directions for Holm", ("mt-bench", "ablation", "null", "effect"),
-                  "ablation_changes"),
-            Claim("steering.changes", "issue 27 (steering)",
+                  "ours: interventions change the judgement", "permutation p of the effect "
+                  "against variance-matched null directions", ("mt-bench",),
+                  "a judge that decides; enough null directions for Holm",
+                  ("mt-bench", "ablation", "null", "effect"), "ablation_changes", (), None,
+                  "ablation"),
+            Claim("ours.steering.changes", "ours (steering)",
                   "adding a probe direction moves the judge more than variance-matched "
-                  "directions", "interventions change the judgement", "permutation p of the "
-                  "dose-response slope", ("mt-bench",), "enough null directions for Holm",
-                  ("mt-bench", "steering", "null", "slope"), "steering"),
-            Claim("fig5.pca-agree", "paper Figure 5",
-                  "unsupervised (PCA) directions agree across datasets", "directions agree",
-                  "mean |cos| against isotropic and covariance nulls",
-                  ("all comparison datasets",), "2+ probes above chance in distribution",
-                  ("all", "pca", "null", "mean |cos|"), "cosine", ("pca",)),
-            Claim("fig5.supervised-agree", "paper Figure 5",
-                  "supervised directions agree across datasets", "directions agree",
-                  "mean |cos| against isotropic and covariance nulls",
-                  ("all comparison datasets",), "2+ probes above chance in distribution",
-                  ("all", "supervised", "null", "mean |cos|"), "cosine", ("supervised",))]
-    return tuple(out + paper_claims(PVP_DATASETS))     # Table 1 and Appendix A
+                  "directions", "ours: interventions change the judgement", "permutation p of "
+                  "the dose-response slope", ("mt-bench",), "enough null directions for Holm",
+                  ("mt-bench", "steering", "null", "slope"), "steering", (), None, "steering")]
+    return out + our_paper_claims()
+
+
+def _registry() -> tuple[Claim, ...]:
+    return tuple(_seed_registry() + _our_registry())
 
 
 def per_layer(rows) -> list[dict]:
@@ -157,16 +236,23 @@ def per_layer(rows) -> list[dict]:
             and r.get("metric") == "accuracy" and r.get("kind") in PROBES]
 
 
+def _data_key(c: Claim) -> tuple:
+    ds, a, b, stat = c.comparison
+    same = lambda x: SAME_PREDICTOR.get(x, x)  # noqa: E731
+    return ds, same(a), same(b), SAME_STATISTIC.get(stat, stat)
+
+
 def check_registry(claims) -> None:
-    """Refuse a registry where two claims share an id or a comparison, a family is unknown,
-    or a "beats" claim has no δ."""
+    """Refuse a registry where two claims share an id or compare the same data (dataset,
+    predictors and statistic, synonyms made one), a family is unknown, a "beats" claim has no
+    δ, a seed claim names no scope or a claim of ours has one."""
     seen_id, seen_cmp = {}, {}
     for c in claims:
         if c.id in seen_id:
             raise ValueError(f"claim id {c.id!r} appears twice")
-        if c.comparison in seen_cmp:
-            raise ValueError(f"{c.id} and {seen_cmp[c.comparison]} share the comparison "
-                             f"{c.comparison}")
+        key = _data_key(c)
+        if key in seen_cmp:
+            raise ValueError(f"{c.id} and {seen_cmp[key]} compare the same data {key}")
         if c.family not in FAMILIES:
             raise ValueError(f"{c.id}: unknown family {c.family!r}")
         fam = FAMILIES[c.family]
@@ -174,13 +260,16 @@ def check_registry(claims) -> None:
             raise ValueError(f"{c.id}: a {fam.kind!r} claim needs a delta")
         if c.read not in READERS:
             raise ValueError(f"{c.id}: unknown reader {c.read!r}")
-        seen_id[c.id], seen_cmp[c.comparison] = c.id, c.id
+        if fam.ours != (c.scope is None) or fam.ours != c.id.startswith("ours."):
+            raise ValueError(f"{c.id}: a seed claim needs a scope and a family of the seeds; "
+                             "our own questions none, in a family marked ours, named ours.*")
+        seen_id[c.id], seen_cmp[key] = c.id, c.id
 
 
 # ------------------------------------------------------------------ readers
 
 Read = Difference | list[Difference] | ClaimTest | Verdict | None
-NOT_RUN = None                                  # the run did not produce the numbers
+MISSING = None                                  # the run did not produce the numbers
 
 
 def _sweep(c: Claim, s: dict, sweep: dict) -> Read:
@@ -189,18 +278,31 @@ def _sweep(c: Claim, s: dict, sweep: dict) -> Read:
               and e["kind"] == kind), None)
     d = (e or {}).get("minus", {}).get(other)
     if not d or d.get("n") != e.get("n_test"):
-        return NOT_RUN
+        return MISSING
     return Difference.from_row(d)
+
+
+def _sweep_equal(c: Claim, s: dict, sweep: dict) -> Read:
+    """An equivalence of two probes counts only where both show skill: each one's held-out
+    accuracy CI above chance (two probes at chance are alike vacuously)."""
+    low = [k for k in ("supervised", "pca") if not beats_chance(next(
+        (e.get("test", {}).get("lo") for e in sweep.get("entries", [])
+         if e["dataset"] == c.datasets[0] and e["kind"] == k), None))]
+    if low:
+        return Verdict(NOT_TESTED, f"{' and '.join(low)} at chance (95% CI lower end <= 0.5): "
+                       "two probes at chance are alike whatever they are",
+                       method="precondition", needed="both probes above chance")
+    return _sweep(c, s, sweep)
 
 
 def _baselines(c: Claim, s: dict, sweep: dict) -> Read:
     e = next((e for e in sweep.get("entries", []) if e["dataset"] == c.datasets[0]
               and e["kind"] == c.args[0]), None)
     if not e:
-        return NOT_RUN
+        return MISSING
     return [Difference.from_row(d) for k, d in e["minus"].items()
             if k in BASELINE_KINDS
-            and d.get("n") == e["n_test"]] or NOT_RUN
+            and d.get("n") == e["n_test"]] or MISSING
 
 
 def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
@@ -210,7 +312,7 @@ def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
               and r.get("dataset", "SummEval") == corpus
               and r["method"] == f"PPAIRS - {other}"), None)
     if r is None:
-        return NOT_RUN
+        return MISSING
     sorted_items = r.get("min_items_sorted")
     if table == "4.2" and (sorted_items is None or sorted_items < MIN_SORTED_ITEMS):
         why = ("the row does not record how many summaries each article sorted (rerun the "
@@ -234,7 +336,7 @@ def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
     r = next((r for r in s.get("finetuning") or [] if r["dataset"] == ds
               and r["method"] == m and r.get("minus_supervised") is not None), None)
     if r is None:
-        return NOT_RUN
+        return MISSING
     neg = {"value": -r["minus_supervised"], "lo": -r["minus_supervised_hi"],
            "hi": -r["minus_supervised_lo"], "n": r.get("n_test"), "n_groups": _groups_of(r),
            "group_diffs": [-x for x in r.get("minus_supervised_group_diffs") or []] or None}
@@ -242,21 +344,42 @@ def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
+    """Ours minus a published model's own predictions on the same statements (a statement the
+    unit), after the probe has shown skill: its held-out pairwise accuracy on ClimateX pairs
+    above chance and its tags above the majority tagger's."""
     model, setting = c.args
-    # paired: our tags and the model's own predictions on the same statements, a statement
-    # the unit (its hit difference); an older run's unpaired rows are not read
-    r = next((r for r in s.get("insertion") or [] if r.get("level") == "published paired"
+    rows = s.get("insertion") or []
+    r = next((r for r in rows if r.get("level") == "published paired"
               and r.get("ours") == "probe" and str(r.get("model", "")).startswith(model)
               and r.get("setting") == setting), None)
     if r is None:
-        return NOT_RUN
+        return MISSING
+    pair = next((r for r in rows if r.get("level") == "pairwise held-out"), None)
+    major = next((r for r in rows if r.get("method") == "probe - majority"), None)
+    missing = []
+    if pair is None:
+        missing.append("the run records no held-out pairwise accuracy of the ClimateX probe "
+                       "(the thesis reports 72.7% for Llama-3-8B-Instruct)")
+    elif not beats_chance(pair.get("lo")):
+        missing.append(f"the probe's held-out pairwise accuracy {pair['accuracy']:.3f} "
+                       f"[{pair['lo']:.3f}, {pair['hi']:.3f}] is not above chance (the "
+                       "thesis: 72.7%)")
+    if major is None or not (major.get("lo") or 0) > 0:
+        missing.append("its tags do not beat the majority tagger (" + (
+            "no such row" if major is None else f"{major['accuracy']:+.3f} [{major['lo']:+.3f}, "
+            f"{major['hi']:+.3f}]") + ")")
+    if missing:
+        return Verdict(NOT_TESTED, "; ".join(missing) + ": no skill to compare levels with",
+                       method="precondition", evidence={"value": r.get("accuracy"),
+                                                        "n_groups": r.get("n")},
+                       needed="a probe with skill on ClimateX")
     return Difference.from_row({**r, "n_groups": r.get("n_groups", r.get("n"))}, "accuracy")
 
 
 def _taggers(c: Claim, s: dict, sweep: dict) -> Read:
     rows = [r for r in s.get("insertion") or [] if r.get("level") == "difference"]
     return [Difference.from_row({**r, "n_groups": r.get("n_groups", r.get("n"))},
-                                "accuracy") for r in rows] or NOT_RUN
+                                "accuracy") for r in rows] or MISSING
 
 
 def _shift(c: Claim, s: dict, sweep: dict) -> Read:
@@ -265,13 +388,15 @@ def _shift(c: Claim, s: dict, sweep: dict) -> Read:
     lo = {r["method"]: r["lo"] for r in shift.get("rows", []) if r["role"] == "in distribution"}
     rows = [d for d in shift.get("drops", []) if d["method"] == f"zero_shot drop - {kind} drop"]
     if not rows:
-        return NOT_RUN
+        return MISSING
     at_chance = [m for m in (kind, "zero_shot") if not (lo.get(m) or 0) > 0.5]
     if at_chance:
         return Verdict(NOT_TESTED, f"{' and '.join(at_chance)} at chance in distribution (95% "
                        "CI lower end <= 0.5): a drop is no loss", method="precondition",
                        needed="methods above chance in distribution")
-    return [Difference.from_row(d, "drop") for d in rows]
+    fam = FAMILIES[c.family]
+    return all_but_one_test([claim_test(Difference.from_row(d, "drop"), fam.kind, fam.delta,
+                                        bound=fam.bound) for d in rows])
 
 
 # The intervention and agreement readers give claim tests (p-values), never verdicts decided
@@ -279,12 +404,12 @@ def _shift(c: Claim, s: dict, sweep: dict) -> Read:
 
 def _ablation(c: Claim, s: dict, sweep: dict) -> Read:
     t = ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}
-    return t.get(c.args[0], NOT_RUN)
+    return t.get(c.args[0], MISSING)
 
 
 def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
     return (ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}).get(
-        "changes", NOT_RUN)
+        "changes", MISSING)
 
 
 def _p_order(p) -> float:
@@ -296,7 +421,7 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
     rows = s.get("steering") or []
     steer = {r["condition"]: r for r in rows if r.get("kind") == "probe"}
     if not steer:
-        return NOT_RUN
+        return MISSING
     n_null = min([int(r["n_slope_matched"]) for r in steer.values()  # the coarsest p counts
                   if r.get("n_slope_matched") is not None]
                  or [int(r.get("n_matched") or 0) for r in rows
@@ -311,21 +436,17 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
 def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
     v = cosine_claim(s.get("transfer"), c.args[0])
     if not v:
-        return NOT_RUN
-    ev = v.get("evidence") or {}
-    if v.get("outcome") == str(NOT_TESTED) or len(ev.get("used", [])) < 2:
-        return Verdict(NOT_TESTED, v["reason"], v.get("rule", ""), ev, "permutation against "
-                       "nulls", needed=v.get("needed") or "2+ probes above chance")
-    draws = re.search(r"(\d+) draws each", v.get("rule", ""))
-    if not draws:  # the smallest p it could reach is unknown, so it cannot be tested
-        return Verdict(NOT_TESTED, "the run does not say how many null draws it took",
-                       v.get("rule", ""), ev, "permutation against nulls",
-                       needed="a rerun that records its null draws")
-    return agreement_test(ev, int(draws.group(1)))
+        return MISSING
+    # against its nulls the agreement could only hold; to fail (or, for the supervised claim,
+    # to hold by equivalence) it needs an interval on the mean |cos|, which is not computed
+    return Verdict(NOT_TESTED, "the run computes no interval on the mean |cos| (only its rank "
+                   "among null draws), so the claim could not fail", v.get("rule", ""),
+                   v.get("evidence") or {}, "permutation against nulls",
+                   needed="an interval on the mean |cos| over datasets")
 
 
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
-    "sweep": _sweep, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
+    "sweep": _sweep, "sweep_equal": _sweep_equal, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
     "climatex": _climatex, "taggers": _taggers, "shift": _shift, "ablation": _ablation,
     "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine,
     **PAPER_READERS}
@@ -338,9 +459,11 @@ check_registry(CLAIMS)
 
 def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
     fam = FAMILIES[c.family]
-    if got is NOT_RUN:
-        return Verdict(NOT_TESTED, "this run did not produce it", method="none",
-                       needed="the step that computes it")
+    if got is MISSING:
+        return Verdict(NOT_RUN_OUTCOME, f"this run's {c.step or 'steps'} did not produce "
+                       f"it for "
+                       f"{', '.join(c.datasets)}", method="none",
+                       needed=f"a preset whose {c.step or 'steps'} cover {c.datasets[0]}")
     if isinstance(got, Verdict):
         if got.outcome != NOT_TESTED:         # decided outside the family's Holm: refused
             raise ValueError(f"{c.id}: its reader decided it ({got.outcome}) outside the "
@@ -349,40 +472,87 @@ def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
     if isinstance(got, ClaimTest):
         return got
     if isinstance(got, list):
-        return intersection_test([claim_test(d, fam.kind, fam.delta) for d in got])
-    return claim_test(got, fam.kind, fam.delta)
+        return intersection_test([claim_test(d, fam.kind, fam.delta, bound=fam.bound)
+                                  for d in got])
+    return claim_test(got, fam.kind, fam.delta, bound=fam.bound)
+
+
+def _outside(c: Claim, model: str, t: ClaimTest | Verdict) -> Verdict:
+    """A seed claim on a model it was not made for: our statistic, no verdict."""
+    why = f"made for {c.scope.models}; this run's model is {model}"
+    if isinstance(t, Verdict):
+        return Verdict(OUTSIDE_SCOPE, why + (f" (and {t.reason})" if t.reason else ""),
+                       t.rule, t.evidence, t.method, needed=t.needed)
+    ev = {"value": t.value, "p_holds": t.p_holds, "p_fails": t.p_fails,
+          "n_groups": t.n_groups, "n_pairs": t.n_pairs, "group_sd": t.sd,
+          "smallest_p": t.smallest_p, "n_null": t.n_null}
+    return Verdict(OUTSIDE_SCOPE, why, "", ev, t.method)
 
 
 def _row(c: Claim, got: Read, v: Verdict) -> dict:
     ev, d = v.evidence or {}, got if isinstance(got, Difference) else None
     k, n, need = ev.get("n_groups"), ev.get("n_pairs"), ev.get("groups_to_decide")
+    fam = FAMILIES[c.family]
+    lo, hi = (d.lo, d.hi) if d else (None, None)
     return {"id": c.id, "source": c.source, "statement": c.statement, "family": c.family,
+            "ours": fam.ours, "scope": c.scope.models if c.scope else "any model (ours)",
             "delta": c.delta, "statistic": c.statistic, "datasets": list(c.datasets),
             "needs": c.needs, "comparison": list(c.comparison),
-            # the value the test decided on (a sign-flip test: the mean of the group
-            # differences), and the pooled difference beside it where they differ
+            # the value the test decided on (tests on group differences: their mean), and
+            # the pooled difference beside it where they differ
             "value": ev["value"] if ev.get("value") is not None else d.value if d else None,
             "pooled_value": d.value if d and ev.get("value") is not None
-            and d.value is not None and "sign-flip" in v.method else None,
-            "lo": d.lo if d else None,
-            "hi": d.hi if d else None, "n_pairs": n, "n_groups": k, "method": v.method,
-            **{x: ev.get(x) for x in ("p_holds_holm", "p_fails_holm", "smallest_p",
-                                      "family_size")},
+            and d.value is not None and "group differences" in (v.method or "") else None,
+            "lo": lo, "hi": hi, "interval_note": interval_note(lo, hi, d.n_groups if d else k),
+            "n_pairs": n, "n_groups": k, "method": v.method,
+            **{x: ev.get(x) for x in ("p_holds", "p_fails", "p_holds_holm", "p_fails_holm",
+                                      "smallest_p", "family_size")},
             "outcome": str(v.outcome), "reason": v.reason, "needed": v.needed,
             "groups_to_decide": need,
             "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None}
 
 
+def verdicts_available(model: str) -> list[str]:
+    """What verdicts a run on ``model`` can give, claim kind by claim kind (the report's
+    first lines)."""
+    seed = [c for c in CLAIMS if c.scope is not None]
+    inside = [c for c in seed if c.scope.covers(model)]
+    ours = [c for c in CLAIMS if c.scope is None]
+    lines = [f"This run's model is **{model}**. Of the {len(seed)} claims the seeds make, "
+             f"{len(inside)} were made for a model like it: "
+             + ("they get verdicts (holds, fails, beats by less than δ, inconclusive, not "
+                "tested at this size)." if inside else
+                "none, so every seed claim is reported with our statistic and its interval "
+                "as *outside the claim's scope*, never as holds or fails.")]
+    by_scope: dict[str, int] = {}
+    for c in seed:
+        by_scope[c.scope.models] = by_scope.get(c.scope.models, 0) + 1
+    lines += [f"- {n} claims made for {m}" for m, n in by_scope.items()]
+    lines.append(f"Our own {len(ours)} questions (families marked *ours*: probes against "
+                 "no-model baselines and G-Eval, the ClimateX taggers, interventions) are "
+                 "decided on this model and reported apart; controls with known answers come "
+                 "first where the run has them.")
+    return lines
+
+
 def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
-    """``{"claims": [...], "families": [...], "power": [...], "verdict_counts": {...}}`` for
-    :data:`CLAIMS` on a replication's summary (its ``thesis_tables``, ``finetuning``,
-    ``insertion``, ``shift``, ``ablation``, ``steering``, ``transfer``, ``judges``) and its
-    layer sweep's summary (``entries`` with their paired differences)."""
+    """``{"claims": [...], "families": [...], "power": [...], "verdict_counts": {...},
+    "verdicts_available": [...]}`` for :data:`CLAIMS` on a replication's summary (its
+    ``model``, ``thesis_tables``, ``finetuning``, ``insertion``, ``shift``, ``ablation``,
+    ``steering``, ``transfer``, ``judges``) and its layer sweep's summary (``entries`` with
+    their paired differences). Seed claims whose scope does not cover ``model`` are outside
+    the claim's scope and do not enter Holm."""
+    model = str(summary.get("model") or "")
     got = {c.id: READERS[c.read](c, dict(summary), dict(sweep or {})) for c in CLAIMS}
     tests = {c.id: _test(c, got[c.id]) for c in CLAIMS}
     verdicts: dict[str, Verdict] = {}
+    for c in CLAIMS:
+        t = tests[c.id]
+        if c.scope is not None and not c.scope.covers(model) and not (
+                isinstance(t, Verdict) and t.outcome == NOT_RUN_OUTCOME):
+            verdicts[c.id] = _outside(c, model, t)
     for fam in FAMILIES:
-        ids = [c.id for c in CLAIMS if c.family == fam]
+        ids = [c.id for c in CLAIMS if c.family == fam and c.id not in verdicts]
         verdicts.update(zip(ids, decide_family([tests[i] for i in ids])))
     rows = [_row(c, got[c.id], verdicts[c.id]) for c in CLAIMS]
     keys = ("id", "outcome", "value", "n_pairs", "n_groups", "groups_to_decide",
@@ -390,4 +560,5 @@ def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
     return {"claims": rows, "power": [{k: r[k] for k in keys} for r in rows],
             "families": [{**f.__dict__, "claims": sum(c.family == f.name for c in CLAIMS)}
                          for f in FAMILIES.values()],
+            "verdicts_available": verdicts_available(model),
             "verdict_counts": {str(o): sum(r["outcome"] == o for r in rows) for o in Outcome}}

@@ -117,7 +117,7 @@ PRESETS: dict[str, Preset] = {
         # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
         "sizes": {"summeval_contexts": 6, "summeval_aspects": ("coherence",),
                   "hanna_contexts": 0, "story_cloze_pairs": 16, "mctaco_pairs": 16,
-                  "mctaco_per_question": None,
+                  "mctaco_per_question": None, "caters_stories": 8,
                   "mt_bench_pairs": 12, "mt_bench_per_question": None, "llmbar_pairs": 16,
                   "newsroom_contexts": 0,
                   # one shifted set, the shortest pairs (~525 characters)
@@ -148,7 +148,8 @@ PRESETS: dict[str, Preset] = {
     "full": Preset(changes={
         "sizes": {"summeval_contexts": 100, "summeval_items": 10, "hanna_contexts": 96,
                   "hanna_items": 5, "story_cloze_pairs": 1871, "mctaco_pairs": 5000,
-                  "mctaco_per_question": None,
+                  "mctaco_per_question": None, "caters_stories": 200,
+                  "caters_per_story": None,
                   "mt_bench_pairs": 200, "mt_bench_per_question": None, "llmbar_pairs": None,
                   "newsroom_contexts": 60,
                   "newsroom_aspects": NEWSROOM_ASPECTS,
@@ -159,7 +160,7 @@ PRESETS: dict[str, Preset] = {
         "ablation_eval_pairs": 100, "ablation_random": HOLM_NULLS,
         "ablation_matched": HOLM_NULLS, "steering_nulls": 60, "steering_eval_pairs": 50,
         "steering_alphas": (-1.0, -0.5, 0.5, 1.0),
-        "finetune_datasets": ("rocstories", "mctaco", "mt-bench"), "finetune_train": 200,
+        "finetune_datasets": ("rocstories", "mctaco", "caters"), "finetune_train": 200,
         "finetune_test": 200, "finetune_curve": (25, 50, 100, 200),
         "climatex_k": 10, "climatex_train": 100,
         "climatex_train_pairs": 400, "climatex_methods": ("probe", "zero_shot")}),

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
-from ppairs_lens.evaluation.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTED
+from ppairs_lens.evaluation.verdicts import Outcome, interval_note
 from ppairs_lens.io.atomic import atomic_write_text
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import jsonable
@@ -35,8 +35,19 @@ def _f(x, fmt: str = ".3f") -> str:
 
 
 def _ci(r: dict, fmt: str = ".3f") -> str:
-    return f"{_f(r.get('value', r.get('accuracy')), fmt)} [{_f(r.get('lo'), fmt)}, " \
-           f"{_f(r.get('hi'), fmt)}]"
+    """A value and its 95% interval; a zero-width interval is no interval (one group, or
+    every resample alike), an undefined value (a Spearman of constant scores) says so, and an
+    interval over fewer than 20 groups is flagged (†)."""
+    v = r.get("value", r.get("accuracy"))
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "undefined"
+    lo, hi, k = r.get("lo"), r.get("hi"), r.get("n_groups")
+    if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
+        return _f(v, fmt)
+    note = interval_note(lo, hi, k)
+    if note and not note.startswith("small sample"):
+        return f"{_f(v, fmt)} ({note})"
+    return f"{_f(v, fmt)} [{_f(lo, fmt)}, {_f(hi, fmt)}]" + ("†" if note else "")
 
 
 def _finetuning_table(rows: list[dict]) -> list[str]:
@@ -125,7 +136,8 @@ def _thesis_table(rows: list[dict], table: str) -> list[str]:
 
 #: Our dataset names -> the paper's (Table 1 rows and columns).
 PAPER_NAMES = {"summeval-coherence": "SummEval", "newsroom-coherence": "NEWSROOM",
-               "hanna-coherence": "HANNA", "rocstories": "ROCStories", "mctaco": "MCTACO"}
+               "hanna-coherence": "HANNA", "rocstories": "ROCStories", "mctaco": "MCTACO",
+               "caters": "CaTeRS"}
 
 
 def _transfer_table(transfer: dict | None) -> list[str]:
@@ -198,16 +210,20 @@ def _insertion_lines(rows: list[dict]) -> list[str]:
 
 def replication_markdown(s: dict) -> str:
     t = s["timings_s"]
-    lines = [f"Measured on **{s['model']}** by `make demo` (held-out half of each dataset, "
+    lines = [*s.get("verdicts_available", []), "",
+             f"Measured on **{s['model']}** by `make demo` (held-out half of each dataset, "
              f"split `{s['split_by']}`, {s['n_boot']} bootstrap resamples over leak groups); "
              f"sizes: {', '.join(f'{k} {v}' for k, v in s['datasets'].items())} comparisons. "
-             f"Published numbers come from 7B-70B models: compare shape, not level.", ""]
+             f"Published numbers come from other models (named beside each): compare shape, "
+             "not level; † marks an interval over fewer than 20 groups.", ""]
     if s.get("thesis_tables"):
         lines += ["**Thesis Table 4.1** (SummEval and NEWSROOM pairwise accuracy, 95% CI; "
                   "published PPAIRS beside):", "", *_thesis_table(s["thesis_tables"], "4.1"), "",
                   "**Thesis Table 4.2** (mean Spearman after sorting each held-out article; n = "
-                  "articles with 3 or more untied summaries; the claims below say how each "
-                  "is decided):",
+                  "articles with 3 or more untied summaries; the published PPAIRS values sort "
+                  "every summary of an article (SummEval's file has 16), ours sort "
+                  f"{(s.get('sizes') or {}).get('summeval_items', '?')} SummEval summaries: "
+                  "a different design, shown for shape only):",
                   "", *_thesis_table(s["thesis_tables"], "4.2"), ""]
     if s.get("probes_vs_prompting"):
         lines += ["**Paper Figures 1-3** (held-out accuracy, 95% CI; read-outs chosen on "
@@ -242,50 +258,66 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _claims_lines(s: dict) -> list[str]:
-    """The registry's families (rule, δ, why), each claim's verdict, the power table."""
-    if not s.get("claims"):
-        return ["No claims were decided (this summary has no claims registry output)."]
-    out = ["**Families** (Holm within each; a claim's p-values come from a group bootstrap "
-           "interval over 20+ groups, else from a sign-flip permutation test on group-level "
-           "differences; each row says which):", "",
-           "| family | rule | δ | why this δ | claims |", "|---|---|---|---|---|"]
-    for f in s["families"]:
-        out.append(f"| {f['name']} | {f['kind']} | {_f(f.get('delta'), 'g')} | {f['why']} | "
-                   f"{f['claims']} |")
-    out += ["", "**Claims** (each published claim once; ours = the statistic with its 95% "
-            "CI; `figures/summary.json` holds each one's numbers):", "",
-            "| claim | source | statement | ours [95% CI] | test | verdict |",
-            "|---|---|---|---|---|---|"]
-    for c in s["claims"]:
-        ci = f"[{_f(c.get('lo'), '+.3f')}, {_f(c.get('hi'), '+.3f')}]"
+def _claim_table(rows: list[dict]) -> list[str]:
+    out = ["| claim | source | statement | made for | ours [95% CI] | test | verdict |",
+           "|---|---|---|---|---|---|---|"]
+    for c in rows:
         if c.get("value") is None:
             ours = "—"
-        elif c.get("pooled_value") is not None:   # the test is on the mean of group diffs
-            ours = (f"{_f(c['value'], '+.3f')} (mean of group differences, tested); pooled "
-                    f"{_f(c['pooled_value'], '+.3f')} {ci}")
-        else:   # a test with no interval of its own (a permutation test) prints none
-            ours = f"{_f(c['value'], '+.3f')}" + ("" if c.get("lo") is None
-                                                 and c.get("hi") is None else f" {ci}")
+        else:
+            note = c.get("interval_note")
+            ci = ("" if c.get("lo") is None or c.get("hi") is None else
+                  f" ({note})" if note and not note.startswith("small sample") else
+                  f" [{_f(c['lo'], '+.3f')}, {_f(c['hi'], '+.3f')}]" + ("†" if note else ""))
+            if c.get("pooled_value") is not None:   # tested on the mean of group differences
+                ours = (f"{_f(c['value'], '+.3f')} (mean of group differences, tested); "
+                        f"pooled {_f(c['pooled_value'], '+.3f')}{ci}")
+            else:
+                ours = f"{_f(c['value'], '+.3f')}{ci}"
         need = f" (would need {c['needed']})" if c.get("needed") else ""
-        out.append(f"| {c['id']} | {c['source']} | {_cell(c['statement'])} | {ours} | "
+        out.append(f"| {c['id']} | {_cell(c['source'])} | {_cell(c['statement'])} | "
+                   f"{_cell(c.get('scope') or '—')} | {ours} | "
                    f"{_cell(c.get('method') or '—')} | **{c['outcome']}**: "
                    f"{_cell(c['reason'] + need)} |")
+    return out
+
+
+def _counts(rows: list[dict]) -> str:
+    n = {str(o): sum(r["outcome"] == str(o) for r in rows) for o in Outcome}
+    return f"{len(rows)} claims: " + ", ".join(f"{v} {k}" for k, v in n.items() if v)
+
+
+def _claims_lines(s: dict) -> list[str]:
+    """The registry's families (rule, δ, why), each claim's verdict (the seeds' claims, then
+    ours apart), the power table."""
+    if not s.get("claims"):
+        return ["No claims were decided (this summary has no claims registry output)."]
+    seeds = [c for c in s["claims"] if not c.get("ours")]
+    ours = [c for c in s["claims"] if c.get("ours")]
+    out = ["**Families** (Holm within each, over the claims this run could decide; p-values "
+           "from the recorded group differences: the sign-flip test at 0, at a margin a "
+           "t-test with 20+ untied groups or else a betting test valid for bounded "
+           "differences; where only an interval is recorded, its normal approximation over "
+           "20+ groups; each row says which):", "",
+           "| family | ours | rule | δ | why this δ | claims |", "|---|---|---|---|---|---|"]
+    for f in s["families"]:
+        out.append(f"| {f['name']} | {'yes' if f.get('ours') else '—'} | {f['kind']} | "
+                   f"{_f(f.get('delta'), 'g')} | {f['why']} | {f['claims']} |")
+    out += ["", "**The seeds' claims** (each once, cited to its place; ours = the statistic "
+            "with its 95% CI, † over fewer than 20 groups; `figures/summary.json` holds each "
+            "one's numbers):", "", *_claim_table(seeds), "", _counts(seeds) + ".", "",
+            "**Our own questions** (not the seeds'; decided on this run's model):", "",
+            *_claim_table(ours), "", _counts(ours) + "."]
     out += ["", "**Power** (groups and pairs this run had, and those that would decide the "
-            "observed effect with 80% power at Holm's strictest threshold for the claim's "
-            "family (5% / m): a normal approximation from the observed group-level SD; a "
-            "difference two-sided, an equivalence by the power of both one-sided tests; — "
-            "where nothing was measured or the test counts null draws):",
+            "claim with 80% power at Holm's strictest threshold for its family (5% / m), "
+            "planned at the claim's margin δ with the observed group-level SD; — where "
+            "nothing was measured or the test counts null draws):",
             "", "| claim | verdict | pairs | groups | groups to decide | pairs to decide | "
             "a test needs |", "|---|---|---|---|---|---|---|"]
     for p in s["power"]:
         out.append(f"| {p['id']} | {p['outcome']} | {p.get('n_pairs') or '—'} | "
                    f"{p.get('n_groups') or '—'} | {p.get('groups_to_decide') or '—'} | "
                    f"{p.get('pairs_to_decide') or '—'} | {p.get('needed') or '—'} |")
-    n = s["verdict_counts"]
-    out += ["", f"{sum(n.values())} claims: {n.get(str(HOLDS), 0)} hold, "
-            f"{n.get(str(FAILS), 0)} fail, {n.get(str(INCONCLUSIVE), 0)} inconclusive, "
-            f"{n.get(str(NOT_TESTED), 0)} not tested at this size."]
     return out
 
 

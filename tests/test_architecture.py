@@ -4,7 +4,7 @@
 - an experiment module in ``analyses`` imports only the library and its own plotting module;
   only the entry points (the CLI and the main job) import experiments;
 - no ``_private`` name is imported from another module (shared helpers are public);
-- no module is over ~400 lines.
+- a module is sized by its job; one over 800 lines is flagged (it likely holds two jobs).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ LIBRARY = sorted((ROOT / "ppairs_lens").rglob("*.py"))
 ANALYSES = sorted((ROOT / "analyses").glob("*.py"))
 #: Modules that compose experiments: they may import them.
 ENTRY_POINTS = {"cli", "replication", "__init__", "__main__"}
-MAX_LINES = 400
+MAX_LINES = 800
 
 
 def _module(path: Path, root: Path = ROOT) -> str:
@@ -93,7 +93,7 @@ def test_no_private_name_is_imported_from_another_module(path):
 @pytest.mark.parametrize("path", LIBRARY + ANALYSES, ids=lambda p: _module(p))
 def test_modules_stay_small(path):
     n = len(path.read_text("utf-8").splitlines())
-    assert n <= MAX_LINES, f"{_module(path)} has {n} lines: split it by job (<= {MAX_LINES})"
+    assert n <= MAX_LINES, f"{_module(path)} has {n} lines: does it hold two jobs? (flagged over {MAX_LINES})"
 
 
 def test_the_check_sees_a_violation(tmp_path):

@@ -719,6 +719,7 @@ def test_load_dataset_sniffs_every_format(tmp_path: Path, summeval: Path) -> Non
         "mctaco": write(tmp_path, "m.tsv", tsv(mctaco_rows())),
         "true-false": write(tmp_path, "t.csv", table([["statement", "label"], ["a", 1]])),
         "climatex": write(tmp_path, "x.tsv", tsv(climatex_rows())),
+        "caters": write(tmp_path, "s.txt", "".join(f"Then {i}.\n" for i in range(5)) + "***\n"),
     }
     assert set(files) | {"builtin"} == set(FORMATS)
     for fmt, path in files.items():

@@ -1,14 +1,15 @@
 """Dataset loading: one loader per file format, plus built-in generated datasets.
 
 Each format has its own module (``scored_items``, ``pairwise``, ``story_cloze``, ``mctaco``,
-``true_false``, ``climatex``), all reading files through ``reading`` and ``fields`` so that a
-malformed file is reported at its (file, row, field); ``formats`` tells formats apart and
-dispatches ``load_dataset``. The names below are the package's public surface.
+``true_false``, ``climatex``, ``caters``), all reading files through ``reading`` and
+``fields`` so that a malformed file is reported at its (file, row, field); ``formats`` tells
+formats apart and dispatches ``load_dataset``. The names below are the package's public surface.
 """
 
 from __future__ import annotations
 
 from ppairs_lens.data.builtin import BUILTIN, BUILTIN_NAMES, BuiltinFactory, builtin_dataset
+from ppairs_lens.data.caters import load_caters
 from ppairs_lens.data.climatex import CLIMATEX_LEVELS, load_climatex, read_climatex
 from ppairs_lens.data.formats import FORMATS, load_dataset, sniff_format
 from ppairs_lens.data.hf import comparisons_from_hf, statements_from_hf
@@ -22,8 +23,9 @@ from ppairs_lens.data.true_false import load_true_false_csv
 
 __all__ = [
     "BUILTIN", "BUILTIN_NAMES", "CLIMATEX_LEVELS", "FORMATS", "BuiltinFactory", "DataWarning",
-    "builtin_dataset", "comparisons_from_hf", "comparisons_within_contexts", "load_climatex", "load_dataset",
-    "load_mctaco", "load_pairwise_json", "load_scored_items", "load_story_cloze",
+    "builtin_dataset", "comparisons_from_hf", "comparisons_within_contexts", "load_caters",
+    "load_climatex", "load_dataset", "load_mctaco", "load_pairwise_json", "load_scored_items",
+    "load_story_cloze",
     "load_true_false_csv", "read_climatex", "read_scored_items", "scored_item_aspects",
     "sniff_format", "statements_from_hf",
 ]

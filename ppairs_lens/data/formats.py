@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ppairs_lens.data.builtin import BUILTIN, builtin_dataset
+from ppairs_lens.data.caters import load_caters
 from ppairs_lens.data.climatex import load_climatex
 from ppairs_lens.data.mctaco import MCTACO_COLUMNS, load_mctaco
 from ppairs_lens.data.pairwise import load_pairwise_json
@@ -42,6 +43,8 @@ FORMATS: dict[str, str] = {
     "climatex": "TSV with header statement_idx, report, page_num, sent_num, statement, "
                 "confidence, score (0-3), split (ClimateX): which statement has higher expert "
                 "confidence",
+    "caters": "text, five sentences a line per story, each story closed by a line *** "
+              "(CaTeRS): which of two of a story's statements comes first",
     "builtin": "generated in code, no file: " + ", ".join(BUILTIN),
 }
 
@@ -53,6 +56,7 @@ _LOADERS: dict[str, Callable[..., Dataset]] = {
     "mctaco": load_mctaco,
     "true-false": load_true_false_csv,
     "climatex": load_climatex,
+    "caters": load_caters,
 }
 _DATA_SUFFIXES = {".jsonl", ".ndjson", ".json", ".csv", ".tsv"}
 
@@ -96,9 +100,13 @@ def sniff_format(path: PathLike) -> str:
             return "climatex"
         if len(columns) == len(MCTACO_COLUMNS):
             return "mctaco"
+        if suffix == ".txt" and len(columns) == 1:
+            # a CaTeRS story's first sentence: one column, no tab
+            return "caters"
         raise DataError(f"unknown TSV format ({len(columns)} columns); expected ClimateX (a "
-                        "header with statement, confidence, score, split) or MC-TACO (5 "
-                        "columns, no header)", file=file, row=1)
+                        "header with statement, confidence, score, split), MC-TACO (5 "
+                        "columns, no header) or CaTeRS (.txt, one sentence a line)", file=file,
+                        row=1)
     stripped = first.lstrip()
     if stripped.startswith("["):
         return "pairwise"

@@ -52,6 +52,7 @@ _MCTACO = ("CogComp/MCTACO", "0ba9b790ad5a87ab3eef0f0cb7819408192f9729")
 _CLOZE = ("p-null/openai-gpt-pytorch", "3684b880f64ece7772087afe25ba73835bce50ce")
 _GOT = ("saprmarks/geometry-of-truth", "5d1c630c44f7e50bda7ad86d601ccadf9abc5ddb")
 _CLIMATEX = ("rlacombe/ClimateX", "f3449a5b4085a41a8439e72e270da5fe23a9a3d6")
+_CREST = ("phosseini/CREST", "976043dc229bc0dc595bfaf81d07a4f2f7f9344e")
 
 #: Every file the replication reads, with its source and hash.
 PROVENANCE: tuple[SourceFile, ...] = tuple(SourceFile(f, *src, path, sha) for f, src, path, sha in [
@@ -99,6 +100,50 @@ PROVENANCE: tuple[SourceFile, ...] = tuple(SourceFile(f, *src, path, sha) for f,
     ("climatex/published_predictions/gpt-4_zero-shot.csv", _CLIMATEX,
      "results/iccs-zeroshot/gpt4-zeroshot-temp0-2023-06-09.csv",
      "8e2c5ea44490a39a305fb79ec90805c8cfc7dbe4957978c6864e74eeced21669"),
+    ("climatex/published_predictions/gpt-3.5-turbo_few-shot.csv", _CLIMATEX,
+     "results/iccs-fewshots/gpt3.5-turbo-fewshots-temp0-2023-06-09.csv",
+     "ba99d4254da9beb82135aa58b3fcccb686c63d328392edefc970248e2d22ecf3"),
+    ("climatex/published_predictions/gpt-3.5-turbo_zero-shot.csv", _CLIMATEX,
+     "results/iccs-zeroshot/gpt3.5-turbo-zeroshot-temp0-2023-06-10.csv",
+     "a90e108455e2ee1ac2e291790fb942061d75db125d9ec09c512ca8cbbd2f7835"),
+    ("climatex/published_predictions/cohere-command-xl_few-shot.csv", _CLIMATEX,
+     "results/iccs-fewshots/cohere-command-xlarge-fewshots-temp0-2023-06-09.csv",
+     "6c8007e3130927ba0fb96c93298c3ef07a5736ebeea8361e15821db1bb74956c"),
+    ("climatex/published_predictions/cohere-command-xl_zero-shot.csv", _CLIMATEX,
+     "results/iccs-zeroshot/cohere-command-xl-zeroshot-temp0-2023-06-09.csv",
+     "aa60f618b530817ab4e704dd73123d3ed6339d99335d163237142221b8845391"),
+]) + tuple(SourceFile(f"caters/{f}", *_CREST, f"data/caters/{f}", sha) for f, sha in [
+    # CaTeRS (the paper's sixth dataset): the CREST repository keeps it under data/caters/
+    ("caters_evaluation/dev/part_11.ann", "4c0dbe619d6e7e54b33261c3b2cda7f1feddab4d41c4f0a23a359214376eb0ed"),
+    ("caters_evaluation/dev/part_11.txt", "dc24afe62f4ba8dc1f20e7feeaa60b989413a43023d32769cc698cd926a36331"),
+    ("caters_evaluation/dev/part_12.ann", "cd21bc965ad300a34579bd90caa3c02c1cc71d2b785098c59beb980752c29a1d"),
+    ("caters_evaluation/dev/part_12.txt", "e42b68a06ee6fb7d434fdb941d340303ed8ea7035469fff71b66f616df2d3cc0"),
+    ("caters_evaluation/dev/part_13.ann", "f7c36a9a56e105ee4b94645aa5a71050d3594dd7762ded7e29cd4f97dd185dda"),
+    ("caters_evaluation/dev/part_13.txt", "a1143b4325466351663ec8bfb1cd9556d058f890e62b7f8297b6bae1445126b3"),
+    ("caters_evaluation/train/batch_1.ann", "12c427ef86aab77e656f19f1691a67f7c26a959bbae0d57d277f4742d6d381d7"),
+    ("caters_evaluation/train/batch_1.txt", "b97210dbfa61b3639a3376c591afcf395fd9c536f7940123483728a283b5bbc4"),
+    ("caters_evaluation/train/batch_10.ann", "f5aa52cdd0df06235cc886e25dc3c439b9946b1d3f25ead665239ee2a747e0f7"),
+    ("caters_evaluation/train/batch_10.txt", "d26e43c5ede11d9782e92996a570c671798473b4fbf41805c5fb0a522e02f501"),
+    ("caters_evaluation/train/batch_2.ann", "4fb8b410973e2358c0258084a89fd268c29a66fa958521cabf2bf71fe6f9a31a"),
+    ("caters_evaluation/train/batch_2.txt", "32e2d78884d3d88c6e4212e9ab89379e970ab3f5533e0fe0d0bf11814f9387b0"),
+    ("caters_evaluation/train/batch_3.ann", "7193dbafab993f12481d75645da49238e4545cf3a7ae8f517e725e05b8aeec13"),
+    ("caters_evaluation/train/batch_3.txt", "1a95327365c79f229c7fd5887bbde4fe3bba1be9e34cb5dab5e97c1bed86e713"),
+    ("caters_evaluation/train/batch_4.ann", "f5f29d1a198d898fa84d134261fb500933b3ff4421ec57c0aa44125e1348bcd2"),
+    ("caters_evaluation/train/batch_4.txt", "f5add5c142de17e06fd5fb08c7a3695143393aff05a344869482fe77722f38af"),
+    ("caters_evaluation/train/batch_5.ann", "189fcd021258ee038a9c41ff3a1f40b8a24d50fa2bcd789baf8a443a6cacd6aa"),
+    ("caters_evaluation/train/batch_5.txt", "7d4e933b5a77630b5b4d6e0d2a081eaba41fe4c4df0976888aaa484f15eebcc8"),
+    ("caters_evaluation/train/batch_6.ann", "51cdae524e15ab6b9077d058ffc5d6db213b5f9f1cd25f0ad8ad87c435dbde45"),
+    ("caters_evaluation/train/batch_6.txt", "18b77c93a6abeac3d79e73d38112adcb9523d020879eac28198c607b142ce9c1"),
+    ("caters_evaluation/train/batch_7.ann", "acb15cfa80283074b239fab1efee6bfc7ce0d0163434dc1bf4e309dbe4f4343f"),
+    ("caters_evaluation/train/batch_7.txt", "da7591b57150be7eb3fd6a09d0bbf8d21722d179ccc09d2029a1cf7d7af90850"),
+    ("caters_evaluation/train/batch_8.ann", "07600bfe76246763d52ca6c26a40b2d8f9dbd0dd24a3e264d48951fc403fad7f"),
+    ("caters_evaluation/train/batch_8.txt", "1d0ce1c3df20778466a79106ce558776e3c1b895ee3a9ba01ab79492f4df02be"),
+    ("caters_evaluation/train/batch_9.ann", "428aadb9370bf7a59136820eaa0c15c1c86ee98ffc6c2d9d24532af2c38e1643"),
+    ("caters_evaluation/train/batch_9.txt", "6d9c60754dc41c4c341de5e8d849e555fe6c45f11bec6c72dfe6bc516aa3e685"),
+    ("caters_test/test/test_15Oct.ann", "0d01f570620d39793d696f5b66e3b0d273ff37d43daff9e75a4698b6c17f56e9"),
+    ("caters_test/test/test_15Oct.txt", "0cd92c723e789da5587b3163a9898eaf66081460d9046e2f2f23080b07c6bfc7"),
+    ("caters_test/test_15March_annot1.ann", "0d01f570620d39793d696f5b66e3b0d273ff37d43daff9e75a4698b6c17f56e9"),
+    ("caters_test/test_15March_annot2.ann", "43c7e96b44d77cd9e8cde1949965ee1376cf0013364e2409313c5df7b08ea06a"),
 ])
 
 _NO_SOURCE = "no pinned public source and hash in the provenance table"
@@ -106,8 +151,4 @@ _NO_SOURCE = "no pinned public source and hash in the provenance table"
 NOT_FETCHED: dict[str, str] = {
     "README.md": "the data folder's description (its provenance table is this module)",
     "mctaco/readme.txt": f"{_NO_SOURCE} (MC-TACO's description, not data)",
-    **{f"climatex/published_predictions/{m}_{s}.csv":
-       f"{_NO_SOURCE} (the ClimateX paper's {m} predictions, which the replication does "
-       "not read)"
-       for m in ("gpt-3.5-turbo", "cohere-command-xl") for s in ("zero-shot", "few-shot")},
 }

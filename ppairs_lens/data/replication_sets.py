@@ -2,7 +2,7 @@
 
 The thesis and the paper judge text against human ratings: SummEval and NEWSROOM (four
 aspects each), HANNA, ROCStories (Story Cloze), MC-TACO, MT-Bench, LLMBar (Natural + Normal,
-and the four Adversarial subsets of the paper's Figure 4) and ClimateX.
+and the four Adversarial subsets of the paper's Figure 4), CaTeRS and ClimateX.
 :func:`replication_datasets` loads each one that is present, at the sizes of a
 :class:`ReplicationSizes` (seeded, leak groups kept whole), and says why any is skipped.
 
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ppairs_lens.data.caters import load_caters
 from ppairs_lens.data.formats import load_dataset
 from ppairs_lens.data.newsroom import newsroom_dataset
 from ppairs_lens.data.records import Comparison, Dataset
@@ -69,6 +70,11 @@ class ReplicationSizes:
     # 52 a held-out half; a question's pairs taken whole gave 28 sentences for 80 pairs
     mctaco_pairs: int = 160
     mctaco_per_question: int | None = 1  # None: a question's pairs whole
+    # CaTeRS (the paper's sixth set): stories of the train split (dev and test stay unread),
+    # each its own group; 40 stories give 20 held-out groups, 3 of a story's 10 pairs each
+    # (short pairs; the story is the shared prefix)
+    caters_stories: int = 40
+    caters_per_story: int | None = 3  # None: all 10 pairs of a story
     # long answers (~540 tokens a pair, no prefix shared across pairs): one pair from each of
     # 52 questions (of 75) gives 26 held-out groups, the size the power table asks for
     # (a question's pairs taken whole gave 10)
@@ -146,6 +152,11 @@ def _entries(sizes: ReplicationSizes, seed: int
     out.append(("mctaco", "mctaco/dev_3783.tsv",
                 whole("mctaco/dev_3783.tsv", sizes.mctaco_pairs, "mctaco",
                       sizes.mctaco_per_question), sizes.mctaco_pairs))
+    out.append(("caters", "caters/caters_evaluation/train/batch_1.txt",
+                lambda root: load_caters(root / "caters", split="train", name="caters",
+                                         max_stories=sizes.caters_stories,
+                                         max_pairs_per_story=sizes.caters_per_story, seed=seed),
+                sizes.caters_stories))
     out.append(("mt-bench", "llmbar/Processed_MT-Bench/dataset.json",
                 whole("llmbar/Processed_MT-Bench/dataset.json", sizes.mt_bench_pairs,
                       "mt-bench", sizes.mt_bench_per_question), sizes.mt_bench_pairs))

@@ -18,14 +18,26 @@ Rules, by the kind of claim (each with a smallest effect of interest ``delta``):
 * **changes** (ablation, steering, agreement of directions): holds when significant; fails
   only when equivalence within ``±delta`` is shown; non-significance alone is inconclusive.
 
+A "beats" claim whose difference is shown above 0 *and* below ``+delta`` is its own outcome,
+*beats, by less than δ* (neither holds nor fails).
+
 Each test is two one-sided p-values (:class:`ClaimTest`: one for "holds", one for "fails"),
 and :func:`decide_family` applies Holm's step-down correction to each over the claims of one
-family. The p-values come from a valid interval at the size used: a group bootstrap interval
-only over at least :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` groups (p by
-the normal approximation of that interval, ``SE = width / 3.92``); with fewer groups the
-sign-flip permutation test on the group-level differences
-(:func:`~ppairs_lens.evaluation.sign_flip.sign_flip_test`), whose smallest attainable p is
-checked against Holm's first threshold before anything is concluded.
+family that could reach it (a side whose smallest attainable p is not below ``ALPHA`` cannot be
+significant at any of Holm's thresholds, so it is not counted in the family's ``m``). The
+p-values come from the recorded group differences wherever a run recorded them: at 0 the
+sign-flip test (:func:`~ppairs_lens.evaluation.sign_flip.sign_flip_test`; exact under the paired
+design's null that the two methods are exchangeable within a group); at a margin ``±delta`` the
+test of :mod:`~ppairs_lens.evaluation.margin_test` (Student's t with enough untied groups, else a
+betting test valid for any bounded differences), since the sign-flip test's symmetry does not
+hold there when groups tie. Where only an interval is recorded (statements of ClimateX, the
+shift's drops), its normal approximation over at least
+:data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` groups (``SE = width / 3.92``).
+``tests/test_margin_test.py`` simulates each rule at its boundary.
+
+A claim made for other models than the run's (:class:`Scope`) is reported with our statistic
+and the verdict *outside the claim's scope*; a step the run's preset does not include is *not
+run in this preset*. Neither counts in Holm's ``m``.
 """
 
 from __future__ import annotations
@@ -46,11 +58,14 @@ from ppairs_lens.evaluation.power import (
     groups_needed,
     sd_from_interval,
 )
+from ppairs_lens.evaluation.margin_test import margin_test
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
-__all__ = ["ALPHA", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_TESTED", "ClaimTest",
+__all__ = ["ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_RUN",
+           "NOT_TESTED", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test",
            "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
-           "groups_to_decide", "holm", "intersection_test", "interval_p", "interval_verdict",
+           "groups_to_decide", "holm", "intersection_test", "interval_note", "interval_p",
+           "interval_verdict",
            "transfer_refusal"]
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
@@ -63,13 +78,19 @@ class Outcome(StrEnum):
     """A claim's outcome; its value is the word the report prints."""
 
     HOLDS = "holds"
+    BEATS_LESS = "beats, by less than δ"
     FAILS = "fails"
     INCONCLUSIVE = "inconclusive"
     NOT_TESTED = "not tested at this size"
+    NOT_RUN = "not run in this preset"
+    OUTSIDE_SCOPE = "outside the claim's scope"
 
 
-HOLDS, FAILS = Outcome.HOLDS, Outcome.FAILS
+HOLDS, FAILS, BEATS_LESS = Outcome.HOLDS, Outcome.FAILS, Outcome.BEATS_LESS
 INCONCLUSIVE, NOT_TESTED = Outcome.INCONCLUSIVE, Outcome.NOT_TESTED
+NOT_RUN, OUTSIDE_SCOPE = Outcome.NOT_RUN, Outcome.OUTSIDE_SCOPE
+#: Outcomes that decide nothing about the claim (no test was made, or none could be).
+UNDECIDED = (NOT_TESTED, NOT_RUN, OUTSIDE_SCOPE)
 
 
 @dataclass(frozen=True)
@@ -155,6 +176,13 @@ class ClaimTest:
     n_pairs: int | None
     n_null: int | None = None
     n_tests: int = 1
+    smallest_p_holds: float | None = None
+    smallest_p_fails: float | None = None
+
+    def smallest(self, side: str) -> float:
+        """The smallest p the ``side`` ("holds" or "fails") can reach at this size."""
+        got = self.smallest_p_holds if side == "holds" else self.smallest_p_fails
+        return self.smallest_p if got is None else got
 
 
 def _normal_p(value: float, se: float, shift: float, greater: bool) -> float:
@@ -172,65 +200,79 @@ def interval_p(value: float, lo: float, hi: float, shift: float, greater: bool,
     return _normal_p(value, (hi - lo) / (2 * norm.ppf(0.5 + level / 2)), shift, greater)
 
 
-def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool
-               ) -> tuple[float, float]:
-    """(p, smallest reachable p) of one one-sided test at ``shift``: the interval's normal
-    approximation where ``claim_test`` chose the bootstrap, else the sign-flip test (one
-    choice, made once: a row's group count alone must not switch the route)."""
+def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool,
+               bound: float) -> tuple[float, float, str]:
+    """(p, smallest reachable p, method) of one one-sided test at ``shift``: the interval's
+    normal approximation where ``claim_test`` chose it (no group differences recorded), else
+    on the group differences: the sign-flip test at 0, the margin test at ``±delta``."""
+    alt = "greater" if greater else "less"
     if boot:
-        return interval_p(d.value, d.lo, d.hi, shift, greater), 0.0
-    t = sign_flip_test(d.group_diffs, shift=shift, alternative="greater" if greater else "less",
-                       seed=seed)
-    return t.p, t.smallest_p
+        return interval_p(d.value, d.lo, d.hi, shift, greater), 0.0, "interval"
+    if shift == 0:
+        t = sign_flip_test(d.group_diffs, shift=0.0, alternative=alt, seed=seed)
+        return t.p, t.smallest_p, "sign-flip"
+    m = margin_test(d.group_diffs, shift=shift, alternative=alt, bound=bound)
+    return m.p, m.smallest_p, m.method.split(" on ")[0]
 
 
-def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0
+def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0, bound: float = 1.0
                ) -> ClaimTest | Verdict:
     """The :class:`ClaimTest` of a claim of ``kind`` (:data:`CLAIM_KINDS`) with margin
     ``delta`` on ``d``, or a *not tested* :class:`Verdict` when no valid test exists here
-    (no value; fewer than the bootstrap's minimum groups and no group differences)."""
+    (no value; no group differences and fewer than the bootstrap's minimum groups).
+    ``bound``: the largest absolute group difference the statistic allows (1 for a
+    difference of accuracies, 2 for one of correlations), which the margin test needs."""
     if kind not in CLAIM_KINDS:
         raise ValueError(f"unknown claim kind {kind!r}; use one of {CLAIM_KINDS}")
     if delta is None or not delta > 0:
         raise ValueError(f"a {kind!r} claim needs a smallest effect of interest delta > 0, "
                          f"got {delta!r}")
     k = d.n_groups or 0
-    boot = k >= MIN_BOOTSTRAP_GROUPS and None not in (d.value, d.lo, d.hi)
     flips = [x for x in (d.group_diffs or ()) if math.isfinite(x)]
+    boot = (len(flips) < 2 and k >= MIN_BOOTSTRAP_GROUPS
+            and None not in (d.value, d.lo, d.hi))
     if d.value is None or (not boot and len(flips) < 2):
-        had = ("the row records no group count" if d.n_groups is None else f"{k} groups")
+        had = ("the row records no group count" if d.n_groups is None else
+               f"{k} group{'s' if k != 1 else ''}")
         why = ("no value: nothing was scored" if d.value is None else
-               f"{had}: a bootstrap interval needs {MIN_BOOTSTRAP_GROUPS} and no "
-               "group-level differences were recorded for a sign-flip test")
+               f"{had}: a test needs the differences of 2+ groups (or an interval over "
+               f"{MIN_BOOTSTRAP_GROUPS}+)")
         ev: dict[str, Any] = {"n_groups": d.n_groups, "n_pairs": d.n_pairs, "value": d.value}
         if None not in (d.value, d.lo, d.hi) and k >= 2:   # power from the interval shown
-            ev["groups_to_decide"] = _groups_for(kind, d.value, delta,
+            ev["groups_to_decide"] = _groups_for(kind, delta,
                                                  sd_from_interval(d.lo, d.hi, k), 0.8)
         return Verdict(NOT_TESTED, why, method="none",
                        needed=f"{MIN_BOOTSTRAP_GROUPS} groups", evidence=ev)
     if boot:
-        method = f"group bootstrap 95% CI over {k} groups (p by its normal approximation)"
+        method = (f"group bootstrap 95% CI over {k} groups (no group differences recorded; "
+                  "p by its normal approximation)")
         sd = sd_from_interval(d.lo, d.hi, k)
     else:
         d = Difference(float(np.mean(flips)), d.lo, d.hi, len(flips), d.n_pairs, tuple(flips))
         k = len(flips)
-        method = "sign-flip permutation test on group-level differences"
         sd = float(np.std(flips, ddof=1))
-    one = lambda s, g: _one_sided(d, s, g, seed, boot)  # noqa: E731
+    used: list[str] = []
+
+    def one(shift: float, greater: bool) -> tuple[float, float]:
+        p, small, how = _one_sided(d, shift, greater, seed, boot, bound)
+        used.append(f"{how} at {shift:+g}")
+        return p, small
+
     if kind == "beats":                  # p's doubled: comparable with the two-sided ALPHA
         (ph, sh), (pf, sf) = one(0.0, True), one(delta, False)
-        ph, pf, small = min(1.0, 2 * ph), min(1.0, 2 * pf), min(1.0, 2 * min(sh, sf))
+        ph, pf, sh, sf = (min(1.0, 2 * x) for x in (ph, pf, sh, sf))
     else:
         (gp, gs), (lp, ls) = one(0.0, True), one(0.0, False)
-        change = min(1.0, 2 * min(gp, lp))
+        change, s_change = min(1.0, 2 * min(gp, lp)), min(1.0, 2 * min(gs, ls))
         (ap, as_), (bp, bs) = one(-delta, True), one(delta, False)
-        equiv = max(ap, bp)
-        small = min(min(1.0, 2 * min(gs, ls)), max(as_, bs))
+        equiv, s_equiv = max(ap, bp), max(as_, bs)
         ph, pf = (change, equiv) if kind == "changes" else (equiv, change)
+        sh, sf = (s_change, s_equiv) if kind == "changes" else (s_equiv, s_change)
     if not boot:
-        method += f" ({'exact' if k <= 16 else 'Monte Carlo'}, {k} groups)"
-    return ClaimTest(kind, float(delta), ph, pf, small, method, float(d.value), sd, k,
-                     d.n_pairs)
+        method = (f"group differences ({k} groups, {sum(x != 0 for x in flips)} untied): "
+                  + "; ".join(dict.fromkeys(used)))
+    return ClaimTest(kind, float(delta), ph, pf, min(sh, sf), method, float(d.value), sd, k,
+                     d.n_pairs, smallest_p_holds=sh, smallest_p_fails=sf)
 
 
 def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
@@ -249,40 +291,67 @@ def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdi
     worst = min(ok, key=lambda t: t.value)
     p_h = 1.0 if len(ok) < len(tests) else max(t.p_holds for t in ok)
     p_f = min(1.0, m * min(t.p_fails for t in ok))
-    small = min(max(t.smallest_p for t in ok), min(1.0, m * min(t.smallest_p for t in ok)))
-    return ClaimTest(worst.kind, worst.delta, p_h, p_f, small,
+    s_h = max(t.smallest("holds") for t in ok)
+    s_f = min(1.0, m * min(t.smallest("fails") for t in ok))
+    return ClaimTest(worst.kind, worst.delta, p_h, p_f, min(s_h, s_f),
                      f"intersection-union over {len(tests)} comparators ({len(ok)} tested); "
-                     f"{worst.method}", worst.value, worst.sd, worst.n_groups, worst.n_pairs)
+                     f"{worst.method}", worst.value, worst.sd, worst.n_groups, worst.n_pairs,
+                     smallest_p_holds=s_h, smallest_p_fails=s_f)
 
 
-def _groups_for(kind: str, value: float, delta: float, sd: float, power: float,
-                m: int = 1) -> int | None:
-    """At Holm's strictest threshold ``ALPHA / m``: a two-sided test of a difference at
-    ``ALPHA / (2 m)`` one-sided; an equivalence (TOST) at ``ALPHA / m`` on each side, with the
-    power of *both* one-sided tests passing."""
+def all_but_one_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
+    """"A beats B on all but at most one of m sets" (paper Figure 4): holds when the claim
+    holds on some m - 1 sets together (intersection-union over the best m - 1: ``p`` the
+    second largest); fails when it fails on two or more (Holm over the m sets' "fails"
+    p-values rejecting twice: ``max(m p_(1), (m - 1) p_(2))``). An untested set counts as one
+    that may be the exception."""
+    ok = [t for t in tests if isinstance(t, ClaimTest)]
+    m = len(tests)
+    if m < 2:
+        return intersection_test(tests)
+    if len(ok) < m - 1:
+        return min(tests, key=lambda v: _num(getattr(v, "value", None)
+                                             if isinstance(v, ClaimTest) else
+                                             v.evidence.get("value")) or math.inf)
+    hold = sorted(t.p_holds for t in ok)
+    fail = sorted(t.p_fails for t in ok)
+    s_hold = sorted(t.smallest("holds") for t in ok)
+    s_fail = sorted(t.smallest("fails") for t in ok)
+    p_h = hold[m - 2] if len(ok) >= m - 1 else 1.0
+    s_h = s_hold[m - 2]
+    p_f = min(1.0, max(m * fail[0], (m - 1) * fail[1])) if len(fail) >= 2 else 1.0
+    s_f = min(1.0, max(m * s_fail[0], (m - 1) * s_fail[1])) if len(s_fail) >= 2 else 1.0
+    worst = sorted(ok, key=lambda t: t.value)[min(1, len(ok) - 1)]  # the exception spared
+    return ClaimTest(worst.kind, worst.delta, p_h, p_f, min(s_h, s_f),
+                     f"all but one of {m} sets ({len(ok)} tested); {worst.method}",
+                     worst.value, worst.sd, worst.n_groups, worst.n_pairs,
+                     smallest_p_holds=s_h, smallest_p_fails=s_f)
+
+
+def _groups_for(kind: str, delta: float, sd: float, power: float, m: int = 1) -> int | None:
+    """Groups that would decide a true effect at the planning value with ``power`` at Holm's
+    strictest threshold ``ALPHA / m``: a "beats" claim by its difference from 0 when the true
+    difference is ``delta`` (and from ``delta`` when it is 0: the same distance); an
+    equivalence (TOST) by the power of both one-sided tests when the true difference is 0;
+    never less than the sign-flip test's floor for that threshold."""
     a = ALPHA / max(m, 1)
-    if not (math.isfinite(value) and math.isfinite(sd)):
+    if not (math.isfinite(delta) and math.isfinite(sd)):
         return None
-    one = lambda x: groups_needed(x, sd, alpha=a / 2, power=power)  # noqa: E731
     if kind == "beats":
-        found = [one(value), one(delta - value)]
+        n = groups_needed(delta, sd, alpha=a / 2, power=power)
     else:
-        equiv = equivalence_groups_needed(value, delta, sd, alpha=a, power=power)
-        found = [one(abs(value)), equiv]
-    found = [n for n in found if n is not None]
-    return min(found) if found else None
+        n = equivalence_groups_needed(0.0, delta, sd, alpha=a, power=power)
+    floor = groups_for_p(a / 2 if kind == "beats" else a)
+    return None if n is None else max(n, floor)
 
 
 def groups_to_decide(t: ClaimTest, power: float = 0.8, m: int = 1) -> int | None:
-    """Groups that would decide the observed effect with ``power`` in a family of ``m`` tests
-    (normal approximation from the observed group-level SD at Holm's first threshold
-    ``ALPHA / m``, :func:`~ppairs_lens.evaluation.power.groups_needed`; an equivalence by the
-    power of both one-sided tests,
-    :func:`~ppairs_lens.evaluation.power.equivalence_groups_needed`): the fewer of the two
-    directions the value leans towards; None for a test counted in null draws."""
+    """Groups that would decide the claim with ``power`` in a family of ``m`` tests, planned
+    at the claim's margin (not at the observed effect: :func:`_groups_for`), from the observed
+    group-level SD; None for a test counted in null draws."""
     if t.n_null is not None or not (t.delta and math.isfinite(t.delta)):
         return None
-    return _groups_for(t.kind, t.value, t.delta, t.sd, power, m)
+    return _groups_for(t.kind, t.delta, t.sd, power, m)
 
 
 def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
@@ -302,7 +371,8 @@ def _rule(kind: str, delta: float, m: int) -> str:
     if not math.isfinite(delta):        # no margin: a "changes" claim that cannot fail
         return (f"{kind}: holds when a change is shown; cannot fail (no equivalence test); "
                 f"Holm over the {m} claims of its family at {ALPHA}")
-    what = {"beats": f"holds when the difference is above 0, fails when it is below +{delta:g}",
+    what = {"beats": f"holds when the difference is above 0, fails when it is below +{delta:g}"
+                     ", both: beats by less than the margin",
             "unchanged": f"holds by equivalence within ±{delta:g} (TOST), fails when a change "
                          "is shown",
             "changes": f"holds when a change is shown, fails only by equivalence within "
@@ -312,43 +382,58 @@ def _rule(kind: str, delta: float, m: int) -> str:
 
 def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) -> list[Verdict]:
     """Verdicts of one family of claims: Holm over the family's "holds" p-values and,
-    separately, over its "fails" p-values; a claim whose smallest reachable p cannot pass
-    Holm's first threshold ``alpha / m`` is *not tested at this size* (with the groups an
-    exact sign-flip test would need). Verdicts passed in (already not tested) stay."""
+    separately, over its "fails" p-values, each over the claims whose side could reach
+    ``alpha`` at all (a side whose smallest attainable p is not below ``alpha`` passes none
+    of Holm's thresholds, so it is not counted in ``m``); a claim neither of whose sides
+    could is *not tested at this size*, with the groups that a test planned at the margin
+    would need. For a "beats" claim, both sides significant is *beats, by less than δ*.
+    Verdicts passed in (not tested, not run, outside scope) stay and are not counted."""
     idx = [i for i, t in enumerate(tests) if isinstance(t, ClaimTest)]
-    m = len(idx)
-    adj_h = holm([tests[i].p_holds for i in idx])
-    adj_f = holm([tests[i].p_fails for i in idx])
+    sides = {side: [i for i in idx if tests[i].smallest(side) < alpha]
+             for side in ("holds", "fails")}
+    adj = {side: dict(zip(ids, holm([getattr(tests[i], f"p_{side}") for i in ids])))
+           for side, ids in sides.items()}
+    m_all = len(set(sides["holds"]) | set(sides["fails"]))
     out: list[Verdict] = [t if isinstance(t, Verdict) else None for t in tests]  # type: ignore
-    for j, i in enumerate(idx):
+    for i in idx:
         t: ClaimTest = tests[i]  # type: ignore[assignment]
+        ah, af = adj["holds"].get(i, math.nan), adj["fails"].get(i, math.nan)
+        m = max(1, len(sides["holds"]), len(sides["fails"]))
         ev = {"value": t.value, "p_holds": t.p_holds, "p_fails": t.p_fails,
-              "p_holds_holm": float(adj_h[j]), "p_fails_holm": float(adj_f[j]),
-              "smallest_p": t.smallest_p, "family_size": m, "n_groups": t.n_groups,
+              "p_holds_holm": None if math.isnan(ah) else float(ah),
+              "p_fails_holm": None if math.isnan(af) else float(af),
+              "smallest_p": t.smallest_p, "family_size": m_all, "n_groups": t.n_groups,
               "n_pairs": t.n_pairs, "group_sd": t.sd, "delta": t.delta,
               "groups_to_decide": groups_to_decide(t, m=m), "n_null": t.n_null}
-        rule = _rule(t.kind, t.delta, m)
-        if adj_h[j] < alpha:
-            v = Verdict(HOLDS, f"Holm p {adj_h[j]:.3g} < {alpha}", rule, ev, t.method)
-        elif adj_f[j] < alpha:
-            v = Verdict(FAILS, f"Holm p {adj_f[j]:.3g} < {alpha} against the margin "
+        rule = _rule(t.kind, t.delta, m_all)
+        h, f = ah < alpha, af < alpha
+        if h and f and t.kind == "beats":
+            v = Verdict(BEATS_LESS, f"above 0 (Holm p {ah:.3g}) and below the margin "
+                        f"{t.delta:g} (Holm p {af:.3g})", rule, ev, t.method)
+        elif h:
+            v = Verdict(HOLDS, f"Holm p {ah:.3g} < {alpha}", rule, ev, t.method)
+        elif f:
+            v = Verdict(FAILS, f"Holm p {af:.3g} < {alpha} against the margin "
                         f"{t.delta:g}", rule, ev, t.method)
-        elif t.smallest_p >= alpha / m:
-            if t.n_null is not None:    # n_tests / (n_null + 1) < alpha / m
+        elif i not in sides["holds"] and i not in sides["fails"]:
+            if t.n_null is not None:    # n_tests / (n_null + 1) < alpha
                 size = f"{t.n_null} null draws"
-                need = f"{int(math.floor(t.n_tests * m / alpha + 1e-9))} null draws"
+                need = f"{int(math.floor(t.n_tests / alpha + 1e-9))} null draws"
             else:
                 size = f"{t.n_groups} groups"
-                need = f"{groups_for_p(alpha / (2 * m) if t.kind == 'beats' else alpha / m)}" \
-                       " groups"
+                need = f"{ev['groups_to_decide'] or '?'} groups (planned at the margin)"
             v = Verdict(NOT_TESTED, f"with {size} the smallest p this test can give is "
-                        f"{t.smallest_p:.3g}, not below Holm's first threshold {alpha}/{m}",
-                        rule, ev, t.method, needed=need)
+                        f"{t.smallest_p:.3g}, not below {alpha}", rule, ev, t.method,
+                        needed=need)
         else:
-            v = Verdict(INCONCLUSIVE, f"neither a difference nor its absence is shown (Holm "
-                        f"p {adj_h[j]:.3g} / {adj_f[j]:.3g})", rule, ev, t.method)
+            v = Verdict(INCONCLUSIVE, "neither a difference nor its absence is shown (Holm "
+                        f"p {_f3(ah)} / {_f3(af)})", rule, ev, t.method)
         out[i] = v
     return out
+
+
+def _f3(p: float) -> str:
+    return "—" if math.isnan(p) else f"{p:.3g}"
 
 
 def interval_verdict(diff: Mapping[str, Any], delta: float, kind: str = "beats") -> Verdict:
@@ -358,6 +443,21 @@ def interval_verdict(diff: Mapping[str, Any], delta: float, kind: str = "beats")
 
 
 # ------------------------------------------------------------------ shared checks
+
+def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> str | None:
+    """Why an interval is not an ordinary 95% CI (None: it is): a zero-width one, or one over
+    fewer groups than a bootstrap interval counts toward a claim."""
+    if lo is None or hi is None:
+        return None
+    if n_groups is not None and n_groups <= 1:
+        return "n/a, 1 group"
+    if hi - lo <= 0:
+        return "n/a, zero width (every resample the same)"
+    if n_groups is not None and n_groups < MIN_BOOTSTRAP_GROUPS:
+        return f"small sample: {n_groups} groups (the test uses the group differences)"
+    return None
+
+
 
 def beats_chance(acc_lo: float | None, chance: float = 0.5) -> bool:
     """A probe or judge works: its held-out accuracy CI's lower end is above chance."""
