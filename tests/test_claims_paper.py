@@ -11,7 +11,7 @@ from ppairs_lens.evaluation.paper_claims import TABLE1_DATASETS
 L = 30
 
 
-def _layers(profile, ds="rocstories", kind="supervised", half=0.05, counts=True):
+def _layers(profile, ds="mt-bench", kind="supervised", half=0.05, counts=True):
     return [{"dataset": ds, "kind": kind, "layer": i, "metric": "accuracy", "value": v,
              "lo": v - half, "hi": v + half, "ci_counts": counts, "n_test": 40}
             for i, v in enumerate(profile)]
@@ -25,6 +25,8 @@ def _sweep(rows, k=40):
 
 
 def _by(summary, sweep):
+    """Verdicts for a model the paper's claims were made for (Llama 3.1 70B)."""
+    summary = {"model": "meta-llama/Llama-3.1-70B-Instruct", **summary}
     return {c["id"]: c for c in evaluate_claims(summary, sweep)["claims"]}
 
 
@@ -32,7 +34,7 @@ def test_each_table1_dataset_and_the_layer_claims_are_registered_once():
     ids = {c.id for c in CLAIMS}
     for ds in TABLE1_DATASETS.values():
         assert {f"table1.supervised-transfers.{ds}", f"table1.pca-transfers.{ds}",
-                f"table1.pca-as-in-domain.{ds}"} <= ids
+                f"ours.table1.pca-as-in-domain.{ds}", f"table1.pca-transfers-better.{ds}"} <= ids
     assert {"appendixA.supervised-plateau", "appendixA.pca-jump"} <= ids
 
 
@@ -57,10 +59,11 @@ def test_a_jump_holds_and_a_flat_profile_fails_it():
 def test_layer_claims_need_twenty_groups_and_a_run_that_recorded_the_layers():
     rows = _layers([0.6] * L, kind="pca", half=0.01)
     few = _by({}, _sweep(rows, k=10))["appendixA.pca-jump"]
-    assert few["outcome"] == "not tested at this size" and "rocstories (10)" in few["reason"]
+    assert few["outcome"] == "not tested at this size" and "mt-bench (10)" in few["reason"]
     assert few["needed"] == "20 test groups on a swept dataset"
     none = _by({}, {"entries": []})["appendixA.pca-jump"]
-    assert none["outcome"] == "not tested at this size" and none["needed"]
+    assert none["outcome"] in ("not tested at this size", "not run in this preset")
+    assert none["needed"]
 
 
 def test_per_layer_keeps_the_probe_accuracy_rows_only():
@@ -83,11 +86,11 @@ def test_table1_claims_from_group_differences_and_only_table1_sources():
     g = list(np.random.default_rng(0).normal(0.3, 0.05, 25))
     rows = _transfer({"rocstories": g, "hanna-coherence": g,
                       "mt-bench": [-0.5] * 25},      # not a Table 1 dataset: not a source
-                     own=[x + 0.001 for x in g])
+                     own=[x + e for x, e in zip(g, np.random.default_rng(1).normal(0, 0.02, 25))])
     by = _by({"transfer": {"accuracy": rows}}, None)
     c = by["table1.pca-transfers.mctaco"]
     assert c["outcome"] == "holds" and c["value"] == pytest.approx(np.mean(g))
     assert "sign-flip" in c["method"] and c["n_groups"] == 25
-    assert by["table1.pca-as-in-domain.mctaco"]["outcome"] == "holds"       # within ±0.05
+    assert by["ours.table1.pca-as-in-domain.mctaco"]["outcome"] == "holds"   # within ±0.05
     older = _by({"transfer": {"f1": [{"train": "a"}]}}, None)["table1.pca-transfers.mctaco"]
-    assert older["outcome"] == "not tested at this size" and "group" in older["needed"]
+    assert older["outcome"] == "not run in this preset" and older["needed"]
