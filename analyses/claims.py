@@ -170,9 +170,31 @@ def _seed_registry() -> list[Claim]:
     return out + paper_claims(SCOPES)
 
 
+#: The controls' known answers (analyses/controls.py): the outcomes each may show.
+CONTROL_EXPECT: dict[str, tuple[str, ...]] = {
+    "ours.control.supervised-beats-chance": ("holds",),
+    "ours.control.shuffled-beats-chance": ("inconclusive", "fails"),
+    "ours.control.shuffled-beats-supervised": ("fails",)}
+
+
+def _controls() -> list[Claim]:
+    what = {"supervised-beats-chance": ("the supervised probe beats chance", "chance"),
+            "shuffled-beats-chance": ("a probe trained on shuffled labels beats chance",
+                                      "chance"),
+            "shuffled-beats-supervised": ("a probe trained on shuffled labels beats the one "
+                                          "trained on the labels", "supervised")}
+    return [Claim(f"ours.control.{k}", "ours (a control with a known answer)",
+                  f"{text} on the built-in larger_number (known: "
+                  f"{' or '.join(CONTROL_EXPECT['ours.control.' + k])})", "ours: controls",
+                  "held-out accuracy minus its comparator, per test group", ("larger_number",),
+                  HELD_OUT, ("larger_number", k.split("-beats-")[0], against, "accuracy"),
+                  "control", (k,), None, "controls") for k, (text, against) in what.items()]
+
+
 def _our_registry() -> list[Claim]:
-    """Our own further questions (families marked ours): decided on any model."""
-    out: list[Claim] = []
+    """Our own further questions (families marked ours): decided on any model; the controls
+    first."""
+    out: list[Claim] = _controls()
     acc = "held-out pairwise accuracy, A minus B on the same pairs (paired, per test group)"
     for ds in BASELINE_DATASETS:
         out += [Claim(f"ours.baselines.{k}.{ds}", "ours (a precondition of every probe claim)",
@@ -225,7 +247,8 @@ def _our_registry() -> list[Claim]:
 
 
 def _registry() -> tuple[Claim, ...]:
-    return tuple(_seed_registry() + _our_registry())
+    ours = _our_registry()       # the controls first, then the seeds', then our questions
+    return tuple(ours[:3] + _seed_registry() + ours[3:])
 
 
 def per_layer(rows) -> list[dict]:
@@ -280,6 +303,11 @@ def _sweep(c: Claim, s: dict, sweep: dict) -> Read:
     if not d or d.get("n") != e.get("n_test"):
         return MISSING
     return Difference.from_row(d)
+
+
+def _control(c: Claim, s: dict, sweep: dict) -> Read:
+    r = next((r for r in s.get("controls") or [] if r.get("control") == c.args[0]), None)
+    return MISSING if r is None else Difference.from_row(r)
 
 
 def _sweep_equal(c: Claim, s: dict, sweep: dict) -> Read:
@@ -354,7 +382,8 @@ def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
               and r.get("setting") == setting), None)
     if r is None:
         return MISSING
-    pair = next((r for r in rows if r.get("level") == "pairwise held-out"), None)
+    pair = next((r for r in rows if r.get("level") == "pairwise held-out"
+                 and r.get("method") == "probe"), None)
     major = next((r for r in rows if r.get("method") == "probe - majority"), None)
     missing = []
     if pair is None:
@@ -446,7 +475,7 @@ def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
-    "sweep": _sweep, "sweep_equal": _sweep_equal, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
+    "sweep": _sweep, "sweep_equal": _sweep_equal, "control": _control, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
     "climatex": _climatex, "taggers": _taggers, "shift": _shift, "ablation": _ablation,
     "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine,
     **PAPER_READERS}
@@ -509,7 +538,10 @@ def _row(c: Claim, got: Read, v: Verdict) -> dict:
                                       "smallest_p", "family_size")},
             "outcome": str(v.outcome), "reason": v.reason, "needed": v.needed,
             "groups_to_decide": need,
-            "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None}
+            "pairs_to_decide": math.ceil(need * n / k) if need and n and k else None,
+            **({"expected": list(CONTROL_EXPECT[c.id]),
+                "as_expected": str(v.outcome) in CONTROL_EXPECT[c.id]}
+               if c.id in CONTROL_EXPECT else {})}
 
 
 def verdicts_available(model: str) -> list[str]:

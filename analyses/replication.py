@@ -17,6 +17,7 @@ demo`` runs) does, on one model:
    Adversarial subset); probes against LoRA and full finetuning (paper Section 5.2);
 9. ablation of the probe directions on MT-Bench (paper Table 2), and steering along them;
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
+11. controls with known answers on a built-in (:mod:`analyses.controls`), reported first;
 
 then ``summary.json``, from which ``REPORT.md`` is written (:mod:`analyses.replication_findings`),
 the published numbers beside ours. Sizes: the config's presets
@@ -35,6 +36,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from analyses.ablation import AblationConfig, run_ablation
+from analyses.controls import ControlsConfig, run_controls
 from analyses.cross_dataset import TransferConfig, run_transfer
 from analyses.distribution_shift import ShiftConfig, run_shift
 from analyses.finetuning import FinetuningConfig, run_finetuning
@@ -42,14 +44,14 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
-from analyses.step_records import (AblationRows, FinetuningRows, InsertionRows, PvPRows,
-                                   ShiftResult, SteeringRows, ThesisRows)
+from analyses.step_records import (AblationRows, ControlRows, FinetuningRows, InsertionRows,
+                                   PvPRows, ShiftResult, SteeringRows, ThesisRows)
 from analyses.step_records_sweep import SweepResult, TransferResult
 from analyses.claims import evaluate_claims, per_layer
 from analyses.replication_config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication_findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
-from ppairs_lens.activations.pipeline import ensure_stores
+from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.replication_sets import (
     ReplicationSizes,
@@ -76,7 +78,7 @@ from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
 
 __all__ = ["ReplicationConfig", "cli", "refresh", "run_replication"]
-STEPS = 15
+STEPS = 16
 
 
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
@@ -135,7 +137,9 @@ def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str,
         "insertion": InsertionConfig(path=str(climatex), max_test=cfg.climatex_test,
                                      k=cfg.climatex_k, n_train=cfg.climatex_train,
                                      max_train_pairs=cfg.climatex_train_pairs,
+                                     pairwise_pairs=cfg.climatex_pairwise,
                                      methods=cfg.climatex_methods, settings=s),
+        "controls": ControlsConfig(n_pairs=cfg.control_pairs, settings=s),
     }
 
 
@@ -263,6 +267,14 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         return InsertionRows.of(run_insertion(bridge, cfgs["insertion"], out)
                                 if cfg.datasets is None and climatex.is_file() else [])
     insertion = run.step("insertion", insertion_step, outputs=("insertion.csv",), **common)
+
+    def controls_step() -> ControlRows:        # known answers: a built-in the model solves
+        c = cfgs["controls"]
+        store = ensure_store(bridge, builtin_dataset(c.dataset, seed=cfg.settings.seed,
+                                                     n=c.n_pairs), cfg.stores)
+        return ControlRows.of(run_controls(store, c, out))
+    controls = run.step("controls", controls_step, outputs=("controls.csv",),
+                        cfg=cfg, model=common["model"])
     run.close()
 
     summary = replication_summary(  # the summary is JSON: the records' data from here on
@@ -270,7 +282,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep.data(), pvp=pvp.data(),
         thesis=thesis.data(), transfer=transfer.data(), shift=shift.data() if shift else None,
         ablation=ablation.data(), steering=steering.data(), finetuning=finetuning.data(),
-        insertion=insertion.data(), judges=judge_records)
+        insertion=insertion.data(), judges=judge_records, controls=controls.data())
     summary.update(evaluate_claims(summary, sweep.data()))        # the claims registry decides
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)

@@ -92,6 +92,11 @@ class ReplicationConfig:
     climatex_train: int = 60  # labelled training statements (balanced over the levels)
     climatex_train_pairs: int = 120
     climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
+    # probe pairwise accuracy on disjoint held-out pairs of test statements: its skill first
+    climatex_pairwise: int = 60
+    # the controls with known answers (analyses.controls): a built-in of short prompts,
+    # 160 pairs over its 40 leak groups (~20 s of harvest)
+    control_pairs: int = 160
 
     def __post_init__(self):
         self.model = ModelSpec.coerce(self.model)
@@ -129,7 +134,8 @@ PRESETS: dict[str, Preset] = {
         "steering_nulls": 2, "steering_eval_pairs": 2,
         "finetune_train": 4, "finetune_test": 4,
         "finetune_curve": (4,),
-        "climatex_test": 4, "climatex_train": 16, "climatex_train_pairs": 16}),
+        "climatex_test": 4, "climatex_train": 16, "climatex_train_pairs": 16,
+        "climatex_pairwise": 2, "control_pairs": 80}),
     # The papers' groups on a GPU, sized to decide and to end inside one 9-minute call. A
     # claim's power comes from its groups (articles, stories, questions), not from the pairs
     # inside a group, so every group the files hold is kept, each with fewer items: SummEval's

@@ -20,7 +20,7 @@ from typing import Any
 from ppairs_lens.io.records import (ABSENT, Absent, StepRows, as_row, record_data,
                                     record_from_data)
 
-__all__ = ["AblationRow", "AblationRows", "FinetuningRow", "FinetuningRows", "InsertionRow",
+__all__ = ["AblationRow", "AblationRows", "ControlRow", "ControlRows", "FinetuningRow", "FinetuningRows", "InsertionRow",
            "InsertionRows", "PublishedNote", "PvPRow", "PvPRows", "ShiftDrop", "ShiftResult", "ShiftRow", "SteeringRow", "SteeringRows", "ThesisCell",
            "ThesisDifference", "ThesisPublished", "ThesisRow", "ThesisRows"]
 
@@ -234,6 +234,28 @@ ThesisRow = ThesisCell | ThesisDifference | ThesisPublished
 @dataclass(frozen=True)
 class ThesisRows(StepRows):
     rows: tuple[ThesisRow, ...] = ()
+
+
+# -- controls with known answers ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ControlRow:
+    """One control: its statistic (a mean of per-pair differences), interval and the
+    differences per test group the claims test."""
+
+    control: str
+    statement: str
+    value: float
+    lo: float
+    hi: float
+    n: int
+    n_groups: int
+    group_diffs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ControlRows(StepRows):
+    rows: tuple[ControlRow, ...] = ()
 
 
 # -- ClimateX insertion (thesis Table 4.4) -------------------------------------------------------

@@ -140,3 +140,11 @@ def test_aspects_scored_in_one_pass_equal_each_aspect_alone(tiny):
     per_aspect = sum(score_items(tiny, i, m).n_tokens for i, m in sets)
     assert one_pass < 0.95 * per_aspect    # each article runs once, not once an aspect (these
     # articles are short: real SummEval saves 57%, benchmarks/bench_scoring.py --aspects)
+
+
+def test_scoring_nothing_runs_no_pass(tiny):
+    """The built-ins have no scored items: direct scoring and G-Eval rate none (it raised an
+    IndexError at ``prompts[0]``, so ``run --builtins`` failed there)."""
+    from ppairs_lens.judges.held_out_scores import score_held_out_sets
+
+    assert score_held_out_sets(tiny, {}) == {}

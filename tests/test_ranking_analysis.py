@@ -84,7 +84,7 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
         assert r["n"] == 4 and 0 <= r["accuracy"] <= 1 and math.isfinite(r["bias"])
         assert r["ci_counts"] is False  # 4 statements: a CI that decides no claim
     assert {r["level"] for r in ins} == {"low", "medium", "high", "very high", "overall",
-                                         "difference"}
+                                         "difference", "pairwise held-out"}
     diffs = [r for r in ins if r["level"] == "difference"]  # each method minus each tagger
     assert len(diffs) == 2 * len(INSERTION_METHODS)
     for r in diffs:

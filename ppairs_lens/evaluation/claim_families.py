@@ -74,6 +74,9 @@ class Family:
 _ACC = "5 points of pairwise accuracy (one pair in 20): a smaller gap between two judges would " \
        "not change which one to use"
 FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("ours: controls", "beats", 0.05, "pairwise accuracy",
+           "the resolution of every comparison of methods here: controls are decided by the "
+           "same rule as the claims they vouch for", ours=True),
     Family("probe vs prompting", "beats", 0.05, "pairwise accuracy", _ACC),
     Family("supervised vs unsupervised", "beats", 0.05, "pairwise accuracy",
            "as for probes against prompting: the same figures, the same resolution"),

@@ -104,6 +104,27 @@ def _record_type(hint) -> type | None:
         and is_dataclass(options[0]) else None
 
 
+def run_environment() -> dict[str, Any]:
+    """What a run's numbers depend on beyond its config: package versions, the thread count
+    and the CPU's kernels (a judge's ties are settled by a stated rule, the rest of a float's
+    last bits are not)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    def ver(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+    return {"ppairs_lens": __version__, "python": platform.python_version(),
+            **{p: ver(p) for p in ("torch", "transformer-lens", "transformers", "numpy",
+                                   "scipy", "scikit-learn")},
+            "torch_threads": torch.get_num_threads(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "machine": platform.machine(), "system": platform.system()}
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
     path = Path(path)
     atomic_write_text(path, json.dumps(jsonable(obj), indent=2))

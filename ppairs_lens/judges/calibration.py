@@ -31,7 +31,8 @@ from torch import Tensor
 
 from ppairs_lens.activations.few_logits import choice_logodds
 
-__all__ = ["LOGIT_EPS", "logit", "sigmoid", "swap_calibrated_logodds", "swap_calibrate",
+__all__ = ["LOGIT_EPS", "TIE_LOGODDS", "logit", "sigmoid", "swap_calibrated_logodds",
+           "swap_calibrate",
            "swap_calibrated", "choice_probability", "judge_diagnostics"]
 
 #: ``compare(a, b)`` = probability that item ``a`` is preferred over (is "more X" than) ``b``:
@@ -43,6 +44,14 @@ P = TypeVar("P", float, np.ndarray)
 #: Probabilities are clipped to [LOGIT_EPS, 1 - LOGIT_EPS] before a logit (|logit| <= 27.6),
 #: so a judge that is certain (p rounded to 0 or 1 in float64) still gives a finite log-odds.
 LOGIT_EPS: float = 1e-12
+#: A calibrated answer within this many log-odds of its tie is a tie (``z = 0``, P = 0.5,
+#: half a hit): a comparison the judge cannot tell apart sits at ``z = 0`` up to the last bits
+#: of float32 logits, which the batch's make-up, the thread count and the CPU's kernels move
+#: (the embedded model's ``z`` moved by up to 1.7e-5 between token budgets and thread counts
+#: on one host); left as they came, those bits decided its answer, and two hosts disagreed.
+#: 2e-4 is ten times that noise and five times below the smallest answer seen on real pairs
+#: (1e-3).
+TIE_LOGODDS: float = 2e-4
 
 
 def logit(p: P) -> P:
@@ -64,9 +73,10 @@ def swap_calibrated_logodds(ld_original: P, ld_swapped: P) -> P:
 
     ``ld_original`` is logit(choice 1) - logit(choice 2) with the items as given,
     ``ld_swapped`` the same with the items swapped. ``z(a, b) = -z(b, a)`` and ``z(a, a) = 0``;
-    P(item 1 preferred) = ``sigmoid(z)``.
+    P(item 1 preferred) = ``sigmoid(z)``; ``|z| <`` :data:`TIE_LOGODDS` is a tie, ``z = 0``.
     """
     z = (np.asarray(ld_original, dtype=np.float64) - np.asarray(ld_swapped, dtype=np.float64)) / 2
+    z = np.where(np.abs(z) < TIE_LOGODDS, 0.0, z)      # a tie by rule (TIE_LOGODDS)
     return float(z) if np.ndim(z) == 0 else z
 
 

@@ -18,15 +18,18 @@ from dataclasses import dataclass
 import numpy as np
 from jaxtyping import Float
 
-from ppairs_lens.judges.calibration import sigmoid
+from ppairs_lens.judges.calibration import sigmoid, swap_calibrated_logodds
 
 __all__ = ["JudgeForms", "fit_threshold", "judge_forms", "paper_probability"]
 
 
 def paper_probability(ld_original: Float[np.ndarray, " n"], ld_swapped: Float[np.ndarray, " n"]
                       ) -> Float[np.ndarray, " n"]:
-    """P(item 1) marginalised over the two positions (the paper's calibrated comparison)."""
-    return (sigmoid(np.asarray(ld_original)) + sigmoid(-np.asarray(ld_swapped))) / 2
+    """P(item 1) marginalised over the two positions (the paper's calibrated comparison); its
+    side of 0.5 is the sign of ``ld_original - ld_swapped``, so a calibrated tie
+    (:data:`~ppairs_lens.judges.calibration.TIE_LOGODDS`) is exactly 0.5 here too."""
+    p = (sigmoid(np.asarray(ld_original)) + sigmoid(-np.asarray(ld_swapped))) / 2
+    return np.where(swap_calibrated_logodds(ld_original, ld_swapped) == 0, 0.5, p)
 
 
 def fit_threshold(z_train: Float[np.ndarray, " n"], item1_better: Float[np.ndarray, " n"]
@@ -61,6 +64,6 @@ def judge_forms(ld_original: Float[np.ndarray, " n"], ld_swapped: Float[np.ndarr
     """The forms of one judge on the evaluated comparisons (log-odds of both orders), its
     threshold fitted on training comparisons' calibrated log-odds and labels."""
     ld_o, ld_s = np.asarray(ld_original, float), np.asarray(ld_swapped, float)
-    z = (ld_o - ld_s) / 2
+    z = np.asarray(swap_calibrated_logodds(ld_o, ld_s), dtype=np.float64)
     t = fit_threshold(z_train, item1_better_train)
     return JudgeForms(paper_probability(ld_o, ld_s), sigmoid(z - t), z, t, len(z_train))

@@ -66,7 +66,7 @@ def judge_cache_dir(store: ActivationStore) -> Path:
 #: Bumped by hand when what a remembered judge answer means changes (how its answer is
 #: read or calibrated, what its report holds). The cache keys on what the model is asked,
 #: never on the package's source, so an unrelated code change keeps finished judges.
-JUDGE_CACHE_VERSION = 1
+JUDGE_CACHE_VERSION = 2  # 2: calibrated answers within TIE_LOGODDS of a tie are ties
 
 
 def judge_cache(folder: str | Path) -> StepCache:

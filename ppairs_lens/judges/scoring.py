@@ -182,6 +182,8 @@ def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | 
     tok = bridge.tokenizer
     per_set = [_prompts(tok, items, meta, template) for items, meta in sets]
     prompts = [p for ps in per_set for p in ps]
+    if not sets:             # nothing to rate (datasets without scored items): no pass
+        return []
     prefixes, branches = _split(bridge, prompts)
     # grouped by context id, as the harvest's are: sets that share an id (a corpus's
     # aspects) share the context; ids that collide across corpora only share less, as the

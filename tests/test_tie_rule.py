@@ -1,0 +1,50 @@
+"""Decisions that the last bits of a float could flip are ties by a stated rule: a calibrated
+answer within TIE_LOGODDS of its tie is a tie. The same judge's decisions are identical with
+two batch sizes and two thread counts, including on pairs whose answer is a tie by symmetry
+(an item compared with itself, where float noise alone would give it a side)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from ppairs_lens.activations.runner import HarvestSettings
+from ppairs_lens.data import builtin_dataset
+from ppairs_lens.judges.calibration import TIE_LOGODDS, swap_calibrated_logodds
+from ppairs_lens.judges.fair_forms import paper_probability
+from ppairs_lens.judges.zero_shot import zero_shot
+
+
+def test_answers_within_the_tie_band_are_ties_in_every_form():
+    ld_o = np.array([2.0, 2.0 + 0.4 * TIE_LOGODDS, 1.0, -3.0])
+    ld_s = np.array([2.0, 2.0, -1.0, -3.0 - 4 * TIE_LOGODDS])
+    z = swap_calibrated_logodds(ld_o, ld_s)
+    assert list(z[:2]) == [0.0, 0.0] and z[2] == 1.0 and z[3] > 0
+    p = paper_probability(ld_o, ld_s)
+    assert list(p[:2]) == [0.5, 0.5] and p[2] > 0.5 and p[3] > 0.5
+
+
+def _decisions(tiny, dataset, budget: int, threads: int) -> np.ndarray:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        res = zero_shot(tiny, dataset, settings=HarvestSettings(token_budget=budget))
+    finally:
+        torch.set_num_threads(before)
+    z = np.asarray(res.z)
+    return np.where(z == 0, 0, np.sign(z))
+
+
+def test_decisions_do_not_depend_on_batch_size_or_threads(tiny):
+    ds = builtin_dataset("larger_number", n=24)
+    recs = list(ds.records)
+    same = [replace(r, pair_id=f"{r.pair_id}=", item2=r.item1, item2_id=r.item1_id, label=0)
+            for r in recs[:6]]
+    ds = replace(ds, records=recs + same)
+    runs = [_decisions(tiny, ds, budget, threads)
+            for budget in (64, 4096) for threads in (1, 2)]
+    for other in runs[1:]:
+        assert np.array_equal(runs[0], other)
+    assert np.all(runs[0][-6:] == 0)           # an item against itself: a tie, on every run
