@@ -559,7 +559,7 @@ def verdicts_available(model: str) -> list[str]:
     by_scope: dict[str, int] = {}
     for c in seed:
         by_scope[c.scope.models] = by_scope.get(c.scope.models, 0) + 1
-    lines += [f"- {n} claims made for {m}" for m, n in by_scope.items()]
+    lines += [f"- {n} claim{'s' if n != 1 else ''} made for {m}" for m, n in by_scope.items()]
     lines.append(f"Our own {len(ours)} questions (families marked *ours*: probes against "
                  "no-model baselines and G-Eval, the ClimateX taggers, interventions) are "
                  "decided on this model and reported apart; controls with known answers come "

@@ -161,7 +161,9 @@ def pairwise_row(m: str, comp: BatchComparator, data: InsertionData, cfg: Insert
     if not pairs:
         return None
     comp.prefetch(pairs)
-    hit = [float((comp(a, b) > 0.5) == (data.true[a] > data.true[b])) for a, b in pairs]
+    p = [comp(a, b) for a, b in pairs]       # P(a is the more confident), a tie half a hit
+    hit = [0.5 if q == 0.5 else float((q > 0.5) == (data.true[a] > data.true[b]))
+           for q, (a, b) in zip(p, pairs)]
     acc = mean_ci(hit, **cfg.settings.boot_kwargs())
     return {"method": m, "label": f"{METHOD_LABELS[m]}: pairwise accuracy on held-out pairs",
             "level": "pairwise held-out", "accuracy": acc["value"], "lo": acc["lo"],

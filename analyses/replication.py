@@ -345,7 +345,9 @@ def refresh(figures: str | Path = "figures") -> dict:
         ablation=AblationRows.from_data(s["ablation"]).data(),
         steering=SteeringRows.from_data(s["steering"]).data(),
         finetuning=FinetuningRows.from_data(s["finetuning"]).data(),
-        insertion=InsertionRows.from_data(s["insertion"]).data(), judges=s["judges"])
+        insertion=InsertionRows.from_data(s["insertion"]).data(), judges=s["judges"],
+        controls=ControlRows.from_data(s.get("controls") or []).data(),
+        environment=s.get("environment"))
     out.update(evaluate_claims(out, sweep.data()))
     write_json(fig / "summary.json", out)
     return out

@@ -65,14 +65,17 @@ def _finetuning_table(rows: list[dict]) -> list[str]:
 def replication_summary(*, model: str, timings: dict, reused: list, cfg, datasets: dict,
                         sweep: dict, pvp: list, thesis: list, transfer: dict | None,
                         shift: dict | None, ablation: list, insertion: list, steering: list,
-                        finetuning: list, judges: dict, controls: list | None = None) -> dict:
-    """The run's numbers (``pvp``: the probes-vs-prompting rows); the claims (``claims``, ``families``, ``power``,
+                        finetuning: list, judges: dict, controls: list | None = None,
+                        environment: dict | None = None) -> dict:
+    """The run's numbers (``pvp``: the probes-vs-prompting rows; ``controls``: the controls'
+    rows; ``environment``: versions, threads and CPU, by default this process's); the claims (``claims``, ``families``, ``power``,
     ``verdict_counts``) are added by the main job from the claims registry
     (``analyses.claims.evaluate_claims``) on this summary and the sweep's."""
     return jsonable({
         # the built-ins' run (cfg.datasets named) has no published claim to report
         "kind": "replication" if getattr(cfg, "datasets", None) is None else "builtins",
-        "model": model, "environment": run_environment(), "timings_s": timings,
+        # what the numbers depend on: the run's own (a refresh keeps the run's, not its own)
+        "model": model, "environment": environment or run_environment(), "timings_s": timings,
         "reused_steps": reused,
         "sizes": cfg.sizes, "test_size": cfg.settings.test_size,
         "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot,

@@ -195,3 +195,43 @@ def test_sign_flip_route_is_kept_when_a_row_has_many_group_differences_but_no_co
     no_interval = claim_test(Difference(0.14, None, None, None, 100, diffs), "beats", 0.05)
     assert "sign-flip" in with_count.method and "sign-flip" in no_interval.method
     assert with_count.p_holds == no_interval.p_holds < 0.01
+
+
+def _ct(p_holds, p_fails, value=0.1):
+    return ClaimTest("beats", 0.05, p_holds, p_fails, min(p_holds, p_fails), "m", value, 0.1,
+                     30, 60, smallest_p_holds=1e-6, smallest_p_fails=1e-6)
+
+
+def test_all_but_one_holds_when_all_but_one_set_holds_at_half_alpha():
+    from ppairs_lens.evaluation.verdicts import all_but_one_test
+
+    t = all_but_one_test([_ct(0.001, 1), _ct(0.02, 1), _ct(0.9, 1, value=-0.1)])
+    assert t.p_holds == pytest.approx(0.04)          # the second largest, doubled
+    assert decide_family([t])[0].outcome == HOLDS
+    # two sets that do not hold: the claim does not hold
+    t = all_but_one_test([_ct(0.001, 1), _ct(0.6, 1), _ct(0.9, 1)])
+    assert decide_family([t])[0].outcome != HOLDS
+
+
+def test_all_but_one_fails_only_when_two_sets_fail():
+    from ppairs_lens.evaluation.verdicts import all_but_one_test
+
+    one = all_but_one_test([_ct(1, 0.001), _ct(0.001, 1), _ct(0.001, 1)])
+    assert decide_family([one])[0].outcome != FAILS   # the one exception allowed
+    two = all_but_one_test([_ct(1, 0.001), _ct(1, 0.002), _ct(0.001, 1)])
+    assert decide_family([two])[0].outcome == FAILS
+
+
+def test_all_but_one_needs_two_sets_and_at_most_one_untested():
+    from ppairs_lens.evaluation.verdicts import all_but_one_test
+
+    untested = Verdict(NOT_TESTED, "few groups")
+    assert all_but_one_test([_ct(0.001, 1)]).outcome == NOT_TESTED
+    assert all_but_one_test([_ct(0.001, 1), untested, untested]).outcome == NOT_TESTED
+    assert isinstance(all_but_one_test([_ct(0.001, 1), _ct(0.001, 1), untested]), ClaimTest)
+
+
+def test_a_change_shown_within_the_margin_is_no_change():
+    t = ClaimTest("changes", 0.05, 0.001, 0.001, 1e-6, "m", 0.01, 0.01, 200, 200,
+                  smallest_p_holds=1e-6, smallest_p_fails=1e-6)
+    assert decide_family([t])[0].outcome == FAILS

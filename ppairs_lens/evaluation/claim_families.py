@@ -44,15 +44,15 @@ _LLAMA31 = ("llama318b", "llama3170b")
 SCOPES: dict[str, Scope] = {
     "paper": Scope("the paper's families from 0.5B to 123B (Llama 3.1 8B/70B, Gemma 2 "
                    "2B/9B/27B, Qwen 2.5 1.5B-72B, Mistral), Qwen 2.5 0.5B its stated exception",
-                   _LLAMA31 + _GEMMA2 + ("qwen2515b", "qwen253b", "qwen257b", "qwen2514b",
-                                         "qwen2532b", "qwen2572b", "mistralnemo",
-                                         "mistralsmall", "mistrallarge")),
+                   _LLAMA31 + _GEMMA2 + tuple(f"qwen25{n}binstruct" for n in
+                                              ("15", "3", "7", "14", "32", "72"))
+                   + ("mistralnemo", "mistralsmall24b", "mistrallarge")),
     "paper 70B": Scope("Llama 3.1 70B", ("llama3170b",)),
     "paper Gemma 2": Scope("Gemma 2 2B, 9B and 27B", _GEMMA2),
     "paper Gemma 2 and Llama 3.1": Scope("Gemma 2 2B/9B/27B and Llama 3.1 8B/70B",
                                          _GEMMA2 + _LLAMA31),
     "thesis": Scope("Mistral-7B-Instruct-v0.1, Llama-2-7B-chat, Llama-3-8B-Instruct",
-                    ("mistral7binstruct", "llama27bchat", "llama38binstruct")),
+                    ("mistral7binstructv01", "llama27bchat", "llama38binstruct")),
     "thesis Llama 3": Scope("Llama-3-8B-Instruct", ("llama38binstruct",)),
 }
 

@@ -67,11 +67,10 @@ def betting_p(diffs: Sequence[float], shift: float, alternative: str, bound: flo
         raise ProbeError(f"a group difference of {np.abs(d).max():.3g} lies outside the "
                          f"bound ±{bound:g} the betting test is valid for")
     y = _distance(d, shift, alternative)
-    worst = bound - shift if alternative == "greater" else bound + shift  # the null's -min(y)
+    worst = bound + shift if alternative == "greater" else bound - shift  # -min(y) at a bound
     if worst <= 0:
-        raise ProbeError(f"shift {shift:g} leaves no room below the bound ±{bound:g}")
-    lam = (_BET_CAP / (bound + (shift if alternative == "greater" else -shift))
-           * np.arange(1, BET_GRID + 1) / BET_GRID)
+        raise ProbeError(f"shift {shift:g} lies outside the bound ±{bound:g}")
+    lam = _BET_CAP / worst * np.arange(1, BET_GRID + 1) / BET_GRID
     log_wealth = np.log1p(np.outer(lam, y)).sum(axis=1)
     top = float(log_wealth.max())
     wealth = math.exp(top) * float(np.mean(np.exp(log_wealth - top)))

@@ -275,6 +275,11 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0, bound: 
                      d.n_pairs, smallest_p_holds=sh, smallest_p_fails=sf)
 
 
+def _value_or_inf(x) -> float:
+    v = _num(x)
+    return math.inf if v is None else v
+
+
 def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
     """"A beats each of B_1..B_m" (e.g. every no-model baseline: the strongest with no choice
     of which, so nothing is chosen on test pairs) from one claim test per comparator: holds
@@ -286,12 +291,12 @@ def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdi
     if not tests:
         raise ValueError("an intersection test needs at least one comparison")
     if not ok:                        # none testable: report the comparator closest to A
-        return min(tests, key=lambda v: _num(v.evidence.get("value")) or math.inf)
+        return min(tests, key=lambda v: _value_or_inf(v.evidence.get("value")))
     m = len(ok)
     worst = min(ok, key=lambda t: t.value)
     p_h = 1.0 if len(ok) < len(tests) else max(t.p_holds for t in ok)
     p_f = min(1.0, m * min(t.p_fails for t in ok))
-    s_h = max(t.smallest("holds") for t in ok)
+    s_h = 1.0 if len(ok) < len(tests) else max(t.smallest("holds") for t in ok)
     s_f = min(1.0, m * min(t.smallest("fails") for t in ok))
     return ClaimTest(worst.kind, worst.delta, p_h, p_f, min(s_h, s_f),
                      f"intersection-union over {len(tests)} comparators ({len(ok)} tested); "
@@ -300,25 +305,23 @@ def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdi
 
 
 def all_but_one_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
-    """"A beats B on all but at most one of m sets" (paper Figure 4): holds when the claim
-    holds on some m - 1 sets together (intersection-union over the best m - 1: ``p`` the
-    second largest); fails when it fails on two or more (Holm over the m sets' "fails"
-    p-values rejecting twice: ``max(m p_(1), (m - 1) p_(2))``). An untested set counts as one
-    that may be the exception."""
+    """"A beats B on all but at most one of m sets" (paper Figure 4). Holds when all but one
+    set hold at ``alpha / 2`` each (the second largest "holds" p, doubled: were two sets null,
+    one of their p-values would have to fall below the cut, at most twice its level); fails
+    when two or more sets fail (Holm over the m sets' "fails" p-values rejecting twice:
+    ``max(m p_(1), (m - 1) p_(2))``). With fewer than 2 sets, or more than one untested, it is
+    not tested: one set alone cannot show "all but one"."""
     ok = [t for t in tests if isinstance(t, ClaimTest)]
     m = len(tests)
-    if m < 2:
-        return intersection_test(tests)
-    if len(ok) < m - 1:
-        return min(tests, key=lambda v: _num(getattr(v, "value", None)
-                                             if isinstance(v, ClaimTest) else
-                                             v.evidence.get("value")) or math.inf)
-    hold = sorted(t.p_holds for t in ok)
+    if m < 2 or len(ok) < m - 1:
+        why = (f"{m} set{'s' if m != 1 else ''}: all but one needs 2 or more" if m < 2 else
+               f"{m - len(ok)} of {m} sets untested: more than the one exception allowed")
+        return Verdict(NOT_TESTED, why, method="none", needed="2+ sets, all but one tested")
+    hold = sorted(t.p_holds for t in ok) + [1.0] * (m - len(ok))
     fail = sorted(t.p_fails for t in ok)
-    s_hold = sorted(t.smallest("holds") for t in ok)
+    s_hold = sorted(t.smallest("holds") for t in ok) + [1.0] * (m - len(ok))
     s_fail = sorted(t.smallest("fails") for t in ok)
-    p_h = hold[m - 2] if len(ok) >= m - 1 else 1.0
-    s_h = s_hold[m - 2]
+    p_h, s_h = min(1.0, 2 * hold[m - 2]), min(1.0, 2 * s_hold[m - 2])
     p_f = min(1.0, max(m * fail[0], (m - 1) * fail[1])) if len(fail) >= 2 else 1.0
     s_f = min(1.0, max(m * s_fail[0], (m - 1) * s_fail[1])) if len(s_fail) >= 2 else 1.0
     worst = sorted(ok, key=lambda t: t.value)[min(1, len(ok) - 1)]  # the exception spared
@@ -410,6 +413,10 @@ def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) ->
         if h and f and t.kind == "beats":
             v = Verdict(BEATS_LESS, f"above 0 (Holm p {ah:.3g}) and below the margin "
                         f"{t.delta:g} (Holm p {af:.3g})", rule, ev, t.method)
+        elif h and f:               # "changes": shown, but within ±δ, which is no change
+            v = Verdict(FAILS, f"a change is shown (Holm p {ah:.3g}) but within ±{t.delta:g} "
+                        f"(Holm p {af:.3g}): smaller than the margin is no change", rule, ev,
+                        t.method)
         elif h:
             v = Verdict(HOLDS, f"Holm p {ah:.3g} < {alpha}", rule, ev, t.method)
         elif f:
@@ -452,7 +459,7 @@ def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> s
     if n_groups is not None and n_groups <= 1:
         return "n/a, 1 group"
     if hi - lo <= 0:
-        return "n/a, zero width (every resample the same)"
+        return "n/a, zero width: one group, or every resample alike"
     if n_groups is not None and n_groups < MIN_BOOTSTRAP_GROUPS:
         return f"small sample: {n_groups} groups (the test uses the group differences)"
     return None
