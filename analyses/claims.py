@@ -205,7 +205,8 @@ def _our_registry() -> list[Claim]:
     for corpus, aspects in THESIS_ASPECTS.items():
         for a in aspects:
             ds = f"{corpus.lower()}-{a}"
-            out.append(Claim(f"ours.ppairs-vs-g-eval.{ds}", "ours (beside thesis Table 4.1)",
+            out.append(Claim(f"ours.ppairs-vs-g-eval.{ds}", "ours (beside thesis Table 4.1; "
+                             "G-Eval is the paper's baseline, its Section 4.3)",
                              "PPAIRS beats G-Eval (pairwise accuracy)", "ours: PPAIRS vs G-Eval",
                              "pairwise accuracy, PPAIRS minus G-Eval", (ds,),
                              "held-out articles", (ds, "PPAIRS", "G-Eval", "pairwise accuracy"),
@@ -544,26 +545,37 @@ def _row(c: Claim, got: Read, v: Verdict) -> dict:
                if c.id in CONTROL_EXPECT else {})}
 
 
-def verdicts_available(model: str) -> list[str]:
-    """What verdicts a run on ``model`` can give, claim kind by claim kind (the report's
-    first lines)."""
+def verdicts_available(model: str, rows: list[dict] | None = None) -> list[str]:
+    """What verdicts a run on ``model`` can give, and why (the report's first lines);
+    ``rows``: the run's claim rows, for what it could and could not decide."""
     seed = [c for c in CLAIMS if c.scope is not None]
     inside = [c for c in seed if c.scope.covers(model)]
     ours = [c for c in CLAIMS if c.scope is None]
-    lines = [f"This run's model is **{model}**. Of the {len(seed)} claims the seeds make, "
-             f"{len(inside)} were made for a model like it: "
-             + ("they get verdicts (holds, fails, beats by less than δ, inconclusive, not "
-                "tested at this size)." if inside else
-                "none, so every seed claim is reported with our statistic and its interval "
-                "as *outside the claim's scope*, never as holds or fails.")]
+    got = {r["id"]: r["outcome"] for r in rows or []}
+    n_run = sum(got.get(c.id) not in (None, str(NOT_RUN_OUTCOME)) for c in seed)
+    lines = [f"This run's model is **{model}**. The registry holds {len(seed)} of the seeds' "
+             "claims (a claim made for several datasets or aspects counts once for each), "
+             f"{len(inside)} of them made for a model like this one. "
+             + ("Those get verdicts: holds, fails, beats by less than δ, inconclusive, not "
+                "tested at this size." if inside else
+                f"So none gets a verdict: the {n_run} this run computed are reported with our "
+                "statistic (and its interval where the run records one) as *outside the "
+                "claim's scope*, never as holds or fails; the others are *not run in this "
+                "preset*. The embedded model is smaller than every model the seeds' claims "
+                "were made for: the paper's smallest, Qwen 2.5 0.5B, is the one where it says "
+                "its unsupervised probes did not beat prompting, and the thesis used 7-8B "
+                "models.")]
     by_scope: dict[str, int] = {}
     for c in seed:
         by_scope[c.scope.models] = by_scope.get(c.scope.models, 0) + 1
     lines += [f"- {n} claim{'s' if n != 1 else ''} made for {m}" for m, n in by_scope.items()]
-    lines.append(f"Our own {len(ours)} questions (families marked *ours*: probes against "
-                 "no-model baselines and G-Eval, the ClimateX taggers, interventions) are "
-                 "decided on this model and reported apart; controls with known answers come "
-                 "first where the run has them.")
+    decided = sum(got.get(c.id) in ("holds", "fails", "beats, by less than δ") for c in ours)
+    small = sum(got.get(c.id) == "not tested at this size" for c in ours)
+    lines.append(f"Our own {len(ours)} questions (families marked *ours*: the controls, probes "
+                 "against no-model baselines and G-Eval, the ClimateX taggers, "
+                 "interventions) are decided on this model and reported apart"
+                 + (f": {decided} decided, {small} too small to test." if rows else ".")
+                 + " The controls with known answers come first.")
     return lines
 
 
@@ -592,5 +604,5 @@ def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
     return {"claims": rows, "power": [{k: r[k] for k in keys} for r in rows],
             "families": [{**f.__dict__, "claims": sum(c.family == f.name for c in CLAIMS)}
                          for f in FAMILIES.values()],
-            "verdicts_available": verdicts_available(model),
+            "verdicts_available": verdicts_available(model, rows),
             "verdict_counts": {str(o): sum(r["outcome"] == o for r in rows) for o in Outcome}}

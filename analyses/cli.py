@@ -83,7 +83,7 @@ def _add_generate(sub) -> None:
     add_model_options(p)
     p.add_argument("--probe", required=True, metavar="DIR",
                    help="a saved probe, sweep or direction: folder or Hub repo id")
-    p.add_argument("--alpha", type=float, nargs="+", required=True, metavar="A",
+    p.add_argument("--alpha", type=finite_float, nargs="+", required=True, metavar="A",
                    help="steering strengths, in units of the median activation norm at the "
                         "hook over the prompts' tokens (0, unsteered, is always shown)")
     p.add_argument("--prompt", nargs="+", required=True, metavar="TEXT")

@@ -240,15 +240,21 @@ def add_hooks(p: argparse.ArgumentParser) -> None:
 
 
 def finite_float(text: str) -> float:
-    """A finite number (``--alphas``): ``nan`` and ``inf`` parse as floats but are no
-    coefficient."""
+    """A steering strength (``--alphas``, ``--alpha``): a finite number within
+    :data:`~ppairs_lens.interventions.steering.MAX_ALPHA` (``nan`` and ``inf`` parse as floats
+    but are no coefficient; ``1e39`` overflows the activations)."""
+    from ppairs_lens.interventions.steering import check_alpha
+
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
+    try:
+        return check_alpha(value, text)
+    except PPairsError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 #: Where ``run`` looks for the seed experiments' data unless ``--shared-data`` says.
@@ -297,11 +303,54 @@ def check_args(args) -> None:
     tokenizer = _tokenizer(args) if template is not None else None
     for spec in getattr(args, "extra", None) or []:  # run's --extra files, read the same way
         load_dataset_spec(spec, max_pairs=getattr(args, "max_pairs", None), seed=args.seed)
+    loaded = {}
     for spec in specs:
         dataset = load_dataset_spec(spec, max_pairs=getattr(args, "max_pairs", None),
                                     seed=args.seed)
         if template is not None:
             check_template_fits(template, dataset, tokenizer)
+        loaded[spec] = dataset
+    if getattr(args, "train", None) and getattr(args, "test", None):
+        _check_shift_sets(args.train, args.test, loaded)
+    _check_names(loaded)
+
+
+#: Untied pairs a shifted (test) set needs for a drop to be measured at all.
+MIN_UNTIED_TEST_PAIRS = 2
+
+
+def _pair_key(r) -> tuple:
+    if not hasattr(r, "item1"):                     # a statement: its text
+        return (getattr(r, "statement", None) or getattr(r, "text", ""),)
+    return (r.context or "", *sorted((r.item1, r.item2)))
+
+
+def _check_shift_sets(train: list[str], test: list[str], loaded: dict) -> None:
+    """A shifted set must share no pair with the training sets (a "drop" measured partly on
+    training pairs is none) and hold enough untied pairs to be scored."""
+    seen = {_pair_key(r): spec for spec in train for r in loaded[spec].records}
+    for spec in test:
+        recs = loaded[spec].records
+        shared = [seen[_pair_key(r)] for r in recs if _pair_key(r) in seen]
+        if shared:
+            raise PPairsError(f"--test {spec} shares {len(shared)} of its {len(recs)} pairs with "
+                              f"the training set {shared[0]}: a drop on them would be measured "
+                              "partly on training pairs; give a test set of other pairs")
+        untied = sum(r.label in (1, 2) for r in recs if hasattr(r, "item1"))
+        if all(hasattr(r, "item1") for r in recs) and untied < MIN_UNTIED_TEST_PAIRS:
+            raise PPairsError(f"--test {spec} has {untied} untied pair(s) of {len(recs)}: too few "
+                              f"to score (at least {MIN_UNTIED_TEST_PAIRS})")
+
+
+def _check_names(loaded: dict) -> None:
+    """Display names are unique in a run: two datasets under one name would be merged in every
+    table."""
+    by_name: dict[str, str] = {}
+    for spec, d in loaded.items():
+        if d.name in by_name and by_name[d.name] != spec:
+            raise PPairsError(f"{by_name[d.name]} and {spec} are both named {d.name!r}: their "
+                              "rows would merge in every table; name one with @Name")
+        by_name[d.name] = spec
 
 
 def _check_run(args) -> None:

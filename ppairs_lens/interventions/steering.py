@@ -52,13 +52,20 @@ from ppairs_lens.models.hook_points import (
     hook_points,
 )
 
-__all__ = ["check_alpha", "steering_vector", "steering_hooks", "steer",
+__all__ = ["MAX_ALPHA", "check_alpha", "steering_vector", "steering_hooks", "steer",
            "batched_steering_hooks"]
+
+
+#: The largest steering strength taken, in the units a strength is given in (the activations'
+#: median norm, or raw activation units): beyond it the residual stream is the steering vector
+#: alone, and at 1e39 float32 overflows, so the continuations came back empty with rc 0.
+MAX_ALPHA: float = 1e4
 
 
 def check_alpha(alpha: float, what: str = "alpha") -> float:
     """``alpha`` as a float, refused unless a finite number (NaN or inf would reach the model
-    and come back as NaN log-odds blamed on the directions or the dtype)."""
+    and come back as NaN log-odds blamed on the directions or the dtype) of at most
+    :data:`MAX_ALPHA` in size."""
     try:
         a = float(alpha)
     except (TypeError, ValueError):
@@ -66,6 +73,10 @@ def check_alpha(alpha: float, what: str = "alpha") -> float:
             from None
     if not math.isfinite(a):
         raise SettingError(f"steering coefficient {what} must be a finite number, got {a}")
+    if abs(a) > MAX_ALPHA:
+        raise SettingError(f"steering coefficient {what} = {a:g} is beyond ±{MAX_ALPHA:g}: the "
+                           "activations would be the steering vector alone (and overflow "
+                           "float32 far enough out)")
     return a
 
 

@@ -1,0 +1,52 @@
+"""Bad input on the run's sets and strengths, refused in one line before any model work: a
+shifted set that shares pairs with the training set, two datasets under one display name, a
+steering strength the activations cannot carry."""
+
+from __future__ import annotations
+
+import pytest
+
+import ppairs_lens.models.loading
+from analyses.cli import main
+from ppairs_lens.errors import SettingError
+from ppairs_lens.interventions.steering import MAX_ALPHA, check_alpha
+
+
+def _refused(argv, tmp_path, capsys, monkeypatch) -> str:
+    def no_model(*a, **k):
+        raise AssertionError("a model was loaded before the input was checked")
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", no_model)
+    argv = [*argv, "--stores", str(tmp_path / "s"), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s").exists()
+    return err
+
+
+def test_a_shifted_set_that_shares_pairs_with_training_is_refused(tmp_path, capsys,
+                                                                  monkeypatch):
+    err = _refused(["shift", "--train", "larger_number", "--test", "larger_number@Again",
+                    "--max-pairs", "20"], tmp_path, capsys, monkeypatch)
+    assert "larger_number@Again" in err and "shares" in err and "training" in err
+
+
+def test_two_datasets_under_one_name_are_refused(tmp_path, capsys, monkeypatch):
+    err = _refused(["sweep", "--datasets", "larger_number@Same", "story_sentiment@Same",
+                    "--max-pairs", "20"], tmp_path, capsys, monkeypatch)
+    assert "'Same'" in err and "larger_number@Same" in err and "story_sentiment@Same" in err
+
+
+def test_a_strength_beyond_what_activations_carry_is_refused(tmp_path, capsys, monkeypatch):
+    err = capsys.readouterr
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model",
+                        lambda *a, **k: pytest.fail("a model was loaded"))
+    with pytest.raises(SystemExit) as e:
+        main(["steer", "--datasets", "larger_number", "--alphas", "1", "1e39",
+              "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    msg = err().err
+    assert "1e39" in msg and "beyond" in msg and "Traceback" not in msg
+    with pytest.raises(SettingError, match="beyond"):
+        check_alpha(2 * MAX_ALPHA)
+    assert check_alpha(-MAX_ALPHA) == -MAX_ALPHA
