@@ -350,3 +350,23 @@ def test_fetched_data_folder_is_none_without_network(tmp_path, monkeypatch):
     assert fetched_data_folder(log=said.append) is None
     assert len(said) == 1 and said[0].startswith("data fetch failed: a/first.jsonl")
 
+
+
+def test_a_mirror_that_is_not_a_url_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(MIRROR_ENV, "not a url")
+    assert main(["data", "fetch", "--to", str(tmp_path / "d")]) == 2
+    err = one_line_error(capsys)
+    assert "not a url" in err and "URL" in err
+
+
+def test_a_second_fetch_into_one_folder_is_refused_while_the_first_holds_it(tmp_path,
+                                                                            capsys):
+    from filelock import FileLock
+
+    from ppairs_lens.data.fetch import fetch_lock_path
+
+    to = tmp_path / "d"
+    with FileLock(str(fetch_lock_path(to))):
+        assert main(["data", "fetch", "--to", str(to)]) == 2
+    err = one_line_error(capsys)
+    assert "another fetch" in err and str(to) in err

@@ -20,6 +20,9 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from filelock import FileLock, Timeout
 
 from ppairs_lens.cache import cache_root
 from ppairs_lens.data.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, SourceFile,
@@ -27,7 +30,7 @@ from ppairs_lens.data.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, So
 from ppairs_lens.errors import FetchError
 
 __all__ = ["FetchReport", "MAX_REQUESTS", "default_data_dir", "fetch_datasets", "fetch_file",
-           "fetched_data_folder", "sha256_of"]
+           "fetch_lock_path", "fetched_data_folder", "sha256_of"]
 
 #: Requests per file at most: a cut connection is resumed this many times less one.
 MAX_REQUESTS = 4
@@ -74,6 +77,30 @@ def fetch_datasets(to: str | Path | None = None, *, files: Iterable[SourceFile] 
     files = PROVENANCE if files is None else tuple(files)
     not_fetched = NOT_FETCHED if not_fetched is None else not_fetched
     base = data_base() if base is None else base
+    scheme = urlsplit(base)
+    if scheme.scheme not in ("http", "https", "file") or not (scheme.netloc or scheme.path):
+        raise FetchError(f"data mirror {base!r} (${MIRROR_ENV} or the base given) is not an "
+                         "http(s) or file URL")
+    root.parent.mkdir(parents=True, exist_ok=True)   # the lock sits beside the folder, so
+    lock = FileLock(str(fetch_lock_path(root)))      # the folder holds the data files alone
+    try:            # two fetches into one folder would write each other's .part files
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise FetchError(f"another fetch is writing into {root} (its lock {lock.lock_file} is "
+                         "held): wait for it, then run this again") from None
+    try:
+        return _fetch_all(root, files, not_fetched, base, log, max_requests, timeout)
+    finally:
+        lock.release()
+
+
+def fetch_lock_path(root: Path) -> Path:
+    """The lock a fetch into ``root`` holds: beside the folder, not in it."""
+    return root.parent / f".{root.name}.fetch.lock"
+
+
+def _fetch_all(root: Path, files, not_fetched, base: str, log, max_requests: int,
+               timeout: float) -> FetchReport:
     fetched, present = [], []
     for src in files:
         target = root / src.file
