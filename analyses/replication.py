@@ -67,6 +67,7 @@ from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.store_split import store_fits
 from ppairs_lens.evaluation.text_baselines import HeldOutTextBaselines, held_out_text_baselines
+from ppairs_lens.io.checksums import file_sha256
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.records import record_data
@@ -77,8 +78,15 @@ from ppairs_lens.judges.study import HeldOutJudges, JudgeStudySettings, judge_st
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
 
-__all__ = ["ReplicationConfig", "cli", "refresh", "run_replication"]
+__all__ = ["REFRESH_INPUTS", "ReplicationConfig", "cli", "refresh", "run_replication"]
 STEPS = 16
+#: The outputs a re-decision (:func:`refresh`) reads beside ``summary.json``; the run records
+#: their SHA-256 there, and a re-decision refuses one changed since.
+REFRESH_INPUTS = ("layer_sweep.csv", "layer_sweep_summary.json")
+
+
+def _output_hashes(fig: Path) -> dict[str, str]:
+    return {n: file_sha256(fig / n) for n in REFRESH_INPUTS if (fig / n).is_file()}
 
 
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
@@ -284,6 +292,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
         ablation=ablation.data(), steering=steering.data(), finetuning=finetuning.data(),
         insertion=insertion.data(), judges=judge_records, controls=controls.data())
     summary.update(evaluate_claims(summary, sweep.data()))        # the claims registry decides
+    summary["outputs_sha256"] = _output_hashes(Path(out))
     write_json(Path(out) / "summary.json", summary)
     save_config(out, "replication", cfg)
     print(replication_markdown(summary))
@@ -305,6 +314,11 @@ def refresh(figures: str | Path = "figures") -> dict:
         raise DataError(f"'sizes' lacks {', '.join(missing)}: the run predates them, so its "
                         "sizes cannot be told; rerun it (make demo)",
                         file=str(fig / "summary.json"))
+    for name, sha in (s.get("outputs_sha256") or {}).items():
+        if not (fig / name).is_file() or file_sha256(fig / name) != sha:
+            raise DataError("changed since the run wrote it (its SHA-256 is not the one "
+                            "summary.json recorded: re-saved, or rows deleted): restore it or "
+                            "rerun the run (make demo)", file=str(fig / name))
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
     rows = []
     for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):
@@ -349,6 +363,7 @@ def refresh(figures: str | Path = "figures") -> dict:
         controls=ControlRows.from_data(s.get("controls") or []).data(),
         environment=s.get("environment"))
     out.update(evaluate_claims(out, sweep.data()))
+    out["outputs_sha256"] = s.get("outputs_sha256") or _output_hashes(fig)
     write_json(fig / "summary.json", out)
     return out
 

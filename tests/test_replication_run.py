@@ -93,3 +93,22 @@ def test_refresh_refuses_a_summary_whose_sizes_predate_a_field(tmp_path):
     (fig / "summary.json").write_text(json.dumps(s))
     with pytest.raises(DataError, match="'sizes' lacks .*mt_bench_per_question"):
         replication.refresh(fig)
+
+
+@pytest.mark.parametrize("edit", ["crlf", "rows deleted"])
+def test_refresh_refuses_an_output_changed_since_the_run(tmp_path, edit):
+    """A table re-saved by a spreadsheet (CRLF line ends, a byte-order mark) or with rows
+    deleted is refused by name, not re-decided on what is left."""
+    import shutil
+
+    from ppairs_lens.errors import DataError
+
+    fig = tmp_path / "figures"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "figures", fig)
+    assert json.loads((fig / "summary.json").read_text())["outputs_sha256"]
+    table = fig / "layer_sweep.csv"
+    lines = table.read_text(encoding="utf-8").splitlines()
+    table.write_text("\ufeff" + "\r\n".join(lines) + "\r\n" if edit == "crlf"
+                     else "\n".join(lines[:-3]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="layer_sweep.csv.*changed since the run"):
+        replication.refresh(fig)

@@ -1,4 +1,4 @@
-"""Checksums of saved tensors: one sha256 per tensor, over its raw bytes.
+"""Checksums of saved tensors (one sha256 per tensor, over its raw bytes) and of output files.
 
 Activation store shards (:mod:`ppairs_lens.activations.store`) and saved probes, sweeps and
 directions (:mod:`ppairs_lens.probes.persistence`) both record one per tensor when they write
@@ -8,14 +8,25 @@ and compare it when they read, so a flipped byte is refused instead of loaded.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import torch
 from torch import Tensor
 
-__all__ = ["tensor_sha256"]
+__all__ = ["file_sha256", "tensor_sha256"]
 
 
 def tensor_sha256(t: Tensor) -> str:
     """The sha256 (hex) of ``t``'s bytes in memory (contiguous, on the CPU)."""
     return hashlib.sha256(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
                           ).hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 (hex) of a file's bytes: a run records its outputs' so that a re-decision
+    from them refuses one edited since (a spreadsheet's re-save, deleted rows)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
