@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "cache_root"]
+__all__ = ["CACHE_ENV", "cache_root", "writable_cache_root"]
 
 CACHE_ENV = "PPAIRS_LENS_CACHE"
 
@@ -17,3 +17,18 @@ def cache_root() -> Path:
         return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "ppairs-lens"
+
+
+def writable_cache_root() -> Path:
+    """:func:`cache_root`, checked before work is done to fill it: a path that is a file (or
+    has a file on its way) is refused in one line naming it and the variable that moves it."""
+    from ppairs_lens.errors import PPairsError
+
+    root = cache_root()
+    for p in (root, *root.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise PPairsError(f"the cache folder {root} cannot be made: {p} is a file "
+                                  f"(set ${CACHE_ENV} to a folder)")
+            break
+    return root

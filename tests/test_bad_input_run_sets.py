@@ -50,3 +50,15 @@ def test_a_strength_beyond_what_activations_carry_is_refused(tmp_path, capsys, m
     with pytest.raises(SettingError, match="beyond"):
         check_alpha(2 * MAX_ALPHA)
     assert check_alpha(-MAX_ALPHA) == -MAX_ALPHA
+
+
+def test_a_cache_location_that_is_a_file_is_refused_before_any_work(tmp_path, monkeypatch):
+    from ppairs_lens.cache import CACHE_ENV
+    from ppairs_lens.errors import PPairsError
+    from ppairs_lens.models.embedded import embedded_model_dir
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "inner"))
+    with pytest.raises(PPairsError, match=f"{blocker} is a file"):
+        embedded_model_dir()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from ppairs_lens.cache import cache_root
+from ppairs_lens.cache import writable_cache_root
 from ppairs_lens.errors import ModelLoadError
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -45,7 +45,7 @@ def embedded_gguf_path() -> Path:
 
 def embedded_model_dir() -> Path:
     """The dequantized safetensors copy of the embedded model, made once (~25 s) and reused."""
-    target = cache_root() / EMBEDDED_MODEL_NAME
+    target = writable_cache_root() / EMBEDDED_MODEL_NAME    # checked before ~25 s of work
     if (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file():
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
