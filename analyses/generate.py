@@ -20,6 +20,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from jaxtyping import Float, Int
@@ -31,7 +32,7 @@ from ppairs_lens.interventions.directions import random_directions
 from ppairs_lens.interventions.steering import steer
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.hub import resolve_saved
-from ppairs_lens.probes.model_card import read_model_card
+from ppairs_lens.probes.model_card import CARD, read_model_card
 from ppairs_lens.probes.persistence import load_direction, load_probe, load_sweep, read_metadata
 
 __all__ = ["SteeringSource", "steering_source", "norm_unit", "continuations", "side_by_side",
@@ -49,10 +50,9 @@ class SteeringSource:
 
 def _card_hook(folder, kind: str) -> str | None:
     """The read-out the model card records as chosen for ``kind`` (None without one)."""
-    try:
-        metrics = (read_model_card(folder).get("ppairs_lens") or {}).get("metrics") or []
-    except PPairsError:
-        return None
+    if not (Path(folder) / CARD).is_file():       # no card: nothing recorded (a card that
+        return None                               # is there but broken is refused by name)
+    metrics = (read_model_card(folder).get("ppairs_lens") or {}).get("metrics") or []
     return next((m["hook"] for m in metrics if m.get("kind") == kind and m.get("hook")), None)
 
 

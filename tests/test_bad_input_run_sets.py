@@ -4,6 +4,8 @@ steering strength the activations cannot carry."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import ppairs_lens.models.loading
@@ -62,3 +64,18 @@ def test_a_cache_location_that_is_a_file_is_refused_before_any_work(tmp_path, mo
     monkeypatch.setenv(CACHE_ENV, str(blocker / "inner"))
     with pytest.raises(PPairsError, match=f"{blocker} is a file"):
         embedded_model_dir()
+
+
+@pytest.mark.parametrize("front, field", [
+    ("ppairs_lens: [1, 2]\n", "'ppairs_lens'"),
+    ("ppairs_lens:\n  metrics: 3\n", "'ppairs_lens.metrics'"),
+    ("ppairs_lens:\n  metrics:\n  - kind: [a]\n", "'ppairs_lens.metrics[0].kind'"),
+    ("license: 7\n", "'license'"),
+])
+def test_a_model_card_edited_by_hand_is_refused_by_field(tmp_path, front, field):
+    from ppairs_lens.errors import ProbeError
+    from ppairs_lens.probes.model_card import read_model_card
+
+    (tmp_path / "README.md").write_text(f"---\n{front}---\n# card\n")
+    with pytest.raises(ProbeError, match=re.escape(f"README.md: field {field}")):
+        read_model_card(tmp_path)

@@ -156,4 +156,31 @@ def read_model_card(path: str | Path) -> dict[str, Any]:
                          f"{' '.join(str(e).split())}") from e
     if not isinstance(front, dict):
         raise ProbeError(f"{card}: the front matter is not a mapping")
+    _check_card(front, card)
     return front
+
+
+def _check_card(front: dict, card: Path) -> None:
+    """The fields this package reads back, each of its shape (a card edited by hand is refused
+    here, by field, not deep inside ``generate`` or ``push_to_hub``)."""
+    def bad(field: str, want: str, got: Any) -> ProbeError:
+        return ProbeError(f"{card}: field {field!r} must be {want}, got "
+                          f"{type(got).__name__} {got!r}")
+    if front.get("license") is not None and not isinstance(front["license"], str):
+        raise bad("license", "a string", front["license"])
+    block = front.get("ppairs_lens")
+    if block is None:
+        return
+    if not isinstance(block, dict):
+        raise bad("ppairs_lens", "a mapping", block)
+    metrics = block.get("metrics")
+    if metrics is None:
+        return
+    if not isinstance(metrics, list):
+        raise bad("ppairs_lens.metrics", "a list", metrics)
+    for i, m in enumerate(metrics):
+        if not isinstance(m, dict):
+            raise bad(f"ppairs_lens.metrics[{i}]", "a mapping", m)
+        for key in ("kind", "hook", "dataset"):
+            if m.get(key) is not None and not isinstance(m[key], str):
+                raise bad(f"ppairs_lens.metrics[{i}].{key}", "a string", m[key])
