@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from ppairs_lens.judges.calibration import swap_calibrated_logodds
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset, Statement
@@ -52,7 +53,7 @@ def test_batched_directions_equal_one_ablation_each(tiny, preset):
                 lo, ls = _plain_ld(tiny, p), _plain_ld(tiny, s)
             assert out["ld_original"][i, j] == pytest.approx(lo, abs=1e-5)
             assert out["ld_swapped"][i, j] == pytest.approx(ls, abs=1e-5)
-            assert out["z"][i, j] == pytest.approx((lo - ls) / 2, abs=1e-5)
+            assert out["z"][i, j] == pytest.approx(swap_calibrated_logodds(lo, ls), abs=1e-5)
     assert np.abs(out["z"][:, 1:4] - out["z"][:, :1]).max() > 1e-4  # the ablations acted
     # Positive control in the same preset: the two choice logits become equal.
     ctrl = np.abs(out["ld_original"][:, 4]).max()

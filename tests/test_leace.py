@@ -8,6 +8,7 @@ import torch
 
 pytest.importorskip("concept_erasure", reason="LEACE needs ppairs-lens[erasure]")
 
+from ppairs_lens.judges.calibration import swap_calibrated_logodds
 from ppairs_lens.interventions.leace import apply_eraser, erase, fit_leace  # noqa: E402
 from ppairs_lens.probes.estimators import make_probe  # noqa: E402
 from tests.test_probes import planted  # noqa: E402
@@ -142,7 +143,7 @@ def test_judge_under_erasers_equals_one_erasure_each(tiny):
             with erase(tiny, erasers[j], hook, positions="last"):
                 lo, ls = _plain_ld(tiny, p), _plain_ld(tiny, s)
             assert out["ld_original"][i, j] == pytest.approx(lo, abs=1e-5)
-            assert out["z"][i, j] == pytest.approx((lo - ls) / 2, abs=1e-5)
+            assert out["z"][i, j] == pytest.approx(swap_calibrated_logodds(lo, ls), abs=1e-5)
     study = leace_null_study(tiny, ds, None, acts, labels, preset=hook, n_perm=3, n_boot=20)
     assert study["z"].shape == (len(ds), 5) and study["n_null"] == 3
     np.testing.assert_allclose(study["z"][:, :2], out["z"][:, :2], atol=1e-6)
