@@ -79,3 +79,24 @@ def test_a_model_card_edited_by_hand_is_refused_by_field(tmp_path, front, field)
     (tmp_path / "README.md").write_text(f"---\n{front}---\n# card\n")
     with pytest.raises(ProbeError, match=re.escape(f"README.md: field {field}")):
         read_model_card(tmp_path)
+
+
+@pytest.mark.parametrize("raised, words", [
+    (ConnectionError("Failed to establish a new connection"), "cannot be reached"),
+    (type("Denied", (Exception,), {"response": type("R", (), {"status_code": 401})()})("no"),
+     "refused the token"),
+    (type("Missing", (Exception,), {"response": type("R", (), {"status_code": 404})()})("x"),
+     "no such repository"),
+])
+def test_the_hubs_errors_are_one_line_each(tmp_path, raised, words):
+    from ppairs_lens.errors import ProbeError
+    from ppairs_lens.probes.hub import push_folder
+
+    class Api:
+        def create_repo(self, *a, **k):
+            raise raised
+
+    (tmp_path / "probe.safetensors").write_bytes(b"x")
+    with pytest.raises(ProbeError, match=words) as e:
+        push_folder(tmp_path, "me/probe", operations=[], api=Api())
+    assert "me/probe" in str(e.value) and "\n" not in str(e.value)

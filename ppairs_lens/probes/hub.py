@@ -105,7 +105,24 @@ def push_folder(folder: str | Path, repo_id: str, *, operations: list | None = N
 
     ops = operations if operations is not None else commit_operations(folder)
     api = api or HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-    return api.create_commit(repo_id, ops, repo_type="model", revision=revision,
-                             commit_message=commit_message or f"Upload {Path(folder).name} "
-                                                              f"with ppairs-lens")
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+        return api.create_commit(repo_id, ops, repo_type="model", revision=revision,
+                                 commit_message=commit_message or f"Upload {Path(folder).name} "
+                                                                  f"with ppairs-lens")
+    except Exception as e:     # the Hub's own errors and the network's, each as one line
+        raise ProbeError(f"cannot push to {repo_id}: {_hub_reason(e)}") from e
+
+
+def _hub_reason(e: Exception) -> str:
+    """One line for a failed Hub call: unauthorised, not found, or unreachable."""
+    status = getattr(getattr(e, "response", None), "status_code", None)
+    if status in (401, 403):
+        return f"the Hub refused the token (HTTP {status}): log in or pass token="
+    if status == 404:
+        return "no such repository or revision on the Hub (HTTP 404)"
+    if (isinstance(e, (ConnectionError, TimeoutError, OSError))
+            or "connect" in type(e).__name__.lower()):
+        return f"the Hub cannot be reached ({type(e).__name__}); HF_HUB_OFFLINE=1 works offline"
+    first = " ".join(str(e).split())[:200]
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
