@@ -33,6 +33,7 @@ import numpy as np
 from scipy.stats import ttest_1samp
 
 from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.sign_flip import group_differences_checked
 
 __all__ = ["BET_GRID", "MIN_INFORMATIVE", "MarginTest", "betting_p", "margin_test"]
 
@@ -53,6 +54,7 @@ class MarginTest:
     p: float
     smallest_p: float
     method: str
+    route: str          # "t-test" or "betting test"
 
 
 def _distance(d: np.ndarray, shift: float, alternative: str) -> np.ndarray:
@@ -72,29 +74,24 @@ def betting_p(diffs: Sequence[float], shift: float, alternative: str, bound: flo
         raise ProbeError(f"shift {shift:g} lies outside the bound ±{bound:g}")
     lam = _BET_CAP / worst * np.arange(1, BET_GRID + 1) / BET_GRID
     log_wealth = np.log1p(np.outer(lam, y)).sum(axis=1)
-    top = float(log_wealth.max())
-    wealth = math.exp(top) * float(np.mean(np.exp(log_wealth - top)))
-    return float(min(1.0, 1.0 / wealth)) if math.isfinite(wealth) and wealth > 0 else 1.0
+    top = float(log_wealth.max())      # p = 1 / mean wealth, in logs: no overflow however many
+    log_mean = top + math.log(float(np.mean(np.exp(log_wealth - top))))     # groups bet
+    return float(math.exp(-log_mean)) if log_mean > 0 else 1.0
 
 
 def margin_test(diffs: Sequence[float], *, shift: float, alternative: str,
                 bound: float) -> MarginTest:
     """One-sided test of the mean of ``diffs`` (one per group, each in ``[-bound, bound]``)
     against ``shift`` (module doc). NaN differences are dropped; fewer than 2 refused."""
-    if alternative not in ("greater", "less"):
-        raise ProbeError(f"alternative must be 'greater' or 'less', got {alternative!r}")
-    d = np.asarray(diffs, dtype=float)
-    d = d[np.isfinite(d)]
-    k = len(d)
-    if k < 2:
-        raise ProbeError(f"a test at the margin needs at least 2 groups, got {k}")
-    informative = int(np.sum(d != 0))
-    # the most extreme data this many groups could show, for "could any result decide it?"
-    extreme = np.full(k, bound if alternative == "greater" else -bound)
-    smallest = betting_p(extreme, shift, alternative, bound)
+    d = group_differences_checked(diffs, alternative, "a test at the margin")
+    k, informative = len(d), int(np.sum(d != 0))
     if informative >= MIN_INFORMATIVE and float(np.std(d)) > 0:
         p = float(ttest_1samp(d, shift, alternative=alternative).pvalue)
-        return MarginTest(p, 0.0, f"t-test on {k} group differences ({informative} untied)")
-    return MarginTest(betting_p(d, shift, alternative, bound), smallest,
+        return MarginTest(p, 0.0, f"t-test on {k} group differences ({informative} untied)",
+                          "t-test")
+    # the most extreme data this many groups could show, for "could any result decide it?"
+    extreme = np.full(k, bound if alternative == "greater" else -bound)
+    return MarginTest(betting_p(d, shift, alternative, bound),
+                      betting_p(extreme, shift, alternative, bound),
                       f"betting test on {k} group differences ({informative} untied, fewer "
-                      f"than {MIN_INFORMATIVE} for a t-test)")
+                      f"than {MIN_INFORMATIVE} for a t-test)", "betting test")

@@ -23,7 +23,8 @@ import numpy as np
 
 from ppairs_lens.errors import ProbeError
 
-__all__ = ["EXACT_MAX_GROUPS", "N_MONTE_CARLO", "SignFlip", "groups_for_p", "sign_flip_test"]
+__all__ = ["EXACT_MAX_GROUPS", "N_MONTE_CARLO", "SignFlip", "group_differences_checked",
+           "groups_for_p", "sign_flip_test"]
 
 #: Up to this many groups every sign vector is enumerated (2^16 = 65 536 vectors).
 EXACT_MAX_GROUPS = 16
@@ -51,19 +52,27 @@ def _signs(k: int, n_mc: int, seed: int) -> tuple[np.ndarray, bool]:
     return np.random.default_rng(seed).choice((1.0, -1.0), size=(n_mc, k)), False
 
 
+def group_differences_checked(diffs: Sequence[float], alternative: str, test: str
+                              ) -> np.ndarray:
+    """The finite group differences a one-sided ``test`` reads (NaN: a group where the metric
+    is undefined, dropped), refused in one line with fewer than 2 or another alternative."""
+    if alternative not in ("greater", "less"):
+        raise ProbeError(f"alternative must be 'greater' or 'less', got {alternative!r}")
+    d = np.asarray(diffs, dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) < 2:
+        raise ProbeError(f"{test} needs at least 2 groups, got {len(d)}")
+    return d
+
+
 def sign_flip_test(diffs: Sequence[float], *, shift: float = 0.0,
                    alternative: str = "greater", n_mc: int = N_MONTE_CARLO,
                    seed: int = 0) -> SignFlip:
     """One-sided sign-flip test of the mean of ``diffs`` (one difference per group) against
     ``shift`` (module doc). NaN differences (a group where the metric is undefined) are
     dropped; fewer than 2 groups left is refused."""
-    if alternative not in ("greater", "less"):
-        raise ProbeError(f"alternative must be 'greater' or 'less', got {alternative!r}")
-    d = np.asarray(diffs, dtype=float)
-    d = d[np.isfinite(d)]
+    d = group_differences_checked(diffs, alternative, "a sign-flip test")
     k = len(d)
-    if k < 2:
-        raise ProbeError(f"a sign-flip test needs at least 2 groups, got {k}")
     x = (d - shift) * (1.0 if alternative == "greater" else -1.0)
     signs, exact = _signs(k, n_mc, seed)
     null = signs @ np.abs(x) / k               # each |x_g| with every sign: the null means

@@ -212,7 +212,7 @@ def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool
         t = sign_flip_test(d.group_diffs, shift=0.0, alternative=alt, seed=seed)
         return t.p, t.smallest_p, "sign-flip"
     m = margin_test(d.group_diffs, shift=shift, alternative=alt, bound=bound)
-    return m.p, m.smallest_p, m.method.split(" on ")[0]
+    return m.p, m.smallest_p, m.route
 
 
 def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0, bound: float = 1.0
