@@ -29,7 +29,7 @@ from torch import Tensor
 from ppairs_lens.activations.prompts import chat_text
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.interventions.directions import random_directions
-from ppairs_lens.interventions.steering import steer
+from ppairs_lens.interventions.steering import check_alpha, steer
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.hub import resolve_saved
 from ppairs_lens.probes.model_card import CARD, read_model_card
@@ -166,7 +166,11 @@ def cli(args, bridge) -> None:
     """``ppairs-lens generate``: the table for each prompt."""
     src = steering_source(bridge, args.probe, kind=args.kind, hook=args.hook)
     tokens = prompt_tokens(bridge, args.prompt, args.chat)
-    scale = 1.0 if args.raw_alpha else norm_unit(bridge, tokens, src.hook)
+    median = norm_unit(bridge, tokens, src.hook)
+    scale = 1.0 if args.raw_alpha else median
+    for a in args.alpha:  # a raw strength is bounded relative to the activations it is added to
+        check_alpha(a / median if args.raw_alpha else a, "--alpha" + (
+            f" {a:g} (raw; median norm {median:.3g} at {src.hook})" if args.raw_alpha else ""))
     rand = random_directions(1, src.direction.shape[-1], args.seed)[0]
     alphas = [0.0, *(a for a in args.alpha if a != 0)]
     unit = "raw" if args.raw_alpha else f"x median norm {scale:.3g} at {src.hook}"

@@ -100,3 +100,43 @@ def test_the_hubs_errors_are_one_line_each(tmp_path, raised, words):
     with pytest.raises(ProbeError, match=words) as e:
         push_folder(tmp_path, "me/probe", operations=[], api=Api())
     assert "me/probe" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_strength_that_overflows_the_model_is_refused_not_returned_empty(tiny):
+    """Through the library (no command's bound in front), a strength float32 cannot carry is
+    caught where the activations become non-finite, for generation and the batched judge."""
+    import torch
+
+    from ppairs_lens.interventions.steering import batched_steering_hooks, steer
+
+    hook = "blocks.0.hook_resid_post"
+    r = torch.randn(tiny.cfg.d_model, generator=torch.Generator().manual_seed(1))
+    tokens = tiny.to_tokens("Two and two make")
+    with pytest.raises(SettingError, match="inf or NaN.*smaller alpha"), \
+            steer(tiny, r, 1e39, [hook]):
+        tiny.generate(tokens, max_new_tokens=2, do_sample=False, verbose=False)
+    with steer(tiny, r, 1e3, [hook]):  # large but finite: runs
+        tiny.generate(tokens, max_new_tokens=2, do_sample=False, verbose=False)
+    with pytest.raises(SettingError, match="inf or NaN"), steer(tiny, r, 3e38, [hook]):
+        tiny.generate(tokens, max_new_tokens=2, do_sample=False, verbose=False)
+    huge = torch.full((2, tiny.cfg.d_model), 3.3e38)
+    with pytest.raises(SettingError, match="inf or NaN"), \
+            tiny.hooks(fwd_hooks=batched_steering_hooks(tiny, huge, [hook, "blocks.1.hook_resid_pre"])):
+        tiny(torch.zeros((1, 2), dtype=torch.long), return_type=None)
+
+
+def test_a_raw_strength_is_bounded_relative_to_the_activations(tiny, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    import torch
+
+    from analyses import generate
+
+    src = generate.SteeringSource(torch.ones(tiny.cfg.d_model) / tiny.cfg.d_model ** 0.5,
+                                  "blocks.0.hook_resid_post", "test direction")
+    monkeypatch.setattr(generate, "steering_source", lambda *a, **k: src)
+    args = SimpleNamespace(probe="p", kind=None, hook=None, prompt=["Two and two make"],
+                           chat=False, raw_alpha=True, alpha=[1e30], seed=0,
+                           max_new_tokens=1, positions="all", width=20)
+    with pytest.raises(SettingError, match=r"--alpha 1e\+30 \(raw; median norm"):
+        generate.cli(args, tiny)

@@ -103,6 +103,7 @@ def test_refusals(tiny):
 def test_batched_steering_adds_each_row_at_its_position(tiny):
     d = tiny.cfg.d_model
     v = torch.randn(3, d, generator=torch.Generator().manual_seed(2))
-    (name, fn), = batched_steering_hooks(tiny, v, [HOOK])
+    (name, fn), _watch = batched_steering_hooks(tiny, v, [HOOK])  # the steering, then the
+    assert _watch[0].startswith("ln_final.")  # read-only watch for inf or NaN
     x = torch.zeros(2, 3, d)
     torch.testing.assert_close(fn(x), v.expand(2, -1, -1))

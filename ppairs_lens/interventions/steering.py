@@ -43,7 +43,7 @@ from ppairs_lens.interventions.ablation import (
     direction_rows,
 )
 from ppairs_lens.interventions.pass_offset import PassOffset
-from ppairs_lens.models.backend import resolve_hooks
+from ppairs_lens.models.backend import FINAL_NORM_HOOK, hook_names, resolve_hooks
 from ppairs_lens.models.hook_points import (
     PRESETS,
     Hook,
@@ -52,20 +52,22 @@ from ppairs_lens.models.hook_points import (
     hook_points,
 )
 
-__all__ = ["MAX_ALPHA", "check_alpha", "steering_vector", "steering_hooks", "steer",
+__all__ = ["MAX_ALPHA", "check_alpha", "check_finite_activations", "steering_vector", "steering_hooks", "steer",
            "batched_steering_hooks"]
 
 
-#: The largest steering strength taken, in the units a strength is given in (the activations'
-#: median norm, or raw activation units): beyond it the residual stream is the steering vector
-#: alone, and at 1e39 float32 overflows, so the continuations came back empty with rc 0.
+#: The largest steering strength taken, relative to the activations' median norm at the hook
+#: point (the commands' unit; a raw strength is divided by that norm before this check):
+#: beyond it the residual stream is the steering vector alone, and far enough out float32
+#: overflows (at 1e39 the continuations came back empty with rc 0).
 MAX_ALPHA: float = 1e4
 
 
-def check_alpha(alpha: float, what: str = "alpha") -> float:
+def check_alpha(alpha: float, what: str = "alpha", bound: float | None = MAX_ALPHA) -> float:
     """``alpha`` as a float, refused unless a finite number (NaN or inf would reach the model
-    and come back as NaN log-odds blamed on the directions or the dtype) of at most
-    :data:`MAX_ALPHA` in size."""
+    and come back as NaN log-odds blamed on the directions or the dtype) of at most ``bound``
+    in size (None: any finite size; the model's own activations then say whether it
+    overflowed, :func:`check_finite_activations`)."""
     try:
         a = float(alpha)
     except (TypeError, ValueError):
@@ -73,24 +75,49 @@ def check_alpha(alpha: float, what: str = "alpha") -> float:
             from None
     if not math.isfinite(a):
         raise SettingError(f"steering coefficient {what} must be a finite number, got {a}")
-    if abs(a) > MAX_ALPHA:
-        raise SettingError(f"steering coefficient {what} = {a:g} is beyond ±{MAX_ALPHA:g}: the "
-                           "activations would be the steering vector alone (and overflow "
-                           "float32 far enough out)")
+    if bound is not None and abs(a) > bound:
+        raise SettingError(f"steering coefficient {what} = {a:g} is beyond ±{bound:g} times the "
+                           "activations' median norm: the activations would be the steering "
+                           "vector alone (and overflow float32 far enough out)")
     return a
+
+
+def check_finite_activations(x: Tensor, where: str) -> None:
+    """Refuse activations holding NaN or inf (a steering vector too large for the dtype, which
+    would otherwise come back as empty continuations or NaN log-odds with no error)."""
+    if not bool(torch.isfinite(x).all()):
+        raise SettingError(f"{where}: the steered activations hold inf or NaN; the steering "
+                           "strength overflows the model's dtype, use a smaller alpha")
 
 
 def steering_vector(direction: Float[Tensor, "d_model"], alpha: float
                     ) -> Float[Tensor, "d_model"]:
     """``alpha * direction / |direction|`` (float32 or wider); the zero vector is refused."""
-    a = check_alpha(alpha)
+    a = check_alpha(alpha, bound=None)  # the commands bound it relative to the activations
     r = direction_rows(direction)
     if r.shape[0] != 1:
         raise DirectionError(f"steering adds one direction per hook point, got {r.shape[0]}")
     n = r[0].norm()
     if n == 0:
         raise DirectionError("the steering direction is the zero vector")
+    if abs(a) >= torch.finfo(r.dtype).max:
+        raise SettingError(f"steering coefficient alpha = {a:g} overflows {r.dtype}; the "
+                           "steered activations would hold inf or NaN, use a smaller alpha")
     return a * r[0] / n
+
+
+def _watch(bridge) -> list[Hook]:
+    """A read-only hook at the model's last state (after the final norm where it has one)
+    that refuses inf or NaN: a strength that fits at its hook point can still overflow a later
+    norm's variance, and the model would then decode NaN logits as empty text."""
+    names = hook_names(bridge)
+    last = FINAL_NORM_HOOK if FINAL_NORM_HOOK in names \
+        else f"blocks.{bridge.cfg.n_layers - 1}.hook_resid_post"
+
+    def watch(x: Tensor, hook=None) -> None:
+        check_finite_activations(x, f"steering (read at {last})")
+
+    return [(last, watch)] if last in names else []
 
 
 def _as_points(preset: Preset | str | Sequence[str]) -> Preset | Sequence[str]:
@@ -129,8 +156,11 @@ def _hook_fn(v: Float[Tensor, "d_model"], name: str, positions: Positions | int,
             raise ValueError(f"steering at {name}: activation has last dimension {x.shape[-1]} "
                              f"but the direction has {v.shape[-1]}")
         if offset is not None:
-            return _from_position(x, v, int(positions), offset.value, name)
-        return apply_at_positions(x, lambda y: _add(y, v), positions, last_positions, name)
+            out = _from_position(x, v, int(positions), offset.value, name)
+        else:
+            out = apply_at_positions(x, lambda y: _add(y, v), positions, last_positions, name)
+        check_finite_activations(out, f"steering at {name}")
+        return out
 
     return hook
 
@@ -176,7 +206,7 @@ def steering_hooks(
     offset = PassOffset() if isinstance(positions, int) else None
     hooks = [(n, _hook_fn(v, n, positions, lp, offset)) for n, v in per_point.items()]
     # The offset's hooks first: at a shared hook point they run before the steering hook.
-    return resolve_hooks(bridge, (offset.hooks() if offset else []) + hooks)
+    return resolve_hooks(bridge, (offset.hooks() if offset else []) + hooks + _watch(bridge))
 
 
 @contextmanager
@@ -200,7 +230,9 @@ def _position_hook(vectors: Float[Tensor, "D d_model"], name: str) -> Callable:
             raise DirectionError(f"batched steering at {name}: expected [batch, "
                                  f"{vectors.shape[0]}, {vectors.shape[1]}] (one position per "
                                  f"direction), got {tuple(x.shape)}; use it as final_hooks")
-        return _add(x, vectors)
+        out = _add(x, vectors)
+        check_finite_activations(out, f"batched steering at {name}")
+        return out
 
     return hook
 
@@ -215,4 +247,4 @@ def batched_steering_hooks(bridge, vectors: Float[Tensor, "D d_model"],
                              f"{bridge.cfg.d_model}")
     names = hook_points(_as_points(hooks), bridge.cfg.n_layers)
     check_hook_names(bridge, names)
-    return resolve_hooks(bridge, [(n, _position_hook(v, n)) for n in names])
+    return resolve_hooks(bridge, [(n, _position_hook(v, n)) for n in names] + _watch(bridge))
