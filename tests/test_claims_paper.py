@@ -94,3 +94,89 @@ def test_table1_claims_from_group_differences_and_only_table1_sources():
     assert by["ours.table1.pca-as-in-domain.mctaco"]["outcome"] == "holds"   # within ±0.05
     older = _by({"transfer": {"f1": [{"train": "a"}]}}, None)["table1.pca-transfers.mctaco"]
     assert older["outcome"] == "not run in this preset" and older["needed"]
+
+
+# ------------------------------------------------------------------ the claims added with
+# Section 5.2's task contrasts, Figure 4's drops and Appendix A's halves and last layer
+
+def test_second_half_and_last_layer_hold_and_fail_as_the_profile_says():
+    rising = [0.5 + 0.3 * min(i, 15) / 15 for i in range(L)]        # better late, flat to the end
+    got = _by({}, _sweep(_layers(rising, half=0.01)))
+    assert got["appendixA.supervised-second-half"]["outcome"] == "holds"
+    assert got["appendixA.supervised-last-layer"]["outcome"] == "holds"
+    falling = [0.8 - 0.3 * i / (L - 1) for i in range(L)]           # worse late, worst at the end
+    got = _by({}, _sweep(_layers(falling, half=0.01)))
+    assert got["appendixA.supervised-second-half"]["outcome"] == "fails"
+    assert got["appendixA.supervised-last-layer"]["outcome"] == "fails"
+
+
+def _entry(ds, gap, k=30):
+    diffs = [gap + (0.1 if i % 2 else -0.1) for i in range(k)]
+    return {"dataset": ds, "kind": "supervised", "n_test": k, "n_groups_test": k,
+            "minus": {"probe:pca": {"value": gap, "lo": gap - 0.07, "hi": gap + 0.07, "n": k,
+                                    "n_groups": k, "group_diffs": diffs}}}
+
+
+def test_the_task_contrast_holds_where_text_quality_gains_more_and_fails_where_it_does_not():
+    from ppairs_lens.evaluation.paper_claims import COMMON_SENSE, TEXT_QUALITY
+    cid = "fig3.gain-larger-on-text-quality"
+    gains = {**{d: 0.3 for d in TEXT_QUALITY}, **{d: 0.0 for d in COMMON_SENSE}}
+    assert _by({}, {"entries": [_entry(d, g) for d, g in gains.items()]})[cid]["outcome"] \
+        == "holds"
+    same = {d: 0.1 for d in TEXT_QUALITY + COMMON_SENSE}
+    assert _by({}, {"entries": [_entry(d, g) for d, g in same.items()]})[cid]["outcome"] \
+        == "fails"
+    only_tq = {"entries": [_entry(d, 0.3) for d in TEXT_QUALITY]}
+    assert _by({}, only_tq)[cid]["outcome"] == "not run in this preset"
+
+
+def test_pca_against_finetuning_is_the_difference_of_their_gaps_to_the_supervised_probe():
+    from analyses.claims import READERS
+    c = next(c for c in CLAIMS if c.id == "fig3.pca-vs-lora.hanna-coherence")
+    rows = [{"dataset": "hanna-coherence", "method": "pca",
+             "minus_supervised_group_diffs": [0.0, -0.5, 0.5]},
+            {"dataset": "hanna-coherence", "method": "lora",
+             "minus_supervised_group_diffs": [-0.5, -0.5, 0.0]}]
+    d = READERS[c.read](c, {"finetuning": rows}, {})
+    assert d.group_diffs == (0.5, 0.0, 0.5) and d.value == pytest.approx(1 / 3)
+
+
+def test_every_method_must_drop_for_the_drop_claim_to_hold():
+    def drops(values):
+        return {"shift": {"drops": [{"shifted": f"s{j}", "method": m, "drop": v, "lo": v - 0.05,
+                                     "hi": v + 0.05, "n_groups": 30}
+                                    for m, v in values.items() for j in range(2)]}}
+    cid = "fig4.every-method-drops"
+    assert _by(drops({"supervised": 0.2, "pca": 0.2, "zero_shot": 0.3}), {})[cid]["outcome"] \
+        == "holds"
+    assert _by(drops({"supervised": 0.2, "pca": -0.2, "zero_shot": 0.3}), {})[cid]["outcome"] \
+        == "fails"
+
+
+def test_claims_across_models_or_without_a_count_are_registered_and_never_tested():
+    for cid in ("appendixA.pca-jump-earlier-in-larger", "thesis4.1.ppairs-flat-across-models",
+                "table1.pca-reaches-0.95"):
+        c = next(c for c in CLAIMS if c.id == cid)
+        model = "meta-llama/Llama-3.1-70B-Instruct" if c.scope.covers(
+            "meta-llama/Llama-3.1-70B-Instruct") else "Llama-3-8B-Instruct"
+        rows = {r["id"]: r for r in evaluate_claims(
+            {"model": model, "transfer": {"accuracy": [{"kind": "pca", "train": "rocstories",
+                                                        "test": "mctaco", "value": 0.97}]}},
+            {})["claims"]}
+        assert rows[cid]["outcome"] == "not testable as stated", cid
+    got = _by({"transfer": {"accuracy": [{"kind": "pca", "train": "rocstories",
+                                          "test": "mctaco", "value": 0.97}]}}, {})
+    assert "1 of 1" in got["table1.pca-reaches-0.95"]["reason"]
+
+
+def test_the_published_climatex_level_is_reproduced_within_delta_or_not():
+    def row(acc, half):
+        return {"insertion": [{"method": "probe", "level": "pairwise held-out", "accuracy": acc,
+                               "lo": acc - half, "hi": acc + half, "n": 400}]}
+    model = "meta-llama/Meta-Llama-3-8B-Instruct"
+    near = {r["id"]: r for r in evaluate_claims({"model": model, **row(0.73, 0.02)},
+                                                {})["claims"]}
+    far = {r["id"]: r for r in evaluate_claims({"model": model, **row(0.5, 0.02)},
+                                               {})["claims"]}
+    assert near["thesis4.3.probe-pairwise-level"]["outcome"] == "holds"
+    assert far["thesis4.3.probe-pairwise-level"]["outcome"] == "fails"

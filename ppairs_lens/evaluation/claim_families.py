@@ -104,6 +104,19 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("layer profile: plateau", "unchanged", 0.05, "pairwise accuracy",
            "a layer within 5 points of the deeper layers' mean is on the plateau: the same "
            "resolution as the comparisons of methods"),
+    Family("layer profile: halves", "beats", 0.05, "pairwise accuracy",
+           "the resolution of every comparison of methods here, applied to two halves of one "
+           "probe's layers"),
+    Family("task contrast", "beats", 0.05, "difference of pairwise-accuracy gaps",
+           "a gap 5 points larger on one task than on the other: the resolution of the "
+           "comparisons it contrasts", bound=2.0),
+    Family("drop under shift", "beats", 0.05, "accuracy drop",
+           "a drop under 5 points is no drop at the resolution of the comparisons of methods"),
+    Family("level as published", "unchanged", 0.05, "pairwise accuracy",
+           "a level within 5 points of the published one reproduces it at the resolution of "
+           "every comparison of methods here"),
+    Family("across models", "beats", 0.05, "pairwise accuracy",
+           "claims across models; a run harvests one model, so none is tested here"),
     Family("layer profile: jump", "beats", 0.1, "pairwise accuracy",
            "a rise under 0.1 (a third of the published ~0.3, from ~0.5 to ~0.8) is no jump"),
     Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "ΔF1 (macro)",

@@ -66,7 +66,7 @@ def equivalence_test(row: Mapping[str, Any], *, margins: Mapping[str, float],
     method = (f"TOST on the paired 90% intervals of {' and '.join('Δ' + n for n in margins)} "
               "(p by their normal approximation); a change by the 95% intervals, Bonferroni")
     if precondition:
-        return Verdict(NOT_TESTED, precondition, method=method,
+        return Verdict(NOT_TESTED, precondition, method="precondition",
                        needed="a judge that decides and a control that moves it")
     stats = {n: _stat(row, n) for n in margins}
     if any(v is None for v in stats.values()):

@@ -25,7 +25,27 @@ statistic each is decided on.
   recorded: the difference's standard error is bounded by the sum of the two sides' (the
   standard deviation of a sum never exceeds the sum of the standard deviations, whatever the
   correlation), a conservative interval; datasets are independent, so their standard errors
-  add in quadrature in the mean over datasets.
+  add in quadrature in the mean over datasets. ``appendixA.<kind>-second-half`` (both kinds
+  score better over the second half of the layers than over the first) and
+  ``appendixA.<kind>-last-layer`` (the last layer scores as the other layers deeper than 50%
+  depth: "at its best through the last layer") use the same interval;
+  ``appendixA.pca-jump-earlier-in-larger`` compares sizes of one family, which one run of one
+  model cannot: it is registered and never tested here.
+* **Section 5.2** (Figure 3), contrasts of the two tasks, text quality (NEWSROOM, SummEval,
+  HANNA) against common sense (ROCStories, MCTACO, CaTeRS): ``fig3.pca-vs-<lora|full>.<ds>``
+  on each text-quality dataset (finetuning trails the unsupervised probe too);
+  ``fig3.gain-larger-on-text-quality`` (supervised minus unsupervised is larger on text
+  quality) and ``fig3.finetuning-closer-on-common-sense.<lora|full>`` (supervised minus
+  finetuning is larger on text quality). A task's value is the mean over its corpora (a
+  corpus's aspects averaged first, their SE bounded by the mean of theirs since they share
+  articles); corpora are independent, so SEs add in quadrature.
+* **Section 5.4** (Figure 4): ``fig4.every-method-drops``: each method (both probes and
+  prompting) scores lower on the shifted sets than in distribution (its drop averaged over
+  the shifted sets, SE bounded by the mean of theirs, which share the in-distribution pairs);
+  every method (intersection-union).
+* **Section 5.3** (Table 1): ``table1.pca-reaches-0.95``: "in several cases" at or above 0.95
+  names no count, so no test of stated size exists; registered, never tested, with the run's
+  count of such cells as evidence.
 """
 
 from __future__ import annotations
@@ -41,12 +61,18 @@ from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Scope
 from ppairs_lens.evaluation.verdicts import NOT_TESTED, ClaimTest, Difference, Verdict, claim_test
 
-__all__ = ["PAPER_READERS", "TABLE1_DATASETS", "our_paper_claims", "paper_claims"]
+__all__ = ["COMMON_SENSE", "PAPER_READERS", "TABLE1_DATASETS", "TEXT_QUALITY",
+           "our_paper_claims", "paper_claims"]
 
 #: Paper Table 1's datasets (rows and columns) and the names this project's runs give them.
 TABLE1_DATASETS = {"NEWSROOM": "newsroom-coherence", "SummEval": "summeval-coherence",
                    "HANNA": "hanna-coherence", "ROCStories": "rocstories", "MCTACO": "mctaco",
                    "CaTeRS": "caters"}
+#: Section 5.2's two tasks: text quality (SummEval's four aspects and NEWSROOM and HANNA on
+#: coherence) and common sense reasoning.
+TEXT_QUALITY = ("summeval-coherence", "summeval-consistency", "summeval-fluency",
+                "summeval-relevance", "newsroom-coherence", "hanna-coherence")
+COMMON_SENSE = ("rocstories", "mctaco", "caters")
 _Z = float(norm.ppf(0.975))
 HELD_OUT = "held-out pairs of the evaluated dataset; one difference per test group recorded"
 
@@ -60,7 +86,8 @@ def paper_claims(scopes: Mapping[str, Scope]) -> list[Claim]:
         for kind, what in (("supervised", "supervised"), ("pca", "unsupervised (PCA)")):
             out.append(Claim(f"table1.{kind}-transfers.{ds}", f"{where}, Section 5.3, Table 1",
                              f"{what} probes trained on the other Table 1 datasets beat chance "
-                             f"on {ds}", "transfer across datasets", acc + ", minus 0.5",
+                             f"on {ds} (the paper: high F1; tested here as above chance by δ, a "
+                             "weaker reading)", "transfer across datasets", acc + ", minus 0.5",
                              (ds,), HELD_OUT, (ds, f"{kind} transferred", "chance",
                                                "accuracy"), "table1_chance", (kind,),
                              scopes["paper 70B"], "transfer"))
@@ -82,11 +109,81 @@ def paper_claims(scopes: Mapping[str, Scope]) -> list[Claim]:
                   ("supervised",), scopes["paper Gemma 2 and Llama 3.1"], "layer sweep"),
             Claim("appendixA.pca-jump", f"{where}, Appendix A",
                   "on MT-Bench unsupervised probes jump from ~0.5 (early layers) to ~0.8 "
-                  "(deeper layers)", "layer profile: jump", "mean accuracy over layers deeper "
+                  "(deeper layers) (the paper: a discontinuity; early against late layers, as "
+                  "tested here, would also pass a smooth rise)", "layer profile: jump", "mean accuracy over layers deeper "
                   "than 50% depth minus mean over the first 10% of layers; " + layer,
                   ("mt-bench",), "20+ test groups",
                   ("mt-bench", "pca", "first 10% of layers", "accuracy"), "jump", ("pca",),
                   scopes["paper Gemma 2 and Llama 3.1"], "layer sweep")]
+    for kind, what in (("supervised", "supervised"), ("pca", "unsupervised (PCA)")):
+        out += [Claim(f"appendixA.{kind}-second-half", f"{where}, Appendix A",
+                      f"on MT-Bench {what} probes score better over the second half of the "
+                      "layers than over the first", "layer profile: halves",
+                      "mean accuracy over the second half of the layers minus over the first; "
+                      + layer, ("mt-bench",), "20+ test groups",
+                      ("mt-bench", kind, "first half of layers", "accuracy"), "halves", (kind,),
+                      scopes["paper Gemma 2 and Llama 3.1"], "layer sweep"),
+                Claim(f"appendixA.{kind}-last-layer", f"{where}, Appendix A",
+                      f"on MT-Bench {what} probes stay at their best through the last layer: "
+                      "it scores as the other layers deeper than 50% depth",
+                      "layer profile: plateau", "accuracy at the last layer minus the mean over "
+                      "the other layers deeper than 50% depth; " + layer, ("mt-bench",),
+                      "20+ test groups", ("mt-bench", kind, "layers deeper than 50% depth",
+                                          "accuracy"), "last_layer", (kind,),
+                      scopes["paper Gemma 2 and Llama 3.1"], "layer sweep")]
+    out.append(Claim("appendixA.pca-jump-earlier-in-larger", f"{where}, Appendix A",
+                     "within a family, the unsupervised probes' jump comes at an earlier layer "
+                     "(relative depth) in a larger model", "layer profile: jump",
+                     "relative depth of the jump across sizes of one family",
+                     ("mt-bench",), "several sizes of one family in one run",
+                     ("mt-bench", "pca jump depth", "model size", "rank"), "needs_models",
+                     ("several sizes of one model family (the paper: Gemma 2 2B/9B/27B, Llama "
+                      "3.1 8B/70B)",), scopes["paper Gemma 2 and Llama 3.1"], "layer sweep"))
+    out.append(Claim("table1.pca-reaches-0.95", f"{where}, Section 5.3, Table 1",
+                     "unsupervised probes carried to another dataset reach F1 at or above 0.95 "
+                     "in several cases", "transfer across datasets",
+                     "cells (source, evaluated dataset) at or above 0.95", ("all Table 1 "
+                     "datasets",), "a stated count of cells", ("table1", "pca transferred",
+                                                               "0.95", "cells"),
+                     "several_cells", ("pca",), scopes["paper 70B"], "transfer"))
+    fig3, gemma = f"{where}, Section 5.2, Figure 3", scopes["paper Gemma 2"]
+    for ds in TEXT_QUALITY:
+        for m in ("lora", "full"):
+            out.append(Claim(f"fig3.pca-vs-{m}.{ds}", fig3,
+                             f"on text quality {m} finetuning trails the unsupervised probe too "
+                             "(the paper: a large gap against both probes)",
+                             "probe vs finetuning", "held-out pairwise accuracy, PCA minus "
+                             f"{m} on the same pairs (paired, per test group)", (ds,),
+                             "held-out pairs; one difference per test group recorded",
+                             (ds, "pca", m, "accuracy"), "finetuning_pca", (ds, m), gemma,
+                             "finetuning"))
+    tasks = "text quality (mean over NEWSROOM, SummEval, HANNA) minus common sense (ROCStories," \
+            " MCTACO, CaTeRS); corpora independent, SEs in quadrature"
+    out.append(Claim("fig3.gain-larger-on-text-quality", fig3,
+                     "the supervised probe's gain over the unsupervised one is larger on text "
+                     "quality than on common sense", "task contrast",
+                     "held-out accuracy, supervised minus PCA: " + tasks,
+                     TEXT_QUALITY + COMMON_SENSE, "both tasks swept",
+                     ("text quality vs common sense", "supervised", "pca", "accuracy gap"),
+                     "gain_by_task", (), scopes["paper"], "layer sweep"))
+    for m in ("lora", "full"):
+        out.append(Claim(f"fig3.finetuning-closer-on-common-sense.{m}", fig3,
+                         f"{m} finetuning comes closer to the supervised probe on common sense "
+                         "than on text quality", "task contrast",
+                         f"held-out accuracy, supervised minus {m}: " + tasks,
+                         TEXT_QUALITY + COMMON_SENSE, "finetuning on both tasks",
+                         ("text quality vs common sense", "supervised", m, "accuracy gap"),
+                         "finetuning_by_task", (m,), gemma, "finetuning"))
+    out.append(Claim("fig4.every-method-drops", f"{where}, Section 5.4, Figure 4",
+                     "every method (both probes and prompting) scores lower on the adversarial "
+                     "subsets than in distribution", "drop under shift",
+                     "accuracy in distribution minus on the shifted sets, per method, "
+                     "averaged over the shifted sets; every method (intersection-union)",
+                     ("llmbar-clean", "shifted sets"), "20+ groups a side",
+                     ("shift", "every method", "in distribution", "drop"), "every_drop", (),
+                     Scope("Llama 3.1 70B (Figure 4); Gemma 2 2B/9B/27B and Llama 3.1 8B "
+                           "(Appendix C)", ("llama3170b", "llama318b", "gemma22b", "gemma29b",
+                                            "gemma227b")), "distribution shift"))
     return out
 
 
@@ -191,9 +288,10 @@ def _se(r: dict) -> float:
     return (float(r["hi"]) - float(r["lo"])) / (2 * _Z)
 
 
-def _profile(c: Claim, sweep: dict, early_of) -> ClaimTest | Verdict | None:
-    """Mean over qualifying datasets of (mean deeper than 50% depth) - (``early_of(L)``'s
-    layers' mean), with the conservative interval of the module doc."""
+def _profile(c: Claim, sweep: dict, early_of, late_of=None) -> ClaimTest | Verdict | None:
+    """Mean over qualifying datasets of (``late_of(L)``'s layers' mean, by default those
+    deeper than 50% depth) - (``early_of(L)``'s layers' mean), with the conservative interval
+    of the module doc."""
     kind = c.args[0]
     rows = [r for r in sweep.get("per_layer") or [] if r.get("kind") == kind
             and r.get("metric", "accuracy") == "accuracy"]
@@ -208,7 +306,8 @@ def _profile(c: Claim, sweep: dict, early_of) -> ClaimTest | Verdict | None:
             continue
         n_layers = max(by) + 1
         mid = math.ceil(0.5 * n_layers) - 1                   # first layer at 50% depth
-        late, early = range(mid + 1, n_layers), early_of(n_layers, mid)
+        late = late_of(n_layers, mid) if late_of else range(mid + 1, n_layers)
+        early = early_of(n_layers, mid)
         need = [by.get(i) for i in (*late, *early)]
         k = groups.get(ds) or 0
         if k < MIN_BOOTSTRAP_GROUPS or any(r is None or not r.get("ci_counts") or not
@@ -246,6 +345,129 @@ def _jump(c: Claim, s: dict, sweep: dict):
     return _profile(c, sweep, lambda n, mid: tuple(range(max(1, round(0.1 * n)))))
 
 
+def _halves(c: Claim, s: dict, sweep: dict):
+    """Second half (deeper than 50% depth) minus first half (up to 50% depth)."""
+    return _profile(c, sweep, lambda n, mid: tuple(range(mid + 1)))
+
+
+def _last_layer(c: Claim, s: dict, sweep: dict):
+    """The last layer minus the other layers deeper than 50% depth."""
+    return _profile(c, sweep, lambda n, mid: tuple(range(mid + 1, n - 1)) or (mid,),
+                    late_of=lambda n, mid: (n - 1,))
+
+
+def _needs_models(c: Claim, s: dict, sweep: dict):
+    return Verdict(NOT_TESTED, f"a claim across models: it needs {c.args[0]}, and a run "
+                   "harvests one model", method="design", needed=c.args[0])
+
+
+def _several_cells(c: Claim, s: dict, sweep: dict):
+    rows = [r for r in ((s.get("transfer") or {}).get("accuracy") or [])
+            if r.get("kind") == c.args[0] and r.get("train") != r.get("test")
+            and {r.get("train"), r.get("test")} <= set(TABLE1_DATASETS.values())
+            and not r.get("refused") and r.get("value") is not None]
+    at = sum(float(r["value"]) >= 0.95 for r in rows)
+    return Verdict(NOT_TESTED, "'in several cases' names no count of cells (nor a margin), so "
+                   "no test of stated size exists; this run's cells at or above 0.95: "
+                   f"{at} of {len(rows)} (accuracy, not F1)", method="design",
+                   evidence={"value": at, "n_groups": len(rows) or None},
+                   needed="a stated count of cells")
+
+
+# ------------------------------------------------------------------ Section 5.2: two tasks
+
+def _mean_se(d: Difference) -> tuple[float, float] | None:
+    """A dataset's mean difference and its SE (from its group differences, else from its
+    interval over enough groups)."""
+    g = [x for x in d.group_diffs or () if math.isfinite(x)]
+    if len(g) >= 2:
+        return float(np.mean(g)), float(np.std(g, ddof=1)) / math.sqrt(len(g))
+    if None not in (d.value, d.lo, d.hi) and (d.n_groups or 0) >= MIN_BOOTSTRAP_GROUPS:
+        return float(d.value), (float(d.hi) - float(d.lo)) / (2 * _Z)
+    return None
+
+
+def _task_contrast(per_ds: Mapping[str, Difference], what: str) -> Difference | Verdict | None:
+    """Text quality minus common sense (module doc) over the datasets with a difference."""
+    sides = []
+    for task in (TEXT_QUALITY, COMMON_SENSE):
+        corpora: dict[str, list[tuple[float, float]]] = {}
+        for ds in task:
+            got = _mean_se(per_ds[ds]) if ds in per_ds else None
+            if got is not None:
+                corpora.setdefault(ds.split("-")[0], []).append(got)
+        if not any(ds in per_ds for ds in task):
+            return None                 # the step did not run on this task: not run
+        if not corpora:
+            return Verdict(
+                NOT_TESTED, f"no {'text quality' if task is TEXT_QUALITY else 'common sense'} "
+                f"dataset has {what} with 2+ group differences", method="none",
+                needed="both tasks with 2+ test groups")
+        means = [float(np.mean([m for m, _ in v])) for v in corpora.values()]
+        ses = [float(np.mean([e for _, e in v])) for v in corpora.values()]
+        sides.append((float(np.mean(means)), math.sqrt(sum(e * e for e in ses)) / len(ses),
+                      len(corpora)))
+    (a, sa, _), (b, sb, _) = sides
+    v, se = a - b, math.hypot(sa, sb)
+    k = sum(int(d.n_groups or len(d.group_diffs or ())) for d in per_ds.values())
+    n = sum(int(d.n_pairs or 0) for d in per_ds.values()) or None
+    return Difference(v, v - _Z * se, v + _Z * se, k, n)
+
+
+def _gain_by_task(c: Claim, s: dict, sweep: dict):
+    per = {}
+    for e in sweep.get("entries", []):
+        d = (e.get("minus") or {}).get("probe:pca")
+        if e.get("kind") == "supervised" and d and d.get("n") == e.get("n_test"):
+            per[e["dataset"]] = Difference.from_row(d)
+    return _task_contrast(per, "a supervised minus PCA difference")
+
+
+def _finetuning_rows(s: dict) -> dict[tuple[str, str], list[float]]:
+    return {(r["dataset"], r["method"]): list(r["minus_supervised_group_diffs"])
+            for r in s.get("finetuning") or [] if r.get("minus_supervised_group_diffs")}
+
+
+def _finetuning_pca(c: Claim, s: dict, sweep: dict):
+    ds, m = c.args
+    rows = _finetuning_rows(s)
+    pca, other = rows.get((ds, "pca")), rows.get((ds, m))
+    if pca is None or other is None or len(pca) != len(other):
+        return None
+    # both minus the supervised probe on the same groups: their difference is PCA minus m
+    g = tuple(a - b for a, b in zip(pca, other))
+    return Difference(float(np.mean(g)), None, None, len(g), None, g)
+
+
+def _finetuning_by_task(c: Claim, s: dict, sweep: dict):
+    m = c.args[0]
+    per = {ds: Difference(None, n_groups=len(g), group_diffs=tuple(-x for x in g))
+           for (ds, meth), g in _finetuning_rows(s).items() if meth == m}
+    return _task_contrast(per, f"a supervised minus {m} difference")
+
+
+# ------------------------------------------------------------------ Section 5.4
+
+def _every_drop(c: Claim, s: dict, sweep: dict):
+    """Each method's drop averaged over the shifted sets, SE bounded by the mean of the sets'
+    (they share the in-distribution pairs); intersection-union over the methods."""
+    drops = [d for d in (s.get("shift") or {}).get("drops", []) if " - " not in d["method"]]
+    if not drops:
+        return None
+    out = []
+    for meth in dict.fromkeys(d["method"] for d in drops):
+        rows = [d for d in drops if d["method"] == meth and None not in (d.get("lo"),
+                                                                          d.get("hi"))]
+        v = float(np.mean([d["drop"] for d in rows]))
+        se = float(np.mean([(d["hi"] - d["lo"]) / (2 * _Z) for d in rows]))
+        out.append(Difference(v, v - _Z * se, v + _Z * se,
+                              sum(int(d.get("n_groups") or 0) for d in rows)))
+    return out
+
+
 PAPER_READERS = {"table1_chance": _table1_chance, "table1_in_domain": _table1_in_domain,
-                 "table1_kinds": _table1_kinds,
-                 "plateau": _plateau, "jump": _jump}
+                 "table1_kinds": _table1_kinds, "several_cells": _several_cells,
+                 "plateau": _plateau, "jump": _jump, "halves": _halves,
+                 "last_layer": _last_layer, "needs_models": _needs_models,
+                 "gain_by_task": _gain_by_task, "finetuning_pca": _finetuning_pca,
+                 "finetuning_by_task": _finetuning_by_task, "every_drop": _every_drop}

@@ -133,7 +133,7 @@ def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
     if not any(ok for ok, _ in decides.values()):
         # a judge that never changes its answer cannot show a change either
         changes = Verdict(NOT_TESTED, "; ".join(f"{ds}: {why}" for ds, (_, why) in
-                                                decides.items()), "",
+                                                decides.items()), "", method="precondition",
                           needed="a judge that decides")
     else:
         # "it changes" fails only where every direction's equivalence (TOST) was shown
@@ -185,7 +185,8 @@ def ablation_tests(ablation: list[dict], judges: dict) -> dict | None:
             n_groups=r.get("n_groups"), precondition=pre)
     if not any(ok for ok, _ in decides_any):
         why = "; ".join(dict.fromkeys(w for _, w in decides_any))
-        out["changes"] = Verdict(NOT_TESTED, why, "", needed="a judge that decides")
+        out["changes"] = Verdict(NOT_TESTED, why, "", method="precondition",
+                                 needed="a judge that decides")
         return out
     best = min(probes, key=lambda r: (math.inf if r.get("p_matched") is None
                                       or math.isnan(r["p_matched"]) else r["p_matched"]))

@@ -62,7 +62,7 @@ from ppairs_lens.evaluation.margin_test import margin_test
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
 __all__ = ["ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_RUN",
-           "NOT_TESTED", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test",
+           "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test",
            "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
            "groups_to_decide", "holm", "intersection_test", "interval_note", "interval_p",
            "interval_verdict",
@@ -82,15 +82,18 @@ class Outcome(StrEnum):
     FAILS = "fails"
     INCONCLUSIVE = "inconclusive"
     NOT_TESTED = "not tested at this size"
+    NO_SKILL = "not tested: no skill shown first"
+    NOT_TESTABLE = "not testable as stated"
     NOT_RUN = "not run in this preset"
     OUTSIDE_SCOPE = "outside the claim's scope"
 
 
 HOLDS, FAILS, BEATS_LESS = Outcome.HOLDS, Outcome.FAILS, Outcome.BEATS_LESS
 INCONCLUSIVE, NOT_TESTED = Outcome.INCONCLUSIVE, Outcome.NOT_TESTED
+NO_SKILL, NOT_TESTABLE = Outcome.NO_SKILL, Outcome.NOT_TESTABLE
 NOT_RUN, OUTSIDE_SCOPE = Outcome.NOT_RUN, Outcome.OUTSIDE_SCOPE
 #: Outcomes that decide nothing about the claim (no test was made, or none could be).
-UNDECIDED = (NOT_TESTED, NOT_RUN, OUTSIDE_SCOPE)
+UNDECIDED = (NOT_TESTED, NO_SKILL, NOT_TESTABLE, NOT_RUN, OUTSIDE_SCOPE)
 
 
 @dataclass(frozen=True)
