@@ -180,3 +180,30 @@ def test_the_published_climatex_level_is_reproduced_within_delta_or_not():
                                                {})["claims"]}
     assert near["thesis4.3.probe-pairwise-level"]["outcome"] == "holds"
     assert far["thesis4.3.probe-pairwise-level"]["outcome"] == "fails"
+
+
+def _agreement(shared: float, m: int, d: int = 64, seed: int = 0) -> dict:
+    """The transfer step's agreement evidence for ``m`` datasets whose directions share a
+    common component of weight ``shared``."""
+    import numpy as np
+
+    from ppairs_lens.evaluation.cosine_verdict import cosine_agreement_verdict
+    rng = np.random.default_rng(seed)
+    common = rng.standard_normal(d)
+    dirs = [shared * common + rng.standard_normal(d) for _ in range(m)]
+    feats = [rng.standard_normal((40, d)) for _ in range(m)]
+    v = cosine_agreement_verdict(dirs, [0.7] * m, features=feats, n_sim=500, seed=seed)
+    return {"transfer": {"pca": {"agreement": v.as_dict()},
+                         "supervised": {"agreement": v.as_dict()}}}
+
+
+def test_figure5_agreement_can_hold_and_fail_and_needs_twenty_datasets():
+    agree = _by(_agreement(3.0, 24), {})
+    assert agree["fig5.pca-agree"]["outcome"] == "holds"
+    assert agree["fig5.supervised-near-zero"]["outcome"] == "fails"
+    apart = _by(_agreement(0.0, 24), {})
+    assert apart["fig5.pca-agree"]["outcome"] == "fails"
+    assert apart["fig5.supervised-near-zero"]["outcome"] == "holds"
+    few = _by(_agreement(3.0, 6), {})
+    assert few["fig5.pca-agree"]["outcome"] == "not tested at this size"
+    assert few["fig5.pca-agree"]["lo"] is not None            # the interval is still shown

@@ -121,9 +121,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "a rise under 0.1 (a third of the published ~0.3, from ~0.5 to ~0.8) is no jump"),
     Family("ablation leaves the judgement unchanged", "unchanged", 0.05, "ΔF1 (macro)",
            "the ablation's own equivalence margin (±0.05 of ΔF1, ±0.2 log-odds)"),
-    Family("directions agree", "changes", None, "mean absolute cosine",
-           "decided against null distributions; it needs an interval on the mean absolute "
-           "cosine to fail, which the run does not compute, so it is not tested"),
+    Family("directions agree", "beats", 0.1, "mean |cos| minus its null's mean",
+           "a mean |cos| less than 0.1 above random directions of the residual stream's own "
+           "covariance is no agreement worth a figure (the paper: most above 0.7)"),
+    Family("directions centre on zero", "unchanged", 0.1, "mean |cos| minus its null's mean",
+           "within 0.1 of random directions' mean |cos| is agreement no better than chance"),
     # ours: questions the seeds do not ask, decided on any model
     Family("ours: probe vs no-model baselines", "beats", 0.05, "accuracy",
            "a probe less than 5 points above what the words alone give adds nothing worth "
