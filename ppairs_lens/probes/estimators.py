@@ -32,6 +32,7 @@ sweep's at that layer.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,14 +57,11 @@ from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
 from ppairs_lens.probes.principal import top_principal_direction
 from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
-__all__ = ["PROBE_KINDS", "ALL_PROBE_KINDS", "MIN_PER_CLASS", "PairProbe", "SupervisedProbe",
-           "PCAProbe", "MassMeanProbe", "CCSProbe", "make_probe", "is_degenerate",
-           "class_mean_difference", "check_classes"]
+__all__ = ["PROBE_KINDS", "ALL_PROBE_KINDS", "KINDS", "MIN_PER_CLASS", "DirectionBatch",
+           "PairProbe", "ScaledDirectionProbe", "SupervisedProbe", "PCAProbe", "MassMeanProbe",
+           "CCSProbe", "make_probe", "register", "is_degenerate", "class_mean_difference",
+           "check_classes"]
 
-#: Probe kinds understood by :func:`make_probe` and :func:`ppairs_lens.probes.sweep.fit_sweep`.
-PROBE_KINDS: tuple[str, ...] = ("supervised", "pca", "mass_mean")
-#: With CCS (gradient descent, so not in the default sweep; ``fit_sweep`` takes it by name).
-ALL_PROBE_KINDS: tuple[str, ...] = (*PROBE_KINDS, "ccs")
 #: Fewer training pairs than this in either class and a probe refuses to fit.
 MIN_PER_CLASS: int = 2
 #: Contrast differences smaller than this, relative to the activations' magnitude, are zero.
@@ -134,10 +132,33 @@ def check_classes(y: Int[Tensor, "n"], min_per_class: int = MIN_PER_CLASS) -> No
 # Estimators
 # --------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class DirectionBatch:
+    """What a kind's :meth:`ScaledDirectionProbe.directions` reads, for ``l`` layers at once
+    (the sweep) or one (a probe fitted alone): the centred contrast differences, the targets
+    (1: item 1 preferred), their Gram matrix where it was formed once for several kinds, the
+    centred sides (label-free kinds that read them, as CCS), and the seed."""
+
+    diffs: Float[Tensor, "l n d"]
+    y: Int[Tensor, "n"]
+    gram: Float[Tensor, "l n n"] | None = None
+    sides: tuple[Float[Tensor, "l n d"], Float[Tensor, "l n d"]] | None = None
+    seed: int = 0
+
+
 class PairProbe(BaseEstimator):
-    """Shared fit / apply logic; subclasses only say how to find the weight vector."""
+    """Shared fit / apply logic; subclasses only say how to find the weight vector.
+
+    A kind is one subclass registered with :func:`register`: its ``kind`` name, its
+    ``label`` and ``colour`` (tables, legends) and whether the default sweep fits it
+    (``in_default_sweep``); a direction kind also its batched :meth:`directions`, which the
+    sweep calls on all layers and a probe fitted alone on one."""
 
     kind: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    colour: ClassVar[str] = "#9467bd"
+    in_default_sweep: ClassVar[bool] = True
+    reads_sides: ClassVar[bool] = False
     #: [P(item 2), P(item 1)]: column order of predict_proba, sklearn-style.
     classes_: np.ndarray
 
@@ -239,6 +260,20 @@ class PairProbe(BaseEstimator):
         return float(np.mean(pred == (y == 1)))
 
 
+#: Every probe kind, by name, in the order tables and figures list them (:func:`register`).
+KINDS: dict[str, type[PairProbe]] = {}
+
+
+def register(cls: type[PairProbe]) -> type[PairProbe]:
+    """Add a probe kind (a :class:`PairProbe` subclass with a ``kind`` name) to :data:`KINDS`;
+    a name taken twice is refused."""
+    if not cls.kind or cls.kind in KINDS:
+        raise ProbeError(f"probe kind {cls.kind!r} is empty or registered twice")
+    KINDS[cls.kind] = cls
+    return cls
+
+
+@register
 class SupervisedProbe(PairProbe):
     """L2 logistic regression on the centred differences.
 
@@ -258,6 +293,8 @@ class SupervisedProbe(PairProbe):
     """
 
     kind = "supervised"
+    label = "supervised (logistic)"
+    colour = "#1f77b4"
 
     def __init__(self, C: float = 1.0, fit_intercept: bool = False,
                  class_weight: str | None = "balanced", solver: Solver = "auto",
@@ -300,8 +337,36 @@ class ScaledDirectionProbe(PairProbe):
         self.n_sign_boot = n_sign_boot
         self.seed = seed
 
-    def _direction(self, diffs, y) -> Float[Tensor, "d"]:
+    @classmethod
+    def directions(cls, batch: DirectionBatch, **params: Any
+                   ) -> tuple[Float[Tensor, "l d"], dict[str, Tensor]]:
+        """The kind's unit direction at every layer of ``batch`` (any sign: the labels orient
+        it after), and per-layer extras a fitted probe keeps as ``<name>_`` attributes;
+        ``params`` are the probe's own (its constructor's)."""
         raise NotImplementedError
+
+    def _direction(self, diffs, y) -> Float[Tensor, "d"]:
+        params = {k: v for k, v in self.get_params().items()
+                  if k not in ("n_sign_boot", "seed")}
+        sides = None
+        if self.reads_sides:
+            x = self._sides
+            mu_pos, mu_neg = side_means(x)
+            sides = ((x[:, 0] - mu_pos)[None], (x[:, 1] - mu_neg)[None])
+        v, extras = self.directions(DirectionBatch(diffs[None], y, sides=sides, seed=self.seed),
+                                    **params)
+        for name, value in extras.items():
+            setattr(self, f"{name}_", float(value[0]))
+        return v[0]
+
+    def fit(self, acts, labels, **kw) -> ScaledDirectionProbe:
+        if not self.reads_sides:
+            return super().fit(acts, labels, **kw)
+        self._sides = as_acts(acts, dtype=torch.float64).cpu()  # dropped after the fit
+        try:
+            return super().fit(acts, labels, **kw)
+        finally:
+            del self._sides
 
     def _fit_weights(self, diffs, y, groups=None):
         direction, proj = orient_to_targets(self._direction(diffs, y), diffs, y)
@@ -317,6 +382,7 @@ class ScaledDirectionProbe(PairProbe):
         return direction * scale, 0.0
 
 
+@register
 class PCAProbe(ScaledDirectionProbe):
     """Top principal component of the centred differences (unsupervised direction).
 
@@ -331,11 +397,15 @@ class PCAProbe(ScaledDirectionProbe):
     """
 
     kind = "pca"
+    label = "unsupervised (PCA)"
+    colour = "#d62728"
 
-    def _direction(self, diffs, y):
-        return top_principal_direction(diffs)
+    @classmethod
+    def directions(cls, batch, **params):
+        return top_principal_direction(batch.diffs, gram=batch.gram), {}
 
 
+@register
 class MassMeanProbe(ScaledDirectionProbe):
     """Difference of class means of the centred differences, normalised.
 
@@ -344,21 +414,33 @@ class MassMeanProbe(ScaledDirectionProbe):
     """
 
     kind = "mass_mean"
+    label = "mass-mean"
+    colour = "#2ca02c"
+
+    @classmethod
+    def directions(cls, batch, **params):
+        v = class_mean_difference(batch.diffs, batch.y)
+        return v / v.norm(dim=-1, keepdim=True), {}
 
     def _direction(self, diffs, y):
         m = class_mean_difference(diffs[None], y)[0]
-        norm = m.norm()
-        if norm <= DEGENERATE_RTOL * diffs.abs().max():
+        if m.norm() <= DEGENERATE_RTOL * diffs.abs().max():
             raise ProbeError("MassMeanProbe: the class means of the contrast differences "
                              "coincide, so there is no mass-mean direction")
-        return m / norm
+        return super()._direction(diffs, y)
 
 
+@register
 class CCSProbe(ScaledDirectionProbe):
     """Contrast-consistent search (:mod:`ppairs_lens.probes.ccs`): a label-free direction from
-    the centred sides; as for PCA the labels only pick its sign and scale (``ccs_loss_``)."""
+    the centred sides; as for PCA the labels only pick its sign and scale (``ccs_loss_``).
+    Gradient descent, so not in the default sweep (``fit_sweep`` takes it by name)."""
 
     kind = "ccs"
+    label = "CCS (label-free)"
+    colour = "#ff7f0e"
+    in_default_sweep = False
+    reads_sides = True
 
     def __init__(self, n_tries: int = 5, n_epochs: int = 400, lr: float = 1e-2,
                  weight_decay: float = 0.0, n_sign_boot: int = N_SIGN_BOOT, seed: int = 0):
@@ -366,33 +448,24 @@ class CCSProbe(ScaledDirectionProbe):
         self.n_tries, self.n_epochs, self.lr = n_tries, n_epochs, lr
         self.weight_decay = weight_decay
 
-    def fit(self, acts, labels, **kw) -> CCSProbe:
-        x = as_acts(acts, dtype=torch.float64).cpu()
-        self._sides = x  # the centred sides are what CCS reads; dropped after the fit
-        try:
-            return super().fit(acts, labels, **kw)
-        finally:
-            del self._sides
-
-    def _direction(self, diffs, y):
-        x, (mu_pos, mu_neg) = self._sides, side_means(self._sides)
-        w, loss = fit_ccs_directions((x[:, 0] - mu_pos)[None], (x[:, 1] - mu_neg)[None],
-                                     n_tries=self.n_tries, n_epochs=self.n_epochs, lr=self.lr,
-                                     weight_decay=self.weight_decay, seed=self.seed)
-        self.ccs_loss_ = float(loss[0])
-        return w[0] / w[0].norm()
+    @classmethod
+    def directions(cls, batch, n_tries: int = 5, n_epochs: int = 400, lr: float = 1e-2,
+                   weight_decay: float = 0.0):
+        w, loss = fit_ccs_directions(*batch.sides, n_tries=n_tries, n_epochs=n_epochs, lr=lr,
+                                     weight_decay=weight_decay, seed=batch.seed)
+        return w / w.norm(dim=-1, keepdim=True), {"ccs_loss": loss}
 
 
-_KINDS: dict[str, type[PairProbe]] = {
-    "supervised": SupervisedProbe, "pca": PCAProbe, "mass_mean": MassMeanProbe, "ccs": CCSProbe,
-}
+#: Probe kinds the sweep fits by default, and every registered kind.
+PROBE_KINDS: tuple[str, ...] = tuple(k for k, c in KINDS.items() if c.in_default_sweep)
+ALL_PROBE_KINDS: tuple[str, ...] = tuple(KINDS)
 
 
 def make_probe(kind: str, **kw: Any) -> PairProbe:
-    """An unfitted probe of ``kind`` (one of :data:`PROBE_KINDS`) with parameters ``kw``."""
-    if kind not in _KINDS:
+    """An unfitted probe of ``kind`` (one of :data:`ALL_PROBE_KINDS`) with parameters ``kw``."""
+    if kind not in KINDS:
         raise ProbeError(f"unknown probe kind {kind!r}; choose one of {ALL_PROBE_KINDS}")
-    cls = _KINDS[kind]
+    cls = KINDS[kind]
     try:
         return cls(**kw)
     except TypeError as e:

@@ -37,19 +37,17 @@ from torch import Tensor
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.batched_linalg import bmv
 from ppairs_lens.probes.scaling import fit_logistic_scale, orient_to_targets
-from ppairs_lens.probes.ccs import fit_ccs_directions
 from ppairs_lens.probes.estimators import (
-    ALL_PROBE_KINDS,
+    KINDS,
     PROBE_KINDS,
+    DirectionBatch,
     check_classes,
-    class_mean_difference,
     is_degenerate,
     make_probe,
 )
 from ppairs_lens.probes.features import as_acts, labels_to_targets
 from ppairs_lens.probes.layer_chunks import chunk_diffs, layers_per_chunk
 from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
-from ppairs_lens.probes.principal import top_principal_direction
 from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
 __all__ = ["SweepProbes", "fit_sweep", "with_kinds_at"]
@@ -253,8 +251,8 @@ def fit_sweep(
     """
     kinds = tuple(kinds)
     for k in kinds:
-        if k not in ALL_PROBE_KINDS:
-            raise ProbeError(f"unknown probe kind {k!r}; choose from {ALL_PROBE_KINDS}")
+        if k not in KINDS:
+            raise ProbeError(f"unknown probe kind {k!r}; choose from {tuple(KINDS)}")
     if not kinds:
         raise ProbeError("no probe kinds requested")
     x_all = _check_sweep_acts(acts)
@@ -300,16 +298,12 @@ def fit_sweep(
                 scales[k][sl] = norm.cpu()
                 n_iter[sl], converged[sl] = it, conv
             else:
-                if k == "pca":
-                    v = top_principal_direction(diffs, gram=shared)
-                elif k == "ccs":  # the centred sides, layers first: [l, n, d]
+                cls = KINDS[k]
+                sides = None
+                if cls.reads_sides:  # the centred sides, layers first: [l, n, d]
                     xs = x_all[:, :, sl].to(dev, torch.float64)
-                    v = fit_ccs_directions((xs[:, 0] - mp).transpose(0, 1),
-                                           (xs[:, 1] - mn).transpose(0, 1), seed=seed)[0]
-                    v = v / v.norm(dim=-1, keepdim=True)
-                else:
-                    v = class_mean_difference(diffs, y_int)
-                    v = v / v.norm(dim=-1, keepdim=True)
+                    sides = ((xs[:, 0] - mp).transpose(0, 1), (xs[:, 1] - mn).transpose(0, 1))
+                v, _ = cls.directions(DirectionBatch(diffs, y_int, shared, sides, seed))
                 v, proj = orient_to_targets(v, diffs, y)
                 directions[k][sl] = v.cpu()
                 projections[k][sl] = proj
