@@ -20,7 +20,8 @@ from ppairs_lens.evaluation.answer_change import (
     RANDOM_NULL,
 )
 from ppairs_lens.errors import DataError
-from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.evaluation.predictors import colour, label
 
 __all__ = ["plot_ablation", "read_rows", "same_columns", "summary_lines"]
 
@@ -60,7 +61,7 @@ def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
             ax.axvline(r["effect"], color="k", ls="--", lw=1.4,
                        label=f"positive control: {r['effect']:.3g}")
         else:
-            ax.axvline(r["effect"], color=color(r["condition"]), lw=2,
+            ax.axvline(r["effect"], color=colour(r["condition"]), lw=2,
                        label=f"{label(r['condition'])}: {r['effect']:.3g} "
                              f"(p matched {_p(r.get('p_matched'))}, Holm "
                              f"{_p(r.get('p_matched_holm'))}; ΔF1 {_d(r, 'f1')}, "

@@ -13,7 +13,8 @@ from itertools import combinations
 import numpy as np
 
 from ppairs_lens.evaluation.transfer_fit import CENTERINGS, METRICS
-from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.evaluation.predictors import colour, label
 
 __all__ = ["CENTERINGS", "METRICS", "plot_cosine", "plot_cosine_distribution",
            "plot_layer_cosine", "plot_transfer", "print_summary", "summarize"]
@@ -177,7 +178,7 @@ def plot_cosine_distribution(c_rows: list[dict], cfg, model: str, hook: str,
     rng = np.random.default_rng(cfg.settings.seed)
     pairs = [f"{a}~{b}" for a, b in combinations(cfg.kinds, 2)]
     groups = [("between datasets (same probe kind)",
-               [(k, label(k).replace(" (", "\n("), color(k),
+               [(k, label(k).replace(" (", "\n("), colour(k),
                  [r["abs_cos"] for r in c_rows if r["relation"] == "between_datasets"
                   and r["kind_a"] == k]) for k in cfg.kinds])]
     if pairs:
@@ -207,15 +208,15 @@ def plot_cosine_distribution(c_rows: list[dict], cfg, model: str, hook: str,
                           and r["kind_a"] == k]
                     if hv:
                         ax.scatter(np.full(len(hv), x + 0.3), hv, s=22, marker="D",
-                                   facecolor="none", edgecolor=color(k), lw=1, zorder=3,
+                                   facecolor="none", edgecolor=colour(k), lw=1, zorder=3,
                                    label="split-half, same dataset" if x == 0 else None)
             xr = len(series)
             parts = ax.violinplot([ref["samples"]], positions=[xr], widths=0.7,
                                   showextrema=False)
             for b in parts["bodies"]:
-                b.set_facecolor(color("random"))
+                b.set_facecolor(colour("random"))
                 b.set_alpha(0.6)
-            ax.axhline(ref["p95"], color=color("random"), ls="--", lw=1,
+            ax.axhline(ref["p95"], color=colour("random"), ls="--", lw=1,
                        label=f"random 95th pct ({ref['p95']:.3f})")
             ax.axhline(0.7, color="k", ls=":", lw=0.8, alpha=0.6, label="0.7 (paper's bar)")
             ax.set_xticks(range(xr + 1), [s[1] for s in series] + [f"random\nd={ref['d']}"],
@@ -257,7 +258,7 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
             ax = axes[0, c]
             for k in kinds:
                 x, y = series("adjacent_layers", ds, k)
-                ax.plot(x + 0.5, y, color=color(k), label=label(k), lw=1.3)
+                ax.plot(x + 0.5, y, color=colour(k), label=label(k), lw=1.3)
             ax.set_title(f"{_short(ds, 24)}: layer l vs l+1")
             ax = axes[1, c]
             for ka, kb in combinations(kinds, 2):
@@ -271,10 +272,10 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
             ys = []
             for a, b in combinations(names, 2):
                 x, y = series("between_datasets", f"{a}~{b}", k)
-                ax.plot(x, y, color=color(k), lw=0.7, alpha=0.45)
+                ax.plot(x, y, color=colour(k), lw=0.7, alpha=0.45)
                 ys.append(y)
             if ys:
-                ax.plot(x, np.nanmean(np.abs(np.stack(ys)), axis=0), color=color(k), lw=2,
+                ax.plot(x, np.nanmean(np.abs(np.stack(ys)), axis=0), color=colour(k), lw=2,
                         label="mean |cos|")
             ax.set_title(f"{label(k)}: between datasets")
         for r_i in range(3):
@@ -284,7 +285,7 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
                 if c >= used:
                     ax.set_visible(False)
                     continue
-                ax.axhspan(-ref["p95"], ref["p95"], color=color("random"), alpha=0.25, lw=0)
+                ax.axhspan(-ref["p95"], ref["p95"], color=colour("random"), alpha=0.25, lw=0)
                 ax.axhline(0, color="k", lw=0.5, alpha=0.5)
                 ax.axvline(li, color="k", ls=":", lw=0.8, alpha=0.7)
                 ax.set_xlabel("read-out (last = final norm)")

@@ -25,7 +25,7 @@ from ppairs_lens.activations.store_sets import check_comparable
 from ppairs_lens.data.records import TIE
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.baselines import (cross_dataset_memorisation, memorisation_baseline,
-                                              surface_baseline)
+                                              length_baseline)
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
@@ -185,7 +185,7 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                  for k in cfg.kinds}
         memo = memorisation_baseline if role == IN_DISTRIBUTION else cross_dataset_memorisation
         for b in (memo(pooled.pairs_train, pooled.labels_train, pairs),
-                  surface_baseline(pooled.pairs_train, pooled.labels_train, pairs),
+                  length_baseline(pooled.pairs_train, pooled.labels_train, pairs),
                   *text_baselines(train_records, records, embedding=bridge.W_E.detach(),
                                   tokenizer=bridge.tokenizer, seed=seed)):
             if b.available:

@@ -3,20 +3,21 @@ set, with 95% CIs; one legend below the panel, the caption beside the figure."""
 
 from __future__ import annotations
 
+from ppairs_lens.evaluation.predictors import PREDICTORS, short
 from ppairs_lens.io.plotting import caption, legend_outside, style, wrapped
 
 #: Marker colours of the sets, in order (in distribution first).
 SET_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 
 
-#: Short tick labels (the caption says what each is).
-SHORT = {"supervised": "supervised", "pca": "PCA", "mass_mean": "mass-mean", "ccs": "CCS",
-         "memorisation": "memorisation", "surface": "length", "lexical": "lexical",
-         "embedding": "embedding", "zero_shot": "zero-shot", "few_shot": "few-shot"}
-
-
 def _name(method: str) -> str:
-    return SHORT.get(method, method)
+    return short(method)
+
+
+def _about(keys) -> str:
+    """What each predictor shown is, in the predictors' one list's words."""
+    return "; ".join(f"{short(k)}: {PREDICTORS[k].about}" for k in keys if k in PREDICTORS
+                     and PREDICTORS[k].family != "probe")
 
 
 def plot_shift(rows: list[dict], model: str, cfg, notes: dict[str, str]):
@@ -47,10 +48,7 @@ def plot_shift(rows: list[dict], model: str, cfg, notes: dict[str, str]):
                      f"validation); scored on its held-out pairs (in distribution) and on every "
                      f"pair of {', '.join(cfg.test)} (shifted). 95% bootstrap CIs over leak "
                      f"groups ({s.n_boot} resamples). Baselines fitted on the same training "
-                     "pairs: length (the longer item wins, sign from train), lexical "
-                     "(TF-IDF logistic regression), embedding (mean-pooled input embeddings), memorisation "
-                     "(training win rates of items); zero-shot / few-shot: the calibrated "
-                     "prompted judges (few-shot demonstrations from the training pairs)"
+                     f"pairs, judges prompted: {_about(methods)}"
                      + "".join(f"; {f} on at most {n} pairs of each set (whole contexts, "
                                "seeded)" for f, n in cfg.judge_max_pairs.items()) + "."
                      + "".join(f" Not shown: {k} ({v})." for k, v in notes.items()))

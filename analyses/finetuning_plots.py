@@ -3,7 +3,8 @@ against the number of training labels."""
 
 from __future__ import annotations
 
-from ppairs_lens.io.plotting import caption, color, style
+from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.evaluation.predictors import colour
 
 #: Method names as the figures write them.
 NAMES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)",
@@ -13,7 +14,7 @@ COLORS = {"lora": "#ff7f0e", "full": "#2ca02c"}
 
 
 def _color(m: str) -> str:
-    return COLORS.get(m) or color(m)
+    return COLORS.get(m) or colour(m)
 
 
 def plot_comparison(rows: list[dict], model: str, cfg):
@@ -87,7 +88,7 @@ def plot_curve(curve: list[dict], rows: list[dict], model: str, cfg):
             zs = next((r for r in rows if r["dataset"] == ds and r["method"] == "zero_shot"),
                       None)
             if zs is not None:
-                ax.axhline(zs["accuracy"], color=color("zero_shot"), ls="--", lw=1,
+                ax.axhline(zs["accuracy"], color=colour("zero_shot"), ls="--", lw=1,
                            label=NAMES["zero_shot"])
             ax.axhline(0.5, color="k", lw=0.6, alpha=0.5)
             ax.set_xscale("log", base=2)

@@ -57,7 +57,7 @@ __all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionData", "cli", "inse
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
 METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}
 NO_MODEL_LABELS = {"majority": "majority level of the train split (no model)",
-                   "lexical": "lexical TF-IDF tagger (no model)"}
+                   "lexical": "lexical tagger (no model; TF-IDF 1-2 grams, fitted on train)"}
 
 
 @dataclass

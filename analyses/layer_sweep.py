@@ -6,7 +6,7 @@ every read-out at once on the training pairs, and score the held-out pairs with 
 over the leak groups. Beside the probes, on the same test pairs and with the same CIs:
 
 * two no-model baselines fitted on train (:mod:`ppairs_lens.evaluation.baselines`): kind
-  ``memorisation`` (training win rates of items) and ``surface`` (the longer item wins);
+  ``memorisation`` (training win rates of items) and ``length`` (the longer item wins);
 * the prompted judges and the text baselines where the caller measured them (``zero_shot`` /
   ``few_shot`` / ``lexical`` ...: per-pair probabilities passed as ``judges``, a
   :class:`PairScores`, an input beside the config and never part of it), scored on every test
@@ -36,7 +36,7 @@ import numpy as np
 from analyses.layer_sweep_plots import plot_sweep
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.evaluation.baselines import (length_balanced_accuracy, memorisation_baseline,
-                                              surface_baseline)
+                                              length_baseline)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.result_table import (JUDGE_KEYS, TEXT_BASELINE_KEYS,
@@ -68,7 +68,7 @@ __all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
 #: passed the same way (one list: :mod:`ppairs_lens.evaluation.result_table`).
 JUDGES: dict[str, str] = JUDGE_KEYS
 TEXT_BASELINES: dict[str, str] = TEXT_BASELINE_KEYS
-BASELINES = ("memorisation", "surface")
+BASELINES = ("memorisation", "length")
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
                              selected_by=c.selected_by))
     others: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
     notes: dict[str, str] = {}
-    for make in (memorisation_baseline, surface_baseline):
+    for make in (memorisation_baseline, length_baseline):
         b = make(sp.pairs_train, sp.labels_train, sp.pairs_test)
         if not b.available:
             notes[b.kind] = b.reason or "unavailable"

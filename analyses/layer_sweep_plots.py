@@ -3,18 +3,17 @@ prompted judges as horizontal lines and the validation-chosen layer of each prob
 
 from __future__ import annotations
 
-from ppairs_lens.evaluation.baselines import BASELINE_LABELS
-from ppairs_lens.io.plotting import caption, color, label, legend_outside, style, wrapped
+from ppairs_lens.evaluation.predictors import colour, label
+from ppairs_lens.io.plotting import caption, legend_outside, style, wrapped
 
 #: Characters of a subplot title's line (a 3.6-inch panel at the style's title size).
 TITLE_WIDTH = 38
 
-#: Line style of each layer-free row kind.
-FLAT = {"memorisation": ("#8c564b", ":"), "surface": ("#e377c2", "-."),
-        "lexical": ("#bcbd22", ":"), "embedding": ("#9467bd", "-."),
-        "zero_shot": (color("zero_shot"), "--"), "few_shot": ("#17becf", "--")}
-FLAT_LABELS = {**BASELINE_LABELS, "zero_shot": "zero-shot prompt (calibrated)",
-               "few_shot": "few-shot prompt (calibrated)"}
+#: Colour and line style of each layer-free row kind (baselines dotted or dash-dotted,
+#: judges dashed); names and colours from the predictors' one list.
+FLAT = {k: (colour(k), ls) for k, ls in (("memorisation", ":"), ("length", "-."),
+                                         ("lexical", ":"), ("embedding", "-."),
+                                         ("zero_shot", "--"), ("few_shot", "--"))}
 
 
 def _flat_lines(ax, rows: list[dict], ds: str, metric: str) -> None:
@@ -24,7 +23,7 @@ def _flat_lines(ax, rows: list[dict], ds: str, metric: str) -> None:
         if r is None:
             continue
         # one label per kind in every panel: the figure has one legend (values: the table)
-        ax.axhline(r["value"], color=c, ls=ls, lw=1.1, label=FLAT_LABELS[kind])
+        ax.axhline(r["value"], color=c, ls=ls, lw=1.1, label=label(kind))
 
 
 def _missing_note(entries: list[dict]) -> str:
@@ -57,12 +56,12 @@ def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
                 if not rs:
                     continue
                 x = [r["layer"] for r in rs]
-                ax.plot(x, [r["value"] for r in rs], color=color(kind), label=label(kind), lw=1.4)
+                ax.plot(x, [r["value"] for r in rs], color=colour(kind), label=label(kind), lw=1.4)
                 ax.fill_between(x, [r["lo"] for r in rs], [r["hi"] for r in rs],
-                                color=color(kind), alpha=0.18, lw=0)
+                                color=colour(kind), alpha=0.18, lw=0)
                 at = next((r for r in rs if r["layer"] == chosen.get((ds, kind))), None)
                 if at is not None:
-                    ax.plot([at["layer"]], [at["value"]], marker="o", ms=5, color=color(kind),
+                    ax.plot([at["layer"]], [at["value"]], marker="o", ms=5, color=colour(kind),
                             mec="k", mew=0.6, ls="none")
             _flat_lines(ax, rows, ds, cfg.metric)
             ax.axhline(0.5 if cfg.metric != "spearman" else 0.0, color="k", lw=0.6, alpha=0.5)

@@ -22,21 +22,17 @@ from dataclasses import dataclass, field
 
 from analyses.probes_vs_prompting_plots import plot_pvp
 from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.evaluation.predictors import BASELINE_NAMES, JUDGE_NAMES, label
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 
 __all__ = ["BASELINES", "COMPARISONS", "JUDGE_FORMS", "PROBES", "PvPConfig", "dataset_rows",
            "run_probes_vs_prompting"]
 
-PROBES = {"supervised": "supervised probe", "pca": "unsupervised probe (PCA)",
-          "mass_mean": "mass-mean probe"}
-JUDGE_FORMS = {"zero_shot": "zero-shot, paper form", "zero_shot_threshold":
-               "zero-shot, threshold fitted on train", "allure": "ALLURE (few-shot)",
-               "few_shot": "few-shot", "direct": "direct scoring (1-5)",
-               "g_eval": "G-Eval (expected score)"}
-BASELINES = {"surface": "length", "memorisation": "memorisation (ids)",
-             "lexical": "lexical (bag of words)",
-             "embedding": "input embeddings (mean-pooled)"}
+#: Each predictor's name, from the predictors' one list.
+PROBES = {k: label(k) for k in ("supervised", "pca", "mass_mean")}
+JUDGE_FORMS = {k: label(k) for k in JUDGE_NAMES}
+BASELINES = {k: label(k) for k in BASELINE_NAMES}
 #: Each probe's comparisons, fixed in advance: the paper's judge form and every baseline;
 #: the supervised probe also against the unsupervised one (paper Figure 3).
 COMPARISONS: dict[str, tuple[str, ...]] = {

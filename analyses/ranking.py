@@ -84,7 +84,7 @@ METHOD_LABELS = {
     "zero_shot_beam": "PAIRS (zero-shot) beam merge sort",
     "direct": "direct scoring (argmax 1-5)",
     "geval": "G-Eval (E[score])",
-    "length": "surface: item length (sign from train)",
+    "length": "length: item length (sign from train; no model)",
     "memorised": "memorised training win rates",
 }
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppairs_lens.io.plotting import caption, color, style
+from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.evaluation.predictors import colour
 
 __all__ = ["plot_ranking"]
 
-_METHOD_COLORS = {"probe": color("supervised"), "zero_shot": color("zero_shot"),
+_METHOD_COLORS = {"probe": colour("supervised"), "zero_shot": colour("zero_shot"),
                   "direct": "#ff7f0e", "geval": "#9467bd", "length": "#7f7f7f",
                   "memorised": "#8c564b"}
 

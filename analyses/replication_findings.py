@@ -15,6 +15,7 @@ import math
 import sys
 from pathlib import Path
 
+from ppairs_lens.evaluation.predictors import label
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
 from ppairs_lens.evaluation.verdicts import Outcome, interval_note
 from ppairs_lens.io.atomic import atomic_write_text
@@ -90,13 +91,12 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
 
 
 #: The comparators of the probes-vs-prompting table, fixed in advance (none chosen on test).
-PVP_COLUMNS = (("zero_shot", "zero-shot (paper form)"), ("surface", "length"),
-               ("memorisation", "memorisation (ids)"), ("lexical", "lexical (bag of words)"),
-               ("embedding", "input embeddings"))
+PVP_COLUMNS = tuple((k, label(k)) for k in ("zero_shot", "length", "memorisation", "lexical",
+                                              "embedding"))
 
 
 def _pvp_table(rows: list[dict]) -> list[str]:
-    out = ["| dataset | supervised | unsupervised (PCA) | "
+    out = [f"| dataset | {label('supervised')} | {label('pca')} | "
            + " | ".join(name for _, name in PVP_COLUMNS)
            + " | length-balanced pairs: supervised / length |",
            "|---|---|---|" + "---|" * (len(PVP_COLUMNS) + 1)]
@@ -106,7 +106,7 @@ def _pvp_table(rows: list[dict]) -> list[str]:
 
         def cell(r):
             return "—" if r is None else _ci(r) + ("" if r["n"] == n_test else f" (n={r['n']})")
-        sup, length = get.get("supervised", {}), get.get("surface", {})
+        sup, length = get.get("supervised", {}), get.get("length", {})
         bal = ("—" if sup.get("n_length_balanced") is None else
                f"{_f(sup.get('length_balanced_accuracy'))} / "
                f"{_f(length.get('length_balanced_accuracy'))} (n={sup['n_length_balanced']})")

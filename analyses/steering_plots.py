@@ -5,7 +5,8 @@ mean change in calibrated log-odds against alpha for each probe direction, over 
 from __future__ import annotations
 
 from ppairs_lens.evaluation.answer_change import MATCHED_NULL, RANDOM_NULL
-from ppairs_lens.io.plotting import caption, color, label, style
+from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.evaluation.predictors import colour, label
 
 __all__ = ["plot_steering"]
 
@@ -44,9 +45,9 @@ def _draw(rows: list[dict], model: str):
                 bottom.plot(xs, [p[3] for p in pts], color=col, ls="--", label=text)
         for kind in dict.fromkeys(r["condition"] for r in sub if r["kind"] == "probe"):
             xs, ys = _curve(sub, kind, "delta_z")
-            top.plot([0.0, *xs], [0.0, *ys], marker="o", color=color(kind), label=label(kind))
+            top.plot([0.0, *xs], [0.0, *ys], marker="o", color=colour(kind), label=label(kind))
             xs, acc = _curve(sub, kind, "accuracy")
-            bottom.plot(xs, acc, marker="o", color=color(kind), label=label(kind))
+            bottom.plot(xs, acc, marker="o", color=colour(kind), label=label(kind))
         bottom.axhline(base["accuracy"], color="black", lw=0.8, ls=":", label="unsteered")
         top.axhline(0.0, color="black", lw=0.6)
         top.set_title(f"{ds}\n{base['hook']}", fontsize=9)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ppairs_lens.activations.pair_info import PairInfo
-from ppairs_lens.evaluation.baselines import MEMO_KEYS, memorisation_baseline, surface_baseline
+from ppairs_lens.evaluation.baselines import MEMO_KEYS, memorisation_baseline, length_baseline
 from ppairs_lens.evaluation.metrics import accuracy, targets
 
 
@@ -64,31 +64,31 @@ def test_statements_memorise_the_truth_rate_of_their_group():
 
 
 @pytest.mark.parametrize("longer_wins", [True, False])
-def test_surface_finds_the_sign_of_length_on_train(longer_wins):
+def test_length_finds_the_sign_of_length_on_train(longer_wins):
     pairs = [replace(p, **dict(zip(("len1", "len2"), (120, 80) if (p.label == 1) == longer_wins
                                    else (80, 120))))   # make length decide (either way round)
              for p in _ranked_pairs(300, 40, seed=3)]
-    b = surface_baseline(pairs[:200], _labels(pairs[:200]), pairs[200:])
+    b = length_baseline(pairs[:200], _labels(pairs[:200]), pairs[200:])
     assert b.available and ("longer" if longer_wins else "shorter") in b.predictor
     assert accuracy(targets(_labels(pairs[200:])), b.p) == 1.0
     assert b.train_accuracy == 1.0
 
 
-def test_surface_is_near_chance_when_length_says_nothing_and_statements_use_the_median():
+def test_length_is_near_chance_when_length_says_nothing_and_statements_use_the_median():
     pairs = _ranked_pairs(600, 60, seed=4)
-    b = surface_baseline(pairs[:400], _labels(pairs[:400]), pairs[400:])
+    b = length_baseline(pairs[:400], _labels(pairs[:400]), pairs[400:])
     assert abs(accuracy(targets(_labels(pairs[400:])), b.p) - 0.5) < 0.12
     st = [PairInfo(f"s{k}", 1 if k % 2 else 2, f"s{k}",
                    len1=50 + (10 if k % 2 else -10) + k % 3, kind="statement")
           for k in range(100)]
-    b = surface_baseline(st[:70], _labels(st[:70]), st[70:])
+    b = length_baseline(st[:70], _labels(st[:70]), st[70:])
     assert "statement is true" in b.predictor
     assert accuracy(targets(_labels(st[70:])), b.p) == 1.0
 
 
 def test_missing_fields_give_a_reason_not_an_error():
     pairs = _ranked_pairs(50, 10, seed=5, lengths=False)
-    b = surface_baseline(pairs[:30], _labels(pairs[:30]), pairs[30:])
+    b = length_baseline(pairs[:30], _labels(pairs[:30]), pairs[30:])
     assert not b.available and "len1" in b.reason
     pairs = [replace(p, item1_id=None, item2_id=None, len1=10, len2=12) for p in pairs]
     b = memorisation_baseline(pairs[:30], _labels(pairs[:30]), pairs[30:])

@@ -51,7 +51,7 @@ def _diff(a, b, n=40, k=40, half=0.1):
 
 def _sweep(ds="rocstories", k=40, judge=0.6, length=0.55):
     minus = {"zero_shot": _diff(0.9, judge, k=k), "zero_shot_threshold": _diff(0.9, 0.95, k=k),
-             "direct": _diff(0.9, 0.97, k=k), "surface": _diff(0.9, length, k=k),
+             "direct": _diff(0.9, 0.97, k=k), "length": _diff(0.9, length, k=k),
              "memorisation": _diff(0.9, 0.5, k=k), "lexical": _diff(0.9, 0.6, k=k),
              "embedding": _diff(0.9, 0.62, k=k), "probe:pca": _diff(0.9, 0.88, k=k),
              "allure": _diff(0.9, 1.0, n=4, k=2)}

@@ -55,7 +55,7 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     assert {r["method"] for r in thesis} >= {"direct", "G-Eval", "PAIRS", "PPAIRS"}
     assert any(r["model"] == "Llama-3-8B-Instruct" for r in s["thesis_tables"])  # published
     kinds = {r["kind"] for r in s["probes_vs_prompting"]}
-    assert {"supervised", "pca", "zero_shot", "zero_shot_threshold", "surface", "lexical",
+    assert {"supervised", "pca", "zero_shot", "zero_shot_threshold", "length", "lexical",
             "embedding"} <= kinds
     assert replication_markdown(json.loads((tmp_path / "fig" / "summary.json").read_text()))
     # Table 1's and Appendix A's claims get what they are decided on from this run's steps

@@ -18,11 +18,11 @@ def _entry(ds, kind, val, minus):
 
 
 def test_every_predictor_verdict_split_and_chance_flag_are_shown():
-    rows = [_row("A", "supervised", 1, 0.8), _row("A", "surface", -1, 0.6),
+    rows = [_row("A", "supervised", 1, 0.8), _row("A", "length", -1, 0.6),
             _row("A", "few_shot", -1, 0.55, n=10), _row("B", "supervised", 1, 0.5)]
     entries = [
         _entry("A", "supervised", 0.75, {
-            "surface": {"value": 0.2, "lo": 0.05, "hi": 0.35, "n": 40, "ci_counts": True,
+            "length": {"value": 0.2, "lo": 0.05, "hi": 0.35, "n": 40, "ci_counts": True,
                         "n_groups": 20},
             "few_shot": {"value": 0.1, "lo": -0.2, "hi": 0.3, "n": 10, "ci_counts": False,
                          "n_groups": 5}}),
@@ -31,8 +31,8 @@ def test_every_predictor_verdict_split_and_chance_flag_are_shown():
     a, b = text.split("\nB ·")
     assert "split by context" in a and "30% of leak groups held out" in a
     assert "40 test pairs in 20 groups" in a
-    surface = next(line for line in a.splitlines() if "baseline surface" in line)
-    assert "0.600 [0.500, 0.700]" in surface and surface.endswith("holds")
+    length = next(line for line in a.splitlines() if "baseline length" in line)
+    assert "0.600 [0.500, 0.700]" in length and length.endswith("holds")
     few = next(line for line in a.splitlines() if "judge few_shot" in line)
     assert "on 10 of 40 pairs" in few and "not tested at this size (needs" in few
     memo = next(line for line in a.splitlines() if "baseline memorisation" in line)

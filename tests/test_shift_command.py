@@ -44,7 +44,7 @@ def test_every_set_is_scored_by_probes_baselines_and_the_judge(shifted):
     assert set(by_set) == {("Numbers", "in distribution"), ("Stories", "shifted"),
                            ("Alphabet order", "shifted")}
     for methods in by_set.values():
-        assert {"supervised", "pca", "mass_mean", "surface", "lexical", "embedding",
+        assert {"supervised", "pca", "mass_mean", "length", "lexical", "embedding",
                 "zero_shot"} <= set(methods)
         assert len({m["n"] for m in methods.values()}) == 1     # all on the same pairs
     # a shifted file is scored whole (60 pairs, no tie), not a held-out fraction of it

@@ -335,17 +335,17 @@ def test_sweep_rows_carry_baselines_judges_and_validation_scores(swept):
             rs = by(ds, kind)
             assert [r["layer"] for r in rs] == [0, 1, 2]
             assert all(0.0 <= r["val_value"] <= 1.0 for r in rs)
-        for kind in ("memorisation", "surface") if ds == "ctx" else ("surface",):
+        for kind in ("memorisation", "length") if ds == "ctx" else ("length",):
             (b,) = by(ds, kind)
             assert b["layer"] == -1 and b["hook"] == "" and b["predictor"]
             assert b["lo"] <= b["value"] <= b["hi"]
     # Contexts of 4 scored items rank; pairs without contexts do not (Spearman = 2 acc - 1).
     assert by("ctx", "supervised", "spearman") and not by("items", "supervised", "spearman")
-    assert by("ctx", "surface", "spearman")
+    assert by("ctx", "length", "spearman")
     # Held-out items are unseen: memorisation knows nothing (n/a, no row of constant 0.5s);
     # length decides in "items".
     assert not by("items", "memorisation")
-    assert by("items", "surface")[0]["value"] == 1.0
+    assert by("items", "length")[0]["value"] == 1.0
     (zs,) = by("ctx", "zero_shot")
     n_test = by("ctx", "supervised")[0]["n_test"]
     assert 0 < zs["n_test"] < n_test and 0.6 < zs["value"] < 0.9
@@ -371,7 +371,7 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
         assert [r["chosen"] for r in rs] == [r["layer"] == e["layer"] for r in rs]
         assert e["layer"] == best[e["dataset"], e["kind"]]["layer"]
         assert e["test"]["value"] == pytest.approx(rs[e["layer"]]["value"])
-        want = {"surface"} | ({"zero_shot", "memorisation"} if e["dataset"] == "ctx" else set())
+        want = {"length"} | ({"zero_shot", "memorisation"} if e["dataset"] == "ctx" else set())
         if e["dataset"] == "items":
             assert "nothing to memorise" in e["unavailable"]["memorisation"]
         # and every other probe kind at its own chosen read-out (supervised - unsupervised)
@@ -381,7 +381,7 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
         for d in e["minus"].values():
             assert d["lo"] <= d["value"] <= d["hi"]
             assert d["a"] - d["b"] == pytest.approx(d["value"])
-        assert e["minus"]["surface"]["n"] == e["n_test"]
+        assert e["minus"]["length"]["n"] == e["n_test"]
     config = json.loads((out / "layer_sweep.config.json").read_text())
     assert '"split_by": "auto"' in json.dumps(config)
     # The judges' probabilities are an input of the sweep, not what it ran with: the saved

@@ -54,7 +54,7 @@ def test_a_cut_sweep_resumes_without_redoing_a_finished_judge(tiny_loads, tmp_pa
     assert "zero_shot" in plan and "on disk, reused" in plan
     assert "judges reused" in out and "zero_shot" in out.split("judges reused")[1]
     table = out.split("estimated model time")[1]
-    for name in ("probe supervised", "baseline surface", "baseline lexical",
+    for name in ("probe supervised", "baseline length", "baseline lexical",
                  "baseline embedding", "judge zero_shot", "judge few_shot"):
         assert name in table, name
     # the few-shot judge ran on its limit only (whole contexts of the test pairs)

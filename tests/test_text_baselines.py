@@ -8,7 +8,7 @@ import pytest
 
 from ppairs_lens.data.records import Comparison, Dataset, Statement
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.baselines import BASELINE_LABELS
+from ppairs_lens.evaluation.predictors import BASELINE_NAMES
 from ppairs_lens.evaluation.metrics import accuracy, targets
 from ppairs_lens.evaluation.text_baselines import (embedding_baseline, lexical_baseline,
                                                    text_baselines)
@@ -152,7 +152,7 @@ def test_embedding_baseline_through_the_dataset_helper(tokenizer):
 
 
 def test_the_kinds_have_figure_labels():
-    assert {"lexical", "embedding"} <= set(BASELINE_LABELS)
+    assert {"lexical", "embedding"} <= set(BASELINE_NAMES)
 
 
 def test_held_out_text_baselines_cover_exactly_the_probes_test_pairs(tiny):

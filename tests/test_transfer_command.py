@@ -48,18 +48,18 @@ def test_every_cell_has_the_baselines_and_judges_on_the_probes_pairs(transferred
     for train, test in cells:
         here = {r["kind"]: r for r in acc if (r["train"], r["test"]) == (train, test)
                 and r["center"] in ("target", "")}
-        assert {"supervised", "pca", "surface", "lexical", "embedding", "zero_shot",
+        assert {"supervised", "pca", "length", "lexical", "embedding", "zero_shot",
                 "few_shot"} <= set(here), (train, test)
         n = here["supervised"]["n_test"]
         # the baselines on every held-out pair of the target, the judges on those they ran
-        assert {here[k]["n_test"] for k in ("surface", "lexical", "embedding",
+        assert {here[k]["n_test"] for k in ("length", "lexical", "embedding",
                                             "zero_shot")} == {n}
         assert 0 < int(here["few_shot"]["n_test"]) <= 8
-        assert here["surface"]["role"] == "baseline" and here["zero_shot"]["role"] == "judge"
+        assert here["length"]["role"] == "baseline" and here["zero_shot"]["role"] == "judge"
         # baselines fitted on the source: the same training pairs as its probes
         assert here["lexical"]["n_train"] == here["supervised"]["n_train"]
     # a baseline fitted on another dataset is not the in-distribution one (length: its sign)
-    lex = {(r["train"], r["test"]): float(r["value"]) for r in acc if r["kind"] == "surface"}
+    lex = {(r["train"], r["test"]): float(r["value"]) for r in acc if r["kind"] == "length"}
     assert lex[("Numbers", "Alphabet")] != lex[("Alphabet", "Alphabet")]
     # the judge does not depend on the source: the same on every cell of a target
     zs = {(r["train"], r["test"]): r["value"] for r in acc if r["kind"] == "zero_shot"}
@@ -71,7 +71,7 @@ def test_the_summary_pairs_each_probe_with_every_comparator(transferred):
     summary = json.loads((tmp / "out" / "transfer_summary.json").read_text())
     entries = {(e["dataset"], e["kind"]): e for e in summary["comparisons"]}
     e = entries[("Numbers -> Alphabet", "supervised")]
-    assert {"surface", "lexical", "embedding", "zero_shot", "few_shot",
+    assert {"length", "lexical", "embedding", "zero_shot", "few_shot",
             "probe:pca"} <= set(e["minus"])
     assert e["minus"]["few_shot"]["n"] <= 8 < e["minus"]["zero_shot"]["n"] == e["n_test"]
     assert e["unavailable"]["memorisation"] == CROSS_IDS   # row ids of two files: n/a
@@ -87,7 +87,7 @@ def test_the_console_ends_with_a_table_per_cell_and_judges_are_reused(transferre
     out = capsys.readouterr().out
     assert all(f.stat().st_mtime_ns == t for f, t in before.items())   # none redone
     assert "Numbers -> Alphabet · split by" in out
-    for line in ("baseline surface", "baseline lexical", "baseline embedding",
+    for line in ("baseline length", "baseline lexical", "baseline embedding",
                  "judge zero_shot", "judge few_shot", "probe supervised"):
         assert line in out, line
     assert "plan:" in out

@@ -48,7 +48,7 @@ class PairInfo:
     item2_id: str | None = None
     score1: float | None = None
     score2: float | None = None
-    # Character lengths of the two items (a statement's length and None), for the surface
+    # Character lengths of the two items (a statement's length and None), for the length
     # baseline; both None in stores older than them.
     len1: int | None = None
     len2: int | None = None
@@ -86,7 +86,7 @@ class PairInfo:
 def pair_info(dataset: Dataset) -> list[PairInfo]:
     """What analyses need per pair without the model: ids, label, context, leak group
     (``group_id``, which splits keep on one side), gold scores, and the character lengths of
-    the two items (``len1``/``len2``; a statement's length and None) for surface baselines."""
+    the two items (``len1``/``len2``; a statement's length and None) for length baselines."""
     labels, contexts, groups = dataset.labels(), dataset.context_ids(), dataset.group_ids()
     info = []
     for rec, label, ctx, group in zip(dataset.records, labels, contexts, groups):

@@ -10,7 +10,7 @@ bootstrap CIs, paired differences) that scores a probe.
   0.5 + (rate1 - rate2) / 2, unseen items at the prior 0.5 (its leave-one-out training
   accuracy is reported). For true/false statements (no item ids) the key is the leak group (the
   subject): its share of true statements in training.
-* :func:`surface_baseline`: the longer item wins (comparisons) or the longer statement is true
+* :func:`length_baseline`: the longer item wins (comparisons) or the longer statement is true
   (statements: longer than the training median), with the sign that fits training better.
 
 In SummEval, NEWSROOM and HANNA the item id *is* the producing system (``S0``..``S15`` recur
@@ -35,9 +35,9 @@ from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.metrics import accuracy, targets
 from ppairs_lens.evaluation.store_split import pair_groups
 
-__all__ = ["Baseline", "memorisation_baseline", "surface_baseline", "MEMO_KEYS", "CROSS_IDS",
+__all__ = ["Baseline", "memorisation_baseline", "length_baseline", "MEMO_KEYS", "CROSS_IDS",
            "cross_dataset_memorisation",
-           "BASELINE_LABELS", "LENGTH_TOLERANCE", "MIN_BALANCED_PAIRS", "ids_recur_across_contexts",
+           "LENGTH_TOLERANCE", "MIN_BALANCED_PAIRS", "ids_recur_across_contexts",
            "length_balanced", "length_balanced_accuracy"]
 
 #: Two items are of balanced length when they differ by at most this share of the longer.
@@ -51,18 +51,11 @@ MEMO_KEYS: dict[str, tuple[str, str]] = {
     "item_id": ("item1_id", "item2_id"),
 }
 
-#: How figures name the baselines.
-BASELINE_LABELS: dict[str, str] = {"memorisation": "memorisation (no model)",
-                                   "surface": "surface: length (no model)",
-                                   "lexical": "lexical: unigram bag of words (no model)",
-                                   "embedding": "embedding layer: pooled W_E (no blocks)"}
-
-
 @dataclass
 class Baseline:
     """P(item 1) of a no-model predictor on the test pairs (None when it cannot be built)."""
 
-    kind: str                                   # a key of BASELINE_LABELS
+    kind: str                                   # a key of predictors.BASELINE_NAMES
     p: Float[np.ndarray, " n_test"] | None
     predictor: str                              # what it predicted from, for the tables
     train_accuracy: float = float("nan")
@@ -222,18 +215,18 @@ def _lengths(pairs: Sequence[PairInfo], statements: bool, median: float) -> np.n
     return np.array([float(p.len1) - float(p.len2) for p in pairs])
 
 
-def surface_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
+def length_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
                      pairs_test: Sequence[PairInfo]) -> Baseline:
     """Length decides: item 1 when it is longer (statements: true when longer than the
     training median), or the reverse when that fits the training pairs better."""
     y = _check(pairs_train, np.asarray(labels_train))
     both = (*pairs_train, *pairs_test)
     if any(p.len1 is None for p in both):
-        return Baseline("surface", None, "", reason="the store's pairs carry no text lengths "
+        return Baseline("length", None, "", reason="the store's pairs carry no text lengths "
                         "(len1/len2; harvested before they were recorded)")
     statements = all(p.len2 is None for p in both)
     if not statements and any(p.len2 is None for p in both):
-        return Baseline("surface", None, "", reason="some pairs have no len2")
+        return Baseline("length", None, "", reason="some pairs have no len2")
     median = float(np.median([float(p.len1) for p in pairs_train])) if statements else 0.0
     d_tr = _lengths(pairs_train, statements, median)
     scale = float(np.std(d_tr)) or 1.0
@@ -245,5 +238,5 @@ def surface_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int
                                                     f"median {median:.0f} chars)" if statements
                                                     else " item wins")
     acc = max(acc_long, acc_short)
-    return Baseline("surface", sig(sign * _lengths(pairs_test, statements, median)),
+    return Baseline("length", sig(sign * _lengths(pairs_test, statements, median)),
                     f"{what} (sign chosen on train, acc {acc:.3f})", acc)

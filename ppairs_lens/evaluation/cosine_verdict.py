@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float
 
+from ppairs_lens.evaluation.bootstrap import bootstrap
 from ppairs_lens.evaluation.verdicts import HOLDS, INCONCLUSIVE, NOT_TESTED, Verdict, beats_chance
 
 __all__ = ["cosine_agreement_verdict", "cosine_rule", "covariance_mean_abs_cos",
@@ -70,23 +71,22 @@ def covariance_mean_abs_cos(features: Sequence[Float[np.ndarray, "n d"]], n_sim:
 
 
 def dataset_bootstrap_ci(directions: Float[np.ndarray, "m d"], n_boot: int = 2000,
-                         seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """A percentile interval on the mean |cos| over pairs, resampling the datasets (the unit:
-    each gives one direction): pairs of two draws of one dataset are left out, so a resample
-    never counts a direction against itself."""
+                         seed: int = 0) -> tuple[float, float]:
+    """A 95% percentile interval on the mean |cos| over pairs, resampling the datasets (the
+    unit: each gives one direction; :func:`ppairs_lens.evaluation.bootstrap.bootstrap`): a
+    resample's pairs are those of two draws of *different* datasets, so a direction is never
+    counted against itself."""
     u = np.asarray(directions, dtype=float)
     u = u / np.linalg.norm(u, axis=1, keepdims=True)
     c = np.abs(u @ u.T)
-    m = len(u)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, m, size=(n_boot, m))
-    i, j = np.triu_indices(m, k=1)
-    a, b = idx[:, i], idx[:, j]
-    keep = a != b
-    vals = np.where(keep, c[a, b], 0.0).sum(1) / np.maximum(keep.sum(1), 1)
-    vals = vals[keep.any(1)]          # a resample of one dataset drawn m times has no pair
-    tail = (1 - level) / 2
-    return float(np.quantile(vals, tail)), float(np.quantile(vals, 1 - tail))
+    np.fill_diagonal(c, 0.0)
+    off = 1.0 - np.eye(len(u))
+
+    def stat(w: Float[np.ndarray, "b m"]) -> Float[np.ndarray, " b"]:
+        return np.einsum("bi,ij,bj->b", w, c, w) / np.einsum("bi,ij,bj->b", w, off, w)
+
+    ci = bootstrap(stat, len(u), n_boot=n_boot, seed=seed)
+    return ci["lo"], ci["hi"]
 
 
 def permutation_p(observed: float, null: Float[np.ndarray, "n"]) -> float:

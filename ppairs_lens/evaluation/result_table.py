@@ -109,7 +109,7 @@ def _n_train(acc: Sequence[Mapping]) -> str:
 
 #: Predictors that are no-model baselines (the rest at ``layer = -1`` are judges).
 #: The no-model baselines every probe is scored beside (the sweep's rows of these kinds).
-BASELINE_KINDS = ("memorisation", "surface", "lexical", "embedding")
+BASELINE_KINDS = ("memorisation", "length", "lexical", "embedding")
 #: Prompted judges a command is handed per-pair probabilities for: kind -> the key of its
 #: ``{pair_id: P(item 1)}`` in a dataset's entry (as :mod:`ppairs_lens.judges.held_out` and
 #: the judge study write them).

@@ -30,7 +30,7 @@ import numpy as np
 
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.evaluation.baselines import (CROSS_IDS, Baseline, cross_dataset_memorisation,
-                                              memorisation_baseline, surface_baseline)
+                                              memorisation_baseline, length_baseline)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS, JUDGE_KEYS
 from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups,
@@ -76,7 +76,7 @@ def _baselines(src: FittedStore, dst: FittedStore, texts: Mapping[str, Dataset] 
     a, b = src.split, dst.split
     memo = memorisation_baseline if src is dst else cross_dataset_memorisation
     out = [memo(a.pairs_train, a.labels_train, b.pairs_test),
-           surface_baseline(a.pairs_train, a.labels_train, b.pairs_test)]
+           length_baseline(a.pairs_train, a.labels_train, b.pairs_test)]
     if texts is None or src.name not in texts or dst.name not in texts:
         return out + [Baseline(k, None, "", reason=NO_TEXTS) for k in ("lexical", "embedding")]
     return out + text_baselines(_records(texts[src.name], a.pairs_train),

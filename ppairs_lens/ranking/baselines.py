@@ -35,7 +35,7 @@ def length_sign(contexts: Mapping[str, Mapping[str, ScoredItem]]) -> tuple[int, 
 
 
 def length_scores(items: Mapping[str, ScoredItem], sign: int) -> dict[str, float]:
-    """Each item's score for the surface ranking: ``sign`` times its length in characters."""
+    """Each item's score for the length ranking: ``sign`` times its length in characters."""
     return {k: float(sign * len(it.text)) for k, it in items.items()}
 
 
