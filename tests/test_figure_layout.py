@@ -118,3 +118,12 @@ def test_a_spec_names_its_dataset_after_the_at_sign(tmp_path):
     assert display_name(str(odd)) == (str(odd), None)
     assert display_name(f"{odd}@Mine") == (str(odd), "Mine")
     assert spec_format("larger_number@Numbers") is None
+
+
+def test_the_legend_names_every_mark(saved):
+    """The chosen read-out's dot is in the legend, with every probe, judge and baseline."""
+    fig, _ = saved
+    (legend,) = fig.legends
+    names = {t.get_text() for t in legend.get_texts()}
+    assert "read-out chosen on validation" in names
+    assert {"supervised (logistic)", "unsupervised (PCA)"} <= names
