@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from analyses.cli_args import (
@@ -345,8 +346,19 @@ CONFIG_CHECKS = {"transfer": _check_transfer, "steer": _check_steer,
                  "finetune": _check_finetune}
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line naming what it is about, never the library's source line."""
+    print(f"ppairs-lens: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():     # the command's warnings, restored when it returns
+        warnings.showwarning = _one_line_warning
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         if args.command == "datasets":
             _cmd_datasets(args)

@@ -140,3 +140,19 @@ def test_a_raw_strength_is_bounded_relative_to_the_activations(tiny, monkeypatch
                            max_new_tokens=1, positions="all", width=20)
     with pytest.raises(SettingError, match=r"--alpha 1e\+30 \(raw; median norm"):
         generate.cli(args, tiny)
+
+
+def test_warnings_print_one_line_without_a_source_line(capsys, monkeypatch):
+    import warnings
+
+    from analyses import cli
+
+    def warn_and_fail(args):
+        warnings.warn("three pairs of Numbers have no text: skipped", stacklevel=1)
+        raise SettingError("stop here")
+
+    monkeypatch.setattr(cli, "_cmd_datasets", warn_and_fail)
+    assert cli.main(["datasets"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "ppairs-lens: warning: three pairs of Numbers have no text: skipped"
+    assert not any("warnings.warn(" in line for line in err)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.claim_families import FAMILIES
 from ppairs_lens.evaluation.verdicts import Verdict, interval_verdict
 
@@ -44,7 +45,8 @@ def _ci(d: Mapping, signed: bool = False) -> str:
     f = "+.3f" if signed else ".3f"
     lo, hi = d.get("lo"), d.get("hi")
     ci = "[n/a]" if lo is None or hi is None else f"[{lo:{f}}, {hi:{f}}]"
-    return f"{d['value']:{f}} {ci}"
+    few = "†" if d.get("ci_counts") is False else ""     # the header says what † means
+    return f"{d['value']:{f}} {ci}{few}"
 
 
 def _short(verdict: Verdict) -> str:
@@ -67,8 +69,8 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
              f"({first.get('n_test', '?')} test pairs"
              + (f" in {n_groups} groups" if n_groups is not None else "")
              + f", {_n_train(acc) if acc else first.get('n_train', '?')} training pairs)"
-             + (" · CIs over too few groups: shown, not counted toward a verdict" if few
-                else "")]
+             + (f" · † CI over fewer than {MIN_BOOTSTRAP_GROUPS} groups: shown, its "
+                f"comparisons decided on their group differences" if few else "")]
     ref = mine[0] if mine else None
     head = f"{ref['kind']} minus it: verdict" if ref else ""
     lines.append(f"  {'predictor':24s} {'read-out (validation acc)':36s} "

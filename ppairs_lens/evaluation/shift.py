@@ -28,7 +28,7 @@ from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import StoreSplit, pair_groups
 from ppairs_lens.evaluation.claim_families import FAMILIES
-from ppairs_lens.evaluation.verdicts import NOT_TESTED, Verdict, interval_verdict
+from ppairs_lens.evaluation.verdicts import NO_SKILL, Verdict, interval_verdict
 
 __all__ = ["SHIFT_DELTA", "IN_DISTRIBUTION", "SHIFTED", "ScoredSet", "every_pair", "gap_verdict",
            "pooled_split", "scored_set", "shift_rows"]
@@ -100,7 +100,7 @@ def gap_verdict(d: dict, in_dist: dict[str, float], kind: str, judge: str = "zer
     claim = f" (claim: {kind} probes lose less than prompting)"
     at_chance = [m for m in (kind, judge) if not in_dist.get(m, float("nan")) > 0.5]
     if at_chance:
-        return Verdict(NOT_TESTED, f"{' and '.join(at_chance)} at chance in distribution (95% "
+        return Verdict(NO_SKILL, f"{' and '.join(at_chance)} at chance in distribution (95% "
                        f"CI lower end <= 0.5), so a drop is no loss{claim}",
                        rule="a drop is a loss only above chance in distribution")
     v = interval_verdict(d, SHIFT_DELTA)
