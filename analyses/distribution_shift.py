@@ -230,14 +230,23 @@ def shift_lines(res: dict, cfg: ShiftFilesConfig) -> list[str]:
 def cli(args, bridge) -> None:
     """``ppairs-lens shift --train SPEC... --test SPEC...``: :func:`run_shift_files` on the
     user's files; the table is printed, ``shift.csv`` and the figure written to ``--out``."""
+    from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.evaluation.store_split import undecidable_at_size
 
     def load(specs):
         return [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
 
     train, test = load(args.train), load(args.test)
     check_one_kind([*train, *test])     # before any harvest
+    split = args.settings.split_kwargs()
+    small = [w for w in (*(undecidable_at_size(pair_info(d), d.name, **split) for d in train),
+                         *(undecidable_at_size(pair_info(d), d.name, test_size=None)
+                           for d in test)) if w]
+    if small:        # said before any model work, so the limits can change first
+        print("cannot be decided at these sizes:", *(f"  {w}" for w in small), sep="\n",
+              flush=True)
     where = {"template": args.template, "names": args.hooks}
     stores_train = [ensure_store(bridge, d, args.stores, **where) for d in train]
     stores_test = [ensure_store(bridge, d, args.stores, **where) for d in test]

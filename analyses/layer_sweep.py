@@ -299,8 +299,10 @@ def cli(args, bridge) -> None:
     table per dataset."""
     import time
 
+    from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
+    from ppairs_lens.evaluation.store_split import undecidable_at_size
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
     from ppairs_lens.judges.held_out import (HeldOutJudgeRun, judge_cache_dir, judge_entry,
@@ -315,6 +317,10 @@ def cli(args, bridge) -> None:
                   if f != "none")
     limits = dict(getattr(args, "judge_max_pairs", None) or ())
     where = {"template": args.template, "names": args.hooks}
+    small = [w for d in datasets if (w := undecidable_at_size(pair_info(d), d.name, **split))]
+    if small:        # said before any model work, so the limits can change first
+        print("cannot be decided at these sizes:", *(f"  {w}" for w in small), sep="\n",
+              flush=True)
     steps = plan_held_out_run(bridge, datasets, args.stores, split=split, forms=forms,
                               max_pairs=limits, **where)
     estimate = estimate_run(bridge, steps, names=args.hooks)

@@ -261,3 +261,18 @@ def test_split_to_count_holds_out_whole_groups_from_the_same_order_as_the_share_
     assert {groups[i] for i in share_test} == held    # one order, two stopping rules
     _, all_test = split_groups_to_count(groups, eligible, n_test=100, seed=3)
     assert len({groups[i] for i in all_test}) == 4     # the last group always trains
+
+
+def test_a_size_that_cannot_decide_anything_is_named_before_the_work():
+    """Fewer test leak groups than a sign-flip test needs to reach p < 0.05 (two-sided): the
+    dataset is named with its groups and the size that would do."""
+    from ppairs_lens.activations.pair_info import pair_info
+    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.evaluation.store_split import undecidable_at_size
+
+    small = load_dataset_spec("larger_number", max_pairs=8)
+    why = undecidable_at_size(pair_info(small), small.name, test_size=0.5, seed=0)
+    assert why and "4 test groups" in why and "6 groups are needed" in why and "0.125" in why
+    enough = load_dataset_spec("larger_number", max_pairs=40)
+    assert undecidable_at_size(pair_info(enough), enough.name, test_size=0.5, seed=0) is None
+    assert undecidable_at_size(pair_info(small), small.name, test_size=None) is None

@@ -22,12 +22,13 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.errors import DataError, PPairsError, ProbeError
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
+from ppairs_lens.evaluation.sign_flip import groups_for_p
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
 __all__ = ["StoreSplit", "bootstrap_groups", "covered_test_pairs", "held_out_ci_counts",
            "pair_groups", "pair_items",
            "split_pairs", "split_records", "split_store", "store_fits", "training_split",
-           "untied_split", "validation_split"]
+           "untied_split", "validation_split", "undecidable_at_size"]
 
 
 @dataclass
@@ -233,3 +234,29 @@ def covered_test_pairs(sp: StoreSplit, by_pair: Mapping[str, float] | None
     if not len(idx):
         return None
     return idx, np.array([float(by_pair[sp.pairs_test[i].pair_id]) for i in idx])
+
+
+def undecidable_at_size(pairs: Sequence[PairInfo], name: str, *, test_size: float | None,
+                        split_by: str = "auto", seed: int = 0, alpha: float = 0.05
+                        ) -> str | None:
+    """Before any work: why no comparison on ``name``'s held-out pairs (``test_size`` None:
+    all its pairs, a shifted set) can be decided at this size, with the size that could;
+    None when it can. A comparison is decided on one difference per test leak group; with
+    ``k`` groups the exact sign-flip test's smallest two-sided p is ``2 * 2^-k``, so fewer
+    than :func:`~ppairs_lens.evaluation.sign_flip.groups_for_p` ``(alpha / 2)`` groups cannot
+    decide anything however large the effect."""
+    keep = [p for p in pairs if p.label != TIE]
+    if test_size is None:
+        k, n = len({p.group for p in keep}), len(keep)
+    else:
+        untied, _, _, test, _ = untied_split(pairs, test_size=test_size, split_by=split_by,
+                                             seed=seed)
+        k, n = len({untied[i].group for i in test}), len(untied)
+    need = groups_for_p(alpha / 2)
+    if k >= need:
+        return None
+    more = int(np.ceil(n * need / max(k, 1)))
+    return (f"{name}: {k} test group{'s' if k != 1 else ''} (leak groups) at this size, so no "
+            f"comparison on it can be decided (the smallest p a test on {k} group differences "
+            f"can give is {2 * 0.5 ** k:.3g}, not below {alpha}); {need} groups are needed, "
+            f"about {more} untied pairs at this grouping (now {n})")
