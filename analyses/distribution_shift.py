@@ -14,6 +14,7 @@ Writes ``distribution_shift.csv`` and the config.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -233,7 +234,8 @@ def cli(args, bridge) -> None:
     from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.evaluation.store_split import undecidable_at_size
+    from ppairs_lens.evaluation.store_split import split_records, undecidable_at_size
+    from ppairs_lens.judges.run_estimate import estimate_run, plan_held_out_run
 
     def load(specs):
         return [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
@@ -248,12 +250,40 @@ def cli(args, bridge) -> None:
         print("cannot be decided at these sizes:", *(f"  {w}" for w in small), sep="\n",
               flush=True)
     where = {"template": args.template, "names": args.hooks}
-    stores_train = [ensure_store(bridge, d, args.stores, **where) for d in train]
-    stores_test = [ensure_store(bridge, d, args.stores, **where) for d in test]
+    forms = tuple(f for f in dict.fromkeys(args.judges) if f != "none")
+    limits = dict(args.judge_max_pairs or ())
+    demos = [split_records(pair_info(d), d, **split)[0] for d in train]
+    demos = replace(demos[0], name="train", records=[r for t in demos for r in t.records])
+    steps = (plan_held_out_run(bridge, train, args.stores, split=split, forms=forms,
+                               max_pairs=limits, **where)
+             + plan_held_out_run(bridge, test, args.stores, split=None, forms=forms,
+                                 max_pairs=limits, train=demos, seed=split["seed"], **where))
+    estimate = estimate_run(bridge, steps, names=args.hooks)
+    print("plan:", *estimate.lines(), sep="\n", flush=True)
+    took: dict[tuple[str, str], float] = {}
+    on_disk = {(s.dataset, s.kind) for s in steps if s.done}
+
+    def harvested(d):
+        t = time.perf_counter()
+        store = ensure_store(bridge, d, args.stores, **where)
+        took[d.name, "harvest"] = time.perf_counter() - t
+        if (d.name, "harvest") not in on_disk:
+            print(estimate.remaining(took), flush=True)
+        return store
+
+    t0 = time.perf_counter()
+    stores_train = [harvested(d) for d in train]
+    stores_test = [harvested(d) for d in test]
     cfg = ShiftFilesConfig([d.name for d in train], [d.name for d in test],
                            settings=args.settings,
-                           judges=tuple(f for f in dict.fromkeys(args.judges) if f != "none"),
-                           judge_max_pairs=dict(args.judge_max_pairs or ()),
+                           judges=forms, judge_max_pairs=limits,
                            **({"kinds": tuple(args.kinds)} if args.kinds else {}))
+    t = time.perf_counter()
     res = run_shift_files(bridge, train, test, stores_train, stores_test, args.out, cfg)
+    judged = sum(estimate.step_seconds(x) for x in steps if x.kind != "harvest")
     print("\n".join(shift_lines(res, cfg)))
+    print("", *estimate.compared(took), sep="\n")
+    print(f"  judges, probes and baselines together {time.perf_counter() - t:7.1f} s (the "
+          f"judges estimated ~{judged:.0f} s)")
+    print(f"took {time.perf_counter() - t0:.0f} s after the plan (estimated model time "
+          f"~{estimate.seconds:.0f} s)")

@@ -3,7 +3,9 @@ zero-shot judge and every no-model baseline beside, a table, a CSV and a figure.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import itertools
 
 import numpy as np
@@ -23,14 +25,17 @@ def shifted(tiny, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shift")
     mp = pytest.MonkeyPatch()
     mp.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    printed = io.StringIO()
     try:
-        code = main(["shift", "--train", "larger_number@Numbers",
-                     "--test", "story_sentiment@Stories", "alphabetical@Alphabet order",
-                     "--max-pairs", "60", "--n-boot", "50", "--stores", str(tmp / "stores"),
-                     "--out", str(tmp / "out")])
+        with contextlib.redirect_stdout(printed):
+            code = main(["shift", "--train", "larger_number@Numbers",
+                         "--test", "story_sentiment@Stories", "alphabetical@Alphabet order",
+                         "--max-pairs", "60", "--n-boot", "50", "--stores",
+                         str(tmp / "stores"), "--out", str(tmp / "out")])
     finally:
         mp.undo()
     assert code == 0
+    (tmp / "printed.txt").write_text(printed.getvalue())
     with open(tmp / "out" / "shift.csv") as f:
         return list(csv.DictReader(f)), tmp
 
@@ -178,3 +183,18 @@ def test_a_drop_counts_only_when_both_sides_have_twenty_groups():
                               EvalSettings(n_boot=50), kinds=["pca"])
         assert drops and all(d["n_groups"] == n_shifted for d in drops)
         assert all(d["ci_counts"] is counts for d in drops)
+
+
+def test_shift_prints_its_plan_estimate_and_progress(shifted):
+    """Like sweep: the plan (each harvest and judge, its prompts and tokens), the estimated
+    model time with what measuring the rates cost, progress after each harvest, and at the end
+    each step's time beside its estimate."""
+    _, tmp = shifted
+    out = (tmp / "printed.txt").read_text()
+    assert "\nplan:" in out or out.startswith("plan:")   # after any "cannot be decided"
+    for name in ("Numbers", "Stories", "Alphabet order"):
+        assert f"{name}" in out.split("estimated model time")[0]
+    assert "estimated model time" in out and "measured on" in out
+    assert out.count("model time left") >= 1
+    assert "model steps, measured vs estimated:" in out
+    assert "judges estimated" in out

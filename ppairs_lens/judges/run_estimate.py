@@ -162,12 +162,15 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
 
 
 def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=None, names=None,
-                      split: dict, forms: Sequence[str], max_pairs: dict | None = None,
-                      k: int = 4) -> list[PlannedStep]:
+                      split: dict | None, forms: Sequence[str],
+                      max_pairs: dict | None = None, k: int = 4,
+                      train: Dataset | None = None, seed: int = 0) -> list[PlannedStep]:
     """Per dataset: its harvest (done when its store is complete) and each judge form on the
     held-out side of the split (done when remembered under the key
     :func:`ppairs_lens.judges.held_out.judge_held_out` will look for), with the prompts each
-    will run. The split is made from the records' own pair information, as the store's."""
+    will run. The split is made from the records' own pair information, as the store's.
+    ``split`` None: every pair is judged (``shift``'s shifted sets), the few-shot
+    demonstrations drawn from ``train``."""
     steps: list[PlannedStep] = []
     for d in datasets:
         _, store = finished_store(bridge, d, root, template=template, names=names)
@@ -175,12 +178,14 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
         steps.append(PlannedStep(d.name, "harvest",
                                  tuple(build_contrast_pairs(bridge.tokenizer, d, tpl)),
                                  store is not None))
-        train, test, _ = split_records(pair_info(d), d, **split)
+        demos, test = (split_records(pair_info(d), d, **split)[:2] if split is not None
+                       else (train, d))
         cache = judge_cache(judge_cache_dir(store)) if store is not None else None
         for form in forms:
-            kw = {"max_pairs": (max_pairs or {}).get(form), "k": k, "seed": split["seed"]}
+            kw = {"max_pairs": (max_pairs or {}).get(form), "k": k,
+                  "seed": split["seed"] if split is not None else seed}
             try:
-                part, prompts = form_prompts(bridge.tokenizer, form, train, test, tpl, **kw)
+                part, prompts = form_prompts(bridge.tokenizer, form, demos, test, tpl, **kw)
             except DataError:  # the judge itself will say why it is skipped
                 continue
             done = cache is not None and cache.has(form, judge_cache_key(
