@@ -33,7 +33,7 @@ $(VENV)/.ppairs-installed: pyproject.toml
 # left in $(OUT).
 demo: setup
 	$(VENV)/bin/ppairs-lens run --out $(OUT)
-	$(PY) -m analyses.replication_findings $(OUT) REPORT.md
+	$(PY) -m analyses.replication.findings $(OUT) REPORT.md
 
 # The tests also cover the optional Ray engine, so CI installs that extra too.
 $(VENV)/.ppairs-ray: $(VENV)/.ppairs-installed

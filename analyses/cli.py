@@ -39,7 +39,7 @@ ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "abla
             "shift": "distribution_shift",
             "steer": "steering",
             "finetune": "finetuning",
-            "run": "replication"}
+            "run": "replication.run"}
 
 
 def _shard_arg(spec: str) -> str:
@@ -235,7 +235,7 @@ def _cmd_datasets(_args) -> None:
 
 def _cmd_data(args) -> None:
     """``data fetch``: the replication's files, verified, into ``--to`` (or the cache)."""
-    from ppairs_lens.data.fetch import fetch_datasets
+    from analyses.replication.fetch import fetch_datasets
 
     fetch_datasets(args.to)
 
@@ -347,7 +347,11 @@ CONFIG_CHECKS = {"transfer": _check_transfer, "steer": _check_steer,
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """A warning as one line naming what it is about, never the library's source line."""
+    """A warning as one line naming what it is about, never the library's source line; a
+    dependency's notice of its own deprecations, which a user cannot act on, is dropped."""
+    ours = any(f"{part}" in str(filename) for part in ("ppairs_lens", "analyses"))
+    if issubclass(category, (DeprecationWarning, FutureWarning)) and not ours:
+        return
     print(f"ppairs-lens: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
 
 

@@ -357,7 +357,7 @@ def _check_run(args) -> None:
     """``run``: one preset at most; a data folder given with ``--shared-data`` must exist and
     hold at least one of the replication's files (the default one may be absent: a clone
     without ``../shared`` runs the built-ins, and says so)."""
-    from ppairs_lens.data.replication_sets import replication_files
+    from analyses.replication.sets import replication_files
 
     given = [f"--{p}" for p in EXCLUSIVE_PRESETS if getattr(args, p, False)]
     if len(given) > 1:

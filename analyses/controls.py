@@ -11,7 +11,7 @@ held-out pairs, per test group:
 * ``shuffled - supervised``: "the shuffled probe beats the true one" must **fail**.
 
 Each row keeps its group differences, so the claims registry decides them as it decides the
-seeds' claims (:mod:`analyses.claims`, the family "ours: controls"). Writes ``controls.csv``.
+seeds' claims (:mod:`analyses.replication.claims`, the family "ours: controls"). Writes ``controls.csv``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Each probe is compared, with the paired CI of the difference, with comparators f
 any test pair is read (never the best form or baseline on the test pairs): the prompted judge
 in the paper's form (no judge form is scored on a validation split at these sizes) and each
 no-model baseline (the claim "beats the strongest baseline" is "beats every one": no choice).
-The verdicts come from the claims registry (``analyses/claims.py``), not from here.
+The verdicts come from the claims registry (``analyses/replication/claims.py``), not from here.
 Writes ``probes_vs_prompting.csv`` (one row per dataset x method), ``..._claims.csv`` (one
 row per dataset x comparison, with its numbers) and ``probes_vs_prompting.{png,svg}``.
 """

@@ -20,8 +20,8 @@ import numpy as np
 from benchmarks.common import max_rel_err, timed
 from ppairs_lens.activations.harvest import harvest_with_judge
 from ppairs_lens.activations.prompts import build_contrast_pairs, default_template
-from analyses.replication_config import replication_config
-from ppairs_lens.data.replication_sets import replication_datasets
+from analyses.replication.config import replication_config
+from analyses.replication.sets import replication_datasets
 from ppairs_lens.judges.zero_shot import choice_logodds_of, swapped_dataset
 from ppairs_lens.models.fused_attention import set_fused_attention
 from ppairs_lens.models.loading import load_model

@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from analyses import finetuning as F
-from analyses.replication import step_configs
-from analyses.replication_config import ReplicationConfig
+from analyses.replication.run import step_configs
+from analyses.replication.config import ReplicationConfig
 from benchmarks.common import SHARED
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.replication_sets import replication_datasets
+from analyses.replication.sets import replication_datasets
 from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import load_model
 from ppairs_lens.models.spec import ModelSpec

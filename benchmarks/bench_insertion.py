@@ -31,7 +31,7 @@ from analyses.insertion import (
     place_statements,
     train_insertion_probe,
 )
-from analyses.replication_config import ReplicationConfig
+from analyses.replication.config import ReplicationConfig
 from benchmarks.common import SHARED
 from ppairs_lens.judges.comparators import ProbeComparator
 from ppairs_lens.judges.context_cache import ContextKV

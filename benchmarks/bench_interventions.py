@@ -31,14 +31,14 @@ import numpy as np
 import torch
 
 from analyses.ablation import choose_layer, run_ablation
-from analyses.replication import step_configs
-from analyses.replication_config import ReplicationConfig
+from analyses.replication.run import step_configs
+from analyses.replication.config import ReplicationConfig
 from analyses.steering import run_steering
 from benchmarks.common import SHARED
 from ppairs_lens.activations.pipeline import ensure_store, store_template
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.replication_sets import replication_datasets
+from analyses.replication.sets import replication_datasets
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL
 from ppairs_lens.evaluation.store_split import split_store

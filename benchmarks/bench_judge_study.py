@@ -20,8 +20,8 @@ import numpy as np
 
 from benchmarks.common import SHARED, timed
 from ppairs_lens.activations.pipeline import ensure_stores
-from analyses.replication_config import replication_config
-from ppairs_lens.data.replication_sets import replication_datasets
+from analyses.replication.config import replication_config
+from analyses.replication.sets import replication_datasets
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model

@@ -36,7 +36,7 @@ def main(argv=None) -> dict:
     if not path.is_file():
         print(f"bench_prompts skipped: {path} is missing (needs ../shared/datasets)")
         return {}
-    from ppairs_lens.data.replication_sets import items_within_contexts
+    from analyses.replication.sets import items_within_contexts
     from ppairs_lens.data.formats import load_dataset
 
     data = items_within_contexts(load_dataset(path, aspect="coherence"), 100, 16)

@@ -47,7 +47,9 @@ def on_disk() -> dict[str, set[str]]:
             if path.name == "__init__.py" or "__pycache__" in path.parts:
                 continue
             rel = path.relative_to(root).parent
-            section = prefix or (rel.parts[0] if rel.parts else "")
+            # analyses/replication/ is its own section, as ppairs_lens/data/ is
+            section = (f"{prefix}/{rel.parts[0]}" if prefix and rel.parts else
+                       prefix or (rel.parts[0] if rel.parts else ""))
             if prefix == "" and rel.parts[:1] == ("analyses",):
                 continue
             out.setdefault(section, set()).add(path.name)

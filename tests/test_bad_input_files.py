@@ -115,7 +115,7 @@ def test_a_result_table_cell_that_is_no_number_is_located(tmp_path):
 
 
 def test_a_summary_of_the_wrong_type_is_refused(tmp_path):
-    from analyses.replication import refresh
+    from analyses.replication.run import refresh
 
     (tmp_path / "summary.json").write_text("[]")
     with pytest.raises(PPairsError, match="summary.json must hold a JSON object"):

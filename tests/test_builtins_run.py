@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from analyses.replication import run_replication
-from analyses.replication_config import BUILTINS, replication_config
+from analyses.replication.run import run_replication
+from analyses.replication.config import BUILTINS, replication_config
 from ppairs_lens.evaluation.protocol import EvalSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from analyses.claims import CLAIMS, FAMILIES, check_registry, evaluate_claims
+from analyses.replication.claims import CLAIMS, FAMILIES, check_registry, evaluate_claims
 from analyses.probes_vs_prompting import COMPARISONS, dataset_rows
-from analyses.replication_findings import replication_markdown
+from analyses.replication.findings import replication_markdown
 from ppairs_lens.evaluation.verdicts import Outcome
 
 #: A model the paper's claims were made for, so that they get verdicts.
@@ -34,7 +34,7 @@ def test_two_claims_on_one_comparison_are_refused():
 
 
 def test_a_beats_claim_without_a_delta_is_refused(monkeypatch):
-    import analyses.claims as claims
+    import analyses.replication.claims as claims
 
     fam = CLAIMS[0].family
     monkeypatch.setitem(claims.FAMILIES, fam, replace(claims.FAMILIES[fam], delta=None))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.claims import CLAIMS, evaluate_claims, per_layer
-from ppairs_lens.evaluation.paper_claims import TABLE1_DATASETS
+from analyses.replication.claims import CLAIMS, evaluate_claims, per_layer
+from analyses.replication.paper_claims import TABLE1_DATASETS
 
 L = 30
 
@@ -118,7 +118,7 @@ def _entry(ds, gap, k=30):
 
 
 def test_the_task_contrast_holds_where_text_quality_gains_more_and_fails_where_it_does_not():
-    from ppairs_lens.evaluation.paper_claims import COMMON_SENSE, TEXT_QUALITY
+    from analyses.replication.paper_claims import COMMON_SENSE, TEXT_QUALITY
     cid = "fig3.gain-larger-on-text-quality"
     gains = {**{d: 0.3 for d in TEXT_QUALITY}, **{d: 0.0 for d in COMMON_SENSE}}
     assert _by({}, {"entries": [_entry(d, g) for d, g in gains.items()]})[cid]["outcome"] \
@@ -131,7 +131,7 @@ def test_the_task_contrast_holds_where_text_quality_gains_more_and_fails_where_i
 
 
 def test_pca_against_finetuning_is_the_difference_of_their_gaps_to_the_supervised_probe():
-    from analyses.claims import READERS
+    from analyses.replication.claims import READERS
     c = next(c for c in CLAIMS if c.id == "fig3.pca-vs-lora.hanna-coherence")
     rows = [{"dataset": "hanna-coherence", "method": "pca",
              "minus_supervised_group_diffs": [0.0, -0.5, 0.5]},

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analyses.claims import CLAIMS, check_registry, evaluate_claims
-from ppairs_lens.evaluation.claim_families import FAMILIES, SCOPES
+from analyses.replication.claims import CLAIMS, check_registry, evaluate_claims
+from analyses.replication.claim_families import FAMILIES, SCOPES
 from ppairs_lens.evaluation.verdicts import OUTSIDE_SCOPE
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"

@@ -17,7 +17,7 @@ import analyses.ablation
 import analyses.cross_dataset
 import analyses.layer_sweep
 import analyses.ranking
-import analyses.replication
+import analyses.replication.run
 import ppairs_lens.models.loading
 from analyses.cli import main
 from analyses.cli_args import QUICK_MAX_PAIRS
@@ -126,7 +126,7 @@ def recorded(monkeypatch):
     monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", ([], None)))
     monkeypatch.setattr(analyses.ablation, "summary_lines", lambda rows: [])
     monkeypatch.setattr(analyses.ranking, "run_ranking", rec("rank", []))
-    monkeypatch.setattr(analyses.replication, "run_replication", rec("run", {}))
+    monkeypatch.setattr(analyses.replication.run, "run_replication", rec("run", {}))
     return got
 
 
@@ -178,10 +178,10 @@ def test_run_honours_split_quick_and_the_loaded_model(loads, recorded, tiny, tmp
 
 def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, tmp_path,
                                                                    monkeypatch):
-    import analyses.replication
+    import analyses.replication.run
 
     got = {}
-    monkeypatch.setattr(analyses.replication, "run_replication",
+    monkeypatch.setattr(analyses.replication.run, "run_replication",
                         lambda cfg, **kw: got.update(cfg=cfg, kw=kw))
     data = tmp_path / "shared"
     (data / "mctaco").mkdir(parents=True)

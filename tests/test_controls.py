@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyses.claims import CONTROL_EXPECT, evaluate_claims
+from analyses.replication.claims import CONTROL_EXPECT, evaluate_claims
 from analyses.controls import ControlsConfig, control_rows, run_controls
 from ppairs_lens.activations.pipeline import ensure_store
 from ppairs_lens.data import builtin_dataset

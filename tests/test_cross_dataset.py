@@ -374,7 +374,7 @@ def test_accuracy_rows_carry_group_differences_that_decide_table_1(shared):
     direction makes the transferred probes beat chance and match the in-domain ones."""
     import csv
 
-    from analyses.claims import evaluate_claims
+    from analyses.replication.claims import evaluate_claims
 
     _, _, result, root = shared
     acc = [r for r in result["transfer"] if r["metric"] == "accuracy"]

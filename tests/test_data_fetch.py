@@ -12,12 +12,12 @@ from urllib.parse import unquote
 
 import pytest
 
-import analyses.replication
-import ppairs_lens.data.fetch as fetch_module
+import analyses.replication.run
+import analyses.replication.fetch as fetch_module
 import ppairs_lens.models.loading
 from analyses.cli import main
-from ppairs_lens.data.fetch import fetch_datasets, fetched_data_folder
-from ppairs_lens.data.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, RAW_BASE,
+from analyses.replication.fetch import fetch_datasets, fetched_data_folder
+from analyses.replication.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, RAW_BASE,
                                          SourceFile, source_url)
 from ppairs_lens.errors import FetchError
 
@@ -310,7 +310,7 @@ def clone(tmp_path, monkeypatch):
     monkeypatch.setattr(fetch_module, "PROVENANCE", SYNTHETIC)
     monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: "model")
     ran = {}
-    monkeypatch.setattr(analyses.replication, "run_replication", lambda cfg, **kw: ran.update(
+    monkeypatch.setattr(analyses.replication.run, "run_replication", lambda cfg, **kw: ran.update(
         {"replication" if cfg.datasets is None else "builtins": cfg}))
     return ran
 
@@ -334,7 +334,7 @@ def test_run_falls_back_to_the_builtins_when_the_fetch_fails(clone, tmp_path, mo
 
 def test_an_explicit_missing_data_folder_fetches_nothing(clone, tmp_path, monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(analyses.replication, "fetched_data_folder", lambda: calls.append(1))
+    monkeypatch.setattr(analyses.replication.run, "fetched_data_folder", lambda: calls.append(1))
     # a folder the user named is theirs: refused (exit 2), never replaced by a download
     assert main(["run", "--out", str(tmp_path / "out"), "--quick",
                  "--shared-data", str(tmp_path / "missing")]) == 2
@@ -363,7 +363,7 @@ def test_a_second_fetch_into_one_folder_is_refused_while_the_first_holds_it(tmp_
                                                                             capsys):
     from filelock import FileLock
 
-    from ppairs_lens.data.fetch import fetch_lock_path
+    from analyses.replication.fetch import fetch_lock_path
 
     to = tmp_path / "d"
     with FileLock(str(fetch_lock_path(to))):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import analyses.claims as claims
-from analyses.claims import CLAIMS, evaluate_claims
+import analyses.replication.claims as claims
+from analyses.replication.claims import CLAIMS, evaluate_claims
 from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL_AT_READOUT
 from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test
 from ppairs_lens.evaluation.power import equivalence_groups_needed, groups_needed

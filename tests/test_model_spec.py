@@ -48,7 +48,7 @@ def test_the_cli_options_make_the_spec():
 
 
 def test_experiment_configs_hold_a_spec_and_old_saved_configs_still_load():
-    from analyses.replication import ReplicationConfig
+    from analyses.replication.run import ReplicationConfig
 
     for cls in (ReplicationConfig,):
         cfg = cls(model=ModelSpec("org/m", dtype="bfloat16", device="cuda"))

@@ -8,10 +8,10 @@ from dataclasses import asdict, fields, is_dataclass
 
 import pytest
 
-from analyses import ablation, finetuning, insertion, ranking, replication_config, steering
+from analyses import ablation, finetuning, insertion, ranking, steering
 from analyses.cli import build_parser
-from analyses.replication_config import PRESETS, ReplicationConfig, replication_config as rc
-from ppairs_lens.data.replication_sets import ReplicationSizes
+from analyses.replication.config import PRESETS, ReplicationConfig, replication_config as rc
+from analyses.replication.sets import ReplicationSizes
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.presets import PRESET_NAMES, Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_N_BOOT
@@ -19,7 +19,7 @@ from ppairs_lens.judges.allure import AllureConfig
 
 #: Each experiment's presets and a config at its defaults.
 EXPERIMENTS = {
-    "replication": (replication_config.PRESETS, ReplicationConfig()),
+    "replication": (PRESETS, ReplicationConfig()),
     "ablation": (ablation.PRESETS, ablation.AblationConfig(stores=[])),
     "steering": (steering.PRESETS, steering.SteeringConfig(stores=[])),
     "insertion": (insertion.PRESETS, insertion.InsertionConfig()),

@@ -11,8 +11,8 @@ import pytest
 
 from analyses.ablation import AblationConfig
 from analyses.cli import build_parser
-from analyses.replication import ReplicationConfig, step_configs
-from analyses.replication_config import BUILTINS, replication_config
+from analyses.replication.run import ReplicationConfig, step_configs
+from analyses.replication.config import BUILTINS, replication_config
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.protocol import (

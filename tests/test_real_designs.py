@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from analyses.claims import evaluate_claims
+from analyses.replication.claims import evaluate_claims
 from analyses.insertion import published_row
-from analyses.replication_config import replication_config
+from analyses.replication.config import replication_config
 from analyses.thesis_tables import (
     ThesisTablesConfig,
     article_rho,
@@ -24,7 +24,7 @@ from ppairs_lens.data.climatex_predictions import (
 )
 from ppairs_lens.data.newsroom import clean_html, newsroom_dataset
 from ppairs_lens.data.records import Dataset, ScoredItem
-from ppairs_lens.data.replication_sets import (
+from analyses.replication.sets import (
     ADVERSARIAL_SUBSETS,
     NEWSROOM_ASPECTS,
     ReplicationSizes,

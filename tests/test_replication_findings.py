@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analyses.replication_findings import report_markdown, update_report
+from analyses.replication.findings import report_markdown, update_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -16,7 +16,7 @@ def test_the_report_equals_the_committed_summary():
     if summary.get("kind") != "replication":
         pytest.skip("figures/summary.json is not a replication summary")
     assert (REPO / "REPORT.md").read_text("utf-8") == report_markdown(summary), (
-        "REPORT.md is stale: run python -m analyses.replication_findings figures REPORT.md")
+        "REPORT.md is stale: run python -m analyses.replication.findings figures REPORT.md")
 
 
 def test_the_readme_links_the_report():

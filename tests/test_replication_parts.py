@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.replication_config import replication_config
+from analyses.replication.config import replication_config
 from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import ITEM1, ITEM2, TIE, Comparison, Dataset
-from ppairs_lens.data.replication_sets import (
+from analyses.replication.sets import (
     combine,
     items_within_contexts,
     replication_datasets,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from analyses import replication
-from analyses.replication import ReplicationConfig, run_replication
-from analyses.replication_config import replication_config
-from analyses.replication_findings import replication_markdown
+from analyses.replication import run as replication
+from analyses.replication.run import ReplicationConfig, run_replication
+from analyses.replication.config import replication_config
+from analyses.replication.findings import replication_markdown
 from ppairs_lens.evaluation.verdicts import Outcome
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("one_torch_thread")]

@@ -1,4 +1,4 @@
-"""The main job's table steps hand on typed rows (analyses/step_records.py): a row keeps the
+"""The main job's table steps hand on typed rows (analyses/replication/records.py): a row keeps the
 columns it had, in order, through the step cache and back from ``summary.json``; a column no
 row record knows is refused, naming it."""
 
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from analyses.step_records import (
+from analyses.replication.records import (
     AblationRows,
     InsertionRows,
     ShiftResult,

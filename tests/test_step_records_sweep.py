@@ -1,4 +1,4 @@
-"""The layer sweep and transfer steps hand on records (analyses/step_records_sweep.py): the
+"""The layer sweep and transfer steps hand on records (analyses/replication/records_sweep.py): the
 same record fresh and reused, and the JSON the summary and the claims read exactly as the
 step wrote it before the records (the committed ``figures/`` read back key for key)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analyses.step_records_sweep import (
+from analyses.replication.records_sweep import (
     CosineSummary,
     OtherScore,
     SweepEntry,

@@ -1,6 +1,6 @@
 """Records, not dicts or strings, cross the main job's step boundaries.
 
-Every step of the main job (each ``StudyRunner.step`` call in ``analyses/replication.py``) is a
+Every step of the main job (each ``StudyRunner.step`` call in ``analyses/replication/run.py``) is a
 named function whose return annotation declares a frozen dataclass, or a list, tuple or
 ``dict[str, ...]`` (keyed by dataset) of them; the runner rebuilds that type from its cache
 (:func:`ppairs_lens.io.records.record_from_data`), so a reused step hands on the same record
@@ -22,11 +22,11 @@ import pytest
 from ppairs_lens.io.records import is_record_type
 
 ROOT = Path(__file__).resolve().parent.parent
-MAIN_JOB = "analyses.replication"
+MAIN_JOB = "analyses.replication.run"
 
 #: Steps whose result is still JSON data, each with its reason (none now: the table steps
-#: hand on ``StepRows`` of typed rows, analyses/step_records.py; the layer sweep and transfer
-#: their ``SweepResult`` and ``TransferResult``, analyses/step_records_sweep.py).
+#: hand on ``StepRows`` of typed rows, analyses/replication/records.py; the layer sweep and transfer
+#: their ``SweepResult`` and ``TransferResult``, analyses/replication/records_sweep.py).
 KNOWN_UNTYPED: dict[str, str] = {}
 
 

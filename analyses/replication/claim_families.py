@@ -1,4 +1,4 @@
-"""The families of claims and the records the registry (``analyses/claims.py``) is made of.
+"""The families of claims and the records the registry (``analyses/replication/claims.py``) is made of.
 
 A :class:`Family` gives its claims' rule (beats, unchanged, changes), its smallest effect of
 interest δ with the reason for it, the bound of one group's difference (what the margin test

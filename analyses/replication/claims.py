@@ -15,7 +15,7 @@ a seed claim whose scope does not cover the run's model is *outside the claim's 
 statistic and interval reported, no verdict); a step the preset does not run is *not run in
 this preset*. A reader gives a difference, a claim test (its p-values) or a *not tested*
 verdict, never a verdict decided alone (refused). The paper's Table 1 and Appendix A claims
-and their readers: :mod:`ppairs_lens.evaluation.paper_claims`.
+and their readers: :mod:`analyses.replication.paper_claims`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from ppairs_lens.evaluation.claim_families import (
+from analyses.replication.claim_families import (
     FAMILIES,
     MIN_SORTED_ITEMS,
     SCOPES,
@@ -33,10 +33,10 @@ from ppairs_lens.evaluation.claim_families import (
     Family,
     Scope,
 )
-from ppairs_lens.evaluation.paper_claims import PAPER_READERS, our_paper_claims, paper_claims
+from analyses.replication.paper_claims import PAPER_READERS, our_paper_claims, paper_claims
 from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
-from ppairs_lens.evaluation.study_claims import ablation_tests, cosine_claim
+from analyses.replication.study_claims import ablation_tests, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
     NOT_RUN as NOT_RUN_OUTCOME,
     NO_SKILL,
@@ -289,7 +289,7 @@ def _registry() -> tuple[Claim, ...]:
 
 def per_layer(rows) -> list[dict]:
     """The layer sweep's per-layer accuracy rows of the kinds the layer claims read (Appendix
-    A: :mod:`ppairs_lens.evaluation.paper_claims`), as the claims need them."""
+    A: :mod:`analyses.replication.paper_claims`), as the claims need them."""
     keep = ("dataset", "kind", "layer", "metric", "value", "lo", "hi", "ci_counts", "n_test")
     return [{k: r.get(k) for k in keep} for r in rows if int(r["layer"]) >= 0
             and r.get("metric") == "accuracy" and r.get("kind") in PROBES]

@@ -4,7 +4,7 @@
 papers' groups, for a GPU) differ from the defaults, which are the ``demo`` (``make demo``,
 whose numbers are in ``figures/``); :data:`BUILTINS` is the other choice of datasets, the
 generated built-ins in place of the seed experiments' files (``--builtins``, or a clone
-without the data). :func:`analyses.replication.run_replication` runs any of them.
+without the data). :func:`analyses.replication.run.run_replication` runs any of them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ppairs_lens.data import BUILTIN_NAMES
-from ppairs_lens.data.replication_sets import (
+from analyses.replication.sets import (
     ADVERSARIAL_SUBSETS,
     NEWSROOM_ASPECTS,
     ReplicationSizes,

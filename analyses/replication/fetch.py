@@ -1,6 +1,6 @@
 """Downloading the replication's data files from their public sources, verified.
 
-:func:`fetch_datasets` lays the files of :data:`~ppairs_lens.data.provenance.PROVENANCE` out
+:func:`fetch_datasets` lays the files of :data:`~analyses.replication.provenance.PROVENANCE` out
 as in ``../shared/datasets`` (into the package cache by default), so the folder it fills
 stands in for that one. Each file is streamed into ``<file>.part``, its SHA-256 checked, and
 only then renamed onto its place: a reader finds a verified file or none, never half of one
@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from filelock import FileLock, Timeout
 
 from ppairs_lens.cache import cache_root
-from ppairs_lens.data.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, SourceFile,
+from analyses.replication.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, SourceFile,
                                          data_base, source_url)
 from ppairs_lens.errors import FetchError
 

@@ -2,9 +2,9 @@
 
 Every number here is read from the experiments' outputs (the same values their CSVs in
 ``figures/`` hold); the claims, their families (rule, δ, why) and the power table come from the
-claims registry (``analyses/claims.py``), which the main job runs on this summary: holds,
+claims registry (``analyses/replication/claims.py``), which the main job runs on this summary: holds,
 fails, inconclusive, or not tested at this size (with the size that would test it).
-``python -m analyses.replication_findings [figures] [REPORT.md]`` rewrites ``REPORT.md`` from
+``python -m analyses.replication.findings [figures] [REPORT.md]`` rewrites ``REPORT.md`` from
 ``figures/summary.json`` (``make demo`` does after the run); ``tests/test_replication_findings.py``
 checks they agree.
 """
@@ -28,7 +28,7 @@ __all__ = ["PVP_COLUMNS", "replication_markdown", "replication_summary", "report
 #: The head of ``REPORT.md``: the file is generated whole, so an edit by hand would be lost.
 REPORT_HEAD = ("# What the replication says about the model\n\n"
                "<!-- generated from figures/summary.json by python -m "
-               "analyses.replication_findings (make demo); do not edit -->\n")
+               "analyses.replication.findings (make demo); do not edit -->\n")
 
 
 def _f(x, fmt: str = ".3f") -> str:
@@ -72,7 +72,7 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
     """The run's numbers (``pvp``: the probes-vs-prompting rows; ``controls``: the controls'
     rows; ``environment``: versions, threads and CPU, by default this process's); the claims (``claims``, ``families``, ``power``,
     ``verdict_counts``) are added by the main job from the claims registry
-    (``analyses.claims.evaluate_claims``) on this summary and the sweep's."""
+    (``analyses.replication.claims.evaluate_claims``) on this summary and the sweep's."""
     return jsonable({
         # the built-ins' run (cfg.datasets named) has no published claim to report
         "kind": "replication" if getattr(cfg, "datasets", None) is None else "builtins",

@@ -1,5 +1,5 @@
 """The paper's Table 1 (transfer) and Appendix A (layer) claims of the claims registry
-(``analyses/claims.py``): their records and the readers that turn a run's rows into the
+(``analyses/replication/claims.py``): their records and the readers that turn a run's rows into the
 statistic each is decided on.
 
 * **Table 1** (the paper's claims for Llama 3.1 70B), per evaluated dataset, probes trained on
@@ -58,7 +58,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.claim_families import FAMILIES, Claim, Scope
+from analyses.replication.claim_families import FAMILIES, Claim, Scope
 from ppairs_lens.evaluation.verdicts import NOT_TESTED, ClaimTest, Difference, Verdict, claim_test
 
 __all__ = ["COMMON_SENSE", "PAPER_READERS", "TABLE1_DATASETS", "TEXT_QUALITY",

@@ -143,7 +143,7 @@ class SweepResult:
            per_layer: Iterable[Mapping[str, Any]]) -> SweepResult:
         """From the sweep's summary (``layer_sweep_summary.json``), its table's rows
         (``layer_sweep.csv``, numbers parsed: the baselines' and judges' are kept) and the
-        per-layer accuracy rows the claims read (:func:`analyses.claims.per_layer`)."""
+        per-layer accuracy rows the claims read (:func:`analyses.replication.claims.per_layer`)."""
         return record_from_data(cls, {
             **summary, "others": [_columns(OtherScore, r) for r in rows if int(r["layer"]) < 0],
             "per_layer": list(per_layer)}, cls.__name__)

@@ -1,5 +1,5 @@
 """The main job, the one runner (:func:`run_replication`) of the one config
-(:class:`~analyses.replication_config.ReplicationConfig`): the seed experiments of the thesis
+(:class:`~analyses.replication.config.ReplicationConfig`): the seed experiments of the thesis
 and the paper on their own data, or the same steps on the generated built-ins.
 
 With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` (what ``make
@@ -19,10 +19,10 @@ demo`` runs) does, on one model:
 10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
 11. controls with known answers on a built-in (:mod:`analyses.controls`), reported first;
 
-then ``summary.json``, from which ``REPORT.md`` is written (:mod:`analyses.replication_findings`),
+then ``summary.json``, from which ``REPORT.md`` is written (:mod:`analyses.replication.findings`),
 the published numbers beside ours. Sizes: the config's presets
-(:data:`~analyses.replication_config.PRESETS`, ``--quick`` / ``--full``). With the built-ins
-(:data:`~analyses.replication_config.BUILTINS`: ``--builtins``, or no data folder) the same
+(:data:`~analyses.replication.config.PRESETS`, ``--quick`` / ``--full``). With the built-ins
+(:data:`~analyses.replication.config.BUILTINS`: ``--builtins``, or no data folder) the same
 steps run on generated datasets; those that need a seed experiment's file (thesis tables,
 Figure 4's shift, finetuning, insertion) have nothing to do, and no published claim is tested.
 """
@@ -44,16 +44,16 @@ from analyses.insertion import InsertionConfig, run_insertion
 from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
 from analyses.steering import SteeringConfig, run_steering
-from analyses.step_records import (AblationRows, ControlRows, FinetuningRows, InsertionRows,
+from analyses.replication.records import (AblationRows, ControlRows, FinetuningRows, InsertionRows,
                                    PvPRows, ShiftResult, SteeringRows, ThesisRows)
-from analyses.step_records_sweep import SweepResult, TransferResult
-from analyses.claims import evaluate_claims, per_layer
-from analyses.replication_config import BUILTINS, ReplicationConfig, replication_config
-from analyses.replication_findings import replication_summary, replication_markdown
+from analyses.replication.records_sweep import SweepResult, TransferResult
+from analyses.replication.claims import evaluate_claims, per_layer
+from analyses.replication.config import BUILTINS, ReplicationConfig, replication_config
+from analyses.replication.findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
 from ppairs_lens.data.records import Dataset
-from ppairs_lens.data.replication_sets import (
+from analyses.replication.sets import (
     ReplicationSizes,
     comparison_names,
     replication_datasets,
@@ -61,7 +61,7 @@ from ppairs_lens.data.replication_sets import (
     summeval_names,
 )
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
-from ppairs_lens.data.fetch import fetched_data_folder
+from analyses.replication.fetch import fetched_data_folder
 from ppairs_lens.data.specs import load_dataset_spec
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
@@ -395,25 +395,3 @@ def cli(args, bridge=None) -> None:
         fields["settings"] = args.settings.but(test_size=PAPER_TEST_SIZE)
     cfg = replication_config(args.preset, **fields)
     run_replication(cfg, reuse=not getattr(args, "recompute", False), bridge=bridge)
-
-
-if __name__ == "__main__":  # python -m analyses.replication [FIGURES]: re-decide the claims
-    import argparse
-
-    from ppairs_lens.errors import PPairsError
-
-    ap = argparse.ArgumentParser(prog="python -m analyses.replication",
-                                 description=refresh.__doc__)
-    ap.add_argument("figures", nargs="?", default="figures")
-    fig_arg = ap.parse_args().figures
-    # A folder the run did not write, or wrote at another version, is the user's to fix: one
-    # line naming the file or field, as the CLI says it, never a traceback.
-    try:
-        refresh(fig_arg)
-    except PPairsError as e:
-        ap.exit(2, f"{ap.prog}: error: {' '.join(str(e).split())}\n")
-    except OSError as e:
-        ap.exit(2, f"{ap.prog}: error: {e.filename} cannot be read: {e.strerror}\n")
-    except KeyError as e:
-        ap.exit(2, f"{ap.prog}: error: the outputs in {fig_arg} lack the field {e}: they were "
-                   "written by another version; rerun it (make demo)\n")

@@ -41,7 +41,7 @@ ADVERSARIAL_SUBSETS: dict[str, str] = {
 @dataclass(frozen=True)
 class ReplicationSizes:
     """How much of each dataset a run reads (printed in every caption). The defaults are the
-    demo's; the main job's presets (``analyses.replication_config.PRESETS``) say how
+    demo's; the main job's presets (``analyses.replication.config.PRESETS``) say how
     ``quick`` and ``full`` differ."""
 
     # 24 articles: a held-out half of 12 on each aspect. The thesis's comparisons at effects

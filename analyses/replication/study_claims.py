@@ -1,6 +1,6 @@
 """The study-level claims drawn from an experiment's rows by the verdict tests.
 
-The replication's claims registry (``analyses.claims``) decides these two claims with them:
+The replication's claims registry (``analyses.replication.claims``) decides these two claims with them:
 
 * :func:`cosine_claim`: do the unsupervised directions agree across datasets? As the transfer
   step decided it (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`).

@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.claim_families import FAMILIES
-from ppairs_lens.evaluation.verdicts import Verdict, interval_verdict
+from ppairs_lens.evaluation.verdicts import ACCURACY_DELTA, Verdict, interval_verdict
 
 #: δ of a probe against any other predictor: the registry's "beats" families use the same.
-BEATS_DELTA: float = FAMILIES["probe vs prompting"].delta
+BEATS_DELTA: float = ACCURACY_DELTA
 
 __all__ = ["BASELINE_KINDS", "CHANCE", "JUDGE_KEYS", "TEXT_BASELINE_KEYS", "chance_flag", "dataset_table", "result_tables"]
 

@@ -27,14 +27,13 @@ from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS, bootstrap
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.evaluation.store_split import StoreSplit, pair_groups
-from ppairs_lens.evaluation.claim_families import FAMILIES
-from ppairs_lens.evaluation.verdicts import NO_SKILL, Verdict, interval_verdict
+from ppairs_lens.evaluation.verdicts import ACCURACY_DELTA, NO_SKILL, Verdict, interval_verdict
 
 __all__ = ["SHIFT_DELTA", "IN_DISTRIBUTION", "SHIFTED", "ScoredSet", "every_pair", "gap_verdict",
            "pooled_split", "scored_set", "shift_rows"]
 
-#: Smallest difference of drops worth reporting: the registry's "robustness to shift" δ.
-SHIFT_DELTA: float = FAMILIES["robustness to shift"].delta
+#: Smallest difference of drops worth reporting (the replication's "robustness to shift" δ).
+SHIFT_DELTA: float = ACCURACY_DELTA
 
 IN_DISTRIBUTION = "in distribution"
 SHIFTED = "shifted"

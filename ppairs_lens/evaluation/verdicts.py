@@ -61,7 +61,7 @@ from ppairs_lens.evaluation.power import (
 from ppairs_lens.evaluation.margin_test import margin_test
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
-__all__ = ["ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_RUN",
+__all__ = ["ACCURACY_DELTA", "ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_RUN",
            "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test",
            "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
            "groups_to_decide", "holm", "intersection_test", "interval_note", "interval_p",
@@ -70,6 +70,10 @@ __all__ = ["ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
 ALPHA = 0.05
+#: The smallest gap in pairwise accuracy worth reporting (one pair in 20): a smaller gap
+#: between two judges would not change which one to use. The commands' own tables decide
+#: "beats" with it; the replication's claim families state theirs beside their reasons.
+ACCURACY_DELTA: float = 0.05
 #: The kinds of claim and the rule each gets (module doc).
 CLAIM_KINDS = ("beats", "unchanged", "changes")
 

@@ -1,6 +1,6 @@
 """The runner of a study's steps: one output folder, timings, progress, reuse of finished steps.
 
-A study (the main job, ``analyses.replication``) is a list of steps. Each step's result
+A study (the main job, ``analyses.replication.run``) is a list of steps. Each step's result
 is remembered in the output folder (:class:`ppairs_lens.io.step_cache.StepCache`) under a key
 of its inputs (config, store fingerprints) and the code, so an interrupted or repeated study
 redoes only what changed; the runner times every step and shows one progress bar for all.
