@@ -28,6 +28,7 @@ from analyses.cli_args import (
     check_args,
     check_layer,
     finite_float,
+    finite_number,
     load_model_from_args,
     positive_int,
     seed_int,
@@ -84,7 +85,7 @@ def _add_generate(sub) -> None:
     add_model_options(p)
     p.add_argument("--probe", required=True, metavar="DIR",
                    help="a saved probe, sweep or direction: folder or Hub repo id")
-    p.add_argument("--alpha", type=finite_float, nargs="+", required=True, metavar="A",
+    p.add_argument("--alpha", type=finite_number, nargs="+", required=True, metavar="A",
                    help="steering strengths, in units of the median activation norm at the "
                         "hook over the prompts' tokens (0, unsteered, is always shown)")
     p.add_argument("--prompt", nargs="+", required=True, metavar="TEXT")
@@ -342,8 +343,18 @@ def _check_finetune(args) -> None:
 #: Per command: its experiment's own config checks, run on the arguments alone (no stores
 #: yet), so that what the config would refuse after the harvest is refused before the model
 #: loads.
+def _check_generate(args) -> None:
+    """Strengths in units of the activations' median norm are bounded before the model loads;
+    a raw strength once that norm is measured (``generate.cli``)."""
+    from ppairs_lens.interventions.steering import check_alpha
+
+    if not args.raw_alpha:
+        for a in args.alpha:
+            check_alpha(a, f"--alpha {a:g}")
+
+
 CONFIG_CHECKS = {"transfer": _check_transfer, "steer": _check_steer,
-                 "finetune": _check_finetune}
+                 "finetune": _check_finetune, "generate": _check_generate}
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

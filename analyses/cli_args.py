@@ -19,7 +19,8 @@ from ppairs_lens.evaluation.protocol import QUICK_MAX_PAIRS, QUICK_N_BOOT
 __all__ = ["OneLineParser", "QUICK_CAPPED", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands",
            "add_dataset_options", "add_eval_settings", "add_hooks", "add_judges", "add_kinds",
            "add_layer", "add_model_options", "add_seed", "add_split", "add_template",
-           "check_args", "check_layer", "eval_settings_from_args", "finite_float", "load_model_from_args",
+           "check_args", "check_layer", "eval_settings_from_args", "finite_float",
+           "finite_number", "load_model_from_args",
            "positive_int", "preset_name", "seed_int", "share", "DEFAULT_SHARED_DATA"]
 
 SPLITS = ("auto", "context", "item", "pair")
@@ -237,6 +238,18 @@ def add_hooks(p: argparse.ArgumentParser) -> None:
                    help="read-outs: hook names, presets (paper, full) or glob patterns such as "
                         "'blocks.*.hook_resid_pre' (default: every block's hook_resid_post and "
                         "ln_final.hook_out)")
+
+
+def finite_number(text: str) -> float:
+    """A finite number (``generate --alpha``: its bound depends on ``--raw-alpha``, checked
+    before the model loads where it can be, :func:`analyses.cli` ``_check_generate``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
 
 def finite_float(text: str) -> float:

@@ -243,8 +243,9 @@ def cli(args, bridge) -> None:
     train, test = load(args.train), load(args.test)
     check_one_kind([*train, *test])     # before any harvest
     split = args.settings.split_kwargs()
-    small = [w for w in (*(undecidable_at_size(pair_info(d), d.name, **split) for d in train),
-                         *(undecidable_at_size(pair_info(d), d.name, test_size=None)
+    pooled = " + ".join(d.name for d in train)      # the training files' held-out pairs pool
+    small = [w for w in (undecidable_at_size([pair_info(d) for d in train], pooled, **split),
+                         *(undecidable_at_size([pair_info(d)], d.name, test_size=None)
                            for d in test)) if w]
     if small:        # said before any model work, so the limits can change first
         print("cannot be decided at these sizes:", *(f"  {w}" for w in small), sep="\n",

@@ -167,6 +167,9 @@ def cli(args, bridge) -> None:
     src = steering_source(bridge, args.probe, kind=args.kind, hook=args.hook)
     tokens = prompt_tokens(bridge, args.prompt, args.chat)
     median = norm_unit(bridge, tokens, src.hook)
+    if not median > 0:
+        raise PPairsError(f"the activations at {src.hook} have median norm {median:g} over the "
+                          "prompts: no unit to measure a steering strength in; use --raw-alpha")
     scale = 1.0 if args.raw_alpha else median
     for a in args.alpha:  # a raw strength is bounded relative to the activations it is added to
         check_alpha(a / median if args.raw_alpha else a, "--alpha" + (

@@ -317,7 +317,8 @@ def cli(args, bridge) -> None:
                   if f != "none")
     limits = dict(getattr(args, "judge_max_pairs", None) or ())
     where = {"template": args.template, "names": args.hooks}
-    small = [w for d in datasets if (w := undecidable_at_size(pair_info(d), d.name, **split))]
+    small = [w for d in datasets
+             if (w := undecidable_at_size([pair_info(d)], d.name, **split))]
     if small:        # said before any model work, so the limits can change first
         print("cannot be decided at these sizes:", *(f"  {w}" for w in small), sep="\n",
               flush=True)

@@ -230,7 +230,7 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
 def _no_model_methods(results: dict, train_groups: Mapping[str, Mapping[str, ScoredItem]],
                       train: Dataset, eval_items: Mapping[str, Mapping[str, ScoredItem]],
                       want: set[str], info: dict) -> None:
-    """The surface (length) and memorisation rankings, fitted on the training contexts."""
+    """The length and memorisation rankings, fitted on the training contexts."""
     if "length" in want:
         t0 = time.perf_counter()
         sign, rho = length_sign(train_groups)

@@ -156,3 +156,18 @@ def test_warnings_print_one_line_without_a_source_line(capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == "ppairs-lens: warning: three pairs of Numbers have no text: skipped"
     assert not any("warnings.warn(" in line for line in err)
+
+
+def test_generate_bounds_a_strength_in_its_own_unit(tmp_path, capsys, monkeypatch):
+    """In units of the median norm, 1e39 is refused before a model loads; a raw strength
+    above the absolute bound parses, to be bounded against the norm it is added to."""
+    from analyses.cli import build_parser
+
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model",
+                        lambda *a, **k: pytest.fail("a model was loaded"))
+    assert main(["generate", "--probe", str(tmp_path), "--alpha", "1e39",
+                 "--prompt", "Hi"]) == 2
+    assert "--alpha 1e+39" in capsys.readouterr().err
+    args = build_parser().parse_args(["generate", "--probe", "p", "--alpha", "2e4",
+                                      "--raw-alpha", "--prompt", "Hi"])
+    assert args.alpha == [2e4]

@@ -77,12 +77,9 @@ def test_a_kind_registered_twice_or_unknown_is_refused(new_kind):
 @pytest.mark.parametrize("kind", ["pca", "mass_mean", "ccs"])
 def test_each_builtin_kind_fitted_alone_equals_the_sweep(kind):
     x, y = _planted(n=40, layers=2, d=8, seed=1)
-    kw = {"n_epochs": 50, "n_tries": 2} if kind == "ccs" else {}
-    sweep = fit_sweep(x, y, kinds=(kind,)) if kind != "ccs" else None
+    sweep = fit_sweep(x, y, kinds=(kind,))
     for layer in range(2):
-        alone = make_probe(kind, **kw).fit(x[:, :, layer], y)
-        if sweep is not None:
-            np.testing.assert_allclose(sweep.directions[kind][layer].numpy(),
-                                       alone.direction_, atol=1e-9)
-        else:
-            assert np.isfinite(alone.ccs_loss_) and alone.score(x[:, :, layer], y) > 0.5
+        alone = make_probe(kind).fit(x[:, :, layer], y)
+        # CCS is gradient descent from seeded starts: alike to its optimiser's tolerance
+        np.testing.assert_allclose(sweep.directions[kind][layer].numpy(), alone.direction_,
+                                   atol=1e-9 if kind != "ccs" else 1e-4)

@@ -112,3 +112,22 @@ def test_refresh_refuses_an_output_changed_since_the_run(tmp_path, edit):
                      else "\n".join(lines[:-3]) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="layer_sweep.csv.*changed since the run"):
         replication.refresh(fig)
+
+
+def test_refresh_refuses_outputs_that_name_the_length_baseline_surface(tmp_path):
+    """A run from before the length baseline had its one name: re-deciding it would leave
+    that baseline out of every "beats every baseline" claim without a word."""
+    import shutil
+
+    from ppairs_lens.errors import DataError
+
+    fig = tmp_path / "figures"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "figures", fig)
+    s = json.loads((fig / "summary.json").read_text())
+    s.pop("outputs_sha256")          # an older run: no checksums either
+    (fig / "summary.json").write_text(json.dumps(s))
+    table = fig / "layer_sweep.csv"
+    table.write_text(table.read_text(encoding="utf-8").replace(",length,", ",surface,"),
+                     encoding="utf-8")
+    with pytest.raises(DataError, match="layer_sweep.csv.*'surface'.*rerun"):
+        replication.refresh(fig)

@@ -198,3 +198,17 @@ def test_shift_prints_its_plan_estimate_and_progress(shifted):
     assert out.count("model time left") >= 1
     assert "model steps, measured vs estimated:" in out
     assert "judges estimated" in out
+
+
+def test_a_second_shift_run_plans_no_model_work(shifted, tiny, capsys, monkeypatch):
+    """Everything the first run did is on disk: the plan says so for every step, the shifted
+    sets' judges included (remembered as <form>_every_pair)."""
+    _, tmp = shifted
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    assert main(["shift", "--train", "larger_number@Numbers",
+                 "--test", "story_sentiment@Stories", "alphabetical@Alphabet order",
+                 "--max-pairs", "60", "--n-boot", "50", "--stores", str(tmp / "stores"),
+                 "--out", str(tmp / "again")]) == 0
+    plan = capsys.readouterr().out.split("estimated model time")[0].split("plan:")[1]
+    steps = [line for line in plan.splitlines() if line.strip()]
+    assert steps and all("on disk, reused" in line for line in steps), steps

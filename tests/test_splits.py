@@ -271,8 +271,11 @@ def test_a_size_that_cannot_decide_anything_is_named_before_the_work():
     from ppairs_lens.evaluation.store_split import undecidable_at_size
 
     small = load_dataset_spec("larger_number", max_pairs=8)
-    why = undecidable_at_size(pair_info(small), small.name, test_size=0.5, seed=0)
+    why = undecidable_at_size([pair_info(small)], small.name, test_size=0.5, seed=0)
     assert why and "4 test groups" in why and "6 groups are needed" in why and "0.125" in why
     enough = load_dataset_spec("larger_number", max_pairs=40)
-    assert undecidable_at_size(pair_info(enough), enough.name, test_size=0.5, seed=0) is None
-    assert undecidable_at_size(pair_info(small), small.name, test_size=None) is None
+    assert undecidable_at_size([pair_info(enough)], enough.name, test_size=0.5, seed=0) is None
+    assert undecidable_at_size([pair_info(small)], small.name, test_size=None) is None
+    # two such files pooled (shift's training side): 8 groups, enough
+    assert undecidable_at_size([pair_info(small)] * 2, "both", test_size=0.5, seed=0) is None
+    assert "no untied test pair" in undecidable_at_size([[]], "empty", test_size=None)

@@ -319,6 +319,11 @@ def refresh(figures: str | Path = "figures") -> dict:
             raise DataError("changed since the run wrote it (its SHA-256 is not the one "
                             "summary.json recorded: re-saved, or rows deleted): restore it or "
                             "rerun the run (make demo)", file=str(fig / name))
+    kinds = {r.get("kind") for r in csv.DictReader(open(fig / "layer_sweep.csv",
+                                                          encoding="utf-8"))}
+    if "surface" in kinds:   # re-deciding would drop the length baseline from every claim
+        raise DataError("names the length baseline 'surface', as runs before it was named "
+                        "'length' did; rerun it (make demo)", file=str(fig / "layer_sweep.csv"))
     num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
     rows = []
     for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):

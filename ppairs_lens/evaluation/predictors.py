@@ -100,7 +100,7 @@ def short(key: str) -> str:
 
 
 #: What figures draw beside the predictors: the null directions.
-_REFERENCE_COLOURS = {"random": "#bcbd22"}
+_REFERENCE_COLOURS = {"random": "#aec7e8"}
 
 
 def colour(key: str) -> str:

@@ -236,26 +236,33 @@ def covered_test_pairs(sp: StoreSplit, by_pair: Mapping[str, float] | None
     return idx, np.array([float(by_pair[sp.pairs_test[i].pair_id]) for i in idx])
 
 
-def undecidable_at_size(pairs: Sequence[PairInfo], name: str, *, test_size: float | None,
-                        split_by: str = "auto", seed: int = 0, alpha: float = 0.05
-                        ) -> str | None:
-    """Before any work: why no comparison on ``name``'s held-out pairs (``test_size`` None:
-    all its pairs, a shifted set) can be decided at this size, with the size that could;
-    None when it can. A comparison is decided on one difference per test leak group; with
-    ``k`` groups the exact sign-flip test's smallest two-sided p is ``2 * 2^-k``, so fewer
-    than :func:`~ppairs_lens.evaluation.sign_flip.groups_for_p` ``(alpha / 2)`` groups cannot
+def undecidable_at_size(parts: Sequence[Sequence[PairInfo]], name: str, *,
+                        test_size: float | None, split_by: str = "auto", seed: int = 0,
+                        alpha: float = 0.05) -> str | None:
+    """Before any work: why no comparison on ``name``'s held-out pairs can be decided at this
+    size, with the size that could; None when it can. ``parts``: the pairs of each file
+    pooled into ``name`` (each split on its own, as ``shift`` pools its training files);
+    ``test_size`` None: all their pairs (a shifted set). A comparison is decided on one
+    difference per test leak group; with ``k`` groups the exact sign-flip test's smallest
+    two-sided p is ``2 * 2^-k``, so fewer than
+    :func:`~ppairs_lens.evaluation.sign_flip.groups_for_p` ``(alpha / 2)`` groups cannot
     decide anything however large the effect."""
-    keep = [p for p in pairs if p.label != TIE]
-    if test_size is None:
-        k, n = len({p.group for p in keep}), len(keep)
-    else:
-        untied, _, _, test, _ = untied_split(pairs, test_size=test_size, split_by=split_by,
-                                             seed=seed)
-        k, n = len({untied[i].group for i in test}), len(untied)
+    k = n = 0
+    for pairs in parts:
+        if test_size is None:
+            keep = [p for p in pairs if p.label != TIE]
+            k, n = k + len({p.group for p in keep}), n + len(keep)
+        else:
+            untied, _, _, test, _ = untied_split(pairs, test_size=test_size,
+                                                 split_by=split_by, seed=seed)
+            k, n = k + len({untied[i].group for i in test}), n + len(untied)
     need = groups_for_p(alpha / 2)
     if k >= need:
         return None
-    more = int(np.ceil(n * need / max(k, 1)))
+    if k == 0:
+        return (f"{name}: no untied test pair at this size, so nothing on it can be decided; "
+                f"{need} test leak groups are needed")
+    more = int(np.ceil(n * need / k))
     return (f"{name}: {k} test group{'s' if k != 1 else ''} (leak groups) at this size, so no "
             f"comparison on it can be decided (the smallest p a test on {k} group differences "
             f"can give is {2 * 0.5 ** k:.3g}, not below {alpha}); {need} groups are needed, "

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.pair_info import pair_info
 from ppairs_lens.activations.pipeline import finished_store, store_template
 from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
 from ppairs_lens.activations.prompts import ContrastPair, build_contrast_pairs, default_template
-from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.store_split import split_records
 from ppairs_lens.judges.held_out import (
@@ -178,8 +178,12 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
         steps.append(PlannedStep(d.name, "harvest",
                                  tuple(build_contrast_pairs(bridge.tokenizer, d, tpl)),
                                  store is not None))
-        demos, test = (split_records(pair_info(d), d, **split)[:2] if split is not None
-                       else (train, d))
+        if split is not None:
+            demos, test = split_records(pair_info(d), d, **split)[:2]
+        else:            # every untied pair, as judge_every_pair judges them
+            untied = {p.pair_id for p in pair_info(d) if p.label != TIE}
+            test = replace(d, records=[r for r in d.records if r.pair_id in untied])
+            demos = train if train is not None else test
         cache = judge_cache(judge_cache_dir(store)) if store is not None else None
         for form in forms:
             kw = {"max_pairs": (max_pairs or {}).get(form), "k": k,
@@ -188,7 +192,8 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
                 part, prompts = form_prompts(bridge.tokenizer, form, demos, test, tpl, **kw)
             except DataError:  # the judge itself will say why it is skipped
                 continue
-            done = cache is not None and cache.has(form, judge_cache_key(
+            name = form if split is not None else f"{form}_every_pair"
+            done = cache is not None and cache.has(name, judge_cache_key(
                 cache, form, model=store.meta.model, prompts=prompts, records=part, **kw))
             steps.append(PlannedStep(d.name, form, tuple(prompts), done))
     return steps

@@ -156,7 +156,7 @@ class PairProbe(BaseEstimator):
 
     kind: ClassVar[str] = ""
     label: ClassVar[str] = ""
-    colour: ClassVar[str] = "#9467bd"
+    colour: ClassVar[str] = "#393b79"
     in_default_sweep: ClassVar[bool] = True
     reads_sides: ClassVar[bool] = False
     #: [P(item 2), P(item 1)]: column order of predict_proba, sklearn-style.
@@ -456,7 +456,9 @@ class CCSProbe(ScaledDirectionProbe):
         return w / w.norm(dim=-1, keepdim=True), {"ccs_loss": loss}
 
 
-#: Probe kinds the sweep fits by default, and every registered kind.
+#: Probe kinds the sweep fits by default, and every built-in kind, as registered when this
+#: module was imported (a kind registered later is fitted when named: ``fit_sweep(kinds=...)``,
+#: ``make_probe``).
 PROBE_KINDS: tuple[str, ...] = tuple(k for k, c in KINDS.items() if c.in_default_sweep)
 ALL_PROBE_KINDS: tuple[str, ...] = tuple(KINDS)
 

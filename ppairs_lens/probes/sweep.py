@@ -41,6 +41,7 @@ from ppairs_lens.probes.estimators import (
     KINDS,
     PROBE_KINDS,
     DirectionBatch,
+    ScaledDirectionProbe,
     check_classes,
     is_degenerate,
     make_probe,
@@ -253,6 +254,9 @@ def fit_sweep(
     for k in kinds:
         if k not in KINDS:
             raise ProbeError(f"unknown probe kind {k!r}; choose from {tuple(KINDS)}")
+        if k != "supervised" and not issubclass(KINDS[k], ScaledDirectionProbe):
+            raise ProbeError(f"probe kind {k!r} learns its own weights (no batched directions):"
+                             " fit it one layer at a time with make_probe")
     if not kinds:
         raise ProbeError("no probe kinds requested")
     x_all = _check_sweep_acts(acts)
@@ -303,7 +307,7 @@ def fit_sweep(
                 if cls.reads_sides:  # the centred sides, layers first: [l, n, d]
                     xs = x_all[:, :, sl].to(dev, torch.float64)
                     sides = ((xs[:, 0] - mp).transpose(0, 1), (xs[:, 1] - mn).transpose(0, 1))
-                v, _ = cls.directions(DirectionBatch(diffs, y_int, shared, sides, seed))
+                v, _ = cls.directions(DirectionBatch(diffs, y_int.to(dev), shared, sides, seed))
                 v, proj = orient_to_targets(v, diffs, y)
                 directions[k][sl] = v.cpu()
                 projections[k][sl] = proj
