@@ -138,6 +138,14 @@ def test_unchanged_by_tost_and_changes_only_fails_by_equivalence():
     assert out["changes"] == [FAILS, HOLDS, INCONCLUSIVE]
 
 
+def test_a_change_inside_the_margin_is_unchanged_not_a_failure():
+    """A small shift shown to be non-zero but inside ±δ: the "unchanged" claim holds (the
+    margin is what "unchanged" means), the "changes" claim fails."""
+    inside = _boot(0.02, 0.01, 0.03)
+    assert decide_family([claim_test(inside, "unchanged", 0.05)])[0].outcome == HOLDS
+    assert decide_family([claim_test(inside, "changes", 0.05)])[0].outcome == FAILS
+
+
 # ------------------------------------------------------------------ records and power
 
 def test_verdicts_are_typed_records_end_to_end():

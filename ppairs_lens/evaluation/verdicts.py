@@ -420,8 +420,12 @@ def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) ->
         if h and f and t.kind == "beats":
             v = Verdict(BEATS_LESS, f"above 0 (Holm p {ah:.3g}) and below the margin "
                         f"{t.delta:g} (Holm p {af:.3g})", rule, ev, t.method)
-        elif h and f:               # "changes": shown, but within ±δ, which is no change
+        elif h and f and t.kind == "changes":   # shown, but within ±δ, which is no change
             v = Verdict(FAILS, f"a change is shown (Holm p {ah:.3g}) but within ±{t.delta:g} "
+                        f"(Holm p {af:.3g}): smaller than the margin is no change", rule, ev,
+                        t.method)
+        elif h and f:               # "unchanged": within ±δ, though not exactly 0
+            v = Verdict(HOLDS, f"within ±{t.delta:g} (Holm p {ah:.3g}), though not exactly 0 "
                         f"(Holm p {af:.3g}): smaller than the margin is no change", rule, ev,
                         t.method)
         elif h:
