@@ -15,6 +15,7 @@ from pathlib import Path
 
 from analyses.cli_args import (
     OneLineParser,
+    add_calibration,
     add_data_commands,
     add_dataset_options,
     add_eval_settings,
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_template(p)
     add_kinds(p, "probe kinds (default: supervised pca mass_mean)")
     add_judges(p, default=("zero_shot",), aliases=("--judge",))
+    add_calibration(p)
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
                         ("transfer", "cross-dataset transfer and cosine similarity of directions"),
@@ -170,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
         if name in ("sweep", "transfer"):
             add_judges(p)
+            add_calibration(p)
         if name == "sweep":
             add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
                          "at every read-out on the validation split too, slower)")

@@ -16,7 +16,8 @@ from pathlib import Path
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.protocol import QUICK_MAX_PAIRS, QUICK_N_BOOT
 
-__all__ = ["OneLineParser", "QUICK_CAPPED", "QUICK_MAX_PAIRS", "SPLITS", "add_data_commands",
+__all__ = ["OneLineParser", "QUICK_CAPPED", "QUICK_MAX_PAIRS", "SPLITS", "add_calibration",
+           "add_data_commands",
            "add_dataset_options", "add_eval_settings", "add_hooks", "add_judges", "add_kinds",
            "add_layer", "add_model_options", "add_seed", "add_split", "add_template",
            "check_args", "check_layer", "eval_settings_from_args", "finite_float",
@@ -226,6 +227,15 @@ def add_judges(p: argparse.ArgumentParser, default: tuple[str, ...] | None = Non
                    metavar="FORM=N",
                    help="run a judge form on at most N held-out pairs (whole contexts, seeded), "
                         "e.g. few_shot=40 (its long prompts cost most)")
+
+
+def add_calibration(p: argparse.ArgumentParser) -> None:
+    """``--no-calibration``: time no prompts before the work; the estimate uses the rates an
+    earlier run measured on this model, device and thread count, and leaves out the rest."""
+    p.add_argument("--no-calibration", action="store_true",
+                   help="skip timing a few prompts before the work: the estimate uses the "
+                        "rates remembered from an earlier run on this model and device "
+                        "(measured rates are remembered in the cache's rates.json)")
 
 
 def add_template(p: argparse.ArgumentParser) -> None:

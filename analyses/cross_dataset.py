@@ -230,7 +230,8 @@ def cli(args, bridge) -> None:
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.judges.held_out import held_out_judge_scores
-    from ppairs_lens.judges.run_estimate import estimate_run, plan_held_out_run
+    from ppairs_lens.judges.run_estimate import (estimate_run, plan_held_out_run,
+                                                 remembered_rates)
 
     specs = args.datasets or list(BUILTIN_NAMES)
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
@@ -240,7 +241,8 @@ def cli(args, bridge) -> None:
     where = {"template": args.template, "names": args.hooks}
     steps = plan_held_out_run(bridge, datasets, args.stores, split=split, forms=forms,
                               max_pairs=limits, **where)
-    print("plan:", *estimate_run(bridge, steps, names=args.hooks).lines(), sep="\n",
+    print("plan:", *estimate_run(bridge, steps, names=args.hooks, remembered=remembered_rates(),
+                                 measure=not args.no_calibration).lines(), sep="\n",
           flush=True)
     stores = [ensure_store(bridge, d, args.stores, **where) for d in datasets]
     names = unique_names(stores)

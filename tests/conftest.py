@@ -72,3 +72,16 @@ def small_comparisons(n: int = 10, with_context: bool = True):
                                context=ctx, context_id=f"c{i % 2}" if ctx else None))
     return Dataset("small", "comparison", recs, aspect="larger", item_name="number",
                    context_name="note")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def rates_in_a_temporary_file(tmp_path_factory):
+    """The commands remember measured rates in the user cache; the suite keeps its own (so a
+    test's plan never depends on what another run on this machine measured)."""
+    import ppairs_lens.judges.run_estimate as run_estimate
+
+    mp = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("rates") / "rates.json"
+    mp.setattr(run_estimate, "remembered_rates", lambda: path)
+    yield path
+    mp.undo()

@@ -125,3 +125,28 @@ def test_the_estimate_counts_the_tokens_the_runner_plans(tiny):
     assert "x2.00" in left and f"~{2 * est.seconds:.0f} s" in left
     assert est.seconds == pytest.approx(planned_tokens(pairs, harvest=True)
                                         * est.seconds_per_token["harvest"])
+
+
+def test_measured_rates_are_remembered_and_a_run_may_skip_measuring(tiny, tmp_path):
+    """A rate measured once for this model, device, kind and thread count is reused (nothing
+    timed, said so); without measuring, a kind with no remembered rate is left out, said so;
+    the time spent measuring counts in the printed total."""
+    from ppairs_lens.activations.prompts import build_contrast_pairs
+    from ppairs_lens.data.builtin import builtin_dataset
+    from ppairs_lens.judges.run_estimate import PlannedStep, estimate_run, rate_key
+
+    pairs = build_contrast_pairs(tiny.tokenizer, builtin_dataset("larger_number", n=20))
+    steps = [PlannedStep("d", "harvest", tuple(pairs))]
+    rates = tmp_path / "rates.json"
+    skipped = estimate_run(tiny, steps, remembered=rates, measure=False)
+    assert skipped.unmeasured == ("harvest",) and skipped.seconds == 0.0
+    assert "not measured (--no-calibration" in skipped.lines()[-1] and not rates.exists()
+    first = estimate_run(tiny, steps, remembered=rates)
+    assert first.timing_seconds > 0 and rate_key(tiny, "harvest") in rates.read_text()
+    assert f"~{first.seconds + first.timing_seconds:.0f} s" in first.lines()[-1]
+    again = estimate_run(tiny, steps, remembered=rates, measure=False)
+    assert again.remembered == ("harvest",) and again.unmeasured == ()
+    assert again.seconds_per_token == first.seconds_per_token
+    assert "as an earlier run on this model measured" in again.lines()[-1]
+    rates.write_text('{"%s": "fast"}' % rate_key(tiny, "harvest"))   # not a rate: measured
+    assert estimate_run(tiny, steps, remembered=rates).remembered == ()

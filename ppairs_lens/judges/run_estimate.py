@@ -14,15 +14,20 @@ and no-model baselines is not a model pass and is not in the estimate.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
 
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.pair_info import pair_info
 from ppairs_lens.activations.pipeline import finished_store, store_template
 from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
 from ppairs_lens.activations.prompts import ContrastPair, build_contrast_pairs, default_template
+from ppairs_lens.activations.runner import model_device
 from ppairs_lens.data.records import TIE, Dataset
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.store_split import split_records
@@ -32,10 +37,13 @@ from ppairs_lens.judges.held_out import (
     judge_cache_dir,
     judge_cache_key,
 )
+from ppairs_lens.io.json_fields import read_json_object
+from ppairs_lens.io.outputs import write_json
 from ppairs_lens.judges.zero_shot import choice_logodds_of
+from ppairs_lens.models.loading import model_name
 
 __all__ = ["PlannedStep", "RunEstimate", "SAMPLE_PROMPTS", "estimate_run", "plan_held_out_run",
-           "planned_tokens"]
+           "planned_tokens", "rate_key", "remembered_rates"]
 
 #: Prompts of each step kind run and timed to measure its time per token.
 SAMPLE_PROMPTS = 4
@@ -83,6 +91,8 @@ class RunEstimate:
     steps: tuple[PlannedStep, ...]
     seconds_per_token: dict[str, float]
     timing_seconds: float = 0.0      # what measuring the rates cost
+    remembered: tuple[str, ...] = ()    # kinds whose rate an earlier run measured
+    unmeasured: tuple[str, ...] = ()    # kinds left unmeasured on request (no rate known)
 
     def step_seconds(self, step: PlannedStep) -> float:
         return 0.0 if step.done else step.tokens * self.seconds_per_token.get(step.kind, 0.0)
@@ -99,10 +109,18 @@ class RunEstimate:
             out.append(f"  {s.dataset:32s} {s.kind:10s} {len(s.prompts):5d} prompts "
                        f"{s.tokens:8d} tokens  {state}")
         rates = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.seconds_per_token.items())
-        how = (f"{rates} per token, measured on {SAMPLE_PROMPTS} prompts in "
-               f"{self.timing_seconds:.0f} s; " if rates else "every model step on disk; ")
-        out.append(f"estimated model time: ~{self.seconds:.0f} s ({how}fitting probes and "
-                   "baselines not included)")
+        measured = [k for k in self.seconds_per_token if k not in self.remembered]
+        how = (f"{rates} per token; " if rates else "every model step on disk; ")
+        if measured:
+            how += (f"{', '.join(measured)} measured on {SAMPLE_PROMPTS} prompts in "
+                    f"{self.timing_seconds:.0f} s (counted in the total); ")
+        if self.remembered:
+            how += f"{', '.join(self.remembered)} as an earlier run on this model measured; "
+        if self.unmeasured:
+            how += (f"{', '.join(self.unmeasured)} not measured (--no-calibration, no earlier "
+                    "rate): left out; ")
+        out.append(f"estimated model time: ~{self.seconds + self.timing_seconds:.0f} s ({how}"
+                   "fitting probes and baselines not included)")
         return out
 
 
@@ -134,21 +152,59 @@ class RunEstimate:
 TIMED_AS = {"zero_shot": "harvest"}
 
 
+def remembered_rates() -> Path:
+    """Where the commands remember measured rates: the user cache's ``rates.json`` (checked
+    writable before any timing)."""
+    from ppairs_lens.cache import writable_cache_root
+
+    return writable_cache_root() / "rates.json"
+
+
+def rate_key(bridge, kind: str) -> str:
+    """What a measured time per token depends on: the model, its device, the step kind and
+    the threads a CPU runs it on."""
+    return (f"{model_name(bridge)} | {model_device(bridge)} | {kind} | "
+            f"{torch.get_num_threads()} threads")
+
+
+def _known_rates(path: Path | None) -> dict[str, float]:
+    """The rates an earlier run remembered in ``path`` (a value that is no positive finite
+    number is measured again)."""
+    if path is None or not Path(path).is_file():
+        return {}
+    return {k: float(v) for k, v in read_json_object(path).items()
+            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0}
+
+
 def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
-                 sample: int = SAMPLE_PROMPTS) -> RunEstimate:
+                 sample: int = SAMPLE_PROMPTS, remembered: str | Path | None = None,
+                 measure: bool = True) -> RunEstimate:
     """Measure each step kind's time per token on ``sample`` of its first pending step's own
     prompts (one warm-up pass of one prompt first; a kind in :data:`TIMED_AS` takes the
     other's time where that was measured) and return the run's estimate, with the seconds
-    the timing itself took (``timing_seconds``). ``names``: the harvest's read-outs."""
+    the timing itself took (``timing_seconds``). ``names``: the harvest's read-outs.
+    ``remembered``: a JSON file of rates by :func:`rate_key`: a rate found there is reused
+    (no timing), one measured here is added; ``measure`` False: nothing is timed, a kind
+    without a remembered rate is left out of the estimate (and said to be)."""
     start = time.perf_counter()
     pending = [s for s in steps if not s.done and s.prompts]
+    known = _known_rates(remembered)
     rates: dict[str, float] = {}
+    reused, unmeasured, learned = [], [], {}
     warmed = False
     for s in pending:
-        if s.kind in rates:
+        if s.kind in rates or s.kind in unmeasured:
             continue
         if TIMED_AS.get(s.kind) in rates:
             rates[s.kind] = rates[TIMED_AS[s.kind]]
+            continue
+        key = rate_key(bridge, s.kind)
+        if key in known:
+            rates[s.kind] = known[key]
+            reused.append(s.kind)
+            continue
+        if not measure:
+            unmeasured.append(s.kind)
             continue
         part = list(s.prompts[:sample])
         if not warmed:  # the first pass pays one-off costs (allocation, kernel choice)
@@ -158,7 +214,11 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
         _run(bridge, s.kind, part, names)
         rates[s.kind] = (time.perf_counter() - t0) / max(
             planned_tokens(part, harvest=s.kind == "harvest"), 1)
-    return RunEstimate(tuple(steps), rates, time.perf_counter() - start)
+        learned[key] = rates[s.kind]
+    if remembered is not None and learned:
+        write_json(remembered, {**known, **learned})
+    return RunEstimate(tuple(steps), rates, time.perf_counter() - start, tuple(reused),
+                       tuple(unmeasured))
 
 
 def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=None, names=None,
