@@ -3,6 +3,7 @@
 from benchmarks import (
     ablation_directions,
     bench_attention,
+    bench_estimate,
     bench_harvest,
     bench_judge_study,
     bench_judges,
@@ -17,6 +18,7 @@ if __name__ == "__main__":
     bench_attention.main([])
     bench_judges.main([])
     bench_judge_study.main([])
+    bench_estimate.main([])
     bench_sweep.main([])
     bench_memory.main([])
     ablation_directions.main([])
