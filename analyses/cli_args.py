@@ -263,17 +263,12 @@ def finite_number(text: str) -> float:
 
 
 def finite_float(text: str) -> float:
-    """A steering strength (``--alphas``, ``--alpha``): a finite number within
-    :data:`~ppairs_lens.interventions.steering.MAX_ALPHA` (``nan`` and ``inf`` parse as floats
-    but are no coefficient; ``1e39`` overflows the activations)."""
+    """A steering strength (``--alphas``, ``--alpha``): a finite number (:func:`finite_number`)
+    within :data:`~ppairs_lens.interventions.steering.MAX_ALPHA` (``1e39`` overflows the
+    activations)."""
     from ppairs_lens.interventions.steering import check_alpha
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    value = finite_number(text)
     try:
         return check_alpha(value, text)
     except PPairsError as e:

@@ -8,7 +8,7 @@ contrast covariance (:func:`covariance_mean_abs_cos`), since the residual stream
 anisotropic. The transfer step's own verdict holds when the statistic beats both nulls; not
 beating them is no evidence of disagreement, so that is *inconclusive*, never *fails*. For the
 claims registry (paper Figure 5, which can fail) the evidence also carries a percentile
-interval on the statistic from resampling the datasets (:func:`dataset_bootstrap_ci`) and the
+interval on the statistic from resampling the datasets (:func:`dataset_bootstrap_cis`) and the
 nulls' means: the claims are decided on mean |cos| minus its null's mean, one dataset a group.
 """
 
@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float
 
-from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.evaluation.bootstrap import intervals
 from ppairs_lens.evaluation.verdicts import HOLDS, INCONCLUSIVE, NOT_TESTED, Verdict, beats_chance
 
 __all__ = ["cosine_agreement_verdict", "cosine_rule", "covariance_mean_abs_cos",
-           "dataset_bootstrap_ci", "median_abs_pairwise_cos",
+           "dataset_bootstrap_cis", "median_abs_pairwise_cos",
            "isotropic_mean_abs_cos", "mean_abs_pairwise_cos", "permutation_p"]
 
 
@@ -78,14 +78,14 @@ def covariance_mean_abs_cos(features: Sequence[Float[np.ndarray, "n d"]], n_sim:
     return np.concatenate(out)
 
 
-def dataset_bootstrap_ci(directions: Float[np.ndarray, "m d"], n_boot: int = 2000,
-                         seed: int = 0, statistic: str = "mean") -> tuple[float, float]:
-    """A 95% percentile interval on the ``statistic`` ("mean" or "median") of |cos| over
-    pairs, resampling the datasets (the unit: each gives one direction;
-    :func:`ppairs_lens.evaluation.bootstrap.bootstrap`): a resample's pairs are those of two
+def dataset_bootstrap_cis(directions: Float[np.ndarray, "m d"], n_boot: int = 2000,
+                          seed: int = 0) -> dict[str, tuple[float, float]]:
+    """95% percentile intervals on the mean and the median |cos| over pairs, on one set of
+    resamples of the datasets (the unit: each gives one direction;
+    :func:`ppairs_lens.evaluation.bootstrap.intervals`): a resample's pairs are those of two
     draws of *different* datasets, each pair weighted by how often both were drawn, so a
-    direction is never counted against itself. Below 20 datasets the interval is shown but
-    decides nothing (and with 2 it is of zero width half the time)."""
+    direction is never counted against itself. Below 20 datasets the intervals are shown but
+    decide nothing (and with 2 they are of zero width half the time)."""
     u = np.asarray(directions, dtype=float)
     u = u / np.linalg.norm(u, axis=1, keepdims=True)
     c = np.abs(u @ u.T)
@@ -106,9 +106,8 @@ def dataset_bootstrap_ci(directions: Float[np.ndarray, "m d"], n_boot: int = 200
             out = vals[np.minimum((cum < half).sum(axis=1), len(vals) - 1)]
         return np.where(cum[:, -1] > 0, out, np.nan)
 
-    ci = bootstrap({"mean": mean, "median": median}[statistic], len(u), n_boot=n_boot,
-                   seed=seed)
-    return ci["lo"], ci["hi"]
+    ci = intervals({"mean": mean, "median": median}, len(u), n_boot=n_boot, seed=seed)
+    return {k: (v["lo"], v["hi"]) for k, v in ci.items()}
 
 
 def permutation_p(observed: float, null: Float[np.ndarray, "n"]) -> float:
@@ -162,9 +161,9 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
     obs = mean_abs_pairwise_cos(dirs)
     iso = isotropic_mean_abs_cos(len(keep), dirs.shape[1], n_sim, seed)
     ev.update(mean_abs_cos=obs, n_pairs=len(list(combinations(keep, 2))),
-              n_datasets=len(keep), mean_abs_cos_ci=dataset_bootstrap_ci(dirs, n_sim, seed),
-              median_abs_cos=median_abs_pairwise_cos(dirs),
-              median_abs_cos_ci=dataset_bootstrap_ci(dirs, n_sim, seed, "median"),
+              n_datasets=len(keep), median_abs_cos=median_abs_pairwise_cos(dirs),
+              **{f"{k}_abs_cos_ci": v for k, v in dataset_bootstrap_cis(dirs, n_sim,
+                                                                         seed).items()},
               isotropic_mean=float(iso.mean()),
               isotropic_p99=float(np.quantile(iso, 0.99)), p_isotropic=permutation_p(obs, iso))
     cov = None
