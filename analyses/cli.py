@@ -18,6 +18,7 @@ from analyses.cli_args import (
     add_calibration,
     add_data_commands,
     add_dataset_options,
+    add_max_pairs,
     add_eval_settings,
     add_hooks,
     add_judges,
@@ -134,8 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "path, path:aspect, built-in name; @Name to name one)")
     p.add_argument("--test", nargs="+", required=True, metavar="SPEC",
                    help="shifted files, every pair of each scored")
-    p.add_argument("--max-pairs", type=positive_int, default=None,
-                   help="use at most this many pairs of each file (whole contexts, seeded)")
+    add_max_pairs(p, "file")
     p.add_argument("--stores", default="stores", help="root folder of activation stores")
     p.add_argument("--out", default="figures", help="folder for the table and figure")
     add_eval_settings(p)

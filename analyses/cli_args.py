@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from ppairs_lens.errors import PPairsError
@@ -70,6 +71,44 @@ def positive_int(text: str) -> int:
     return _whole_number(text, 1)
 
 
+def pair_limit(text: str) -> tuple[str | None, int]:
+    """``N`` (every dataset) or ``NAME=N`` (the dataset of that name): one ``--max-pairs``
+    entry."""
+    name, sep, n = text.rpartition("=")
+    if not sep:
+        return None, positive_int(text)
+    if not name.strip():
+        raise argparse.ArgumentTypeError(f"expected N or NAME=N, got {text!r}")
+    return name.strip(), positive_int(n)
+
+
+class PairLimitsAction(argparse.Action):
+    """``--max-pairs N NAME=N ...`` as one :class:`~ppairs_lens.data.specs.PairLimits`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ppairs_lens.data.specs import PairLimits
+
+        bare = [n for name, n in values if name is None]
+        if len(bare) > 1:
+            raise argparse.ArgumentError(self, f"one limit for every dataset at most, got "
+                                               f"{' '.join(map(str, bare))}")
+        try:
+            limits = PairLimits(bare[0] if bare else None,
+                                tuple((name, n) for name, n in values if name is not None))
+        except ValueError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        setattr(namespace, self.dest, limits)
+
+
+def add_max_pairs(p: argparse.ArgumentParser, what: str = "dataset") -> None:
+    p.add_argument("--max-pairs", nargs="+", type=pair_limit, action=PairLimitsAction,
+                   default=None, metavar="N|NAME=N",
+                   help=f"use at most N pairs of each {what} (whole contexts, in one seeded "
+                        "order), or of the one named NAME (its @Name, else its file's name); "
+                        "every limit of a file shares its store: a smaller one reads pairs "
+                        "a larger one harvested")
+
+
 def seed_int(text: str) -> int:
     """A seed: a whole number >= 0 (numpy's generators refuse negative seeds, which would
     surface only after the harvest)."""
@@ -125,8 +164,7 @@ def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
     else:
         p.add_argument("--dataset", required=True,
                        help="built-in name or a path (path:aspect for scored-items files)")
-    p.add_argument("--max-pairs", type=positive_int, default=None,
-                   help="use at most this many pairs (whole contexts, seeded)")
+    add_max_pairs(p)
     p.add_argument("--stores", default="stores", help="root folder of activation stores")
 
 
@@ -294,7 +332,7 @@ def check_args(args) -> None:
     ``run``'s presets and data folder, dataset specs (loaded), the template against each
     dataset. ``--quick`` without ``--max-pairs`` caps the pairs here."""
     from ppairs_lens.activations.template_files import check_template_fits
-    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.data.specs import PairLimits, load_dataset_spec
     from ppairs_lens.io.atomic import check_output_folder
 
     for flag in ("out", "stores", "save_probes"):
@@ -308,9 +346,10 @@ def check_args(args) -> None:
     if "none" in judges and len(set(judges)) > 1:
         raise PPairsError(f"--judges none cannot be combined with other forms "
                           f"({' '.join(j for j in judges if j != 'none')})")
-    if (getattr(args, "quick", False) and getattr(args, "max_pairs", None) is None
-            and args.command in QUICK_CAPPED):
-        args.max_pairs = QUICK_MAX_PAIRS
+    limits = getattr(args, "max_pairs", None)
+    if (getattr(args, "quick", False) and args.command in QUICK_CAPPED
+            and (limits is None or limits.default is None)):
+        args.max_pairs = replace(limits or PairLimits(), default=QUICK_MAX_PAIRS)
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
                                                                    or [])
     specs = [*specs, *(getattr(args, "train", None) or []), *(getattr(args, "test", None) or [])]
@@ -331,6 +370,21 @@ def check_args(args) -> None:
     if getattr(args, "train", None) and getattr(args, "test", None):
         _check_shift_sets(args.train, args.test, loaded)
     _check_names(loaded)
+    _check_limit_names(getattr(args, "max_pairs", None), loaded)
+
+
+def _check_limit_names(limits, loaded: dict) -> None:
+    """A named ``--max-pairs`` must name a dataset of the command (a misspelt name would
+    leave that dataset unlimited)."""
+    from ppairs_lens.data.specs import limit_names
+
+    if limits is None or not limits.named:
+        return
+    names = sorted({n for d in loaded.values() for n in limit_names(d)})
+    for name in limits.unknown(names):
+        raise PPairsError(f"--max-pairs {name}={limits.of(name)}: no dataset here is named "
+                          f"{name!r} (the names: {', '.join(names) or 'none'}); use a dataset's "
+                          "@Name or its file's name")
 
 
 #: Untied pairs a shifted (test) set needs for a drop to be measured at all.
@@ -399,6 +453,9 @@ def _check_run(args) -> None:
         raise PPairsError("--full sizes the replication to the papers' data, but --builtins or "
                           "--datasets runs the main job on the built-ins, which has no such "
                           "size: drop one")
+    if getattr(args, "max_pairs", None) is not None and args.max_pairs.named:
+        raise PPairsError("run takes one --max-pairs for every dataset (its --builtins or "
+                          "--datasets), not NAME=N")
     if builtins or not root.is_dir():
         return  # the main job on the built-ins (the folder is not read)
     if getattr(args, "max_pairs", None) is not None:

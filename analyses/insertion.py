@@ -32,6 +32,7 @@ from ppairs_lens.data.item_sampling import (
     stratified_by_score,
     training_comparisons,
 )
+from ppairs_lens.data.specs import spec_limit
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
@@ -403,8 +404,9 @@ def cli(args, bridge=None) -> None:
         return
     cfg = at_preset(InsertionConfig(path=specs[0], model=args.model, settings=args.settings,
                                     verbose=True, layer=args.layer), PRESETS, args.preset)
-    if args.max_pairs:  # an option given wins over the preset
-        cfg = dataclasses.replace(cfg, max_train_pairs=args.max_pairs)
+    # a limit given wins over the preset
+    if (limit := spec_limit(args.max_pairs, specs[0])) is not None:
+        cfg = dataclasses.replace(cfg, max_train_pairs=limit)
     if bridge is None:
         from ppairs_lens.models.loading import load_model
         from ppairs_lens.models.spec import ModelSpec

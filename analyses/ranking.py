@@ -40,6 +40,7 @@ from typing import Any
 from analyses.ranking_plots import plot_ranking
 from ppairs_lens.data.item_sampling import items_by_context, training_comparisons
 from ppairs_lens.data.records import Dataset, ScoredItem
+from ppairs_lens.data.specs import spec_limit
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import spearman
 from ppairs_lens.evaluation.presets import Preset, at_preset
@@ -388,8 +389,9 @@ def cli(args, bridge=None) -> None:
     for spec in specs:
         cfg = at_preset(RankingConfig(dataset=spec, model=args.model, settings=args.settings,
                                       verbose=True, layer=args.layer), PRESETS, args.preset)
-        if args.max_pairs:  # an option given wins over the preset
-            cfg = dataclasses.replace(cfg, max_train_pairs_per_context=args.max_pairs)
+        # a limit given wins over the preset
+        if (limit := spec_limit(args.max_pairs, spec)) is not None:
+            cfg = dataclasses.replace(cfg, max_train_pairs_per_context=limit)
         cfgs.append(cfg)
     if bridge is None:
         from ppairs_lens.models.loading import load_model

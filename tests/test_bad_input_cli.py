@@ -155,3 +155,22 @@ def test_max_pairs_the_seed_files_would_ignore_is_refused(no_model, tmp_path, ca
                    "--out", str(tmp_path / "o")], capsys)
     assert "--max-pairs sizes the built-ins or --datasets files" in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("limits, message", [
+    (["30", "40"], "one limit for every dataset at most, got 30 40"),
+    (["=3"], "expected N or NAME=N"),
+    (["Alpha=0"], "must be at least 1"),
+    (["Alpha=3", "Alpha=4"], "a pair limit is given twice for Alpha"),
+    (["Beta=3"], "--max-pairs Beta=3: no dataset here is named 'Beta'"),
+])
+def test_bad_pair_limits_are_named(no_model, tmp_path, capsys, limits, message):
+    err = refused(["sweep", "--datasets", "alphabetical@Alpha", "--out", str(tmp_path / "o"),
+                   "--max-pairs", *limits], capsys)
+    assert message in err
+
+
+def test_run_takes_one_pair_limit(no_model, tmp_path, capsys):
+    err = refused(["run", "--builtins", "--max-pairs", "larger_number=30",
+                   "--out", str(tmp_path / "o")], capsys)
+    assert "run takes one --max-pairs for every dataset" in err

@@ -105,7 +105,7 @@ def test_harvest_honours_hooks_template_shards_and_quick(loads, tmp_path, capsys
     assert run(["harvest", "--dataset", "larger_number", "--quick",
                 "--stores", str(tmp_path / "q")]) == 0
     (meta,) = (tmp_path / "q").rglob("metadata.json")
-    assert json.loads(meta.read_text())["n_pairs"] == QUICK_MAX_PAIRS
+    assert ActivationStore.open(meta.parent).n_pairs == QUICK_MAX_PAIRS
     assert [c[0].torch_dtype for c in loads] == [torch.float32] * 2
 
 

@@ -150,3 +150,31 @@ def test_measured_rates_are_remembered_and_a_run_may_skip_measuring(tiny, tmp_pa
     assert "as an earlier run on this model measured" in again.lines()[-1]
     rates.write_text('{"%s": "fast"}' % rate_key(tiny, "harvest"))   # not a rate: measured
     assert estimate_run(tiny, steps, remembered=rates).remembered == ()
+
+
+def test_limits_per_dataset_and_a_smaller_limit_reuses_the_harvest(tiny_loads, tmp_path, capsys,
+                                                                    monkeypatch):
+    import ppairs_lens.activations.pipeline as pipeline
+    from ppairs_lens.activations.store import ActivationStore
+
+    argv = ["sweep", "--datasets", "larger_number", "alphabetical@Alpha", "--n-boot", "30",
+            "--judges", "none", "--stores", str(tmp_path / "stores"), "--out",
+            str(tmp_path / "out")]
+    assert main([*argv, "--max-pairs", "40", "Alpha=50"]) == 0
+    first = capsys.readouterr().out
+    assert "larger_number-n40s0" in first and "Alpha" in first
+    stores = sorted(p.parent for p in (tmp_path / "stores").rglob("metadata.json"))
+    assert [ActivationStore.open(p).n_pairs for p in stores] == [50, 40]  # alphabetical first
+
+    def never(*a, **k):
+        raise AssertionError("harvested again")
+
+    monkeypatch.setattr(pipeline, "harvest_with_judge", never)
+    assert main([*argv, "--max-pairs", "larger_number=30", "Alpha=44"]) == 0
+    second = capsys.readouterr().out
+    assert "larger_number-n30s0" in second
+    plan = second.split("estimated model time")[0]
+    assert "harvest" in plan and "on disk, reused" in plan
+    assert sorted(p.parent for p in (tmp_path / "stores").rglob("metadata.json")) == stores
+    with pytest.raises(AssertionError, match="harvested again"):  # a larger limit adds pairs
+        main([*argv, "--max-pairs", "Alpha=60"])

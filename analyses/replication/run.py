@@ -391,7 +391,7 @@ def cli(args, bridge=None) -> None:
                   extra=list(args.extra), out=args.out, stores=args.stores,
                   settings=args.settings)
     if args.max_pairs is not None:  # an option given wins over the preset's size
-        fields["max_pairs"] = args.max_pairs
+        fields["max_pairs"] = args.max_pairs.default
     if builtins:
         names = BUILTINS["datasets"]
         fields.update(BUILTINS, datasets=(*names, *(d for d in args.datasets or []

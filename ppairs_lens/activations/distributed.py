@@ -63,7 +63,7 @@ def harvest_shard_spec(model: ModelSpec, dataset: Dataset, out: str, shard: tupl
     # Shards already on disk are skipped by the harvest: note them to report only new ones.
     done: set[int] = set()
     if (Path(out) / "metadata.json").exists():
-        prior = ActivationStore.open(out)
+        prior = ActivationStore.open(out, whole=True)
         done = set(range(prior.n_shards)) - set(prior.missing_shards())
     store = harvest_dataset(bridge, dataset, out, template=template, shard_size=shard_size,
                             shard=shard, settings=settings, progress=False)
@@ -127,7 +127,9 @@ def harvest_with_ray(
     finally:
         if started:
             ray.shutdown()
-    store = ActivationStore.open(out)
+    from ppairs_lens.activations.pipeline import read_as
+
+    store = read_as(ActivationStore.open(out, whole=True), data)
     if not store.complete:
         raise StoreError(f"{out}: the workers finished but shards {store.missing_shards()[:10]} "
                          "are missing; re-run to finish them")

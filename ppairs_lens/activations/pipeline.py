@@ -1,5 +1,9 @@
 """Run a dataset through a model into an activation store, resumably and shard by shard.
 
+A dataset drawn by a seeded pair limit (``sampled_from``) is stored as the whole dataset in the
+limit's order, harvested as far as the limit reaches, and read as a view of its own pairs: a
+smaller limit later reads what a larger one harvested, a larger one harvests only what it adds.
+
 Every shard also keeps the prompted judge's log-odds on its pairs' prompts, read in the
 harvest's own passes (:func:`ppairs_lens.activations.harvest.harvest_with_judge`), so the
 judges need not run those prompts again."""
@@ -10,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -40,10 +44,41 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
+def stored_rows(dataset: Dataset) -> tuple[Dataset, list[int] | None]:
+    """``(the dataset a store holds, the positions of dataset's records in it)``: a limit's
+    whole dataset (``sampled_from``) when every record is the one at its pair id there, else
+    the dataset itself (rows None: all of it, in order)."""
+    if dataset.sampled_from is None:
+        return dataset, None
+    whole = dataset.sampled_from.whole
+    at = {r.pair_id: i for i, r in enumerate(whole.records)}
+    rows = [at.get(r.pair_id) for r in dataset.records]
+    if (len(at) != len(whole.records) or len(set(rows)) != len(rows) or dataset.kind != whole.kind
+            or any(i is None or whole.records[i] != r for i, r in zip(rows, dataset.records))):
+        return dataset, None
+    return whole, rows
+
+
+def read_as(store: ActivationStore, dataset: Dataset) -> ActivationStore:
+    """``store`` (opened whole) read as ``dataset``: the view of its records where a limit
+    drew it, else the store itself."""
+    return _as_dataset(store, dataset, stored_rows(dataset)[1])
+
+
+def _as_dataset(store: ActivationStore, dataset: Dataset, rows: list[int] | None
+                ) -> ActivationStore:
+    """The store read as ``dataset``: a view of its rows, or the store itself."""
+    if rows is None:
+        return store
+    return store.view(rows, dataset=dataset.name, dataset_fingerprint=dataset.fingerprint())
+
+
 def default_store_path(root: str | Path, model: str, dataset: Dataset, template: Template,
                        hook_names: Sequence[str] | None = None) -> Path:
-    """``root/<model>/<dataset>-<fingerprint>-<template hash>``: one folder per harvest; read-outs
-    other than the default (``hook_names``) add ``-h<hash of the names>``."""
+    """``root/<model>/<dataset>-<fingerprint>-<template hash>``: one folder per harvest (a
+    limit's whole dataset, :func:`stored_rows`); read-outs other than the default
+    (``hook_names``) add ``-h<hash of the names>``."""
+    dataset = stored_rows(dataset)[0]
     folder = f"{_slug(dataset.name)}-{dataset.fingerprint()[:8]}-{template_hash(template)[:8]}"
     if hook_names is not None:
         folder += "-h" + hashlib.sha256(json.dumps(list(hook_names)).encode()).hexdigest()[:8]
@@ -60,21 +95,56 @@ def parse_shard(spec: str | None) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+@dataclass
+class _Prepared:
+    """A harvest's store (the whole dataset's), the rows the dataset reads, the contrast
+    pairs built so far, and the held lock of its shard spec."""
+
+    store: ActivationStore
+    dataset: Dataset
+    rows: list[int] | None
+    built: list            # contrast pairs of the stored pairs up to the last one read
+    named: dict
+    lock: FileLock
+
+    def view(self) -> ActivationStore:
+        return _as_dataset(self.store, self.dataset, self.rows)
+
+    def todo(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[int, int, int]]:
+        """``(shard, first pair to compute, stop)`` for each shard of the spec this dataset
+        still needs."""
+        i, n = shard
+        need = self.view()
+        out = []
+        for k in need.missing_shards():
+            if k % n == i:
+                start, stop = need.needed_range(k)
+                out.append((k, self.store.written_stop(k) or start, stop))
+        return out
+
+    def pairs(self, start: int, stop: int) -> list:
+        return self.built[start:stop]
+
+
 def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | None,
               shard_size: int, settings: HarvestSettings, names, shard: tuple[int, int] = (0, 1)
-              ) -> tuple[ActivationStore, list, dict, FileLock]:
-    """(store created or reopened, its contrast pairs, read-out keywords, the held lock of
-    this shard spec: two harvests of one shard spec at once are refused, not interleaved)."""
+              ) -> _Prepared:
+    """The store created or reopened for ``dataset`` (its whole dataset's, where a limit drew
+    it), holding the lock of this shard spec: two harvests of one spec at once are refused,
+    not interleaved."""
     template = template or default_template(dataset)
-    pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
+    whole, rows = stored_rows(dataset)
+    need = len(whole) if rows is None else max(rows, default=-1) + 1
+    built = build_contrast_pairs(bridge.tokenizer, replace(whole, records=whole.records[:need]),
+                                 template)
     hooks = readout_names(bridge, names)  # checked before anything is written
     meta = StoreMeta(
         model=model_name(bridge),
-        dataset=dataset.name,
-        dataset_fingerprint=dataset.fingerprint(),
-        dataset_source=dataset.source,
-        aspect=dataset.aspect,
-        kind=dataset.kind,
+        dataset=whole.name,
+        dataset_fingerprint=whole.fingerprint(),
+        dataset_source=whole.source,
+        aspect=whole.aspect,
+        kind=whole.kind,
         template=template.describe(),
         template_hash=template_hash(template),
         hook_names=tuple(hooks),
@@ -84,6 +154,9 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
         readout_widths=(width,) * len(hooks),
         dtype=str(settings.out_dtype).removeprefix("torch."),
         shard_size=shard_size,
+        sampling=None if rows is None else {
+            "seed": dataset.sampled_from.seed, "per_context": dataset.sampled_from.per_context,
+            "file_order": list(dataset.sampled_from.file_order)},
         harvest_settings={k: str(v) for k, v in asdict(settings).items()},
         model_dtype=model_dtype(bridge),
     )
@@ -97,12 +170,13 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
         raise StoreError(f"{out} is being written by another harvest (shard {i}/{n}; lock file "
                          f"{lock.lock_file}); wait for it, or give this one another --shard") from None
     try:
-        store = ActivationStore.create(out, meta, pair_info(dataset))
+        store = ActivationStore.create(out, meta, pair_info(whole))
     except BaseException:
         lock.release()
         raise
     # default read-outs: no names passed, so the store's harvest reads the model's defaults
-    return store, pairs, ({} if names is None else {"names": hooks}), lock
+    return _Prepared(store, dataset, rows, built, {} if names is None else {"names": hooks},
+                     lock)
 
 
 def harvest_dataset(
@@ -124,26 +198,26 @@ def harvest_dataset(
     ``"blocks.*.hook_resid_pre"``; default every block's resid_post and the final norm),
     recorded in the store's metadata as exact names in forward order.
 
-    Shards already complete are skipped, so a killed harvest resumes where it stopped.
+    Shards already complete are skipped, so a killed harvest resumes where it stopped; a
+    dataset drawn by a pair limit shares its whole dataset's store with every other limit
+    (:func:`stored_rows`) and is returned as a view of its own pairs.
     ``shard=(i, n)`` does only the store shards ``k`` with ``k % n == i``: n processes (a SLURM
     array, a shell loop) fill one store without collisions. Two harvests of the same shard
     spec at once are refused by a lock rather than interleaved.
     """
-    i, n = shard
-    store, pairs, named, lock = _prepared(bridge, dataset, out, template, shard_size,
-                                          settings, names, shard)
+    prep = _prepared(bridge, dataset, out, template, shard_size, settings, names, shard)
     try:
-        todo = [k for k in store.missing_shards() if k % n == i]
-        total = sum(store.shard_range(k)[1] - store.shard_range(k)[0] for k in todo)
-        bar = tqdm(total=total, desc=f"harvest {dataset.name}", unit="pair", disable=not progress)
-        for k in todo:
-            got = harvest_with_judge(bridge, pairs[slice(*store.shard_range(k))], settings,
-                                     progress=bar.update, **named)
-            store.write_shard(k, got.acts, got.judge_logodds)
+        todo = prep.todo(shard)
+        bar = tqdm(total=sum(b - a for _, a, b in todo), desc=f"harvest {dataset.name}",
+                   unit="pair", disable=not progress)
+        for k, start, stop in todo:
+            got = harvest_with_judge(bridge, prep.pairs(start, stop), settings,
+                                     progress=bar.update, **prep.named)
+            prep.store.write_shard(k, got.acts, got.judge_logodds, start=start)
         bar.close()
     finally:
-        lock.release()
-    return store
+        prep.lock.release()
+    return prep.view()
 
 
 def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template | None]], *,
@@ -154,32 +228,31 @@ def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template 
     ``k`` of every store runs in one pass, so prompts that share a context across datasets
     (one article asked about four aspects) compute it once. Each store stays resumable per
     shard, exactly as :func:`harvest_dataset` leaves it."""
-    prepared = []
+    prepared: list[_Prepared] = []
     try:
         for d, out, t in jobs:
             prepared.append(_prepared(bridge, d, out, t, shard_size, settings, names))
-        todo = sorted({k for s, *_ in prepared for k in s.missing_shards()})
-        total = sum(s.shard_range(k)[1] - s.shard_range(k)[0]
-                    for s, *_ in prepared for k in s.missing_shards())
+        todo = [{k: (a, b) for k, a, b in p.todo()} for p in prepared]
+        total = sum(b - a for t in todo for a, b in t.values())
         label = jobs[0][0].name if len(jobs) == 1 else f"{len(jobs)} datasets"
         bar = tqdm(total=total, desc=f"harvest {label}", unit="pair", disable=not progress)
-        named = prepared[0][2]
-        for k in todo:
-            parts = [(s, pairs[slice(*s.shard_range(k))]) for s, pairs, _, _ in prepared
-                     if k in s.missing_shards()]
-            got = harvest_with_judge(bridge, [p for _, ps in parts for p in ps], settings,
+        named = prepared[0].named
+        for k in sorted({k for t in todo for k in t}):
+            parts = [(p, t[k][0], p.pairs(*t[k]))
+                     for p, t in zip(prepared, todo) if k in t]
+            got = harvest_with_judge(bridge, [x for _, _, ps in parts for x in ps], settings,
                                      progress=bar.update, **named)
             ld = got.judge_logodds
             at = 0
-            for s, ps in parts:
-                s.write_shard(k, got.acts[at:at + len(ps)],
-                              None if ld is None else ld[at:at + len(ps)])
+            for p, start, ps in parts:
+                p.store.write_shard(k, got.acts[at:at + len(ps)],
+                                    None if ld is None else ld[at:at + len(ps)], start=start)
                 at += len(ps)
         bar.close()
     finally:
-        for *_, lock in prepared:
-            lock.release()
-    return [s for s, *_ in prepared]
+        for p in prepared:
+            p.lock.release()
+    return [p.view() for p in prepared]
 
 
 def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
@@ -191,10 +264,10 @@ def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
     paths = [default_store_path(root, model_name(bridge), d, default_template(d))
              for d in datasets]
     out: list[ActivationStore | None] = []
-    for p in paths:
+    for d, p in zip(datasets, paths):
         done = None
         if (p / "metadata.json").exists():
-            s = ActivationStore.open(p)
+            s = _as_dataset(ActivationStore.open(p, whole=True), d, stored_rows(d)[1])
             if s.complete and s.meta.model == model_name(bridge) \
                     and s.hook_names == default_readouts(bridge):
                 done = s
@@ -223,11 +296,33 @@ def finished_store(bridge, dataset: Dataset, root: str | Path, *,
     path = default_store_path(root, model_name(bridge), dataset, template,
                               None if hooks == default_readouts(bridge) else hooks)
     if (path / "metadata.json").exists():
-        store = ActivationStore.open(path)
+        store = _as_dataset(ActivationStore.open(path, whole=True), dataset,
+                            stored_rows(dataset)[1])
         if (store.complete and store.meta.model == model_name(bridge)
                 and store.hook_names == hooks):
             return path, store
     return path, None
+
+
+def pending_records(bridge, dataset: Dataset, root: str | Path, *,
+                    template: Template | None = None, names: str | Sequence[str] | None = None
+                    ) -> list[int]:
+    """Positions of ``dataset``'s records that :func:`ensure_store` would still harvest (none
+    once its store is complete; those past what another limit harvested otherwise)."""
+    template = template or default_template(dataset)
+    hooks = readout_names(bridge, names)
+    path = default_store_path(root, model_name(bridge), dataset, template,
+                              None if hooks == default_readouts(bridge) else hooks)
+    everything = list(range(len(dataset)))
+    if not (path / "metadata.json").exists():
+        return everything
+    store = ActivationStore.open(path, whole=True)
+    if store.meta.model != model_name(bridge) or store.hook_names != hooks:
+        return everything
+    rows = stored_rows(dataset)[1] or everything
+    size = int(store.meta.shard_size)
+    stops = {k: store.written_stop(k) for k in {r // size for r in rows}}
+    return [i for i, r in enumerate(rows) if (stops[r // size] or 0) <= r]
 
 
 def ensure_store(

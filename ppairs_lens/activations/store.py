@@ -18,6 +18,14 @@ and renamed, so a crash never leaves a half shard that is read later, and a rest
 redoes only the missing shards. Per-tensor checksums let a reader verify exactly the layers it
 reads, without reading the whole store.
 
+Shard ``k`` holds pairs ``k * shard_size`` up to the next shard's first, or fewer: a store of a
+seeded order of a dataset (:func:`ppairs_lens.data.specs.subsample_by_context`) is harvested
+only as far as the largest pair limit asked of it, and a larger limit later extends its last
+shard (rewritten whole: it stops counting until the new one is written). A limit reads the
+store as a *view* (:meth:`ActivationStore.view`): its own pairs, in its own order, under its
+own dataset name, so every limit of one dataset shares one store and no harvested pair is
+computed twice.
+
 ``judge_logodds`` is the zero-shot judge's log-odds on each pair's prompt (items in their
 order), read by the harvest at the prompt's last token (:func:`ppairs_lens.activations.harvest.
 harvest_with_judge`): the judges take it from here instead of running that prompt again.
@@ -60,6 +68,9 @@ _META_TYPES = {"hook_names": array_of(lambda v: isinstance(v, str), "strings"),
                "d_model": (lambda v: is_int(v) and v > 0, "a positive whole number"),
                "shard_size": (lambda v: is_int(v) and v > 0, "a positive whole number"),
                "n_pairs": optional(_WHOLE),
+               "sampling": optional((lambda v: isinstance(v, dict)
+                                     and isinstance(v.get("file_order"), list), "a JSON object "
+                                     "with a file_order list")),
                **{k: (lambda v: isinstance(v, str), "a string")
                   for k in ("model", "dataset", "dataset_fingerprint", "template_hash")}}
 _PAIR_TYPES = {"label": (lambda v: v in (0, 1, 2) and not isinstance(v, bool), "0, 1 or 2")}
@@ -72,9 +83,14 @@ _SIDECAR_TYPES = {"bytes": _WHOLE, "start": _WHOLE, "stop": _WHOLE,
 class ActivationStore:
     """An activation store on disk. Use :meth:`create` to start or resume, :meth:`open` to read."""
 
-    def __init__(self, path: Path, meta: StoreMeta):
+    def __init__(self, path: Path, meta: StoreMeta, *, rows: Sequence[int] | None = None,
+                 stored: StoreMeta | None = None):
         self.path = Path(path)
         self.meta = meta
+        # A view's pairs are these positions among the stored ones (``stored`` is then the
+        # metadata on disk; ``meta`` names the view's own dataset and count).
+        self._stored = stored or meta
+        self._rows = None if rows is None else np.asarray(rows, dtype=np.int64)
 
     # ---- creation and opening -------------------------------------------------------------
     @classmethod
@@ -89,7 +105,7 @@ class ActivationStore:
         # reader of metadata.json sees.
         want = json.loads(json.dumps(replace(meta, n_pairs=len(pairs)).to_json()))
         if (path / "metadata.json").exists():
-            store = cls.open(path)
+            store = cls.open(path, whole=True)
             have = store.meta.to_json()
             diffs = [f"{k}: store has {have.get(k)!r}, this harvest has {want.get(k)!r}"
                      for k in IDENTITY_FIELDS if have.get(k) != want.get(k)]
@@ -106,8 +122,35 @@ class ActivationStore:
         return cls(path, full)
 
     @classmethod
-    def open(cls, path: str | Path) -> ActivationStore:
-        path = Path(path)
+    def open(cls, path: str | Path, *, whole: bool = False) -> ActivationStore:
+        """The store at ``path``. One holding a whole dataset in a pair limit's order
+        (``meta.sampling``) opens as the pairs harvested so far (the longest harvested prefix
+        of that order, named as that limit, in the file's order), unless ``whole``."""
+        store = cls._open(Path(path))
+        if whole or store.meta.sampling is None:
+            return store
+        return store.harvested()
+
+    def harvested(self) -> ActivationStore:
+        """The view of a limit-ordered store's longest harvested prefix, in the file's order,
+        named as :func:`ppairs_lens.data.specs.subsample_by_context` names that limit."""
+        n = 0
+        for i in range(self.n_shards):
+            start, stop = self.shard_range(i)
+            n = max(start, self.written_stop(i) or start)
+            if n < stop:
+                break
+        sampling = self._stored.sampling or {}
+        order = sampling.get("file_order") or list(range(int(self._stored.n_pairs)))
+        rows = sorted(range(n), key=lambda r: order[r])
+        cap = "" if sampling.get("per_context") is None else f"k{sampling['per_context']}"
+        whole = n == int(self._stored.n_pairs) and not cap
+        name = self._stored.dataset + ("" if whole else f"-n{n}{cap}s{sampling.get('seed', 0)}")
+        return self.view(rows, dataset=name,
+                         dataset_fingerprint=f"{self._stored.dataset_fingerprint}:{n}")
+
+    @classmethod
+    def _open(cls, path: Path) -> ActivationStore:
         mfile = path / "metadata.json"
         if not mfile.is_file():
             raise StoreError(f"{path} is not an activation store (no metadata.json)")
@@ -120,12 +163,41 @@ class ActivationStore:
         if missing:
             raise StoreError(f"{mfile} lacks fields {missing}")
         check_fields(meta, _META_TYPES, mfile, StoreError)
+        order = (meta.get("sampling") or {}).get("file_order")
+        if meta.get("sampling") is not None and sorted(order or []) != list(range(meta["n_pairs"])):
+            raise StoreError(f"{mfile}: field 'sampling.file_order' must list each of the "
+                             f"{meta['n_pairs']} pairs' places once")
         return cls(path, StoreMeta.from_json(meta))
+
+    def view(self, rows: Sequence[int], *, dataset: str, dataset_fingerprint: str
+             ) -> ActivationStore:
+        """The pairs at positions ``rows`` of this store (in that order) as a store of their
+        own, named ``dataset``: what a pair limit of the stored dataset reads. It is complete
+        once those pairs are harvested, whatever else the store lacks."""
+        rows = np.asarray(rows, dtype=np.int64)
+        n = int(self._stored.n_pairs)
+        if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= n)) \
+                or len(np.unique(rows)) != len(rows):
+            raise StoreError(f"{self.path}: a view needs distinct pair positions in 0..{n - 1}")
+        meta = replace(self._stored, dataset=dataset, dataset_fingerprint=dataset_fingerprint,
+                       n_pairs=len(rows))
+        return ActivationStore(self.path, meta, rows=rows, stored=self._stored)
+
+    @property
+    def is_view(self) -> bool:
+        return self._rows is not None
 
     # ---- shape and per-pair information ------------------------------------------------------
     @property
     def n_pairs(self) -> int:
         return int(self.meta.n_pairs)
+
+    @property
+    def _needed(self) -> int:
+        """Stored pairs this store reads: all of them, or a view's up to its last one."""
+        if self._rows is None:
+            return int(self._stored.n_pairs)
+        return int(self._rows.max()) + 1 if self._rows.size else 0
 
     @property
     def hook_names(self) -> list[str]:
@@ -153,7 +225,7 @@ class ActivationStore:
                 check_fields(row, _PAIR_TYPES, f"{pfile} line {i}", StoreError,
                              required=("pair_id", "label"))
                 out.append(PairInfo.from_json(row))
-        return out
+        return out if self._rows is None else [out[i] for i in self._rows]
 
     def labels(self) -> Int[Tensor, " pair"]:
         return torch.tensor([p.label for p in self.pairs()], dtype=torch.long)
@@ -161,18 +233,47 @@ class ActivationStore:
     # ---- shards -----------------------------------------------------------------------------
     @property
     def n_shards(self) -> int:
-        return -(-self.n_pairs // int(self.meta.shard_size))
+        """Shards this store reads (a view: those up to its last pair)."""
+        return -(-self._needed // int(self._stored.shard_size))
 
     def shard_range(self, i: int) -> tuple[int, int]:
-        size = int(self.meta.shard_size)
-        return i * size, min((i + 1) * size, self.n_pairs)
+        """The stored pairs shard ``i`` holds once whole."""
+        size = int(self._stored.shard_size)
+        return i * size, min((i + 1) * size, int(self._stored.n_pairs))
+
+    def needed_range(self, i: int) -> tuple[int, int]:
+        """The pairs of shard ``i`` this store reads (empty for a shard past a view's last)."""
+        start, stop = self.shard_range(i)
+        return start, max(start, min(stop, self._needed))
 
     def _shard_paths(self, i: int) -> tuple[Path, Path]:
         base = self.path / "shards" / f"shard-{i:05d}"
         return base.with_suffix(".safetensors"), base.with_suffix(".json")
 
+    def _sidecar(self, i: int) -> dict | None:
+        side_path = self._shard_paths(i)[1]
+        try:
+            text = side_path.read_text("utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreError(f"shard sidecar {side_path} is unreadable: {e}") from e
+        side = json_object(text, side_path, StoreError)
+        check_fields(side, _SIDECAR_TYPES, side_path, StoreError)
+        return side
+
+    def written_stop(self, i: int) -> int | None:
+        """Where shard ``i``'s written pairs end (None: not written)."""
+        side = self._sidecar(i)
+        if side is None:
+            return None
+        return int(side.get("stop", self.shard_range(i)[1]))
+
     def shard_done(self, i: int) -> bool:
-        return self._shard_paths(i)[1].is_file()
+        """Whether shard ``i`` holds every pair of it this store reads."""
+        start, need = self.needed_range(i)
+        written = self.written_stop(i)
+        return need == start or (written is not None and written >= need)
 
     def missing_shards(self) -> list[int]:
         return [i for i in range(self.n_shards) if not self.shard_done(i)]
@@ -182,65 +283,108 @@ class ActivationStore:
         return not self.missing_shards()
 
     def pairs_written_since(self, t: float) -> int:
-        """Pairs in shards finished at or after ``t`` (``time.time()``): what a harvest that
-        started then computed, as opposed to reused (a rate counts those alone)."""
-        return sum(hi - lo for i in range(self.n_shards) if self.shard_done(i)
-                   and self._shard_paths(i)[1].stat().st_mtime >= t
-                   for lo, hi in [self.shard_range(i)])
+        """Pairs computed into shards finished at or after ``t`` (``time.time()``): what a
+        harvest that started then computed, as opposed to reused (a rate counts those alone;
+        an extended shard counts the pairs it gained)."""
+        total = 0
+        for i in range(self.n_shards):
+            side_path = self._shard_paths(i)[1]
+            if side_path.is_file() and side_path.stat().st_mtime >= t:
+                side = self._sidecar(i) or {}
+                total += int(side.get("stop", self.shard_range(i)[1])) - \
+                    int(side.get("computed_from", side.get("start", self.shard_range(i)[0])))
+        return total
 
     def fingerprint(self) -> str:
         """A digest of what the store holds: its metadata, pairs and every shard's sidecar
         (which carries the sha256 of each tensor), so equal fingerprints mean equal data."""
         h = hashlib.sha256()
+        shards = [i for i in range(self.n_shards) if self.needed_range(i)[1] > self.shard_range(i)[0]]
         for f in [self.path / "metadata.json", self.path / "pairs.jsonl",
-                  *(self._shard_paths(i)[1] for i in range(self.n_shards))]:
+                  *(self._shard_paths(i)[1] for i in shards)]:
             h.update(f.name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"missing"))
+        if self._rows is not None:  # a view: which pairs, under which name
+            h.update(json.dumps([self.meta.dataset, self.meta.dataset_fingerprint,
+                                 self._rows.tolist()]).encode())
         return h.hexdigest()
 
     def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"],
-                    judge_logodds: Float[np.ndarray, " pair"] | None = None) -> None:
-        """Shard ``i``'s activations, and (when given) the judge's log-odds of its pairs."""
-        start, stop = self.shard_range(i)
-        expect = (stop - start, 2, self.n_readouts, self.d_model)
+                    judge_logodds: Float[np.ndarray, " pair"] | None = None, *,
+                    start: int | None = None) -> None:
+        """Shard ``i``'s activations from stored pair ``start`` on (default its first), and
+        (when given) the judge's log-odds of those pairs. A ``start`` past the shard's first
+        pair extends the shard, which must hold exactly the pairs before it."""
+        first, last = self.shard_range(i)
+        start = first if start is None else start
+        stop = start + len(acts)
+        if not first <= start <= stop <= last:
+            raise StoreError(f"shard {i} of {self.path} holds pairs {first}..{last - 1}; got "
+                             f"{len(acts)} from pair {start}")
+        if start > first:
+            acts, judge_logodds = self._extended(i, start, acts, judge_logodds)
+        expect = (stop - first, 2, self.n_readouts, self.d_model)
         if tuple(acts.shape) != expect:
             raise StoreError(f"shard {i} of {self.path}: got shape {tuple(acts.shape)}, "
                              f"expected {expect}")
-        dtype = getattr(torch, self.meta.dtype)
+        dtype = getattr(torch, self._stored.dtype)
         tensors = {f"layer_{l:02d}": acts[:, :, l].to(dtype).contiguous()
                    for l in range(self.n_readouts)}
         if judge_logodds is not None:
-            if np.shape(judge_logodds) != (stop - start,):
+            if np.shape(judge_logodds) != (stop - first,):
                 raise StoreError(f"shard {i} of {self.path}: got {np.shape(judge_logodds)} "
-                                 f"judge log-odds, expected ({stop - start},)")
+                                 f"judge log-odds, expected ({stop - first},)")
             tensors[JUDGE_KEY] = torch.as_tensor(np.asarray(judge_logodds, dtype=np.float64))
         data_path, side_path = self._shard_paths(i)
-        atomic_save_tensors(data_path, tensors, {"start": str(start), "stop": str(stop)})
-        side = {"start": start, "stop": stop, "bytes": data_path.stat().st_size,
+        side_path.unlink(missing_ok=True)  # a rewritten shard stops counting until it is whole
+        atomic_save_tensors(data_path, tensors, {"start": str(first), "stop": str(stop)})
+        side = {"start": first, "stop": stop, "bytes": data_path.stat().st_size,
                 "sha256": {k: tensor_sha256(v) for k, v in tensors.items()}}
+        if start > first:
+            side["computed_from"] = start
         atomic_write_text(side_path, json.dumps(side))  # the shard counts from here on
+
+    def _extended(self, i: int, start: int, acts: Tensor, judge_logodds
+                  ) -> tuple[Tensor, np.ndarray | None]:
+        """Shard ``i``'s written pairs followed by ``acts`` (and their log-odds; NaN where
+        only one part has them)."""
+        side = self._sidecar(i)
+        if side is None or int(side["stop"]) != start:
+            have = "nothing" if side is None else f"pairs up to {int(side['stop']) - 1}"
+            raise StoreError(f"shard {i} of {self.path} holds {have}; cannot extend it from "
+                             f"pair {start}")
+        has_judge = JUDGE_KEY in side["sha256"]
+        keys = [*range(self.n_readouts), *([JUDGE_KEY] if has_judge else [])]
+        old = self._read_shard(i, keys, verify=True)
+        acts = torch.cat([torch.stack(old[:self.n_readouts], dim=2).to(acts.dtype), acts])
+        if not has_judge and judge_logodds is None:
+            return acts, None
+        n_old = start - self.shard_range(i)[0]
+        before = old[-1].numpy() if has_judge else np.full(n_old, np.nan)
+        after = (np.full(len(acts) - n_old, np.nan) if judge_logodds is None
+                 else np.asarray(judge_logodds, dtype=np.float64))
+        return acts, np.concatenate([before, after])
 
     def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
         """The zero-shot judge's log-odds per pair (store order, float64; NaN where the
         harvest could not read it, or in a shard written without them: a store resumed
         across versions keeps the rest), or None when no shard has them (an older store)."""
+        self._check_complete()
+        out, kept = np.full(self._needed, np.nan), False
+        for i in range(self.n_shards):
+            start, stop = self.needed_range(i)
+            if stop > start and JUDGE_KEY in (self._sidecar(i) or {}).get("sha256", {}):
+                out[start:stop] = self._read_shard(i, [JUDGE_KEY], verify)[0].numpy()[:stop - start]
+                kept = True
+        if not kept:
+            return None if self.n_pairs else np.zeros(0)
+        return out if self._rows is None else out[self._rows]
+
+    def _check_complete(self) -> None:
         missing = self.missing_shards()
         if missing:
-            raise StoreError(f"{self.path} is incomplete: shards {missing[:10]} of "
+            part = "" if self._rows is None else f" (the {self.n_pairs} pairs of {self.meta.dataset})"
+            raise StoreError(f"{self.path} is incomplete{part}: shards {missing[:10]} of "
                              f"{self.n_shards} are missing; re-run the harvest to finish it")
-        parts, kept = [], False
-        for i in range(self.n_shards):
-            side = json_object(self._shard_paths(i)[1].read_text("utf-8"),
-                               self._shard_paths(i)[1], StoreError)
-            check_fields(side, _SIDECAR_TYPES, self._shard_paths(i)[1], StoreError)
-            if JUDGE_KEY in side.get("sha256", {}):
-                parts.append(self._read_shard(i, [JUDGE_KEY], verify)[0].numpy())
-                kept = True
-            else:
-                start, stop = self.shard_range(i)
-                parts.append(np.full(stop - start, np.nan))
-        if not kept:
-            return None if self.n_shards else np.zeros(0)
-        return np.concatenate(parts)
 
     def _read_shard(self, i: int, layers: Sequence[int | str], verify: bool) -> list[Tensor]:
         data_path, side_path = self._shard_paths(i)
@@ -289,13 +433,13 @@ class ActivationStore:
         bad = [l for l in idx if not 0 <= l < self.n_readouts]
         if bad:
             raise StoreError(f"{self.path} has read-outs 0..{self.n_readouts - 1}; asked for {bad}")
-        missing = self.missing_shards()
-        if missing:
-            raise StoreError(f"{self.path} is incomplete: shards {missing[:10]} of {self.n_shards} "
-                             "are missing; re-run the harvest to finish it")
-        out = torch.empty(self.n_pairs, 2, len(idx), self.d_model, dtype=dtype)
+        self._check_complete()
+        out = torch.empty(self._needed, 2, len(idx), self.d_model, dtype=dtype)
         for i in range(self.n_shards):
-            start, stop = self.shard_range(i)
-            for j, t in enumerate(self._read_shard(i, idx, verify)):
-                out[start:stop, :, j] = t.to(dtype)
+            start, stop = self.needed_range(i)
+            if stop > start:
+                for j, t in enumerate(self._read_shard(i, idx, verify)):
+                    out[start:stop, :, j] = t[:stop - start].to(dtype)
+        if self._rows is not None:
+            out = out[torch.from_numpy(self._rows)]
         return out[:, :, 0] if single else out

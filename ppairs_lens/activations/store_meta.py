@@ -56,6 +56,10 @@ class StoreMeta:
     dtype: str
     # Layout: pairs per shard; how the harvest ran (stringified ``HarvestSettings``).
     shard_size: int
+    # A whole dataset stored in a seeded pair limit's order (None: the dataset's own order):
+    # the limit's ``seed`` and ``per_context``, and each pair's ``file_order`` (its place in
+    # the file's order), so that the store opens as the pairs harvested so far, in that order.
+    sampling: Mapping[str, Any] | None = None
     harvest_settings: Mapping[str, str] | None = None
     # The model's own dtype when the harvest ran (not the stored one): the judge answers a
     # store keeps pair with answers computed later only from a model loaded the same way.

@@ -76,6 +76,18 @@ class ScoredItem:
 Record = Comparison | Statement
 
 
+@dataclass(frozen=True)
+class Sampled:
+    """The whole a seeded pair limit draws from: ``whole``'s records in the order whose
+    prefixes every limit takes (contexts in the seed's order), ``file_order`` each one's
+    place in the file's order among them (a limit keeps its records in that order)."""
+
+    whole: Dataset
+    file_order: tuple[int, ...]
+    seed: int
+    per_context: int | None = None
+
+
 @dataclass
 class Dataset:
     """A named list of records of one kind, plus what the comparison asks about.
@@ -96,6 +108,9 @@ class Dataset:
     aspect_description: str | None = None
     source: str | None = None
     extra: dict = field(default_factory=dict)
+    #: Where a seeded pair limit drew this dataset from (:func:`ppairs_lens.data.specs.
+    #: subsample_by_context`): the activation store of that whole serves every limit of it.
+    sampled_from: Sampled | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.records)

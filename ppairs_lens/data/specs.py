@@ -8,11 +8,11 @@ file (``../shared/datasets/summeval/summeval.jsonl:coherence``); any of them may
 from __future__ import annotations
 
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ppairs_lens.data import load_dataset, sniff_format
-from ppairs_lens.data.records import Dataset
+from ppairs_lens.data.records import Dataset, Sampled
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
@@ -33,33 +33,40 @@ def spec_format(spec: str) -> str | None:
 def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0, *,
                          per_context: int | None = None) -> Dataset:
     """At most ``max_pairs`` records, taking contexts in a seeded random order; each context
-    whole, or (``per_context``) a seeded sample of at most that many of its records.
+    whole, or (``per_context``) a seeded sample of at most that many of its records. The
+    records keep the dataset's order.
 
     Contexts are the leak groups a split keeps apart, so a claim's power grows with their
     number: where pairs within a context cost as much as pairs across contexts (MT-Bench's
     answers share no prefix), ``per_context`` spends a fixed budget on more of them.
+
+    Every limit takes a prefix of one sequence (the contexts in the seed's order), kept as
+    ``sampled_from`` (:class:`~ppairs_lens.data.records.Sampled`): a smaller limit reads pairs
+    a larger one harvested, and a larger one harvests only the pairs it adds.
     """
     if per_context is not None and per_context < 1:
         raise ValueError(f"per_context must be at least 1, got {per_context}")
     by_ctx: dict[str, list[int]] = {}
     for i, c in enumerate(dataset.context_ids()):
         by_ctx.setdefault(c, []).append(i)
-    if per_context is None and (max_pairs is None or len(dataset) <= max_pairs):
-        return dataset
     order = sorted(by_ctx)
     random.Random(seed).shuffle(order)
-    keep: list[int] = []
+    sequence: list[int] = []
     for c in order:
         rows = by_ctx[c]
         if per_context is not None and len(rows) > per_context:
             rows = sorted(random.Random(f"{seed}:{c}").sample(rows, per_context))
-        keep += rows
-        if max_pairs is not None and len(keep) >= max_pairs:
-            break
-    keep = sorted(keep[:max_pairs] if max_pairs is not None else keep)
+        sequence += rows
     cap = "" if per_context is None else f"k{per_context}"
+    rank = {i: r for r, i in enumerate(sorted(sequence))}
+    whole = Sampled(replace(dataset, records=[dataset.records[i] for i in sequence],
+                            sampled_from=None),
+                    tuple(rank[i] for i in sequence), seed, per_context)
+    if per_context is None and (max_pairs is None or len(dataset) <= max_pairs):
+        return replace(dataset, sampled_from=whole)
+    keep = sorted(sequence[:max_pairs] if max_pairs is not None else sequence)
     return replace(dataset, records=[dataset.records[i] for i in keep],
-                   name=f"{dataset.name}-n{len(keep)}{cap}s{seed}")
+                   name=f"{dataset.name}-n{len(keep)}{cap}s{seed}", sampled_from=whole)
 
 
 def display_name(spec: str) -> tuple[str, str | None]:
@@ -72,12 +79,61 @@ def display_name(spec: str) -> tuple[str, str | None]:
     return (head, name) if name and "/" not in name and "\\" not in name else (spec, None)
 
 
-def load_dataset_spec(spec: str, *, max_pairs: int | None = None, seed: int = 0) -> Dataset:
-    """The dataset a spec names, at most ``max_pairs`` pairs (whole contexts, seeded); a
-    ``@Name`` suffix names it (in tables, figures and its store's folder)."""
+@dataclass(frozen=True)
+class PairLimits:
+    """Pair limits by dataset: ``default`` for every dataset, ``named`` for those of a name
+    (the ``@Name`` a spec gives, else the name its file loads under). ``--max-pairs 60
+    LLMBar=200`` is ``PairLimits(60, (("LLMBar", 200),))``."""
+
+    default: int | None = None
+    named: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in self.named]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"a pair limit is given twice for {', '.join(twice)}")
+        if any(n < 1 for n in [*(v for _, v in self.named), *([self.default] if self.default
+                                                                is not None else [])]):
+            raise ValueError("pair limits must be at least 1")
+
+    def of(self, *names: str | None) -> int | None:
+        """The limit of the first of ``names`` that has one, else the default."""
+        named = dict(self.named)
+        return next((named[n] for n in names if n in named), self.default)
+
+    def unknown(self, names) -> list[str]:
+        """The named limits that match none of ``names``."""
+        known = set(names)
+        return [n for n, _ in self.named if n not in known]
+
+
+def load_dataset_spec(spec: str, *, max_pairs: int | PairLimits | None = None, seed: int = 0
+                      ) -> Dataset:
+    """The dataset a spec names, at most ``max_pairs`` pairs (whole contexts, seeded; a
+    :class:`PairLimits` picks the limit by the dataset's name); a ``@Name`` suffix names it
+    in tables and figures (its store's folder keeps the file's name: every limit and name of
+    one file shares it)."""
     spec, name = display_name(spec)
     path, kw = parse_spec(spec)
-    dataset = subsample_by_context(load_dataset(path, **kw), max_pairs, seed)
+    loaded = load_dataset(path, **kw)
+    if isinstance(max_pairs, PairLimits):
+        max_pairs = max_pairs.of(name, loaded.name)
+    dataset = subsample_by_context(loaded, max_pairs, seed)
     return dataset if name is None else replace(dataset, name=name)
 
 
+def limit_names(dataset: Dataset) -> set[str]:
+    """The names a :class:`PairLimits` entry matches for a dataset :func:`load_dataset_spec`
+    returned: its ``@Name`` and the name its file loads under."""
+    whole = dataset.sampled_from
+    return {dataset.name, *([whole.whole.name] if whole is not None else [])}
+
+
+def spec_limit(limits: PairLimits | None, spec: str) -> int | None:
+    """The limit ``limits`` gives the dataset ``spec`` names (None: no limit)."""
+    if limits is None:
+        return None
+    if not limits.named:
+        return limits.default
+    return limits.of(*sorted(limit_names(load_dataset_spec(spec))))

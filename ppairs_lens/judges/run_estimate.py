@@ -24,7 +24,7 @@ import torch
 
 from ppairs_lens.activations.harvest import harvest_pairs
 from ppairs_lens.activations.pair_info import pair_info
-from ppairs_lens.activations.pipeline import finished_store, store_template
+from ppairs_lens.activations.pipeline import finished_store, pending_records, store_template
 from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
 from ppairs_lens.activations.prompts import ContrastPair, build_contrast_pairs, default_template
 from ppairs_lens.activations.runner import model_device
@@ -235,9 +235,12 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
     for d in datasets:
         _, store = finished_store(bridge, d, root, template=template, names=names)
         tpl = store_template(store) if store is not None else (template or default_template(d))
+        # a store another pair limit of this file filled in part harvests only the rest
+        pending = pending_records(bridge, d, root, template=template, names=names)
+        todo = replace(d, records=[d.records[i] for i in pending]) if pending else d
         steps.append(PlannedStep(d.name, "harvest",
-                                 tuple(build_contrast_pairs(bridge.tokenizer, d, tpl)),
-                                 store is not None))
+                                 tuple(build_contrast_pairs(bridge.tokenizer, todo, tpl)),
+                                 not pending))
         if split is not None:
             demos, test = split_records(pair_info(d), d, **split)[:2]
         else:            # every untied pair, as judge_every_pair judges them
