@@ -52,7 +52,7 @@ from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score
 
 __all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionData", "cli", "insert_dataset",
-           "insertion_data", "place_statements", "print_table", "published_row",
+           "insertion_data", "pc1_row", "place_statements", "print_table", "published_row",
            "run_insertion", "train_insertion_probe"]
 
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
@@ -242,11 +242,26 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
         tags = {i: int(out[i][0]) for i in ids}
         pair_row = pairwise_row(m, comp, data, cfg)
         rows += [pair_row] if pair_row else []
+        if m == "probe" and trained is not None:
+            rows.append(pc1_row(trained))
         rows += [published_row(m, paired_with_published(tags, true, pub,
                                                         **cfg.settings.boot_kwargs()))
                  for pub in published_sets]
     rows += _no_model_rows(all_items, train_items, test_items, hits, cfg)
     return rows, preds, info
+
+
+def pc1_row(trained) -> dict:
+    """The probe's direction against the first principal component of its own training
+    differences (thesis Section 4.3.3, Appendix C.5): ``level`` "direction vs PC1", the
+    ``|cos|`` in ``accuracy``, no interval (see
+    :func:`ppairs_lens.evaluation.direction_agreement.pc1_alignment`)."""
+    return {"method": "probe", "label": f"{METHOD_LABELS['probe']}: |cos| of its direction "
+            "with PC1 of its training differences", "level": "direction vs PC1",
+            "accuracy": trained.pc1_abs_cos, "lo": math.nan, "hi": math.nan,
+            "ci_counts": False, "n": trained.n_pairs, "slope": "", "bias": "",
+            "mean_pred": "", "n_rows": 0, "n_comparisons": 0, "seconds": 0.0,
+            **trained.cost_columns()}
 
 
 def published_row(method: str, d: dict) -> dict:
@@ -374,7 +389,8 @@ def print_table(rows: list[dict]) -> None:
     for r in rows:
         extra = (f" slope {r['slope']:+.2f} bias {r['bias']:+.2f}" if r["level"] == "overall"
                  else "")
-        print(f"climatex {r['label']:28s} {r['level']:9s} acc {r['accuracy']:.3f} "
+        stat = "|cos|" if r["level"] == "direction vs PC1" else "acc"
+        print(f"climatex {r['label']:28s} {r['level']:9s} {stat} {r['accuracy']:.3f} "
               f"(n={r['n']}){extra}  rows {r['n_rows']}")
 
 

@@ -186,6 +186,17 @@ def test_the_published_climatex_level_is_reproduced_within_delta_or_not():
     assert far["thesis4.3.3.probe-pairwise-level"]["outcome"] == "fails"
 
 
+def test_the_probe_as_pc1_claim_shows_its_cosine_and_decides_nothing():
+    model = "meta-llama/Meta-Llama-3-8B-Instruct"            # in the claim's scope
+    pc1 = {"insertion": [{"method": "probe", "level": "direction vs PC1", "accuracy": 0.91,
+                          "lo": float("nan"), "hi": float("nan"), "n": 400}]}
+    got = {r["id"]: r for r in evaluate_claims({"model": model, **pc1}, {})["claims"]}
+    row = got["thesis4.3.3.probe-as-pc1"]
+    assert row["outcome"] == "not testable as stated" and "0.910" in row["reason"]
+    none = {r["id"]: r for r in evaluate_claims({"model": model}, {})["claims"]}
+    assert none["thesis4.3.3.probe-as-pc1"]["outcome"] == "not run in this preset"
+
+
 def _agreement(shared: float, m: int, d: int = 256, seed: int = 0) -> dict:
     """The transfer step's agreement evidence for ``m`` datasets whose directions share a
     common component of weight ``shared``."""

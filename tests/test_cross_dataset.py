@@ -395,3 +395,29 @@ def test_accuracy_rows_carry_group_differences_that_decide_table_1(shared):
         assert c["outcome"] == "holds" and {c["n_groups"]} == want, c
     assert by["ours.table1.pca-as-in-domain.rocstories"]["value"] == pytest.approx(0, abs=0.1)
     assert by["table1.pca-transfers.newsroom-coherence"]["outcome"] == "not run in this preset"
+
+
+def test_pc1_alignment_is_high_where_the_label_direction_dominates_and_low_where_it_does_not():
+    import torch
+
+    from ppairs_lens.evaluation.direction_agreement import pc1_alignment
+
+    rng = np.random.default_rng(0)
+    n, d = 200, 16
+    y = rng.integers(1, 3, n)
+    sign = np.where(y == 1, 1.0, -1.0)
+    signal, loud = np.eye(d)[0], np.eye(d)[1]
+
+    def acts(signal_scale: float, loud_scale: float) -> torch.Tensor:
+        diff = (sign[:, None] * signal * signal_scale
+                + rng.normal(size=(n, 1)) * loud * loud_scale + rng.normal(size=(n, d)) * 0.1)
+        x = np.zeros((n, 2, 1, d))
+        x[:, 0, 0] = diff / 2
+        x[:, 1, 0] = -diff / 2
+        return torch.tensor(x, dtype=torch.float32)
+
+    # the labelled direction carries most of the variance: PC1 is the probe's direction
+    assert pc1_alignment(acts(3.0, 0.5), y, 0, kind="supervised") > 0.95
+    # a louder unlabelled direction takes PC1: the probe stays on the labelled one
+    assert pc1_alignment(acts(0.5, 3.0), y, 0, kind="supervised") < 0.2
+    assert pc1_alignment(acts(0.5, 3.0), y, 0, kind="pca") == pytest.approx(1.0)

@@ -529,8 +529,20 @@ def _gpt4_turbo(c: Claim, s: dict, sweep: dict) -> Read:
 
 
 def _probe_pc1(c: Claim, s: dict, sweep: dict) -> Read:
-    # the insertion step records no cosine between its probe and PC1: not run, whatever ran
-    return MISSING
+    """The cosine the insertion step records; "closely aligns" names no threshold and a
+    refitted direction's cosine at this size has no interval of known coverage, so it is
+    shown, not decided."""
+    r = next((r for r in s.get("insertion") or [] if r.get("level") == "direction vs PC1"),
+             None)
+    if r is None:
+        return MISSING
+    return Verdict(NOT_TESTED, f"|cos| of the probe with PC1 is {float(r['accuracy']):.3f} on "
+                   f"{r['n']} training pairs; 'closely aligns' names no threshold (the thesis "
+                   "shows it as a picture, Appendix C.5), and a refitted direction's cosine at "
+                   "this size is biased, with no interval of known coverage",
+                   method="design", evidence={"value": float(r["accuracy"]),
+                                              "n_pairs": int(r["n"])},
+                   needed="a stated threshold and an interval of known coverage")
 
 
 def _insert_level(c: Claim, s: dict, sweep: dict) -> Read:

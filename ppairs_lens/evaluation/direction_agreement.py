@@ -15,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from jaxtyping import Float
+from torch import Tensor
+
 
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups
 from ppairs_lens.evaluation.cosine_verdict import cosine_agreement_verdict
-from ppairs_lens.probes.sweep import SweepProbes
+from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
-__all__ = ["agreement_verdicts", "in_distribution_accuracy"]
+__all__ = ["agreement_verdicts", "in_distribution_accuracy", "pc1_alignment"]
 
 
 def in_distribution_accuracy(split: StoreSplit, sweep: SweepProbes, kind: str, li: int, *,
@@ -61,3 +64,21 @@ def agreement_verdicts(stores: Sequence[tuple[str, StoreSplit, SweepProbes]],
             names=[n for n, _, _ in stores], n_sim=n_sim, seed=seed, alpha=alpha)
         out[kind] = {**v.as_dict(), "in_distribution": accs}
     return out
+
+
+
+
+def pc1_alignment(acts: Float[Tensor, "n 2 layer d"], labels: Sequence[int], layer: int, *,
+                  kind: str, seed: int = 0) -> float:
+    """``|cos|`` between ``kind``'s direction and the first principal component of the same
+    pairs' centred differences at read-out ``layer`` (thesis Section 4.3.3: the probe lies
+    close to PC1), both fitted on all of them. A value, not an estimate with an interval: a
+    refitted direction's cosine is biased in samples of this size (simulated with 120
+    comparisons among 60 items in 64 dimensions, its mean was 0.47 where the population's is
+    0.14, and a jackknife interval over items covered that 48% of the time; a BCa interval
+    collapsed where every resample fell below the estimate)."""
+    kinds = tuple(dict.fromkeys((kind, "pca")))
+    sw = fit_sweep(acts[:, :, layer:layer + 1], np.asarray(labels), kinds=kinds,
+                   n_sign_boot=1, seed=seed)
+    u, v = (sw.directions[k][0].double() for k in (kind, "pca"))
+    return float((u @ v).abs() / (u.norm() * v.norm()))

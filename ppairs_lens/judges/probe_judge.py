@@ -25,6 +25,7 @@ from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import ProbeError
+from ppairs_lens.evaluation.direction_agreement import pc1_alignment
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import ReadoutChoice, choose_readout
 from ppairs_lens.evaluation.store_split import training_split
@@ -70,12 +71,14 @@ class TrainedProbe:
     layer_scores: list[float] = field(default_factory=list)  # validation accuracy per read-out
     train_accuracy: float = math.nan
     layer_selection: str = "given"  # how the read-out was chosen
+    pc1_abs_cos: float = math.nan  # |cos| with PC1 of the same differences at that read-out
 
     def run_info(self) -> dict[str, Any]:
         """What a run's saved config records about the probe."""
         return {"layer": self.layer, "hook": self.hook, "n_train_pairs": self.n_pairs,
                 "train_seconds": self.seconds, "train_accuracy": self.train_accuracy,
-                "layer_scores": self.layer_scores, "layer_selection": self.layer_selection}
+                "layer_scores": self.layer_scores, "layer_selection": self.layer_selection,
+                "pc1_abs_cos": self.pc1_abs_cos}
 
     def cost_columns(self) -> dict[str, Any]:
         """The training cost, as columns of a result row."""
@@ -118,4 +121,5 @@ def train_probe(bridge, train: Dataset, *, kind: str, layer: int | None, seed: i
     probe = sw.to_probe(kind, 0)
     acc = probe.score(acts[:, :, layer], labels)
     return TrainedProbe(probe, layer, hooks[layer],
-                        len(pairs), len(pairs), time.perf_counter() - t0, scores, acc, how)
+                        len(pairs), len(pairs), time.perf_counter() - t0, scores, acc, how,
+                        pc1_alignment(acts, labels, layer, kind=kind, seed=seed))
