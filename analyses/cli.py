@@ -36,6 +36,7 @@ from analyses.cli_args import (
     seed_int,
 )
 from ppairs_lens.errors import PPairsError
+from ppairs_lens.cpu_numerics import pin_cpu_numerics
 
 #: Subcommands that run an analysis module's ``cli(args, bridge)``.
 ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
@@ -170,9 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="also save each dataset's probes (every kind and read-out, "
                                 "fitted on its training split) into DIR/<dataset> "
                                 "(safetensors + metadata.json; ppairs_lens.load_sweep)")
+        add_calibration(p)   # every one of these plans and estimates its model passes first
         if name in ("sweep", "transfer"):
             add_judges(p)
-            add_calibration(p)
         if name == "sweep":
             add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
                          "at every read-out on the validation split too, slower)")
@@ -370,6 +371,7 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def main(argv: list[str] | None = None) -> int:
+    pin_cpu_numerics()      # before any matrix product: the same bits at any thread count
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():     # the command's warnings, restored when it returns
         warnings.showwarning = _one_line_warning

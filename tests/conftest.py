@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from ppairs_lens.cpu_numerics import pin_cpu_numerics
+
+pin_cpu_numerics()  # as the command line does, before any test's first matrix product
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 

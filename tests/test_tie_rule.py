@@ -48,3 +48,48 @@ def test_decisions_do_not_depend_on_batch_size_or_threads(tiny):
     for other in runs[1:]:
         assert np.array_equal(runs[0], other)
     assert np.all(runs[0][-6:] == 0)           # an item against itself: a tie, on every run
+
+
+_PRODUCTS = """
+import sys, numpy as np, torch
+torch.set_num_threads(int(sys.argv[1]))
+g = torch.Generator().manual_seed(0)
+out = [(torch.randn(m, k, generator=g) @ torch.randn(k, n, generator=g)).flatten()
+       for m, k, n in [(1, 1536, 576), (1, 576, 1536), (7, 1536, 576), (300, 576, 1536)]]
+sys.stdout.write(torch.cat(out).numpy().tobytes().hex())
+"""
+
+
+def _products(threads: int, env: dict[str, str]) -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", _PRODUCTS, str(threads)], env=env,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_pinned_cpu_numerics_give_the_same_bits_at_one_and_two_threads():
+    """A fresh process each (MKL reads its mode at its first call): with the command line's
+    setting, matrix products of a judge's shapes are bit-identical at 1 and 2 threads."""
+    import os
+
+    from ppairs_lens.cpu_numerics import CPU_NUMERICS, pin_cpu_numerics
+
+    env = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS}
+    pinned = {**env, **pin_cpu_numerics({})}
+    assert _products(1, pinned) == _products(2, pinned)
+    assert pin_cpu_numerics({"MKL_CBWR": "AVX512"}) == {"MKL_CBWR": "AVX512"}  # a user's wins
+
+
+def test_raw_log_odds_do_not_depend_on_threads(tiny):
+    """Beyond the decisions: the judge's calibrated log-odds themselves, bit for bit."""
+    ds = builtin_dataset("larger_number", n=16)
+    z = []
+    for threads in (1, 2):
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            z.append(np.asarray(zero_shot(tiny, ds, settings=HarvestSettings()).z))
+        finally:
+            torch.set_num_threads(before)
+    assert np.array_equal(z[0], z[1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import json
 import platform
 import time
@@ -112,6 +113,8 @@ def run_environment() -> dict[str, Any]:
 
     import torch
 
+    from ppairs_lens.cpu_numerics import CPU_NUMERICS
+
     def ver(name: str) -> str | None:
         try:
             return version(name)
@@ -122,6 +125,7 @@ def run_environment() -> dict[str, Any]:
                                    "scipy", "scikit-learn")},
             "torch_threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            **{k.lower(): os.environ.get(k) for k in CPU_NUMERICS},
             "machine": platform.machine(), "system": platform.system()}
 
 
