@@ -65,7 +65,7 @@ from ppairs_lens.evaluation.null_test import (
 )
 from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.evaluation.store_split import StoreSplit, split_store
+from ppairs_lens.evaluation.store_split import StoreSplit, held_out_records, split_store
 from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.interventions.batched import judge_under_direction_sets
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
@@ -76,7 +76,8 @@ from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["AblationConfig", "AblationRun", "ablate_store", "run_ablation", "replot", "cli"]
+__all__ = ["AblationConfig", "AblationRun", "ablate_store", "plan_ablation", "run_ablation",
+           "replot", "cli"]
 
 
 @dataclass
@@ -227,9 +228,8 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     run.splits_used[name] = split_used
     names, kinds, r, probes = _direction_table(bridge, store, dataset, template, sp, layer, cfg,
                                                log)
-    test_ds = subsample_by_context(
-        _subset(dataset, [p.pair_id for p in sp.pairs_test], f"{dataset.name}:test"),
-        cfg.max_eval_pairs, cfg.settings.seed)
+    test_ds = held_out_records(dataset, [p.pair_id for p in sp.pairs_test],
+                               cfg.max_eval_pairs, cfg.settings.seed)
     if cfg.max_eval_pairs is not None and len(test_ds) < cfg.max_eval_pairs:
         log(f"{name}: only {len(test_ds)} test pairs (max_eval_pairs {cfg.max_eval_pairs}: "
             "whole leak groups go to one side); raise test_size for more")
@@ -240,7 +240,8 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
         t0 = time.perf_counter()
         ctrl_set = [(r[[names.index(CONTROL)]], [store.hook_names[layer]])] if k == 0 else []
         both = judge_under_direction_sets(bridge, test_ds, template, [(r, preset), *ctrl_set],
-                                          settings=settings, directions_per_pass=cfg.directions_per_pass)
+                                          settings=settings, directions_per_pass=cfg.directions_per_pass,
+                                          desc=f"ablated judge {name} ({preset})")
         out = {key: None if v is None else v[:, :len(names)] for key, v in both.items()}
         if k == 0:  # the read-out control rode the first preset's pass: clean z, control z
             ctrl = both["z"][:, [0, len(names)]]
@@ -377,10 +378,38 @@ def replot(out: str | Path, model: str | None = None) -> list[Path]:
                  model, out)
 
 
+def plan_ablation(bridge, datasets: Sequence[Dataset], root, cfg: AblationConfig,
+                  template=None) -> list:
+    """The model passes of :func:`run_ablation` before any runs (for its estimate): each
+    store's harvest, then per dataset and preset the judge on its test records (both orders)
+    with every direction a branch of the read-out token (at most: a degenerate probe kind is
+    skipped), the read-out control riding the first preset's pass."""
+    from ppairs_lens.interventions.batched import batched_rejection_hooks
+    from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
+    from ppairs_lens.judges.zero_shot import judge_prompts
+
+    steps = plan_held_out_run(bridge, datasets, root, template=template, split=None, forms=())
+    n_directions = 2 + len(cfg.kinds) + cfg.n_random + cfg.n_matched  # baseline, control too
+    for d in datasets:
+        tpl, test = held_out_part(bridge, d, root, template=template,
+                                  split=cfg.settings.split_kwargs(),
+                                  max_pairs=cfg.max_eval_pairs, seed=cfg.settings.seed)
+        prompts = tuple(judge_prompts(bridge.tokenizer, test, tpl))
+        for k, preset in enumerate(cfg.presets):
+            n = n_directions + (k == 0)
+            steps.append(PlannedStep(d.name, "ablated_judge", prompts, branches=n,
+                                     final_hooks=lambda b, n=n, preset=preset:  # zero rows
+                                     batched_rejection_hooks(b, torch.zeros(n, b.cfg.d_model),
+                                                             preset)))
+    return steps
+
+
 def cli(args, bridge=None) -> None:
-    """``ppairs-lens ablate``; ``bridge``: the model (default: ``--model``, after the datasets)."""
+    """``ppairs-lens ablate``; ``bridge``: the model (default: ``--model``, after the datasets).
+    Its plan and estimated model time are printed before the first harvest."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.judges.run_estimate import announce
     from ppairs_lens.models.loading import load_model
     from ppairs_lens.models.spec import ModelSpec
 
@@ -388,13 +417,15 @@ def cli(args, bridge=None) -> None:
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
     if bridge is None:
         bridge = load_model(ModelSpec.from_args(args))
-    items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
-             for ds in datasets]
-    cfg = at_preset(AblationConfig(stores=[str(st.path) for st, _ in items],
-                                   datasets=list(specs), settings=args.settings,
+    cfg = at_preset(AblationConfig(stores=[], datasets=list(specs), settings=args.settings,
                                    layer=args.layer), PRESETS, args.preset)
     given = {"n_random": args.n_random, "n_matched": args.n_matched or args.n_random}
     cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
+    announce(bridge, plan_ablation(bridge, datasets, args.stores, cfg, args.template),
+             measure=not args.no_calibration)
+    items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
+             for ds in datasets]
+    cfg = replace(cfg, stores=[str(st.path) for st, _ in items])
     rows, _ = run_ablation(bridge, items, args.out, cfg)
     for line in summary_lines(rows):
         print(line)

@@ -230,8 +230,7 @@ def cli(args, bridge) -> None:
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.judges.held_out import held_out_judge_scores
-    from ppairs_lens.judges.run_estimate import (estimate_run, plan_held_out_run,
-                                                 remembered_rates)
+    from ppairs_lens.judges.run_estimate import announce, plan_held_out_run
 
     specs = args.datasets or list(BUILTIN_NAMES)
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
@@ -241,9 +240,7 @@ def cli(args, bridge) -> None:
     where = {"template": args.template, "names": args.hooks}
     steps = plan_held_out_run(bridge, datasets, args.stores, split=split, forms=forms,
                               max_pairs=limits, **where)
-    print("plan:", *estimate_run(bridge, steps, names=args.hooks, remembered=remembered_rates(),
-                                 measure=not args.no_calibration).lines(), sep="\n",
-          flush=True)
+    announce(bridge, steps, names=args.hooks, measure=not args.no_calibration)
     stores = [ensure_store(bridge, d, args.stores, **where) for d in datasets]
     names = unique_names(stores)
     judges = {n: held_out_judge_scores(bridge, s, d, split=split, forms=forms,

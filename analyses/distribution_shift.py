@@ -235,8 +235,7 @@ def cli(args, bridge) -> None:
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.store_split import split_records, undecidable_at_size
-    from ppairs_lens.judges.run_estimate import (estimate_run, plan_held_out_run,
-                                                 remembered_rates)
+    from ppairs_lens.judges.run_estimate import announce, plan_held_out_run
 
     def load(specs):
         return [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
@@ -260,9 +259,7 @@ def cli(args, bridge) -> None:
                                max_pairs=limits, **where)
              + plan_held_out_run(bridge, test, args.stores, split=None, forms=forms,
                                  max_pairs=limits, train=demos, seed=split["seed"], **where))
-    estimate = estimate_run(bridge, steps, names=args.hooks, remembered=remembered_rates(),
-                            measure=not args.no_calibration)
-    print("plan:", *estimate.lines(), sep="\n", flush=True)
+    estimate = announce(bridge, steps, names=args.hooks, measure=not args.no_calibration)
     took: dict[tuple[str, str], float] = {}
     on_disk = {(s.dataset, s.kind) for s in steps if s.done}
 

@@ -67,8 +67,8 @@ from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["FinetuningConfig", "METHODS", "nested_order", "prepare_comparison", "run_finetuning",
-           "cli"]
+__all__ = ["FinetuningConfig", "METHODS", "nested_order", "plan_finetuning", "prepare_comparison",
+           "run_finetuning", "cli"]
 
 #: Every judge of the comparison, in table order.
 METHODS: tuple[str, ...] = ("supervised", "pca", "lora", "full", "zero_shot")
@@ -218,14 +218,42 @@ def prepare_comparison(bridge, store: ActivationStore, dataset: Dataset, cfg: Fi
     if ([r.pair_id for r in train.records] != [p.pair_id for p in sp.pairs_train]
             or [r.pair_id for r in test.records] != [p.pair_id for p in sp.pairs_test]):
         raise PPairsError(f"{dataset.name}: the dataset's split differs from the store's")
-    if cfg.max_test is not None and cfg.max_test < len(test.records):
-        keep = np.sort(np.random.default_rng(cfg.settings.seed).permutation(len(test.records))
-                       [:cfg.max_test])
+    keep = _test_keep(len(test.records), cfg)
+    if keep is not None:
         sp = replace(sp, acts_test=sp.acts_test[keep], labels_test=sp.labels_test[keep],
                      pairs_test=[sp.pairs_test[i] for i in keep],
                      groups_test=[sp.groups_test[i] for i in keep])
         test = replace(test, records=[test.records[i] for i in keep])
     return template, sp, train, test
+
+
+def _test_keep(n_test: int, cfg: FinetuningConfig) -> np.ndarray | None:
+    """The test pairs every judge answers (sorted indices; a seeded ``max_test`` of them), or
+    None: all ``n_test``."""
+    if cfg.max_test is None or cfg.max_test >= n_test:
+        return None
+    return np.sort(np.random.default_rng(cfg.settings.seed).permutation(n_test)[:cfg.max_test])
+
+
+def _training_order(labels_train: np.ndarray, cfg: FinetuningConfig, n_main: int,
+                    seed: int) -> np.ndarray:
+    """The nested, stratified order in which seed ``seed``'s label sets take the training
+    pairs (:func:`nested_order` at every size the comparison and the curve read)."""
+    n_all = len(labels_train)
+    every = {n_main, *(min(n, n_all) for n in cfg.curve_sizes),
+             *(min(n, n_all) for n in cfg.sizes_of("full"))}
+    return nested_order(labels_train, every, seed)
+
+
+def _tuned_sizes(cfg: FinetuningConfig, method: str, seed: int, n_main: int, n_all: int
+                 ) -> set[int]:
+    """The label counts one finetuning run of ``(method, seed)`` is read at (one run gives
+    every point of its curve and the comparison's)."""
+    want = ({min(n, n_all) for n in cfg.sizes_of(method)}
+            if method in cfg.curve_methods and seed in cfg.curve_seeds else set())
+    if seed == cfg.settings.seed and method in cfg.methods:
+        want.add(n_main)
+    return want
 
 
 def _take(sp: StoreSplit, train: Dataset, idx: np.ndarray) -> tuple[StoreSplit, Dataset]:
@@ -242,13 +270,11 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
     n_all = len(train.records)
     cache: dict[tuple[str, int, int], Scored] = {}
     n_main = min(cfg.max_train or n_all, n_all)
-    sizes = sorted({min(n, n_all) for n in cfg.curve_sizes})
     orders = {}
 
     def order(seed: int) -> np.ndarray:
         if seed not in orders:
-            every = {n_main, *sizes, *(min(n, n_all) for n in cfg.sizes_of("full"))}
-            orders[seed] = nested_order(sp.labels_train, every, seed)
+            orders[seed] = _training_order(sp.labels_train, cfg, n_main, seed)
         return orders[seed]
 
     def run(method: str, size: int, seed: int, harvest: Cost | None = None) -> Scored:
@@ -256,11 +282,7 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
         if key in cache:
             return cache[key]
         if method in TUNED:  # the whole curve of (method, seed) in one run
-            want = {size} | ({min(n, n_all) for n in cfg.sizes_of(method)}
-                             if method in cfg.curve_methods and seed in cfg.curve_seeds
-                             else set())
-            if seed == cfg.settings.seed and method in cfg.methods:
-                want.add(n_main)
+            want = {size} | _tuned_sizes(cfg, method, seed, n_main, n_all)
             top = max(want)
             _, sub_train = _take(sp, train, order(seed)[:top])
             for n, sc in tuned_curve(bridge, sub_train, test, method, sorted(want), cfg, seed,
@@ -341,23 +363,73 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
     return rows
 
 
+def plan_finetuning(bridge, datasets: list[Dataset], root, cfg: FinetuningConfig,
+                    template=None) -> list:
+    """The model passes of :func:`run_finetuning` before any runs (for its estimate): each
+    store's harvest; per dataset the probes' training harvest (their cost), the zero-shot
+    judge on the test pairs, and per finetuning method the comparisons its runs train on and
+    the prompts its finetuned copies answer (a copy is trained and read by its own runner,
+    whose rate no few prompts of the model measure: planned by size, left out of the
+    estimate)."""
+    from ppairs_lens.activations.pair_info import pair_info
+    from ppairs_lens.evaluation.store_split import split_records
+    from ppairs_lens.judges.run_estimate import (PlannedStep, plan_held_out_run,
+                                                 planned_template)
+    from ppairs_lens.judges.zero_shot import judge_prompts
+
+    steps = plan_held_out_run(bridge, datasets, root, template=template, split=None, forms=())
+    split = cfg.settings.split_kwargs()
+    for d in datasets:
+        tpl = planned_template(bridge, d, root, template=template)[1]
+        train, test, _ = split_records(pair_info(d), d, **split)
+        keep = _test_keep(len(test.records), cfg)
+        if keep is not None:
+            test = replace(test, records=[test.records[i] for i in keep])
+        n_all = len(train.records)
+        n_main = min(cfg.max_train or n_all, n_all)
+        seed = cfg.settings.seed
+        if any(m in PROBES for m in cfg.methods):
+            order = _training_order(np.asarray(train.labels()), cfg, n_main, seed)
+            part = replace(train, records=[train.records[i] for i in order[:n_main]])
+            steps.append(PlannedStep(f"{d.name} probe training", "harvest",
+                                     tuple(build_contrast_pairs(bridge.tokenizer, part, tpl))))
+        if "zero_shot" in cfg.methods:
+            steps.append(PlannedStep(d.name, "zero_shot",
+                                     tuple(judge_prompts(bridge.tokenizer, test, tpl))))
+        for method in TUNED:
+            runs = [w for s in {seed, *cfg.curve_seeds}
+                    if (w := _tuned_sizes(cfg, method, s, n_main, n_all))]
+            if runs:
+                epochs = cfg.tuning(method, seed).epochs
+                steps.append(PlannedStep.untimed(d.name, f"{method} training",
+                                                 epochs * sum(max(w) for w in runs),
+                                                 "comparisons, both orders"))
+                steps.append(PlannedStep.untimed(d.name, f"{method} reads",
+                                                 2 * len(test.records) * sum(map(len, runs)),
+                                                 "prompts"))
+    return steps
+
+
 def cli(args, bridge) -> None:
-    """``ppairs-lens finetune`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
+    """``ppairs-lens finetune`` on the model ``bridge`` (loaded by :mod:`analyses.cli`); its
+    plan and estimated model time are printed before the first harvest."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.judges.run_estimate import announce
 
     specs = args.datasets or list(BUILTIN_NAMES)
-    pairs = []
-    for spec in specs:
-        ds = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
-        if ds.kind == "comparison":
-            pairs.append((ensure_store(bridge, ds, args.stores, template=args.template), ds))
+    datasets = [ds for ds in (load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
+                              for spec in specs) if ds.kind == "comparison"]
     cfg = at_preset(FinetuningConfig(settings=args.settings), PRESETS, args.preset)
     given = {"max_train": args.max_train,
              "curve_sizes": tuple(args.curve_sizes) if args.curve_sizes else None,
              "curve_seeds": tuple(args.curve_seeds) if args.curve_seeds else None}
     cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
+    announce(bridge, plan_finetuning(bridge, datasets, args.stores, cfg, args.template),
+             measure=not args.no_calibration)
+    pairs = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
+             for ds in datasets]
     for r in run_finetuning(bridge, pairs, args.out, cfg):
         print(f"{r['dataset']:24s} {r['method']:10s} acc {r['accuracy']:.3f} "
               f"[{r['lo']:.3f}, {r['hi']:.3f}]  train {r['train_seconds']:.1f} s  "

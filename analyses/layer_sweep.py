@@ -307,8 +307,7 @@ def cli(args, bridge) -> None:
     from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
     from ppairs_lens.judges.held_out import (HeldOutJudgeRun, judge_cache_dir, judge_entry,
                                              judge_held_out)
-    from ppairs_lens.judges.run_estimate import (estimate_run, plan_held_out_run,
-                                                 remembered_rates)
+    from ppairs_lens.judges.run_estimate import announce, plan_held_out_run
 
     t0 = time.perf_counter()
     specs = args.datasets or list(BUILTIN_NAMES)
@@ -325,9 +324,7 @@ def cli(args, bridge) -> None:
               flush=True)
     steps = plan_held_out_run(bridge, datasets, args.stores, split=split, forms=forms,
                               max_pairs=limits, **where)
-    estimate = estimate_run(bridge, steps, names=args.hooks, remembered=remembered_rates(),
-                            measure=not args.no_calibration)
-    print("plan:", *estimate.lines(), sep="\n", flush=True)
+    estimate = announce(bridge, steps, names=args.hooks, measure=not args.no_calibration)
     took: dict[tuple[str, str], float] = {}    # (dataset, step) -> seconds, vs the plan
     on_disk = {(s.dataset, s.kind) for s in steps if s.done}
     stores = []

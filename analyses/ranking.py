@@ -73,8 +73,8 @@ from ppairs_lens.ranking.merge_sort import (
     merge_sort,
 )
 
-__all__ = ["RANKING_METHODS", "RankingConfig", "cli", "figure_caption", "print_table",
-           "rank_dataset", "run_ranking"]
+__all__ = ["RANKING_METHODS", "RankingConfig", "RankingInputs", "cli", "figure_caption",
+           "plan_ranking", "print_table", "rank_dataset", "ranking_inputs", "run_ranking"]
 
 RANKING_METHODS: tuple[str, ...] = ("probe_greedy", "probe_beam", "zero_shot_greedy",
                                     "zero_shot_beam", "direct", "geval", "length", "memorised")
@@ -142,6 +142,51 @@ def _ctx_key(context_id: str | None) -> str:
     return str(context_id) if context_id is not None else "__all__"
 
 
+@dataclass(frozen=True)
+class RankingInputs:
+    """What a ranking run works on, fixed before any model runs: the contexts' split, the
+    evaluation items (``context::item`` keys, each context's items in a shuffled start
+    order) and the training comparisons the probe is harvested on."""
+
+    split: ContextSplit
+    groups: dict
+    eval_items: dict[str, dict[str, ScoredItem]]
+    train: Dataset
+
+
+def ranking_inputs(ds: Dataset, cfg: RankingConfig) -> RankingInputs:
+    """:class:`RankingInputs` of ``ds`` under ``cfg`` (seeded: the same every call)."""
+    meta = dataclasses.replace(ds, records=[])
+    groups = items_by_context(ds)
+    split = split_for_ranking(ds, groups, n_train=cfg.n_train_contexts,
+                              n_eval=cfg.n_eval_contexts, seed=cfg.settings.seed,
+                              max_items=cfg.max_items_per_context)
+    rng = random.Random(cfg.settings.seed)
+
+    # Item ids need only be unique within a context (SummEval's "S8" is in every article):
+    # key them "context::item".
+    eval_items: dict[str, dict[str, ScoredItem]] = {}
+    for c in split.eval:
+        ids = sorted(groups[c])
+        rng.shuffle(ids)  # the sort's start order must not follow the gold order
+        if cfg.max_items_per_context is not None:
+            ids = ids[:cfg.max_items_per_context]
+        eval_items[c] = {f"{c}::{i}": groups[c][i] for i in ids}
+    train_items = [it for c in split.train for it in groups[c].values()]
+    train = training_comparisons(meta, train_items, cfg.max_train_pairs_per_context,
+                                 cfg.settings.seed)
+    return RankingInputs(split, groups, eval_items, train)
+
+
+def _check_methods(cfg: RankingConfig) -> set[str]:
+    want = set(cfg.methods)
+    unknown = want - set(RANKING_METHODS)
+    if unknown:
+        raise ValueError(f"unknown ranking methods {sorted(unknown)}; choose from "
+                         f"{RANKING_METHODS}")
+    return want
+
+
 def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                  ) -> tuple[list[dict], list[dict], dict]:
     """Rank one dataset; returns (method rows, per-context rows, info)."""
@@ -149,34 +194,14 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
 
     ds = dataset if dataset is not None else load_dataset_spec(cfg.dataset)
     meta = dataclasses.replace(ds, records=[])
-    groups = items_by_context(ds)
-    want = set(cfg.methods)
-    unknown = want - set(RANKING_METHODS)
-    if unknown:
-        raise ValueError(f"unknown ranking methods {sorted(unknown)}; choose from "
-                         f"{RANKING_METHODS}")
-    split = split_for_ranking(ds, groups, n_train=cfg.n_train_contexts,
-                              n_eval=cfg.n_eval_contexts, seed=cfg.settings.seed,
-                              max_items=cfg.max_items_per_context)
+    want = _check_methods(cfg)
+    inputs = ranking_inputs(ds, cfg)
+    split, groups, eval_items, train = inputs.split, inputs.groups, inputs.eval_items, inputs.train
     train_ctx, eval_ctx = split.train, split.eval
     settings = cfg.harvest_settings()
-    rng = random.Random(cfg.settings.seed)
-
-    # Item ids need only be unique within a context (SummEval's "S8" is in every article):
-    # key them "context::item".
-    eval_items: dict[str, dict[str, ScoredItem]] = {}
-    for c in eval_ctx:
-        ids = sorted(groups[c])
-        rng.shuffle(ids)  # the sort's start order must not follow the gold order
-        if cfg.max_items_per_context is not None:
-            ids = ids[:cfg.max_items_per_context]
-        eval_items[c] = {f"{c}::{i}": groups[c][i] for i in ids}
     flat = {i: it for g in eval_items.values() for i, it in g.items()}
     orders = {c: list(g) for c, g in eval_items.items()}
     gold = {c: {i: it.score for i, it in g.items()} for c, g in eval_items.items()}
-    train_items = [it for c in train_ctx for it in groups[c].values()]
-    train = training_comparisons(meta, train_items, cfg.max_train_pairs_per_context,
-                                 cfg.settings.seed)
 
     results: dict[str, dict[str, Any]] = {}  # method -> {pred: {ctx: order|scores}, cost...}
     info: dict[str, Any] = {"dataset": ds.name, "model": model_name(bridge),
@@ -379,9 +404,42 @@ def wants_model(args) -> bool:
     return bool(_specs(args))
 
 
+def plan_ranking(bridge, cfgs: Sequence[RankingConfig]) -> list:
+    """The model passes of :func:`run_ranking` before any runs (for its estimate): per
+    dataset the probe's training harvest, then the merge sorts' comparisons (how many a sort
+    asks depends on the answers: planned by a greedy sort's most, and the harvest of each is
+    not timed) and the direct scoring of every item (its own prompts: planned by size)."""
+    from ppairs_lens.activations.prompts import build_contrast_pairs
+    from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.judges.progress import sort_comparisons_bound
+    from ppairs_lens.judges.run_estimate import PlannedStep
+
+    steps = []
+    for cfg in cfgs:
+        ds = load_dataset_spec(cfg.dataset)
+        want, inputs = _check_methods(cfg), ranking_inputs(ds, cfg)
+        items = [c for c, g in inputs.eval_items.items() for _ in g]
+        bound = sort_comparisons_bound(items)
+        if want & {"probe_greedy", "probe_beam"}:
+            steps.append(PlannedStep(ds.name, "harvest", tuple(build_contrast_pairs(
+                bridge.tokenizer, inputs.train))))
+        for family in ("probe", "zero_shot"):
+            sorts = [m for m in want if m.startswith(f"{family}_")]
+            if sorts:
+                steps.append(PlannedStep.untimed(
+                    ds.name, f"{family} sorts", bound,
+                    f"comparisons a greedy sort asks at most ({len(sorts)} sorts)"))
+        if want & {"direct", "geval"}:
+            steps.append(PlannedStep.untimed(ds.name, "direct scoring", len(items), "items"))
+    return steps
+
+
 def cli(args, bridge=None) -> None:
     """The ranking part of ``ppairs-lens rank`` (datasets: see :func:`_specs`). ``bridge``:
-    an already loaded model (default: load ``--model``)."""
+    an already loaded model (default: load ``--model``). Its plan and estimated model time
+    are printed before the first model pass."""
+    from ppairs_lens.judges.run_estimate import announce
+
     specs = _specs(args)
     if not specs:
         return
@@ -398,4 +456,5 @@ def cli(args, bridge=None) -> None:
         from ppairs_lens.models.spec import ModelSpec
 
         bridge = load_model(ModelSpec.from_args(args))
+    announce(bridge, plan_ranking(bridge, cfgs), measure=not args.no_calibration)
     print_table(run_ranking(bridge, cfgs, args.out))

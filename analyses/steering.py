@@ -42,14 +42,13 @@ from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
-from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import SettingError
 from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
 from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.evaluation.store_split import split_store
+from ppairs_lens.evaluation.store_split import held_out_records, split_store
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
 from ppairs_lens.interventions.steered_judge import judge_under_steering
 from ppairs_lens.interventions.steering import check_alpha
@@ -57,7 +56,8 @@ from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_js
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 
-__all__ = ["SteeringConfig", "SteeringRun", "steer_store", "run_steering", "cli"]
+__all__ = ["SteeringConfig", "SteeringRun", "plan_steering", "steer_store", "run_steering",
+           "cli"]
 
 
 @dataclass
@@ -136,11 +136,8 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     names, kinds, r = _directions(sp, layer, store.d_model, cfg, name)
     unit = float(sp.acts_train[:, 0, layer].double().norm(dim=-1).median())
     run.norm_units[name] = unit
-    keep = {p.pair_id for p in sp.pairs_test}
-    test_ds = subsample_by_context(
-        replace(dataset, name=f"{dataset.name}:test",
-                records=[x for x in dataset.records if x.pair_id in keep]),
-        cfg.max_eval_pairs, cfg.settings.seed)
+    test_ds = held_out_records(dataset, [p.pair_id for p in sp.pairs_test],
+                               cfg.max_eval_pairs, cfg.settings.seed)
     y = (np.asarray(test_ds.labels()) == 1).astype(int)
     settings = HarvestSettings(token_budget=cfg.token_budget)
     t0 = time.perf_counter()
@@ -150,7 +147,8 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     # prompts: their prefixes, most of the cost, run once, not once per alpha
     vectors = torch.cat([torch.zeros(1, store.d_model), *(float(a) * unit * r for a in alphas)])
     zz = judge_under_steering(bridge, test_ds, template, vectors, [hook], settings=settings,
-                              vectors_per_pass=cfg.directions_per_pass)["z"]
+                              vectors_per_pass=cfg.directions_per_pass,
+                              desc=f"steered judge {name}")["z"]
     z0 = zz[:, 0]
     z = zz[:, 1:].reshape(len(test_ds), len(alphas), len(names)).transpose(1, 0, 2)  # [A, n, D]
     run.timings[name] = round(time.perf_counter() - t0, 1)
@@ -217,21 +215,58 @@ PRESETS: dict[str, Preset] = {
                                            "n_matched": 8})}
 
 
+def plan_steering(bridge, datasets: Sequence[Dataset], root, cfg: SteeringConfig,
+                  template=None) -> list:
+    """The model passes of :func:`run_steering` before any runs (for its estimate): each
+    store's harvest, then per dataset the judge on its test records with the unsteered judge
+    and every alpha x direction a branch of the read-out token (at most: a degenerate probe
+    kind is skipped), one pass per item order. Timed at ``cfg.layer``'s read-out where given,
+    else at the last (the read-out chosen on validation is not known before the harvest;
+    where a hook sits does not change what a pass computes)."""
+    from ppairs_lens.activations.harvest import readout_names
+    from ppairs_lens.activations.prompts import build_contrast_pairs
+    from ppairs_lens.interventions.steering import batched_steering_hooks
+    from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
+    from ppairs_lens.judges.zero_shot import swapped_dataset
+
+    steps = plan_held_out_run(bridge, datasets, root, template=template, split=None, forms=())
+    branches = 1 + len(cfg.alphas) * (len(cfg.kinds) + cfg.n_random + cfg.n_matched)
+    hook = readout_names(bridge, None)[cfg.layer if cfg.layer is not None else -1]
+
+    def hooks(model):  # zero vectors: the same work as the steered ones
+        return batched_steering_hooks(model, torch.zeros(branches, model.cfg.d_model), [hook])
+    for d in datasets:
+        tpl, test = held_out_part(bridge, d, root, template=template,
+                                  split=cfg.settings.split_kwargs(),
+                                  max_pairs=cfg.max_eval_pairs, seed=cfg.settings.seed)
+        orders = [(d.name, test)] + ([(f"{d.name} swapped", swapped_dataset(test))]
+                                     if test.kind == "comparison" else [])
+        for label, part in orders:
+            steps.append(PlannedStep(label, "steered_judge",
+                                     tuple(build_contrast_pairs(bridge.tokenizer, part, tpl)),
+                                     branches=branches, final_hooks=hooks))
+    return steps
+
+
 def cli(args, bridge=None) -> None:
-    """``ppairs-lens steer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
+    """``ppairs-lens steer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`); its
+    plan and estimated model time are printed before the first harvest."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
+    from ppairs_lens.judges.run_estimate import announce
 
     specs = args.datasets or ["larger_number", "capital_true"]
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
-    items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
-             for ds in datasets]
-    cfg = at_preset(SteeringConfig(stores=[str(s.path) for s, _ in items],
-                                   datasets=list(specs), settings=args.settings,
+    cfg = at_preset(SteeringConfig(stores=[], datasets=list(specs), settings=args.settings,
                                    layer=args.layer), PRESETS, args.preset)
     given = {"n_random": args.n_random, "n_matched": args.n_matched,
              "alphas": tuple(args.alphas) if args.alphas else None}
     cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
+    announce(bridge, plan_steering(bridge, datasets, args.stores, cfg, args.template),
+             measure=not args.no_calibration)
+    items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
+             for ds in datasets]
+    cfg = replace(cfg, stores=[str(s.path) for s, _ in items])
     rows = run_steering(bridge, items, args.out, cfg)
     for r in rows:
         if r["kind"] == "probe" and r["alpha"] == max(cfg.alphas):

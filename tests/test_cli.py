@@ -173,7 +173,7 @@ def test_run_honours_split_quick_and_the_loaded_model(loads, recorded, tiny, tmp
     (cfg,), kw = recorded["run"]
     assert cfg.settings.split_by == "item" and cfg.settings.quick
     assert cfg.max_pairs == QUICK_MAX_PAIRS
-    assert kw == {"reuse": False, "bridge": tiny}
+    assert kw == {"reuse": False, "bridge": tiny, "calibrate": True}
 
 
 def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, tmp_path,
@@ -190,7 +190,7 @@ def test_run_without_datasets_is_the_replication_where_the_data_is(loads, tiny, 
     assert run(argv) == 0
     assert got["cfg"].shared_data == str(data) and got["cfg"].settings.quick
     assert got["cfg"].settings.test_size == 0.5  # the paper's halves unless --test-size
-    assert got["kw"] == {"reuse": True, "bridge": tiny}
+    assert got["kw"] == {"reuse": True, "bridge": tiny, "calibrate": True}
 
 
 BAD = [  # (argv after the command's base arguments, what the message must say)

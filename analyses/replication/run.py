@@ -74,11 +74,13 @@ from ppairs_lens.io.records import record_data
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out_sets
+from ppairs_lens.judges.run_estimate import announce
 from ppairs_lens.judges.study import HeldOutJudges, JudgeStudySettings, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
 
-__all__ = ["REFRESH_INPUTS", "ReplicationConfig", "cli", "refresh", "run_replication"]
+__all__ = ["LATER_MODEL_STEPS", "REFRESH_INPUTS", "ReplicationConfig", "cli",
+           "plan_replication", "refresh", "run_replication"]
 STEPS = 16
 #: The outputs a re-decision (:func:`refresh`) reads beside ``summary.json``; the run records
 #: their SHA-256 there, and a re-decision refuses one changed since.
@@ -151,8 +153,39 @@ def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str,
     }
 
 
-def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) -> dict | None:
-    """The replication; None (with a printed reason) when no replication data is found."""
+#: The main job's steps after the prompted judges that run the model, each with a progress
+#: bar of its own; the plan names them and leaves them out of its estimate.
+LATER_MODEL_STEPS = ("direct scoring and G-Eval", "finetuning", "ablation", "steering",
+                     "insertion", "controls")
+
+
+def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset]) -> list:
+    """The main job's model passes before any runs (for its estimate): each store's harvest
+    and the zero-shot judge study's prompts (the harvest answers the items' own order), then
+    the later model steps by name."""
+    from ppairs_lens.judges.run_estimate import PlannedStep, plan_held_out_run, planned_template
+    from ppairs_lens.judges.study import study_prompts
+
+    steps = plan_held_out_run(bridge, ds, cfg.stores, split=None, forms=())
+    settings = _judge_settings(cfg)
+    for d in ds:
+        if d.kind == "comparison":
+            tpl = planned_template(bridge, d, cfg.stores)[1]
+            steps.append(PlannedStep(d.name, "zero_shot", tuple(
+                study_prompts(bridge.tokenizer, d, tpl, settings))))
+    steps += [PlannedStep.untimed("main job", name, 1, "step") for name in LATER_MODEL_STEPS]
+    return steps
+
+
+def _judge_settings(cfg: ReplicationConfig) -> JudgeStudySettings:
+    return JudgeStudySettings(cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure)
+
+
+def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
+                    calibrate: bool = True) -> dict | None:
+    """The replication; None (with a printed reason) when no replication data is found. Its
+    plan and estimated model time are printed before the harvest (``calibrate`` False:
+    ``--no-calibration``, only remembered rates)."""
     log = tqdm.write
     datasets = _datasets(cfg, log)
     if not datasets:
@@ -163,6 +196,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
                                                          lambda: load_model(cfg.model))
     names = list(datasets)
     ds = [datasets[n] for n in names]
+    announce(bridge, plan_replication(bridge, cfg, ds), measure=calibrate, log=log)
     t0 = time.time()  # a rate counts the pairs harvested now, not those of reused stores
     stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores), units=lambda
                        st: (sum(s.pairs_written_since(t0) for s in st), "pairs harvested"))
@@ -175,8 +209,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None) 
     # Each step declares the record it hands on (tests/test_step_signatures.py checks it);
     # the runner rebuilds that type from the step cache, so a reused step reads as a fresh one.
     def judges_step() -> dict[str, HeldOutJudges]:
-        return judge_study(bridge, stores, ds, JudgeStudySettings(
-            cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure), log=log)
+        return judge_study(bridge, stores, ds, _judge_settings(cfg), log=log)
     judges = run.step("prompted judges", judges_step, units=lambda j: (sum(
         v.n_prompts.get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
 
@@ -399,4 +432,5 @@ def cli(args, bridge=None) -> None:
     elif getattr(args, "test_size", None) is None:  # the paper's halves unless --test-size
         fields["settings"] = args.settings.but(test_size=PAPER_TEST_SIZE)
     cfg = replication_config(args.preset, **fields)
-    run_replication(cfg, reuse=not getattr(args, "recompute", False), bridge=bridge)
+    run_replication(cfg, reuse=not getattr(args, "recompute", False), bridge=bridge,
+                    calibrate=not args.no_calibration)

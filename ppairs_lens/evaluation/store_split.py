@@ -26,7 +26,7 @@ from ppairs_lens.evaluation.sign_flip import groups_for_p
 from ppairs_lens.evaluation.splits import resolve_split_by, train_test_split_pairs
 
 __all__ = ["StoreSplit", "bootstrap_groups", "covered_test_pairs", "held_out_ci_counts",
-           "pair_groups", "pair_items",
+           "held_out_records", "pair_groups", "pair_items",
            "split_pairs", "split_records", "split_store", "store_fits", "training_split",
            "untied_split", "validation_split", "undecidable_at_size"]
 
@@ -113,6 +113,19 @@ def split_records(pairs: Sequence[PairInfo], dataset: Dataset, *, test_size: flo
                        records=[by_id[untied[i].pair_id] for i in idx])
 
     return side(train, "train"), side(test, "test"), used
+
+
+def held_out_records(dataset: Dataset, pair_ids: Sequence[str], max_pairs: int | None,
+                     seed: int) -> Dataset:
+    """The records of ``pair_ids`` in ``dataset``'s order (named ``<name>:test``), cut to at
+    most ``max_pairs`` whole contexts (seeded): what an intervention study's judge answers,
+    and what its plan counts before the store exists."""
+    from ppairs_lens.data.specs import subsample_by_context
+
+    keep = set(pair_ids)
+    return subsample_by_context(
+        replace(dataset, name=f"{dataset.name}:test",
+                records=[r for r in dataset.records if r.pair_id in keep]), max_pairs, seed)
 
 
 def split_store(store: ActivationStore, *, test_size: float, split_by: str = "auto",

@@ -89,15 +89,19 @@ def _set_hooks(bridge, block: Float[Tensor, "D point d_model"], names: Sequence[
 
 
 def logodds_per_branch(bridge, pairs, rows: Tensor, make_hooks: Callable[[Tensor], list],
-                       settings, chunk: int) -> Float[np.ndarray, "pair D"]:
+                       settings, chunk: int, desc: str = "prompted judge"
+                       ) -> Float[np.ndarray, "pair D"]:
     """logit(choice 1) - logit(choice 2) per pair and row of ``rows`` (a direction to remove,
     a vector to add): ``chunk`` rows per call, each row a branch of the read-out token that
-    ``make_hooks(block)`` treats (ablation and steering share this)."""
+    ``make_hooks(block)`` treats (ablation and steering share this). ``desc`` names the
+    progress bar (with the branch count: a prompt's rate falls as its branches grow)."""
     out = []
     for start in range(0, rows.shape[0], chunk):
         block = rows[start:start + chunk]
         out.append(choice_logodds_of(bridge, pairs, settings=settings, n_branch=block.shape[0],
-                                     final_hooks=make_hooks(block)).reshape(len(pairs), -1))
+                                     final_hooks=make_hooks(block),
+                                     desc=f"{desc}, {block.shape[0]} read-outs each"
+                                     ).reshape(len(pairs), -1))
     return np.concatenate(out, axis=1)
 
 
@@ -128,6 +132,7 @@ def judge_under_direction_sets(
     bridge, dataset: Dataset, template: Template | None,
     sets: Sequence[tuple[Float[Tensor, "D d_model"], Preset | Sequence[str]]], *,
     settings: HarvestSettings = HarvestSettings(), directions_per_pass: int | None = None,
+    desc: str = "ablated judge",
 ) -> dict[str, np.ndarray | None]:
     """:func:`judge_under_directions` for several ``(directions, preset)`` sets in one pass
     over the prompts: the columns are the sets' directions in order, each rejected at the
@@ -149,14 +154,15 @@ def judge_under_direction_sets(
     rows = torch.cat(blocks)
     return judge_under_branches(bridge, dataset, template, rows,
                                 lambda b: _set_hooks(bridge, b, names),
-                                settings=settings, per_pass=directions_per_pass)
+                                settings=settings, per_pass=directions_per_pass, desc=desc)
 
 
 @torch.inference_mode()
 def judge_under_branches(bridge, dataset: Dataset, template: Template | None, rows: Tensor,
                          make_hooks: Callable[[Tensor], list], *,
                          settings: HarvestSettings = HarvestSettings(),
-                         per_pass: int | None = None) -> dict[str, np.ndarray | None]:
+                         per_pass: int | None = None, desc: str = "prompted judge"
+                         ) -> dict[str, np.ndarray | None]:
     """The calibrated judge of :func:`judge_under_directions` with any per-branch intervention:
     ``rows[j]`` (axis 0: one per branch) treated by ``make_hooks(block)`` at branch ``j``, the
     same rows in both item orders (a rejection, an erasure: sign-free)."""
@@ -166,7 +172,7 @@ def judge_under_branches(bridge, dataset: Dataset, template: Template | None, ro
     calibrate = dataset.kind == "comparison"
     if calibrate:
         pairs = pairs + build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
-    ld = logodds_per_branch(bridge, pairs, rows, make_hooks, settings, chunk)
+    ld = logodds_per_branch(bridge, pairs, rows, make_hooks, settings, chunk, desc)
     if not calibrate:
         return {"z": ld, "ld_original": ld, "ld_swapped": None}
     ld_o, ld_s = ld[:n], ld[n:]

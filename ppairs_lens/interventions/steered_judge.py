@@ -33,16 +33,17 @@ from ppairs_lens.models.hook_points import Preset
 __all__ = ["judge_under_steering"]
 
 
-def _logodds(bridge, pairs, vectors, hooks, settings, chunk) -> Float[np.ndarray, "pair D"]:
+def _logodds(bridge, pairs, vectors, hooks, settings, chunk, desc) -> Float[np.ndarray, "pair D"]:
     return logodds_per_branch(bridge, pairs, vectors,
-                              lambda b: batched_steering_hooks(bridge, b, hooks), settings, chunk)
+                              lambda b: batched_steering_hooks(bridge, b, hooks), settings, chunk,
+                              desc)
 
 
 @torch.inference_mode()
 def judge_under_steering(
     bridge, dataset: Dataset, template: Template | None, vectors: Float[Tensor, "D d_model"],
     hooks: Preset | Sequence[str], *, settings: HarvestSettings = HarvestSettings(),
-    vectors_per_pass: int | None = None,
+    vectors_per_pass: int | None = None, desc: str = "steered judge",
 ) -> dict[str, np.ndarray | None]:
     """``{"z", "ld_original", "ld_swapped"}`` per record and vector (``[record, D]``; the
     swapped one None for statements), each vector added as given (not normalised) at the
@@ -53,9 +54,9 @@ def judge_under_steering(
                              "alpha, or direction); every vector must be finite")
     chunk = int(vectors_per_pass or v.shape[0])
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
-    ld_o = _logodds(bridge, pairs, v, hooks, settings, chunk)
+    ld_o = _logodds(bridge, pairs, v, hooks, settings, chunk, desc)
     if dataset.kind != "comparison":
         return {"z": ld_o, "ld_original": ld_o, "ld_swapped": None}
     swapped = build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
-    ld_s = _logodds(bridge, swapped, -v, hooks, settings, chunk)
+    ld_s = _logodds(bridge, swapped, -v, hooks, settings, chunk, f"{desc}, swapped")
     return {"z": swap_calibrated_logodds(ld_o, ld_s), "ld_original": ld_o, "ld_swapped": ld_s}

@@ -10,13 +10,20 @@ step, :meth:`RunEstimate.remaining` rescales what is left by how far the finishe
 (a shared machine's load moves a time measured on a few prompts). Steps whose results are already on
 disk (a complete store, a remembered judge) cost nothing and are listed as such. Fitting probes
 and no-model baselines is not a model pass and is not in the estimate.
+
+A judge under an intervention (ablated or steered directions, each a branch of the read-out
+token, :func:`ppairs_lens.interventions.batched.logodds_per_branch`) is timed as it runs: its
+own prompts, its branch count and the hooks its planner gives (``final_hooks``: the same kind
+at the same points, zero rows: the same arithmetic). A pass of a kind that cannot be timed this way (a training step of a finetuned
+copy, a sort whose comparisons depend on the answers) is planned with its count and left out
+of the estimate by name (:meth:`PlannedStep.untimed`).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -42,8 +49,9 @@ from ppairs_lens.io.outputs import write_json
 from ppairs_lens.judges.zero_shot import choice_logodds_of
 from ppairs_lens.models.loading import model_name
 
-__all__ = ["PlannedStep", "RunEstimate", "SAMPLE_PROMPTS", "estimate_run", "plan_held_out_run",
-           "planned_tokens", "rate_key", "remembered_rates"]
+__all__ = ["PlannedStep", "RunEstimate", "SAMPLE_PROMPTS", "announce", "estimate_run",
+           "held_out_part", "plan_held_out_run", "planned_template", "planned_tokens",
+           "rate_key", "remembered_rates"]
 
 #: Prompts of each step kind run and timed to measure its time per token.
 SAMPLE_PROMPTS = 4
@@ -51,37 +59,58 @@ SAMPLE_PROMPTS = 4
 
 @dataclass(frozen=True)
 class PlannedStep:
-    """One model step of a run: ``kind`` "harvest" or a judge form, its prompts, whether its
-    result is already on disk."""
+    """One model step of a run: ``kind`` "harvest", a judge form or a judge under an
+    intervention (``branches`` read-out branches per prompt, treated by the hooks
+    ``final_hooks(model)`` makes), its prompts, whether its result is already on disk.
+    ``count`` / ``unit``: the size of a pass that is not timed (:meth:`untimed`)."""
 
     dataset: str
     kind: str
-    prompts: tuple[ContrastPair, ...]
+    prompts: tuple[ContrastPair, ...] = ()
     done: bool = False
+    branches: int = 1
+    final_hooks: Callable[[object], list] | None = None
+    count: int | None = None
+    unit: str = "prompts"
+
+    @classmethod
+    def untimed(cls, dataset: str, kind: str, count: int, unit: str) -> PlannedStep:
+        """A model pass planned by its size only: no rate of its kind can be measured on a few
+        of its prompts, so the estimate leaves it out and names it."""
+        return cls(dataset, kind, count=count, unit=unit)
+
+    @property
+    def timed(self) -> bool:
+        return self.count is None
 
     @property
     def tokens(self) -> int:
-        return planned_tokens(self.prompts, harvest=self.kind == "harvest")
+        return (planned_tokens(self.prompts, harvest=self.kind == "harvest",
+                               branches=self.branches) if self.timed else 0)
 
 
-def planned_tokens(prompts: Sequence[ContrastPair], *, harvest: bool = False) -> int:
+def planned_tokens(prompts: Sequence[ContrastPair], *, harvest: bool = False,
+                   branches: int = 1) -> int:
     """Token positions the runner computes for ``prompts``: a harvest reads each pair's two
     final tokens after its whole prefix; a judge reads the logits after the prefix's last
-    token (:func:`ppairs_lens.judges.zero_shot.choice_logodds_of`)."""
+    token (:func:`ppairs_lens.judges.zero_shot.choice_logodds_of`), ``branches`` times under
+    an intervention."""
     if not prompts:
         return 0
     if harvest:
         return tokens_computed(plan([p.prefix_ids for p in prompts],
                                     [p.group for p in prompts]), 2)
     return tokens_computed(plan([p.prefix_ids[:-1] for p in prompts],
-                                [p.group for p in prompts]), 1)
+                                [p.group for p in prompts]), branches)
 
 
-def _run(bridge, kind: str, prompts: Sequence[ContrastPair], names) -> None:
-    if kind == "harvest":
+def _run(bridge, step: PlannedStep, prompts: Sequence[ContrastPair], names) -> None:
+    if step.kind == "harvest":
         harvest_pairs(bridge, prompts, names=names)
     else:
-        choice_logodds_of(bridge, prompts, desc=f"timing {kind}")
+        choice_logodds_of(bridge, prompts, n_branch=step.branches,
+                          final_hooks=step.final_hooks(bridge) if step.final_hooks else (),
+                          desc=f"timing {step.kind}")
 
 
 @dataclass(frozen=True)
@@ -104,9 +133,14 @@ class RunEstimate:
     def lines(self) -> list[str]:
         out = []
         for s in self.steps:
+            if not s.timed:
+                out.append(f"  {s.dataset:32s} {s.kind:14s} {s.count:5d} {s.unit}  "
+                           "not estimated")
+                continue
             state = ("on disk, reused" if s.done else
                      f"~{self.step_seconds(s):.0f} s")
-            out.append(f"  {s.dataset:32s} {s.kind:10s} {len(s.prompts):5d} prompts "
+            reads = f" x {s.branches} read-outs" if s.branches > 1 else ""
+            out.append(f"  {s.dataset:32s} {s.kind:14s} {len(s.prompts):5d} prompts{reads} "
                        f"{s.tokens:8d} tokens  {state}")
         rates = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.seconds_per_token.items())
         measured = [k for k in self.seconds_per_token if k not in self.remembered]
@@ -119,6 +153,9 @@ class RunEstimate:
         if self.unmeasured:
             how += (f"{', '.join(self.unmeasured)} not measured (--no-calibration, no earlier "
                     "rate): left out; ")
+        untimed = list(dict.fromkeys(s.kind for s in self.steps if not s.timed))
+        if untimed:
+            how += f"{', '.join(untimed)}: no rate of their kind: left out; "
         out.append(f"estimated model time: ~{self.seconds + self.timing_seconds:.0f} s ({how}"
                    "fitting probes and baselines not included)")
         return out
@@ -187,7 +224,7 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
     (no timing), one measured here is added; ``measure`` False: nothing is timed, a kind
     without a remembered rate is left out of the estimate (and said to be)."""
     start = time.perf_counter()
-    pending = [s for s in steps if not s.done and s.prompts]
+    pending = [s for s in steps if not s.done and s.prompts and s.timed]
     known = _known_rates(remembered)
     rates: dict[str, float] = {}
     reused, unmeasured, learned = [], [], {}
@@ -197,6 +234,8 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
             continue
         if TIMED_AS.get(s.kind) in rates:
             rates[s.kind] = rates[TIMED_AS[s.kind]]
+            if TIMED_AS[s.kind] in reused:   # not measured now either
+                reused.append(s.kind)
             continue
         key = rate_key(bridge, s.kind)
         if key in known:
@@ -208,17 +247,52 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
             continue
         part = list(s.prompts[:sample])
         if not warmed:  # the first pass pays one-off costs (allocation, kernel choice)
-            _run(bridge, s.kind, part[:1], names)
+            _run(bridge, s, part[:1], names)
             warmed = True
         t0 = time.perf_counter()
-        _run(bridge, s.kind, part, names)
+        _run(bridge, s, part, names)
         rates[s.kind] = (time.perf_counter() - t0) / max(
-            planned_tokens(part, harvest=s.kind == "harvest"), 1)
+            planned_tokens(part, harvest=s.kind == "harvest", branches=s.branches), 1)
         learned[key] = rates[s.kind]
     if remembered is not None and learned:
         write_json(remembered, {**known, **learned})
     return RunEstimate(tuple(steps), rates, time.perf_counter() - start, tuple(reused),
                        tuple(unmeasured))
+
+
+def announce(bridge, steps: Sequence[PlannedStep], *, names=None, measure: bool = True,
+             log=None) -> RunEstimate:
+    """:func:`estimate_run` with the remembered rates (:func:`remembered_rates`), its plan
+    printed (``log``, default stdout, flushed: the work follows at once) before the work
+    starts; ``measure`` False: ``--no-calibration``."""
+    estimate = estimate_run(bridge, steps, names=names, remembered=remembered_rates(),
+                            measure=measure)
+    text = "\n".join(["plan:", *estimate.lines()])
+    if log is None:
+        print(text, flush=True)
+    else:
+        log(text)
+    return estimate
+
+
+def planned_template(bridge, dataset: Dataset, root, *, template=None, names=None):
+    """``(finished store or None, template)``: the template ``dataset``'s store was (or will
+    be) harvested with: a finished store's own, else ``template`` or the dataset's default."""
+    _, store = finished_store(bridge, dataset, root, template=template, names=names)
+    return store, (store_template(store) if store is not None else
+                   (template or default_template(dataset)))
+
+
+def held_out_part(bridge, dataset: Dataset, root, *, template=None, split: dict,
+                  max_pairs: int | None, seed: int) -> tuple:
+    """``(template, test records)``: the held-out records an intervention study's judge will
+    answer (:func:`ppairs_lens.evaluation.store_split.held_out_records` of the split made from
+    the records' own pair information, as the store's), known before the harvest."""
+    from ppairs_lens.evaluation.store_split import held_out_records
+
+    test = split_records(pair_info(dataset), dataset, **split)[1]
+    part = held_out_records(dataset, [r.pair_id for r in test.records], max_pairs, seed)
+    return planned_template(bridge, dataset, root, template=template)[1], part
 
 
 def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=None, names=None,
@@ -233,8 +307,7 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
     demonstrations drawn from ``train``."""
     steps: list[PlannedStep] = []
     for d in datasets:
-        _, store = finished_store(bridge, d, root, template=template, names=names)
-        tpl = store_template(store) if store is not None else (template or default_template(d))
+        store, tpl = planned_template(bridge, d, root, template=template, names=names)
         # a store another pair limit of this file filled in part harvests only the rest
         pending = pending_records(bridge, d, root, template=template, names=names)
         todo = replace(d, records=[d.records[i] for i in pending]) if pending else d

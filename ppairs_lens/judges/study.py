@@ -29,7 +29,8 @@ from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.models.backend import model_dtype
 from ppairs_lens.judges.zero_shot import ZeroShotResult, sides_logodds, swapped_dataset
 
-__all__ = ["HeldOutJudges", "JudgeStudySettings", "harvested_logodds", "judge_study"]
+__all__ = ["HeldOutJudges", "JudgeStudySettings", "harvested_logodds", "judge_study",
+           "study_prompts"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,28 @@ class HeldOutJudges:
                 "allure_skipped": self.allure_skipped, "n_prompts": self.n_prompts}
 
 
+def _training_sample(train: Dataset, settings: JudgeStudySettings) -> Dataset:
+    """The training comparisons whose answers fit the judge's threshold."""
+    return subsample_by_context(train, settings.train_pairs, settings.protocol.seed)
+
+
+def study_prompts(tokenizer, dataset: Dataset, template,
+                  settings: JudgeStudySettings = JudgeStudySettings()) -> list:
+    """The zero-shot prompts :func:`judge_study` runs for ``dataset`` where its store kept
+    the harvest's answers (the swapped orders of the held-out pairs and of the training
+    sample), known before the harvest: the split made from the records' own pair
+    information, as the store's. For a run's plan (ALLURE's few-shot prompts are not in it:
+    its demonstrations are chosen from these answers)."""
+    from ppairs_lens.activations.pair_info import pair_info
+    from ppairs_lens.activations.prompts import build_contrast_pairs
+    from ppairs_lens.evaluation.store_split import split_records
+
+    train, test, _ = split_records(pair_info(dataset), dataset,
+                                   **settings.protocol.split_kwargs())
+    return [p for part in (test, _training_sample(train, settings))
+            for p in build_contrast_pairs(tokenizer, swapped_dataset(part), template)]
+
+
 def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Dataset],
                 settings: JudgeStudySettings = JudgeStudySettings(), log=print
                 ) -> dict[str, HeldOutJudges]:
@@ -99,7 +122,7 @@ def judge_study(bridge, stores: Sequence[ActivationStore], datasets: Sequence[Da
         template = store_template(store)
         seed = settings.protocol.seed
         train, test, used = held_out_datasets(store, ds, **settings.protocol.split_kwargs())
-        train_sub = subsample_by_context(train, settings.train_pairs, seed)
+        train_sub = _training_sample(train, settings)
         stored = harvested_logodds(store, bridge)
         # the items' own order is the harvest's prompt: its answer may be stored
         sides += [(test, template, stored), (swapped_dataset(test), template, None),
