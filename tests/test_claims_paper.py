@@ -158,8 +158,7 @@ def test_every_method_must_drop_for_the_drop_claim_to_hold():
 
 
 def test_claims_across_models_or_without_a_count_are_registered_and_never_tested():
-    for cid in ("appendixA.pca-jump-earlier-in-larger", "thesis4.1.ppairs-flat-across-models",
-                "table1.pca-reaches-0.95"):
+    for cid in ("appendixA.pca-jump-earlier-in-larger", "thesis4.1.ppairs-flat-across-models"):
         c = next(c for c in CLAIMS if c.id == cid)
         model = "meta-llama/Llama-3.1-70B-Instruct" if c.scope.covers(
             "meta-llama/Llama-3.1-70B-Instruct") else "Llama-3-8B-Instruct"
@@ -168,9 +167,71 @@ def test_claims_across_models_or_without_a_count_are_registered_and_never_tested
                                                         "test": "mctaco", "value": 0.97}]}},
             {})["claims"]}
         assert rows[cid]["outcome"] == "not testable as stated", cid
-    got = _by({"transfer": {"accuracy": [{"kind": "pca", "train": "rocstories",
-                                          "test": "mctaco", "value": 0.97}]}}, {})
-    assert "1 of 1" in got["table1.pca-reaches-0.95"]["reason"]
+
+
+def _table1(cells: dict[tuple[str, str], float], n_groups: int = 30, seed: int = 0) -> dict:
+    """Transfer accuracy rows: each (train, test) cell at its accuracy over ``n_groups``
+    groups of 4 pairs (group differences: accuracy minus chance), in-distribution cells
+    above chance."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (a, b), acc in cells.items():
+        g = rng.binomial(4, acc, n_groups) / 4 - 0.5
+        v = float(g.mean() + 0.5)
+        rows.append({"kind": "pca", "train": a, "test": b, "value": v, "lo": v - 0.03,
+                     "hi": v + 0.03, "n_groups": n_groups, "n": 4 * n_groups,
+                     "group_diffs": list(g)})
+    return {"model": "meta-llama/Llama-3.1-70B-Instruct",
+            "transfer": {"accuracy": rows}}
+
+
+_SETS = ("rocstories", "mctaco", "caters")
+
+
+def _cells(high: dict[tuple[str, str], float], rest: float) -> dict:
+    out = {(d, d): 0.9 for d in _SETS}                       # skill in distribution
+    out.update({(a, b): rest for a in _SETS for b in _SETS if a != b})
+    out.update(high)
+    return out
+
+
+def test_table1_several_cells_at_0_95_holds_fails_and_needs_skill_first():
+    cid = "table1.pca-reaches-0.95"
+    two_high = _cells({("rocstories", "mctaco"): 1.0, ("mctaco", "caters"): 1.0}, 0.7)
+    # 240 groups: perfect cells show 0.95 to the betting test after Holm over 6 cells (120
+    # could not: a group has 0.05 of room above the level)
+    assert _by(_table1(two_high, 240), {})[cid]["outcome"] == "holds"
+    one_high = _cells({("rocstories", "mctaco"): 1.0}, 0.7)      # the rest credibly below
+    assert _by(_table1(one_high, 120), {})[cid]["outcome"] == "fails"
+    near = _cells({}, 0.95)                                    # every cell at the level
+    assert _by(_table1(near, 120), {})[cid]["outcome"] == "inconclusive"
+    no_skill = _table1(two_high, 120)
+    for r in no_skill["transfer"]["accuracy"]:
+        if r["train"] == r["test"]:
+            r["lo"] = 0.45                                     # in distribution: no skill
+    assert _by(no_skill, {})[cid]["outcome"] == "not tested: no skill shown first"
+
+
+def test_at_least_two_cells_keeps_its_false_holds_rate_at_the_boundary():
+    """One cell surely above 0.95, one exactly at it (the boundary: fewer than 2 truly above
+    would make 'holds' false), the rest below; few groups of 4 pairs, so most groups tie at
+    a perfect score. The rule's false 'holds' rate stays within 1.2x the nominal 5%."""
+    import numpy as np
+
+    from analyses.replication.paper_claims import SEVERAL, _several_cells
+    from ppairs_lens.evaluation.verdicts import ALPHA, ClaimTest
+
+    c = next(c for c in CLAIMS if c.id == "table1.pca-reaches-0.95")
+    for n_groups in (8, 30, 120):
+        false_holds, reps = 0, 300
+        for seed in range(reps):
+            cells = _cells({("rocstories", "mctaco"): 1.0, ("mctaco", "caters"): 0.95}, 0.8)
+            t = _several_cells(c, _table1(cells, n_groups, seed), {})
+            assert isinstance(t, ClaimTest)
+            false_holds += t.p_holds <= ALPHA
+        assert false_holds / reps <= 1.2 * ALPHA, (n_groups, false_holds / reps)
+    assert SEVERAL == 2
 
 
 def test_the_published_climatex_level_is_reproduced_within_delta_or_not():

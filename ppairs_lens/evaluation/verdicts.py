@@ -62,7 +62,7 @@ from ppairs_lens.evaluation.margin_test import margin_test
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
 __all__ = ["ACCURACY_DELTA", "ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_RUN",
-           "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test",
+           "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test", "at_least_test",
            "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
            "groups_to_decide", "holm", "intersection_test", "interval_note", "interval_p",
            "interval_verdict",
@@ -336,6 +336,46 @@ def all_but_one_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdic
                      f"all but one of {m} sets ({len(ok)} tested); {worst.method}",
                      worst.value, worst.sd, worst.n_groups, worst.n_pairs,
                      smallest_p_holds=s_h, smallest_p_fails=s_f)
+
+
+def at_least_test(holds: Sequence[ClaimTest | Verdict], fails: Sequence[ClaimTest | Verdict],
+                  k: int) -> ClaimTest | Verdict:
+    """"A reaches a level in at least ``k`` of ``m`` cells" (paper Table 1's "several cases",
+    read as 2 or more), from each cell's test of "above the level" (``holds[i].p_holds``) and
+    of "below it" (``fails[i].p_fails``). Holds when Holm over the m "above" p-values rejects
+    ``k`` times (``max_{j<k} (m - j) p_(j+1)``: were fewer than ``k`` cells truly above, one
+    of those rejections would be false, which Holm keeps under its level); fails when Holm
+    over the "below" p-values rejects ``m - k + 1`` times (then fewer than ``k`` cells can be
+    above). A cell that could not be tested counts as p = 1 on both sides. The value is the
+    ``k``-th best cell's."""
+    m = len(holds)
+    if m != len(fails):
+        raise ValueError(f"{m} 'above' tests for {len(fails)} 'below' tests")
+    ok_h = [t for t in holds if isinstance(t, ClaimTest)]
+    if m < k or not ok_h:
+        return Verdict(NOT_TESTED, f"{m} cell{'s' if m != 1 else ''} ({len(ok_h)} tested): "
+                       f"'at least {k}' needs {k}+ tested cells", method="none",
+                       needed=f"{k}+ tested cells")
+
+    def holm_k(ps: list[float], r: int) -> float:
+        ps = sorted(ps)
+        return min(1.0, max((m - j) * ps[j] for j in range(r)))
+
+    def side(tests, attr, smallest):
+        got = [getattr(t, attr) if isinstance(t, ClaimTest) else 1.0 for t in tests]
+        low = [t.smallest(smallest) if isinstance(t, ClaimTest) else 1.0 for t in tests]
+        return got, low
+
+    ph, sh = side(holds, "p_holds", "holds")
+    pf, sf = side(fails, "p_fails", "fails")
+    p_h, s_h = holm_k(ph, k), holm_k(sh, k)
+    p_f, s_f = holm_k(pf, m - k + 1), holm_k(sf, m - k + 1)
+    ranked = sorted(ok_h, key=lambda t: t.value, reverse=True)
+    kth = ranked[min(k, len(ranked)) - 1]
+    return ClaimTest(kth.kind, kth.delta, p_h, p_f, min(s_h, s_f),
+                     f"at least {k} of {m} cells ({len(ok_h)} tested; Holm over the cells on "
+                     f"each side); {kth.method}", kth.value, kth.sd, kth.n_groups,
+                     kth.n_pairs, smallest_p_holds=s_h, smallest_p_fails=s_f)
 
 
 def _groups_for(kind: str, delta: float, sd: float, power: float, m: int = 1) -> int | None:
