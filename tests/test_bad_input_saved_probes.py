@@ -105,18 +105,23 @@ def test_a_missing_tensor_is_named(saved):
         load_probe(path)
 
 
-def test_an_old_folder_without_checksums_loads_with_a_warning(saved):
-    """Format 1 (before checksums): the researcher's earlier results still load, with a
-    warning that they cannot be verified; format 2 without checksums is refused."""
-    path, probe, acts = saved
+@pytest.mark.parametrize("version", [1, 3])
+def test_a_folder_of_another_format_is_refused_naming_its_version(saved, version):
+    path, _, _ = saved
     m = path / "metadata.json"
     raw = json.loads(m.read_text())
-    old = {k: v for k, v in raw.items() if k != "sha256"}
-    m.write_text(json.dumps({**old, "format_version": 1}))
-    with pytest.warns(UserWarning, match="saved without checksums"):
-        loaded = load_probe(path)
-    np.testing.assert_array_equal(loaded.predict_proba(acts), probe.predict_proba(acts))
-    m.write_text(json.dumps(old))
+    m.write_text(json.dumps({**raw, "format_version": version}))
+    with pytest.raises(ProbeError, match=rf"metadata.json was saved in format {version}; this "
+                                         r"version of ppairs-lens reads format 2 only") as e:
+        load_probe(path)
+    assert "\n" not in str(e.value)
+
+
+def test_a_folder_without_checksums_is_refused(saved):
+    path, _, _ = saved
+    m = path / "metadata.json"
+    raw = json.loads(m.read_text())
+    m.write_text(json.dumps({k: v for k, v in raw.items() if k != "sha256"}))
     with pytest.raises(ProbeError, match="field 'sha256' is missing"):
         load_probe(path)
 

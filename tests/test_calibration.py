@@ -99,15 +99,6 @@ def test_diagnostics_of_a_judge_that_always_answers_choice_2():
     np.testing.assert_allclose(res.p, sigmoid(s))
 
 
-def test_a_result_built_from_probabilities_recovers_its_logodds():
-    po, ps = np.array([0.2, 0.7]), np.array([0.3, 0.1])
-    res = ZeroShotResult(swap_calibrate(po, ps), po, ps, 4)
-    np.testing.assert_allclose(res.ld_original, logit(po))
-    np.testing.assert_allclose(res.ld_swapped, logit(ps))
-    np.testing.assert_allclose(res.z, (logit(po) - logit(ps)) / 2)
-    assert judge_diagnostics(res)["same_raw_answer_share"] == 0.5
-
-
 def test_zero_shot_calibrates_in_logodds_and_is_antisymmetric(tiny):
     ds = small_comparisons(8)
     res = zero_shot(tiny, ds)

@@ -103,12 +103,15 @@ def test_saved_configs_nest_the_record_and_load_back(tmp_path):
     assert saved["settings"]["test_size"] == 0.4 and "seed" not in saved
     back = load_config(AblationConfig, tmp_path / "ablation.config.json")
     assert back.settings == cfg.settings and back.kinds == cfg.kinds
-    # a config saved before the record was nested: its fields at the top level
+    # the record's fields at the top level instead (no version wrote that): refused, one line
     flat = {k: v for k, v in saved.items() if k != "settings"}
-    flat.update(seed=2, n_boot=N_BOOT, test_size=0.4, split_by="auto", model="m")
-    (tmp_path / "old.config.json").write_text(json.dumps({"config": flat}))
-    old = load_config(AblationConfig, tmp_path / "old.config.json")
-    assert old.settings == cfg.settings and old.n_random == cfg.n_random
+    flat.update(seed=2, n_boot=N_BOOT, test_size=0.4, split_by="auto")
+    (tmp_path / "flat.config.json").write_text(json.dumps({"config": flat,
+                                                           "package_version": "0.1.0"}))
+    with pytest.raises(PPairsError, match=r"flat.config.json: field 'config' does not fit "
+                       r"AblationConfig \(saved by ppairs-lens 0.1.0\): AblationConfig has no "
+                       r"field\(s\) \['n_boot', 'seed', 'split_by', 'test_size'\]"):
+        load_config(AblationConfig, tmp_path / "flat.config.json")
 
 
 def test_a_quick_record_stays_as_given_and_optional_records_load_back(tmp_path):

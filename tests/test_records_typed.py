@@ -1,5 +1,6 @@
 """The typed records between stages (``PairInfo``, ``StoreMeta``) keep a store's files as they
-were: the same JSON keys in the same order, so old stores open and fingerprints hold."""
+were: the same JSON keys in the same order, so fingerprints hold; a store's lines of another
+format are refused."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_meta import IDENTITY_FIELDS, StoreMeta
 from ppairs_lens.data.records import Comparison, Dataset, Statement
 from ppairs_lens.errors import StoreError
-from ppairs_lens.evaluation.store_split import pair_groups, split_store
+from ppairs_lens.evaluation.store_split import split_store
 
 from .conftest import small_comparisons
 
@@ -26,7 +27,7 @@ COMPARISON_ROW = {"pair_id": "p0", "label": 1, "context_id": "c0", "group_id": "
                   "len1": 12, "len2": 7}
 STATEMENT_ROW = {"pair_id": "s0", "label": 2, "context_id": "s0", "group_id": "Paris",
                  "len1": 20, "len2": None}
-#: Lines of a store harvested before leak groups and lengths existed.
+#: Lines without a leak group or the items' lengths (no released version wrote them).
 OLD_ROWS = [{"pair_id": "p0", "label": 1, "context_id": "c0", "item1_id": "a", "item2_id": "b",
              "score1": None, "score2": None},
             {"pair_id": "s1", "label": 2, "context_id": "s1"}]
@@ -40,7 +41,7 @@ META = {"model": "toy", "dataset": "small", "dataset_fingerprint": "fp", "datase
         "package_version": "0.0.1", "created": "2025-01-01T00:00:00+0000", "from_the_future": {"x": 1}}
 
 
-@pytest.mark.parametrize("row", [COMPARISON_ROW, STATEMENT_ROW, *OLD_ROWS])
+@pytest.mark.parametrize("row", [COMPARISON_ROW, STATEMENT_ROW])
 def test_pair_info_round_trips_its_json_line_exactly(row):
     p = PairInfo.from_json(row)
     assert json.dumps(p.to_json()) == json.dumps(row)        # same keys, same order
@@ -51,9 +52,6 @@ def test_pair_info_fields_and_leak_group():
     c, s = PairInfo.from_json(COMPARISON_ROW), PairInfo.from_json(STATEMENT_ROW)
     assert (c.kind, c.item1_id, c.score1, c.len2, c.group) == ("comparison", "a", 3.0, 7, "g0")
     assert (s.kind, s.item1_id, s.score1, s.len1, s.len2) == ("statement", None, None, 20, None)
-    old = [PairInfo.from_json(r) for r in OLD_ROWS]
-    assert [p.group_id for p in old] == [None, None]
-    assert pair_groups(old) == ["c0", "s1"]                  # old stores: the context
     with pytest.raises(AttributeError):
         c.label = 2                                          # frozen: records are not edited
 
@@ -87,7 +85,7 @@ def test_store_meta_round_trips_metadata_json_exactly():
 
 
 def _write_old_store(path, rows, meta):
-    """A store as the dict-based code wrote it: metadata.json, pairs.jsonl, one shard."""
+    """A store of ``rows`` and ``meta`` as written: metadata.json, pairs.jsonl, one shard."""
     path.mkdir()
     (path / "metadata.json").write_text(json.dumps(meta, indent=2))
     (path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -97,27 +95,36 @@ def _write_old_store(path, rows, meta):
     return store
 
 
-def test_an_old_format_store_opens_and_reads(tmp_path):
-    rows = [OLD_ROWS[0], {**OLD_ROWS[0], "pair_id": "p1", "label": 2, "context_id": "c1"}]
-    meta = {k: v for k, v in META.items() if k not in ("n_layers", "readout_widths",
-                                                        "harvest_settings", "from_the_future")}
-    store = _write_old_store(tmp_path / "old", rows, {**meta, "n_pairs": 2})
+def test_a_store_of_lines_without_groups_or_lengths_is_refused_naming_its_version(tmp_path):
+    meta = {**{k: v for k, v in META.items() if k != "from_the_future"}, "n_pairs": 2}
+    for n, row in enumerate(OLD_ROWS):
+        rows = [COMPARISON_ROW, {**row, "pair_id": "p1"}]
+        store = _write_old_store(tmp_path / f"old{n}", rows, meta)
+        assert store.meta.dataset == "small" and store.complete     # the metadata still reads
+        lacks = "group_id, len1, len2"
+        with pytest.raises(StoreError, match=rf"pairs.jsonl line 2 lacks {lacks}: a store of a "
+                           r"format this version does not read \(ppairs-lens 0.0.1\); delete "
+                           rf".*old{n} and harvest again") as e:
+            ActivationStore.open(store.path).pairs()
+        assert "\n" not in str(e.value)
+        with pytest.raises(StoreError, match="lacks group_id"):
+            split_store(store, test_size=0.5, seed=0, split_by="pair")
+
+
+def test_a_store_reopens_for_its_own_harvest_and_refuses_another(tmp_path):
+    rows = [COMPARISON_ROW, {**COMPARISON_ROW, "pair_id": "p1", "label": 2}]
+    meta = {k: v for k, v in META.items() if k not in ("from_the_future", "n_pairs")}
+    store = _write_old_store(tmp_path / "s", rows, {**meta, "n_pairs": 2})
     before = store.fingerprint()
-    again = ActivationStore.open(tmp_path / "old")
-    assert again.meta.dataset == "small" and again.meta.n_layers is None
-    assert [p.pair_id for p in again.pairs()] == ["p0", "p1"]
-    assert again.labels().tolist() == [1, 2] and again.complete
-    sp = split_store(again, test_size=0.5, seed=0, split_by="pair")
-    assert sp.name == "small" and len(sp.pairs_test) == 1
+    assert [p.group for p in ActivationStore.open(store.path).pairs()] == ["g0", "g0"]
     # a harvest resuming into it with the same identity reopens it and rewrites nothing
-    same = ActivationStore.create(tmp_path / "old", StoreMeta.from_json(meta),
+    same = ActivationStore.create(store.path, StoreMeta.from_json(meta),
                                   [PairInfo.from_json(r) for r in rows])
-    assert same.meta == again.meta and same.fingerprint() == before
-    # another identity is refused with the fields that differ, as before
+    assert same.meta == store.meta and same.fingerprint() == before
     with pytest.raises(StoreError, match=r"differing fields: d_model: store has 4, this "
                                          r"harvest has 8; n_pairs: store has 2, this harvest "
                                          r"has 1"):
-        ActivationStore.create(tmp_path / "old", replace(StoreMeta.from_json(meta), d_model=8),
+        ActivationStore.create(store.path, replace(StoreMeta.from_json(meta), d_model=8),
                                [PairInfo.from_json(rows[0])])
 
 

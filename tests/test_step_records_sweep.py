@@ -118,18 +118,18 @@ def test_transfer_hands_on_the_same_record_fresh_and_reused(tmp_path):
             {"pca": COSINE, "f1": [rows[0]], "accuracy": [T_ROW]})
 
 
-def test_a_transfer_summary_written_before_accuracy_and_role_reads_back_as_it_was():
-    old = {"pca": {k: v for k, v in COSINE.items() if k != "agreement"},
-           "f1": [{k: v for k, v in F1_ROW.items() if k != "role"}]}
-    rec = TransferResult.from_data(json.loads(json.dumps(old)))
-    assert rec.accuracy is ABSENT and rec.f1[0].role is ABSENT
-    assert json.dumps(rec.data()) == json.dumps(old)
-    assert TransferResult.from_data({}).data() == {}
+def test_a_transfer_section_without_accuracy_or_role_is_refused_naming_the_field():
+    no_role = {"pca": COSINE, "f1": [{k: v for k, v in F1_ROW.items() if k != "role"}],
+               "accuracy": [T_ROW]}
+    with pytest.raises(PPairsError, match=r"TransferRow needs field\(s\) \['role'\]"):
+        TransferResult.from_data(no_role)
+    with pytest.raises(PPairsError, match=r"TransferResult needs field\(s\) \['accuracy'\]"):
+        TransferResult.from_data({"pca": COSINE, "f1": [F1_ROW]})
 
 
 def test_a_transfer_row_with_a_column_it_lacks_is_refused_not_kept_as_a_dict():
     with pytest.raises(PPairsError, match=r"TransferRow has no field\(s\) \['surprise'\]"):
-        TransferResult.from_data({"f1": [{**F1_ROW, "surprise": 1}]})
+        TransferResult.from_data({"f1": [{**F1_ROW, "surprise": 1}], "accuracy": []})
 
 
 @pytest.mark.skipif(not (FIGURES / "summary.json").is_file(), reason="no committed summary")

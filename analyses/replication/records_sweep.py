@@ -13,7 +13,7 @@ transfer rows (F1 for the report's Table 1, accuracy with its per-group differen
 chance for Table 1's claims). Its :meth:`TransferResult.data` is ``summary.json``'s
 ``transfer`` section exactly as written before the records (the kinds at the top level beside
 ``f1`` and ``accuracy``; the key ``frac_abs_cos_above_0.7`` kept through the codec's JSON
-key; a summary written before ``accuracy`` existed reads back without it).
+key); a section without ``f1``, ``accuracy`` or a row's ``role`` is refused naming the field.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class TransferRow:
     train: str
     test: str
     kind: str
-    role: str | Absent = ABSENT  # absent from summaries written before the role column
+    role: str
     center: str
     headline: bool
     in_distribution: bool
@@ -244,8 +244,8 @@ class TransferResult:
     """What the transfer step hands on: per kind its cosine summary, and the headline rows."""
 
     per_kind: dict[str, CosineSummary]
-    f1: tuple[TransferRow, ...] | Absent = ABSENT
-    accuracy: tuple[TransferRow, ...] | Absent = ABSENT  # absent from older summaries
+    f1: tuple[TransferRow, ...]
+    accuracy: tuple[TransferRow, ...]
 
     @classmethod
     def of(cls, summary: Mapping[str, Mapping], rows: Iterable[Mapping[str, Any]]

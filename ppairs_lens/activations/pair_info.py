@@ -6,13 +6,12 @@ baselines the item ids and text lengths, a rank correlation the gold scores. The
 typed so that a reader writes ``p.group_id``, not ``p["group_id"]``, and a misspelt field
 fails where it is written rather than as a ``KeyError`` deep in an analysis.
 
-The JSON keys stay exactly those the harvest has always written, so every existing store
-(and its fingerprint, a digest of ``pairs.jsonl``'s bytes) stays valid:
-
-* a comparison: ``pair_id, label, context_id, group_id, item1_id, item2_id, score1, score2,
-  len1, len2``; a statement has no item or score keys, and ``len2`` null;
-* stores harvested before leak groups and lengths existed lack ``group_id`` and
-  ``len1``/``len2``: those fields read as None, and are left out again when written.
+The JSON keys are exactly those the harvest writes, in its order (a store's fingerprint is a
+digest of ``pairs.jsonl``'s bytes): a comparison ``pair_id, label, context_id, group_id,
+item1_id, item2_id, score1, score2, len1, len2``; a statement has no item or score keys, and
+``len2`` null. A store's line without ``group_id`` or the lengths is refused
+(:meth:`ppairs_lens.activations.store.ActivationStore.pairs`); a record built in code may
+leave them None, and they are then left out when written.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ class PairInfo:
     pair_id: str
     label: int
     # Leak units: pairs sharing a context share a prompt prefix; pairs sharing a group stay on
-    # one side of every split. ``group_id`` is None in stores older than leak groups (splits
-    # fall back to the context then: :func:`ppairs_lens.evaluation.store_split.pair_groups`).
+    # one side of every split. ``group_id`` None (a record built in code without one): the
+    # context, as :meth:`ppairs_lens.data.records.Dataset.group_ids` falls back.
     context_id: str | None = None
     group_id: str | None = None
     # The two items (comparisons only; None for statements and for unnamed items): ids the
@@ -49,7 +48,7 @@ class PairInfo:
     score1: float | None = None
     score2: float | None = None
     # Character lengths of the two items (a statement's length and None), for the length
-    # baseline; both None in stores older than them.
+    # baseline; None in a record built in code without them.
     len1: int | None = None
     len2: int | None = None
     # Not a JSON key: it says whether the line carries the item keys (a statement's does not).
@@ -57,8 +56,8 @@ class PairInfo:
 
     @property
     def group(self) -> str:
-        """The leak group a split keeps whole: ``group_id``, else the context (old stores),
-        else the pair itself."""
+        """The leak group a split keeps whole: ``group_id``, else the context, else the pair
+        itself (the fallbacks of :meth:`~ppairs_lens.data.records.Dataset.group_ids`)."""
         if self.group_id is not None:
             return self.group_id
         return self.context_id if self.context_id is not None else self.pair_id
@@ -77,7 +76,7 @@ class PairInfo:
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> PairInfo:
-        """A line of ``pairs.jsonl`` (any age); a line with item keys is a comparison."""
+        """A line of ``pairs.jsonl``; a line with item keys is a comparison."""
         known = {k: row[k] for k in ("pair_id", "label", "context_id", "group_id",
                                      *_ITEM_KEYS, "len1", "len2") if k in row}
         return cls(**known, kind="comparison" if "item1_id" in row else "statement")

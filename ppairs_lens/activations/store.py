@@ -29,8 +29,8 @@ computed twice.
 ``judge_logodds`` is the zero-shot judge's log-odds on each pair's prompt (items in their
 order), read by the harvest at the prompt's last token (:func:`ppairs_lens.activations.harvest.
 harvest_with_judge`): the judges take it from here instead of running that prompt again.
-Stores written before it (or by a backend that cannot read it) simply lack it
-(:meth:`ActivationStore.judge_logodds` is None) and stay readable.
+A store harvested by a backend that cannot read it (a HookedTransformer) lacks it
+(:meth:`ActivationStore.judge_logodds` is None) and stays readable.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ _META_TYPES = {"hook_names": array_of(lambda v: isinstance(v, str), "strings"),
                **{k: (lambda v: isinstance(v, str), "a string")
                   for k in ("model", "dataset", "dataset_fingerprint", "template_hash")}}
 _PAIR_TYPES = {"label": (lambda v: v in (0, 1, 2) and not isinstance(v, bool), "0, 1 or 2")}
+#: Keys every line of ``pairs.jsonl`` carries (the leak group and the items' text lengths).
+_PAIR_FORMAT_KEYS = ("group_id", "len1", "len2")
 _SIDECAR_TYPES = {"bytes": _WHOLE, "start": _WHOLE, "stop": _WHOLE,
                   "sha256": ((lambda v: isinstance(v, dict)
                               and all(isinstance(h, str) for h in v.values())),
@@ -224,6 +226,13 @@ class ActivationStore:
                 row = json_object(line, f"{pfile} line {i}", StoreError)
                 check_fields(row, _PAIR_TYPES, f"{pfile} line {i}", StoreError,
                              required=("pair_id", "label"))
+                lacks = [k for k in _PAIR_FORMAT_KEYS if k not in row]
+                if lacks:  # no released version wrote such lines: nothing to read them by
+                    raise StoreError(
+                        f"{pfile} line {i} lacks {', '.join(lacks)}: a store of a format this "
+                        f"version does not read (ppairs-lens "
+                        f"{self._stored.package_version or 'of unknown version'}); delete "
+                        f"{self.path} and harvest again")
                 out.append(PairInfo.from_json(row))
         return out if self._rows is None else [out[i] for i in self._rows]
 
@@ -366,8 +375,8 @@ class ActivationStore:
 
     def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
         """The zero-shot judge's log-odds per pair (store order, float64; NaN where the
-        harvest could not read it, or in a shard written without them: a store resumed
-        across versions keeps the rest), or None when no shard has them (an older store)."""
+        harvest could not read it, as in a shard a HookedTransformer wrote), or None when no
+        shard has them."""
         self._check_complete()
         out, kept = np.full(self._needed, np.nan), False
         for i in range(self.n_shards):

@@ -222,8 +222,8 @@ def length_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int]
     y = _check(pairs_train, np.asarray(labels_train))
     both = (*pairs_train, *pairs_test)
     if any(p.len1 is None for p in both):
-        return Baseline("length", None, "", reason="the store's pairs carry no text lengths "
-                        "(len1/len2; harvested before they were recorded)")
+        return Baseline("length", None, "", reason="the pairs carry no text lengths "
+                        "(len1/len2)")
     statements = all(p.len2 is None for p in both)
     if not statements and any(p.len2 is None for p in both):
         return Baseline("length", None, "", reason="some pairs have no len2")

@@ -2,7 +2,7 @@
 
 :func:`split_store` loads a store, drops tied pairs and splits the rest with
 :func:`ppairs_lens.evaluation.splits.train_test_split_pairs` by the pairs' leak groups
-(``"group_id"``, else ``"context_id"`` in stores harvested before groups existed); the same
+(``"group_id"``); the same
 arguments always give the same split, so separate analyses see the same held-out pairs.
 :func:`validation_split` splits the training pairs again, the same leak-free way, for choices
 (the read-out layer) that must not read the test set.
@@ -55,7 +55,7 @@ class StoreSplit:
 
 
 def pair_groups(pairs: Sequence[PairInfo]) -> list[str]:
-    """Each store pair's leak group: ``group_id``, else its context (old stores)."""
+    """Each store pair's leak group (:attr:`PairInfo.group`)."""
     return [p.group for p in pairs]
 
 

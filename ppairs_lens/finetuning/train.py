@@ -305,13 +305,3 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: TrainingConfig, p
     model.eval()
     return log()
 
-
-def __getattr__(name: str):
-    """``FinetuneConfig``: the old name of :class:`TrainingConfig`, kept for users' code
-    (renamed because it read like ``analyses.finetuning.FinetuningConfig``, the experiment's)."""
-    if name == "FinetuneConfig":
-        import warnings
-
-        warnings.warn("FinetuneConfig is now TrainingConfig", DeprecationWarning, stacklevel=2)
-        return TrainingConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -60,8 +60,8 @@ def config_record(config: Any) -> dict:
 
 def load_config(cls, path: str | Path):
     """Rebuild a config dataclass from a saved ``*.config.json``: nested config records (e.g.
-    ``settings``) rebuilt as their own dataclasses; a config saved before a record was nested
-    (its fields at the top level) still loads."""
+    ``settings``) rebuilt as their own dataclasses; a field the dataclass lacks is refused
+    naming the file."""
     from ppairs_lens.io.json_fields import check_fields, json_object
 
     try:
@@ -74,12 +74,18 @@ def load_config(cls, path: str | Path):
     try:
         return config_from_data(cls, raw["config"])
     except TypeError as e:  # an unknown or missing field of the dataclass
-        raise PPairsError(f"{path}: field 'config' does not fit {cls.__name__}: {e}") from None
+        saved = raw.get("package_version")
+        by = f" (saved by ppairs-lens {saved})" if isinstance(saved, str) else ""
+        raise PPairsError(f"{path}: field 'config' does not fit {cls.__name__}{by}: {e}") from None
 
 
 def config_from_data(cls, data: dict):
-    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples)."""
+    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples); a key that is
+    no field of ``cls`` is a TypeError naming it."""
     hints = typing.get_type_hints(cls)  # an unresolvable annotation is an error, not a dict
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
     kw = {}
     for f in fields(cls):
         kind = _record_type(hints.get(f.name))
@@ -88,8 +94,6 @@ def config_from_data(cls, data: dict):
             v = data[f.name]
             kw[f.name] = (config_from_data(kind, v) if nested and isinstance(v, dict)
                           else tuple(v) if isinstance(v, list) else v)
-        elif nested and any(g.name in data for g in fields(kind)):  # saved flat, before nesting
-            kw[f.name] = config_from_data(kind, data)
     return cls(**kw)
 
 

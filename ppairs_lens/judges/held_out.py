@@ -145,7 +145,6 @@ class HeldOutJudgeRun:
 def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
                    test_size: float = BUILTIN_TEST_SIZE,
                    split_by: str = "auto", seed: int = 0, few_shot_k: int = 4,
-                   few_shot_max_pairs: int | None = None,
                    forms: tuple[str, ...] = JUDGE_FORMS,
                    max_pairs: Mapping[str, int | None] | None = None,
                    cache_dir: str | Path | None = None,
@@ -154,8 +153,7 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
     """The judges on the held-out pairs of ``store`` (:class:`HeldOutJudgeRun`).
     ``forms``: which of :data:`JUDGE_FORMS` run (the others are None);
     ``max_pairs``: per form, a seeded subset of whole contexts of the test pairs (the judge is
-    paired with the probe on those; ``few_shot_max_pairs`` is the few-shot entry's older
-    name). ``cache_dir``: finished forms remembered there and reused. ``on_done(form, result)``
+    paired with the probe on those). ``cache_dir``: finished forms remembered there and reused. ``on_done(form, result)``
     is called as each form finishes with the result so far, so a caller can write it at once."""
     unknown = [f for f in forms if f not in JUDGE_FORMS]
     if unknown:
@@ -164,7 +162,7 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
     template = store_template(store)
     split = {"test_size": test_size, "split_by": split_by, "seed": seed}
     train, test, used = held_out_datasets(store, dataset, **split)
-    limits = {"few_shot": few_shot_max_pairs, **(max_pairs or {})}
+    limits = dict(max_pairs or {})
     cache = None if cache_dir is None else judge_cache(cache_dir)
     out = HeldOutJudgeRun(used, len(test))
     for form in forms:

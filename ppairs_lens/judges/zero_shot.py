@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,6 @@ from ppairs_lens.errors import TemplateError
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.judges.calibration import (
     judge_diagnostics,
-    logit,
     sigmoid,
     swap_calibrated_logodds,
 )
@@ -112,25 +111,17 @@ class ZeroShotResult:
 
     ``z`` is the calibrated log-odds (``(ld_original - ld_swapped) / 2``; uncalibrated: the raw
     ``ld_original``) and ``p = sigmoid(z)``. ``ld_*`` are logit(choice 1) - logit(choice 2) per
-    order, read from the logits in float64; ``p_*`` = ``sigmoid(ld_*)``. Built from the first
-    four fields alone (older callers), the log-odds are recovered from the probabilities.
+    order, read from the logits in float64; ``p_*`` = ``sigmoid(ld_*)``. :meth:`from_logodds`
+    builds one from the log-odds.
     """
 
     p: Float[np.ndarray, "record"]  # calibrated where calibrate=True
     p_original: Float[np.ndarray, "record"]  # P(choice 1), items in the dataset's order
     p_swapped: Float[np.ndarray, "record"] | None  # P(choice 1), items swapped
     n_rows: int  # prompts run through the model (each a full forward of one prompt)
-    z: Float[np.ndarray, "record"] | None = field(default=None)
-    ld_original: Float[np.ndarray, "record"] | None = field(default=None)
-    ld_swapped: Float[np.ndarray, "record"] | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        if self.ld_original is None:
-            object.__setattr__(self, "ld_original", logit(self.p_original))
-        if self.ld_swapped is None and self.p_swapped is not None:
-            object.__setattr__(self, "ld_swapped", logit(self.p_swapped))
-        if self.z is None:
-            object.__setattr__(self, "z", logit(self.p))
+    z: Float[np.ndarray, "record"]
+    ld_original: Float[np.ndarray, "record"]
+    ld_swapped: Float[np.ndarray, "record"] | None
 
     @classmethod
     def from_logodds(cls, ld_original: Float[np.ndarray, "record"],
@@ -216,7 +207,7 @@ def judge_report(dataset: Dataset, res: ZeroShotResult) -> dict:
     """
     labels = np.asarray(dataset.labels())
     keep = labels != TIE
-    groups = list(np.asarray(_groups(dataset), dtype=object)[keep])
+    groups = list(np.asarray(dataset.group_ids(), dtype=object)[keep])
     metrics = evaluate(labels[keep], res.p[keep], groups=groups) if keep.any() else {}
     ids = [r.pair_id for r in dataset.records]
     return {
@@ -231,11 +222,6 @@ def judge_report(dataset: Dataset, res: ZeroShotResult) -> dict:
         "calibrated": res.p_swapped is not None,
         "n_rows": res.n_rows,
     }
-
-
-def _groups(dataset: Dataset) -> list[str]:
-    group_ids = getattr(dataset, "group_ids", None)  # older Dataset: contexts
-    return group_ids() if callable(group_ids) else dataset.context_ids()
 
 
 def evaluate_zero_shot(bridge, dataset: Dataset, template: Template | None = None,

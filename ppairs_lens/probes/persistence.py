@@ -9,10 +9,9 @@ Each object is a folder with two files:
 The tensors file is written atomically and first; ``metadata.json`` last, with a sha256 of
 every tensor (``sha256``, as activation store shards keep theirs), so a folder counts only once
 it is whole and a flipped byte, a truncated file or a metadata field of the wrong JSON type is
-refused with a :class:`~ppairs_lens.errors.ProbeError` naming the file and the field. Folders
-saved before checksums existed (format 1) still load, with a warning that they cannot be
-verified (save them again to add checksums): refusing them would strand a researcher's earlier
-results, which no version could verify; a format-2 folder without checksums is refused.
+refused with a :class:`~ppairs_lens.errors.ProbeError` naming the file and the field. A
+folder of any other format (``format_version``) is refused naming it: no released version wrote
+another, and a folder without checksums could not be verified.
 
 Loading checks what the caller expects: ``load_probe(path, model=..., hook=...)`` refuses a
 probe fitted for another model or read-out, naming every field that differs (as an activation
@@ -25,7 +24,6 @@ scores new activations with no refit; a loaded direction drives
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -180,9 +178,9 @@ def read_metadata(path: str | Path) -> ProbeMetadata:
     except (OSError, UnicodeDecodeError) as e:
         raise ProbeError(f"{mfile} cannot be read: {e}") from None
     meta = ProbeMetadata.from_json(text, mfile)
-    if meta.format_version > FORMAT_VERSION:
-        raise ProbeError(f"{path} was saved in format {meta.format_version}; this version of "
-                         f"ppairs-lens reads up to {FORMAT_VERSION}")
+    if meta.format_version != FORMAT_VERSION:
+        raise ProbeError(f"{mfile} was saved in format {meta.format_version}; this version of "
+                         f"ppairs-lens reads format {FORMAT_VERSION} only (fit and save it again)")
     return meta
 
 
@@ -196,8 +194,7 @@ def _read(path: str | Path, obj: str, expected: dict) -> tuple[dict[str, Tensor]
 
 
 def _load_tensors(path: Path, meta: ProbeMetadata) -> dict[str, Tensor]:
-    """``tensors.safetensors``, every tensor checked against its sha256 in ``metadata.json``
-    (format 1 folders have none: loaded with a warning)."""
+    """``tensors.safetensors``, every tensor checked against its sha256 in ``metadata.json``."""
     tfile = path / TENSORS
     try:
         with safe_open(str(tfile), framework="pt") as f:
@@ -206,12 +203,8 @@ def _load_tensors(path: Path, meta: ProbeMetadata) -> dict[str, Tensor]:
         raise ProbeError(f"{tfile} is truncated or corrupt ({' '.join(str(e).split())[:120]}); "
                          "save the object again") from None
     if not meta.sha256:
-        if meta.format_version >= 2:
-            raise ProbeError(f"{path / METADATA}: field 'sha256' is missing (format "
-                             f"{meta.format_version} keeps a checksum per tensor)")
-        warnings.warn(f"{path} was saved without checksums (format 1): its tensors cannot be "
-                      "verified; save it again to add them", stacklevel=4)
-        return tensors
+        raise ProbeError(f"{path / METADATA}: field 'sha256' is missing (format "
+                         f"{meta.format_version} keeps a checksum per tensor)")
     if set(meta.sha256) != set(tensors):
         raise ProbeError(f"{tfile} holds tensors {sorted(tensors)}, but field 'sha256' of "
                          f"{path / METADATA} lists {sorted(meta.sha256)}")
