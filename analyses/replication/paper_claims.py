@@ -450,6 +450,16 @@ def _several_cells(c: Claim, s: dict, sweep: dict):
                        f"on {SEVERAL}+", method="precondition",
                        needed=f"{SEVERAL}+ datasets with skill in distribution")
     fam = FAMILIES[c.family]
+    return cells_at_level_test(cells, level, SEVERAL, kind=fam.kind, delta=fam.delta)
+
+
+def cells_at_level_test(cells: list[dict], level: float, k: int, *, kind: str, delta: float
+                        ) -> ClaimTest | Verdict:
+    """"At least ``k`` of these cells reach ``level``": each cell's (a transfer accuracy
+    row's) tests above and below the level on its group differences (accuracy minus chance,
+    so within +-0.5) by :func:`~ppairs_lens.evaluation.margin_test.margin_test` (the sign-flip
+    test is exact only at 0), then :func:`~ppairs_lens.evaluation.verdicts.at_least_test`.
+    The p's are doubled, as every "beats" claim's, to be read against the two-sided level."""
     above, below = [], []
     for r in cells:
         g = [x for x in r.get("group_diffs") or () if math.isfinite(x)]
@@ -459,13 +469,9 @@ def _several_cells(c: Claim, s: dict, sweep: dict):
             above.append(none)
             below.append(none)
             continue
-        # one test of the level each way on the group differences (accuracy minus chance,
-        # so within +-0.5); the margin test, as the sign-flip test is exact only at 0;
-        # p's doubled, as every "beats" claim's, to be read against the two-sided level
         t = {alt: margin_test(g, shift=level - 0.5, alternative=alt, bound=0.5)
              for alt in ("greater", "less")}
-        ct = ClaimTest(fam.kind, fam.delta, min(1.0, 2 * t["greater"].p),
-                       min(1.0, 2 * t["less"].p),
+        ct = ClaimTest(kind, delta, min(1.0, 2 * t["greater"].p), min(1.0, 2 * t["less"].p),
                        min(1.0, 2 * min(x.smallest_p for x in t.values())),
                        f"{t['greater'].method} at {level}", float(np.mean(g)) + 0.5 - level,
                        float(np.std(g, ddof=1)), len(g), r.get("n"),
@@ -473,7 +479,7 @@ def _several_cells(c: Claim, s: dict, sweep: dict):
                        smallest_p_fails=min(1.0, 2 * t["less"].smallest_p))
         above.append(ct)
         below.append(ct)
-    return at_least_test(above, below, SEVERAL)
+    return at_least_test(above, below, k)
 
 
 # ------------------------------------------------------------------ Section 5.2: two tasks
