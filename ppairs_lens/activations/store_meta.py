@@ -26,6 +26,10 @@ REQUIRED_FIELDS = (*IDENTITY_FIELDS, "dataset")
 _TUPLES = ("hook_names", "readout_widths")
 
 
+#: Fields a store writes only when set: a store in its dataset's own order keeps the bytes
+#: (and so the fingerprint) it had before a pair limit's order could be recorded.
+_WRITTEN_WHEN_SET = ("sampling",)
+
 @dataclass(frozen=True, kw_only=True)
 class StoreMeta:
     """A store's ``metadata.json``, keyword arguments only. Fields in the order a harvest
@@ -77,7 +81,8 @@ class StoreMeta:
     def to_json(self) -> dict[str, Any]:
         """The content of ``metadata.json``: a read file's keys in its order (then any field
         set since, such as ``n_pairs``), else every field in harvest order; then ``extra``."""
-        names = [f.name for f in fields(self) if f.name not in ("extra", "keys")]
+        names = [f.name for f in fields(self) if f.name not in ("extra", "keys")
+                 and not (f.name in _WRITTEN_WHEN_SET and getattr(self, f.name) is None)]
         if self.keys:
             names = [k for k in self.keys if k in names or k in self.extra] + \
                 [n for n in names if n not in self.keys and getattr(self, n) is not None]
