@@ -175,3 +175,14 @@ def test_without_calibration_no_other_command_times_a_prompt(argv, tiny_loads, n
     total = plan_of(captured.out + captured.err).splitlines()[-1]
     assert "not measured (--no-calibration" in total and "harvest" in total
     assert not no_rates.exists()
+
+
+def test_a_judge_bar_counts_read_out_branches_as_work():
+    """14 prompts alone are too few for a bar; 14 prompts of 115 read-outs each are not."""
+    from ppairs_lens.judges.progress import MIN_ROWS, judge_bar
+
+    assert 14 < MIN_ROWS
+    with judge_bar(14, "plain") as update:
+        assert update.__self__.disable
+    with judge_bar(14, "steered", branches=115) as update:
+        assert not update.__self__.disable

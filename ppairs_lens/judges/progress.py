@@ -12,14 +12,19 @@ from contextlib import contextmanager
 
 from tqdm.auto import tqdm
 
-#: Calls with fewer prompts than this show no bar of their own.
+#: Calls with fewer read-outs than this (prompts times read-out branches) show no bar.
 MIN_ROWS = 16
 
 
 @contextmanager
-def judge_bar(total: int, desc: str, show: bool = True) -> Iterator[Callable[[int], None]]:
-    """``update(n)`` of a bar over ``total`` prompts, closed on exit (and left on screen)."""
-    bar = tqdm(total=total, desc=desc, unit="prompt", disable=not show or total < MIN_ROWS)
+def judge_bar(total: int, desc: str, show: bool = True, branches: int = 1
+              ) -> Iterator[Callable[[int], None]]:
+    """``update(n)`` of a bar over ``total`` prompts, closed on exit (and left on screen).
+    ``branches``: read-outs per prompt (an intervened judge's conditions), counted as the
+    work that decides whether a bar is worth showing: 14 prompts of 115 read-outs each run
+    for minutes."""
+    bar = tqdm(total=total, desc=desc, unit="prompt",
+               disable=not show or total * branches < MIN_ROWS)
     try:
         yield bar.update
     finally:

@@ -89,7 +89,7 @@ def choice_logodds_of(
     prefixes = [p.prefix_ids[:-1] for p in pairs]
     check_context_length(bridge, [p.pair_id for p in pairs], prefixes)
     ids, columns = choice_columns([p.final_ids for p in pairs])
-    with judge_bar(len(pairs), desc) as update:
+    with judge_bar(len(pairs), desc, branches=n_branch) as update:
         out = run_branches(bridge, prefixes, [(p.prefix_ids[-1],) * n_branch for p in pairs],
                            [p.group for p in pairs], logit_ids=ids, hooks=hooks,
                            final_hooks=final_hooks, settings=settings,
