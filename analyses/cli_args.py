@@ -103,8 +103,8 @@ class PairLimitsAction(argparse.Action):
 def add_max_pairs(p: argparse.ArgumentParser, what: str = "dataset") -> None:
     p.add_argument("--max-pairs", nargs="+", type=pair_limit, action=PairLimitsAction,
                    default=None, metavar="N|NAME=N",
-                   help=f"use at most N pairs of each {what} (whole contexts, in one seeded "
-                        "order), or of the one named NAME (its @Name, else its file's name); "
+                   help=f"use at most N pairs of each {what} (a prefix of one seeded order of its "
+                        "contexts, so the last context may be cut), or of the one named NAME (its @Name, else its file's name); "
                         "every limit of a file shares its store: a smaller one reads pairs "
                         "a larger one harvested")
 
@@ -380,7 +380,7 @@ def _check_limit_names(limits, loaded: dict) -> None:
 
     if limits is None or not limits.named:
         return
-    names = sorted({n for d in loaded.values() for n in limit_names(d)})
+    names = sorted({n for spec, d in loaded.items() for n in limit_names(spec, d)})
     for name in limits.unknown(names):
         raise PPairsError(f"--max-pairs {name}={limits.of(name)}: no dataset here is named "
                           f"{name!r} (the names: {', '.join(names) or 'none'}); use a dataset's "

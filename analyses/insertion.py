@@ -254,11 +254,11 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
 def pc1_row(trained) -> dict:
     """The probe's direction against the first principal component of its own training
     differences (thesis Section 4.3.3, Appendix C.5): ``level`` "direction vs PC1", the
-    ``|cos|`` in ``accuracy``, no interval (see
+    value in ``abs_cos`` (no accuracy), no interval (see
     :func:`ppairs_lens.evaluation.direction_agreement.pc1_alignment`)."""
     return {"method": "probe", "label": f"{METHOD_LABELS['probe']}: |cos| of its direction "
             "with PC1 of its training differences", "level": "direction vs PC1",
-            "accuracy": trained.pc1_abs_cos, "lo": math.nan, "hi": math.nan,
+            "accuracy": math.nan, "abs_cos": trained.pc1_abs_cos, "lo": math.nan, "hi": math.nan,
             "ci_counts": False, "n": trained.n_pairs, "slope": "", "bias": "",
             "mean_pred": "", "n_rows": 0, "n_comparisons": 0, "seconds": 0.0,
             **trained.cost_columns()}
@@ -389,8 +389,8 @@ def print_table(rows: list[dict]) -> None:
     for r in rows:
         extra = (f" slope {r['slope']:+.2f} bias {r['bias']:+.2f}" if r["level"] == "overall"
                  else "")
-        stat = "|cos|" if r["level"] == "direction vs PC1" else "acc"
-        print(f"climatex {r['label']:28s} {r['level']:9s} {stat} {r['accuracy']:.3f} "
+        stat, v = ("|cos|", r["abs_cos"]) if "abs_cos" in r else ("acc", r["accuracy"])
+        print(f"climatex {r['label']:28s} {r['level']:9s} {stat} {v:.3f} "
               f"(n={r['n']}){extra}  rows {r['n_rows']}")
 
 

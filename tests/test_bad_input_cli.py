@@ -163,6 +163,8 @@ def test_max_pairs_the_seed_files_would_ignore_is_refused(no_model, tmp_path, ca
     (["Alpha=0"], "must be at least 1"),
     (["Alpha=3", "Alpha=4"], "a pair limit is given twice for Alpha"),
     (["Beta=3"], "--max-pairs Beta=3: no dataset here is named 'Beta'"),
+    # a limited dataset's own name is no name a limit is looked up by (it would be ignored)
+    (["10", "alphabetical-n10s0=5"], "no dataset here is named 'alphabetical-n10s0'"),
 ])
 def test_bad_pair_limits_are_named(no_model, tmp_path, capsys, limits, message):
     err = refused(["sweep", "--datasets", "alphabetical@Alpha", "--out", str(tmp_path / "o"),

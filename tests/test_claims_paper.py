@@ -157,7 +157,7 @@ def test_every_method_must_drop_for_the_drop_claim_to_hold():
     assert at_chance[cid]["outcome"] == "not tested: no skill shown first"
 
 
-def test_claims_across_models_or_without_a_count_are_registered_and_never_tested():
+def test_claims_across_models_are_registered_and_never_tested():
     for cid in ("appendixA.pca-jump-earlier-in-larger", "thesis4.1.ppairs-flat-across-models"):
         c = next(c for c in CLAIMS if c.id == cid)
         model = "meta-llama/Llama-3.1-70B-Instruct" if c.scope.covers(
@@ -213,24 +213,39 @@ def test_table1_several_cells_at_0_95_holds_fails_and_needs_skill_first():
     assert _by(no_skill, {})[cid]["outcome"] == "not tested: no skill shown first"
 
 
-def test_at_least_two_cells_keeps_its_false_holds_rate_at_the_boundary():
-    """One cell surely above 0.95, one exactly at it (the boundary: fewer than 2 truly above
-    would make 'holds' false), the rest below; few groups of 4 pairs, so most groups tie at
-    a perfect score. The rule's false 'holds' rate stays within 1.2x the nominal 5%."""
+def _cell(acc: float, n_groups: int, rng) -> dict:
+    g = rng.binomial(4, acc, n_groups) / 4 - 0.5
+    return {"train": "a", "test": "b", "n": 4 * n_groups, "group_diffs": list(g)}
+
+
+def test_at_least_two_cells_keeps_its_false_verdict_rates_at_the_boundary():
+    """The rule at its worst cases, groups of 4 pairs (near 0.95 most groups tie at a perfect
+    score): false 'holds' with one cell surely above 0.95 and five exactly at it; false
+    'fails' with two cells exactly at 0.95 and four surely below. Both within 1.2x the
+    nominal 5%, at 8, 30 and 120 groups a cell."""
     import numpy as np
 
     from analyses.replication.paper_claims import SEVERAL, cells_at_level_test
     from ppairs_lens.evaluation.verdicts import ALPHA
 
+    sure_above = {"train": "a", "test": "b", "n": 1600, "group_diffs": [0.5] * 400}
     for n_groups in (8, 30, 120):
-        false_holds, reps = 0, 300
-        for seed in range(reps):
-            cells = _cells({("rocstories", "mctaco"): 1.0, ("mctaco", "caters"): 0.95}, 0.8)
-            rows = [r for r in _table1(cells, n_groups, seed)["transfer"]["accuracy"]
-                    if r["train"] != r["test"]]
-            t = cells_at_level_test(rows, 0.95, SEVERAL, kind="beats", delta=0.05)
-            false_holds += t.p_holds <= ALPHA           # the claim's own test, before Holm
+        rng = np.random.default_rng(n_groups)
+        false_holds = false_fails = 0
+        reps = 300
+        for _ in range(reps):
+            at = [_cell(0.95, n_groups, rng) for _ in range(5)]
+            t = cells_at_level_test([sure_above, *at], 0.95, SEVERAL, kind="beats", delta=0.05)
+            false_holds += t.p_holds <= ALPHA
+            below = [_cell(0.5, 400, rng) for _ in range(4)]
+            t = cells_at_level_test([*at[:2], *below], 0.95, SEVERAL, kind="beats",
+                                    delta=0.05)
+            false_fails += t.p_fails <= ALPHA
         assert false_holds / reps <= 1.2 * ALPHA, (n_groups, false_holds / reps)
+        assert false_fails / reps <= 1.2 * ALPHA, (n_groups, false_fails / reps)
+    # the sure cell is rejected on its own, so a false 'holds' needs one of the five
+    assert cells_at_level_test([sure_above] * 6, 0.95, SEVERAL, kind="beats",
+                               delta=0.05).p_holds <= ALPHA
 
 
 def test_the_published_climatex_level_is_reproduced_within_delta_or_not():
@@ -248,7 +263,7 @@ def test_the_published_climatex_level_is_reproduced_within_delta_or_not():
 
 def test_the_probe_as_pc1_claim_shows_its_cosine_and_decides_nothing():
     model = "meta-llama/Meta-Llama-3-8B-Instruct"            # in the claim's scope
-    pc1 = {"insertion": [{"method": "probe", "level": "direction vs PC1", "accuracy": 0.91,
+    pc1 = {"insertion": [{"method": "probe", "level": "direction vs PC1", "abs_cos": 0.91,
                           "lo": float("nan"), "hi": float("nan"), "n": 400}]}
     got = {r["id"]: r for r in evaluate_claims({"model": model, **pc1}, {})["claims"]}
     row = got["thesis4.3.3.probe-as-pc1"]

@@ -86,7 +86,8 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
     assert {r["level"] for r in ins} == {"low", "medium", "high", "very high", "overall",
                                          "difference", "pairwise held-out", "direction vs PC1"}
     pc1 = next(r for r in ins if r["level"] == "direction vs PC1")  # thesis Section 4.3.3
-    assert 0 <= pc1["accuracy"] <= 1 and pc1["n"] == pc1["train_pairs"] > 0
+    assert 0 <= pc1["abs_cos"] <= 1 and pc1["n"] == pc1["train_pairs"] > 0
+    assert math.isnan(pc1["accuracy"])                              # a cosine, no accuracy
     assert math.isnan(pc1["lo"]) and pc1["ci_counts"] is False      # a value, no interval
     diffs = [r for r in ins if r["level"] == "difference"]  # each method minus each tagger
     assert len(diffs) == 2 * len(INSERTION_METHODS)

@@ -536,11 +536,11 @@ def _probe_pc1(c: Claim, s: dict, sweep: dict) -> Read:
              None)
     if r is None:
         return MISSING
-    return Verdict(NOT_TESTED, f"|cos| of the probe with PC1 is {float(r['accuracy']):.3f} on "
+    return Verdict(NOT_TESTED, f"|cos| of the probe with PC1 is {float(r['abs_cos']):.3f} on "
                    f"{r['n']} training pairs; 'closely aligns' names no threshold (the thesis "
                    "shows it as a picture, Appendix C.5), and a refitted direction's cosine at "
                    "this size is biased, with no interval of known coverage",
-                   method="design", evidence={"value": float(r["accuracy"]),
+                   method="design", evidence={"value": float(r["abs_cos"]),
                                               "n_pairs": int(r["n"])},
                    needed="a stated threshold and an interval of known coverage")
 

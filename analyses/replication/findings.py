@@ -218,7 +218,7 @@ def _insertion_lines(rows: list[dict]) -> list[str]:
             if pair else "")
     pc1 = next((r for r in rows if r.get("level") == "direction vs PC1"), None)
     pair += (f" The probe's direction against PC1 of its {pc1['n']} training differences: "
-             f"|cos| {pc1['accuracy']:.3f}, a value without an interval (a refitted "
+             f"|cos| {pc1['abs_cos']:.3f}, a value without an interval (a refitted "
              "direction's cosine is biased at this size; the thesis shows the alignment as "
              "a picture, Appendix C.5)." if pc1 else "")
     return [f"**Thesis Table 4.4 / ClimateX** ({n} test statements in the split's level "

@@ -263,7 +263,8 @@ class ControlRows(StepRows):
 @dataclass(frozen=True, kw_only=True)
 class InsertionRow:
     """One method's level accuracy (per level, overall, a difference, or paired with a
-    published model's predictions); slope and bias are ``""`` where a row has none."""
+    published model's predictions), or the probe's |cos| with PC1 (``abs_cos``, its
+    accuracy NaN); slope and bias are ``""`` where a row has none."""
 
     method: str
     label: str
@@ -293,6 +294,7 @@ class InsertionRow:
     train_pairs: int | Absent = ABSENT
     train_rows: int | Absent = ABSENT
     train_seconds: float | Absent = ABSENT
+    abs_cos: float | Absent = ABSENT  # "direction vs PC1": the probe's |cos| with PC1
 
 
 @dataclass(frozen=True)

@@ -123,11 +123,14 @@ def load_dataset_spec(spec: str, *, max_pairs: int | PairLimits | None = None, s
     return dataset if name is None else replace(dataset, name=name)
 
 
-def limit_names(dataset: Dataset) -> set[str]:
-    """The names a :class:`PairLimits` entry matches for a dataset :func:`load_dataset_spec`
-    returned: its ``@Name`` and the name its file loads under."""
+def limit_names(spec: str, dataset: Dataset) -> tuple[str, ...]:
+    """The names a :class:`PairLimits` entry matches for the dataset ``spec`` names
+    (``dataset``: what :func:`load_dataset_spec` returned for it), in the order the limit is
+    looked up: its ``@Name`` if the spec gives one, then the name its file loads under."""
+    at = display_name(spec)[1]
     whole = dataset.sampled_from
-    return {dataset.name, *([whole.whole.name] if whole is not None else [])}
+    file_name = whole.whole.name if whole is not None else None if at else dataset.name
+    return tuple(n for n in (at, file_name) if n is not None)
 
 
 def spec_limit(limits: PairLimits | None, spec: str) -> int | None:
@@ -136,4 +139,4 @@ def spec_limit(limits: PairLimits | None, spec: str) -> int | None:
         return None
     if not limits.named:
         return limits.default
-    return limits.of(*sorted(limit_names(load_dataset_spec(spec))))
+    return limits.of(*limit_names(spec, load_dataset_spec(spec)))
