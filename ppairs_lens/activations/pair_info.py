@@ -11,7 +11,7 @@ digest of ``pairs.jsonl``'s bytes): a comparison ``pair_id, label, context_id, g
 item1_id, item2_id, score1, score2, len1, len2``; a statement has no item or score keys, and
 ``len2`` null. A store's line without ``group_id`` or the lengths is refused
 (:meth:`ppairs_lens.activations.store.ActivationStore.pairs`); a record built in code may
-leave them None, and they are then left out when written.
+leave them None, and they are then written as null (so that its store reads back).
 """
 
 from __future__ import annotations
@@ -65,14 +65,10 @@ class PairInfo:
     def to_json(self) -> dict[str, Any]:
         """The line's keys, in the order the harvest writes them (see the module's doc)."""
         out: dict[str, Any] = {"pair_id": self.pair_id, "label": self.label,
-                               "context_id": self.context_id}
-        if self.group_id is not None:
-            out["group_id"] = self.group_id
+                               "context_id": self.context_id, "group_id": self.group_id}
         if self.kind == "comparison":
             out.update({k: getattr(self, k) for k in _ITEM_KEYS})
-        if self.len1 is not None:
-            out.update(len1=self.len1, len2=self.len2)
-        return out
+        return {**out, "len1": self.len1, "len2": self.len2}
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> PairInfo:
