@@ -122,6 +122,7 @@ def test_an_option_given_wins_over_the_preset(monkeypatch, tmp_path):
         cfg=cfg) or [])
     monkeypatch.setattr("ppairs_lens.activations.pipeline.ensure_store",
                         lambda *a, **k: type("S", (), {"path": "s"})())
+    monkeypatch.setattr(mod, "plan_steering", lambda *a, **k: [])  # no model to plan with
     assert cli.main(["steer", "--quick", "--datasets", "larger_number", "--n-random", "3",
                      "--out", str(tmp_path)]) == 0
     cfg = seen["cfg"]
