@@ -391,15 +391,18 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
 
 def test_judge_results_are_no_field_of_the_sweep_config(tmp_path):
     """A config says what a sweep ran with; what earlier steps found (the judges' per-pair
-    probabilities) is passed beside it, and an old saved config with them still loads."""
+    probabilities) is passed beside it; a saved config that holds them is refused by name."""
     from analyses.layer_sweep import SweepConfig, pair_scores
+    from ppairs_lens.errors import PPairsError
     from ppairs_lens.io.outputs import load_config
 
     names = {f.name for f in dataclasses.fields(SweepConfig)}
     assert not names & {"zero_shot", "judges", "few_shot", "p_by_pair"}
     old = {"config": {"stores": ["a"], "zero_shot": {"ctx": {"p_by_pair": 12}}}}
     (tmp_path / "layer_sweep.config.json").write_text(json.dumps(old))
-    assert load_config(SweepConfig, tmp_path / "layer_sweep.config.json").stores == ("a",)
+    with pytest.raises(PPairsError, match=r"layer_sweep.config.json: field 'config' does not "
+                                          r"fit SweepConfig.*zero_shot"):
+        load_config(SweepConfig, tmp_path / "layer_sweep.config.json")
     entry = {"p_by_pair": {"x": 0.7}, "few_shot_p_by_pair": {"x": 0.6},
              "metrics": {"accuracy": {"value": 1.0}}, "split_used": "pair"}
     got = pair_scores({"ctx": entry})
