@@ -219,3 +219,32 @@ def test_geval_is_the_probability_weighted_mean_of_a_plain_forward(tiny, setup):
         assert res.geval[k] == pytest.approx(geval, abs=1e-4)
         assert res_kv.geval[k] == pytest.approx(geval, abs=1e-4)
         assert res.direct[k] == 1 + int(np.argmax(p))
+
+
+def test_scores_within_the_tie_band_are_ties_whatever_noise_moved_them():
+    from ppairs_lens.judges.scoring import SCORE_TIE, ItemScores, chained_ties
+
+    rng = np.random.default_rng(0)
+    noise = rng.uniform(-1e-6, 1e-6, size=6)
+    # a0 and a1 are one summary twice, a2 another; b0 copies a0's score in another article
+    raw = np.array([3.2, 3.2, 3.5, 3.2, 2.0, 2.0 + 3 * SCORE_TIE]) + noise
+    groups = ["a", "a", "a", "b", "c", "c"]
+    tied = chained_ties(raw, groups)
+    assert tied[0] == tied[1] == min(raw[0], raw[1])
+    assert tied[2] == raw[2] and tied[3] == raw[3]          # alone in its chain, untouched
+    assert tied[4] == raw[4] and tied[5] == raw[5]          # further apart than the band
+    # a chain: each within the band of the one before, all take its smallest value
+    chain = chained_ties(np.array([1.0, 1.0 + 0.6 * SCORE_TIE, 1.0 + 1.2 * SCORE_TIE]), "zzz")
+    assert (chain == 1.0).all()
+    # without the rule one noisy copy would beat the other: the pairwise answer is a tie
+    for trial in range(50):
+        jitter = rng.normal(0, 1e-6, size=2)
+        t = chained_ties(np.array([4.1, 4.1]) + jitter, ["a", "a"])
+        assert t[0] == t[1]
+
+    # direct: two score logits within the band of the largest are a tie, the lower score wins
+    lg = np.array([[0.0, 5.0, 5.0 + SCORE_TIE / 2, 1.0, 0.0],
+                   [0.0, 5.0 + SCORE_TIE / 2, 5.0, 1.0, 0.0],
+                   [0.0, 5.0, 5.0 + 2 * SCORE_TIE, 1.0, 0.0]])
+    s = ItemScores(("x", "y", "z"), (1.0, 2.0, 3.0, 4.0, 5.0), lg, 3, 0, ("g", "g", "g"))
+    assert list(s.direct) == [2.0, 2.0, 3.0]

@@ -109,8 +109,14 @@ def harvest_with_ray(
     if n_workers < 1:
         raise ValueError(f"n_workers must be at least 1, got {n_workers}")
     spec = ModelSpec.coerce(model)
-    data = (subsample_by_context(dataset, max_pairs) if isinstance(dataset, Dataset)
-            else load_dataset_spec(dataset, max_pairs=max_pairs))
+    if not isinstance(dataset, Dataset):
+        data = load_dataset_spec(dataset, max_pairs=max_pairs)
+    elif max_pairs is None:
+        # as given: drawing again would forget the whole dataset a limit drew it from, and
+        # with it the store that whole dataset shares with every limit
+        data = dataset
+    else:
+        data = subsample_by_context(dataset, max_pairs)
     out = str(Path(out).expanduser().resolve())
     started = not ray.is_initialized()
     if started:

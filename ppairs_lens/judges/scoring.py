@@ -11,6 +11,12 @@ the prompt ends, so the logits are the probabilities of the whole answer):
 * **G-Eval** (Liu et al. 2023) - the probability-weighted mean score ``sum_k k p(k)`` with
   ``p`` the softmax over the five score logits only.
 
+Both are read with a tie rule (:data:`SCORE_TIE`), so that the last bits of a float32 logit
+decide neither: score logits within it of the largest are a tie, answered by the lowest of
+those scores; the G-Eval scores of one context's items that chain within it (sorted, each
+within it of the one before) are one tie, all given the chain's smallest score. Two copies
+of one summary in an article (SummEval has them) then tie on every host.
+
 The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
 :class:`ppairs_lens.judges.comparators.ZeroShotComparator`.
 
@@ -42,8 +48,35 @@ from ppairs_lens.judges.comparators import dataset_meta
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
 from ppairs_lens.judges.progress import judge_bar
 
-__all__ = ["ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt", "score_items",
-           "score_item_sets"]
+__all__ = ["SCORE_TIE", "ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt",
+           "score_items", "score_item_sets", "chained_ties"]
+
+#: Score logits, and G-Eval scores (on the 1-5 scale), closer than this are ties. The same
+#: prompt's logits move by about 1e-6 between batch make-ups and hosts (float32 logits of
+#: magnitude ~20), a G-Eval score by no more than that; 2e-4 is a hundred times it, as the
+#: prompted judges' :data:`~ppairs_lens.judges.calibration.TIE_LOGODDS` is for log-odds.
+SCORE_TIE: float = 2e-4
+
+
+def chained_ties(values: Float[np.ndarray, "n"], groups: Sequence[Hashable],
+                 band: float = SCORE_TIE) -> Float[np.ndarray, "n"]:
+    """``values`` with each group's chains tied: sorted within its group, a value within
+    ``band`` of the one before joins its chain, and every value of a chain becomes the
+    chain's smallest. Exact ties stay ties whatever noise below ``band`` moved them."""
+    v = np.asarray(values, dtype=np.float64)
+    out = v.copy()
+    by_group: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        by_group.setdefault(g, []).append(i)
+    for idx in by_group.values():
+        # ties in the sort broken by position, so the chain's members never depend on order
+        order = sorted(idx, key=lambda i: (v[i], i))
+        start = v[order[0]]
+        for prev, cur in zip(order, order[1:]):
+            if v[cur] - v[prev] >= band:
+                start = v[cur]
+            out[cur] = start
+    return out
 
 
 @dataclass(frozen=True)
@@ -120,6 +153,8 @@ class ItemScores:
     logits: Float[np.ndarray, "item score"]
     n_rows: int
     n_tokens: int
+    #: each item's context (its prompt's group): G-Eval's ties are chained within one
+    groups: tuple[str, ...] = ()
 
     @property
     def probs(self) -> Float[np.ndarray, "item score"]:
@@ -129,11 +164,19 @@ class ItemScores:
 
     @property
     def direct(self) -> Float[np.ndarray, "item"]:
-        return np.asarray(self.score_values)[np.argmax(self.logits, axis=1)]
+        """The most likely score; logits within :data:`SCORE_TIE` of the largest tie, and
+        the lowest of the tied scores is the answer."""
+        lg = np.asarray(self.logits, dtype=np.float64)
+        near = lg >= lg.max(axis=1, keepdims=True) - SCORE_TIE
+        values = np.asarray(self.score_values)
+        return np.where(near, values, np.inf).min(axis=1)
 
     @property
     def geval(self) -> Float[np.ndarray, "item"]:
-        return self.probs @ np.asarray(self.score_values)
+        """The probability-weighted score, chained ties (:func:`chained_ties`) within each
+        context."""
+        raw = self.probs @ np.asarray(self.score_values)
+        return chained_ties(raw, self.groups or ("__all__",) * len(raw))
 
     def as_dict(self, which: str) -> dict[str, float]:
         """``{item_id: score}`` for ``which`` = "direct" or "geval"."""
@@ -223,4 +266,5 @@ def _scores(prompts: Sequence[ScorePrompt], template: ScoreTemplate, lg: torch.T
             n_tokens: int) -> ItemScores:
     values = tuple(float(s) for s in template.scores)
     return ItemScores(tuple(p.item_id for p in prompts), values,
-                      lg.to(torch.float64).numpy(), len(prompts), n_tokens)
+                      lg.to(torch.float64).numpy(), len(prompts), n_tokens,
+                      tuple(p.group for p in prompts))
