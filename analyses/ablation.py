@@ -369,11 +369,8 @@ def replot(out: str | Path, model: str | None = None) -> list[Path]:
 
     out = Path(out)
     cfg = load_config(AblationConfig, out / "ablation.config.json")
-    if model is None:  # ablation_run.json; a run saved before it kept the model in its config
-        found = out / "ablation_run.json"
-        saved = (read_json_object(found) if found.is_file() else
-                 read_json_object(out / "ablation.config.json")["config"])
-        model = saved.get("model", "")
+    if model is None:
+        model = read_json_object(out / "ablation_run.json").get("model", "")
     return _draw(read_rows(out / "ablation.csv"), read_rows(out / "ablation_null.csv"), cfg,
                  model, out)
 

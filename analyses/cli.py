@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_hooks(p)
     add_template(p)
     add_kinds(p, "probe kinds (default: supervised pca mass_mean)")
-    add_judges(p, default=("zero_shot",), aliases=("--judge",))
+    add_judges(p, default=("zero_shot",))
     add_calibration(p)
 
     for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),

@@ -246,16 +246,15 @@ def judge_limit(text: str) -> tuple[str, int]:
     return form, positive_int(n)
 
 
-def add_judges(p: argparse.ArgumentParser, default: tuple[str, ...] | None = None,
-               aliases: tuple[str, ...] = ()) -> None:
+def add_judges(p: argparse.ArgumentParser, default: tuple[str, ...] | None = None) -> None:
     """``--judges`` (which prompted judge forms run; ``none``: no judge; ``default``: all of
     ``JUDGE_FORMS``) and ``--judge-max-pairs FORM=N`` (each form on a seeded subset of whole
     held-out contexts; ``args.judge_max_pairs`` is a list of ``(form, n)``); ``none`` with a
-    form is refused by :func:`check_args`. ``aliases``: older spellings of ``--judges``."""
+    form is refused by :func:`check_args`."""
     from ppairs_lens.judges.held_out import JUDGE_FORMS
 
     default = tuple(default or JUDGE_FORMS)
-    p.add_argument("--judges", *aliases, dest="judges", nargs="+", default=list(default),
+    p.add_argument("--judges", nargs="+", default=list(default),
                    choices=[*JUDGE_FORMS, "none"], metavar="FORM",
                    help=f"prompted judge forms run on the held-out pairs (choose from "
                         f"{', '.join(JUDGE_FORMS)}; none: no judge; default: "

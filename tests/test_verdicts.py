@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppairs_lens.evaluation.ablation_verdicts import (
-    ablation_changes_verdict,
-    ablation_unchanged_verdict,
-    judge_decides,
-)
+from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict, judge_decides
 from ppairs_lens.evaluation.cosine_verdict import (
     cosine_agreement_verdict,
     covariance_mean_abs_cos,
@@ -127,40 +123,6 @@ def test_changes_cannot_be_decided_when_the_smallest_p_cannot_pass_holm():
     v = ablation_changes_verdict([1 / 101] * 9, n_null=100)   # the committed study's design
     assert v.outcome == NOT_TESTED and "1/101" in v.reason and "0.05/9" in v.reason
     assert v.needed == "180 null directions"   # 9 / (180 + 1) < 0.05; 9 / 180 is not
-
-
-DECIDING = dict(accuracy_margin=0.05, logodds_margin=0.2, judge_accuracy_lo=0.7,
-                same_answer_share=0.4, control_accuracy_ci=(-0.3, -0.2))
-
-
-def test_unchanged_holds_by_equivalence():
-    v = ablation_unchanged_verdict((-0.02, 0.03), (-0.1, 0.05), **DECIDING)
-    assert v.outcome == HOLDS, v.reason
-
-
-@pytest.mark.parametrize("acc,lo,moved", [((-0.2, -0.1), (-0.1, 0.1), False),
-                                          ((-0.02, 0.03), (0.3, 0.6), False),
-                                          ((-0.02, 0.03), (-0.1, 0.1), True)])
-def test_unchanged_fails_when_a_change_is_shown(acc, lo, moved):
-    v = ablation_unchanged_verdict(acc, lo, moved_by_test=moved, **DECIDING)
-    assert v.outcome == FAILS
-
-
-@pytest.mark.parametrize("change,why", [
-    (dict(judge_accuracy_lo=0.45), "does not decide"),
-    (dict(same_answer_share=0.97), "same raw answer"),
-    (dict(control_accuracy_ci=(-0.04, 0.01)), "positive control"),
-    (dict(control_accuracy_ci=None), "positive control"),
-    (dict(ci_counts=False), "too few leak groups"),
-])
-def test_unchanged_is_not_tested_without_a_deciding_judge_or_a_working_control(change, why):
-    v = ablation_unchanged_verdict((-0.02, 0.03), (-0.1, 0.05), **{**DECIDING, **change})
-    assert v.outcome == NOT_TESTED and why in v.reason and v.needed
-
-
-def test_unchanged_is_inconclusive_when_the_ci_crosses_the_margin():
-    v = ablation_unchanged_verdict((-0.08, 0.03), (-0.1, 0.05), **DECIDING)
-    assert v.outcome == INCONCLUSIVE and "cross" in v.reason
 
 
 def test_judge_decides():

@@ -21,7 +21,6 @@ and their readers: :mod:`analyses.replication.paper_claims`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
@@ -34,7 +33,7 @@ from analyses.replication.claim_families import (
     Scope,
 )
 from analyses.replication.paper_claims import PAPER_READERS, our_paper_claims, paper_claims
-from ppairs_lens.evaluation.intervention_tests import agreement_test, permutation_union_test
+from ppairs_lens.evaluation.intervention_tests import permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from analyses.replication.study_claims import ablation_tests, cosine_claim
 from ppairs_lens.evaluation.verdicts import (
@@ -427,11 +426,6 @@ def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
                                                        r.get("n") if table == "4.2" else None)})
 
 
-def _groups_of(r: dict) -> int | None:    # older rows name their groups in ci_unit only
-    m = re.search(r"\((\d+) test groups\)", str(r.get("ci_unit", "")))
-    return r["n_groups"] if r.get("n_groups") is not None else int(m.group(1)) if m else None
-
-
 def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
     ds, m = c.args
     r = next((r for r in s.get("finetuning") or [] if r["dataset"] == ds
@@ -439,7 +433,7 @@ def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
     if r is None:
         return MISSING
     neg = {"value": -r["minus_supervised"], "lo": -r["minus_supervised_hi"],
-           "hi": -r["minus_supervised_lo"], "n": r.get("n_test"), "n_groups": _groups_of(r),
+           "hi": -r["minus_supervised_lo"], "n": r.get("n_test"), "n_groups": r.get("n_groups"),
            "group_diffs": [-x for x in r.get("minus_supervised_group_diffs") or []] or None}
     return Difference.from_row(neg)
 
@@ -573,12 +567,12 @@ def _no_data(c: Claim, s: dict, sweep: dict) -> Read:
 # alone: every tested claim enters its family's Holm (a reader's Verdict is "not tested" only).
 
 def _ablation(c: Claim, s: dict, sweep: dict) -> Read:
-    t = ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}
+    t = ablation_tests(s.get("ablation") or []) or {}
     return t.get(c.args[0], MISSING)
 
 
 def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
-    return (ablation_tests(s.get("ablation") or [], s.get("judges") or {}) or {}).get(
+    return (ablation_tests(s.get("ablation") or []) or {}).get(
         "changes", MISSING)
 
 

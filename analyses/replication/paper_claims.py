@@ -255,8 +255,7 @@ def _transfer_rows(s: dict, ds: str, kind: str) -> list[dict] | Verdict | None:
     if any(r.get("group_diffs") for r in rows):
         return rows
     return Verdict(NOT_TESTED, "this run's transfer step recorded no per-group accuracy "
-                   f"differences for {kind} probes on {ds} (an older step, or the dataset was "
-                   "not in it)", method="none",
+                   f"differences for {kind} probes on {ds}", method="none",
                    needed="a run of the transfer step that records group differences")
 
 

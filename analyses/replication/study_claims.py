@@ -4,10 +4,10 @@ The replication's claims registry (``analyses.replication.claims``) decides thes
 
 * :func:`cosine_claim`: do the unsupervised directions agree across datasets? As the transfer
   step decided it (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`).
-* :func:`ablation_claim`: does removing a probe direction leave the judgement unchanged? Per
+* :func:`ablation_tests`: does removing a probe direction leave the judgement unchanged? Per
   direction an equivalence test, over all of them the Holm-corrected permutation test
-  (:func:`~ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`,
-  :func:`~ppairs_lens.evaluation.verdicts.ablation_changes_verdict`).
+  (:func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`,
+  :func:`~ppairs_lens.evaluation.intervention_tests.permutation_union_test`).
 """
 
 from __future__ import annotations
@@ -15,25 +15,12 @@ from __future__ import annotations
 import math
 
 from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL_AT_READOUT
-from ppairs_lens.evaluation.ablation_verdicts import (
-    ablation_changes_verdict,
-    ablation_unchanged_verdict,
-    judge_decides,
-    unchanged_rule,
-)
+from ppairs_lens.evaluation.ablation_verdicts import judge_decides
 from ppairs_lens.evaluation.cosine_verdict import cosine_rule
 from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test
-from ppairs_lens.evaluation.verdicts import (
-    FAILS,
-    HOLDS,
-    INCONCLUSIVE,
-    NOT_TESTED,
-    ClaimTest,
-    Verdict,
-)
+from ppairs_lens.evaluation.verdicts import NOT_TESTED, ClaimTest, Verdict
 
-__all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_claim", "ablation_tests",
-           "cosine_claim"]
+__all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_tests", "cosine_claim"]
 
 ALPHA = 0.05
 #: Equivalence margins for ablation rows that do not carry their run's (AblationConfig's).
@@ -60,17 +47,10 @@ def cosine_claim(transfer: dict | None, kind: str = "pca") -> dict | None:
             "frac_above_0.7": pk.get("frac_abs_cos_above_0.7")}
 
 
-def _judge_of(base: dict, judge: dict) -> tuple[float | None, float | None, str]:
-    """The unablated judge's accuracy CI lower end and same-raw-answer share: the ablation
-    run's own, else (older runs) the study's zero-shot judge on its test split."""
-    if base.get("judge_accuracy_lo") is not None:
-        return base["judge_accuracy_lo"], base.get("same_answer_share"), "ablation records"
-    z = judge.get("zero_shot") or {}
-    same = z.get("same_raw_answer_share")
-    if same is None and z.get("first_answer_share") is not None:  # statements
-        same = max(z["first_answer_share"], 1 - z["first_answer_share"])
-    return ((judge.get("zero_shot_accuracy") or {}).get("lo"), same,
-            "the study's zero-shot judge on its test split")
+def _judge_of(base: dict) -> tuple[float | None, float | None]:
+    """The unablated judge's accuracy CI lower end and same-raw-answer share, as the
+    ablation's baseline row records them (None where it has none: not tested)."""
+    return base.get("judge_accuracy_lo"), base.get("same_answer_share")
 
 
 def _ci_of(r: dict | None, m: str, tag: str = "") -> tuple[float, float] | None:
@@ -88,73 +68,7 @@ def _probe_conditions(ablation: list[dict]) -> tuple[list[dict], dict]:
             {(r["dataset"], r["condition"]): r for r in rows})
 
 
-def ablation_claim(ablation: list[dict], judges: dict) -> dict | None:
-    """Per probe direction: equivalence (unchanged) by
-    :func:`~ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`; over all of them,
-    "it changes" by :func:`~ppairs_lens.evaluation.verdicts.ablation_changes_verdict`."""
-    probes, by = _probe_conditions(ablation)
-    if not probes:
-        return None
-    ev, rule = [], None
-    for r in probes:
-        ds = r["dataset"]
-        acc_lo, same, source = _judge_of(by.get((ds, BASELINE), {}), judges.get(ds, {}))
-        ctl = by.get((ds, CONTROL_AT_READOUT))
-        holm_p = r.get("p_matched_holm")
-        # the paper's Table 2 statistic is macro ΔF1; older rows have Δaccuracy only
-        f1 = _ci_of(r, "f1", "_tost")
-        acc, lo = f1 or _ci_of(r, "accuracy", "_tost"), _ci_of(r, "logodds", "_tost")
-        if acc and lo:
-            v = ablation_unchanged_verdict(
-                acc, lo, accuracy_margin=r.get("accuracy_margin", ACCURACY_MARGIN),
-                logodds_margin=r.get("logodds_margin", LOGODDS_MARGIN),
-                judge_accuracy_lo=acc_lo, same_answer_share=same,
-                control_accuracy_ci=(f1 and _ci_of(ctl, "f1")) or _ci_of(ctl, "accuracy"),
-                statistic="ΔF1 (macro)" if f1 else "Δaccuracy",
-                moved_by_test=not _nan(holm_p) and holm_p < ALPHA,
-                ci_counts=bool(r.get("delta_ci_counts", True)))
-        else:
-            decides, why = judge_decides(acc_lo, same)
-            v = Verdict(NOT_TESTED if not decides else INCONCLUSIVE,
-                        why if not decides else "this run recorded no paired "
-                        "Δaccuracy / Δlog-odds CI (rerun the ablation step)", "")
-        rule = rule or v.rule
-        ev.append({**{k: r.get(k) for k in ("dataset", "condition", "effect", "p_matched",
-                                             "p_matched_holm", "delta_f1", "delta_f1_lo",
-                                             "delta_f1_hi", "delta_accuracy",
-                                             "delta_accuracy_lo", "delta_accuracy_hi",
-                                             "delta_auroc", "delta_auroc_lo", "delta_auroc_hi")
-                      if k in r},
-                   "outcome": str(v.outcome), "reason": v.reason, "judge_from": source})
-    n_null = min(int(r.get("n_matched") or 0) for r in probes)
-    decides = {ds: judge_decides(*_judge_of(by.get((ds, BASELINE), {}),
-                                            judges.get(ds, {}))[:2])
-               for ds in {r["dataset"] for r in probes}}
-    if not any(ok for ok, _ in decides.values()):
-        # a judge that never changes its answer cannot show a change either
-        changes = Verdict(NOT_TESTED, "; ".join(f"{ds}: {why}" for ds, (_, why) in
-                                                decides.items()), "", method="precondition",
-                          needed="a judge that decides")
-    else:
-        # "it changes" fails only where every direction's equivalence (TOST) was shown
-        changes = ablation_changes_verdict([r.get("p_matched", float("nan")) for r in probes],
-                                           n_null, ALPHA, [f"{r['dataset']} {r['condition']}"
-                                                           for r in probes],
-                                           equivalent=[e["outcome"] == HOLDS for e in ev])
-    outcomes = {o: list(dict.fromkeys(e["dataset"] for e in ev if e["outcome"] == o))
-                for o in (HOLDS, FAILS, INCONCLUSIVE, NOT_TESTED)}
-    return {"rule": rule or unchanged_rule(ACCURACY_MARGIN, LOGODDS_MARGIN, ALPHA),
-            "evidence": ev, "holds_on": outcomes[HOLDS], "fails_on": outcomes[FAILS],
-            "undecided_on": list(dict.fromkeys(outcomes[INCONCLUSIVE] + outcomes[NOT_TESTED])),
-            "changes": changes.as_dict(),
-            "outcome": str(FAILS if outcomes[FAILS] else HOLDS if outcomes[HOLDS] and not
-                           (outcomes[INCONCLUSIVE] or outcomes[NOT_TESTED]) else
-                           INCONCLUSIVE if outcomes[INCONCLUSIVE] else NOT_TESTED)}
-
-
-
-
-def ablation_tests(ablation: list[dict], judges: dict) -> dict | None:
+def ablation_tests(ablation: list[dict]) -> dict | None:
     """The registry's claim tests of the ablation (paper Table 2), to enter their families'
     Holm: per probe condition the "unchanged" test
     (:func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`), and under
@@ -168,7 +82,7 @@ def ablation_tests(ablation: list[dict], judges: dict) -> dict | None:
     decides_any = []
     for r in probes:
         ds = r["dataset"]
-        acc_lo, same, _ = _judge_of(by.get((ds, BASELINE), {}), judges.get(ds, {}))
+        acc_lo, same = _judge_of(by.get((ds, BASELINE), {}))
         decides, why = judge_decides(acc_lo, same)
         decides_any.append((decides, f"{ds}: {why}"))
         margin = r.get("accuracy_margin", ACCURACY_MARGIN)

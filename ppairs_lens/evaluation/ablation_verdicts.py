@@ -1,14 +1,14 @@
-"""Verdicts of the ablation claims (paper Table 2) and of steering, by the rules of
+"""Verdicts of the ablation and steering experiments, by the rules of
 :mod:`ppairs_lens.evaluation.verdicts`.
 
+* :func:`judge_decides`: a precondition of every such claim: the unablated judge must decide.
 * :func:`ablation_changes_verdict`: "removing (adding) the direction changes the judgement", a
   "changes" claim: Holm-corrected permutation p-values against null directions hold it; only
   equivalence fails it; not tested when even the smallest reachable p (``1 / (n_null + 1)``)
   cannot pass Holm's first threshold.
-* :func:`ablation_unchanged_verdict`: "removing the direction leaves the judgement unchanged",
-  an "unchanged" claim: equivalence (TOST, the ``1 - 2 alpha`` CI inside the margin) on
-  Δaccuracy and on the Δlog-odds margin, on a judge that decides (else not tested), with a
-  positive control that shows the read-out can move the judgement at all.
+
+The registry's "unchanged" claim (paper Table 2) is the equivalence test of
+:func:`ppairs_lens.evaluation.intervention_tests.equivalence_test`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.verdicts import (
     ALPHA,
     FAILS,
@@ -29,8 +28,7 @@ from ppairs_lens.evaluation.verdicts import (
     holm,
 )
 
-__all__ = ["ablation_changes_verdict", "ablation_unchanged_verdict", "judge_decides",
-           "unchanged_rule"]
+__all__ = ["ablation_changes_verdict", "judge_decides"]
 
 
 def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
@@ -54,8 +52,8 @@ def ablation_changes_verdict(p_values: Sequence[float], n_null: int, alpha: floa
     """"Removing (or adding) these directions changes the judgement", a "changes" claim:
     holds for the directions whose Holm-adjusted permutation p (over all ``p_values``, one
     family) is below ``alpha``; fails only when equivalence within the margin is shown for
-    every direction (``equivalent``, e.g. the TOST of
-    :func:`ablation_unchanged_verdict`); non-significance alone is inconclusive; not tested
+    every direction (``equivalent``, e.g. by
+    :func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`); non-significance alone is inconclusive; not tested
     when ``1 / (n_null + 1)`` cannot pass Holm's first threshold ``alpha / m``."""
     p = np.asarray(p_values, dtype=float)
     m = int(np.isfinite(p).sum())
@@ -85,68 +83,3 @@ def ablation_changes_verdict(p_values: Sequence[float], n_null: int, alpha: floa
     return Verdict(INCONCLUSIVE, f"no direction moves the judgement more than the null "
                    f"(smallest Holm p {np.nanmin(adj):.3f}) and no equivalence is shown", rule,
                    ev, method)
-
-
-def _inside(ci: Sequence[float], margin: float) -> bool:
-    return bool(np.all(np.isfinite(ci))) and -margin < ci[0] and ci[1] < margin
-
-
-def _beyond(ci: Sequence[float], margin: float) -> bool:
-    return bool(np.all(np.isfinite(ci))) and (ci[0] > margin or ci[1] < -margin)
-
-
-def unchanged_rule(accuracy_margin: float, logodds_margin: float, alpha: float = ALPHA,
-                   statistic: str = "Δaccuracy") -> str:
-    """The rule :func:`ablation_unchanged_verdict` applies, in words."""
-    return (f"two one-sided tests at {alpha}: the {1 - 2 * alpha:.0%} paired CIs (leak groups "
-            f"resampled) of {statistic} within ±{accuracy_margin} and of the Δlog-odds margin "
-            f"within ±{logodds_margin}, on a judge that decides (accuracy CI above 0.5, not "
-            f"the same raw answer on 95% of pairs), where the positive control at the probe's "
-            f"read-out changes accuracy by more than the margin")
-
-
-def ablation_unchanged_verdict(delta_accuracy_ci: Sequence[float],
-                               delta_logodds_ci: Sequence[float], *, accuracy_margin: float,
-                               logodds_margin: float, judge_accuracy_lo: float | None,
-                               same_answer_share: float | None,
-                               control_accuracy_ci: Sequence[float] | None,
-                               moved_by_test: bool = False, ci_counts: bool = True,
-                               alpha: float = ALPHA, statistic: str = "Δaccuracy") -> Verdict:
-    """"Ablating the direction leaves the judgement unchanged", by equivalence (TOST).
-
-    ``delta_*_ci``: the ``1 - 2 alpha`` paired CIs (ablated minus unablated, same records,
-    leak groups resampled) of accuracy and of the mean signed log-odds change towards the gold
-    item; ``control_accuracy_ci``: the same Δaccuracy CI for the positive control at the
-    probe's own read-out. Holds when both CIs lie inside ``±margin`` (both one-sided tests at
-    ``alpha`` reject a larger change) on a judge that decides and a read-out whose control
-    moves it beyond the margin; fails when a CI lies wholly beyond the margin or
-    ``moved_by_test`` (the Holm-corrected permutation test found a change); else undecided
-    (also when ``ci_counts`` is False: the CIs resample too few leak groups to count).
-    """
-    # ``statistic``: what ``delta_accuracy_ci`` holds (the paper's Table 2 reads macro ΔF1)
-    rule = unchanged_rule(accuracy_margin, logodds_margin, alpha, statistic)
-    ev = {"delta_accuracy_ci": list(map(float, delta_accuracy_ci)),
-          "delta_logodds_ci": list(map(float, delta_logodds_ci)),
-          "accuracy_margin": accuracy_margin, "logodds_margin": logodds_margin,
-          "control_accuracy_ci": (None if control_accuracy_ci is None
-                                  else list(map(float, control_accuracy_ci)))}
-    decides, why = judge_decides(judge_accuracy_lo, same_answer_share)
-    if not decides:
-        return Verdict(NOT_TESTED, why, rule, ev, needed="a judge that decides (a larger "
-                       "model, or a prompt it answers both ways)")
-    if moved_by_test or _beyond(delta_accuracy_ci, accuracy_margin) \
-            or _beyond(delta_logodds_ci, logodds_margin):
-        return Verdict(FAILS, "the ablation changes the judgement beyond the margin"
-                       + (" (Holm-corrected permutation test)" if moved_by_test else ""), rule, ev)
-    if not ci_counts:
-        return Verdict(NOT_TESTED, "the CIs resample too few leak groups to count toward a claim",
-                       rule, ev, needed=f"{MIN_BOOTSTRAP_GROUPS} groups")
-    if control_accuracy_ci is None or not _beyond(control_accuracy_ci, accuracy_margin):
-        return Verdict(NOT_TESTED, "the positive control at the probe's read-out does not move "
-                       "the judgement beyond the margin either, so no change could be seen",
-                       rule, ev, needed="a read-out whose positive control moves the judge")
-    if _inside(delta_accuracy_ci, accuracy_margin) and _inside(delta_logodds_ci, logodds_margin):
-        return Verdict(HOLDS, f"{statistic} and Δlog-odds are both within their margins", rule,
-                       ev)
-    return Verdict(INCONCLUSIVE, "the CIs cross the margin: neither equivalence nor a change is "
-                   "shown", rule, ev)

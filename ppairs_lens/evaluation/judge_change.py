@@ -6,7 +6,7 @@ the paper's Table 2 publishes), Δaccuracy and ΔAUROC
 (:func:`ppairs_lens.evaluation.paired.paired_difference`, groups resampled jointly) and the
 Δlog-odds margin, the mean signed change of ``z`` towards the gold item; each with a 95% CI
 and the 90% CI that an equivalence test (two one-sided tests at 5%) reads
-(:func:`ppairs_lens.evaluation.verdicts.ablation_unchanged_verdict`). :func:`judge_baseline`
+(:func:`ppairs_lens.evaluation.intervention_tests.equivalence_test`). :func:`judge_baseline`
 says whether the unablated judge decides at all.
 """
 

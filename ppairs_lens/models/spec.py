@@ -65,7 +65,7 @@ class ModelSpec:
 
     @classmethod
     def coerce(cls, model: ModelSpec | str | None) -> ModelSpec:
-        """A spec from a spec, a name or None (configs saved before specs held a name)."""
+        """A spec from a spec, its JSON form, a name or folder, or None (the embedded model)."""
         if isinstance(model, cls):
             return model
         if isinstance(model, dict):  # a spec read back from JSON
