@@ -126,6 +126,12 @@ def test_a_store_reopens_for_its_own_harvest_and_refuses_another(tmp_path):
                                          r"has 1"):
         ActivationStore.create(store.path, replace(StoreMeta.from_json(meta), d_model=8),
                                [PairInfo.from_json(rows[0])])
+    # the same weights loaded in another dtype compute other activations: not one store
+    with pytest.raises(StoreError, match=r"differing fields: model_dtype: store has "
+                                         r"'float32', this harvest has 'bfloat16'"):
+        ActivationStore.create(store.path, replace(StoreMeta.from_json(meta),
+                                                   model_dtype="bfloat16"),
+                               [PairInfo.from_json(r) for r in rows])
 
 
 def _dict_era_files(dataset: Dataset, store: ActivationStore) -> tuple[str, str]:

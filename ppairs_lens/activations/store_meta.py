@@ -16,11 +16,14 @@ from typing import Any
 __all__ = ["IDENTITY_FIELDS", "REQUIRED_FIELDS", "StoreMeta"]
 
 #: Fields that must agree between a store on disk and a harvest that wants to write into it.
+#: ``model_dtype`` among them: a model loaded in bfloat16 computes other activations than the
+#: same weights in float32, and one store must not hold both.
 IDENTITY_FIELDS = ("model", "dataset_fingerprint", "template_hash", "hook_names", "d_model",
-                   "dtype", "n_pairs", "shard_size")
+                   "dtype", "n_pairs", "shard_size", "model_dtype")
 #: Fields every ``metadata.json`` has (every harvest has written them): a file without one is
 #: not a store's.
-REQUIRED_FIELDS = (*IDENTITY_FIELDS, "dataset")
+REQUIRED_FIELDS = ("model", "dataset_fingerprint", "template_hash", "hook_names", "d_model",
+                   "dtype", "n_pairs", "shard_size", "dataset")
 
 #: Fields held as tuples (frozen), written as JSON lists.
 _TUPLES = ("hook_names", "readout_widths")
@@ -35,8 +38,8 @@ class StoreMeta:
     """A store's ``metadata.json``, keyword arguments only. Fields in the order a harvest
     writes them; those without a default are in every store (:data:`REQUIRED_FIELDS`)."""
 
-    # Identity (with template_hash, hook_names, d_model, dtype, n_pairs and shard_size below:
-    # IDENTITY_FIELDS): a harvest may resume into a store only if all of these agree.
+    # Identity (with template_hash, hook_names, d_model, dtype, n_pairs, shard_size and
+    # model_dtype below: IDENTITY_FIELDS): a harvest may resume into a store only if all of these agree.
     model: str
     # The dataset: its name for tables and result keys (``dataset``), its fingerprint for
     # checks against the records an analysis re-runs the model on; ``dataset_source`` is the
