@@ -1,0 +1,82 @@
+"""Two runs' ``summary.json`` side by side: do they give the same decisions and values?
+
+``python -m analyses.replication.compare A/summary.json B/summary.json [--tol 1e-6]`` walks
+both files together and prints every value that differs: a number by more than ``tol``
+(absolute, or relative to the larger magnitude), any other value (a verdict, a reason, a
+list's length) at all. What a run records about its host and its clock is left out
+(:data:`HOST_KEYS`), and so are the outputs' hashes, since figures embed their renderer's
+bytes. Exit status 0 when nothing differs, 1 otherwise: a check two clones, two hosts or two
+thread counts can run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HOST_KEYS", "differences", "main"]
+
+#: Keys whose values describe the host or the clock, not the results.
+HOST_KEYS = frozenset({"environment", "timings_s", "reused_steps", "outputs_sha256",
+                       "train_seconds", "train_cpu_seconds", "peak_mb", "examples_per_s",
+                       "cpu_seconds_per_example", "seconds", "wall_s", "created"})
+
+
+def _same_number(a: float, b: float, tol: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+def differences(a: Any, b: Any, tol: float = 1e-6, where: str = "") -> Iterator[str]:
+    """One line per difference between ``a`` and ``b`` (JSON values), with its path."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k in HOST_KEYS:
+                continue
+            if k not in a or k not in b:
+                yield f"{where}/{k}: only in {'the second' if k not in a else 'the first'}"
+            else:
+                yield from differences(a[k], b[k], tol, f"{where}/{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            yield f"{where}: {len(a)} entries against {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from differences(x, y, tol, f"{where}[{i}]")
+    elif (isinstance(a, (int, float)) and isinstance(b, (int, float))
+          and not isinstance(a, bool) and not isinstance(b, bool)):
+        if not _same_number(float(a), float(b), tol):
+            yield f"{where}: {a!r} against {b!r}"
+    elif a != b:
+        yield f"{where}: {a!r} against {b!r}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analyses.replication.compare",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("first", type=Path, help="a run's summary.json")
+    p.add_argument("second", type=Path, help="another run's summary.json")
+    p.add_argument("--tol", type=float, default=1e-6,
+                   help="numbers closer than this (absolute, or relative above 1) are equal")
+    args = p.parse_args(argv)
+    runs = []
+    for path in (args.first, args.second):
+        try:
+            runs.append(json.loads(path.read_text("utf-8")))
+        except (OSError, ValueError) as e:
+            p.error(f"{path}: {e}")
+    found = list(differences(*runs, tol=args.tol))
+    for line in found:
+        print(line)
+    print(f"{len(found)} difference(s) beyond {args.tol:g} between {args.first} and "
+          f"{args.second}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Two runs' summaries compared: equal within the tolerance, every other difference named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyses.replication.compare import differences, main
+
+RUN = {"claims": [{"id": "a", "value": 0.25, "outcome": "holds", "lo": float("nan")}],
+       "environment": {"host": "one"}, "timings_s": {"sweep": 12.0}, "n_boot": 1000}
+
+
+def test_values_within_the_tolerance_and_host_facts_are_the_same():
+    other = json.loads(json.dumps(RUN))
+    other["claims"][0]["value"] += 4e-7
+    other["environment"]["host"], other["timings_s"]["sweep"] = "two", 30.0
+    assert list(differences(RUN, other)) == []
+
+
+def test_every_other_difference_is_named_with_its_place():
+    other = json.loads(json.dumps(RUN))
+    other["claims"][0].update(value=0.2500021, outcome="fails", lo=0.1)
+    other["claims"].append({"id": "b"})
+    del other["n_boot"]
+    found = list(differences(RUN, other))
+    assert found == ["/claims: 1 entries against 2",
+                     "/claims[0]/lo: nan against 0.1",
+                     "/claims[0]/outcome: 'holds' against 'fails'",
+                     "/claims[0]/value: 0.25 against 0.2500021",
+                     "/n_boot: only in the first"]
+
+
+def test_the_command_exits_1_on_a_difference_and_2_on_an_unreadable_file(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(RUN))
+    b.write_text(json.dumps({**RUN, "n_boot": 100}))
+    assert main([str(a), str(a)]) == 0
+    assert main([str(a), str(b)]) == 1
+    assert "/n_boot: 1000 against 100" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main([str(a), str(tmp_path / "missing.json")])
+    assert e.value.code == 2
+    assert "missing.json" in capsys.readouterr().err.strip().splitlines()[-1]
