@@ -59,10 +59,22 @@ def test_a_limit_reaching_into_a_partial_shard_extends_it(tiny, tmp_path):
     first = harvest_dataset(tiny, small, tmp_path / "s", shard_size=4, progress=False)
     store = ActivationStore.open(tmp_path / "s", whole=True)
     assert first.complete and not store.complete and store.written_stop(0) == 2
+    before = first.fingerprint()
     harvest_dataset(tiny, large, tmp_path / "s", shard_size=4, progress=False)
     assert store.written_stop(0) == 4 and store.written_stop(1) == 7 and store.written_stop(2) is None
     again = harvest_dataset(tiny, small, tmp_path / "s", shard_size=4, progress=False)
     torch.testing.assert_close(again.load(), first.load(), rtol=0, atol=0)
+    # the shard grew under the small limit's pairs, which did not change: nor does its key
+    assert again.fingerprint() == before
+    # the rows digested are checked against the shard's checksums: a changed one is refused
+    path = again._shard_paths(0)[0]
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(str(path))
+    key = next(k for k in sorted(tensors) if k.startswith("layer_"))
+    tensors[key][0] += 1.0
+    save_file(tensors, str(path))
+    with pytest.raises(StoreError, match="corrupt|truncated"):
+        again.fingerprint()
 
 
 def test_records_that_differ_from_the_whole_datasets_get_their_own_store(tiny, tmp_path):

@@ -306,12 +306,26 @@ class ActivationStore:
 
     def fingerprint(self) -> str:
         """A digest of what the store holds: its metadata, pairs and every shard's sidecar
-        (which carries the sha256 of each tensor), so equal fingerprints mean equal data."""
+        (which carries the sha256 of each tensor), so equal fingerprints mean equal data.
+
+        A view that ends inside a shard digests that shard's rows it reads, not its sidecar:
+        a larger limit that extends the shard later changes the sidecar, never those rows,
+        and the view's fingerprint (the key of every step cached on it) stays."""
         h = hashlib.sha256()
         shards = [i for i in range(self.n_shards) if self.needed_range(i)[1] > self.shard_range(i)[0]]
-        for f in [self.path / "metadata.json", self.path / "pairs.jsonl",
-                  *(self._shard_paths(i)[1] for i in shards)]:
+        for f in [self.path / "metadata.json", self.path / "pairs.jsonl"]:
             h.update(f.name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"missing"))
+        for i in shards:
+            (first, last), need = self.shard_range(i), self.needed_range(i)[1]
+            side = self._shard_paths(i)[1]
+            if need == last or not side.is_file():
+                h.update(side.name.encode() + b"\0"
+                         + (side.read_bytes() if side.is_file() else b"missing"))
+                continue
+            keys = sorted(self._sidecar(i)["sha256"])
+            h.update(f"{side.name}[:{need - first}]".encode() + b"\0")
+            for key, t in zip(keys, self._read_shard(i, keys, verify=True)):
+                h.update(key.encode() + b"\0" + t[:need - first].contiguous().numpy().tobytes())
         if self._rows is not None:  # a view: which pairs, under which name
             h.update(json.dumps([self.meta.dataset, self.meta.dataset_fingerprint,
                                  self._rows.tolist()]).encode())
