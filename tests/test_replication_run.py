@@ -25,7 +25,7 @@ class Cut(Exception):
 
 
 def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tmp_path,
-                                                       monkeypatch):
+                                                       monkeypatch, capsys):
     cfg = replication_config("quick", shared_data=str(shared_datasets),
                              out=str(tmp_path / "fig"), stores=str(tmp_path / "stores"))
     # First the run is cut inside the ablation step: every step before it has finished.
@@ -65,7 +65,11 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     assert by["appendixA.pca-jump"]["reason"] != "this run did not produce it"
     assert not any("recorded no per-group" in c["reason"] for c in s["claims"]
                    if c["id"].startswith("table1.") and c["datasets"][0] in s["datasets"])
+    capsys.readouterr()
     again = run_replication(cfg, bridge=tiny)
+    # its plan knows the judge study is remembered: no prompts of it estimated
+    plan = [line for line in capsys.readouterr().out.splitlines() if " zero_shot " in line]
+    assert plan and all(line.endswith("on disk, reused") for line in plan), plan
     assert set(again["reused_steps"]) >= {"prompted judges", "layer sweep", "thesis tables",
                                           "transfer", "ablation", "insertion"}
     # reused steps hand on the records fresh ones did (io/records.py), so the same numbers

@@ -52,6 +52,7 @@ from analyses.replication.config import BUILTINS, ReplicationConfig, replication
 from analyses.replication.findings import replication_summary, replication_markdown
 from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
+from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from analyses.replication.sets import (
     ReplicationSizes,
@@ -71,6 +72,7 @@ from ppairs_lens.io.checksums import file_sha256
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.records import record_data
+from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.io.study_runner import StudyRunner
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out_sets
@@ -153,26 +155,43 @@ def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str,
     }
 
 
+#: The step of the zero-shot judge study, whose prompts the plan counts unless it is remembered.
+JUDGES_STEP = "prompted judges"
+
 #: The main job's steps after the prompted judges that run the model, each with a progress
 #: bar of its own; the plan names them and leaves them out of its estimate.
 LATER_MODEL_STEPS = ("direct scoring and G-Eval", "finetuning", "ablation", "steering",
                      "insertion", "controls")
 
 
-def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset]) -> list:
+def _step_inputs(bridge, cfg: ReplicationConfig, stores: list[ActivationStore]) -> dict:
+    """What the steps after the harvest are remembered under: the config, the model and the
+    fingerprints of the stores that fit the split."""
+    split = cfg.settings.split_kwargs()
+    kept = [s for s in stores if store_fits(s, split, lambda _: None)]
+    return dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in kept])
+
+
+def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
+                     cache: StepCache | None = None) -> list:
     """The main job's model passes before any runs (for its estimate): each store's harvest
-    and the zero-shot judge study's prompts (the harvest answers the items' own order), then
+    and the zero-shot judge study's prompts (the harvest answers the items' own order; done
+    when every store is finished and ``cache``, the run's, remembers the study on them), then
     the later model steps by name."""
     from ppairs_lens.judges.run_estimate import PlannedStep, plan_held_out_run, planned_template
     from ppairs_lens.judges.study import study_prompts
 
     steps = plan_held_out_run(bridge, ds, cfg.stores, split=None, forms=())
     settings = _judge_settings(cfg)
-    for d in ds:
+    planned = [planned_template(bridge, d, cfg.stores) for d in ds]
+    finished = [store for store, _ in planned]
+    studied = (cache is not None and all(s is not None for s in finished)
+               and cache.has(JUDGES_STEP, cache.key(JUDGES_STEP,
+                                                    **_step_inputs(bridge, cfg, finished))))
+    for d, (_, tpl) in zip(ds, planned):
         if d.kind == "comparison":
-            tpl = planned_template(bridge, d, cfg.stores)[1]
             steps.append(PlannedStep(d.name, "zero_shot", tuple(
-                study_prompts(bridge.tokenizer, d, tpl, settings))))
+                study_prompts(bridge.tokenizer, d, tpl, settings)), studied))
     steps += [PlannedStep.untimed("main job", name, 1, "step") for name in LATER_MODEL_STEPS]
     return steps
 
@@ -196,21 +215,21 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
                                                          lambda: load_model(cfg.model))
     names = list(datasets)
     ds = [datasets[n] for n in names]
-    announce(bridge, plan_replication(bridge, cfg, ds), measure=calibrate, log=log)
+    announce(bridge, plan_replication(bridge, cfg, ds, run.cache), measure=calibrate, log=log)
     t0 = time.time()  # a rate counts the pairs harvested now, not those of reused stores
     stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores), units=lambda
                        st: (sum(s.pairs_written_since(t0) for s in st), "pairs harvested"))
     split = cfg.settings.split_kwargs()  # for the library's own split functions
+    common = _step_inputs(bridge, cfg, stores)
     keep = [k for k, s in enumerate(stores) if store_fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
     store_of = dict(zip(names, stores))
-    common = dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in stores])
 
     # Each step declares the record it hands on (tests/test_step_signatures.py checks it);
     # the runner rebuilds that type from the step cache, so a reused step reads as a fresh one.
     def judges_step() -> dict[str, HeldOutJudges]:
         return judge_study(bridge, stores, ds, _judge_settings(cfg), log=log)
-    judges = run.step("prompted judges", judges_step, units=lambda j: (sum(
+    judges = run.step(JUDGES_STEP, judges_step, units=lambda j: (sum(
         v.n_prompts.get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
 
     def texts_step() -> dict[str, HeldOutTextBaselines]:
