@@ -248,3 +248,11 @@ def test_scores_within_the_tie_band_are_ties_whatever_noise_moved_them():
                    [0.0, 5.0, 5.0 + 2 * SCORE_TIE, 1.0, 0.0]])
     s = ItemScores(("x", "y", "z"), (1.0, 2.0, 3.0, 4.0, 5.0), lg, 3, 0, ("g", "g", "g"))
     assert list(s.direct) == [2.0, 2.0, 3.0]
+
+    # an item without an answer (NaN logits) has none, and lends no score to another
+    with_nan = np.array([3.0, np.nan, 3.0 + SCORE_TIE / 2, 3.5])
+    t = chained_ties(with_nan, "gggg")
+    assert t[0] == t[2] == 3.0 and np.isnan(t[1]) and t[3] == 3.5
+    lg[1, 2] = np.nan
+    assert np.isnan(ItemScores(("x", "y", "z"), (1.0, 2.0, 3.0, 4.0, 5.0), lg, 3, 0,
+                               ("g", "g", "g")).direct[1])

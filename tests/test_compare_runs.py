@@ -17,6 +17,8 @@ def test_values_within_the_tolerance_and_host_facts_are_the_same():
     other["claims"][0]["value"] += 4e-7
     other["environment"]["host"], other["timings_s"]["sweep"] = "two", 30.0
     assert list(differences(RUN, other)) == []
+    assert list(differences({"x": float("inf")}, {"x": float("inf")})) == []
+    assert list(differences({"x": float("inf")}, {"x": -float("inf")})) == ["/x: inf against -inf"]
 
 
 def test_every_other_difference_is_named_with_its_place():

@@ -23,11 +23,14 @@ __all__ = ["HOST_KEYS", "differences", "main"]
 
 #: Keys whose values describe the host or the clock, not the results.
 HOST_KEYS = frozenset({"environment", "timings_s", "reused_steps", "outputs_sha256",
-                       "train_seconds", "train_cpu_seconds", "peak_mb", "examples_per_s",
-                       "cpu_seconds_per_example", "seconds", "wall_s", "created"})
+                       "train_seconds", "train_cpu_seconds", "peak_mb", "memory_kind",
+                       "examples_per_s", "cpu_seconds_per_example", "seconds", "wall_s",
+                       "created"})
 
 
 def _same_number(a: float, b: float, tol: float) -> bool:
+    if a == b:                              # infinities of one sign too
+        return True
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     return abs(a - b) <= tol * max(1.0, abs(a), abs(b))

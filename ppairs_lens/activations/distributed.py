@@ -104,7 +104,7 @@ def harvest_with_ray(
         import ray
     except ImportError as e:
         raise ImportError("harvest_with_ray needs Ray: pip install 'ppairs-lens[ray]'") from e
-    from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
+    from ppairs_lens.data.specs import load_dataset_spec, redraw
 
     if n_workers < 1:
         raise ValueError(f"n_workers must be at least 1, got {n_workers}")
@@ -116,7 +116,7 @@ def harvest_with_ray(
         # with it the store that whole dataset shares with every limit
         data = dataset
     else:
-        data = subsample_by_context(dataset, max_pairs)
+        data = redraw(dataset, max_pairs)
     out = str(Path(out).expanduser().resolve())
     started = not ray.is_initialized()
     if started:

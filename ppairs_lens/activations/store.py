@@ -325,7 +325,7 @@ class ActivationStore:
             keys = sorted(self._sidecar(i)["sha256"])
             h.update(f"{side.name}[:{need - first}]".encode() + b"\0")
             for key, t in zip(keys, self._read_shard(i, keys, verify=True)):
-                h.update(key.encode() + b"\0" + t[:need - first].contiguous().numpy().tobytes())
+                h.update(key.encode() + b"\0" + tensor_sha256(t[:need - first]).encode())
         if self._rows is not None:  # a view: which pairs, under which name
             h.update(json.dumps([self.meta.dataset, self.meta.dataset_fingerprint,
                                  self._rows.tolist()]).encode())

@@ -69,6 +69,18 @@ def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0,
                    name=f"{dataset.name}-n{len(keep)}{cap}s{seed}", sampled_from=whole)
 
 
+def redraw(dataset: Dataset, max_pairs: int | None) -> Dataset:
+    """``dataset`` at another limit of the order it was drawn in: what
+    :func:`subsample_by_context` gives its file at ``max_pairs`` (same seed, same cap per
+    context), so both share one store. A dataset no limit drew is drawn as a file is."""
+    drawn = dataset.sampled_from
+    if drawn is None:
+        return subsample_by_context(dataset, max_pairs)
+    order = sorted(range(len(drawn.file_order)), key=drawn.file_order.__getitem__)
+    base = replace(drawn.whole, records=[drawn.whole.records[j] for j in order])
+    return subsample_by_context(base, max_pairs, drawn.seed, per_context=drawn.per_context)
+
+
 def display_name(spec: str) -> tuple[str, str | None]:
     """``'spec@Name'`` -> (spec, 'Name'); a spec without a trailing ``@Name`` (or whose ``@``
     belongs to an existing path) -> (spec, None)."""

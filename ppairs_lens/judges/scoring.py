@@ -62,12 +62,15 @@ def chained_ties(values: Float[np.ndarray, "n"], groups: Sequence[Hashable],
                  band: float = SCORE_TIE) -> Float[np.ndarray, "n"]:
     """``values`` with each group's chains tied: sorted within its group, a value within
     ``band`` of the one before joins its chain, and every value of a chain becomes the
-    chain's smallest. Exact ties stay ties whatever noise below ``band`` moved them."""
+    chain's smallest. Exact ties stay ties whatever noise below ``band`` moved them; a chain
+    has no width of its own (values each within ``band`` of the next tie end to end), which
+    near-equal scores of distinct items make rare. NaN stays NaN and joins no chain."""
     v = np.asarray(values, dtype=np.float64)
     out = v.copy()
     by_group: dict[Hashable, list[int]] = {}
     for i, g in enumerate(groups):
-        by_group.setdefault(g, []).append(i)
+        if np.isfinite(v[i]):
+            by_group.setdefault(g, []).append(i)
     for idx in by_group.values():
         # ties in the sort broken by position, so the chain's members never depend on order
         order = sorted(idx, key=lambda i: (v[i], i))
@@ -145,7 +148,8 @@ class ItemScores:
     """Scores of items read from one forward per item.
 
     ``logits[i]`` are the next-token logits of the score tokens; ``probs`` their softmax over
-    those tokens only; ``direct`` the argmax score, ``geval`` the probability-weighted mean.
+    those tokens only; ``direct`` the most likely score, ``geval`` the probability-weighted
+    mean, both with the tie rule of :data:`SCORE_TIE`.
     """
 
     item_ids: tuple[str, ...]
@@ -169,7 +173,8 @@ class ItemScores:
         lg = np.asarray(self.logits, dtype=np.float64)
         near = lg >= lg.max(axis=1, keepdims=True) - SCORE_TIE
         values = np.asarray(self.score_values)
-        return np.where(near, values, np.inf).min(axis=1)
+        best = np.where(near, values, np.inf).min(axis=1)
+        return np.where(np.isnan(lg).any(axis=1), np.nan, best)  # no answer without logits
 
     @property
     def geval(self) -> Float[np.ndarray, "item"]:
