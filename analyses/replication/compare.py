@@ -33,6 +33,8 @@ def _same_number(a: float, b: float, tol: float) -> bool:
         return True
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return False
     return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
 
 
