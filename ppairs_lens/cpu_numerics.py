@@ -1,13 +1,21 @@
-"""The same float bits on any thread count: MKL's strict conditional numerical reproducibility.
+"""The same float bits on any thread count and any x86-64 host with AVX2: the CPU kernels'
+instruction set and MKL's reduction order pinned.
 
 PyTorch's CPU builds multiply matrices with MKL, whose kernels split some products (a
 one-row product against a tall matrix, as a judge's cached continuation makes) differently
 at different thread counts, so the last bits of a log-odds moved with ``torch`` threads (up
 to 2e-4 on a single product here). ``MKL_CBWR=AVX2,STRICT`` fixes MKL's code path to its AVX2
-kernels and, in strict mode, its reduction order whatever the thread count; MKL reads it at
-its first call, so it takes effect when set before the first matrix product of the process.
-The command line sets it (:func:`pin_cpu_numerics`); a library user who wants the same
-bits sets it in the environment. A value already set is left as it is.
+kernels and, in strict mode, its reduction order whatever the thread count. PyTorch's own
+vectorised kernels (softmax, layer norm, activations) pick their instruction set by the host:
+a host with AVX-512 summed in other lanes than one with AVX2 only, and two hosts' demos
+differed by ~1e-5 in every judge threshold. ``ATEN_CPU_CAPABILITY=avx2`` makes them all run
+the AVX2 kernels, and ``ONEDNN_MAX_CPU_ISA=AVX2`` does the same for oneDNN's.
+
+Each library reads its setting once, at its first use (MKL at its first call, PyTorch at its
+first vectorised kernel), so they take effect when set before the first tensor operation of
+the process. The command line sets them (:func:`pin_cpu_numerics`) before any; a library
+user who wants the same bits sets them in the environment. A value already set is left as
+it is.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ import os
 
 __all__ = ["CPU_NUMERICS", "pin_cpu_numerics"]
 
-#: MKL's reproducibility mode: AVX2 kernels (on any x86-64 host with AVX2, whatever newer
-#: instructions it has), reductions independent of the thread count.
-CPU_NUMERICS: dict[str, str] = {"MKL_CBWR": "AVX2,STRICT"}
+#: The settings: AVX2 kernels everywhere (on any x86-64 host with AVX2, whatever newer
+#: instructions it has), MKL's reductions independent of the thread count.
+CPU_NUMERICS: dict[str, str] = {"MKL_CBWR": "AVX2,STRICT", "ATEN_CPU_CAPABILITY": "avx2",
+                                "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def pin_cpu_numerics(environ: dict[str, str] | None = None) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import torch
 
 from ppairs_lens.activations.runner import HarvestSettings
@@ -78,7 +79,37 @@ def test_pinned_cpu_numerics_give_the_same_bits_at_one_and_two_threads():
     env = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS}
     pinned = {**env, **pin_cpu_numerics({})}
     assert _products(1, pinned) == _products(2, pinned)
-    assert pin_cpu_numerics({"MKL_CBWR": "AVX512"}) == {"MKL_CBWR": "AVX512"}  # a user's wins
+    assert pin_cpu_numerics({"MKL_CBWR": "AVX512"})["MKL_CBWR"] == "AVX512"  # a user's wins
+
+
+_CAPABILITY = """
+import analyses.cli, torch
+from ppairs_lens.cpu_numerics import pin_cpu_numerics
+pin_cpu_numerics()          # where the command line's main() does: after its imports
+x = torch.randn(257, 33)
+x.softmax(-1), torch.nn.functional.layer_norm(x, (33,))
+print(torch.backends.cpu.get_cpu_capability())
+"""
+
+
+def test_the_command_line_pins_the_kernels_before_its_first_tensor_operation():
+    """A host with AVX-512 runs PyTorch's AVX2 kernels once the command line has pinned them,
+    so its bits are those of an AVX2 host: nothing the CLI imports runs a kernel first."""
+    import os
+    import subprocess
+    import sys
+
+    from ppairs_lens.cpu_numerics import CPU_NUMERICS
+
+    env = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS}
+    host = subprocess.run([sys.executable, "-c", "import torch; "
+                           "print(torch.backends.cpu.get_cpu_capability())"], env=env,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    if host not in ("AVX2", "AVX512"):
+        pytest.skip(f"this host's kernels are {host}: no AVX2 to pin")
+    pinned = subprocess.run([sys.executable, "-c", _CAPABILITY], env=env, capture_output=True,
+                            text=True, check=True).stdout.strip().splitlines()[-1]
+    assert pinned == "AVX2"
 
 
 def test_raw_log_odds_do_not_depend_on_threads(tiny):
