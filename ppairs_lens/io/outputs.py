@@ -130,7 +130,22 @@ def run_environment() -> dict[str, Any]:
             "torch_threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             **{k.lower(): os.environ.get(k) for k in CPU_NUMERICS},
-            "machine": platform.machine(), "system": platform.system()}
+            "machine": platform.machine(), "system": platform.system(), **_cpu()}
+
+
+def _cpu() -> dict[str, Any]:
+    """The processor as Linux names it, with its core count: two hosts whose numbers differ
+    at float noise are told apart by it (None where /proc/cpuinfo is absent)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
+    except OSError:
+        return {"cpu_model": None, "cpu_cores": os.cpu_count()}
+    info = dict(line.split(":", 1) for line in text.splitlines()[:40] if ":" in line)
+    pick = {k.strip(): v.strip() for k, v in info.items()}
+    return {"cpu_model": " ".join(p for p in (pick.get("vendor_id"), pick.get("model name"),
+                                              f"family {pick.get('cpu family')} model "
+                                              f"{pick.get('model')}") if p),
+            "cpu_cores": os.cpu_count()}
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
