@@ -68,7 +68,8 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     capsys.readouterr()
     again = run_replication(cfg, bridge=tiny)
     # its plan knows the judge study is remembered: no prompts of it estimated
-    plan = [line for line in capsys.readouterr().out.splitlines() if " zero_shot " in line]
+    plan = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("  ") and line.split()[1:2] == ["zero_shot"]]
     assert plan and all(line.endswith("on disk, reused") for line in plan), plan
     assert set(again["reused_steps"]) >= {"prompted judges", "layer sweep", "thesis tables",
                                           "transfer", "ablation", "insertion"}

@@ -91,7 +91,9 @@ def test_supervised_probe_alone_equals_the_sweep_at_its_layer(shape):
                                    rtol=0, atol=1e-6)
         np.testing.assert_allclose(alone.predict_proba(te[:, :, layer])[:, 1],
                                    sw.predict_proba(te)["supervised"][layer], rtol=0, atol=1e-6)
-        assert alone.n_iter_ == int(sw.n_iter[layer])
+        # the same solver's iterations; float noise at the stopping tolerance (the batched
+        # products sum in another order) may take one more or one fewer
+        assert abs(alone.n_iter_ - int(sw.n_iter[layer])) <= 1
 
 
 @pytest.mark.parametrize("kind", ["pca", "mass_mean"])

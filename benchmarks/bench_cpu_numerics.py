@@ -1,0 +1,82 @@
+"""What pinning the CPU kernels costs: the embedded model's forward with the command line's
+settings (:data:`ppairs_lens.cpu_numerics.CPU_NUMERICS`: MKL's strict AVX2 path, PyTorch's and
+oneDNN's AVX2 kernels) against the host's own choice (none set), on the same prompts.
+
+Each library reads its setting once per process, so every measurement is a fresh process;
+the two settings alternate (``--rounds``, best of each), so a slow spell hits both. Prints
+each setting's kernels and seconds, the ratio, and the largest difference of the logits.
+
+Run: ``python -m benchmarks.bench_cpu_numerics [--rounds 3] [--prompts 16] [--threads 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ppairs_lens.cpu_numerics import CPU_NUMERICS
+
+_CHILD = """
+import json, sys, time, numpy as np, torch
+from ppairs_lens.models.loading import load_model
+n, threads, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+torch.set_num_threads(threads)
+model = load_model()
+words = "the council said the plans for the river park would cost more than expected".split()
+prompts = [" ".join(words[(i + k) % len(words)] for k in range(200)) for i in range(n)]
+ids = model.tokenizer(prompts, return_tensors="pt").input_ids
+with torch.inference_mode():
+    model(ids[:1, :8])                                    # warm: first-call set-up not timed
+    t0 = time.perf_counter()
+    logits = model(ids)[:, -1]
+    seconds = time.perf_counter() - t0
+np.save(out, logits.double().numpy())
+print(json.dumps({"seconds": seconds, "kernels": torch.backends.cpu.get_cpu_capability()}))
+"""
+
+
+def _run(pinned: bool, n: int, threads: int, out: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS}
+    if pinned:
+        env.update(CPU_NUMERICS)
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(n), str(threads), str(out)],
+                          env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--prompts", type=int, default=16)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    best: dict[bool, float] = {}
+    kernels: dict[bool, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        logits = {}
+        for _ in range(args.rounds):
+            for pinned in (True, False):
+                path = Path(tmp) / f"{pinned}.npy"
+                got = _run(pinned, args.prompts, args.threads, path)
+                best[pinned] = min(best.get(pinned, float("inf")), got["seconds"])
+                kernels[pinned] = got["kernels"]
+                logits[pinned] = np.load(path)
+        diff = float(np.abs(logits[True] - logits[False]).max())
+    print(f"{args.prompts} prompts of ~200 tokens, {args.threads} threads, best of "
+          f"{args.rounds} fresh processes each")
+    print(f"  pinned ({', '.join(f'{k}={v}' for k, v in CPU_NUMERICS.items())}): "
+          f"{kernels[True]} kernels, {best[True]:.3f} s")
+    print(f"  the host's own choice: {kernels[False]} kernels, {best[False]:.3f} s")
+    print(f"  pinned / own: x{best[True] / best[False]:.2f}; largest logit difference "
+          f"{diff:.2e}")
+
+
+if __name__ == "__main__":
+    main()
