@@ -29,9 +29,9 @@ from ppairs_lens.models.loading import load_model
 n, threads, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(threads)
 model = load_model()
-words = "the council said the plans for the river park would cost more than expected".split()
-prompts = [" ".join(words[(i + k) % len(words)] for k in range(200)) for i in range(n)]
-ids = model.tokenizer(prompts, return_tensors="pt").input_ids
+text = "the council said the plans for the river park would cost more than expected " * 40
+base = model.tokenizer(text, return_tensors="pt").input_ids[0]
+ids = torch.stack([base[i:i + 200] for i in range(n)])     # n windows of 200 tokens
 with torch.inference_mode():
     model(ids[:1, :8])                                    # warm: first-call set-up not timed
     t0 = time.perf_counter()
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
                 kernels[pinned] = got["kernels"]
                 logits[pinned] = np.load(path)
         diff = float(np.abs(logits[True] - logits[False]).max())
-    print(f"{args.prompts} prompts of ~200 tokens, {args.threads} threads, best of "
+    print(f"{args.prompts} prompts of 200 tokens, {args.threads} threads, best of "
           f"{args.rounds} fresh processes each")
     print(f"  pinned ({', '.join(f'{k}={v}' for k, v in CPU_NUMERICS.items())}): "
           f"{kernels[True]} kernels, {best[True]:.3f} s")

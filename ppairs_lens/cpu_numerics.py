@@ -16,6 +16,12 @@ first vectorised kernel), so they take effect when set before the first tensor o
 the process. The command line sets them (:func:`pin_cpu_numerics`) before any; a library
 user who wants the same bits sets them in the environment. A value already set is left as
 it is.
+
+The pin has a price on a host with AVX-512 (``benchmarks/bench_cpu_numerics.py``): MKL's
+AVX2 branch made the embedded model's forward x1.5 slower there, PyTorch's AVX2 kernels ~3%.
+``MKL_CBWR=AUTO,STRICT`` in the environment keeps the same bits at any thread count on one
+host at the host's own speed, and gives up the same bits across hosts of different
+instruction sets.
 """
 
 from __future__ import annotations
