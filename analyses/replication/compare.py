@@ -12,12 +12,14 @@ thread counts can run.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from ppairs_lens.errors import PPairsError
+from ppairs_lens.io.json_fields import read_json_object
 
 __all__ = ["HOST_KEYS", "differences", "main"]
 
@@ -69,12 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tol", type=float, default=1e-6,
                    help="numbers closer than this (absolute, or relative above 1) are equal")
     args = p.parse_args(argv)
-    runs = []
-    for path in (args.first, args.second):
-        try:
-            runs.append(json.loads(path.read_text("utf-8")))
-        except (OSError, ValueError) as e:
-            p.error(f"{path}: {e}")
+    try:
+        runs = [read_json_object(path) for path in (args.first, args.second)]
+    except PPairsError as e:
+        p.error(str(e))
     found = list(differences(*runs, tol=args.tol))
     for line in found:
         print(line)

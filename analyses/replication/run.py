@@ -164,11 +164,9 @@ LATER_MODEL_STEPS = ("direct scoring and G-Eval", "finetuning", "ablation", "ste
                      "insertion", "controls")
 
 
-def _step_inputs(bridge, cfg: ReplicationConfig, stores: list[ActivationStore]) -> dict:
+def _step_inputs(bridge, cfg: ReplicationConfig, kept: list[ActivationStore]) -> dict:
     """What the steps after the harvest are remembered under: the config, the model and the
-    fingerprints of the stores that fit the split."""
-    split = cfg.settings.split_kwargs()
-    kept = [s for s in stores if store_fits(s, split, lambda _: None)]
+    fingerprints of the stores that fit the split (``kept``)."""
     return dict(cfg=cfg, model=model_name(bridge), stores=[s.fingerprint() for s in kept])
 
 
@@ -185,9 +183,13 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
     settings = _judge_settings(cfg)
     planned = [planned_template(bridge, d, cfg.stores) for d in ds]
     finished = [store for store, _ in planned]
-    studied = (cache is not None and all(s is not None for s in finished)
-               and cache.has(JUDGES_STEP, cache.key(JUDGES_STEP,
-                                                    **_step_inputs(bridge, cfg, finished))))
+    if cache is not None and all(s is not None for s in finished):
+        split = cfg.settings.split_kwargs()
+        kept = [s for s in finished if store_fits(s, split, lambda _: None)]
+        studied = cache.has(JUDGES_STEP, cache.key(JUDGES_STEP,
+                                                   **_step_inputs(bridge, cfg, kept)))
+    else:
+        studied = False
     for d, (_, tpl) in zip(ds, planned):
         if d.kind == "comparison":
             steps.append(PlannedStep(d.name, "zero_shot", tuple(
@@ -220,10 +222,10 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
     stores = run.timed("harvest", lambda: ensure_stores(bridge, ds, cfg.stores), units=lambda
                        st: (sum(s.pairs_written_since(t0) for s in st), "pairs harvested"))
     split = cfg.settings.split_kwargs()  # for the library's own split functions
-    common = _step_inputs(bridge, cfg, stores)
     keep = [k for k, s in enumerate(stores) if store_fits(s, split, log)]
     names, ds, stores = [names[k] for k in keep], [ds[k] for k in keep], [stores[k] for k in keep]
     store_of = dict(zip(names, stores))
+    common = _step_inputs(bridge, cfg, stores)
 
     # Each step declares the record it hands on (tests/test_step_signatures.py checks it);
     # the runner rebuilds that type from the step cache, so a reused step reads as a fresh one.

@@ -47,12 +47,6 @@ def cosine_claim(transfer: dict | None, kind: str = "pca") -> dict | None:
             "frac_above_0.7": pk.get("frac_abs_cos_above_0.7")}
 
 
-def _judge_of(base: dict) -> tuple[float | None, float | None]:
-    """The unablated judge's accuracy CI lower end and same-raw-answer share, as the
-    ablation's baseline row records them (None where it has none: not tested)."""
-    return base.get("judge_accuracy_lo"), base.get("same_answer_share")
-
-
 def _ci_of(r: dict | None, m: str, tag: str = "") -> tuple[float, float] | None:
     if not r or _nan(r.get(f"delta_{m}{tag}_lo")):
         return None
@@ -82,7 +76,8 @@ def ablation_tests(ablation: list[dict]) -> dict | None:
     decides_any = []
     for r in probes:
         ds = r["dataset"]
-        acc_lo, same = _judge_of(by.get((ds, BASELINE), {}))
+        base = by.get((ds, BASELINE), {})   # the unablated judge, as the ablation recorded it
+        acc_lo, same = base.get("judge_accuracy_lo"), base.get("same_answer_share")
         decides, why = judge_decides(acc_lo, same)
         decides_any.append((decides, f"{ds}: {why}"))
         margin = r.get("accuracy_margin", ACCURACY_MARGIN)

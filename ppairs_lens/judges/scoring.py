@@ -44,6 +44,7 @@ from ppairs_lens.activations.prefix_sharing import plan, tokens_computed
 from ppairs_lens.activations.prompts import TemplateBase, chat_text, render_chat
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.errors import TemplateError
+from ppairs_lens.judges.calibration import TIE_LOGODDS
 from ppairs_lens.judges.comparators import dataset_meta
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
 from ppairs_lens.judges.progress import judge_bar
@@ -51,11 +52,11 @@ from ppairs_lens.judges.progress import judge_bar
 __all__ = ["SCORE_TIE", "ScoreTemplate", "ScorePrompt", "ItemScores", "score_prompt",
            "score_items", "score_item_sets", "chained_ties"]
 
-#: Score logits, and G-Eval scores (on the 1-5 scale), closer than this are ties. The same
-#: prompt's logits move by about 1e-6 between batch make-ups and hosts (float32 logits of
-#: magnitude ~20), a G-Eval score by no more than that; 2e-4 is a hundred times it, as the
-#: prompted judges' :data:`~ppairs_lens.judges.calibration.TIE_LOGODDS` is for log-odds.
-SCORE_TIE: float = 2e-4
+#: Score logits, and G-Eval scores (on the 1-5 scale), closer than this are ties: the prompted
+#: judges' band (:data:`~ppairs_lens.judges.calibration.TIE_LOGODDS`, 2e-4). The same prompt's
+#: logits move by about 1e-6 between batch make-ups and hosts (float32 logits of magnitude
+#: ~20), a G-Eval score by no more than that: the band is a hundred times it.
+SCORE_TIE: float = TIE_LOGODDS
 
 
 def chained_ties(values: Float[np.ndarray, "n"], groups: Sequence[Hashable],
