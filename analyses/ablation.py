@@ -84,7 +84,7 @@ __all__ = ["AblationConfig", "AblationRun", "ablate_store", "plan_ablation", "ru
 class AblationConfig:
     """What an ablation analysis ran on; saved beside its results."""
 
-    stores: list[str]
+    stores: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)  # dataset names, one per store
     layer: int | None = None  # read-out of the directions; None: chosen on validation
     layer_kind: str = "supervised"  # whose validation accuracy chooses the read-out

@@ -101,7 +101,7 @@ def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
 class SweepConfig:
     """What a layer sweep ran on; saved beside its results."""
 
-    stores: list[str]
+    stores: list[str] = field(default_factory=list)
     kinds: tuple[str, ...] = PROBE_KINDS
     settings: EvalSettings = EvalSettings()  # seed, n_boot, test share, split_by
     val_size: float = VAL_SIZE  # share of training groups that choose the layer

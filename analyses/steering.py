@@ -64,7 +64,7 @@ __all__ = ["SteeringConfig", "SteeringRun", "plan_steering", "steer_store", "run
 class SteeringConfig:
     """What a steering analysis ran on; saved beside its results."""
 
-    stores: list[str]
+    stores: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
     alphas: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)  # x norm_unit
     layer: int | None = None  # read-out (and steering hook); None: chosen on validation

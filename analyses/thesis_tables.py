@@ -27,7 +27,7 @@ models and GPT-4-Turbo) stand beside ours. Writes ``thesis_tables.csv``,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,7 +53,7 @@ METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
 
 @dataclass
 class ThesisTablesConfig:
-    stores: list[str]
+    stores: list[str] = field(default_factory=list)
     settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)  # the paper's halves
     beam_size: int = 1000
     uncertainty: float = 0.6

@@ -16,12 +16,13 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.presets import PRESET_NAMES, Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_N_BOOT
 from ppairs_lens.judges.allure import AllureConfig
+from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
 #: Each experiment's presets and a config at its defaults.
 EXPERIMENTS = {
     "replication": (PRESETS, ReplicationConfig()),
-    "ablation": (ablation.PRESETS, ablation.AblationConfig(stores=[])),
-    "steering": (steering.PRESETS, steering.SteeringConfig(stores=[])),
+    "ablation": (ablation.PRESETS, ablation.AblationConfig()),
+    "steering": (steering.PRESETS, steering.SteeringConfig()),
     "insertion": (insertion.PRESETS, insertion.InsertionConfig()),
     "ranking": (ranking.PRESETS, ranking.RankingConfig()),
     "finetuning": (finetuning.PRESETS, finetuning.FinetuningConfig()),
@@ -42,17 +43,19 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
         llmbar_adversarial_pairs=12))
     assert cfg.settings.test_size == PAPER_TEST_SIZE and not cfg.settings.quick
     assert cfg.datasets is None and cfg.max_pairs is None
-    assert (cfg.judge_train_pairs, cfg.allure) == (6, AllureConfig(per_round=1, pool=6,
-                                                                   test_pairs=2))
-    assert (cfg.ablation_dataset, cfg.ablation_random, cfg.ablation_matched,
-            cfg.ablation_eval_pairs) == ("mt-bench", 20, 20, 12)
-    assert (cfg.finetune_datasets, cfg.finetune_train, cfg.finetune_test, cfg.finetune_curve,
-            cfg.finetune_curve_full) == (("rocstories",), 8, 20, (8,), None)
-    assert (cfg.steering_nulls, cfg.steering_eval_pairs, cfg.steering_alphas) == (
-        4, 4, (-1.0, 1.0))
-    assert (cfg.climatex_test, cfg.climatex_k, cfg.climatex_train, cfg.climatex_train_pairs,
-            cfg.climatex_methods) == (300, 2, 60, 120, ("probe",))
-
+    assert (cfg.judges.train_pairs, cfg.judges.allure) == (
+        6, AllureConfig(per_round=1, pool=6, test_pairs=2))
+    assert (cfg.ablation_dataset, cfg.ablation.n_random, cfg.ablation.n_matched,
+            cfg.ablation.max_eval_pairs) == ("mt-bench", 20, 20, 12)
+    f = cfg.finetuning
+    assert (cfg.finetune_datasets, f.max_train, f.max_test, f.curve_sizes,
+            f.curve_sizes_full) == (("rocstories",), 8, 20, (8,), None)
+    st = cfg.steering
+    assert (st.n_random, st.n_matched, st.max_eval_pairs, st.alphas) == (4, 4, 4, (-1.0, 1.0))
+    i = cfg.insertion
+    assert (i.max_test, i.k, i.n_train, i.max_train_pairs, i.pairwise_pairs, i.methods) == (
+        300, 2, 60, 120, 60, ("probe",))
+    assert cfg.controls.n_pairs == 160 and cfg.transfer.kinds == ALL_PROBE_KINDS
 
 def test_the_quick_preset_is_the_preview_it_was():
     q = rc("quick")
@@ -63,15 +66,18 @@ def test_the_quick_preset_is_the_preview_it_was():
             s.mt_bench_per_question, s.llmbar_pairs, s.newsroom_contexts, s.llmbar_adversarial,
             s.llmbar_adversarial_pairs) == (
         6, 3, ("coherence",), 0, 16, 16, None, 12, None, 16, 0, ("Adversarial_GPTOut",), 12)
-    assert (q.judge_train_pairs, q.allure) == (
+    assert (q.judges.train_pairs, q.judges.allure) == (
         3, AllureConfig(rounds=1, per_round=1, pool=4, test_pairs=2))
-    assert (q.ablation_random, q.ablation_matched, q.ablation_eval_pairs, q.steering_nulls,
-            q.steering_eval_pairs, q.steering_alphas) == (4, 4, 2, 2, 2, (-1.0, 1.0))
-    assert (q.finetune_datasets, q.finetune_train, q.finetune_test, q.finetune_curve) == (
+    a, st = q.ablation, q.steering
+    assert (a.n_random, a.n_matched, a.max_eval_pairs, st.n_random, st.n_matched,
+            st.max_eval_pairs, st.alphas) == (4, 4, 2, 2, 2, 2, (-1.0, 1.0))
+    f = q.finetuning
+    assert (q.finetune_datasets, f.max_train, f.max_test, f.curve_sizes) == (
         ("rocstories",), 4, 4, (4,))
-    assert (q.climatex_test, q.climatex_k, q.climatex_train, q.climatex_train_pairs) == (
-        4, 2, 16, 16)
-
+    i = q.insertion
+    assert (i.max_test, i.k, i.n_train, i.max_train_pairs, i.pairwise_pairs) == (
+        4, 2, 16, 16, 2)
+    assert q.controls.n_pairs == 80
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_a_preset_names_only_fields_it_changes(name):

@@ -119,11 +119,14 @@ def test_a_quick_record_stays_as_given_and_optional_records_load_back(tmp_path):
     s = EvalSettings(n_boot=300, quick=True)
     assert s.as_quick() is s and replication_config("quick", settings=s).settings is s
     assert EvalSettings(n_boot=5000).as_quick().n_boot == QUICK_N_BOOT
-    # an optional nested record (allure: AllureConfig | None) comes back as its record
+    # nested records come back as their records, an optional one (the judges' allure:
+    # AllureConfig | None) too, and so does each step's config
     cfg = ReplicationConfig(settings=EvalSettings(seed=3, test_size=PAPER_TEST_SIZE))
     save_config(tmp_path, "replication", cfg)
     back = load_config(ReplicationConfig, tmp_path / "replication.config.json")
-    assert back.allure == cfg.allure and back.settings == cfg.settings
+    assert back.judges.allure == cfg.judges.allure and back.settings == cfg.settings
+    assert (back.insertion, back.finetuning, back.controls) == (cfg.insertion, cfg.finetuning,
+                                                                cfg.controls)
     assert back.sizes == cfg.sizes
 
 

@@ -19,7 +19,18 @@ from analyses.replication.sets import (
 )
 from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_MAX_PAIRS, EvalSettings
+from analyses.ablation import AblationConfig
+from analyses.controls import ControlsConfig
+from analyses.distribution_shift import ShiftConfig
+from analyses.finetuning import FinetuningConfig
+from analyses.insertion import InsertionConfig
+from analyses.layer_sweep import SweepConfig
+from analyses.probes_vs_prompting import PvPConfig
+from analyses.steering import SteeringConfig
+from analyses.thesis_tables import ThesisTablesConfig
+from ppairs_lens.evaluation.transfer_fit import TransferConfig
 from ppairs_lens.judges.allure import AllureConfig
+from ppairs_lens.judges.study import JudgeStudySettings
 from ppairs_lens.models.spec import ModelSpec
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
@@ -44,59 +55,63 @@ class ReplicationConfig:
     sizes: ReplicationSizes = ReplicationSizes()
     # One protocol, the same object in every step; the paper fits and tests on random halves.
     settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
-    judge_train_pairs: int = 6  # training comparisons that fit the judge's threshold
-    # ALLURE's pool costs nothing (its zero-shot answers are the training sample's); its
-    # held-out pairs are asked again after the demonstrations (a form scored on a subset:
-    # shown, never the best form a claim is tested against): in the demo one demonstration
-    # and 2 pairs a dataset, as its prompts (an article or story twice over) are the judges'
-    # costliest
-    allure: AllureConfig | None = AllureConfig(per_round=1, pool=6, test_pairs=2)
+    # Each step's own config, nested: the sizes the main job runs it at are written here and
+    # in PRESETS, once; where it reads (stores, files) and its protocol (``settings``, the
+    # study's own object) are the run's, set when the step is built (run.step_configs).
+    # The prompted judges: 6 training comparisons fit the threshold. ALLURE's pool costs
+    # nothing (its zero-shot answers are the training sample's); its held-out pairs are asked
+    # again after the demonstrations (a form scored on a subset: shown, never the best form a
+    # claim is tested against): in the demo one demonstration and 2 pairs a dataset, as its
+    # prompts (an article or story twice over) are the judges' costliest
+    judges: JudgeStudySettings = field(default_factory=lambda: JudgeStudySettings(
+        train_pairs=6, allure=AllureConfig(per_round=1, pool=6, test_pairs=2)))
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    probes_vs_prompting: PvPConfig = field(default_factory=PvPConfig)
+    thesis_tables: ThesisTablesConfig = field(default_factory=ThesisTablesConfig)
     # Transfer and cosines: all four kinds; CCS (gradient descent, too slow to validate at every
     # read-out) is fitted at the cosine read-out only (readout_choice.add_kinds_at)
-    transfer_kinds: tuple[str, ...] = ALL_PROBE_KINDS
+    transfer: TransferConfig = field(default_factory=lambda: TransferConfig(
+        kinds=ALL_PROBE_KINDS))
+    shift: ShiftConfig = field(default_factory=ShiftConfig)
+    # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
+    # prompts, as a training example costs ~3-6 CPU-seconds here; one set in the demo (--full
+    # runs three). Its cost is reading the test pairs (~0.45 s a pair, both orders, per read),
+    # so the demo tests on 20 of the 50 held-out ROCStories pairs, a preview: differences of
+    # 0.02-0.05 between near-chance methods need hundreds of groups to decide. It reads each
+    # finetuned judge once; the zero-shot judge's answers are the judges step's. The label
+    # curve is one training run per method through nested label sets, a test read per point:
+    # a preview has one point, the comparison's 8 labels (--full: 25 to 200)
+    finetune_datasets: tuple[str, ...] = ("rocstories",)
+    finetuning: FinetuningConfig = field(default_factory=lambda: FinetuningConfig(
+        max_train=8, max_test=20, curve_sizes=(8,)))
+    # The ablation and the steering run on this dataset.
     ablation_dataset: str = "mt-bench"
     # 20 + 20 nulls: Holm over three directions needs 60 + 60 (1/61 < 0.05/3; --full has 100),
     # but the demo's MT-Bench judge gives the same raw answer on every pair, so no ablation
     # claim is tested at its size whatever the nulls or pairs; the step shows the design and
     # says so. 12 held-out pairs, not 20: the one pass over their long prompts is most of the
     # step's time (a null adds ~0.3 s at 20 pairs, the pairs ~2 s each), 12 keep it <= 35 s
-    ablation_random: int = 20
-    ablation_matched: int = 20
-    ablation_eval_pairs: int = 12
-    # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
-    # prompts, as a training example costs ~3-6 CPU-seconds here; one set in the demo (--full
-    # runs three). Its cost is reading the test pairs (~0.45 s a pair, both orders, per read),
-    # so the demo tests on 20 of the 50 held-out ROCStories pairs, a preview: differences of
-    # 0.02-0.05 between near-chance methods need hundreds of groups to decide. It reads each
-    # finetuned judge once; the zero-shot judge's answers are the judges step's
-    finetune_datasets: tuple[str, ...] = ("rocstories",)
-    finetune_train: int = 8
-    finetune_test: int = 20
-    # the label curve is one training run per method through nested label sets, a test read
-    # per point: a preview has one point, the comparison's 8 labels (--full: 25 to 200)
-    finetune_curve: tuple[int, ...] = (8,)
-    finetune_curve_full: tuple[int, ...] | None = None  # full finetuning's curve: --full only
+    ablation: AblationConfig = field(default_factory=lambda: AblationConfig(
+        n_random=20, n_matched=20, max_eval_pairs=12))
     # random and variance-matched directions each: Holm needs 60 (--full); the demo shows
-    # the design at two doses on 4 pairs, decides nothing
-    steering_nulls: int = 4
-    steering_eval_pairs: int = 4
-    steering_alphas: tuple[float, ...] = (-1.0, 1.0)  # x the read-out's norm
+    # the design at two doses (x the read-out's norm) on 4 pairs, decides nothing
+    steering: SteeringConfig = field(default_factory=lambda: SteeringConfig(
+        n_random=4, n_matched=4, alphas=(-1.0, 1.0), max_eval_pairs=4))
     # all 300 test statements, so every one is paired with the ClimateX paper's own GPT-4 and
     # GPT-3.5 predictions (the claims' power is in statements). The step is compute-bound:
     # probe training (~36 s) plus placement, whose tokens grow with k (the statement's ~51
     # shared by its k comparisons, ~97 each of their own; 2 rounds of 4 levels): at k=4,
     # ~0.77 s a statement, 300 take ~265 s; at k=2 ~0.43 s, ~165 s. The demo compares with 2
-    # references a step (the thesis 10, --full 10) to place all 300 within its 20 minutes
-    climatex_test: int = 300
-    climatex_k: int = 2  # references per binary-search step
-    climatex_train: int = 60  # labelled training statements (balanced over the levels)
-    climatex_train_pairs: int = 120
-    climatex_methods: tuple[str, ...] = ("probe",)  # ("probe", "zero_shot"): twice the time
-    # probe pairwise accuracy on disjoint held-out pairs of test statements: its skill first
-    climatex_pairwise: int = 60
+    # references a step (the thesis 10, --full 10) to place all 300 within its 20 minutes,
+    # trains on 60 labelled statements (balanced over the levels) and 120 of their pairs, runs
+    # the probe alone (with zero_shot: twice the time), and shows its skill first: pairwise
+    # accuracy on 60 disjoint held-out pairs of test statements
+    insertion: InsertionConfig = field(default_factory=lambda: InsertionConfig(
+        max_test=300, k=2, n_train=60, max_train_pairs=120, pairwise_pairs=60,
+        methods=("probe",)))
     # the controls with known answers (analyses.controls): a built-in of short prompts,
     # 160 pairs over its 40 leak groups (~20 s of harvest)
-    control_pairs: int = 160
+    controls: ControlsConfig = field(default_factory=lambda: ControlsConfig(n_pairs=160))
 
     def __post_init__(self):
         self.model = ModelSpec.coerce(self.model)
@@ -128,14 +143,13 @@ PRESETS: dict[str, Preset] = {
                   # one shifted set, the shortest pairs (~525 characters)
                   "llmbar_adversarial": ("Adversarial_GPTOut",)},
         "max_pairs": QUICK_MAX_PAIRS,
-        "judge_train_pairs": 3,
-        "allure": AllureConfig(per_round=1, pool=4, test_pairs=2),
-        "ablation_random": 4, "ablation_matched": 4, "ablation_eval_pairs": 2,
-        "steering_nulls": 2, "steering_eval_pairs": 2,
-        "finetune_train": 4, "finetune_test": 4,
-        "finetune_curve": (4,),
-        "climatex_test": 4, "climatex_train": 16, "climatex_train_pairs": 16,
-        "climatex_pairwise": 2, "control_pairs": 80}),
+        "judges": {"train_pairs": 3, "allure": AllureConfig(per_round=1, pool=4, test_pairs=2)},
+        "ablation": {"n_random": 4, "n_matched": 4, "max_eval_pairs": 2},
+        "steering": {"n_random": 2, "n_matched": 2, "max_eval_pairs": 2},
+        "finetuning": {"max_train": 4, "max_test": 4, "curve_sizes": (4,)},
+        "insertion": {"max_test": 4, "n_train": 16, "max_train_pairs": 16,
+                      "pairwise_pairs": 2},
+        "controls": {"n_pairs": 80}}),
     # The papers' groups on a GPU, sized to decide and to end inside one 9-minute call. A
     # claim's power comes from its groups (articles, stories, questions), not from the pairs
     # inside a group, so every group the files hold is kept, each with fewer items: SummEval's
@@ -161,15 +175,15 @@ PRESETS: dict[str, Preset] = {
                   "newsroom_aspects": NEWSROOM_ASPECTS,
                   "llmbar_adversarial": tuple(ADVERSARIAL_SUBSETS),
                   "llmbar_adversarial_pairs": None},
-        "judge_train_pairs": 400,
-        "allure": AllureConfig(per_round=2, pool=100, test_pairs=100),
-        "ablation_eval_pairs": 100, "ablation_random": HOLM_NULLS,
-        "ablation_matched": HOLM_NULLS, "steering_nulls": 60, "steering_eval_pairs": 50,
-        "steering_alphas": (-1.0, -0.5, 0.5, 1.0),
-        "finetune_datasets": ("rocstories", "mctaco", "caters"), "finetune_train": 200,
-        "finetune_test": 200, "finetune_curve": (25, 50, 100, 200),
-        "climatex_k": 10, "climatex_train": 100,
-        "climatex_train_pairs": 400, "climatex_methods": ("probe", "zero_shot")}),
+        "judges": {"train_pairs": 400,
+                   "allure": AllureConfig(per_round=2, pool=100, test_pairs=100)},
+        "ablation": {"max_eval_pairs": 100, "n_random": HOLM_NULLS, "n_matched": HOLM_NULLS},
+        "steering": {"n_random": 60, "n_matched": 60, "max_eval_pairs": 50,
+                     "alphas": (-1.0, -0.5, 0.5, 1.0)},
+        "finetune_datasets": ("rocstories", "mctaco", "caters"),
+        "finetuning": {"max_train": 200, "max_test": 200, "curve_sizes": (25, 50, 100, 200)},
+        "insertion": {"k": 10, "n_train": 100, "max_train_pairs": 400,
+                      "methods": ("probe", "zero_shot")}}),
 }
 
 #: The built-ins in place of the seed experiments' files: generated datasets that are

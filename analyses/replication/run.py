@@ -35,22 +35,22 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from analyses.ablation import AblationConfig, run_ablation
-from analyses.controls import ControlsConfig, run_controls
-from analyses.cross_dataset import TransferConfig, run_transfer
-from analyses.distribution_shift import ShiftConfig, run_shift
-from analyses.finetuning import FinetuningConfig, run_finetuning
-from analyses.insertion import InsertionConfig, run_insertion
-from analyses.layer_sweep import SweepConfig, pair_scores, run_sweep_with_summary
+from analyses.ablation import run_ablation
+from analyses.controls import run_controls
+from analyses.cross_dataset import run_transfer
+from analyses.distribution_shift import run_shift
+from analyses.finetuning import run_finetuning
+from analyses.insertion import run_insertion
+from analyses.layer_sweep import pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
-from analyses.steering import SteeringConfig, run_steering
+from analyses.steering import run_steering
 from analyses.replication.records import (AblationRows, ControlRows, FinetuningRows, InsertionRows,
                                    PvPRows, ShiftResult, SteeringRows, ThesisRows)
 from analyses.replication.records_sweep import SweepResult, TransferResult
 from analyses.replication.claims import evaluate_claims, per_layer
 from analyses.replication.config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication.findings import replication_summary, replication_markdown
-from analyses.thesis_tables import ThesisTablesConfig, run_thesis_tables
+from analyses.thesis_tables import run_thesis_tables
 from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
@@ -121,37 +121,27 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, HeldOutTextBasel
 
 def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str]
                  ) -> dict:
-    """Each step's config (``paths``: dataset name -> store path, ``kinds``: name -> record
-    kind), every one holding the replication's own ``settings`` object: no step splits or
-    resamples differently."""
+    """Each step's config: the one ``cfg`` nests, told where it reads (``paths``: dataset
+    name -> store path, ``kinds``: name -> record kind) and given the replication's own
+    ``settings`` object: no step splits or resamples differently."""
     s = cfg.settings
     names = list(paths)
     abl = [paths[cfg.ablation_dataset]] if cfg.ablation_dataset in paths else []
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     return {
-        "sweep": SweepConfig(stores=[paths[n] for n in names], settings=s),
-        "probes vs prompting": PvPConfig(
-            datasets=[n for n in names if n not in shifted_names(names)], settings=s),
-        "thesis tables": ThesisTablesConfig(stores=[paths[n] for n in summeval_names(names)],
-                                            settings=s),
-        "transfer": TransferConfig(stores=[paths[n] for n in comparison_names(names, kinds)],
-                                   kinds=cfg.transfer_kinds, settings=s),
-        "distribution shift": ShiftConfig(settings=s),
-        "finetuning": FinetuningConfig(max_train=cfg.finetune_train, max_test=cfg.finetune_test,
-                                       curve_sizes=cfg.finetune_curve,
-                                       curve_sizes_full=cfg.finetune_curve_full, settings=s),
-        "ablation": AblationConfig(stores=abl, n_random=cfg.ablation_random,
-                                   n_matched=cfg.ablation_matched,
-                                   max_eval_pairs=cfg.ablation_eval_pairs, settings=s),
-        "steering": SteeringConfig(stores=abl, n_random=cfg.steering_nulls,
-                                   n_matched=cfg.steering_nulls, alphas=cfg.steering_alphas,
-                                   max_eval_pairs=cfg.steering_eval_pairs, settings=s),
-        "insertion": InsertionConfig(path=str(climatex), max_test=cfg.climatex_test,
-                                     k=cfg.climatex_k, n_train=cfg.climatex_train,
-                                     max_train_pairs=cfg.climatex_train_pairs,
-                                     pairwise_pairs=cfg.climatex_pairwise,
-                                     methods=cfg.climatex_methods, settings=s),
-        "controls": ControlsConfig(n_pairs=cfg.control_pairs, settings=s),
+        "sweep": replace(cfg.sweep, stores=[paths[n] for n in names], settings=s),
+        "probes vs prompting": replace(cfg.probes_vs_prompting, datasets=[
+            n for n in names if n not in shifted_names(names)], settings=s),
+        "thesis tables": replace(cfg.thesis_tables, stores=[
+            paths[n] for n in summeval_names(names)], settings=s),
+        "transfer": replace(cfg.transfer, stores=[
+            paths[n] for n in comparison_names(names, kinds)], settings=s),
+        "distribution shift": replace(cfg.shift, settings=s),
+        "finetuning": replace(cfg.finetuning, settings=s),
+        "ablation": replace(cfg.ablation, stores=abl, settings=s),
+        "steering": replace(cfg.steering, stores=abl, settings=s),
+        "insertion": replace(cfg.insertion, path=str(climatex), settings=s),
+        "controls": replace(cfg.controls, settings=s),
     }
 
 
@@ -199,7 +189,7 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
 
 
 def _judge_settings(cfg: ReplicationConfig) -> JudgeStudySettings:
-    return JudgeStudySettings(cfg.settings, train_pairs=cfg.judge_train_pairs, allure=cfg.allure)
+    return replace(cfg.judges, protocol=cfg.settings)
 
 
 def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
@@ -314,8 +304,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
             bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
             if abl in store_of else [])
     ablation = run.step("ablation", ablation_step, outputs=("ablation.csv",), **common,
-                        units=((cfg.ablation_random + cfg.ablation_matched)
-                               * cfg.ablation_eval_pairs, "nulls x pairs"))
+                        units=((cfg.ablation.n_random + cfg.ablation.n_matched)
+                               * cfg.ablation.max_eval_pairs, "nulls x pairs"))
 
     def steering_step() -> SteeringRows:
         return SteeringRows.of(run_steering(

@@ -40,7 +40,7 @@ SINGLE_READOUT_KINDS = ("ccs",)
 class TransferConfig:
     """What a transfer / cosine analysis ran on; saved beside its results."""
 
-    stores: list[str]
+    stores: list[str] = field(default_factory=list)
     #: None: per (source, kind) the read-out with the best accuracy on a validation split
     #: of the source's training pairs (cosines: best mean over sources and kinds); an int
     #: forces that read-out index (-2 last block's resid_post, -1 final norm)
