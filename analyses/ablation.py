@@ -72,11 +72,12 @@ from ppairs_lens.interventions.direction_table import null_directions, probe_dir
 from ppairs_lens.interventions.directions import choice_unembedding_direction
 from ppairs_lens.interventions.refit import refit_rows
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["AblationConfig", "AblationRun", "ablate_store", "plan_ablation", "run_ablation",
+__all__ = ["AblationConfig", "AblationRow", "AblationRows", "AblationRun", "ablate_store", "plan_ablation", "run_ablation",
            "replot", "cli"]
 
 
@@ -318,13 +319,85 @@ def _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, te
     return rows
 
 
+@dataclass(frozen=True, kw_only=True)
+class AblationRow:
+    """One condition of one preset: its effect on the judge's log-odds, the judge's change
+    (ΔF1, Δaccuracy, ΔAUROC, Δlog-odds with equivalence bounds) or, for the baseline, the
+    judge itself; a probe's rank among the nulls with Holm's p; a null's spread."""
+
+    dataset: str
+    preset: str
+    n: int
+    n_groups: int
+    layer: int
+    hook: str
+    positions: str
+    split_used: str
+    accuracy_margin: float
+    logodds_margin: float
+    condition: str
+    kind: str
+    effect: float
+    margin: float
+    accuracy: float
+    accuracy_delta: float
+    mean_abs_z: float
+    position_bias_logodds: float | Absent = ABSENT
+    abs_cos_unembedding: float | Absent = ABSENT
+    effect_lo: float | Absent = ABSENT
+    effect_hi: float | Absent = ABSENT
+    delta_f1: float | Absent = ABSENT
+    delta_ci_counts: bool | Absent = ABSENT
+    delta_f1_lo: float | Absent = ABSENT
+    delta_f1_hi: float | Absent = ABSENT
+    delta_f1_tost_lo: float | Absent = ABSENT
+    delta_f1_tost_hi: float | Absent = ABSENT
+    delta_accuracy: float | Absent = ABSENT
+    delta_accuracy_lo: float | Absent = ABSENT
+    delta_accuracy_hi: float | Absent = ABSENT
+    delta_accuracy_tost_lo: float | Absent = ABSENT
+    delta_accuracy_tost_hi: float | Absent = ABSENT
+    delta_auroc: float | Absent = ABSENT
+    delta_auroc_lo: float | Absent = ABSENT
+    delta_auroc_hi: float | Absent = ABSENT
+    delta_auroc_tost_lo: float | Absent = ABSENT
+    delta_auroc_tost_hi: float | Absent = ABSENT
+    delta_logodds: float | Absent = ABSENT
+    delta_logodds_lo: float | Absent = ABSENT
+    delta_logodds_hi: float | Absent = ABSENT
+    delta_logodds_tost_lo: float | Absent = ABSENT
+    delta_logodds_tost_hi: float | Absent = ABSENT
+    judge_f1: float | Absent = ABSENT
+    judge_f1_lo: float | Absent = ABSENT
+    judge_f1_hi: float | Absent = ABSENT
+    judge_accuracy: float | Absent = ABSENT
+    judge_accuracy_lo: float | Absent = ABSENT
+    judge_accuracy_hi: float | Absent = ABSENT
+    judge_auroc: float | Absent = ABSENT
+    judge_auroc_lo: float | Absent = ABSENT
+    judge_auroc_hi: float | Absent = ABSENT
+    same_answer_share: float | Absent = ABSENT
+    rank_random: int | Absent = ABSENT
+    n_random: int | Absent = ABSENT
+    p_random: float | Absent = ABSENT
+    rank_matched: int | Absent = ABSENT
+    n_matched: int | Absent = ABSENT
+    p_matched: float | Absent = ABSENT
+    sign_confidence: float | None | Absent = ABSENT
+    p_random_holm: float | Absent = ABSENT
+    p_matched_holm: float | Absent = ABSENT
+
+
+@dataclass(frozen=True)
+class AblationRows(StepRows):
+    rows: tuple[AblationRow, ...] = ()
+
+
 def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
-                 ) -> tuple[list[dict], list[dict]]:
-    """Ablate on every (store, dataset); write the tables, figure and config to ``out``.
-
-    Returns the rows of ``ablation.csv`` and of ``ablation_null.csv``.
-    """
+                 ) -> AblationRows:
+    """Ablate on every (store, dataset); write the tables (every null direction's effect in
+    ``ablation_null.csv``), figure and config to ``out``; returns the rows of ``ablation.csv``."""
     cfg = cfg or AblationConfig(stores=[str(s.path) for s, _ in items])
     run = AblationRun(model=model_name(bridge),
                       datasets=list(cfg.datasets) or [d.name for _, d in items])
@@ -344,7 +417,7 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     save_config(out, "ablation", cfg)
     write_json(out / "ablation_run.json", run)
     _draw(rows, null_rows, cfg, run.model, out)
-    return rows, null_rows
+    return AblationRows.of(rows)
 
 
 def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
@@ -423,6 +496,6 @@ def cli(args, bridge=None) -> None:
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
     cfg = replace(cfg, stores=[str(st.path) for st, _ in items])
-    rows, _ = run_ablation(bridge, items, args.out, cfg)
-    for line in summary_lines(rows):
+    rows = run_ablation(bridge, items, args.out, cfg)
+    for line in summary_lines(rows.data()):
         print(line)

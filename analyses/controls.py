@@ -25,9 +25,11 @@ from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import write_csv
+from ppairs_lens.io.records import StepRows, record_data
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["CONTROL_DATASET", "ControlsConfig", "control_rows", "run_controls"]
+__all__ = ["CONTROL_DATASET", "ControlRow", "ControlRows", "ControlsConfig", "control_rows",
+           "run_controls"]
 
 #: The built-in the controls run on: the embedded model's probes solve it.
 CONTROL_DATASET = "larger_number"
@@ -49,16 +51,36 @@ def _hits(split, labels_train: np.ndarray, layer: int, seed: int) -> np.ndarray:
     return (pred == split.labels_test).astype(float)
 
 
+@dataclass(frozen=True)
+class ControlRow:
+    """One control: its statistic (a mean of per-pair differences), interval and the
+    differences per test group the claims test."""
+
+    control: str
+    statement: str
+    value: float
+    lo: float
+    hi: float
+    n: int
+    n_groups: int
+    group_diffs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ControlRows(StepRows):
+    rows: tuple[ControlRow, ...] = ()
+
+
 def _row(name: str, what: str, per_pair: np.ndarray, groups: list[str],
-         settings: EvalSettings) -> dict:
+         settings: EvalSettings) -> ControlRow:
     order = list(dict.fromkeys(groups))
-    diffs = [float(per_pair[[g == k for g in groups]].mean()) for k in order]
+    diffs = tuple(float(per_pair[[g == k for g in groups]].mean()) for k in order)
     ci = mean_ci(per_pair, groups, **settings.boot_kwargs())
-    return {"control": name, "statement": what, "value": ci["value"], "lo": ci["lo"],
-            "hi": ci["hi"], "n": len(per_pair), "n_groups": len(order), "group_diffs": diffs}
+    return ControlRow(control=name, statement=what, value=ci["value"], lo=ci["lo"],
+                      hi=ci["hi"], n=len(per_pair), n_groups=len(order), group_diffs=diffs)
 
 
-def control_rows(store, cfg: ControlsConfig) -> list[dict]:
+def control_rows(store, cfg: ControlsConfig) -> ControlRows:
     """The three controls' rows (module doc) on ``store``, a harvest of the built-in."""
     s = cfg.settings
     split = split_store(store, **s.split_kwargs())
@@ -67,17 +89,17 @@ def control_rows(store, cfg: ControlsConfig) -> list[dict]:
     true_hits = _hits(split, split.labels_train, layer, s.seed)
     shuffled_hits = _hits(split, shuffled, layer, s.seed)
     g = split.groups_test
-    return [_row("supervised-beats-chance", "the supervised probe beats chance",
+    return ControlRows(rows=(_row("supervised-beats-chance", "the supervised probe beats chance",
                  true_hits - 0.5, g, s),
             _row("shuffled-beats-chance", "a probe trained on shuffled labels beats chance",
                  shuffled_hits - 0.5, g, s),
             _row("shuffled-beats-supervised", "a probe trained on shuffled labels beats the "
-                 "one trained on the labels", shuffled_hits - true_hits, g, s)]
+                 "one trained on the labels", shuffled_hits - true_hits, g, s)))
 
 
-def run_controls(store, cfg: ControlsConfig, out) -> list[dict]:
+def run_controls(store, cfg: ControlsConfig, out) -> ControlRows:
     """The controls' rows, written as ``controls.csv`` (group differences left out)."""
-    rows = control_rows(store, cfg)
-    write_csv(f"{out}/controls.csv", [{k: v for k, v in r.items() if k != "group_diffs"}
-                                      for r in rows])
-    return rows
+    rec = control_rows(store, cfg)
+    write_csv(f"{out}/controls.csv", [{k: v for k, v in record_data(r).items()
+                                       if k != "group_diffs"} for r in rec.rows])
+    return rec

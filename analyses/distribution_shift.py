@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -42,6 +43,7 @@ from ppairs_lens.evaluation.shift import (
 from ppairs_lens.evaluation.store_split import split_records, split_store
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.records import ABSENT, Absent, as_row, record_data, record_from_data
 from ppairs_lens.evaluation.result_table import JUDGE_KEYS
 from ppairs_lens.judges.held_out import (held_out_judge_scores, judge_cache_dir,
                                          judge_every_pair)
@@ -50,7 +52,7 @@ from ppairs_lens.probes.sweep import fit_sweep
 #: A judge form by the key of its per-pair probabilities.
 JUDGE_OF_KEY = {key: form for form, key in JUDGE_KEYS.items()}
 
-__all__ = ["ShiftConfig", "ShiftFilesConfig", "gap_verdict", "run_shift", "run_shift_files",
+__all__ = ["PublishedNote", "ShiftConfig", "ShiftDrop", "ShiftFilesConfig", "ShiftResult", "ShiftRow", "gap_verdict", "run_shift", "run_shift_files",
            "shift_lines"]
 
 
@@ -65,8 +67,70 @@ def _held_out(store: ActivationStore, cfg: ShiftConfig):
     return split_store(store, **cfg.settings.split_kwargs())
 
 
+@dataclass(frozen=True)
+class ShiftRow:
+    """One method's accuracy on one set, in distribution or shifted."""
+
+    dataset: str
+    role: str
+    method: str
+    accuracy: float
+    lo: float
+    hi: float
+    ci_counts: bool
+    n: int
+    read_out: int | None = None  # a probe's read-out index; None for a judge
+
+
+@dataclass(frozen=True)
+class ShiftDrop:
+    """A method's drop (in distribution minus shifted), or a judge's drop minus a probe's
+    with its verdict."""
+
+    shifted: str
+    method: str
+    drop: float
+    lo: float
+    hi: float
+    ci_counts: bool
+    n_groups: int
+    verdict: str | Absent = ABSENT  # only a judge-minus-probe row decides a claim
+
+
+@dataclass(frozen=True)
+class PublishedNote:
+    source: str
+    note: str
+
+
+@dataclass(frozen=True)
+class ShiftResult:
+    """What ``run_shift`` found: accuracies, drops, the published claim, the read-outs."""
+
+    rows: tuple[ShiftRow, ...]
+    drops: tuple[ShiftDrop, ...]
+    published: tuple[PublishedNote, ...]
+    read_outs: dict[str, int]
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any]) -> ShiftResult:
+        return cls(rows=tuple(as_row(ShiftRow, r, "shift row") for r in result["rows"]),
+                   drops=tuple(as_row(ShiftDrop, d, "shift drop") for d in result["drops"]),
+                   published=tuple(as_row(PublishedNote, p, "shift published")
+                                   for p in result["published"]),
+                   read_outs=dict(result["read_outs"]))
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ShiftResult:
+        return record_from_data(cls, dict(data), cls.__name__)
+
+    def data(self) -> dict:
+        return record_data(self)
+
+
 def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
-              judge_p: Mapping[str, Mapping[str, float]], out, cfg: ShiftConfig) -> dict:
+              judge_p: Mapping[str, Mapping[str, float]], out, cfg: ShiftConfig
+              ) -> ShiftResult:
     """``judge_p``: the zero-shot judge's P(item 1) per held-out pair id, per dataset name."""
     sp = _held_out(source, cfg)
     choice = choose_readouts(sp, cfg.kinds, seed=cfg.settings.seed, C=cfg.C)
@@ -95,8 +159,8 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
     save_config(out, "distribution_shift", cfg)
     pub = [{"source": citation(p), "note": p.note} for p in published(source="paper")
            if "Figure 4" in p.table]
-    return {"rows": rows, "drops": drops, "published": pub,
-            "read_outs": {k: c.index for k, c in choice.items()}}
+    return ShiftResult.of({"rows": rows, "drops": drops, "published": pub,
+                           "read_outs": {k: c.index for k, c in choice.items()}})
 
 
 @dataclass

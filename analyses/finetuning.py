@@ -61,13 +61,14 @@ from ppairs_lens.finetuning.curve import curve_rows, nested_order
 from ppairs_lens.finetuning.judge import finetune_curve
 from ppairs_lens.finetuning.train import TrainingConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.judges.calibration import sigmoid
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["FinetuningConfig", "METHODS", "nested_order", "plan_finetuning", "prepare_comparison",
+__all__ = ["FinetuningConfig", "FinetuningRow", "FinetuningRows", "METHODS", "nested_order", "plan_finetuning", "prepare_comparison",
            "run_finetuning", "cli"]
 
 #: Every judge of the comparison, in table order.
@@ -327,9 +328,50 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
     return rows, curve, summary
 
 
+@dataclass(frozen=True, kw_only=True)
+class FinetuningRow:
+    """One method's held-out accuracy beside the supervised probe's (when the supervised
+    probe is among the methods), and its cost."""
+
+    dataset: str
+    method: str
+    n_train: int
+    n_test: int
+    accuracy: float
+    lo: float
+    hi: float
+    ci_counts: bool | None
+    minus_supervised: float | Absent = ABSENT
+    minus_supervised_lo: float | Absent = ABSENT
+    minus_supervised_hi: float | Absent = ABSENT
+    minus_supervised_ci_counts: bool | Absent = ABSENT
+    n_groups: int | Absent = ABSENT
+    minus_supervised_group_diffs: tuple[float, ...] | Absent = ABSENT
+    train_seconds: float
+    train_cpu_seconds: float
+    peak_mb: float
+    memory_kind: str
+    trainable_params: int
+    layer: int | None
+    hook: str | None
+    layer_rule: str | None
+    examples_per_s: float | None
+    cpu_seconds_per_example: float | None
+    loss_first: float | None
+    loss_last: float | None
+    split_used: str
+    ci_unit: str
+
+
+@dataclass(frozen=True)
+class FinetuningRows(StepRows):
+    rows: tuple[FinetuningRow, ...] = ()
+
+
 def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: str | Path,
                    cfg: FinetuningConfig | None = None,
-                   zero_shot_z: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
+                   zero_shot_z: Mapping[str, Mapping[str, float]] | None = None
+                   ) -> FinetuningRows:
     """The comparison and the label curve on every ``(store, dataset)`` (the store harvested
     from the dataset with ``bridge``'s model, e.g. by
     :func:`ppairs_lens.activations.pipeline.ensure_store`); writes ``finetuning.csv``,
@@ -360,7 +402,7 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
                       ("finetuning_curve", plot_curve(curve, rows, model, cfg))):
         save_figure(fig, out, name, preview=cfg.settings.quick)
         plt.close(fig)
-    return rows
+    return FinetuningRows.of(rows)
 
 
 def plan_finetuning(bridge, datasets: list[Dataset], root, cfg: FinetuningConfig,
@@ -430,7 +472,7 @@ def cli(args, bridge) -> None:
              measure=not args.no_calibration)
     pairs = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
-    for r in run_finetuning(bridge, pairs, args.out, cfg):
-        print(f"{r['dataset']:24s} {r['method']:10s} acc {r['accuracy']:.3f} "
-              f"[{r['lo']:.3f}, {r['hi']:.3f}]  train {r['train_seconds']:.1f} s  "
-              f"{r['trainable_params']} params  peak {r['peak_mb']:.0f} MB")
+    for r in run_finetuning(bridge, pairs, args.out, cfg).rows:
+        print(f"{r.dataset:24s} {r.method:10s} acc {r.accuracy:.3f} "
+              f"[{r.lo:.3f}, {r.hi:.3f}]  train {r.train_seconds:.1f} s  "
+              f"{r.trainable_params} params  peak {r.peak_mb:.0f} MB")

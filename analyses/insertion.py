@@ -40,6 +40,7 @@ from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_leve
 from ppairs_lens.evaluation.presets import Preset, at_preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.judges.comparators import (
     BatchComparator,
@@ -51,7 +52,7 @@ from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score
 
-__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionData", "cli", "insert_dataset",
+__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionRow", "InsertionRows", "InsertionData", "cli", "insert_dataset",
            "insertion_data", "pc1_row", "place_statements", "print_table", "published_row",
            "run_insertion", "train_insertion_probe"]
 
@@ -365,7 +366,49 @@ def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: Inserti
     return fig
 
 
-def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> list[dict]:
+@dataclass(frozen=True, kw_only=True)
+class InsertionRow:
+    """One method's level accuracy (per level, overall, a difference, or paired with a
+    published model's predictions), or the probe's |cos| with PC1 (``abs_cos``, its
+    accuracy NaN); slope and bias are ``""`` where a row has none."""
+
+    method: str
+    label: str
+    level: str
+    accuracy: float
+    lo: float
+    hi: float
+    ci_counts: bool
+    n: int
+    slope: float | str
+    bias: float | str
+    mean_pred: float | str
+    n_rows: int
+    n_comparisons: int
+    seconds: float
+    ours: str | Absent = ABSENT  # a published-paired row: our method and theirs
+    versus: str | Absent = ABSENT
+    model: str | Absent = ABSENT
+    setting: str | Absent = ABSENT
+    n_unparsed: int | Absent = ABSENT
+    ours_accuracy: float | Absent = ABSENT
+    theirs_accuracy: float | Absent = ABSENT
+    theirs_slope: float | Absent = ABSENT
+    theirs_bias: float | Absent = ABSENT
+    layer: int | Absent = ABSENT  # the probe's rows: its training cost
+    layer_selection: str | Absent = ABSENT
+    train_pairs: int | Absent = ABSENT
+    train_rows: int | Absent = ABSENT
+    train_seconds: float | Absent = ABSENT
+    abs_cos: float | Absent = ABSENT  # "direction vs PC1": the probe's |cos| with PC1
+
+
+@dataclass(frozen=True)
+class InsertionRows(StepRows):
+    rows: tuple[InsertionRow, ...] = ()
+
+
+def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> InsertionRows:
     """Insertion-score ClimateX; writes insertion.csv, insertion_predictions.csv, config and
     figure."""
     out = Path(out)
@@ -375,7 +418,7 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> list[dict]:
     save_config(out, "insertion", {"config": cfg, "run": info})
     save_figure(plot_insertion(preds, rows, model_name(bridge), cfg), out, "insertion",
                 preview=cfg.settings.quick)
-    return rows
+    return InsertionRows.of(rows)
 
 
 #: How each preset differs from the defaults (the ClimateX part of ``ppairs-lens rank``; the
@@ -428,4 +471,4 @@ def cli(args, bridge=None) -> None:
         from ppairs_lens.models.spec import ModelSpec
 
         bridge = load_model(ModelSpec.from_args(args))
-    print_table(run_insertion(bridge, cfg, args.out))
+    print_table(run_insertion(bridge, cfg, args.out).data())

@@ -25,8 +25,9 @@ from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.predictors import BASELINE_NAMES, JUDGE_NAMES, label
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.records import ABSENT, Absent, StepRows
 
-__all__ = ["BASELINES", "COMPARISONS", "JUDGE_FORMS", "PROBES", "PvPConfig", "dataset_rows",
+__all__ = ["BASELINES", "PvPRow", "PvPRows", "COMPARISONS", "JUDGE_FORMS", "PROBES", "PvPConfig", "dataset_rows",
            "run_probes_vs_prompting"]
 
 #: Each predictor's name, from the predictors' one list.
@@ -104,8 +105,35 @@ def published_context() -> list[dict]:
             for p in published(source="paper") if p.table.startswith("Figure")]
 
 
+@dataclass(frozen=True, kw_only=True)
+class PvPRow:
+    """A probe, a prompted judge or a baseline on one dataset's held-out pairs."""
+
+    dataset: str
+    method: str
+    kind: str
+    family: str  # "probe", "judge" or "baseline"
+    accuracy: float
+    lo: float
+    hi: float
+    ci_counts: bool | None
+    read_out: int | None
+    selected_by: str | None
+    n: int
+    auroc: float | None
+    f1: float | None
+    length_balanced_accuracy: float | Absent = ABSENT  # where the sweep balanced 30+ pairs
+    n_length_balanced: int | Absent = ABSENT
+    same_raw_answer_share: float | None | Absent = ABSENT  # a judge's: does it decide at all?
+
+
+@dataclass(frozen=True)
+class PvPRows(StepRows):
+    rows: tuple[PvPRow, ...] = ()
+
+
 def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
-                            cfg: PvPConfig) -> dict:
+                            cfg: PvPConfig) -> PvPRows:
     """Tables and figure from the sweep summary; ``judges``: each dataset's judge record
     (diagnostics: does the prompted judge decide at all?)."""
     rows, claims = [], []
@@ -122,4 +150,4 @@ def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
     save_config(out, "probes_vs_prompting", cfg)
     save_figure(plot_pvp(rows, published_context()), out, "probes_vs_prompting",
                 preview=cfg.settings.quick)
-    return {"rows": rows, "claims": claims, "published": published_context()}
+    return PvPRows.of(rows)

@@ -53,10 +53,11 @@ from ppairs_lens.interventions.direction_table import null_directions, probe_dir
 from ppairs_lens.interventions.steered_judge import judge_under_steering
 from ppairs_lens.interventions.steering import check_alpha
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 
-__all__ = ["SteeringConfig", "SteeringRun", "plan_steering", "steer_store", "run_steering",
+__all__ = ["SteeringConfig", "SteeringRow", "SteeringRows", "SteeringRun", "plan_steering", "steer_store", "run_steering",
            "cli"]
 
 
@@ -185,9 +186,43 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     return rows
 
 
+@dataclass(frozen=True, kw_only=True)
+class SteeringRow:
+    """One steering condition at one dose; null and slope columns where the row has them."""
+
+    dataset: str
+    hook: str
+    layer: int
+    n: int
+    norm_unit: float
+    split_used: str
+    condition: str
+    kind: str
+    alpha: float
+    delta_z: float
+    delta_z_lo: float | Absent = ABSENT
+    delta_z_hi: float | Absent = ABSENT
+    mean_z: float
+    accuracy: float
+    slope: float | Absent = ABSENT
+    n_matched: int | Absent = ABSENT
+    n_random: int | Absent = ABSENT
+    p_slope_random: float | Absent = ABSENT
+    p_slope_matched: float | Absent = ABSENT
+    slope_rank_random: int | Absent = ABSENT
+    slope_rank_matched: int | Absent = ABSENT
+    n_slope_random: int | Absent = ABSENT
+    n_slope_matched: int | Absent = ABSENT
+
+
+@dataclass(frozen=True)
+class SteeringRows(StepRows):
+    rows: tuple[SteeringRow, ...] = ()
+
+
 def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
                  cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print
-                 ) -> list[dict]:
+                 ) -> SteeringRows:
     """Steer on every (store, dataset); write ``steering.csv``, the figure and the config to
     ``out``; returns the rows."""
     cfg = cfg or SteeringConfig(stores=[str(s.path) for s, _ in items])
@@ -206,7 +241,7 @@ def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     fig = plot_steering(rows, run.model)
     save_figure(fig, out, "steering", preview=cfg.settings.quick)
     plt.close(fig)
-    return rows
+    return SteeringRows.of(rows)
 
 
 #: How each preset differs from the defaults (``ppairs-lens steer``'s demo).
@@ -267,9 +302,8 @@ def cli(args, bridge=None) -> None:
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
     cfg = replace(cfg, stores=[str(s.path) for s, _ in items])
-    rows = run_steering(bridge, items, args.out, cfg)
-    for r in rows:
-        if r["kind"] == "probe" and r["alpha"] == max(cfg.alphas):
-            print(f"{r['dataset']:28s} {r['condition']:10s} slope {r['slope']:+.3f} log-odds "
-                  f"per alpha (p vs random {r['p_slope_random']:.3f}, vs matched "
-                  f"{r['p_slope_matched']:.3f})")
+    for r in run_steering(bridge, items, args.out, cfg).rows:
+        if r.kind == "probe" and r.alpha == max(cfg.alphas):
+            print(f"{r.dataset:28s} {r.condition:10s} slope {r.slope:+.3f} log-odds "
+                  f"per alpha (p vs random {r.p_slope_random:.3f}, vs matched "
+                  f"{r.p_slope_matched:.3f})")

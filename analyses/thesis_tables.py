@@ -41,11 +41,13 @@ from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.records import StepRows
 from ppairs_lens.judges.held_out_scores import HeldOutScores, held_out_items
 from ppairs_lens.probes.estimators import SupervisedProbe
 from ppairs_lens.ranking.merge_sort import beam_merge_sort
 
-__all__ = ["ThesisTablesConfig", "article_rho", "published_rows", "run_thesis_tables",
+__all__ = ["ThesisCell", "ThesisDifference", "ThesisPublished", "ThesisRow",
+           "ThesisRows", "ThesisTablesConfig", "article_rho", "published_rows", "run_thesis_tables",
            "thesis_cell", "thesis_rows"]
 
 METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
@@ -230,10 +232,79 @@ def published_rows(cells: Sequence[tuple[str, str]]) -> list[dict]:
     return out
 
 
+@dataclass(frozen=True)
+class ThesisCell:
+    """One of our methods in one (corpus, aspect) cell: accuracy (4.1) or Spearman (4.2)."""
+
+    dataset: str
+    aspect: str
+    thesis_column: str
+    model: str
+    n_spearman_articles: int
+    n_test_pairs: int
+    n_test_articles: int
+    n_items_per_article: float
+    read_out: int
+    table: str
+    method: str
+    metric: str
+    value: float
+    lo: float
+    hi: float
+    n: int
+    ci_counts: bool | None
+
+
+@dataclass(frozen=True)
+class ThesisDifference:
+    """PPAIRS minus another method in one cell, with the per-group differences behind it."""
+
+    table: str
+    dataset: str
+    aspect: str
+    model: str
+    method: str
+    metric: str
+    value: float
+    lo: float
+    hi: float
+    n: int
+    ci_counts: bool | None
+    n_groups: int
+    group_diffs: tuple[float, ...]
+    min_items_sorted: int | None = None   # Table 4.2: the fewest summaries an article sorts
+
+
+@dataclass(frozen=True)
+class ThesisPublished:
+    """The thesis's number for the same cell (no interval published)."""
+
+    table: str
+    dataset: str
+    aspect: str
+    thesis_column: str
+    method: str
+    metric: str
+    model: str
+    value: float
+    lo: float | None
+    hi: float | None
+    source: str
+
+
+ThesisRow = ThesisCell | ThesisDifference | ThesisPublished
+
+
+@dataclass(frozen=True)
+class ThesisRows(StepRows):
+    rows: tuple[ThesisRow, ...] = ()
+
+
 def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
                       judges: Mapping[str, Mapping[str, float]],
                       scores: Mapping[str, HeldOutScores],
-                      layers: Mapping[str, int], out, cfg: ThesisTablesConfig) -> list[dict]:
+                      layers: Mapping[str, int], out, cfg: ThesisTablesConfig
+                      ) -> ThesisRows:
     """``items``: (store, held-out Dataset) per SummEval / NEWSROOM aspect (a store named
     ``summeval-*`` or ``newsroom-*``); per store name, ``judges``:
     the zero-shot judge's P(item 1) per pair id (paper form), ``scores``: the held-out items'
@@ -248,4 +319,4 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
     save_config(out, "thesis_tables", cfg)
     save_figure(plot_tables(rows, items[0][0].meta.model), out, "thesis_tables",
                 preview=cfg.settings.quick)
-    return rows
+    return ThesisRows.of(rows)

@@ -2,7 +2,7 @@
 sizes it has now, side by side in one process (same model, same store).
 
 Before: 20 test pairs, a label curve of (4, 8, 16) for LoRA and full finetuning (a test read
-per point), the zero-shot judge asked again. Now (``ReplicationConfig``'s ``finetune_*``): the
+per point), the zero-shot judge asked again. Now (``ReplicationConfig.finetuning``): the
 sizes declared there, the zero-shot judge's log-odds handed in as the judges step hands them
 (read here once, outside the clock). Prints each run's seconds, the ratio, and how many test
 pairs each scored.

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from analyses.insertion import (
-    InsertionConfig,
     insertion_data,
     place_statements,
     train_insertion_probe,
@@ -62,16 +62,15 @@ def comparator(bridge, trained, data, cfg, *, before: bool) -> ProbeComparator:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     rc = ReplicationConfig()
-    ap.add_argument("--statements", type=int, default=rc.climatex_test)
-    ap.add_argument("--k", type=int, default=rc.climatex_k)
+    ap.add_argument("--statements", type=int, default=rc.insertion.max_test)
+    ap.add_argument("--k", type=int, default=rc.insertion.k)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--new-only", action="store_true")
     ap.add_argument("--data", default=str(SHARED), help="the shared datasets folder")
     args = ap.parse_args()
-    cfg = InsertionConfig(path=str(Path(args.data) / "climatex" / "ipcc_statements_dataset.tsv"),
-                          n_train=rc.climatex_train, max_train_pairs=rc.climatex_train_pairs,
-                          max_test=args.statements, k=args.k,
-                          settings=rc.settings)
+    cfg = replace(rc.insertion,
+                  path=str(Path(args.data) / "climatex" / "ipcc_statements_dataset.tsv"),
+                  max_test=args.statements, k=args.k, settings=rc.settings)
     bridge = load_model(ModelSpec())
     data = insertion_data(cfg)
     t0 = time.perf_counter()

@@ -117,9 +117,9 @@ def main() -> None:
     args = ap.parse_args()
     rc = ReplicationConfig(shared_data=args.data)
     if args.ablation_pairs:
-        rc.ablation_eval_pairs = args.ablation_pairs
+        rc.ablation = replace(rc.ablation, max_eval_pairs=args.ablation_pairs)
     if args.steering_pairs:
-        rc.steering_eval_pairs = args.steering_pairs
+        rc.steering = replace(rc.steering, max_eval_pairs=args.steering_pairs)
     dataset = replication_datasets(args.data, rc.sizes, seed=rc.settings.seed,
                                    log=lambda s: None)[rc.ablation_dataset]
     bridge = load_model(rc.model)

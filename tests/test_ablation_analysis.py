@@ -11,6 +11,7 @@ import torch
 
 import analyses.ablation as mod
 from analyses.ablation import AblationConfig, run_ablation
+from analyses.ablation_plots import read_rows
 from ppairs_lens.activations.pipeline import harvest_dataset
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.errors import PPairsError, StoreError
@@ -52,9 +53,9 @@ def ablation_run(tiny, store_ds):
     cfg = AblationConfig(stores=[str(store.path)], n_random=N_RANDOM, n_matched=N_MATCHED,
                          settings=EvalSettings(n_boot=50), max_eval_pairs=10, presets=PRESETS,
                          tie_tol=1e-6)
-    rows, null_rows = _one_thread(lambda: run_ablation(tiny, [(store, ds)], root / "out", cfg,
-                                                       log=lambda s: None))
-    return rows, null_rows, root / "out", cfg
+    rows = _one_thread(lambda: run_ablation(tiny, [(store, ds)], root / "out", cfg,
+                                            log=lambda s: None)).data()
+    return rows, read_rows(root / "out" / "ablation_null.csv"), root / "out", cfg
 
 
 def test_every_condition_and_null_for_each_preset(ablation_run):
@@ -111,8 +112,8 @@ def test_control_at_a_block_read_out_is_not_zero_by_construction(tiny, store_ds,
     cfg = AblationConfig(stores=[str(store.path)], layer=0, n_random=2, n_matched=2,
                          settings=EvalSettings(n_boot=20),
                          max_eval_pairs=10, tie_tol=1e-6)
-    rows, _ = _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg,
-                                               log=lambda s: None))
+    rows = _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg,
+                                            log=lambda s: None)).data()
     by = {r["condition"]: r for r in rows}
     assert by[CONTROL_AT_READOUT]["hook"] == "blocks.0.hook_resid_post"
     assert by[CONTROL]["mean_abs_z"] < 1e-5 < by[CONTROL_AT_READOUT]["mean_abs_z"]
@@ -173,8 +174,8 @@ def test_read_out_is_the_validation_choice(tiny, store_ds, tmp_path, monkeypatch
     monkeypatch.setattr(rc, "validation_scores", planted)
     cfg = AblationConfig(stores=[], n_random=2, n_matched=2, settings=EvalSettings(n_boot=10),
                          max_eval_pairs=4)
-    rows, _ = _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg,
-                                               log=lambda s: None))
+    rows = _one_thread(lambda: run_ablation(tiny, [(store, ds)], tmp_path, cfg,
+                                            log=lambda s: None)).data()
     assert {r["layer"] for r in rows} == {1}
     assert seen["n"] < len(store.pairs())  # train pairs only
     found = json.loads((tmp_path / "ablation_run.json").read_text())
@@ -204,7 +205,6 @@ def test_refuses_other_records_and_every_position(ablation_run, tiny, store_ds, 
 
 def test_replot_from_saved_files(ablation_run):
     from analyses.ablation import replot
-    from analyses.ablation_plots import read_rows
 
     rows, _, out, _ = ablation_run
     (out / "ablation.png").unlink()

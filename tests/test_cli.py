@@ -123,7 +123,7 @@ def recorded(monkeypatch):
     monkeypatch.setattr(analyses.layer_sweep, "run_sweep", rec("sweep", []))
     monkeypatch.setattr(analyses.cross_dataset, "run_transfer", rec("transfer", {}))
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
-    monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", ([], None)))
+    monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", analyses.ablation.AblationRows()))
     monkeypatch.setattr(analyses.ablation, "summary_lines", lambda rows: [])
     monkeypatch.setattr(analyses.ranking, "run_ranking", rec("rank", []))
     monkeypatch.setattr(analyses.replication.run, "run_replication", rec("run", {}))

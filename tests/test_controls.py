@@ -24,15 +24,15 @@ def _claims(rows, model="x"):
 
 def test_rows_keep_one_difference_per_test_group(tiny, tmp_path):
     store = ensure_store(tiny, builtin_dataset("larger_number", n=80), tmp_path / "stores")
-    rows = run_controls(store, ControlsConfig(n_pairs=80, settings=SETTINGS), tmp_path)
-    assert [r["control"] for r in rows] == ["supervised-beats-chance", "shuffled-beats-chance",
-                                            "shuffled-beats-supervised"]
-    for r in rows:
-        assert len(r["group_diffs"]) == r["n_groups"] >= 10
-        assert r["lo"] <= r["value"] <= r["hi"]
+    rec = run_controls(store, ControlsConfig(n_pairs=80, settings=SETTINGS), tmp_path)
+    assert [r.control for r in rec.rows] == ["supervised-beats-chance", "shuffled-beats-chance",
+                                             "shuffled-beats-supervised"]
+    for r in rec.rows:
+        assert len(r.group_diffs) == r.n_groups >= 10
+        assert r.lo <= r.value <= r.hi
     assert (tmp_path / "controls.csv").is_file()
     # a random model's probe has nothing to learn: a control may come out otherwise
-    got = _claims(rows)
+    got = _claims(rec.data())
     assert set(got) == set(CONTROL_EXPECT)
     assert all(c["outcome"] for c in got.values())
 
@@ -60,8 +60,7 @@ def test_the_verdicts_can_hold_and_fail_as_designed():
 @pytest.mark.integration
 def test_the_embedded_model_passes_its_controls(smol, tmp_path):
     store = ensure_store(smol, builtin_dataset("larger_number", n=160), tmp_path / "stores")
-    rows = control_rows(store, ControlsConfig(settings=SETTINGS))
-    got = _claims(rows)
+    got = _claims(control_rows(store, ControlsConfig(settings=SETTINGS)).data())
     assert all(c["as_expected"] for c in got.values()), {k: (c["outcome"], c["value"])
                                                           for k, c in got.items()}
 

@@ -156,7 +156,7 @@ def test_the_analysis_writes_its_tables_and_figures(tiny, tmp_path):
     cfg = dataclasses.replace(at_preset(FinetuningConfig(
         lora=TrainingConfig(batch_size=8), full=TrainingConfig(method="full", batch_size=8)),
         PRESETS, "quick"), max_train=8, curve_sizes=(4, 8))
-    rows = run_finetuning(tiny, [(store, ds)], tmp_path / "out", cfg)
+    rows = run_finetuning(tiny, [(store, ds)], tmp_path / "out", cfg).data()
     assert _same(tiny, before)
     assert [r["method"] for r in rows] == list(cfg.methods)
     for name in ("finetuning.csv", "finetuning_curve.csv", "finetuning.png",

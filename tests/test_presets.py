@@ -125,7 +125,7 @@ def test_an_option_given_wins_over_the_preset(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(cli, "load_model_from_args", lambda args: "model")
     monkeypatch.setattr(mod, "run_steering", lambda b, items, out, cfg, **k: seen.update(
-        cfg=cfg) or [])
+        cfg=cfg) or mod.SteeringRows())
     monkeypatch.setattr("ppairs_lens.activations.pipeline.ensure_store",
                         lambda *a, **k: type("S", (), {"path": "s"})())
     monkeypatch.setattr(mod, "plan_steering", lambda *a, **k: [])  # no model to plan with

@@ -76,7 +76,7 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
     ins_cfg = InsertionConfig(path=_climatex_like(tmp_path / "climatex.tsv"), n_train=12,
                               max_train_pairs=30, max_test=4, k=2,
                               settings=EvalSettings(n_boot=50))
-    ins = run_insertion(tiny, ins_cfg, out)
+    ins = run_insertion(tiny, ins_cfg, out).data()
     overall = [r for r in ins if r["level"] == "overall"]
     # the model's methods, then the no-model taggers on the same test statements
     assert [r["method"] for r in overall] == [*INSERTION_METHODS, "majority", "lexical"]

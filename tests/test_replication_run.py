@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyses.replication import run as replication
+from analyses.replication import steps as replication_steps
 from analyses.replication.run import ReplicationConfig, run_replication
 from analyses.replication.config import replication_config
 from analyses.replication.findings import replication_markdown
@@ -29,16 +30,16 @@ def test_replication_runs_every_experiment_and_resumes(tiny, shared_datasets, tm
     cfg = replication_config("quick", shared_data=str(shared_datasets),
                              out=str(tmp_path / "fig"), stores=str(tmp_path / "stores"))
     # First the run is cut inside the ablation step: every step before it has finished.
-    real_ablation = replication.run_ablation
+    real_ablation = replication_steps.run_ablation
 
     def cut(*a, **k):
         raise Cut
-    monkeypatch.setattr(replication, "run_ablation", cut)
+    monkeypatch.setattr(replication_steps, "run_ablation", cut)
     with pytest.raises(Cut):
         run_replication(cfg, bridge=tiny)
     shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "stores").rglob("*.safetensors")}
     assert shards
-    monkeypatch.setattr(replication, "run_ablation", real_ablation)
+    monkeypatch.setattr(replication_steps, "run_ablation", real_ablation)
     s = run_replication(cfg, bridge=tiny)
     # The rerun redid no finished step and no harvest; it ran the cut step and those after.
     before = {"prompted judges", "text baselines", "direct scoring and G-Eval", "layer sweep",

@@ -23,7 +23,7 @@ def steering_run(tiny, tmp_path_factory):
     store = harvest_dataset(tiny, ds, root / "store", progress=False)
     cfg = SteeringConfig(stores=[str(store.path)], n_random=5, n_matched=4, max_eval_pairs=8,
                          alphas=(-0.5, 0.5, 1.0))
-    rows = run_steering(tiny, [(store, ds)], root / "out", cfg, log=lambda s: None)
+    rows = run_steering(tiny, [(store, ds)], root / "out", cfg, log=lambda s: None).data()
     return rows, root / "out", cfg
 
 
@@ -67,7 +67,8 @@ def test_steer_command_passes_its_options(tiny, tmp_path, monkeypatch):
     got = {}
     monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
     monkeypatch.setattr(analyses.steering, "run_steering",
-                        lambda bridge, items, out, cfg: got.setdefault("cfg", cfg) and [])
+                        lambda bridge, items, out, cfg: got.setdefault("cfg", cfg)
+                        and analyses.steering.SteeringRows())
     argv = ["steer", "--datasets", "larger_number", "--max-pairs", "16", "--layer", "1",
             "--n-random", "3", "--n-matched", "2", "--alphas", "-1", "2", "--split", "pair",
             "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")]

@@ -1,4 +1,4 @@
-"""The main job's table steps hand on typed rows (analyses/replication/records.py): a row keeps the
+"""The main job's table steps hand on typed rows (each declared beside its step): a row keeps the
 columns it had, in order, through the step cache and back from ``summary.json``; a column no
 row record knows is refused, naming it."""
 
@@ -9,15 +9,11 @@ import math
 
 import pytest
 
-from analyses.replication.records import (
-    AblationRows,
-    InsertionRows,
-    ShiftResult,
-    SteeringRows,
-    ThesisCell,
-    ThesisPublished,
-    ThesisRows,
-)
+from analyses.ablation import AblationRows
+from analyses.distribution_shift import ShiftResult
+from analyses.insertion import InsertionRows
+from analyses.steering import SteeringRows
+from analyses.thesis_tables import ThesisCell, ThesisPublished, ThesisRows
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.records import ABSENT, record_from_data
 from ppairs_lens.io.study_runner import StudyRunner

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MAIN_JOB = "analyses.replication.run"
 
 #: Steps whose result is still JSON data, each with its reason (none now: the table steps
-#: hand on ``StepRows`` of typed rows, analyses/replication/records.py; the layer sweep and transfer
+#: hand on ``StepRows`` of typed rows, each declared in its step's module; the layer sweep and transfer
 #: their ``SweepResult`` and ``TransferResult``, analyses/replication/records_sweep.py).
 KNOWN_UNTYPED: dict[str, str] = {}
 
@@ -121,3 +121,33 @@ def test_the_check_sees_an_untyped_step(body, why):
     assert why in bad["s"]
     ok = "def f() -> dict[str, R]:\n    return {}\nrun.step('s', f)\n"
     assert _untyped_steps(ok, {"R": R}) == {}
+
+
+def _untyped_table_steps(steps) -> dict[str, str]:
+    """Per table step (analyses/replication/steps.py): why its ``run`` hands on no declared
+    record (absent: it does)."""
+    from ppairs_lens.io.study_runner import declared_result
+
+    bad = {}
+    for s in steps:
+        hint = declared_result(s.run)
+        if hint is None:
+            bad[s.name] = "its run declares no return type"
+        elif not _is_record_result(hint):
+            bad[s.name] = f"its run returns {hint}, not a frozen record"
+    return bad
+
+
+def test_every_table_step_hands_on_a_declared_record_and_the_check_sees_one_that_does_not():
+    from analyses.replication.steps import TABLE_STEPS, TableStep
+
+    assert len(TABLE_STEPS) >= 9 and _untyped_table_steps(TABLE_STEPS) == {}
+    assert len({s.name for s in TABLE_STEPS}) == len(TABLE_STEPS)
+    sections = [s.section for s in TABLE_STEPS if s.section]
+    assert len(set(sections)) == len(sections)  # one summary section per step
+
+    def as_dict(ctx) -> dict[str, float]:
+        return {}
+    bad = _untyped_table_steps((TableStep("a", "a", lambda ctx: {}),
+                                TableStep("b", "b", as_dict)))
+    assert "declares no return type" in bad["a"] and "not a frozen record" in bad["b"]

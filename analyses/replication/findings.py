@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ppairs_lens.evaluation.predictors import label
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
@@ -65,14 +67,15 @@ def _finetuning_table(rows: list[dict]) -> list[str]:
 
 
 def replication_summary(*, model: str, timings: dict, reused: list, cfg, datasets: dict,
-                        sweep: dict, pvp: list, thesis: list, transfer: dict | None,
-                        shift: dict | None, ablation: list, insertion: list, steering: list,
-                        finetuning: list, judges: dict, controls: list | None = None,
+                        judges: dict, sections: Mapping[str, Any],
                         environment: dict | None = None) -> dict:
-    """The run's numbers (``pvp``: the probes-vs-prompting rows; ``controls``: the controls'
-    rows; ``environment``: versions, threads and CPU, by default this process's); the claims (``claims``, ``families``, ``power``,
-    ``verdict_counts``) are added by the main job from the claims registry
-    (``analyses.replication.claims.evaluate_claims``) on this summary and the sweep's."""
+    """The run's numbers: ``sections``, each step's section by its key in ``summary.json``
+    (its record's JSON data: ``probes_vs_prompting``, ``thesis_tables``, ``transfer``,
+    ``shift``, ``ablation``, ``steering``, ``finetuning``, ``insertion``, ``controls``);
+    ``environment``: versions, threads and CPU, by default this process's. The claims
+    (``claims``, ``families``, ``power``, ``verdict_counts``) are added by the main job from
+    the claims registry (``analyses.replication.claims.evaluate_claims``) on this summary and
+    the sweep's."""
     return jsonable({
         # the built-ins' run (cfg.datasets named) has no published claim to report
         "kind": "replication" if getattr(cfg, "datasets", None) is None else "builtins",
@@ -82,10 +85,7 @@ def replication_summary(*, model: str, timings: dict, reused: list, cfg, dataset
         "sizes": cfg.sizes, "test_size": cfg.settings.test_size,
         "split_by": cfg.settings.split_by, "n_boot": cfg.settings.n_boot,
         "seed": cfg.settings.seed, "quick": cfg.settings.quick, "datasets": datasets,
-        "judges": judges,
-        "probes_vs_prompting": pvp, "thesis_tables": thesis,
-        "transfer": transfer, "shift": shift, "ablation": ablation, "steering": steering,
-        "finetuning": finetuning, "insertion": insertion, "controls": controls or [],
+        "judges": judges, **sections,
         # the published numbers the tables print beside ours (thesis, paper, ClimateX paper)
         "published": [{**p.__dict__, "citation": citation(p)} for p in PUBLISHED]})
 

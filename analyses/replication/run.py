@@ -31,27 +31,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import fields as dataclass_fields, replace
+from functools import partial
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from analyses.ablation import run_ablation
-from analyses.controls import run_controls
-from analyses.cross_dataset import run_transfer
-from analyses.distribution_shift import run_shift
-from analyses.finetuning import run_finetuning
-from analyses.insertion import run_insertion
 from analyses.layer_sweep import pair_scores, run_sweep_with_summary
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
-from analyses.steering import run_steering
-from analyses.replication.records import (AblationRows, ControlRows, FinetuningRows, InsertionRows,
-                                   PvPRows, ShiftResult, SteeringRows, ThesisRows)
-from analyses.replication.records_sweep import SweepResult, TransferResult
+from analyses.replication.records_sweep import SweepResult
 from analyses.replication.claims import evaluate_claims, per_layer
 from analyses.replication.config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication.findings import replication_summary, replication_markdown
-from analyses.thesis_tables import run_thesis_tables
-from ppairs_lens.activations.pipeline import ensure_store, ensure_stores
+from analyses.replication.steps import TABLE_STEPS, StepContext, TableStep, sections
+from analyses.controls import ControlRows
+from analyses.distribution_shift import ShiftResult
+from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from analyses.replication.sets import (
@@ -73,7 +67,7 @@ from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.records import record_data
 from ppairs_lens.io.step_cache import StepCache
-from ppairs_lens.io.study_runner import StudyRunner
+from ppairs_lens.io.study_runner import StudyRunner, declared_result
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out_sets
 from ppairs_lens.judges.run_estimate import announce
@@ -83,7 +77,6 @@ from ppairs_lens.models.spec import ModelSpec
 
 __all__ = ["LATER_MODEL_STEPS", "REFRESH_INPUTS", "ReplicationConfig", "cli",
            "plan_replication", "refresh", "run_replication"]
-STEPS = 16
 #: The outputs a re-decision (:func:`refresh`) reads beside ``summary.json``; the run records
 #: their SHA-256 there, and a re-decision refuses one changed since.
 REFRESH_INPUTS = ("layer_sweep.csv", "layer_sweep_summary.json")
@@ -91,6 +84,20 @@ REFRESH_INPUTS = ("layer_sweep.csv", "layer_sweep_summary.json")
 
 def _output_hashes(fig: Path) -> dict[str, str]:
     return {n: file_sha256(fig / n) for n in REFRESH_INPUTS if (fig / n).is_file()}
+
+
+def _decide(out: Path, sweep: SweepResult, records: dict, kinds: dict[str, type], hashes: dict,
+            **facts) -> dict:
+    """``summary.json`` from the steps' ``records`` (by section, each of ``kinds``: None for a
+    step with nothing to do), the run's ``facts`` and the claims the registry decides on
+    them; written to ``out`` and returned. The run and its re-decision (:func:`refresh`) both
+    end here."""
+    summary = replication_summary(**facts, sections={
+        k: None if records.get(k) is None else records[k].data() for k in kinds})
+    summary.update(evaluate_claims(summary, sweep.data()))        # the claims registry decides
+    summary["outputs_sha256"] = hashes
+    write_json(out / "summary.json", summary)
+    return summary
 
 
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
@@ -148,6 +155,10 @@ def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str,
 #: The step of the zero-shot judge study, whose prompts the plan counts unless it is remembered.
 JUDGES_STEP = "prompted judges"
 
+#: The steps before the table steps, the runner's own (a progress bar counts them all).
+EARLY_STEPS = ("load model", "harvest", JUDGES_STEP, "text baselines",
+               "direct scoring and G-Eval", "layer sweep")
+
 #: The main job's steps after the prompted judges that run the model, each with a progress
 #: bar of its own; the plan names them and leaves them out of its estimate.
 LATER_MODEL_STEPS = ("direct scoring and G-Eval", "finetuning", "ablation", "steering",
@@ -193,15 +204,17 @@ def _judge_settings(cfg: ReplicationConfig) -> JudgeStudySettings:
 
 
 def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
-                    calibrate: bool = True) -> dict | None:
+                    calibrate: bool = True, steps: tuple[TableStep, ...] = TABLE_STEPS
+                    ) -> dict | None:
     """The replication; None (with a printed reason) when no replication data is found. Its
     plan and estimated model time are printed before the harvest (``calibrate`` False:
-    ``--no-calibration``, only remembered rates)."""
+    ``--no-calibration``, only remembered rates). ``steps``: the table steps after the sweep
+    (:data:`~analyses.replication.steps.TABLE_STEPS`; a new one is appended there)."""
     log = tqdm.write
     datasets = _datasets(cfg, log)
     if not datasets:
         return None
-    run = StudyRunner(cfg.out, STEPS, reuse=reuse, desc="replication")
+    run = StudyRunner(cfg.out, len(EARLY_STEPS) + len(steps), reuse=reuse, desc="replication")
     out = cfg.out
     bridge = bridge if bridge is not None else run.timed("load model",
                                                          lambda: load_model(cfg.model))
@@ -248,96 +261,24 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
                               per_layer(res["rows"]))      # Appendix A's claims
     sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
                      judges=per_pair, **common)
-    chosen = sweep.chosen()
-
-    def pvp_step() -> PvPRows:
-        return PvPRows.of(run_probes_vs_prompting(   # the analysis reads the sweep's JSON data
-            sweep.data(), judge_records, out, cfgs["probes vs prompting"])["rows"])
-    pvp = run.step("probes vs prompting", pvp_step, outputs=("probes_vs_prompting.csv",),
-                   sweep=sweep, **common)
-
-    summeval = summeval_names(names)
-
-    def thesis_step() -> ThesisRows:
-        return ThesisRows.of(run_thesis_tables(
-            [(store_of[n], held_out_datasets(store_of[n], datasets[n], **split)[1])
-             for n in summeval],
-            {n: judges[n].zero_shot_p() for n in summeval}, ratings,
-            {n: chosen[(n, "supervised")] for n in summeval}, out, cfgs["thesis tables"])
-            if summeval else [])
-    thesis = run.step("thesis tables", thesis_step, outputs=("thesis_tables.csv",),
-                      sweep=sweep, **common)
-
-    comparison = comparison_names(names, {n: datasets[n].kind for n in names})
-
-    def transfer_step() -> TransferResult:
-        res = run_transfer([store_of[n] for n in comparison], out, cfgs["transfer"])
-        # F1 for the report's Table 1; accuracy with its group differences for Table 1's claims
-        return TransferResult.of(res["summary"], res["transfer"])
-    transfer = run.step("transfer", transfer_step, outputs=("transfer.csv", "transfer.png"),
-                        **common)
-
-    def shift_step() -> ShiftResult | None:
-        if "llmbar-clean" not in store_of:
-            return None
-        return ShiftResult.of(run_shift(
-            store_of["llmbar-clean"], [store_of[n] for n in shifted_names(names)],
-            {n: judges[n].zero_shot_p() for n in names}, out, cfgs["distribution shift"]))
-    shift = run.step("distribution shift", shift_step, outputs=("distribution_shift.csv",),
-                     **common)
-
-    tuned = [n for n in cfg.finetune_datasets if n in store_of]
-
-    tuned_z = {n: judges[n].zero_shot_z() for n in tuned}  # the judges step's, reused
-
-    def finetuning_step() -> FinetuningRows:
-        return FinetuningRows.of(run_finetuning(
-            bridge, [(store_of[n], datasets[n]) for n in tuned], out, cfgs["finetuning"],
-            zero_shot_z=tuned_z) if tuned else [])
-    finetuning = run.step("finetuning", finetuning_step, outputs=("finetuning.csv",),
-                          judges=tuned_z, **common)
-
-    abl = cfg.ablation_dataset
-
-    def ablation_step() -> AblationRows:
-        return AblationRows.of(run_ablation(
-            bridge, [(store_of[abl], datasets[abl])], out, cfgs["ablation"], log=log)[0]
-            if abl in store_of else [])
-    ablation = run.step("ablation", ablation_step, outputs=("ablation.csv",), **common,
-                        units=((cfg.ablation.n_random + cfg.ablation.n_matched)
-                               * cfg.ablation.max_eval_pairs, "nulls x pairs"))
-
-    def steering_step() -> SteeringRows:
-        return SteeringRows.of(run_steering(
-            bridge, [(store_of[abl], datasets[abl])], out, cfgs["steering"], log=log)
-            if abl in store_of else [])
-    steering = run.step("steering", steering_step, outputs=("steering.csv",), **common)
-
-    climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
-
-    def insertion_step() -> InsertionRows:
-        return InsertionRows.of(run_insertion(bridge, cfgs["insertion"], out)
-                                if cfg.datasets is None and climatex.is_file() else [])
-    insertion = run.step("insertion", insertion_step, outputs=("insertion.csv",), **common)
-
-    def controls_step() -> ControlRows:        # known answers: a built-in the model solves
-        c = cfgs["controls"]
-        store = ensure_store(bridge, builtin_dataset(c.dataset, seed=cfg.settings.seed,
-                                                     n=c.n_pairs), cfg.stores)
-        return ControlRows.of(run_controls(store, c, out))
-    controls = run.step("controls", controls_step, outputs=("controls.csv",),
-                        cfg=cfg, model=common["model"])
+    ctx = StepContext(bridge=bridge, cfg=cfg, out=Path(out), log=log, datasets=datasets,
+                      stores=store_of, judges=judges, ratings=ratings, sweep=sweep,
+                      configs=cfgs)
+    records = {}
+    for step in steps:
+        result = run.step(step.name, partial(step.run, ctx), outputs=step.outputs,
+                          units=step.units(ctx), result_type=declared_result(step.run),
+                          **step.key(ctx), **(common if step.on_stores else
+                                              {"cfg": cfg, "model": common["model"]}))
+        if step.section:
+            records[step.section] = result
     run.close()
 
-    summary = replication_summary(  # the summary is JSON: the records' data from here on
-        model=model_name(bridge), timings=run.timings, reused=run.reused, cfg=cfg,
-        datasets={n: len(d) for n, d in datasets.items()}, sweep=sweep.data(), pvp=pvp.data(),
-        thesis=thesis.data(), transfer=transfer.data(), shift=shift.data() if shift else None,
-        ablation=ablation.data(), steering=steering.data(), finetuning=finetuning.data(),
-        insertion=insertion.data(), judges=judge_records, controls=controls.data())
-    summary.update(evaluate_claims(summary, sweep.data()))        # the claims registry decides
-    summary["outputs_sha256"] = _output_hashes(Path(out))
-    write_json(Path(out) / "summary.json", summary)
+    summary = _decide(  # the summary is JSON: the records' data from here on
+        Path(out), sweep, records, sections(steps),
+        _output_hashes(Path(out)), model=model_name(bridge), timings=run.timings,
+        reused=run.reused, cfg=cfg, datasets={n: len(d) for n, d in datasets.items()},
+        judges=judge_records)
     save_config(out, "replication", cfg)
     print(replication_markdown(summary))
     return summary
@@ -383,9 +324,9 @@ def refresh(figures: str | Path = "figures") -> dict:
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
                                                        if k in s})
-    pvp = PvPRows.of(run_probes_vs_prompting(sweep.data(), s["judges"], fig, PvPConfig(
+    pvp = run_probes_vs_prompting(sweep.data(), s["judges"], fig, PvPConfig(
         datasets=[n for n in names if n not in shifted_names(names)],  # as the main job
-        settings=settings))["rows"])
+        settings=settings))
     shift = ShiftResult.from_data(s["shift"]) if s.get("shift") else None
     if shift:
         in_dist = {r.method: r.lo for r in shift.rows if r.role == "in distribution"}
@@ -398,23 +339,15 @@ def refresh(figures: str | Path = "figures") -> dict:
                             settings=settings,
                             datasets=(tuple(BUILTINS["datasets"]) if s.get("kind") == "builtins"
                                       else None))
-    out = replication_summary(
-        model=s["model"], timings=s["timings_s"], reused=s["reused_steps"], cfg=cfg,
-        datasets=s["datasets"], sweep=sweep.data(), pvp=pvp.data(),
-        thesis=ThesisRows.from_data(s["thesis_tables"]).data(),
-        transfer=(TransferResult.from_data(s["transfer"]).data()
-                  if s.get("transfer") is not None else None),
-        shift=shift.data() if shift else None,
-        ablation=AblationRows.from_data(s["ablation"]).data(),
-        steering=SteeringRows.from_data(s["steering"]).data(),
-        finetuning=FinetuningRows.from_data(s["finetuning"]).data(),
-        insertion=InsertionRows.from_data(s["insertion"]).data(), judges=s["judges"],
-        controls=ControlRows.from_data(s.get("controls") or []).data(),
-        environment=s.get("environment"))
-    out.update(evaluate_claims(out, sweep.data()))
-    out["outputs_sha256"] = s.get("outputs_sha256") or _output_hashes(fig)
-    write_json(fig / "summary.json", out)
-    return out
+    # each section read back as its record (refused, naming the field, where it does not fit)
+    kinds = sections(TABLE_STEPS)
+    records = {k: t.from_data(s[k]) for k, t in kinds.items() if s.get(k) is not None}
+    records.update(probes_vs_prompting=pvp, shift=shift)
+    records.setdefault("controls", ControlRows())  # a run before the controls: none
+    return _decide(fig, sweep, records, kinds, s.get("outputs_sha256") or _output_hashes(fig),
+                   model=s["model"], timings=s["timings_s"], reused=s["reused_steps"],
+                   cfg=cfg, datasets=s["datasets"], judges=s["judges"],
+                   environment=s.get("environment"))
 
 
 def cli(args, bridge=None) -> None:

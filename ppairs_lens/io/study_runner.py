@@ -81,14 +81,15 @@ class StudyRunner:
         return result
 
     def step(self, name: str, fn: Callable[[], Any], outputs: tuple[str, ...] = (),
-             units: Units = None, **inputs: Any) -> Any:
+             units: Units = None, result_type: Any = None, **inputs: Any) -> Any:
         """``fn()``'s result, or the remembered one when ``inputs``, the code and every file
         of ``outputs`` (names inside ``out``) are as when it last finished. A step that
-        declares its result (``def fn() -> Record``, see :func:`declared_result`) is
-        remembered as :func:`~ppairs_lens.io.records.record_data` and handed on rebuilt as
-        that type, fresh or reused alike; an undeclared one is handed on as its JSON data."""
+        declares its result (``def fn() -> Record``, see :func:`declared_result`, or
+        ``result_type`` for a ``fn`` that cannot, a ``functools.partial``) is remembered as
+        :func:`~ppairs_lens.io.records.record_data` and handed on rebuilt as that type,
+        fresh or reused alike; an undeclared one is handed on as its JSON data."""
         t0 = time.perf_counter()
-        hint = declared_result(fn)
+        hint = result_type if result_type is not None else declared_result(fn)
         run = fn if hint is None else (lambda: record_data(fn()))
         result, was = self.cache.run(name, self.cache.key(name, **inputs), run,
                                      [self.out / o for o in outputs])
