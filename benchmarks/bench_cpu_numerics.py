@@ -42,13 +42,20 @@ print(json.dumps({"seconds": seconds, "kernels": torch.backends.cpu.get_cpu_capa
 """
 
 
-def _run(pinned: bool, n: int, threads: int, out: Path) -> dict:
+def _run(env_set: dict[str, str], n: int, threads: int, out: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS}
-    if pinned:
-        env.update(CPU_NUMERICS)
+    env.update(env_set)
     done = subprocess.run([sys.executable, "-c", _CHILD, str(n), str(threads), str(out)],
                           env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _setting(text: str) -> dict[str, str]:
+    """``--also``'s ``NAME=VALUE[;NAME=VALUE]`` as an environment."""
+    pairs = [kv.split("=", 1) for kv in text.split(";") if kv]
+    if not pairs or any(len(kv) != 2 or not kv[0] for kv in pairs):
+        raise SystemExit(f"--also {text!r}: expected NAME=VALUE[;NAME=VALUE]")
+    return dict(pairs)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,26 +63,32 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--also", action="append", default=[], metavar="NAME=VALUE[;NAME=VALUE]",
+                   help="a further setting to time beside the two (repeatable), e.g. "
+                        "'MKL_CBWR=COMPATIBLE,STRICT'; its logits are compared with the pinned")
     args = p.parse_args(argv)
-    best: dict[bool, float] = {}
-    kernels: dict[bool, str] = {}
+    settings = {"pinned": dict(CPU_NUMERICS), "own": {},
+                **{a: _setting(a) for a in args.also}}
+    best: dict[str, float] = {}
+    kernels: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         logits = {}
         for _ in range(args.rounds):
-            for pinned in (True, False):
-                path = Path(tmp) / f"{pinned}.npy"
-                got = _run(pinned, args.prompts, args.threads, path)
-                best[pinned] = min(best.get(pinned, float("inf")), got["seconds"])
-                kernels[pinned] = got["kernels"]
-                logits[pinned] = np.load(path)
-        diff = float(np.abs(logits[True] - logits[False]).max())
+            for name, env in settings.items():
+                path = Path(tmp) / f"{len(logits)}.npy"
+                got = _run(env, args.prompts, args.threads, path)
+                best[name] = min(best.get(name, float("inf")), got["seconds"])
+                kernels[name] = got["kernels"]
+                logits[name] = np.load(path)
     print(f"{args.prompts} prompts of 200 tokens, {args.threads} threads, best of "
           f"{args.rounds} fresh processes each")
-    print(f"  pinned ({', '.join(f'{k}={v}' for k, v in CPU_NUMERICS.items())}): "
-          f"{kernels[True]} kernels, {best[True]:.3f} s")
-    print(f"  the host's own choice: {kernels[False]} kernels, {best[False]:.3f} s")
-    print(f"  pinned / own: x{best[True] / best[False]:.2f}; largest logit difference "
-          f"{diff:.2e}")
+    for name in settings:
+        what = ("pinned (" + ", ".join(f"{k}={v}" for k, v in CPU_NUMERICS.items()) + ")"
+                if name == "pinned" else "the host's own choice" if name == "own" else name)
+        diff = float(np.abs(logits[name] - logits["pinned"]).max())
+        print(f"  {what}: {kernels[name]} kernels, {best[name]:.3f} s, "
+              f"x{best[name] / best['own']:.2f} of the host's own; largest logit difference "
+              f"from pinned {diff:.2e}")
 
 
 if __name__ == "__main__":

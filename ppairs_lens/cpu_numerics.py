@@ -17,11 +17,19 @@ the process. The command line sets them (:func:`pin_cpu_numerics`) before any; a
 user who wants the same bits sets them in the environment. A value already set is left as
 it is.
 
-The pin has a price on a host with AVX-512 (``benchmarks/bench_cpu_numerics.py``): MKL's
-AVX2 branch made the embedded model's forward x1.5 slower there, PyTorch's AVX2 kernels ~3%.
-``MKL_CBWR=AUTO,STRICT`` in the environment keeps the same bits at any thread count on one
-host at the host's own speed, and gives up the same bits across hosts of different
+The pin has a price on an Intel host with AVX-512 (``benchmarks/bench_cpu_numerics.py``):
+MKL's AVX2 branch made the embedded model's forward x1.5 slower there, PyTorch's AVX2 kernels
+~3%. ``MKL_CBWR=AUTO,STRICT`` in the environment keeps the same bits at any thread count on
+one host at the host's own speed, and gives up the same bits across hosts of different
 instruction sets.
+
+MKL honours a named branch (``AVX2``) on Intel processors only: on another vendor's (an AMD
+EPYC here) it runs its own choice, as ``AUTO`` would, still strict about the thread count, so
+the pin costs nothing there and does not give an Intel host's bits. Its one setting that
+holds across vendors, ``MKL_CBWR=COMPATIBLE`` (SSE2), made the forward x2.3 slower on that
+host; set it in the environment where identical bits across vendors are worth that. A run
+records its processor (``summary.json``'s ``environment``), and
+``python -m analyses.replication.compare`` says when two runs' vendors differ.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from analyses.replication.compare import differences, main
+from analyses.replication.compare import decisions, differences, hosts, main
 
 RUN = {"claims": [{"id": "a", "value": 0.25, "outcome": "holds", "lo": float("nan")}],
        "environment": {"host": "one"}, "timings_s": {"sweep": 12.0}, "n_boot": 1000}
@@ -45,3 +45,23 @@ def test_the_command_exits_1_on_a_difference_and_2_on_an_unreadable_file(tmp_pat
         main([str(a), str(tmp_path / "missing.json")])
     assert e.value.code == 2
     assert "missing.json" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_the_decisions_and_the_hosts_are_said_apart(tmp_path, capsys):
+    other = json.loads(json.dumps(RUN))
+    other["claims"][0]["outcome"] = "fails"
+    assert decisions(RUN, RUN) == [] and decisions(RUN, other) == ["a: 'holds' against 'fails'"]
+    intel = {"environment": {"cpu_model": "GenuineIntel Xeon family 6 model 207",
+                             "mkl_cbwr": "AVX2,STRICT", "torch_threads": 2}}
+    amd = {"environment": {**intel["environment"],
+                           "cpu_model": "AuthenticAMD AMD EPYC family 25 model 17"}}
+    assert len(hosts(intel, intel)) == 2                       # one vendor: nothing to warn of
+    said = hosts(intel, amd)
+    assert "AuthenticAMD" in said[1] and "Intel processors only" in said[2]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({**RUN, **intel}))
+    b.write_text(json.dumps({**other, **amd}))
+    assert main([str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "1 claim(s) with another outcome\n  a: 'holds' against 'fails'" in out
+    assert "Intel processors only" in out

@@ -6,7 +6,10 @@ both files together and prints every value that differs: a number by more than `
 list's length) at all. What a run records about its host and its clock is left out
 (:data:`HOST_KEYS`), and so are the outputs' hashes, since figures embed their renderer's
 bytes. Exit status 0 when nothing differs, 1 otherwise: a check two clones, two hosts or two
-thread counts can run.
+thread counts can run. It ends with the claims whose outcome differs (the decisions, apart
+from the values) and each run's processor and MKL setting: MKL honours a named code branch
+(``MKL_CBWR=AVX2``) on Intel processors only and runs its own choice on others, so two hosts
+of different vendors differ in float32 noise whatever the setting (:mod:`ppairs_lens.cpu_numerics`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.json_fields import read_json_object
 
-__all__ = ["HOST_KEYS", "differences", "main"]
+__all__ = ["HOST_KEYS", "decisions", "differences", "hosts", "main"]
 
 #: Keys whose values describe the host or the clock, not the results.
 HOST_KEYS = frozenset({"environment", "timings_s", "reused_steps", "outputs_sha256",
@@ -63,6 +66,28 @@ def differences(a: Any, b: Any, tol: float = 1e-6, where: str = "") -> Iterator[
         yield f"{where}: {a!r} against {b!r}"
 
 
+def decisions(a: dict, b: dict) -> list[str]:
+    """One line per claim whose outcome differs between two summaries (by claim id)."""
+    out_a = {c.get("id"): c.get("outcome") for c in a.get("claims") or []}
+    out_b = {c.get("id"): c.get("outcome") for c in b.get("claims") or []}
+    return [f"{k}: {out_a.get(k)!r} against {out_b.get(k)!r}"
+            for k in sorted(set(out_a) | set(out_b), key=str) if out_a.get(k) != out_b.get(k)]
+
+
+def hosts(a: dict, b: dict) -> list[str]:
+    """Each run's processor and MKL setting, and whether MKL can give both the same bits."""
+    envs = [r.get("environment") or {} for r in (a, b)]
+    lines = [f"{which}: {e.get('cpu_model', 'processor not recorded')}, "
+             f"MKL_CBWR={e.get('mkl_cbwr')}, {e.get('torch_threads')} threads"
+             for which, e in zip(("first", "second"), envs)]
+    vendors = {str(e.get("cpu_model", "")).split(" ")[0] for e in envs}
+    if len(vendors) > 1 or any(v and v != "GenuineIntel" for v in vendors):
+        lines.append("MKL honours a named code branch on Intel processors only: between these "
+                     "hosts its products may differ in the last bits (MKL_CBWR=COMPATIBLE is "
+                     "the setting that holds across vendors)")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analyses.replication.compare",
                                 description=__doc__.split("\n\n")[0])
@@ -80,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print(f"{len(found)} difference(s) beyond {args.tol:g} between {args.first} and "
           f"{args.second}")
+    changed = decisions(*runs)
+    print(f"{len(changed)} claim(s) with another outcome" + "".join(f"\n  {c}" for c in changed))
+    for line in hosts(*runs):
+        print(line)
     return 1 if found else 0
 
 
