@@ -45,7 +45,7 @@ def test_rows_keep_their_own_columns_in_order_fresh_and_reused(tmp_path):
 def test_a_column_no_row_record_has_is_refused_naming_it():
     with pytest.raises(PPairsError, match=r"SteeringRows row 0.*'surprise'"):
         SteeringRows.of([{**STEERING[0], "surprise": 1}])
-    with pytest.raises(PPairsError, match="needs field"):
+    with pytest.raises(PPairsError, match="required field missing"):
         record_from_data(SteeringRows, {"rows": [{"dataset": "x"}]})
 
 

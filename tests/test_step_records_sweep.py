@@ -71,7 +71,7 @@ def test_the_sweep_hands_on_the_same_record_fresh_and_reused(tmp_path):
 
 def test_a_sweep_entry_without_a_field_is_refused_naming_it():
     broken = {**SUMMARY, "entries": [{k: v for k, v in ENTRY.items() if k != "test"}]}
-    with pytest.raises(PPairsError, match=r"SweepEntry needs field\(s\) \['test'\]"):
+    with pytest.raises(PPairsError, match=r"SweepResult\.entries\[0\]\.test: required field missing"):
         SweepResult.of(broken, [], [])
 
 
@@ -121,14 +121,14 @@ def test_transfer_hands_on_the_same_record_fresh_and_reused(tmp_path):
 def test_a_transfer_section_without_accuracy_or_role_is_refused_naming_the_field():
     no_role = {"pca": COSINE, "f1": [{k: v for k, v in F1_ROW.items() if k != "role"}],
                "accuracy": [T_ROW]}
-    with pytest.raises(PPairsError, match=r"TransferRow needs field\(s\) \['role'\]"):
+    with pytest.raises(PPairsError, match=r"TransferResult\.f1\[0\]\.role: required field missing"):
         TransferResult.from_data(no_role)
-    with pytest.raises(PPairsError, match=r"TransferResult needs field\(s\) \['accuracy'\]"):
+    with pytest.raises(PPairsError, match=r"TransferResult\.accuracy: required field missing"):
         TransferResult.from_data({"pca": COSINE, "f1": [F1_ROW]})
 
 
 def test_a_transfer_row_with_a_column_it_lacks_is_refused_not_kept_as_a_dict():
-    with pytest.raises(PPairsError, match=r"TransferRow has no field\(s\) \['surprise'\]"):
+    with pytest.raises(PPairsError, match=r"TransferResult\.f1\[0\]: extra fields found \(surprise\)"):
         TransferResult.from_data({"f1": [{**F1_ROW, "surprise": 1}], "accuracy": []})
 
 
@@ -147,5 +147,5 @@ def test_a_field_keeps_a_json_key_that_is_no_python_name():
     assert record_data(R(0.5, 2)) == {"above_0.7": 0.5, "n": 2}
     assert record_from_data(R, {"above_0.7": 0.5, "n": 2}) == R(0.5, 2)
     assert as_row(R, {"above_0.7": 0.5}, "row") == R(0.5)
-    with pytest.raises(PPairsError, match="needs field"):
+    with pytest.raises(PPairsError, match="required field missing"):
         record_from_data(R, {"n": 1})

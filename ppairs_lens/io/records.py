@@ -1,4 +1,4 @@
-"""Frozen records as JSON data and back: the one codec for what a study step hands the next.
+"""Frozen records as JSON data and back: what a study step hands the next.
 
 A study's steps pass records (frozen dataclasses), never loose dicts or strings. Each step's
 result is remembered as JSON (:class:`~ppairs_lens.io.step_cache.StepCache`):
@@ -6,36 +6,39 @@ result is remembered as JSON (:class:`~ppairs_lens.io.step_cache.StepCache`):
 data, and :func:`record_from_data` rebuilds it from the type the step declares, so a reused
 step hands on the same record type, with the same numbers, as a fresh one
 (:meth:`ppairs_lens.io.study_runner.StudyRunner.step` reads the declared type from the step
-function's return annotation).
+function's return annotation). Both directions are one `cattrs
+<https://catt.rs>`_ converter (:data:`CONVERTER`); what is ours is only what JSON lacks:
 
-A table's rows need not all have every column: a row record's field that this row does not
-have holds :data:`ABSENT`, which :func:`record_data` leaves out (so the row's data has the
-keys it had) and :func:`record_from_data` restores from the field's default.
+* a table row's field that this row does not have holds :data:`ABSENT`, which
+  :func:`record_data` leaves out (so the row's data has the keys it had) and
+  :func:`record_from_data` restores from the field's default;
+* a field whose JSON key cannot be a Python name (``frac_abs_cos_above_0.7``) declares that
+  key as ``field(metadata={JSON_KEY: "..."})``;
+* JSON's own values are kept as they are (an int where a float is declared becomes one, a NaN
+  stays a NaN); numpy arrays are lists.
+
 :class:`StepRows` is a step's table as such rows (:func:`as_row` makes one from a row dict,
-refusing a column its record lacks). A field whose JSON key cannot be a Python name
-(``frac_abs_cos_above_0.7``) declares that key as ``field(metadata={JSON_KEY: "..."})``; the
-codec writes and reads the field under it.
+refusing a column its record lacks). Data that does not fit is refused in one line naming
+the field.
 """
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
+import cattrs
 import numpy as np
+from cattrs.gen import make_dict_structure_fn, override
 
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.outputs import jsonable
 
-__all__ = ["ABSENT", "Absent", "JSON_KEY", "StepRows", "as_row", "is_record_type",
+__all__ = ["ABSENT", "Absent", "CONVERTER", "JSON_KEY", "StepRows", "as_row", "is_record_type",
            "record_data", "record_from_data"]
-
-_SEQUENCES = (list, tuple, cabc.Sequence)
-_MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 
 
 class Absent:
@@ -64,32 +67,83 @@ ABSENT = Absent()
 #: The metadata key of a field whose JSON key differs from its name.
 JSON_KEY = "json_key"
 
+_PRIMITIVES = (str, int, float, bool)
+
 
 def _key(f) -> str:
     """The JSON key of the dataclass field ``f``."""
     return f.metadata.get(JSON_KEY, f.name)
 
 
-def _by_name(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` (keyed as :func:`record_data` writes ``cls``) keyed by field name."""
-    names = {_key(f): f.name for f in fields(cls)}
-    return {names.get(k, k): v for k, v in data.items()}
+def _is_array(hint: Any) -> bool:
+    # jaxtyping's Float[np.ndarray, "n"] names the array type it annotates
+    return hint is np.ndarray or getattr(hint, "array_type", None) is np.ndarray
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
+
+
+def _own_union(hint: Any) -> bool:
+    """A union cattrs leaves to us: one with :class:`Absent`, or of JSON's own values."""
+    if not _is_union(hint):
+        return False
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return Absent in args or all(a in _PRIMITIVES for a in args)
+
+
+def _record(cls: type) -> bool:
+    return isinstance(cls, type) and is_dataclass(cls)
+
+
+def _converter() -> cattrs.Converter:
+    c = cattrs.Converter(forbid_extra_keys=True)
+    # JSON's own values stay as written; an int where a float is declared becomes a float
+    for t in (str, int, bool):
+        c.register_structure_hook(t, lambda v, _: v)
+    c.register_structure_hook(float, lambda v, _: float(v) if type(v) is int else v)
+    c.register_structure_hook_func(
+        _is_array, lambda v, t: np.asarray(v, dtype=np.float64 if "Float" in str(t) else None))
+
+    def union(v: Any, hint: Any) -> Any:
+        args = [a for a in typing.get_args(hint) if a is not Absent]  # never in data
+        if v is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        if all(a in _PRIMITIVES for a in rest):
+            return float(v) if float in rest and type(v) is int else v
+        return c.structure(v, rest[0] if len(rest) == 1 else typing.Union[tuple(rest)])
+    c.register_structure_hook_func(_own_union, union)
+
+    def structure_record(cls: type):   # a field's JSON key where it has its own
+        return make_dict_structure_fn(cls, c, _cattrs_forbid_extra_keys=True, **{
+            f.name: override(rename=_key(f)) for f in fields(cls) if JSON_KEY in f.metadata})
+    c.register_structure_hook_factory(_record, structure_record)
+
+    def unstructure(obj: Any) -> Any:
+        if is_dataclass(obj) and not isinstance(obj, type):
+            return {_key(f): unstructure(v) for f in fields(obj)
+                    if (v := getattr(obj, f.name)) is not ABSENT}
+        if isinstance(obj, np.ndarray) and obj.ndim > 0:
+            return obj.tolist()
+        if isinstance(obj, Mapping):
+            return {str(k): unstructure(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [unstructure(v) for v in obj]
+        return jsonable(obj, keep_nan=True)
+    c.register_unstructure_hook_func(lambda t: True, unstructure)
+    return c
+
+
+#: The one converter between records and JSON data.
+CONVERTER = _converter()
 
 
 def record_data(obj: Any) -> Any:
-    """``obj`` as JSON data: a record's fields by name (those holding :data:`ABSENT` left
+    """``obj`` as JSON data: a record's fields by JSON key (those holding :data:`ABSENT` left
     out), arrays as (nested) lists, tuples as lists, mapping keys as strings; a NaN stays a
     NaN (the step cache writes it as ``NaN``)."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return {_key(f): record_data(v) for f in fields(obj)
-                if (v := getattr(obj, f.name)) is not ABSENT}
-    if isinstance(obj, np.ndarray) and obj.ndim > 0:
-        return obj.tolist()
-    if isinstance(obj, cabc.Mapping):
-        return {str(k): record_data(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [record_data(v) for v in obj]
-    return jsonable(obj, keep_nan=True)
+    return CONVERTER.unstructure(obj)
 
 
 def is_record_type(hint: Any) -> bool:
@@ -98,67 +152,28 @@ def is_record_type(hint: Any) -> bool:
     return isinstance(hint, type) and is_dataclass(hint) and bool(params and params.frozen)
 
 
-def _is_array(hint: Any) -> bool:
-    # jaxtyping's Float[np.ndarray, "n"] names the array type it annotates
-    return hint is np.ndarray or getattr(hint, "array_type", None) is np.ndarray
-
-
 def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
     """The value of type ``hint`` that :func:`record_data` wrote as ``data``: records rebuilt
-    field by field from their annotations, lists back to tuples or arrays where declared.
-    A field missing from the data takes its default (:data:`ABSENT` for a column the row
-    does not have). Data that does not fit is refused naming the field (``where``)."""
+    field by field from their annotations, lists back to tuples or arrays where declared, a
+    field missing from the data at its default (:data:`ABSENT` for a column the row does not
+    have). Data that does not fit is refused in one line naming the field (``where``)."""
     if hint is None or hint is Any or hint is object:
         return data
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        # never ABSENT in data (an absent column is a missing key): no fallback to raw data
-        options = [a for a in args if a not in (type(None), Absent)]
-        errors = []
-        for a in options:
-            try:
-                return record_from_data(a, data, where)
-            except (PPairsError, TypeError, ValueError) as e:
-                errors.append(str(e))
-        raise PPairsError(f"{where}: fits none of {options} ({'; '.join(errors)})")
-    if _is_array(hint):
-        return np.asarray(data, dtype=np.float64 if "Float" in str(hint) else None)
-    if is_dataclass(hint) and isinstance(hint, type):
-        if not isinstance(data, dict):
-            raise PPairsError(f"{where}: expected an object for {hint.__name__}, got {data!r:.60}")
-        hints = typing.get_type_hints(hint)
-        data = _by_name(hint, data)
-        known = {f.name for f in fields(hint)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise PPairsError(f"{where}: {hint.__name__} has no field(s) {unknown}")
-        missing = sorted(f.name for f in fields(hint) if f.name not in data
-                         and f.default is MISSING and f.default_factory is MISSING)
-        if missing:
-            raise PPairsError(f"{where}: {hint.__name__} needs field(s) {missing}")
-        return hint(**{k: record_from_data(hints.get(k), v, f"{where}.{k}")
-                       for k, v in data.items()})
-    if origin in _MAPPINGS or hint in (dict, cabc.Mapping):
-        if not isinstance(data, dict):
-            raise PPairsError(f"{where}: expected an object, got {data!r:.60}")
-        kh, vh = args if len(args) == 2 else (None, None)
-        key = (lambda k: kh(k)) if kh in (int, float) else (lambda k: k)
-        return {key(k): record_from_data(vh, v, f"{where}[{k!r}]") for k, v in data.items()}
-    if origin in _SEQUENCES or hint in (list, tuple):
-        if not isinstance(data, list):
-            raise PPairsError(f"{where}: expected an array, got {data!r:.60}")
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            items = [record_from_data(a, v, f"{where}[{i}]")
-                     for i, (a, v) in enumerate(zip(args, data))] if args else list(data)
-        else:
-            item = args[0] if args else None
-            items = [record_from_data(item, v, f"{where}[{i}]") for i, v in enumerate(data)]
-        return tuple(items) if origin is tuple or hint is tuple else items
-    if hint is float and isinstance(data, int) and not isinstance(data, bool):
-        return float(data)
-    return data
+    try:
+        return CONVERTER.structure(data, hint)
+    except (cattrs.BaseValidationError, cattrs.StructureHandlerNotFoundError, TypeError,
+            ValueError, KeyError, AttributeError) as e:
+        said = (cattrs.transform_error(e, path=where) if isinstance(e, cattrs.BaseValidationError)
+                else [f"{e} @ {where}"])
+        said = [": ".join(reversed(m.rsplit(" @ ", 1))) for m in said]  # "field: what"
+        more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
+        raise PPairsError("; ".join(said[:3]) + more) from None
+
+
+def _by_name(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` (keyed as :func:`record_data` writes ``cls``) keyed by field name."""
+    names = {_key(f): f.name for f in fields(cls)}
+    return {names.get(k, k): v for k, v in data.items()}
 
 
 def as_row(row_type: Any, row: Mapping[str, Any], where: str):
