@@ -27,6 +27,7 @@ from analyses.distribution_shift import ShiftResult, run_shift
 from analyses.finetuning import FinetuningRows, run_finetuning
 from analyses.insertion import InsertionRows, run_insertion
 from analyses.probes_vs_prompting import PvPRows, run_probes_vs_prompting
+from analyses.replication.config import ReplicationConfig
 from analyses.replication.records_sweep import SweepResult, TransferResult
 from analyses.replication.sets import comparison_names, shifted_names, summeval_names
 from analyses.steering import SteeringRows, run_steering
@@ -50,8 +51,8 @@ class StepContext:
     ratings on their held-out pairs, the layer sweep, and each step's config
     (:func:`analyses.replication.run.step_configs`, by step name)."""
 
-    bridge: Any
-    cfg: Any  # ReplicationConfig
+    bridge: Any  # the model: a TransformerBridge or a HookedTransformer
+    cfg: ReplicationConfig
     out: Path
     log: Callable[[str], None]
     datasets: Mapping[str, Dataset]
