@@ -80,8 +80,10 @@ def hosts(a: dict, b: dict) -> list[str]:
     lines = [f"{which}: {e.get('cpu_model', 'processor not recorded')}, "
              f"MKL_CBWR={e.get('mkl_cbwr')}, {e.get('torch_threads')} threads"
              for which, e in zip(("first", "second"), envs)]
-    vendors = {str(e.get("cpu_model", "")).split(" ")[0] for e in envs}
-    if len(vendors) > 1 or any(v and v != "GenuineIntel" for v in vendors):
+    models = {str(e.get("cpu_model", "")) for e in envs}
+    vendors = {m.split(" ")[0] for m in models}
+    # on another vendor's processor MKL picks its own branch, by the processor it finds
+    if len(vendors) > 1 or (len(models) > 1 and vendors != {"GenuineIntel"}):
         lines.append("MKL honours a named code branch on Intel processors only: between these "
                      "hosts its products may differ in the last bits (MKL_CBWR=COMPATIBLE is "
                      "the setting that holds across vendors)")
