@@ -133,7 +133,7 @@ def main() -> None:
         run_ablation(bridge, [(store, dataset)], tmp, acfg, log=quiet)
         new_a = time.perf_counter() - t
         t = time.perf_counter()
-        rows = run_steering(bridge, [(store, dataset)], tmp, scfg, log=quiet)
+        rows = run_steering(bridge, [(store, dataset)], tmp, scfg, log=quiet).data()
         new_s = time.perf_counter() - t
         print(f"now: ablation step {new_a:.1f} s ({acfg.max_eval_pairs} pairs), steering step "
               f"{new_s:.1f} s ({scfg.max_eval_pairs} pairs)")
