@@ -49,7 +49,7 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.answer_change import (
+from ppairs_lens.interventions.conditions import (
     BASELINE,
     CONTROL,
     CONTROL_AT_READOUT,
@@ -63,7 +63,7 @@ from ppairs_lens.evaluation.null_test import (
     null_test,
     sign_accuracy,
 )
-from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, held_out_records, split_store
 from ppairs_lens.evaluation.verdicts import holm
@@ -77,8 +77,8 @@ from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["AblationConfig", "AblationRow", "AblationRows", "AblationRun", "ablate_store", "plan_ablation", "run_ablation",
-           "replot", "cli"]
+__all__ = ["AblationConfig", "AblationRow", "AblationRows", "AblationRun", "ablate_store",
+           "plan_ablation", "run_ablation", "replot", "cli"]
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Figure and printed summary of the directional-ablation analysis (:mod:`analyses.ablation`).
 
-Rows are labelled by the condition names of :mod:`ppairs_lens.evaluation.answer_change`;
+Rows are labelled by the condition names of :mod:`ppairs_lens.interventions.conditions`;
 :func:`read_rows` reads a written table back, so the figure can be redrawn without the model.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ppairs_lens.evaluation.answer_change import (
+from ppairs_lens.interventions.conditions import (
     BASELINE,
     CONTROL,
     CONTROL_AT_READOUT,

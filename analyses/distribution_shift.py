@@ -52,8 +52,8 @@ from ppairs_lens.probes.sweep import fit_sweep
 #: A judge form by the key of its per-pair probabilities.
 JUDGE_OF_KEY = {key: form for form, key in JUDGE_KEYS.items()}
 
-__all__ = ["PublishedNote", "ShiftConfig", "ShiftDrop", "ShiftFilesConfig", "ShiftResult", "ShiftRow", "gap_verdict", "run_shift", "run_shift_files",
-           "shift_lines"]
+__all__ = ["PublishedNote", "ShiftConfig", "ShiftDrop", "ShiftFilesConfig", "ShiftResult",
+           "ShiftRow", "gap_verdict", "run_shift", "run_shift_files", "shift_lines"]
 
 
 @dataclass

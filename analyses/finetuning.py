@@ -51,7 +51,7 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import paired_difference
-from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
 from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, held_out_ci_counts,
@@ -68,8 +68,8 @@ from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["FinetuningConfig", "FinetuningRow", "FinetuningRows", "METHODS", "nested_order", "plan_finetuning", "prepare_comparison",
-           "run_finetuning", "cli"]
+__all__ = ["FinetuningConfig", "FinetuningRow", "FinetuningRows", "METHODS", "nested_order",
+           "plan_finetuning", "prepare_comparison", "run_finetuning", "cli"]
 
 #: Every judge of the comparison, in table order.
 METHODS: tuple[str, ...] = ("supervised", "pca", "lora", "full", "zero_shot")

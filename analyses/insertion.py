@@ -37,7 +37,7 @@ from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
 from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_level
-from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
@@ -52,9 +52,9 @@ from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score
 
-__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionRow", "InsertionRows", "InsertionData", "cli", "insert_dataset",
-           "insertion_data", "pc1_row", "place_statements", "print_table", "published_row",
-           "run_insertion", "train_insertion_probe"]
+__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionRow", "InsertionRows", "InsertionData",
+           "cli", "insert_dataset", "insertion_data", "pc1_row", "place_statements", "print_table",
+           "published_row", "run_insertion", "train_insertion_probe"]
 
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
 METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}

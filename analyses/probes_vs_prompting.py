@@ -27,8 +27,8 @@ from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 
-__all__ = ["BASELINES", "PvPRow", "PvPRows", "COMPARISONS", "JUDGE_FORMS", "PROBES", "PvPConfig", "dataset_rows",
-           "run_probes_vs_prompting"]
+__all__ = ["BASELINES", "PvPRow", "PvPRows", "COMPARISONS", "JUDGE_FORMS", "PROBES", "PvPConfig",
+           "dataset_rows", "run_probes_vs_prompting"]
 
 #: Each predictor's name, from the predictors' one list.
 PROBES = {k: label(k) for k in ("supervised", "pca", "mass_mean")}

@@ -43,7 +43,7 @@ from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.data.specs import spec_limit
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import spearman
-from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.judges.comparators import (
     BatchComparator,

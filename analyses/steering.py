@@ -43,10 +43,10 @@ from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import SettingError
-from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
+from ppairs_lens.interventions.conditions import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
-from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import held_out_records, split_store
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
@@ -57,8 +57,8 @@ from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
 
-__all__ = ["SteeringConfig", "SteeringRow", "SteeringRows", "SteeringRun", "plan_steering", "steer_store", "run_steering",
-           "cli"]
+__all__ = ["SteeringConfig", "SteeringRow", "SteeringRows", "SteeringRun", "plan_steering",
+           "steer_store", "run_steering", "cli"]
 
 
 @dataclass
@@ -118,10 +118,44 @@ def _slope(alphas: np.ndarray, dz: np.ndarray) -> np.ndarray:
     return (alphas[:, None] * dz).sum(0) / float((alphas ** 2).sum())
 
 
+@dataclass(frozen=True, kw_only=True)
+class SteeringRow:
+    """One steering condition at one dose; null and slope columns where the row has them."""
+
+    dataset: str
+    hook: str
+    layer: int
+    n: int
+    norm_unit: float
+    split_used: str
+    condition: str
+    kind: str
+    alpha: float
+    delta_z: float
+    delta_z_lo: float | Absent = ABSENT
+    delta_z_hi: float | Absent = ABSENT
+    mean_z: float
+    accuracy: float
+    slope: float | Absent = ABSENT
+    n_matched: int | Absent = ABSENT
+    n_random: int | Absent = ABSENT
+    p_slope_random: float | Absent = ABSENT
+    p_slope_matched: float | Absent = ABSENT
+    slope_rank_random: int | Absent = ABSENT
+    slope_rank_matched: int | Absent = ABSENT
+    n_slope_random: int | Absent = ABSENT
+    n_slope_matched: int | Absent = ABSENT
+
+
+@dataclass(frozen=True)
+class SteeringRows(StepRows):
+    rows: tuple[SteeringRow, ...] = ()
+
+
 def steer_store(bridge, store: ActivationStore, dataset: Dataset,
                 cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print,
-                run: SteeringRun | None = None) -> list[dict]:
-    """Rows of ``steering.csv`` for one store (``dataset``: the records it was harvested
+                run: SteeringRun | None = None) -> list[SteeringRow]:
+    """The rows of ``steering.csv`` for one store (``dataset``: the records it was harvested
     from, checked by fingerprint); ``run`` records what was found (never the config)."""
     cfg = cfg or SteeringConfig(stores=[str(store.path)])
     run = run if run is not None else SteeringRun()
@@ -161,63 +195,31 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     slope = _slope(alphas, dz)
     base = {"dataset": name, "hook": hook, "layer": layer, "n": len(test_ds),
             "norm_unit": unit, "split_used": sp.split_used}
-    rows = [{**base, "condition": BASELINE, "kind": "baseline", "alpha": 0.0, "delta_z": 0.0,
-             "mean_z": float(z0.mean()), "accuracy": sign_accuracy(z0, y, cfg.tie_tol)}]
+    rows = [SteeringRow(**base, condition=BASELINE, kind="baseline", alpha=0.0, delta_z=0.0,
+                        mean_z=float(z0.mean()), accuracy=sign_accuracy(z0, y, cfg.tie_tol))]
     idx = {n: [j for j, k in enumerate(kinds) if k == n] for n in (RANDOM_NULL, MATCHED_NULL)}
     for j, (cond, kind) in enumerate(zip(names, kinds)):
         if kind != "probe":
             continue
         tests = {n: null_test(slope[j], slope[i]) for n, i in idx.items()}
         for a, alpha in enumerate(alphas):
-            rows.append({**base, "condition": cond, "kind": "probe", "alpha": float(alpha),
-                         "delta_z": float(dz[a, j]), "mean_z": float(z[a, :, j].mean()),
-                         "accuracy": float(acc[a, j]), "slope": float(slope[j]),
-                         **{f"p_slope_{n}": t["p"] for n, t in tests.items()},
-                         **{f"slope_rank_{n}": t["rank"] for n, t in tests.items()},
-                         # the nulls the p-value counts (non-finite slopes dropped)
-                         **{f"n_slope_{n}": t["n_null"] for n, t in tests.items()}})
+            rows.append(SteeringRow(
+                **base, condition=cond, kind="probe", alpha=float(alpha),
+                delta_z=float(dz[a, j]), mean_z=float(z[a, :, j].mean()),
+                accuracy=float(acc[a, j]), slope=float(slope[j]),
+                **{f"p_slope_{n}": t["p"] for n, t in tests.items()},
+                **{f"slope_rank_{n}": t["rank"] for n, t in tests.items()},
+                # the nulls the p-value counts (non-finite slopes dropped)
+                **{f"n_slope_{n}": t["n_null"] for n, t in tests.items()}))
     for null, i in idx.items():
         for a, alpha in enumerate(alphas):
             lo, med, hi = np.quantile(dz[a, i], [0.025, 0.5, 0.975])
-            rows.append({**base, "condition": null, "kind": "null", "alpha": float(alpha),
-                         "delta_z": float(med), "delta_z_lo": float(lo), "delta_z_hi": float(hi),
-                         "mean_z": float(z[a][:, i].mean()), "accuracy": float(acc[a, i].mean()),
-                         "slope": float(np.median(slope[i])), f"n_{null}": len(i)})
+            rows.append(SteeringRow(
+                **base, condition=null, kind="null", alpha=float(alpha), delta_z=float(med),
+                delta_z_lo=float(lo), delta_z_hi=float(hi), mean_z=float(z[a][:, i].mean()),
+                accuracy=float(acc[a, i].mean()), slope=float(np.median(slope[i])),
+                **{f"n_{null}": len(i)}))
     return rows
-
-
-@dataclass(frozen=True, kw_only=True)
-class SteeringRow:
-    """One steering condition at one dose; null and slope columns where the row has them."""
-
-    dataset: str
-    hook: str
-    layer: int
-    n: int
-    norm_unit: float
-    split_used: str
-    condition: str
-    kind: str
-    alpha: float
-    delta_z: float
-    delta_z_lo: float | Absent = ABSENT
-    delta_z_hi: float | Absent = ABSENT
-    mean_z: float
-    accuracy: float
-    slope: float | Absent = ABSENT
-    n_matched: int | Absent = ABSENT
-    n_random: int | Absent = ABSENT
-    p_slope_random: float | Absent = ABSENT
-    p_slope_matched: float | Absent = ABSENT
-    slope_rank_random: int | Absent = ABSENT
-    slope_rank_matched: int | Absent = ABSENT
-    n_slope_random: int | Absent = ABSENT
-    n_slope_matched: int | Absent = ABSENT
-
-
-@dataclass(frozen=True)
-class SteeringRows(StepRows):
-    rows: tuple[SteeringRow, ...] = ()
 
 
 def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
@@ -229,19 +231,17 @@ def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
     run = SteeringRun(model=model_name(bridge),
                       datasets=list(cfg.datasets) or [d.name for _, d in items])
     out = Path(out)
-    rows: list[dict] = []
-    for store, dataset in items:
-        rows += steer_store(bridge, store, dataset, cfg, log=log, run=run)
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    write_csv(out / "steering.csv", [{k: r.get(k, float("nan")) for k in cols} for r in rows])
+    result = SteeringRows(rows=tuple(r for store, dataset in items for r in steer_store(
+        bridge, store, dataset, cfg, log=log, run=run)))
+    write_csv(out / "steering.csv", result.table())
     save_config(out, "steering", cfg)
     write_json(out / "steering_run.json", run)
     import matplotlib.pyplot as plt
 
-    fig = plot_steering(rows, run.model)
+    fig = plot_steering(result.rows, run.model)
     save_figure(fig, out, "steering", preview=cfg.settings.quick)
     plt.close(fig)
-    return SteeringRows.of(rows)
+    return result
 
 
 #: How each preset differs from the defaults (``ppairs-lens steer``'s demo).

@@ -40,7 +40,7 @@ from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.store import ActivationStore
 from analyses.replication.sets import replication_datasets
 from ppairs_lens.data.specs import subsample_by_context
-from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL
+from ppairs_lens.interventions.conditions import BASELINE, CONTROL
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.interventions.batched import judge_under_directions
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions

@@ -89,7 +89,7 @@ _EXPORTS: dict[str, str] = {
     "load_direction": "ppairs_lens.probes.persistence",
     "metadata_from_store": "ppairs_lens.probes.persistence",
     "save_store_probes": "ppairs_lens.evaluation.saved_probes",
-    "push_to_hub": "ppairs_lens.probes.sharing",
+    "push_to_hub": "ppairs_lens.probes.hub_push",
     "read_model_card": "ppairs_lens.probes.model_card",
     "CCSProbe": "ppairs_lens.probes.estimators",
     "ALL_PROBE_KINDS": "ppairs_lens.probes.estimators",

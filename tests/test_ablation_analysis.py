@@ -15,7 +15,7 @@ from analyses.ablation_plots import read_rows
 from ppairs_lens.activations.pipeline import harvest_dataset
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.errors import PPairsError, StoreError
-from ppairs_lens.evaluation.answer_change import (
+from ppairs_lens.interventions.conditions import (
     BASELINE,
     CONTROL,
     CONTROL_AT_READOUT,

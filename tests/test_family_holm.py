@@ -8,7 +8,7 @@ import pytest
 
 import analyses.replication.claims as claims
 from analyses.replication.claims import CLAIMS, evaluate_claims
-from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL_AT_READOUT
+from ppairs_lens.interventions.conditions import BASELINE, CONTROL_AT_READOUT
 from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test
 from ppairs_lens.evaluation.power import equivalence_groups_needed, groups_needed
 from ppairs_lens.evaluation.verdicts import (

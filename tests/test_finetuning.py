@@ -146,7 +146,7 @@ def test_measure_reports_time_and_memory():
 
 def test_the_analysis_writes_its_tables_and_figures(tiny, tmp_path):
     from analyses.finetuning import PRESETS, FinetuningConfig, run_finetuning
-    from ppairs_lens.evaluation.presets import at_preset
+    from ppairs_lens.presets import at_preset
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN
 

@@ -26,7 +26,7 @@ from ppairs_lens.probes.persistence import (
     save_probe,
     save_sweep,
 )
-from ppairs_lens.probes.sharing import hub_operations, push_to_hub
+from ppairs_lens.probes.hub_push import hub_operations, push_to_hub
 from ppairs_lens.probes.sweep import fit_sweep
 from tests.test_probes import planted
 

@@ -13,7 +13,7 @@ from analyses.cli import build_parser
 from analyses.replication.config import PRESETS, ReplicationConfig, replication_config as rc
 from analyses.replication.sets import ReplicationSizes
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.presets import PRESET_NAMES, Preset, at_preset
+from ppairs_lens.presets import PRESET_NAMES, Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_N_BOOT
 from ppairs_lens.judges.allure import AllureConfig
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS

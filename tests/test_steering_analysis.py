@@ -11,7 +11,7 @@ import torch
 from analyses.steering import SteeringConfig, run_steering
 from ppairs_lens.activations.pipeline import harvest_dataset
 from ppairs_lens.data import builtin_dataset
-from ppairs_lens.evaluation.answer_change import BASELINE, MATCHED_NULL, RANDOM_NULL
+from ppairs_lens.interventions.conditions import BASELINE, MATCHED_NULL, RANDOM_NULL
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -84,3 +84,32 @@ def test_shift_verdicts_stay_only_on_the_rows_that_decide_a_claim():
 def test_empty_tables_and_records_without_a_row_kind_round_trip():
     for cls in (AblationRows, InsertionRows, SteeringRows):
         assert cls.of([]).data() == [] and cls.from_data([]) == cls()
+
+
+def test_data_of_the_wrong_kind_is_refused_naming_the_field_never_coerced():
+    from dataclasses import dataclass
+
+    from ppairs_lens.io.records import record_data
+
+    @dataclass(frozen=True)
+    class Rec:
+        by_level: dict[int, list[str]]
+        value: int | float
+        pair: tuple[int, int]
+        share: float = 0.0
+
+    rec = Rec({3: ["a"]}, 2, (1, 2), 1.0)
+    back = record_from_data(Rec, json.loads(json.dumps(record_data(rec))))
+    assert back == rec and type(back.value) is int and list(back.by_level) == [3]
+    assert type(record_from_data(Rec, {**record_data(rec), "share": 4}).share) is float
+    good = record_data(rec)
+    for bad, said in [([1], "result: expected an object of Rec's fields, got list"),
+                      ({**good, "value": "2"}, "result.value: expected int or float, got str"),
+                      ({**good, "value": True}, "result.value: expected int or float, got bool"),
+                      ({**good, "pair": [1]}, "result.pair: Not enough values"),
+                      ({**good, "by_level": {"x": []}}, "result.by_level: expected integer keys"),
+                      ({**good, "by_level": []}, "result.by_level: expected an object, got list"),
+                      ({**good, "share": "0.5"}, "result.share: expected float, got str")]:
+        with pytest.raises(PPairsError) as e:
+            record_from_data(Rec, bad)
+        assert str(e.value).startswith(said), str(e.value)

@@ -1,7 +1,8 @@
 """A step of the main job is one ``TableStep`` (docs/architecture.md, "A step of the main
 job"): the worked example there, taken from the document itself, runs inside the main job on
 the tiny model, its record lands in ``summary.json`` under its section, comes back as its
-record type when the run is repeated, and the step is remembered like the built-in ones."""
+record type when the run is repeated and when it is re-decided, and the step is remembered
+like the built-in ones."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analyses.replication.config import BUILTINS, replication_config
-from analyses.replication.run import run_replication
+from analyses.replication.run import refresh, run_replication
 from analyses.replication.steps import TABLE_STEPS, TableStep, sections
 from ppairs_lens.evaluation.protocol import EvalSettings
 
@@ -60,5 +61,11 @@ def test_the_documented_step_runs_in_the_main_job_and_is_remembered(tiny, tmp_pa
     again = run_replication(cfg, bridge=tiny, steps=steps)
     assert "label balance" in again["reused_steps"]
     assert again["label_balance"] == first["label_balance"]
+    # re-deciding the run from its outputs reads the new section back as its record
+    assert refresh(tmp_path / "out", steps=steps)["label_balance"] == first["label_balance"]
+    # the saved config shows the one protocol every step ran under
+    saved_cfg = json.loads((tmp_path / "out" / "replication.config.json").read_text())["config"]
+    assert saved_cfg["sweep"]["settings"] == saved_cfg["settings"] == saved_cfg["ablation"][
+        "settings"] == saved_cfg["judges"]["protocol"]
     # without the step, the run has no such section: nothing else had to change
     assert "label_balance" not in run_replication(cfg, bridge=tiny)

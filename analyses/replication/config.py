@@ -9,7 +9,7 @@ without the data). :func:`analyses.replication.run.run_replication` runs any of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 from ppairs_lens.data import BUILTIN_NAMES
 from analyses.replication.sets import (
@@ -17,7 +17,7 @@ from analyses.replication.sets import (
     NEWSROOM_ASPECTS,
     ReplicationSizes,
 )
-from ppairs_lens.evaluation.presets import Preset, at_preset
+from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_MAX_PAIRS, EvalSettings
 from analyses.ablation import AblationConfig
 from analyses.controls import ControlsConfig
@@ -115,6 +115,12 @@ class ReplicationConfig:
 
     def __post_init__(self):
         self.model = ModelSpec.coerce(self.model)
+        # every step runs under the study's one protocol, and its saved config says so
+        for f in fields(self):
+            step = getattr(self, f.name)
+            if is_dataclass(step) and "settings" in {g.name for g in fields(step)}:
+                setattr(self, f.name, replace(step, settings=self.settings))
+        self.judges = replace(self.judges, protocol=self.settings)
 
 
 

@@ -334,7 +334,6 @@ def _claims_lines(s: dict) -> list[str]:
     ours apart), the power table."""
     if not s.get("claims"):
         return ["No claims were decided (this summary has no claims registry output)."]
-    controls = [c for c in s["claims"] if "expected" in c]
     seeds = [c for c in s["claims"] if not c.get("ours")]
     ours = [c for c in s["claims"] if c.get("ours") and "expected" not in c]
     out: list[str] = []

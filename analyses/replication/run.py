@@ -71,7 +71,7 @@ from ppairs_lens.io.study_runner import StudyRunner, declared_result
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out_sets
 from ppairs_lens.judges.run_estimate import announce
-from ppairs_lens.judges.study import HeldOutJudges, JudgeStudySettings, judge_study
+from ppairs_lens.judges.study import HeldOutJudges, judge_study
 from ppairs_lens.models.loading import load_model, model_name
 from ppairs_lens.models.spec import ModelSpec
 
@@ -128,27 +128,26 @@ def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, HeldOutTextBasel
 
 def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str]
                  ) -> dict:
-    """Each step's config: the one ``cfg`` nests, told where it reads (``paths``: dataset
-    name -> store path, ``kinds``: name -> record kind) and given the replication's own
-    ``settings`` object: no step splits or resamples differently."""
-    s = cfg.settings
+    """Each step's config: the one ``cfg`` nests (under the study's own ``settings``, so no
+    step splits or resamples differently), told where it reads (``paths``: dataset name ->
+    store path, ``kinds``: name -> record kind)."""
     names = list(paths)
     abl = [paths[cfg.ablation_dataset]] if cfg.ablation_dataset in paths else []
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
     return {
-        "sweep": replace(cfg.sweep, stores=[paths[n] for n in names], settings=s),
+        "sweep": replace(cfg.sweep, stores=[paths[n] for n in names]),
         "probes vs prompting": replace(cfg.probes_vs_prompting, datasets=[
-            n for n in names if n not in shifted_names(names)], settings=s),
+            n for n in names if n not in shifted_names(names)]),
         "thesis tables": replace(cfg.thesis_tables, stores=[
-            paths[n] for n in summeval_names(names)], settings=s),
+            paths[n] for n in summeval_names(names)]),
         "transfer": replace(cfg.transfer, stores=[
-            paths[n] for n in comparison_names(names, kinds)], settings=s),
-        "distribution shift": replace(cfg.shift, settings=s),
-        "finetuning": replace(cfg.finetuning, settings=s),
-        "ablation": replace(cfg.ablation, stores=abl, settings=s),
-        "steering": replace(cfg.steering, stores=abl, settings=s),
-        "insertion": replace(cfg.insertion, path=str(climatex), settings=s),
-        "controls": replace(cfg.controls, settings=s),
+            paths[n] for n in comparison_names(names, kinds)]),
+        "distribution shift": cfg.shift,
+        "finetuning": cfg.finetuning,
+        "ablation": replace(cfg.ablation, stores=abl),
+        "steering": replace(cfg.steering, stores=abl),
+        "insertion": replace(cfg.insertion, path=str(climatex)),
+        "controls": cfg.controls,
     }
 
 
@@ -181,7 +180,7 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
     from ppairs_lens.judges.study import study_prompts
 
     steps = plan_held_out_run(bridge, ds, cfg.stores, split=None, forms=())
-    settings = _judge_settings(cfg)
+    settings = cfg.judges
     planned = [planned_template(bridge, d, cfg.stores) for d in ds]
     finished = [store for store, _ in planned]
     if cache is not None and all(s is not None for s in finished):
@@ -199,10 +198,6 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
     return steps
 
 
-def _judge_settings(cfg: ReplicationConfig) -> JudgeStudySettings:
-    return replace(cfg.judges, protocol=cfg.settings)
-
-
 def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
                     calibrate: bool = True, steps: tuple[TableStep, ...] = TABLE_STEPS
                     ) -> dict | None:
@@ -214,7 +209,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
     datasets = _datasets(cfg, log)
     if not datasets:
         return None
-    run = StudyRunner(cfg.out, len(EARLY_STEPS) + len(steps), reuse=reuse, desc="replication")
+    early = EARLY_STEPS[bridge is not None:]   # a model handed in is not loaded: no step
+    run = StudyRunner(cfg.out, len(early) + len(steps), reuse=reuse, desc="replication")
     out = cfg.out
     bridge = bridge if bridge is not None else run.timed("load model",
                                                          lambda: load_model(cfg.model))
@@ -233,7 +229,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
     # Each step declares the record it hands on (tests/test_step_signatures.py checks it);
     # the runner rebuilds that type from the step cache, so a reused step reads as a fresh one.
     def judges_step() -> dict[str, HeldOutJudges]:
-        return judge_study(bridge, stores, ds, _judge_settings(cfg), log=log)
+        return judge_study(bridge, stores, ds, cfg.judges, log=log)
     judges = run.step(JUDGES_STEP, judges_step, units=lambda j: (sum(
         v.n_prompts.get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
 
@@ -284,10 +280,13 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
     return summary
 
 
-def refresh(figures: str | Path = "figures") -> dict:
+def refresh(figures: str | Path = "figures", steps: tuple[TableStep, ...] = TABLE_STEPS
+            ) -> dict:
     """Re-decide a finished replication's claims from its own outputs in ``figures`` (no model
     run): the probes-vs-prompting table from the sweep's summary and rows, the shift verdicts
-    from its rows, then ``summary.json``. For when a verdict rule changed after the run."""
+    from its rows, then ``summary.json``. For when a verdict rule changed after the run.
+    ``steps``: the table steps the run ran (:func:`run_replication`'s), whose sections are
+    read back as their records."""
     import csv
 
     from analyses.distribution_shift import gap_verdict
@@ -340,7 +339,7 @@ def refresh(figures: str | Path = "figures") -> dict:
                             datasets=(tuple(BUILTINS["datasets"]) if s.get("kind") == "builtins"
                                       else None))
     # each section read back as its record (refused, naming the field, where it does not fit)
-    kinds = sections(TABLE_STEPS)
+    kinds = sections(steps)
     records = {k: t.from_data(s[k]) for k, t in kinds.items() if s.get(k) is not None}
     records.update(probes_vs_prompting=pvp, shift=shift)
     records.setdefault("controls", ControlRows())  # a run before the controls: none

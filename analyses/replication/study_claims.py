@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ppairs_lens.evaluation.answer_change import BASELINE, CONTROL_AT_READOUT
+from ppairs_lens.interventions.conditions import BASELINE, CONTROL_AT_READOUT
 from ppairs_lens.evaluation.ablation_verdicts import judge_decides
 from ppairs_lens.evaluation.cosine_verdict import cosine_rule
 from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test

@@ -40,9 +40,10 @@ from ppairs_lens.evaluation.store_split import StoreSplit, pair_items, validatio
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep, with_kinds_at
 
-__all__ = ["ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at",
-           "check_layer_setting", "choose_readout", "choose_readout_index", "choose_readouts", "common_readout", "fallback_index", "layer_rule",
-           "layer_setting", "split_half_directions", "validation_scores"]
+__all__ = ["ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at", "check_layer_setting",
+           "choose_readout", "choose_readout_index", "choose_readouts", "common_readout",
+           "fallback_index", "layer_rule", "layer_setting", "split_half_directions",
+           "validation_scores"]
 
 #: Share of the training groups held out to choose the read-out.
 VAL_SIZE: float = 0.25

@@ -22,7 +22,8 @@ from ppairs_lens.evaluation.verdicts import ACCURACY_DELTA, Verdict, interval_ve
 #: δ of a probe against any other predictor: the registry's "beats" families use the same.
 BEATS_DELTA: float = ACCURACY_DELTA
 
-__all__ = ["BASELINE_KINDS", "CHANCE", "JUDGE_KEYS", "TEXT_BASELINE_KEYS", "chance_flag", "dataset_table", "result_tables"]
+__all__ = ["BASELINE_KINDS", "CHANCE", "JUDGE_KEYS", "TEXT_BASELINE_KEYS", "chance_flag",
+           "dataset_table", "result_tables"]
 
 #: Accuracy of a guess on balanced binary choices.
 CHANCE = 0.5

@@ -43,7 +43,8 @@ from ppairs_lens.evaluation.baselines import Baseline
 from ppairs_lens.evaluation.metrics import accuracy
 from ppairs_lens.evaluation.store_split import split_records
 
-__all__ = ["HeldOutTextBaselines", "held_out_text_baselines", "lexical_baseline", "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
+__all__ = ["HeldOutTextBaselines", "held_out_text_baselines", "lexical_baseline",
+           "embedding_baseline", "text_baselines", "C_GRID", "MAX_FOLDS"]
 
 #: Inverse L2 strengths tried; the smallest of the best is kept (ties go to more regularising).
 C_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)

@@ -61,11 +61,11 @@ from ppairs_lens.evaluation.power import (
 from ppairs_lens.evaluation.margin_test import margin_test
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 
-__all__ = ["ACCURACY_DELTA", "ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_RUN",
-           "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED", "ClaimTest", "all_but_one_test", "at_least_test",
-           "Difference", "Outcome", "Verdict", "beats_chance", "claim_test", "decide_family",
-           "groups_to_decide", "holm", "intersection_test", "interval_note", "interval_p",
-           "interval_verdict",
+__all__ = ["ACCURACY_DELTA", "ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE",
+           "NOT_RUN", "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED",
+           "ClaimTest", "all_but_one_test", "at_least_test", "Difference", "Outcome", "Verdict",
+           "beats_chance", "claim_test", "decide_family", "groups_to_decide", "holm",
+           "intersection_test", "interval_note", "interval_p", "interval_verdict",
            "transfer_refusal"]
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.evaluation.answer_change import MATCHED_NULL, RANDOM_NULL
+from ppairs_lens.interventions.conditions import MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.interventions.directions import random_directions, variance_matched_directions
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 

@@ -52,8 +52,8 @@ from ppairs_lens.models.hook_points import (
     hook_points,
 )
 
-__all__ = ["MAX_ALPHA", "check_alpha", "check_finite_activations", "steering_vector", "steering_hooks", "steer",
-           "batched_steering_hooks"]
+__all__ = ["MAX_ALPHA", "check_alpha", "check_finite_activations", "steering_vector",
+           "steering_hooks", "steer", "batched_steering_hooks"]
 
 
 #: The largest steering strength taken, relative to the activations' median norm at the hook

@@ -15,7 +15,9 @@ function's return annotation). Both directions are one `cattrs
 * a field whose JSON key cannot be a Python name (``frac_abs_cos_above_0.7``) declares that
   key as ``field(metadata={JSON_KEY: "..."})``;
 * JSON's own values are kept as they are (an int where a float is declared becomes one, a NaN
-  stays a NaN); numpy arrays are lists.
+  stays a NaN, a null where a float is declared is the NaN ``summary.json`` wrote as null);
+  a value of another type is refused, never coerced; numpy arrays are lists; a mapping's int
+  keys, strings in JSON, are ints again.
 
 :class:`StepRows` is a step's table as such rows (:func:`as_row` makes one from a row dict,
 refusing a column its record lacks). Data that does not fit is refused in one line naming
@@ -24,6 +26,7 @@ the field.
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -31,6 +34,7 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
 import cattrs
+import cattrs.v
 import numpy as np
 from cattrs.gen import make_dict_structure_fn, override
 
@@ -96,12 +100,37 @@ def _record(cls: type) -> bool:
     return isinstance(cls, type) and is_dataclass(cls)
 
 
+def _object(v: Any) -> Mapping:
+    if not isinstance(v, Mapping):
+        raise TypeError(f"expected an object, got {type(v).__name__}")
+    return v
+
+
+def _int_key(k: Any) -> int:
+    if type(k) is int or (isinstance(k, str) and k.lstrip("-").isdigit()):
+        return int(k)
+    raise ValueError(f"expected integer keys, got {k!r:.40}")
+
+
+def _primitive(v: Any, types_: tuple[type, ...]) -> Any:
+    """``v`` where it is one of ``types_`` (JSON's own values; an int read as a float where
+    a float is declared), else refused naming what it is."""
+    if type(v) is int and float in types_ and int not in types_:
+        return float(v)
+    if v is None and float in types_:   # summary.json writes a NaN as null
+        return math.nan
+    if type(v) in types_ or (type(v) is int and float in types_):
+        return v
+    names = " or ".join(t.__name__ for t in types_)
+    raise TypeError(f"expected {names}, got {type(v).__name__} {v!r:.40}")
+
+
 def _converter() -> cattrs.Converter:
     c = cattrs.Converter(forbid_extra_keys=True)
-    # JSON's own values stay as written; an int where a float is declared becomes a float
-    for t in (str, int, bool):
-        c.register_structure_hook(t, lambda v, _: v)
-    c.register_structure_hook(float, lambda v, _: float(v) if type(v) is int else v)
+    # JSON's own values stay as written (an int where a float is declared becomes a float);
+    # a value of another type is refused, never coerced
+    for t in (str, int, bool, float):
+        c.register_structure_hook(t, lambda v, t: _primitive(v, (t,)))
     c.register_structure_hook_func(
         _is_array, lambda v, t: np.asarray(v, dtype=np.float64 if "Float" in str(t) else None))
 
@@ -111,14 +140,29 @@ def _converter() -> cattrs.Converter:
             return None
         rest = [a for a in args if a is not type(None)]
         if all(a in _PRIMITIVES for a in rest):
-            return float(v) if float in rest and type(v) is int else v
+            return _primitive(v, tuple(rest))
         return c.structure(v, rest[0] if len(rest) == 1 else typing.Union[tuple(rest)])
     c.register_structure_hook_func(_own_union, union)
 
     def structure_record(cls: type):   # a field's JSON key where it has its own
-        return make_dict_structure_fn(cls, c, _cattrs_forbid_extra_keys=True, **{
+        build = make_dict_structure_fn(cls, c, _cattrs_forbid_extra_keys=True, **{
             f.name: override(rename=_key(f)) for f in fields(cls) if JSON_KEY in f.metadata})
+
+        def structure(v: Any, t: Any) -> Any:
+            if not isinstance(v, Mapping):
+                raise TypeError(f"expected an object of {cls.__name__}'s fields, got "
+                                f"{type(v).__name__}")
+            return build(v, t)
+        return structure
     c.register_structure_hook_factory(_record, structure_record)
+
+    def mapping(hint: Any):
+        """A mapping with int keys: JSON wrote them as strings."""
+        value = typing.get_args(hint)[1]
+        return lambda v, _: {_int_key(k): c.structure(x, value) for k, x in _object(v).items()}
+    c.register_structure_hook_factory(
+        lambda t: typing.get_origin(t) in (dict, Mapping) and typing.get_args(t)[:1] == (int,),
+        mapping)
 
     def unstructure(obj: Any) -> Any:
         if is_dataclass(obj) and not isinstance(obj, type):
@@ -163,11 +207,19 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
         return CONVERTER.structure(data, hint)
     except (cattrs.BaseValidationError, cattrs.StructureHandlerNotFoundError, TypeError,
             ValueError, KeyError, AttributeError) as e:
-        said = (cattrs.transform_error(e, path=where) if isinstance(e, cattrs.BaseValidationError)
-                else [f"{e} @ {where}"])
+        said = (cattrs.transform_error(e, path=where, format_exception=_said)
+                if isinstance(e, cattrs.BaseValidationError) else [f"{e} @ {where}"])
         said = [": ".join(reversed(m.rsplit(" @ ", 1))) for m in said]  # "field: what"
         more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
         raise PPairsError("; ".join(said[:3]) + more) from None
+
+
+def _said(exc: BaseException, hint: Any) -> str:
+    """What was wrong with one value: our own messages and cattrs' as they are written
+    (a tuple of the wrong length says so), cattrs' wording for the rest."""
+    if isinstance(exc, (TypeError, ValueError)) and exc.args and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return cattrs.v.format_exception(exc, hint)
 
 
 def _by_name(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,3 +270,13 @@ class StepRows:
     def data(self) -> list[dict]:
         """The rows as the summary writes them: each with the columns it has, in order."""
         return [record_data(r) for r in self.rows]
+
+    def table(self) -> list[dict]:
+        """The rows as one table (the step's CSV): every column some row has, in its row
+        record's order, NaN where a row does not have it."""
+        rows = self.data()
+        have = {k for r in rows for k in r}
+        cols = [c for t in typing.get_args(self.row_type()) or (self.row_type(),)
+                for c in map(_key, fields(t)) if c in have]
+        cols = list(dict.fromkeys(cols))
+        return [{c: r.get(c, float("nan")) for c in cols} for r in rows]

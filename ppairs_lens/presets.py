@@ -29,8 +29,9 @@ class Preset:
     """How one preset differs from its config's defaults.
 
     ``changes``: field name -> value; for a field that is itself a dataclass (the replication's
-    ``sizes``), a mapping of that record's fields to change. ``preview``: the protocol of a
-    preview as well (``EvalSettings.as_quick``: fewer resamples, figures as PNG only)."""
+    ``sizes`` and each step's config it nests), a mapping of that record's fields to change.
+    ``preview``: the protocol of a preview as well (``EvalSettings.as_quick``: fewer
+    resamples, figures as PNG only)."""
 
     changes: Mapping[str, Any] = field(default_factory=dict)
     preview: bool = False
