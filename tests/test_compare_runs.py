@@ -58,6 +58,13 @@ def test_the_decisions_and_the_hosts_are_said_apart(tmp_path, capsys):
     assert len(hosts(intel, intel)) == 2 and len(hosts(amd, amd)) == 2   # one processor
     zen3 = {"environment": {**amd["environment"], "cpu_model": "AuthenticAMD EPYC family 25"}}
     assert "Intel processors only" in hosts(amd, zen3)[2]      # MKL's own pick may differ
+    other_intel = {"environment": {**intel["environment"],
+                                   "cpu_model": "GenuineIntel Xeon family 6 model 85"}}
+    assert len(hosts(intel, other_intel)) == 2     # a named branch holds across Intel models
+    unknown = {"environment": {"mkl_cbwr": "AVX2,STRICT", "torch_threads": 2}}
+    for pair in ((unknown, unknown), (intel, unknown), (unknown, {})):  # none is a vendor
+        said = hosts(*pair)
+        assert len(said) == 3 and "cannot be told" in said[2], said
     said = hosts(intel, amd)
     assert "AuthenticAMD" in said[1] and "Intel processors only" in said[2]
     a, b = tmp_path / "a.json", tmp_path / "b.json"

@@ -80,10 +80,15 @@ def hosts(a: dict, b: dict) -> list[str]:
     lines = [f"{which}: {e.get('cpu_model', 'processor not recorded')}, "
              f"MKL_CBWR={e.get('mkl_cbwr')}, {e.get('torch_threads')} threads"
              for which, e in zip(("first", "second"), envs)]
-    models = {str(e.get("cpu_model", "")) for e in envs}
+    models = {str(e["cpu_model"]) for e in envs if e.get("cpu_model")}
     vendors = {m.split(" ")[0] for m in models}
+    if len(models) < 2:   # one processor, or a run that did not record its own
+        if any(not e.get("cpu_model") for e in envs):
+            lines.append("a run did not record its processor: whether MKL could give both "
+                         "the same bits cannot be told")
+        return lines
     # on another vendor's processor MKL picks its own branch, by the processor it finds
-    if len(vendors) > 1 or (len(models) > 1 and vendors != {"GenuineIntel"}):
+    if len(vendors) > 1 or vendors != {"GenuineIntel"}:
         lines.append("MKL honours a named code branch on Intel processors only: between these "
                      "hosts its products may differ in the last bits (MKL_CBWR=COMPATIBLE is "
                      "the setting that holds across vendors)")
