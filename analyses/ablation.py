@@ -34,6 +34,7 @@ and control), ``ablation_probe_refit.csv`` (with ``refit``), ``ablation.config.j
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analyses.ablation_plots import plot_ablation, read_rows, same_columns, summary_lines
+from analyses.ablation_plots import plot_ablation, read_rows, summary_lines
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
@@ -164,8 +165,11 @@ def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
     return names, kinds, torch.stack(rows), probes
 
 
-def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg) -> tuple:
-    """Rows of ``ablation.csv`` for one preset, and of ``ablation_null.csv``."""
+def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg,
+                    sign_confidence: Callable[[str], float | None]
+                    ) -> tuple[list[AblationRow], list[dict]]:
+    """Rows of ``ablation.csv`` for one preset, and of ``ablation_null.csv``
+    (``sign_confidence``: a probe kind's, by condition name)."""
     eff, margin = direction_effects(z[:, 0], z, y)
     acc = np.array([sign_accuracy(z[:, j], y, cfg.tie_tol) for j in range(z.shape[1])])
     bias = ((ld_o + ld_s) / 2).mean(0) if ld_s is not None else np.full(len(names), np.nan)
@@ -180,38 +184,39 @@ def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg) 
         if kind in null_idx:
             null_rows.append({**base, "null": kind, "condition": cond, **common(j)})
             continue
-        row = {**base, "condition": cond, "kind": kind, **common(j)}
-        row.update(judge_baseline(y, z[:, 0], ld_o[:, 0], None if ld_s is None else ld_s[:, 0],
-                                  groups, **cfg.settings.boot_kwargs(), tol=cfg.tie_tol)
-                   if j == 0 else judge_change(y, z[:, 0], z[:, j], groups,
-                                               **cfg.settings.boot_kwargs(), tol=cfg.tie_tol))
+        change = (judge_baseline(y, z[:, 0], ld_o[:, 0], None if ld_s is None else ld_s[:, 0],
+                                 groups, **cfg.settings.boot_kwargs(), tol=cfg.tie_tol)
+                  if j == 0 else judge_change(y, z[:, 0], z[:, j], groups,
+                                              **cfg.settings.boot_kwargs(), tol=cfg.tie_tol))
+        tests = {}
         for null, idx in null_idx.items():
             # The permutation p-value says whether the probe beats the null; an "excess over
             # the null median" CI that held the null directions fixed overstated it (gone).
             t = null_test(eff[j], eff[idx])
-            row.update({f"rank_{null}": t["rank"], f"n_{null}": t["n_null"],
-                        f"p_{null}": t["p"]})
-        rows.append(row)
+            tests |= {f"rank_{null}": t["rank"], f"n_{null}": t["n_null"], f"p_{null}": t["p"]}
+        own = {"sign_confidence": sign_confidence(cond)} if kind == "probe" else {}
+        rows.append(AblationRow(**{**base, "condition": cond, "kind": kind, **common(j),
+                                   **change, **tests, **own}))
     for null, idx in null_idx.items():
         if idx:
             e = eff[idx]
             lo, med, hi = np.quantile(e, [0.025, 0.5, 0.975])
-            rows.append({**base, "condition": null, "kind": "null", **common(idx[0]),
-                         "effect": float(med), "margin": float(np.median(margin[idx])),
-                         "accuracy": float(acc[idx].mean()),
-                         "accuracy_delta": float(acc[idx].mean() - acc[0]),
-                         "mean_abs_z": float(np.abs(z[:, idx]).mean()),
-                         "position_bias_logodds": (float(np.mean(bias[idx])) if
-                                                   np.isfinite(bias[idx]).all() else np.nan),
-                         "abs_cos_unembedding": float(cos_u[idx].mean()),
-                         "effect_lo": float(lo), "effect_hi": float(hi), f"n_{null}": len(idx)})
+            rows.append(AblationRow(
+                **base, condition=null, kind="null", effect=float(med),
+                margin=float(np.median(margin[idx])), accuracy=float(acc[idx].mean()),
+                accuracy_delta=float(acc[idx].mean() - acc[0]),
+                mean_abs_z=float(np.abs(z[:, idx]).mean()),
+                position_bias_logodds=(float(np.mean(bias[idx])) if
+                                       np.isfinite(bias[idx]).all() else np.nan),
+                abs_cos_unembedding=float(cos_u[idx].mean()), effect_lo=float(lo),
+                effect_hi=float(hi), **{f"n_{null}": len(idx)}))
     return rows, null_rows
 
 
 def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print,
                  run: AblationRun | None = None
-                 ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+                 ) -> tuple[list[AblationRow], list[dict], list[dict], list[dict]]:
     """Rows of ``ablation.csv``, ``ablation_null.csv``, ``ablation_z.csv`` and
     ``ablation_probe_refit.csv`` for one store. ``dataset`` is the one the store was harvested
     from (checked by fingerprint): the judge needs the records' text. ``run``: where the read-out,
@@ -255,11 +260,8 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                 "positions": cfg.positions, "split_used": split_used,
                 "accuracy_margin": cfg.accuracy_margin, "logodds_margin": cfg.logodds_margin}
         rr, nr = _condition_rows(base, names, kinds, r, out["z"], out["ld_original"],
-                                 out["ld_swapped"], y, groups, cfg)
-        for row in rr:
-            if row["kind"] == "probe":
-                row["sign_confidence"] = getattr(probes.to_probe(row["condition"], 0),
-                                                 "sign_confidence_", float("nan"))
+                                 out["ld_swapped"], y, groups, cfg, lambda kind: getattr(
+                                     probes.to_probe(kind, 0), "sign_confidence_", math.nan))
         rows += rr + [_readout_control_row(base, ctrl, y, groups, cfg)]
         null_rows += nr
         z_rows += _z_rows(base, names, kinds, test_ds, out)
@@ -268,20 +270,23 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     return rows, null_rows, z_rows, refit
 
 
-def _readout_control_row(base: dict, z: np.ndarray, y, groups, cfg) -> dict:
+def _readout_control_row(base: dict, z: np.ndarray, y, groups, cfg) -> AblationRow:
     """The control removed at the read-out hook only (column 1 of ``z``; column 0 clean)."""
-    return {**base, "condition": CONTROL_AT_READOUT, "kind": "control_readout",
-            **condition_change(y, z[:, 0], z[:, 1], groups, **cfg.settings.boot_kwargs(),
-                               tol=cfg.tie_tol)}
+    return AblationRow(**base, condition=CONTROL_AT_READOUT, kind="control_readout",
+                       **condition_change(y, z[:, 0], z[:, 1], groups,
+                                          **cfg.settings.boot_kwargs(), tol=cfg.tie_tol))
 
 
-def _add_holm(rows: list[dict]) -> None:
+def _with_holm(rows: list[AblationRow]) -> list[AblationRow]:
     """``p_<null>_holm``: Holm over every probe test of a preset (all datasets and kinds)."""
-    for preset in dict.fromkeys(r["preset"] for r in rows):
-        here = [r for r in rows if r["preset"] == preset and r["kind"] == "probe"]
+    rows = list(rows)
+    for preset in dict.fromkeys(r.preset for r in rows):
+        here = [k for k, r in enumerate(rows) if r.preset == preset and r.kind == "probe"]
         for null in (RANDOM_NULL, MATCHED_NULL):
-            for r, q in zip(here, holm([r.get(f"p_{null}", np.nan) for r in here])):
-                r[f"p_{null}_holm"] = float(q)
+            ps = [getattr(rows[k], f"p_{null}") for k in here]
+            for k, q in zip(here, holm([math.nan if p is ABSENT else p for p in ps])):
+                rows[k] = replace(rows[k], **{f"p_{null}_holm": float(q)})
+    return rows
 
 
 def _z_rows(base: dict, names, kinds, ds: Dataset, out: dict) -> list[dict]:
@@ -408,16 +413,16 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
         a, b, c, d = ablate_store(bridge, store, dataset, cfg, log=log, run=run)
         run.timings[store.meta.dataset] = round(time.perf_counter() - t0, 1)
         rows, null_rows, z_rows, refit = rows + a, null_rows + b, z_rows + c, refit + d
-    _add_holm(rows)
-    write_csv(out / "ablation.csv", same_columns(rows))
+    result = AblationRows(rows=tuple(_with_holm(rows)))
+    write_csv(out / "ablation.csv", result.table())
     write_csv(out / "ablation_null.csv", null_rows)
     write_csv(out / "ablation_z.csv", z_rows)
     if refit:
         write_csv(out / "ablation_probe_refit.csv", refit)
     save_config(out, "ablation", cfg)
     write_json(out / "ablation_run.json", run)
-    _draw(rows, null_rows, cfg, run.model, out)
-    return AblationRows.of(rows)
+    _draw(result.data(), null_rows, cfg, run.model, out)   # as replot draws it from the CSV
+    return result
 
 
 def _draw(rows, null_rows, cfg, model, out) -> list[Path]:

@@ -23,7 +23,7 @@ from ppairs_lens.errors import DataError
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.evaluation.predictors import colour, label
 
-__all__ = ["plot_ablation", "read_rows", "same_columns", "summary_lines"]
+__all__ = ["plot_ablation", "read_rows", "summary_lines"]
 
 _NULL_STYLE = {RANDOM_NULL: ("#7f7f7f", "isotropic random"),
                MATCHED_NULL: ("#17becf", "variance-matched random")}
@@ -179,9 +179,3 @@ def read_rows(path: str | Path) -> list[dict]:
     except OSError as e:
         raise DataError(f"cannot read: {e}", file=str(path)) from None
     return rows
-
-
-def same_columns(rows: list[dict]) -> list[dict]:
-    """Every row with every column (NaN where a column does not apply), for one CSV."""
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    return [{k: r.get(k, float("nan")) for k in cols} for r in rows]

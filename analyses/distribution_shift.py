@@ -43,7 +43,7 @@ from ppairs_lens.evaluation.shift import (
 from ppairs_lens.evaluation.store_split import split_records, split_store
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
-from ppairs_lens.io.records import ABSENT, Absent, as_row, record_data, record_from_data
+from ppairs_lens.io.records import ABSENT, Absent, record_data, record_from_data
 from ppairs_lens.evaluation.result_table import JUDGE_KEYS
 from ppairs_lens.judges.held_out import (held_out_judge_scores, judge_cache_dir,
                                          judge_every_pair)
@@ -113,14 +113,6 @@ class ShiftResult:
     read_outs: dict[str, int]
 
     @classmethod
-    def of(cls, result: Mapping[str, Any]) -> ShiftResult:
-        return cls(rows=tuple(as_row(ShiftRow, r, "shift row") for r in result["rows"]),
-                   drops=tuple(as_row(ShiftDrop, d, "shift drop") for d in result["drops"]),
-                   published=tuple(as_row(PublishedNote, p, "shift published")
-                                   for p in result["published"]),
-                   read_outs=dict(result["read_outs"]))
-
-    @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> ShiftResult:
         return record_from_data(cls, dict(data), cls.__name__)
 
@@ -157,10 +149,12 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
         r["read_out"] = choice[r["method"]].index if r["method"] in choice else None
     write_csv(f"{out}/distribution_shift.csv", rows + [{"role": "drop", **d} for d in drops])
     save_config(out, "distribution_shift", cfg)
-    pub = [{"source": citation(p), "note": p.note} for p in published(source="paper")
-           if "Figure 4" in p.table]
-    return ShiftResult.of({"rows": rows, "drops": drops, "published": pub,
-                           "read_outs": {k: c.index for k, c in choice.items()}})
+    return ShiftResult(rows=tuple(ShiftRow(**r) for r in rows),
+                       drops=tuple(ShiftDrop(**d) for d in drops),
+                       published=tuple(PublishedNote(source=citation(p), note=p.note)
+                                       for p in published(source="paper")
+                                       if "Figure 4" in p.table),
+                       read_outs={k: c.index for k, c in choice.items()})
 
 
 @dataclass

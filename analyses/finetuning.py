@@ -263,7 +263,7 @@ def _take(sp: StoreSplit, train: Dataset, idx: np.ndarray) -> tuple[StoreSplit, 
 
 def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig,
                   known_z: Mapping[str, float] | None = None
-                  ) -> tuple[list[dict], list[dict], dict]:
+                  ) -> tuple[list[FinetuningRow], list[dict], dict]:
     """``(rows, curve rows, summary)`` of one dataset: the comparison and the label curve."""
     template, sp, train, test = prepare_comparison(bridge, store, dataset, cfg)
     groups, unit = bootstrap_groups(sp)
@@ -302,25 +302,26 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
     rows = []
     for m, s in main.items():
         acc = evaluate(y, s.p, groups=groups, **cfg.settings.boot_kwargs())["accuracy"]
-        row = {"dataset": dataset.name, "method": m, "n_train": 0 if m == "zero_shot" else n_main,
-               "n_test": len(y), "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
-               "ci_counts": acc.get("ci_counts")}
+        versus = {}
         if "supervised" in main:
-            d = paired_difference(y, s.p, main["supervised"].p, groups, **cfg.settings.boot_kwargs())
-            row.update(minus_supervised=d["value"], minus_supervised_lo=d["lo"],
-                       minus_supervised_hi=d["hi"],
-                       minus_supervised_ci_counts=held_out_ci_counts(sp, d),
-                       n_groups=len(d["group_diffs"]),
-                       minus_supervised_group_diffs=d["group_diffs"])
-        row.update(train_seconds=s.cost.seconds, train_cpu_seconds=s.cost.cpu_seconds,
-                   peak_mb=s.cost.peak_mb,
-                   memory_kind=s.cost.memory_kind, trainable_params=s.trainable_params,
-                   layer=s.extra.get("layer"), hook=s.extra.get("hook"), layer_rule=s.extra.get("layer_rule"),
-                   examples_per_s=s.extra.get("examples_per_s"),
-                   cpu_seconds_per_example=s.extra.get("cpu_seconds_per_example"),
-                   loss_first=s.extra.get("loss_first"), loss_last=s.extra.get("loss_last"),
-                   split_used=sp.split_used, ci_unit=unit)
-        rows.append(row)
+            d = paired_difference(y, s.p, main["supervised"].p, groups,
+                                  **cfg.settings.boot_kwargs())
+            versus = dict(minus_supervised=d["value"], minus_supervised_lo=d["lo"],
+                          minus_supervised_hi=d["hi"],
+                          minus_supervised_ci_counts=held_out_ci_counts(sp, d),
+                          n_groups=len(d["group_diffs"]),
+                          minus_supervised_group_diffs=tuple(d["group_diffs"]))
+        rows.append(FinetuningRow(
+            dataset=dataset.name, method=m, n_train=0 if m == "zero_shot" else n_main,
+            n_test=len(y), accuracy=acc["value"], lo=acc["lo"], hi=acc["hi"],
+            ci_counts=acc.get("ci_counts"), **versus, train_seconds=s.cost.seconds,
+            train_cpu_seconds=s.cost.cpu_seconds, peak_mb=s.cost.peak_mb,
+            memory_kind=s.cost.memory_kind, trainable_params=s.trainable_params,
+            layer=s.extra.get("layer"), hook=s.extra.get("hook"),
+            layer_rule=s.extra.get("layer_rule"), examples_per_s=s.extra.get("examples_per_s"),
+            cpu_seconds_per_example=s.extra.get("cpu_seconds_per_example"),
+            loss_first=s.extra.get("loss_first"), loss_last=s.extra.get("loss_last"),
+            split_used=sp.split_used, ci_unit=unit))
     curve = curve_rows(dataset.name, n_all, cfg, run, y, groups)
     summary = {"split_used": sp.split_used, "ci_unit": unit, "n_train_available": n_all,
                "n_train": n_main, "n_test": len(y),
@@ -392,17 +393,19 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
         curve += c
         summary[dataset.name] = s
     model = model_name(bridge)
-    write_csv(out / "finetuning.csv", rows)
+    result = FinetuningRows(rows=tuple(rows))
+    write_csv(out / "finetuning.csv", result.table(missing=""))
     write_csv(out / "finetuning_curve.csv", curve)
     write_json(out / "finetuning_summary.json", {"model": model, "datasets": summary})
     save_config(out, "finetuning", cfg)
     import matplotlib.pyplot as plt
 
-    for name, fig in (("finetuning", plot_comparison(rows, model, cfg)),
-                      ("finetuning_curve", plot_curve(curve, rows, model, cfg))):
+    table = result.data()
+    for name, fig in (("finetuning", plot_comparison(table, model, cfg)),
+                      ("finetuning_curve", plot_curve(curve, table, model, cfg))):
         save_figure(fig, out, name, preview=cfg.settings.quick)
         plt.close(fig)
-    return FinetuningRows.of(rows)
+    return result
 
 
 def plan_finetuning(bridge, datasets: list[Dataset], root, cfg: FinetuningConfig,

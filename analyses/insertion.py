@@ -156,7 +156,7 @@ def held_out_pairs(data: InsertionData, n: int, seed: int) -> list[tuple[str, st
 
 
 def pairwise_row(m: str, comp: BatchComparator, data: InsertionData, cfg: InsertionConfig
-                 ) -> dict | None:
+                 ) -> InsertionRow | None:
     """Comparator ``m``'s accuracy on held-out pairs of test statements (``level``
     "pairwise held-out"), or None when no such pair exists."""
     pairs = held_out_pairs(data, cfg.pairwise_pairs, cfg.settings.seed)
@@ -167,14 +167,15 @@ def pairwise_row(m: str, comp: BatchComparator, data: InsertionData, cfg: Insert
     hit = [0.5 if q == 0.5 else float((q > 0.5) == (data.true[a] > data.true[b]))
            for q, (a, b) in zip(p, pairs)]
     acc = mean_ci(hit, **cfg.settings.boot_kwargs())
-    return {"method": m, "label": f"{METHOD_LABELS[m]}: pairwise accuracy on held-out pairs",
-            "level": "pairwise held-out", "accuracy": acc["value"], "lo": acc["lo"],
-            "hi": acc["hi"], "ci_counts": acc.get("ci_counts", False), "n": len(pairs),
-            "slope": "", "bias": "", "mean_pred": "", "n_rows": 0, "n_comparisons": len(pairs),
-            "seconds": 0.0}
+    return InsertionRow(method=m, label=f"{METHOD_LABELS[m]}: pairwise accuracy on held-out "
+                        "pairs", level="pairwise held-out", accuracy=acc["value"], lo=acc["lo"],
+                        hi=acc["hi"], ci_counts=acc.get("ci_counts", False), n=len(pairs),
+                        slope="", bias="", mean_pred="", n_rows=0, n_comparisons=len(pairs),
+                        seconds=0.0)
 
 
-def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict], dict]:
+def insert_dataset(bridge, cfg: InsertionConfig
+                   ) -> tuple[list[InsertionRow], list[dict], dict]:
     """Insertion-score ClimateX; returns (table rows, per-statement predictions, info)."""
     data = insertion_data(cfg)
     all_items, train_items, test_items = data.all_items, data.train_items, data.test_items
@@ -228,17 +229,16 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
             sel = y == lv
             acc = mean_ci(hit[sel], **cfg.settings.boot_kwargs()) if sel.any() else {
                 "value": math.nan, "lo": math.nan, "hi": math.nan}
-            rows.append({"method": m, "label": METHOD_LABELS[m], "level": CLIMATEX_LEVELS[lv],
-                         "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
-                         "ci_counts": acc.get("ci_counts", False),
-                         "n": int(sel.sum()), "slope": "", "bias": "",
-                         "mean_pred": float(p[sel].mean()) if sel.any() else math.nan,
-                         **cost})
+            rows.append(InsertionRow(
+                method=m, label=METHOD_LABELS[m], level=CLIMATEX_LEVELS[lv],
+                accuracy=acc["value"], lo=acc["lo"], hi=acc["hi"],
+                ci_counts=acc.get("ci_counts", False), n=int(sel.sum()), slope="", bias="",
+                mean_pred=float(p[sel].mean()) if sel.any() else math.nan, **cost))
         acc = mean_ci(hit, **cfg.settings.boot_kwargs())
-        rows.append({"method": m, "label": METHOD_LABELS[m], "level": "overall",
-                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
-                         "ci_counts": acc.get("ci_counts", False), "n": len(y),
-                     "slope": slope, "bias": bias, "mean_pred": float(p.mean()), **cost})
+        rows.append(InsertionRow(
+            method=m, label=METHOD_LABELS[m], level="overall", accuracy=acc["value"],
+            lo=acc["lo"], hi=acc["hi"], ci_counts=acc.get("ci_counts", False), n=len(y),
+            slope=slope, bias=bias, mean_pred=float(p.mean()), **cost))
         info[f"{m}_cost"] = comp.cost()
         tags = {i: int(out[i][0]) for i in ids}
         pair_row = pairwise_row(m, comp, data, cfg)
@@ -252,36 +252,36 @@ def insert_dataset(bridge, cfg: InsertionConfig) -> tuple[list[dict], list[dict]
     return rows, preds, info
 
 
-def pc1_row(trained) -> dict:
+def pc1_row(trained) -> InsertionRow:
     """The probe's direction against the first principal component of its own training
     differences (thesis Section 4.3.3, Appendix C.5): ``level`` "direction vs PC1", the
     value in ``abs_cos`` (no accuracy), no interval (see
     :func:`ppairs_lens.evaluation.direction_agreement.pc1_alignment`)."""
-    return {"method": "probe", "label": f"{METHOD_LABELS['probe']}: |cos| of its direction "
-            "with PC1 of its training differences", "level": "direction vs PC1",
-            "accuracy": math.nan, "abs_cos": trained.pc1_abs_cos, "lo": math.nan, "hi": math.nan,
-            "ci_counts": False, "n": trained.n_pairs, "slope": "", "bias": "",
-            "mean_pred": "", "n_rows": 0, "n_comparisons": 0, "seconds": 0.0,
-            **trained.cost_columns()}
+    return InsertionRow(method="probe", label=f"{METHOD_LABELS['probe']}: |cos| of its "
+                        "direction with PC1 of its training differences",
+                        level="direction vs PC1", accuracy=math.nan,
+                        abs_cos=trained.pc1_abs_cos, lo=math.nan, hi=math.nan, ci_counts=False,
+                        n=trained.n_pairs, slope="", bias="", mean_pred="", n_rows=0,
+                        n_comparisons=0, seconds=0.0, **trained.cost_columns())
 
 
-def published_row(method: str, d: dict) -> dict:
+def published_row(method: str, d: dict) -> InsertionRow:
     """A row of ``insertion.csv`` for ``method`` minus a published model on the same
     statements (``level`` "published paired"; ``accuracy``/``lo``/``hi``: the paired
     difference of hits)."""
-    return {"method": f"{method} - {d['versus']}",
-            "label": f"{METHOD_LABELS[method]} minus {d['versus']} (published predictions, "
-                     "same statements)", "level": "published paired",
-            "accuracy": d["difference"], "lo": d["lo"], "hi": d["hi"],
-            "ci_counts": d["ci_counts"], "n": d["n"], "slope": d["ours_slope"],
-            "bias": d["ours_bias"], "mean_pred": "", "n_rows": 0, "n_comparisons": 0,
-            "seconds": 0.0, "ours": method, **{k: d[k] for k in (
-                "versus", "model", "setting", "n_unparsed", "ours_accuracy", "theirs_accuracy",
-                "theirs_slope", "theirs_bias")}}
+    return InsertionRow(
+        method=f"{method} - {d['versus']}",
+        label=f"{METHOD_LABELS[method]} minus {d['versus']} (published predictions, same "
+              "statements)", level="published paired", accuracy=d["difference"], lo=d["lo"],
+        hi=d["hi"], ci_counts=d["ci_counts"], n=d["n"], slope=d["ours_slope"],
+        bias=d["ours_bias"], mean_pred="", n_rows=0, n_comparisons=0, seconds=0.0,
+        ours=method, **{k: d[k] for k in ("versus", "model", "setting", "n_unparsed",
+                                           "ours_accuracy", "theirs_accuracy", "theirs_slope",
+                                           "theirs_bias")})
 
 
 def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarray],
-                   cfg: InsertionConfig) -> list[dict]:
+                   cfg: InsertionConfig) -> list[InsertionRow]:
     """The majority level of the train split and a lexical tagger fitted on the probe's own
     training statements, scored on the same test statements; each model method minus each
     of them (paired: the difference of hits per statement, resampled together)."""
@@ -296,18 +296,18 @@ def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarra
         hit = (p == y).astype(float)
         acc = mean_ci(hit, **cfg.settings.boot_kwargs())
         slope, bias = slope_bias(p, y)
-        rows.append({"method": m, "label": NO_MODEL_LABELS[m], "level": "overall",
-                     "accuracy": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
-                         "ci_counts": acc.get("ci_counts", False), "n": len(y),
-                     "slope": slope, "bias": bias, "mean_pred": float(p.mean()),
-                     "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
+        rows.append(InsertionRow(
+            method=m, label=NO_MODEL_LABELS[m], level="overall", accuracy=acc["value"],
+            lo=acc["lo"], hi=acc["hi"], ci_counts=acc.get("ci_counts", False), n=len(y),
+            slope=slope, bias=bias, mean_pred=float(p.mean()), n_rows=0, n_comparisons=0,
+            seconds=0.0))
         for mm, h in hits.items():
             d = mean_ci(h - hit, **cfg.settings.boot_kwargs())
-            rows.append({"method": f"{mm} - {m}", "label": f"{METHOD_LABELS[mm]} minus "
-                         f"{NO_MODEL_LABELS[m]}", "level": "difference", "accuracy": d["value"],
-                         "lo": d["lo"], "hi": d["hi"], "ci_counts": d["ci_counts"],
-                         "n": len(y), "slope": "", "bias": "",
-                         "mean_pred": "", "n_rows": 0, "n_comparisons": 0, "seconds": 0.0})
+            rows.append(InsertionRow(
+                method=f"{mm} - {m}", label=f"{METHOD_LABELS[mm]} minus {NO_MODEL_LABELS[m]}",
+                level="difference", accuracy=d["value"], lo=d["lo"], hi=d["hi"],
+                ci_counts=d["ci_counts"], n=len(y), slope="", bias="", mean_pred="", n_rows=0,
+                n_comparisons=0, seconds=0.0))
     return rows
 
 
@@ -413,12 +413,13 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> InsertionRow
     figure."""
     out = Path(out)
     rows, preds, info = insert_dataset(bridge, cfg)
-    write_csv(out / "insertion.csv", rows)
+    result = InsertionRows(rows=tuple(rows))
+    write_csv(out / "insertion.csv", result.table(missing=""))
     write_csv(out / "insertion_predictions.csv", preds)
     save_config(out, "insertion", {"config": cfg, "run": info})
-    save_figure(plot_insertion(preds, rows, model_name(bridge), cfg), out, "insertion",
-                preview=cfg.settings.quick)
-    return InsertionRows.of(rows)
+    save_figure(plot_insertion(preds, result.data(), model_name(bridge), cfg), out,
+                "insertion", preview=cfg.settings.quick)
+    return result
 
 
 #: How each preset differs from the defaults (the ClimateX part of ``ppairs-lens rank``; the

@@ -60,29 +60,34 @@ def _balanced(entry: dict, name: str) -> dict:
     return {} if acc is None else {"length_balanced_accuracy": acc, "n_length_balanced": lb["n"]}
 
 
-def dataset_rows(sweep: dict, dataset: str) -> tuple[list[dict], list[dict]]:
-    """(method rows, claim rows) of one dataset."""
+def dataset_rows(sweep: dict, dataset: str, judge: dict | None = None
+                 ) -> tuple[list[PvPRow], list[dict]]:
+    """(method rows, claim rows) of one dataset; ``judge``: its prompted judge's record
+    (whose diagnostics say whether it decides at all), where it has one."""
+    share = ({"same_raw_answer_share": judge["diagnostics"].get("same_raw_answer_share")}
+             if judge is not None else {})
     entries = {e["kind"]: e for e in sweep["entries"] if e["dataset"] == dataset}
     others = _others(sweep, dataset)
     rows = []
     for kind, e in entries.items():
         t = e["test"]
-        rows.append({"dataset": dataset, "method": PROBES.get(kind, kind), "kind": kind,
-                     "family": "probe", "accuracy": t["value"], "lo": t["lo"], "hi": t["hi"],
-                     "ci_counts": t.get("ci_counts"), "read_out": e["layer"],
-                     "selected_by": e["selected_by"], "n": e["n_test"],
-                     "auroc": None, "f1": None, **_balanced(e, "probe")})
+        rows.append(PvPRow(dataset=dataset, method=PROBES.get(kind, kind), kind=kind,
+                           family="probe", accuracy=t["value"], lo=t["lo"], hi=t["hi"],
+                           ci_counts=t.get("ci_counts"), read_out=e["layer"],
+                           selected_by=e["selected_by"], n=e["n_test"], auroc=None, f1=None,
+                           **_balanced(e, "probe")))
     for (kind, metric), r in others.items():
         if metric != "accuracy":
             continue
         family = "judge" if kind in JUDGE_FORMS else "baseline"
-        rows.append({"dataset": dataset, "method": {**JUDGE_FORMS, **BASELINES}.get(kind, kind),
-                     "kind": kind, "family": family, "accuracy": r["value"], "lo": r["lo"],
-                     "hi": r["hi"], "ci_counts": r.get("ci_counts"), "read_out": None,
-                     "selected_by": r.get("predictor"), "n": r["n_test"],
-                     "auroc": others.get((kind, "auroc"), {}).get("value"),
-                     "f1": others.get((kind, "f1"), {}).get("value"),
-                     **_balanced(next(iter(entries.values()), {}), kind)})
+        rows.append(PvPRow(
+            dataset=dataset, method={**JUDGE_FORMS, **BASELINES}.get(kind, kind), kind=kind,
+            family=family, accuracy=r["value"], lo=r["lo"], hi=r["hi"],
+            ci_counts=r.get("ci_counts"), read_out=None, selected_by=r.get("predictor"),
+            n=r["n_test"], auroc=others.get((kind, "auroc"), {}).get("value"),
+            f1=others.get((kind, "f1"), {}).get("value"),
+            **_balanced(next(iter(entries.values()), {}), kind),
+            **(share if family == "judge" else {})))
     claims = []
     for kind, e in entries.items():
         for other in COMPARISONS.get(kind, ()):
@@ -138,16 +143,13 @@ def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
     (diagnostics: does the prompted judge decide at all?)."""
     rows, claims = [], []
     for name in cfg.datasets:
-        r, c = dataset_rows(sweep, name)
-        for x in r:
-            if x["family"] == "judge" and name in judges:
-                x["same_raw_answer_share"] = judges[name]["diagnostics"].get(
-                    "same_raw_answer_share")
+        r, c = dataset_rows(sweep, name, judges.get(name))
         rows += r
         claims += c
-    write_csv(f"{out}/probes_vs_prompting.csv", rows)
+    result = PvPRows(rows=tuple(rows))
+    write_csv(f"{out}/probes_vs_prompting.csv", result.table(missing=""))
     write_csv(f"{out}/probes_vs_prompting_claims.csv", claims)
     save_config(out, "probes_vs_prompting", cfg)
-    save_figure(plot_pvp(rows, published_context()), out, "probes_vs_prompting",
+    save_figure(plot_pvp(result.rows, published_context()), out, "probes_vs_prompting",
                 preview=cfg.settings.quick)
-    return PvPRows.of(rows)
+    return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -10,22 +12,23 @@ from ppairs_lens.io.plotting import caption, style
 FAMILY_COLORS = {"probe": "#1f77b4", "judge": "#ff7f0e", "baseline": "#8c8c8c"}
 
 
-def plot_pvp(rows: list[dict], published: list[dict]):
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+def plot_pvp(rows: Sequence, published: list[dict]):
+    """One panel per dataset; ``rows``: the step's ``PvPRow`` records."""
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
     order = ("probe", "judge", "baseline")
-    methods = list(dict.fromkeys(r["method"] for r in sorted(
-        rows, key=lambda r: order.index(r["family"]))))
+    methods = list(dict.fromkeys(r.method for r in sorted(
+        rows, key=lambda r: order.index(r.family))))
     ypos = {m: len(methods) - 1 - k for k, m in enumerate(methods)}  # one row per method
     with style():
         fig, axes = plt.subplots(1, len(datasets), figsize=(2.2 * len(datasets) + 1, 4.2),
                                  sharey=True, squeeze=False)
         for ax, ds in zip(axes[0], datasets):
-            rs = [r for r in rows if r["dataset"] == ds]
-            y = np.array([ypos[r["method"]] for r in rs])
-            v = np.array([r["accuracy"] for r in rs], float)
-            lo = np.array([r["lo"] for r in rs], float)
-            hi = np.array([r["hi"] for r in rs], float)
-            ax.barh(y, v - 0.5, left=0.5, color=[FAMILY_COLORS[r["family"]] for r in rs])
+            rs = [r for r in rows if r.dataset == ds]
+            y = np.array([ypos[r.method] for r in rs])
+            v = np.array([r.accuracy for r in rs], float)
+            lo = np.array([r.lo for r in rs], float)
+            hi = np.array([r.hi for r in rs], float)
+            ax.barh(y, v - 0.5, left=0.5, color=[FAMILY_COLORS[r.family] for r in rs])
             ax.errorbar(v, y, xerr=[v - lo, hi - v], fmt="none", ecolor="k", lw=0.8)
             ax.axvline(0.5, color="#999999", lw=0.8, ls="--")
             ax.set_title(ds, fontsize=8)

@@ -122,7 +122,8 @@ def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dic
 
 
 def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
-                scores: HeldOutScores, layer: int, cfg: ThesisTablesConfig) -> list[dict]:
+                scores: HeldOutScores, layer: int, cfg: ThesisTablesConfig
+                ) -> list[ThesisCell | ThesisDifference]:
     """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store; ``scores``: the held-out
     items' ratings."""
     test = Dataset(**{**test.__dict__, "records": [r for r in test.records if r.label != TIE]})
@@ -147,23 +148,23 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
         p = np.array([pair_ps[method][test.records[i].pair_id] for i in ids])
         acc = evaluate(y[ids], p, groups=[groups[i] for i in ids], n_boot=cfg.settings.n_boot,
                        seed=cfg.settings.seed)["accuracy"]
-        rows.append({**base, "table": "4.1", "method": method, "metric": "pairwise accuracy",
-                     "value": acc["value"], "lo": acc["lo"], "hi": acc["hi"], "n": len(ids),
-                     "ci_counts": acc.get("ci_counts", False)})
+        rows.append(ThesisCell(**base, table="4.1", method=method, metric="pairwise accuracy",
+                               value=acc["value"], lo=acc["lo"], hi=acc["hi"], n=len(ids),
+                               ci_counts=acc.get("ci_counts", False)))
         if method in ("direct", "G-Eval"):
             rhos = list(_per_article_of(items, pair_ps[f"{method} scores"]).values())
         else:
             rhos = list(_per_article(items, _pair_p(test, pair_ps[method]), cfg).values())
         ci = mean_ci(rhos, **cfg.settings.boot_kwargs()) if rhos else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan")}
-        rows.append({**base, "table": "4.2", "method": method, "metric": "spearman",
-                     "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(rhos),
-                     "ci_counts": ci.get("ci_counts", False)})
+        rows.append(ThesisCell(**base, table="4.2", method=method, metric="spearman",
+                               value=ci["value"], lo=ci["lo"], hi=ci["hi"], n=len(rhos),
+                               ci_counts=ci.get("ci_counts", False)))
     return rows
 
 
 def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTablesConfig,
-                 dataset: str, aspect: str) -> list[dict]:
+                 dataset: str, aspect: str) -> list[ThesisDifference]:
     """PPAIRS minus each other method: pairwise accuracy on the same held-out pairs (paired
     CI over articles) and Spearman on the same articles (CI over articles)."""
     rows = []
@@ -176,11 +177,11 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
     for other in ("direct", "G-Eval", "PAIRS"):
         q = np.array([pair_ps[other][test.records[i].pair_id] for i in ids])
         d = paired_difference(y[ids], probe, q, g, **cfg.settings.boot_kwargs())
-        rows.append({"table": "4.1", "dataset": dataset, "aspect": aspect, "model": "ours",
-                     "method": f"PPAIRS - {other}", "metric": "pairwise accuracy difference",
-                     "value": d["value"], "lo": d["lo"], "hi": d["hi"], "n": d["n"],
-                     "ci_counts": d["ci_counts"], "n_groups": len(d["group_diffs"]),
-                     "group_diffs": d["group_diffs"]})
+        rows.append(ThesisDifference(
+            table="4.1", dataset=dataset, aspect=aspect, model="ours",
+            method=f"PPAIRS - {other}", metric="pairwise accuracy difference",
+            value=d["value"], lo=d["lo"], hi=d["hi"], n=d["n"], ci_counts=d["ci_counts"],
+            n_groups=len(d["group_diffs"]), group_diffs=tuple(d["group_diffs"])))
         if other == "PAIRS":
             theirs = _per_article(items, _pair_p(test, pair_ps[other]), cfg)
         else:
@@ -190,12 +191,12 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
         sizes = [len(articles[c]) for c in common]
         ci = mean_ci(diffs, **cfg.settings.boot_kwargs()) if diffs else \
             {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "ci_counts": False}
-        rows.append({"table": "4.2", "dataset": dataset, "aspect": aspect, "model": "ours",
-                     "method": f"PPAIRS - {other}", "metric": "spearman difference",
-                     "value": ci["value"], "lo": ci["lo"], "hi": ci["hi"], "n": len(diffs),
-                     "ci_counts": ci.get("ci_counts"), "n_groups": len(diffs),
-                     "min_items_sorted": min(sizes, default=0),
-                     "group_diffs": diffs})  # an article is the unit: its rho difference
+        rows.append(ThesisDifference(   # an article is the unit: its rho difference
+            table="4.2", dataset=dataset, aspect=aspect, model="ours",
+            method=f"PPAIRS - {other}", metric="spearman difference",
+            value=ci["value"], lo=ci["lo"], hi=ci["hi"], n=len(diffs),
+            ci_counts=ci.get("ci_counts"), n_groups=len(diffs), group_diffs=tuple(diffs),
+            min_items_sorted=min(sizes, default=0)))
     return rows
 
 
@@ -215,7 +216,7 @@ def thesis_cell(store_name: str, aspect: str) -> tuple[str, str]:
     return THESIS_DATASETS.get(prefix, store_name), _ASPECTS.get(aspect, aspect)
 
 
-def published_rows(cells: Sequence[tuple[str, str]]) -> list[dict]:
+def published_rows(cells: Sequence[tuple[str, str]]) -> list[ThesisPublished]:
     """The thesis's numbers for the same (dataset, aspect) cells, labelled with their model;
     NEWSROOM's published CON column stands beside our informativeness."""
     out = []
@@ -224,11 +225,11 @@ def published_rows(cells: Sequence[tuple[str, str]]) -> list[dict]:
             aspect = ("informativeness" if p.dataset == "NEWSROOM" and p.aspect == "consistency"
                       else p.aspect)
             if (p.dataset, aspect) in cells:
-                out.append({"table": table.split()[-1], "dataset": p.dataset, "aspect": aspect,
-                            "thesis_column": THESIS_COLUMNS.get(aspect, aspect),
-                            "method": p.method,
-                            "metric": metric, "model": p.model, "value": p.value, "lo": None,
-                            "hi": None, "source": citation(p)})
+                out.append(ThesisPublished(
+                    table=table.split()[-1], dataset=p.dataset, aspect=aspect,
+                    thesis_column=THESIS_COLUMNS.get(aspect, aspect), method=p.method,
+                    metric=metric, model=p.model, value=p.value, lo=None, hi=None,
+                    source=citation(p)))
     return out
 
 
@@ -314,9 +315,10 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
     for store, test in items:
         name = store.meta.dataset
         rows += thesis_rows(store, test, judges[name], scores[name], layers[name], cfg)
-    rows += published_rows(sorted({(r["dataset"], r["aspect"]) for r in rows}))
-    write_csv(f"{out}/thesis_tables.csv", rows)
+    rows += published_rows(sorted({(r.dataset, r.aspect) for r in rows}))
+    result = ThesisRows(rows=tuple(rows))
+    write_csv(f"{out}/thesis_tables.csv", result.table(missing=""))
     save_config(out, "thesis_tables", cfg)
-    save_figure(plot_tables(rows, items[0][0].meta.model), out, "thesis_tables",
+    save_figure(plot_tables(result.rows, items[0][0].meta.model), out, "thesis_tables",
                 preview=cfg.settings.quick)
-    return ThesisRows.of(rows)
+    return result

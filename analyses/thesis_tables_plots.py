@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -13,10 +15,11 @@ MARKERS = {"Mistral-7B-Instruct-v0.1": "o", "Llama-2-7B-chat": "s",
            "Llama-3-8B-Instruct": "^", "GPT-4-Turbo (preview)": "D"}
 
 
-def plot_tables(rows: list[dict], model: str):
-    ours = [r for r in rows if r["model"] == "ours"]
+def plot_tables(rows: Sequence, model: str):
+    """Tables 4.1 and 4.2 side by side; ``rows``: the step's ``ThesisRow`` records."""
+    ours = [r for r in rows if r.model == "ours"]
     # one column per (dataset, aspect) cell: SummEval's four, then NEWSROOM's
-    aspects = sorted({(r["dataset"], r["aspect"]) for r in ours}, key=lambda c: (
+    aspects = sorted({(r.dataset, r.aspect) for r in ours}, key=lambda c: (
         c[0] != "SummEval", c))
     with style():
         fig, axes = plt.subplots(1, 2, figsize=(max(11, 1.4 * len(aspects) + 3), 4))
@@ -25,18 +28,18 @@ def plot_tables(rows: list[dict], model: str):
             x = np.arange(len(aspects))
             w = 0.8 / len(OURS)
             for k, m in enumerate(OURS):
-                rs = {(r["dataset"], r["aspect"]): r for r in ours
-                      if r["table"] == table and r["method"] == m}
-                v = np.array([rs[a]["value"] if a in rs else np.nan for a in aspects], float)
-                lo = np.array([rs[a]["lo"] if a in rs else np.nan for a in aspects], float)
-                hi = np.array([rs[a]["hi"] if a in rs else np.nan for a in aspects], float)
+                rs = {(r.dataset, r.aspect): r for r in ours
+                      if r.table == table and r.method == m}
+                v = np.array([rs[a].value if a in rs else np.nan for a in aspects], float)
+                lo = np.array([rs[a].lo if a in rs else np.nan for a in aspects], float)
+                hi = np.array([rs[a].hi if a in rs else np.nan for a in aspects], float)
                 pos = x - 0.4 + w * (k + 0.5)
                 ax.bar(pos, v, w, color=COLORS[m], label=f"{m} (ours)")
                 ax.errorbar(pos, v, yerr=[v - lo, hi - v], fmt="none", ecolor="k", lw=0.8)
                 for pm, mk in MARKERS.items():
-                    pub = {(r["dataset"], r["aspect"]): r["value"] for r in rows
-                           if r["model"] == pm
-                           and r["table"] == table and r["method"] == m}
+                    pub = {(r.dataset, r.aspect): r.value for r in rows
+                           if r.model == pm
+                           and r.table == table and r.method == m}
                     pv = [pub.get(a, np.nan) for a in aspects]
                     ax.scatter(pos, pv, marker=mk, s=16, facecolor="white", edgecolor="k",
                                zorder=3, label=f"{pm} (thesis)" if k == 3 or m == "PAIRS" else None)
@@ -50,9 +53,9 @@ def plot_tables(rows: list[dict], model: str):
         seen = dict(zip(labels, handles))
         fig.legend(seen.values(), seen.keys(), loc="upper center", ncol=4, fontsize=7,
                    bbox_to_anchor=(0.5, 1.08))
-        n = {(r["dataset"], r["aspect"]): (r["n_test_pairs"], r["n_test_articles"],
-                                            r["n_items_per_article"])
-             for r in ours if "n_test_pairs" in r}
+        n = {(r.dataset, r.aspect): (r.n_test_pairs, r.n_test_articles,
+                                            r.n_items_per_article)
+             for r in ours if hasattr(r, "n_test_pairs")}
         size = "; ".join(f"{d} {a}: {p} held-out pairs in {c} articles, {i:g} summaries each"
                          for (d, a), (p, c, i) in sorted(n.items()))
         caption(fig, f"Bars: {model} on held-out articles (95% CI, bootstrap over "

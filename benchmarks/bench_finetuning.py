@@ -48,8 +48,8 @@ def main() -> None:
         t0 = time.perf_counter()
         rows, _, _ = F.compare_store(bridge, store, ds, cfg, z)
         times[name] = time.perf_counter() - t0
-        print(f"{name:6s} test {rows[0]['n_test']:3d} curve {cfg.curve_sizes} "
-              f"{times[name]:7.1f} s  " + "  ".join(f"{r['method']} {r['accuracy']:.3f}"
+        print(f"{name:6s} test {rows[0].n_test:3d} curve {cfg.curve_sizes} "
+              f"{times[name]:7.1f} s  " + "  ".join(f"{r.method} {r.accuracy:.3f}"
                                                      for r in rows))
     print(f"ratio before / now: {times['before'] / times['now']:.2f}")
 

@@ -154,18 +154,18 @@ def test_thesis_rows_keep_every_article_and_put_newsroom_in_its_column(tiny, tmp
         geval_p={r.pair_id: float(r.label == 1) for r in test.records}, n_prompts=0)
     rows = thesis_rows(store, test, judge_p, scores, 0, cfg)
     articles = {r.context_id for r in test.records}
-    t42 = {r["method"]: r for r in rows if r["table"] == "4.2" and r["model"] == "ours"
-           and r["metric"] == "spearman"}
-    assert t42["direct"]["value"] == 0.0 and t42["direct"]["n"] == len(articles)
-    assert t42["G-Eval"]["value"] == pytest.approx(1.0)
+    t42 = {r.method: r for r in rows if r.table == "4.2" and r.model == "ours"
+           and r.metric == "spearman"}
+    assert t42["direct"].value == 0.0 and t42["direct"].n == len(articles)
+    assert t42["G-Eval"].value == pytest.approx(1.0)
     # each article holds a pair the humans tie (never judged): the sorts still rank it
-    assert t42["PAIRS"]["n"] == t42["PPAIRS"]["n"] == len(articles)
-    assert all(r["dataset"] == "NEWSROOM" and r["aspect"] == "informativeness" for r in rows)
-    assert {r["thesis_column"] for r in rows if "thesis_column" in r} == {"CON"}
-    assert rows[-1]["n_items_per_article"] == 5
-    diff = [r for r in rows if r["method"] == "PPAIRS - direct" and r["table"] == "4.2"]
-    assert diff[0]["n"] == len(articles)
-    assert diff[0]["min_items_sorted"] == 5  # each article sorts its 5 summaries
+    assert t42["PAIRS"].n == t42["PPAIRS"].n == len(articles)
+    assert all(r.dataset == "NEWSROOM" and r.aspect == "informativeness" for r in rows)
+    assert {r.thesis_column for r in rows if hasattr(r, "thesis_column")} == {"CON"}
+    assert rows[-1].n_items_per_article == 5
+    diff = [r for r in rows if r.method == "PPAIRS - direct" and r.table == "4.2"]
+    assert diff[0].n == len(articles)
+    assert diff[0].min_items_sorted == 5  # each article sorts its 5 summaries
 
 
 def test_table_4_2_claims_are_tested_only_where_articles_sort_seven_summaries():
@@ -191,8 +191,7 @@ def test_published_newsroom_con_column_stands_beside_informativeness():
                                                                       "informativeness")
     assert thesis_cell("summeval-consistency", "consistent") == ("SummEval", "consistency")
     rows = published_rows([("NEWSROOM", "informativeness"), ("SummEval", "coherence")])
-    got = {(r["dataset"], r["aspect"], r["table"], r["model"], r["method"]): r["value"]
-           for r in rows}
+    got = {(r.dataset, r.aspect, r.table, r.model, r.method): r.value for r in rows}
     # thesis Table 4.1, Mistral PPAIRS: NEWSROOM CON 0.81; Table 4.2 Llama-3 PPAIRS CON 0.68
     assert got[("NEWSROOM", "informativeness", "4.1", "Mistral-7B-Instruct-v0.1",
                 "PPAIRS")] == 0.81
@@ -250,8 +249,8 @@ def test_paired_with_published_on_the_same_statements(tmp_path):
     assert d["difference"] == pytest.approx(0.4) and d["lo"] <= 0.4 <= d["hi"]
     assert d["n"] == 5 and d["n_unparsed"] == 1 and d["ci_counts"] is False  # 5 statements
     row = published_row("probe", d)
-    assert row["level"] == "published paired" and row["method"] == "probe - GPT-4 few-shot"
-    assert row["accuracy"] == d["difference"] and row["theirs_accuracy"] == 0.4
+    assert row.level == "published paired" and row.method == "probe - GPT-4 few-shot"
+    assert row.accuracy == d["difference"] and row.theirs_accuracy == 0.4
     with pytest.raises(DataError, match="no published prediction"):
         paired_with_published({**ours, "9": 0}, {**true, "9": 0}, theirs)
 

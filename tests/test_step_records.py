@@ -12,7 +12,7 @@ import pytest
 from analyses.ablation import AblationRows
 from analyses.distribution_shift import ShiftResult
 from analyses.insertion import InsertionRows
-from analyses.steering import SteeringRows
+from analyses.steering import SteeringRow, SteeringRows
 from analyses.thesis_tables import ThesisCell, ThesisPublished, ThesisRows
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.records import ABSENT, record_from_data
@@ -29,7 +29,7 @@ STEERING = [{**BASE, "mean_z": -0.1, "accuracy": 0.5},
 
 def test_rows_keep_their_own_columns_in_order_fresh_and_reused(tmp_path):
     def work() -> SteeringRows:
-        return SteeringRows.of(STEERING)
+        return SteeringRows(rows=(SteeringRow(**STEERING[0]), SteeringRow(**STEERING[1])))
 
     fresh = StudyRunner(tmp_path, 1).step("steering", work)
     again = StudyRunner(tmp_path, 1)
@@ -43,8 +43,8 @@ def test_rows_keep_their_own_columns_in_order_fresh_and_reused(tmp_path):
 
 
 def test_a_column_no_row_record_has_is_refused_naming_it():
-    with pytest.raises(PPairsError, match=r"SteeringRows row 0.*'surprise'"):
-        SteeringRows.of([{**STEERING[0], "surprise": 1}])
+    with pytest.raises(PPairsError, match=r"SteeringRows.rows\[0\]: extra fields found \(surprise\)"):
+        SteeringRows.from_data([{**STEERING[0], "surprise": 1}])
     with pytest.raises(PPairsError, match="required field missing"):
         record_from_data(SteeringRows, {"rows": [{"dataset": "x"}]})
 
@@ -59,7 +59,8 @@ def test_a_table_of_several_row_kinds_rebuilds_each_kind():
            "thesis_column": "CH", "method": "PPAIRS", "metric": "pairwise accuracy",
            "model": "Llama-3-8B-Instruct", "value": 0.7, "lo": None, "hi": None,
            "source": "thesis"}
-    rows = ThesisRows.of([cell, pub])
+    rows = ThesisRows(rows=(ThesisCell(**cell), ThesisPublished(**pub)))
+    assert ThesisRows.from_data([cell, pub]) == rows
     assert [type(r) for r in rows.rows] == [ThesisCell, ThesisPublished]
     back = ThesisRows.from_data(json.loads(json.dumps(rows.data())))
     assert back == rows and json.dumps(back.data()) == json.dumps([cell, pub])
@@ -75,7 +76,7 @@ def test_shift_verdicts_stay_only_on_the_rows_that_decide_a_claim():
                       "lo": 0.0, "hi": 0.2, "ci_counts": True, "n_groups": 6,
                       "verdict": "inconclusive"}],
            "published": [{"source": "paper", "note": "n"}], "read_outs": {"pca": 3}}
-    rec = ShiftResult.of(res)
+    rec = ShiftResult.from_data(res)
     assert not rec.drops[0].verdict and rec.drops[1].verdict == "inconclusive"
     assert json.dumps(ShiftResult.from_data(json.loads(json.dumps(rec.data()))).data()) \
         == json.dumps(res)
@@ -83,7 +84,7 @@ def test_shift_verdicts_stay_only_on_the_rows_that_decide_a_claim():
 
 def test_empty_tables_and_records_without_a_row_kind_round_trip():
     for cls in (AblationRows, InsertionRows, SteeringRows):
-        assert cls.of([]).data() == [] and cls.from_data([]) == cls()
+        assert cls().data() == [] and cls.from_data([]) == cls()
 
 
 def test_data_of_the_wrong_kind_is_refused_naming_the_field_never_coerced():

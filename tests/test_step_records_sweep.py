@@ -19,7 +19,7 @@ from analyses.replication.records_sweep import (
     TransferResult,
 )
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.io.records import ABSENT, JSON_KEY, as_row, record_data, record_from_data
+from ppairs_lens.io.records import ABSENT, JSON_KEY, record_data, record_from_data
 from ppairs_lens.io.study_runner import StudyRunner
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"
@@ -146,6 +146,6 @@ def test_a_field_keeps_a_json_key_that_is_no_python_name():
 
     assert record_data(R(0.5, 2)) == {"above_0.7": 0.5, "n": 2}
     assert record_from_data(R, {"above_0.7": 0.5, "n": 2}) == R(0.5, 2)
-    assert as_row(R, {"above_0.7": 0.5}, "row") == R(0.5)
+    assert record_from_data(R, {"above_0.7": 0.5}) == R(0.5)
     with pytest.raises(PPairsError, match="required field missing"):
         record_from_data(R, {"n": 1})

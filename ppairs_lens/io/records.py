@@ -19,9 +19,9 @@ function's return annotation). Both directions are one `cattrs
   a value of another type is refused, never coerced; numpy arrays are lists; a mapping's int
   keys, strings in JSON, are ints again.
 
-:class:`StepRows` is a step's table as such rows (:func:`as_row` makes one from a row dict,
-refusing a column its record lacks). Data that does not fit is refused in one line naming
-the field.
+:class:`StepRows` is a step's table as such rows, which the step builds directly; its
+``table()`` is the step's CSV. Data that does not fit is refused in one line naming the
+field.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from __future__ import annotations
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 import cattrs
@@ -41,7 +41,7 @@ from cattrs.gen import make_dict_structure_fn, override
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.io.outputs import jsonable
 
-__all__ = ["ABSENT", "Absent", "CONVERTER", "JSON_KEY", "StepRows", "as_row", "is_record_type",
+__all__ = ["ABSENT", "Absent", "CONVERTER", "JSON_KEY", "StepRows", "is_record_type",
            "record_data", "record_from_data"]
 
 
@@ -222,28 +222,6 @@ def _said(exc: BaseException, hint: Any) -> str:
     return cattrs.v.format_exception(exc, hint)
 
 
-def _by_name(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` (keyed as :func:`record_data` writes ``cls``) keyed by field name."""
-    names = {_key(f): f.name for f in fields(cls)}
-    return {names.get(k, k): v for k, v in data.items()}
-
-
-def as_row(row_type: Any, row: Mapping[str, Any], where: str):
-    """``row`` as ``row_type`` (or, for a union of row records, the one whose columns it
-    has), refused naming the columns that fit no record."""
-    options = typing.get_args(row_type) or (row_type,)
-    for t in options:
-        named = _by_name(t, row)
-        known = {f.name for f in fields(t)}
-        needed = {f.name for f in fields(t)
-                  if f.default is MISSING and f.default_factory is MISSING}
-        if set(named) <= known and needed <= set(named):
-            return t(**named)
-    names = " or ".join(t.__name__ for t in options)
-    raise PPairsError(f"{where}: columns {sorted(row)} fit no {names}; add the new ones to "
-                      "its row record")
-
-
 @dataclass(frozen=True)
 class StepRows:
     """A step's table, its rows in order (each subclass declares ``rows`` with its row
@@ -256,13 +234,6 @@ class StepRows:
         return typing.get_args(typing.get_type_hints(cls)["rows"])[0]
 
     @classmethod
-    def of(cls, rows: Iterable[Mapping[str, Any]]):
-        """The record of an analysis's row dicts (a column the row record lacks is refused)."""
-        t = cls.row_type()
-        return cls(rows=tuple(as_row(t, r, f"{cls.__name__} row {i}")
-                              for i, r in enumerate(rows)))
-
-    @classmethod
     def from_data(cls, data: list):
         """The record :meth:`data` wrote (``summary.json``'s section)."""
         return record_from_data(cls, {"rows": data}, cls.__name__)
@@ -271,12 +242,12 @@ class StepRows:
         """The rows as the summary writes them: each with the columns it has, in order."""
         return [record_data(r) for r in self.rows]
 
-    def table(self) -> list[dict]:
+    def table(self, missing: Any = math.nan) -> list[dict]:
         """The rows as one table (the step's CSV): every column some row has, in its row
-        record's order, NaN where a row does not have it."""
+        record's order, ``missing`` where a row does not have it."""
         rows = self.data()
         have = {k for r in rows for k in r}
         cols = [c for t in typing.get_args(self.row_type()) or (self.row_type(),)
                 for c in map(_key, fields(t)) if c in have]
         cols = list(dict.fromkeys(cols))
-        return [{c: r.get(c, float("nan")) for c in cols} for r in rows]
+        return [{c: r.get(c, missing) for c in cols} for r in rows]
