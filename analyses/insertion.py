@@ -323,8 +323,10 @@ def _beside(rows: list[dict]) -> str:
                        f"{r['hi']:+.2f}]" for r in rows if r["level"] == "published paired")
     paired = (f" Paired with the paper's own predictions on these statements (accuracy "
               f"difference, 95% CI over statements): {paired}." if paired else "")
-    return (f"Same test statements, no model: {own}. Published on the whole 300-statement test "
-            f"split (ClimateX paper): {pub}.{paired} Thesis PPAIRS_INSERT (Llama-3-8B-Instruct) "
+    return (f"Same test statements, no model: {own}. Published on the 300-statement test "
+            f"split (ClimateX paper Table 4; GPT-3.5 over the 295 it answered): {pub}.{paired} "
+            f"Paired rows use the paper's prediction files, unparsed answers wrong. Thesis "
+            f"PPAIRS_INSERT (Llama-3-8B-Instruct) "
             f"by assessment cycle: {thesis}.")
 
 

@@ -243,3 +243,13 @@ def test_a_change_shown_within_the_margin_is_no_change():
     t = ClaimTest("changes", 0.05, 0.001, 0.001, 1e-6, "m", 0.01, 0.01, 200, 200,
                   smallest_p_holds=1e-6, smallest_p_fails=1e-6)
     assert decide_family([t])[0].outcome == FAILS
+
+
+def test_skill_needs_an_interval_with_width_above_chance():
+    from ppairs_lens.evaluation.verdicts import beats_chance
+
+    assert beats_chance(0.55) and beats_chance(0.55, hi=0.8)
+    assert not beats_chance(0.737, hi=0.737)     # one group: a zero-width "interval"
+    assert not beats_chance(0.5, hi=0.9) and not beats_chance(None, hi=0.9)
+    assert not beats_chance(float("nan")) and not beats_chance(0.6, hi=float("nan"))
+    assert beats_chance(0.30, chance=0.25, hi=0.4)

@@ -145,11 +145,21 @@ PAPER_NAMES = {"summeval-coherence": "SummEval", "newsroom-coherence": "NEWSROOM
                "caters": "CaTeRS"}
 
 
+def _f1_cell(row: dict | None) -> str:
+    """Our F1 in a cell of Table 1: n/a where its interval has no width (one test group, or
+    every resample alike), † where it rests on fewer than 20 groups."""
+    if row is None or row.get("value") is None:
+        return "—"
+    if row.get("lo") is not None and row.get("lo") == row.get("hi"):
+        return "n/a"
+    return f"{row['value']:.2f}" + ("" if row.get("ci_counts") else "†")
+
+
 def _transfer_table(transfer: dict | None) -> list[str]:
     """Paper Table 1 beside ours: F1 of a probe trained on one dataset (columns) and scored on
     another (rows), supervised / unsupervised."""
     rows = (transfer or {}).get("f1", [])
-    ours = {(r["test"], r["train"], r["kind"]): r["value"] for r in rows}
+    ours = {(r["test"], r["train"], r["kind"]): r for r in rows}
     names = [n for n in PAPER_NAMES if any(k[0] == n for k in ours)]
     if len(names) < 2:
         return []
@@ -160,7 +170,7 @@ def _transfer_table(transfer: dict | None) -> list[str]:
     for te in names:
         cells = []
         for tr in names:
-            o = "/".join(_f(ours.get((te, tr, k)), ".2f") for k in ("supervised", "pca"))
+            o = "/".join(_f1_cell(ours.get((te, tr, k))) for k in ("supervised", "pca"))
             q = "/".join(_f(pub.get((PAPER_NAMES[te], PAPER_NAMES[tr], m)), ".2f")
                          for m in ("supervised", "unsupervised"))
             cells.append(f"{o} ({q})" if te != tr else f"{o} (in distribution)")
@@ -195,10 +205,35 @@ def _steering_lines(rows: list[dict]) -> list[str]:
     items = "; ".join(f"{c} slope {_f(r.get('slope'), '+.3f')} log-odds per unit "
                       f"(p vs random {_f(r.get('p_slope_random'))}, vs matched "
                       f"{_f(r.get('p_slope_matched'))})" for c, r in probes.items())
+    first = next(iter(probes.values()))
+    alphas = sorted({float(r["alpha"]) for r in rows if r.get("kind") == "probe"})
+    n = first.get("n")
+    small = "†" if n is not None and n < 20 else ""
     return [f"**Steering** (adding alpha x the unit probe direction at its read-out, "
-            f"{next(iter(probes.values())).get('dataset')}; the judge's calibrated log-odds "
-            f"per unit of alpha, against random and variance-matched directions at the same "
-            f"norms): {items}.", ""]
+            f"{first.get('dataset')}, on {n}{small} held-out pairs at alpha "
+            f"{', '.join(f'{a:+g}' for a in alphas)}; the judge's calibrated log-odds per unit "
+            f"of alpha, against random and variance-matched directions at the same norms; "
+            f"each p is one direction's permutation p among its nulls, before the claim's "
+            f"Bonferroni over the directions): {items}.", ""]
+
+
+def _published_accuracy(row: dict) -> float | None:
+    """The ClimateX paper's accuracy of the model a published-paired row is set against."""
+    return next((p.value for p in published(source="climatex", dataset="ClimateX",
+                                            metric="accuracy")
+                 if f"{p.model} {p.method}" == row.get("versus")), None)
+
+
+def _prediction_file(row: dict) -> str:
+    """A published prediction file's accuracy (an unparsed answer wrong), and over the
+    statements it parsed beside its table's, flagged where the two differ by more than 0.01."""
+    parsed = row["n"] - row["n_unparsed"]
+    own = row["theirs_accuracy"] * row["n"] / parsed if parsed else float("nan")
+    table = _published_accuracy(row)
+    flag = ("" if table is None or abs(own - table) <= 0.01
+            else f", **not the table's {table:.3f}**")
+    return (f"{row['versus']} {row['theirs_accuracy']:.3f} ({row['n_unparsed']} unparsed; "
+            f"{own:.3f} of the {parsed} parsed{flag})")
 
 
 def _insertion_lines(rows: list[dict]) -> list[str]:
@@ -221,9 +256,17 @@ def _insertion_lines(rows: list[dict]) -> list[str]:
              f"|cos| {pc1['abs_cos']:.3f}, a value without an interval (a refitted "
              "direction's cosine is biased at this size; the thesis shows the alignment as "
              "a picture, Appendix C.5)." if pc1 else "")
+    files = [r for r in rows if r.get("level") == "published paired"]
+    files = "; ".join(_prediction_file(r) for r in files)
+    files = (f" The paired differences use the paper's own prediction files on the same "
+             f"statements, an unparsed answer counted wrong: {files}. A file whose accuracy "
+             "over the statements it parsed is more than 0.01 from its table's is not the run "
+             "the table reports, and its pairing stands for that file only." if files else "")
     return [f"**Thesis Table 4.4 / ClimateX** ({n} test statements in the split's level "
-            f"proportions): ours {ours}.{pair} Published on the whole 300-statement split: "
-            f"{pub}; thesis PPAIRS_INSERT (Llama-3-8B-Instruct) by cycle: {th}. Our search "
+            f"proportions): ours {ours}.{pair} Published (ClimateX paper Table 4, test split "
+            f"of 300; GPT-3.5's accuracies over the 295 statements it answered with a level, "
+            f"Cohere few-shot's over 297): {pub}.{files} Thesis PPAIRS_INSERT "
+            f"(Llama-3-8B-Instruct) by cycle: {th}. Our search "
             "compares with k references a step (the preset's; the thesis 10) and stops at "
             "the leaf; the thesis's Algorithm 1 also stops where a step ties.", ""]
 
@@ -240,7 +283,10 @@ def replication_markdown(s: dict) -> str:
         lines += ["**Thesis Table 4.1** (SummEval and NEWSROOM pairwise accuracy, 95% CI; "
                   "published PPAIRS beside, from probes trained on 100 summaries' 9,900 "
                   "comparisons, ours on a few dozen pairs; NEWSROOM's held-out half here is "
-                  "one article):", "", *_thesis_table(s["thesis_tables"], "4.1"), "",
+                  "one article; NEWSROOM's CON column, which the thesis's Section 4.1.1 calls "
+                  "consistency, stands beside our informativeness, as NEWSROOM rates no "
+                  "consistency and the PPairS authors' code scores informativeness):", "",
+                  *_thesis_table(s["thesis_tables"], "4.1"), "",
                   "**Thesis Table 4.2** (mean Spearman after sorting each held-out article; n = "
                   "articles with 3 or more untied summaries; the thesis does not say how many "
                   "summaries an article sorts (SummEval's file has 16), ours sort "
@@ -261,7 +307,10 @@ def replication_markdown(s: dict) -> str:
     if t1:
         lines += ["**Paper Table 1** (F1 of probes trained on a column's dataset and scored on "
                   "a row's, supervised/unsupervised; ours, then the paper's Llama 3.1 70B in "
-                  "brackets):", "", *t1, ""]
+                  "brackets; † ours over fewer than 20 test groups; n/a where its interval "
+                  "has no width: one test group, as NEWSROOM's held-out half is one article "
+                  "here, or an F1 every resample gives alike; the paper's test sets are "
+                  "whole datasets):", "", *t1, ""]
     ft = _finetuning_table(s.get("finetuning") or [])
     if ft:
         lines += ["**Paper Section 5.2** (probes against LoRA, rank 64, alpha 64, all linear "
@@ -329,6 +378,36 @@ def _controls_lines(s: dict) -> list[str]:
     return out + [""]
 
 
+def _comparator_level(s: dict, dataset: str, method: str) -> dict | None:
+    """The comparator's own held-out accuracy on ``dataset``: its thesis Table 4.1 cell
+    (direct, G-Eval, PAIRS) or its probes-vs-prompting row (a judge form or a baseline)."""
+    corpus, _, aspect = dataset.partition("-")
+    for r in s.get("thesis_tables") or []:
+        if (r.get("model") == "ours" and r.get("table") == "4.1" and r.get("method") == method
+                and str(r.get("dataset", "")).lower() == corpus and r.get("aspect") == aspect):
+            return r
+    return next((r for r in s.get("probes_vs_prompting") or []
+                 if r.get("dataset") == dataset and r.get("kind") == method), None)
+
+
+def _unskilled_comparators(s: dict, ours: list[dict]) -> list[str]:
+    """A win of ours over a comparator whose own accuracy CI reaches chance, said as such."""
+    said = []
+    for c in ours:
+        if c.get("outcome") not in ("holds", "beats, by less than δ"):
+            continue
+        ds, _, other, _ = (list(c.get("comparison") or []) + [None] * 4)[:4]
+        r = _comparator_level(s, str(ds), str(other)) if ds and other else None
+        lo = (r or {}).get("lo")
+        if r is not None and lo is not None and lo <= 0.5:
+            value = r.get("value", r.get("accuracy"))
+            said.append(f"{c['id']}: {other} itself scores {_f(value, '.2f')} "
+                        f"[{_f(lo, '.2f')}, {_f(r.get('hi'), '.2f')}] on these pairs, an "
+                        "interval that reaches chance: the probe beats a comparator no better "
+                        "than chance, which says nothing of a working judge")
+    return ["", "Wins over comparators without skill: " + "; ".join(said) + "."] if said else []
+
+
 def _claims_lines(s: dict) -> list[str]:
     """The registry's families (rule, δ, why), each claim's verdict (the seeds' claims, then
     ours apart), the power table."""
@@ -350,7 +429,7 @@ def _claims_lines(s: dict) -> list[str]:
             "with its 95% CI, † over fewer than 20 groups; `figures/summary.json` holds each "
             "one's numbers):", "", *_claim_table(seeds), "", _counts(seeds) + ".", "",
             "**Our own questions** (not the seeds'; decided on this run's model):", "",
-            *_claim_table(ours), "", _counts(ours) + "."]
+            *_claim_table(ours), "", _counts(ours) + ".", *_unskilled_comparators(s, ours)]
     out += ["", "**Power** (groups and pairs this run had, and those that would decide the "
             "claim with 80% power at Holm's strictest threshold for its family (5% / m), "
             "planned at the claim's margin δ with the observed group-level SD; — where "

@@ -60,7 +60,8 @@ def agreement_verdicts(stores: Sequence[tuple[str, StoreSplit, SweepProbes]],
         dirs = [sw.directions[kind][li].double().numpy() for _, _, sw in stores]
         feats = [_within_label(sp, li) for _, sp, _ in stores]
         v = cosine_agreement_verdict(
-            dirs, [a["lo"] if a else None for a in accs.values()], features=feats,
+            dirs, [a["lo"] if a else None for a in accs.values()],
+            accuracy_hi=[a["hi"] if a else None for a in accs.values()], features=feats,
             names=[n for n, _, _ in stores], n_sim=n_sim, seed=seed, alpha=alpha)
         out[kind] = {**v.as_dict(), "in_distribution": accs}
     return out

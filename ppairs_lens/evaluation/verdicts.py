@@ -517,9 +517,14 @@ def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> s
 
 
 
-def beats_chance(acc_lo: float | None, chance: float = 0.5) -> bool:
-    """A probe or judge works: its held-out accuracy CI's lower end is above chance."""
-    return acc_lo is not None and bool(np.isfinite(acc_lo)) and acc_lo > chance
+def beats_chance(acc_lo: float | None, chance: float = 0.5, *, hi: float | None = None
+                 ) -> bool:
+    """A probe or judge works: its held-out accuracy CI's lower end is above chance, and the
+    interval (upper end ``hi`` where the caller has it) has width: a zero-width interval is
+    one group's, which shows no skill."""
+    if acc_lo is None or not np.isfinite(acc_lo) or acc_lo <= chance:
+        return False
+    return hi is None or (bool(np.isfinite(hi)) and hi > acc_lo)
 
 
 
