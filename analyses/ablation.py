@@ -260,8 +260,9 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                 "positions": cfg.positions, "split_used": split_used,
                 "accuracy_margin": cfg.accuracy_margin, "logodds_margin": cfg.logodds_margin}
         rr, nr = _condition_rows(base, names, kinds, r, out["z"], out["ld_original"],
-                                 out["ld_swapped"], y, groups, cfg, lambda kind: getattr(
-                                     probes.to_probe(kind, 0), "sign_confidence_", math.nan))
+                                 out["ld_swapped"], y, groups, cfg, lambda condition: getattr(
+                                     probes.to_probe(condition, 0), "sign_confidence_",
+                                     math.nan))
         rows += rr + [_readout_control_row(base, ctrl, y, groups, cfg)]
         null_rows += nr
         z_rows += _z_rows(base, names, kinds, test_ds, out)

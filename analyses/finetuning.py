@@ -394,7 +394,7 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
         summary[dataset.name] = s
     model = model_name(bridge)
     result = FinetuningRows(rows=tuple(rows))
-    write_csv(out / "finetuning.csv", result.table(missing=""))
+    write_csv(out / "finetuning.csv", result.table())
     write_csv(out / "finetuning_curve.csv", curve)
     write_json(out / "finetuning_summary.json", {"model": model, "datasets": summary})
     save_config(out, "finetuning", cfg)

@@ -147,7 +147,7 @@ def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
         rows += r
         claims += c
     result = PvPRows(rows=tuple(rows))
-    write_csv(f"{out}/probes_vs_prompting.csv", result.table(missing=""))
+    write_csv(f"{out}/probes_vs_prompting.csv", result.table())
     write_csv(f"{out}/probes_vs_prompting_claims.csv", claims)
     save_config(out, "probes_vs_prompting", cfg)
     save_figure(plot_pvp(result.rows, published_context()), out, "probes_vs_prompting",

@@ -317,7 +317,7 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
         rows += thesis_rows(store, test, judges[name], scores[name], layers[name], cfg)
     rows += published_rows(sorted({(r.dataset, r.aspect) for r in rows}))
     result = ThesisRows(rows=tuple(rows))
-    write_csv(f"{out}/thesis_tables.csv", result.table(missing=""))
+    write_csv(f"{out}/thesis_tables.csv", result.table())
     save_config(out, "thesis_tables", cfg)
     save_figure(plot_tables(result.rows, items[0][0].meta.model), out, "thesis_tables",
                 preview=cfg.settings.quick)

@@ -53,8 +53,7 @@ def plot_tables(rows: Sequence, model: str):
         seen = dict(zip(labels, handles))
         fig.legend(seen.values(), seen.keys(), loc="upper center", ncol=4, fontsize=7,
                    bbox_to_anchor=(0.5, 1.08))
-        n = {(r.dataset, r.aspect): (r.n_test_pairs, r.n_test_articles,
-                                            r.n_items_per_article)
+        n = {(r.dataset, r.aspect): (r.n_test_pairs, r.n_test_articles, r.n_items_per_article)
              for r in ours if hasattr(r, "n_test_pairs")}
         size = "; ".join(f"{d} {a}: {p} held-out pairs in {c} articles, {i:g} summaries each"
                          for (d, a), (p, c, i) in sorted(n.items()))

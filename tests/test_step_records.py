@@ -43,7 +43,8 @@ def test_rows_keep_their_own_columns_in_order_fresh_and_reused(tmp_path):
 
 
 def test_a_column_no_row_record_has_is_refused_naming_it():
-    with pytest.raises(PPairsError, match=r"SteeringRows.rows\[0\]: extra fields found \(surprise\)"):
+    with pytest.raises(PPairsError,
+                       match=r"SteeringRows.rows\[0\]: extra fields found \(surprise\)"):
         SteeringRows.from_data([{**STEERING[0], "surprise": 1}])
     with pytest.raises(PPairsError, match="required field missing"):
         record_from_data(SteeringRows, {"rows": [{"dataset": "x"}]})
@@ -84,7 +85,7 @@ def test_shift_verdicts_stay_only_on_the_rows_that_decide_a_claim():
 
 def test_empty_tables_and_records_without_a_row_kind_round_trip():
     for cls in (AblationRows, InsertionRows, SteeringRows):
-        assert cls().data() == [] and cls.from_data([]) == cls()
+        assert cls.from_data([]) == cls() and cls.from_data([]).table() == []
 
 
 def test_data_of_the_wrong_kind_is_refused_naming_the_field_never_coerced():
@@ -114,3 +115,28 @@ def test_data_of_the_wrong_kind_is_refused_naming_the_field_never_coerced():
         with pytest.raises(PPairsError) as e:
             record_from_data(Rec, bad)
         assert str(e.value).startswith(said), str(e.value)
+
+
+def test_a_tables_columns_follow_its_row_records_and_numpy_scalars_read_as_values():
+    import numpy as np
+
+    from analyses.thesis_tables import ThesisDifference
+
+    diff = ThesisDifference(table="4.1", dataset="SummEval", aspect="coherence", model="ours",
+                            method="PPAIRS - PAIRS", metric="pairwise accuracy difference",
+                            value=0.1, lo=-0.1, hi=0.3, n=9, ci_counts=False, n_groups=3,
+                            group_diffs=(0.1, 0.0, 0.2))
+    pub = ThesisPublished(table="4.1", dataset="SummEval", aspect="coherence",
+                          thesis_column="CH", method="PPAIRS", metric="pairwise accuracy",
+                          model="Llama-3-8B-Instruct", value=0.7, lo=None, hi=None,
+                          source="thesis")
+    table = ThesisRows(rows=(diff, pub)).table()
+    cells = [f.name for f in __import__("dataclasses").fields(ThesisCell)]
+    assert list(table[0])[:4] == [c for c in cells if c in table[0]][:4]   # the record's order
+    assert table[0]["source"] is None and table[1]["group_diffs"] is None   # a cell it lacks
+    back = record_from_data(ThesisRows, {"rows": [{**diff.__dict__, "value": np.float64(0.1),
+                                                   "n": np.int64(9)}]})
+    assert type(back.rows[0].value) is float and type(back.rows[0].n) is int
+    # summary.json writes a NaN as null: a float field reads it back as NaN
+    nan = record_from_data(ThesisRows, {"rows": [{**diff.__dict__, "value": None}]})
+    assert math.isnan(nan.rows[0].value)

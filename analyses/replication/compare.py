@@ -77,7 +77,7 @@ def decisions(a: dict, b: dict) -> list[str]:
 def hosts(a: dict, b: dict) -> list[str]:
     """Each run's processor and MKL setting, and whether MKL can give both the same bits."""
     envs = [r.get("environment") or {} for r in (a, b)]
-    lines = [f"{which}: {e.get('cpu_model', 'processor not recorded')}, "
+    lines = [f"{which}: {e.get('cpu_model') or 'processor not recorded'}, "
              f"MKL_CBWR={e.get('mkl_cbwr')}, {e.get('torch_threads')} threads"
              for which, e in zip(("first", "second"), envs)]
     models = {str(e["cpu_model"]) for e in envs if e.get("cpu_model")}
@@ -88,7 +88,7 @@ def hosts(a: dict, b: dict) -> list[str]:
                          "the same bits cannot be told")
         return lines
     # on another vendor's processor MKL picks its own branch, by the processor it finds
-    if len(vendors) > 1 or vendors != {"GenuineIntel"}:
+    if vendors != {"GenuineIntel"}:
         lines.append("MKL honours a named code branch on Intel processors only: between these "
                      "hosts its products may differ in the last bits (MKL_CBWR=COMPATIBLE is "
                      "the setting that holds across vendors)")

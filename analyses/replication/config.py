@@ -37,7 +37,7 @@ from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 __all__ = ["BUILTINS", "HOLM_NULLS", "PRESETS", "ReplicationConfig", "replication_config"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReplicationConfig:
     """The main job; saved as ``replication.config.json`` beside the outputs. Its defaults
     are the ``demo`` preset; :data:`PRESETS` says how ``quick`` and ``full`` differ."""
@@ -114,13 +114,15 @@ class ReplicationConfig:
     controls: ControlsConfig = field(default_factory=lambda: ControlsConfig(n_pairs=160))
 
     def __post_init__(self):
-        self.model = ModelSpec.coerce(self.model)
+        # frozen, so that the protocol set here on every step stays the study's: a changed
+        # config is a new one (dataclasses.replace), made through this again
+        object.__setattr__(self, "model", ModelSpec.coerce(self.model))
         # every step runs under the study's one protocol, and its saved config says so
         for f in fields(self):
             step = getattr(self, f.name)
             if is_dataclass(step) and "settings" in {g.name for g in fields(step)}:
-                setattr(self, f.name, replace(step, settings=self.settings))
-        self.judges = replace(self.judges, protocol=self.settings)
+                object.__setattr__(self, f.name, replace(step, settings=self.settings))
+        object.__setattr__(self, "judges", replace(self.judges, protocol=self.settings))
 
 
 

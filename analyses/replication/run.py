@@ -209,7 +209,8 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
     datasets = _datasets(cfg, log)
     if not datasets:
         return None
-    early = EARLY_STEPS[bridge is not None:]   # a model handed in is not loaded: no step
+    # a model handed in is not loaded: its step is not counted
+    early = EARLY_STEPS if bridge is None else EARLY_STEPS[1:]
     run = StudyRunner(cfg.out, len(early) + len(steps), reuse=reuse, desc="replication")
     out = cfg.out
     bridge = bridge if bridge is not None else run.timed("load model",

@@ -107,14 +107,20 @@ def _object(v: Any) -> Mapping:
 
 
 def _int_key(k: Any) -> int:
-    if type(k) is int or (isinstance(k, str) and k.lstrip("-").isdigit()):
-        return int(k)
-    raise ValueError(f"expected integer keys, got {k!r:.40}")
+    if type(k) is int:
+        return k
+    try:
+        return int(k) if isinstance(k, str) and k.strip() == k else int("x")
+    except ValueError:
+        raise ValueError(f"expected integer keys, got {k!r:.40}") from None
 
 
 def _primitive(v: Any, types_: tuple[type, ...]) -> Any:
     """``v`` where it is one of ``types_`` (JSON's own values; an int read as a float where
-    a float is declared), else refused naming what it is."""
+    a float is declared; a numpy scalar as the Python value it holds), else refused naming
+    what it is."""
+    if isinstance(v, np.generic):
+        v = v.item()
     if type(v) is int and float in types_ and int not in types_:
         return float(v)
     if v is None and float in types_:   # summary.json writes a NaN as null
@@ -242,12 +248,12 @@ class StepRows:
         """The rows as the summary writes them: each with the columns it has, in order."""
         return [record_data(r) for r in self.rows]
 
-    def table(self, missing: Any = math.nan) -> list[dict]:
+    def table(self) -> list[dict]:
         """The rows as one table (the step's CSV): every column some row has, in its row
-        record's order, ``missing`` where a row does not have it."""
+        record's order, empty where a row does not have it."""
         rows = self.data()
         have = {k for r in rows for k in r}
         cols = [c for t in typing.get_args(self.row_type()) or (self.row_type(),)
                 for c in map(_key, fields(t)) if c in have]
         cols = list(dict.fromkeys(cols))
-        return [{c: r.get(c, missing) for c in cols} for r in rows]
+        return [{c: r.get(c) for c in cols} for r in rows]
