@@ -324,7 +324,8 @@ def _beside(rows: list[dict]) -> str:
     paired = (f" Paired with the paper's own predictions on these statements (accuracy "
               f"difference, 95% CI over statements): {paired}." if paired else "")
     return (f"Same test statements, no model: {own}. Published on the 300-statement test "
-            f"split (ClimateX paper Table 4; GPT-3.5 over the 295 it answered): {pub}.{paired} "
+            f"split (ClimateX paper Table 4; GPT-3.5 over the 295 it answered, Cohere few-shot "
+            f"over 297): {pub}.{paired} "
             f"Paired rows use the paper's prediction files, unparsed answers wrong. Thesis "
             f"PPAIRS_INSERT (Llama-3-8B-Instruct) "
             f"by assessment cycle: {thesis}.")
@@ -416,7 +417,7 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> InsertionRow
     out = Path(out)
     rows, preds, info = insert_dataset(bridge, cfg)
     result = InsertionRows(rows=tuple(rows))
-    write_csv(out / "insertion.csv", result.table(missing=""))
+    write_csv(out / "insertion.csv", result.table())
     write_csv(out / "insertion_predictions.csv", preds)
     save_config(out, "insertion", {"config": cfg, "run": info})
     save_figure(plot_insertion(preds, result.data(), model_name(bridge), cfg), out,

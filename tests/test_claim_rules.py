@@ -4,6 +4,7 @@ at few groups, Holm within a family, and the power approximation: planted number
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -245,11 +246,32 @@ def test_a_change_shown_within_the_margin_is_no_change():
     assert decide_family([t])[0].outcome == FAILS
 
 
-def test_skill_needs_an_interval_with_width_above_chance():
-    from ppairs_lens.evaluation.verdicts import beats_chance
+def test_skill_needs_a_lower_end_above_chance_over_two_groups_or_more():
+    from ppairs_lens.evaluation.verdicts import beats_chance, no_skill
 
-    assert beats_chance(0.55) and beats_chance(0.55, hi=0.8)
-    assert not beats_chance(0.737, hi=0.737)     # one group: a zero-width "interval"
-    assert not beats_chance(0.5, hi=0.9) and not beats_chance(None, hi=0.9)
-    assert not beats_chance(float("nan")) and not beats_chance(0.6, hi=float("nan"))
-    assert beats_chance(0.30, chance=0.25, hi=0.4)
+    assert beats_chance(0.55) and beats_chance(0.55, n_groups=12)
+    assert beats_chance(1.0, n_groups=50)        # a perfect probe: zero width, still skill
+    assert not beats_chance(0.737, n_groups=1)   # one group: every resample the same
+    assert "1 test group" in no_skill(0.737, 1)
+    assert not beats_chance(0.5, n_groups=30) and not beats_chance(None, n_groups=30)
+    assert "0.480 is not above chance" in no_skill(0.48, 30)
+    assert not beats_chance(float("nan"))
+    assert beats_chance(0.30, chance=0.25, n_groups=4)
+
+
+def test_an_interval_that_is_no_group_bootstrap_says_what_it_is():
+    pooled = Difference(0.1, 0.0, 0.2, 62, 200, interval="normal approximation over 62 groups")
+    assert claim_test(pooled, "beats", 0.05).method.startswith(
+        "normal approximation over 62 groups (no group differences recorded")
+    assert claim_test(Difference(0.1, 0.0, 0.2, 62, 200), "beats", 0.05).method.startswith(
+        "group bootstrap 95% CI over 62 groups")
+
+
+def test_the_pooled_task_claims_say_how_their_interval_is_made():
+    summary = json.loads((Path(__file__).resolve().parents[1] / "figures" /
+                          "summary.json").read_text())
+    claims = {c["id"]: c for c in summary.get("claims", [])}
+    for cid in ("fig3.gain-larger-on-text-quality", "fig2.qwen-0.5b-exception"):
+        if cid in claims and claims[cid].get("value") is not None:
+            assert claims[cid]["method"].startswith("normal approximation over "), cid
+            assert claims[cid]["lo"] is not None and claims[cid]["lo"] < claims[cid]["hi"]

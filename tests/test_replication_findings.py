@@ -46,3 +46,29 @@ def test_every_number_in_the_report_is_in_the_summary():
     for num in re.findall(r"[+-]?\d+\.\d{2,3}\b", block):
         tol = 0.5 * 10 ** -len(num.split(".")[1]) + 1e-9
         assert any(abs(float(num) - v) <= tol for v in values), f"{num} is not in summary.json"
+
+
+def test_the_report_flags_thin_cells_files_that_are_not_their_table_and_unskilled_wins():
+    from analyses.replication.findings import (f1_cell, prediction_file,
+                                               unskilled_comparators)
+
+    assert f1_cell({"value": 0.74, "lo": 0.74, "hi": 0.74, "ci_counts": False}) == "n/a"
+    assert f1_cell({"value": 0.6, "lo": 0.4, "hi": 0.8, "ci_counts": False}) == "0.60†"
+    assert f1_cell({"value": 0.6, "lo": 0.5, "hi": 0.7, "ci_counts": True}) == "0.60"
+    assert f1_cell(None) == "—"
+    row = {"versus": "GPT-3.5-turbo few-shot", "n": 300, "n_unparsed": 2,
+           "theirs_accuracy": 0.44}
+    assert "not the table's 0.417" in prediction_file(row)          # 132 of 298 parsed
+    assert "not the table" not in prediction_file(
+        {**row, "versus": "GPT-4 few-shot", "n_unparsed": 0, "theirs_accuracy": 0.47})
+    assert "no statement parsed" in prediction_file({**row, "n_unparsed": 300})
+    s = {"thesis_tables": [{"model": "ours", "table": "4.1", "method": "G-Eval",
+                            "dataset": "SummEval", "aspect": "relevance", "value": 0.37,
+                            "lo": 0.17, "hi": 0.58}]}
+    won = {"id": "x", "outcome": "holds",
+           "comparison": ["summeval-relevance", "PPAIRS", "G-Eval", "pairwise accuracy"]}
+    said = unskilled_comparators(s, [won])
+    assert said and "G-Eval itself scores 0.37 [0.17, 0.58]" in said[1]
+    assert not unskilled_comparators(s, [{**won, "outcome": "inconclusive"}])
+    s["thesis_tables"][0]["lo"] = 0.55
+    assert not unskilled_comparators(s, [won])

@@ -48,6 +48,7 @@ from ppairs_lens.evaluation.verdicts import (
     Verdict,
     all_but_one_test,
     beats_chance,
+    no_skill,
     claim_test,
     decide_family,
     intersection_test,
@@ -394,11 +395,15 @@ def _sweep_equal(c: Claim, s: dict, sweep: dict) -> Read:
     accuracy CI above chance (two probes at chance are alike vacuously)."""
     tests = {e["kind"]: e.get("test", {}) for e in sweep.get("entries", [])
              if e["dataset"] == c.datasets[0]}
+    groups = {e["kind"]: e.get("n_groups_test") for e in sweep.get("entries", [])
+              if e["dataset"] == c.datasets[0]}
     low = [k for k in ("supervised", "pca") if not beats_chance(
-        tests.get(k, {}).get("lo"), hi=tests.get(k, {}).get("hi"))]
+        tests.get(k, {}).get("lo"), n_groups=groups.get(k))]
     if low:
-        return Verdict(NOT_TESTED, f"{' and '.join(low)} at chance (95% CI lower end <= 0.5): "
-                       "two probes at chance are alike whatever they are",
+        why = "; ".join(f"{k}: {no_skill(tests.get(k, {}).get('lo'), groups.get(k))}"
+                        for k in low)
+        return Verdict(NOT_TESTED, f"{' and '.join(low)} shows no skill ({why}): two probes "
+                       "at chance are alike whatever they are",
                        method="precondition", needed="both probes above chance")
     return _sweep(c, s, sweep)
 
@@ -465,10 +470,10 @@ def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
     if pair is None:
         missing.append("the run records no held-out pairwise accuracy of the ClimateX probe "
                        "(the thesis reports 72.7% for Llama-3-8B-Instruct)")
-    elif not beats_chance(pair.get("lo"), hi=pair.get("hi")):
+    elif not beats_chance(pair.get("lo"), n_groups=pair.get("n")):
         missing.append(f"the probe's held-out pairwise accuracy {pair['accuracy']:.3f} "
-                       f"[{pair['lo']:.3f}, {pair['hi']:.3f}] is not above chance (the "
-                       "thesis: 72.7%)")
+                       f"[{pair['lo']:.3f}, {pair['hi']:.3f}] shows no skill: "
+                       f"{no_skill(pair.get('lo'), pair.get('n'))} (the thesis: 72.7%)")
     if major is None or not (major.get("lo") or 0) > 0:
         missing.append("its tags do not beat the majority tagger (" + (
             "no such row" if major is None else f"{major['accuracy']:+.3f} [{major['lo']:+.3f}, "
@@ -558,10 +563,11 @@ def _insert_level(c: Claim, s: dict, sweep: dict) -> Read:
                  and r.get("method") == "probe"), None)
     if r is None or pair is None:
         return MISSING
-    if not beats_chance(pair.get("lo"), hi=pair.get("hi")):
+    if not beats_chance(pair.get("lo"), n_groups=pair.get("n")):
         return Verdict(NOT_TESTED, f"the probe's held-out pairwise accuracy "
-                       f"{pair['accuracy']:.3f} [{pair['lo']:.3f}, {pair['hi']:.3f}] is not "
-                       "above chance: no skill to compare levels with", method="precondition",
+                       f"{pair['accuracy']:.3f} [{pair['lo']:.3f}, {pair['hi']:.3f}] shows no "
+                       f"skill ({no_skill(pair.get('lo'), pair.get('n'))}): no skill to "
+                       "compare levels with", method="precondition",
                        needed="a probe with skill on ClimateX")
     at = c.args[0]
     return Difference(float(r["accuracy"]) - at, float(r["lo"]) - at, float(r["hi"]) - at,

@@ -24,8 +24,8 @@ from ppairs_lens.io.atomic import atomic_write_text
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import jsonable, run_environment
 
-__all__ = ["PVP_COLUMNS", "replication_markdown", "replication_summary", "report_markdown",
-           "update_report"]
+__all__ = ["PVP_COLUMNS", "f1_cell", "prediction_file", "replication_markdown",
+           "replication_summary", "report_markdown", "unskilled_comparators", "update_report"]
 
 #: The head of ``REPORT.md``: the file is generated whole, so an edit by hand would be lost.
 REPORT_HEAD = ("# What the replication says about the model\n\n"
@@ -145,7 +145,7 @@ PAPER_NAMES = {"summeval-coherence": "SummEval", "newsroom-coherence": "NEWSROOM
                "caters": "CaTeRS"}
 
 
-def _f1_cell(row: dict | None) -> str:
+def f1_cell(row: dict | None) -> str:
     """Our F1 in a cell of Table 1: n/a where its interval has no width (one test group, or
     every resample alike), † where it rests on fewer than 20 groups."""
     if row is None or row.get("value") is None:
@@ -170,7 +170,7 @@ def _transfer_table(transfer: dict | None) -> list[str]:
     for te in names:
         cells = []
         for tr in names:
-            o = "/".join(_f1_cell(ours.get((te, tr, k))) for k in ("supervised", "pca"))
+            o = "/".join(f1_cell(ours.get((te, tr, k))) for k in ("supervised", "pca"))
             q = "/".join(_f(pub.get((PAPER_NAMES[te], PAPER_NAMES[tr], m)), ".2f")
                          for m in ("supervised", "unsupervised"))
             cells.append(f"{o} ({q})" if te != tr else f"{o} (in distribution)")
@@ -224,11 +224,13 @@ def _published_accuracy(row: dict) -> float | None:
                  if f"{p.model} {p.method}" == row.get("versus")), None)
 
 
-def _prediction_file(row: dict) -> str:
+def prediction_file(row: dict) -> str:
     """A published prediction file's accuracy (an unparsed answer wrong), and over the
     statements it parsed beside its table's, flagged where the two differ by more than 0.01."""
     parsed = row["n"] - row["n_unparsed"]
-    own = row["theirs_accuracy"] * row["n"] / parsed if parsed else float("nan")
+    if not parsed:
+        return f"{row['versus']}: no statement parsed"
+    own = row["theirs_accuracy"] * row["n"] / parsed
     table = _published_accuracy(row)
     flag = ("" if table is None or abs(own - table) <= 0.01
             else f", **not the table's {table:.3f}**")
@@ -257,7 +259,7 @@ def _insertion_lines(rows: list[dict]) -> list[str]:
              "direction's cosine is biased at this size; the thesis shows the alignment as "
              "a picture, Appendix C.5)." if pc1 else "")
     files = [r for r in rows if r.get("level") == "published paired"]
-    files = "; ".join(_prediction_file(r) for r in files)
+    files = "; ".join(prediction_file(r) for r in files)
     files = (f" The paired differences use the paper's own prediction files on the same "
              f"statements, an unparsed answer counted wrong: {files}. A file whose accuracy "
              "over the statements it parsed is more than 0.01 from its table's is not the run "
@@ -390,7 +392,7 @@ def _comparator_level(s: dict, dataset: str, method: str) -> dict | None:
                  if r.get("dataset") == dataset and r.get("kind") == method), None)
 
 
-def _unskilled_comparators(s: dict, ours: list[dict]) -> list[str]:
+def unskilled_comparators(s: dict, ours: list[dict]) -> list[str]:
     """A win of ours over a comparator whose own accuracy CI reaches chance, said as such."""
     said = []
     for c in ours:
@@ -429,7 +431,7 @@ def _claims_lines(s: dict) -> list[str]:
             "with its 95% CI, † over fewer than 20 groups; `figures/summary.json` holds each "
             "one's numbers):", "", *_claim_table(seeds), "", _counts(seeds) + ".", "",
             "**Our own questions** (not the seeds'; decided on this run's model):", "",
-            *_claim_table(ours), "", _counts(ours) + ".", *_unskilled_comparators(s, ours)]
+            *_claim_table(ours), "", _counts(ours) + ".", *unskilled_comparators(s, ours)]
     out += ["", "**Power** (groups and pairs this run had, and those that would decide the "
             "claim with 80% power at Holm's strictest threshold for its family (5% / m), "
             "planned at the claim's margin δ with the observed group-level SD; — where "

@@ -425,7 +425,7 @@ def _pooled_gap(c: Claim, s: dict, sweep: dict):
     side = _task_mean(per, TEXT_QUALITY + COMMON_SENSE)
     if side is None:
         return None
-    return _pooled_test(c, *side)
+    return _pooled(*side)
 
 
 def _needs_models(c: Claim, s: dict, sweep: dict):
@@ -446,10 +446,12 @@ def _several_cells(c: Claim, s: dict, sweep: dict):
     if not cells:
         return None
     skilled = [r["train"] for r in rows
-               if r["train"] == r["test"] and beats_chance(r.get("lo"), hi=r.get("hi"))]
+               if r["train"] == r["test"]
+               and beats_chance(r.get("lo"), n_groups=r.get("n_groups"))]
     if len(skilled) < SEVERAL:
         return Verdict(NOT_TESTED, f"{len(skilled)} dataset(s) where the {kind} probe beats "
-                       f"chance in distribution; a level of {level} is compared after skill "
+                       f"chance in distribution (over 2+ test groups); a level of {level} is "
+                       f"compared after skill "
                        f"on {SEVERAL}+", method="precondition",
                        needed=f"{SEVERAL}+ datasets with skill in distribution")
     fam = FAMILIES[c.family]
@@ -531,23 +533,20 @@ def _task_mean(per_ds: Mapping[str, Difference], task: tuple[str, ...]
         n or None
 
 
-def _pooled_test(c: Claim, v: float, se: float, groups: Mapping[str, int], n: int | None):
-    """The claim's test of a mean over corpora (``groups``: each one's independent test
-    groups), said as what it is: a normal approximation from SEs in quadrature, its small
-    components flagged."""
-    k = sum(groups.values())
-    fam = FAMILIES[c.family]
-    t = claim_test(Difference(v, v - _Z * se, v + _Z * se, k, n), fam.kind, fam.delta)
+def _pooled(v: float, se: float, groups: Mapping[str, int], n: int | None
+                 ) -> Difference:
+    """A mean over corpora (``groups``: each one's independent test groups) as the claim's
+    difference, its interval said as what it is: a normal approximation from SEs in
+    quadrature, its small components flagged."""
     parts = ", ".join(f"{corpus} {g}{'†' if g < MIN_BOOTSTRAP_GROUPS else ''}"
                       for corpus, g in groups.items())
-    return replace(t, method=f"normal approximation over {k} independent test groups "
-                   f"({parts}; † under {MIN_BOOTSTRAP_GROUPS}): each corpus's SE from its "
-                   "group differences (its aspects averaged), corpora in quadrature: 95% CI "
-                   f"[{v - _Z * se:+.3f}, {v + _Z * se:+.3f}]") \
-        if isinstance(t, ClaimTest) else t
+    k = sum(groups.values())
+    return Difference(v, v - _Z * se, v + _Z * se, k, n, interval=(
+        f"normal approximation over {k} independent test groups ({parts}; † under "
+        f"{MIN_BOOTSTRAP_GROUPS}): each corpus's SE from its group differences (its aspects "
+        "averaged), corpora in quadrature"))
 
-
-def _task_contrast(c: Claim, per_ds: Mapping[str, Difference], what: str):
+def _task_contrast(per_ds: Mapping[str, Difference], what: str) -> Difference | Verdict | None:
     """Text quality minus common sense (module doc) over the datasets with a difference."""
     sides = []
     for task in (TEXT_QUALITY, COMMON_SENSE):
@@ -561,7 +560,7 @@ def _task_contrast(c: Claim, per_ds: Mapping[str, Difference], what: str):
                 needed="both tasks with 2+ test groups")
         sides.append(side)
     (a, sa, ka, na), (b, sb, kb, nb) = sides
-    return _pooled_test(c, a - b, math.hypot(sa, sb), {**ka, **kb},
+    return _pooled(a - b, math.hypot(sa, sb), {**ka, **kb},
                         ((na or 0) + (nb or 0)) or None)
 
 
@@ -571,7 +570,7 @@ def _gain_by_task(c: Claim, s: dict, sweep: dict):
         d = (e.get("minus") or {}).get("probe:pca")
         if e.get("kind") == "supervised" and d and d.get("n") == e.get("n_test"):
             per[e["dataset"]] = Difference.from_row(d)
-    return _task_contrast(c, per, "a supervised minus PCA difference")
+    return _task_contrast(per, "a supervised minus PCA difference")
 
 
 def _finetuning_rows(s: dict) -> dict[tuple[str, str], list[float]]:
@@ -594,7 +593,7 @@ def _finetuning_by_task(c: Claim, s: dict, sweep: dict):
     m = c.args[0]
     per = {ds: Difference(None, n_groups=len(g), group_diffs=tuple(-x for x in g))
            for (ds, meth), g in _finetuning_rows(s).items() if meth == m}
-    return _task_contrast(c, per, f"a supervised minus {m} difference")
+    return _task_contrast(per, f"a supervised minus {m} difference")
 
 
 # ------------------------------------------------------------------ Section 5.4

@@ -168,6 +168,7 @@ class InDistributionAccuracy:
     value: float | None
     lo: float | None
     hi: float | None
+    n_groups: int | None | Absent = ABSENT   # the test groups its interval rests on
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ def ablation_tests(ablation: list[dict]) -> dict | None:
         ds = r["dataset"]
         base = by.get((ds, BASELINE), {})   # the unablated judge, as the ablation recorded it
         acc_lo, same = base.get("judge_accuracy_lo"), base.get("same_answer_share")
-        decides, why = judge_decides(acc_lo, same)
+        decides, why = judge_decides(acc_lo, same, n_groups=base.get("n_groups"))
         decides_any.append((decides, f"{ds}: {why}"))
         margin = r.get("accuracy_margin", ACCURACY_MARGIN)
         f1 = _ci_of(r, "f1") is not None

@@ -25,6 +25,7 @@ from ppairs_lens.evaluation.verdicts import (
     NOT_TESTED,
     Verdict,
     beats_chance,
+    no_skill,
     holm,
 )
 
@@ -32,7 +33,8 @@ __all__ = ["ablation_changes_verdict", "judge_decides"]
 
 
 def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
-                  chance: float = 0.5, max_same: float = 0.95) -> tuple[bool, str]:
+                  chance: float = 0.5, max_same: float = 0.95, n_groups: int | None = None
+                  ) -> tuple[bool, str]:
     """``(decides, reason)``: the unablated judge's accuracy CI is above chance and it does not
     give one raw answer (the same position, or the same "True"/"False") on ``max_same`` of
     the records."""
@@ -40,9 +42,9 @@ def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
             and same_answer_share >= max_same:
         return False, (f"the judge does not decide: it gives the same raw answer on "
                        f"{same_answer_share:.0%} of pairs")
-    if not beats_chance(accuracy_lo, chance):
-        lo = "n/a" if accuracy_lo is None else f"{accuracy_lo:.3f}"
-        return False, f"the judge does not decide: its accuracy CI reaches chance (lower end {lo})"
+    if not beats_chance(accuracy_lo, chance, n_groups=n_groups):
+        return False, (f"the judge does not decide: its accuracy "
+                       f"{no_skill(accuracy_lo, n_groups, chance).removeprefix('its ')}")
     return True, "the judge decides"
 
 

@@ -132,7 +132,7 @@ def cosine_rule(chance: float = 0.5, n_sim: int = 2000, alpha: float = 0.01) -> 
 
 def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
                              accuracy_lo: Sequence[float | None], *,
-                             accuracy_hi: Sequence[float | None] | None = None,
+                             accuracy_groups: Sequence[int | None] | None = None,
                              features: Sequence[Float[np.ndarray, "n d"]] | None = None,
                              names: Sequence[str] | None = None, n_sim: int = 2000,
                              seed: int = 0, alpha: float = 0.01, chance: float = 0.5
@@ -140,24 +140,25 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
     """Do the directions of probes that work agree across datasets (module doc)?
 
     ``directions[i]`` is dataset ``i``'s probe direction, ``accuracy_lo[i]`` the lower end of
-    its in-distribution held-out accuracy CI (``accuracy_hi[i]`` its upper end: a zero-width
-    interval, one group's, shows no skill), ``features[i]`` its training contrast
+    its in-distribution held-out accuracy CI (``accuracy_groups[i]`` the test groups it rests
+    on: one group's shows no skill), ``features[i]`` its training contrast
     differences at the same read-out (the covariance null; None: isotropic only, and then the
     claim cannot hold). Holds when the statistic beats both nulls at ``alpha``; inconclusive
     when it does not beat one of them (no equivalence test: not beating a null is not
     disagreement); not tested with fewer than 2 probes above chance.
     """
     names = list(names or [str(i) for i in range(len(directions))])
-    his = list(accuracy_hi) if accuracy_hi is not None else [None] * len(accuracy_lo)
-    keep = [i for i, (lo, hi) in enumerate(zip(accuracy_lo, his))
-            if beats_chance(lo, chance, hi=hi)]
+    groups = (list(accuracy_groups) if accuracy_groups is not None
+              else [None] * len(accuracy_lo))
+    keep = [i for i, (lo, k) in enumerate(zip(accuracy_lo, groups, strict=True))
+            if beats_chance(lo, chance, n_groups=k)]
     rule = cosine_rule(chance, n_sim, alpha)
     ev: dict[str, Any] = {"used": [names[i] for i in keep],
                           "below_chance": [names[i] for i in range(len(names)) if i not in keep]}
     if len(keep) < 2:
         return Verdict(NOT_TESTED, f"only {len(keep)} of {len(names)} probes beat chance in "
-                       f"distribution at the read-out their directions are compared at (an "
-                       f"interval with width whose lower end is above chance); agreement "
+                       f"distribution at the read-out their directions are compared at (a CI "
+                       f"over 2+ test groups whose lower end is above chance); agreement "
                        f"needs at least 2", rule, ev)
     if 1 / (n_sim + 1) >= alpha:  # no draw could pass: the test would be run blind
         return Verdict(NOT_TESTED, f"with {n_sim} null draws the smallest p is 1/{n_sim + 1}, "

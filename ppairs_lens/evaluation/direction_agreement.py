@@ -36,7 +36,8 @@ def in_distribution_accuracy(split: StoreSplit, sweep: SweepProbes, kind: str, l
     p = sweep.to_probe(kind, li).predict_proba(split.acts_test[:, :, li])[:, 1]
     acc = evaluate(split.labels_test, p, groups=bootstrap_groups(split)[0], n_boot=n_boot,
                    seed=seed)["accuracy"]
-    return {"value": acc["value"], "lo": acc["lo"], "hi": acc["hi"]}
+    return {"value": acc["value"], "lo": acc["lo"], "hi": acc["hi"],
+            "n_groups": acc.get("n_groups")}
 
 
 def _within_label(split: StoreSplit, li: int) -> np.ndarray:
@@ -61,7 +62,8 @@ def agreement_verdicts(stores: Sequence[tuple[str, StoreSplit, SweepProbes]],
         feats = [_within_label(sp, li) for _, sp, _ in stores]
         v = cosine_agreement_verdict(
             dirs, [a["lo"] if a else None for a in accs.values()],
-            accuracy_hi=[a["hi"] if a else None for a in accs.values()], features=feats,
+            accuracy_groups=[a["n_groups"] if a else None for a in accs.values()],
+            features=feats,
             names=[n for n, _, _ in stores], n_sim=n_sim, seed=seed, alpha=alpha)
         out[kind] = {**v.as_dict(), "in_distribution": accs}
     return out

@@ -65,7 +65,7 @@ __all__ = ["ACCURACY_DELTA", "ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOL
            "NOT_RUN", "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED",
            "ClaimTest", "all_but_one_test", "at_least_test", "Difference", "Outcome", "Verdict",
            "beats_chance", "claim_test", "decide_family", "groups_to_decide", "holm",
-           "intersection_test", "interval_note", "interval_p", "interval_verdict",
+           "intersection_test", "interval_note", "interval_p", "interval_verdict", "no_skill",
            "transfer_refusal"]
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
@@ -149,6 +149,8 @@ class Difference:
     n_groups: int | None = None
     n_pairs: int | None = None
     group_diffs: tuple[float, ...] | None = None
+    #: what the interval is where it is not a group bootstrap (a pooled one: how it is made)
+    interval: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], value_key: str = "value") -> "Difference":
@@ -251,8 +253,8 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0, bound: 
         return Verdict(NOT_TESTED, why, method="none",
                        needed=f"{MIN_BOOTSTRAP_GROUPS} groups", evidence=ev)
     if boot:
-        method = (f"group bootstrap 95% CI over {k} groups (no group differences recorded; "
-                  "p by its normal approximation)")
+        method = (f"{d.interval or f'group bootstrap 95% CI over {k} groups'} (no group "
+                  "differences recorded; p by its normal approximation)")
         sd = sd_from_interval(d.lo, d.hi, k)
     else:
         d = Difference(float(np.mean(flips)), d.lo, d.hi, len(flips), d.n_pairs, tuple(flips))
@@ -517,14 +519,22 @@ def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> s
 
 
 
-def beats_chance(acc_lo: float | None, chance: float = 0.5, *, hi: float | None = None
+def beats_chance(acc_lo: float | None, chance: float = 0.5, *, n_groups: int | None = None
                  ) -> bool:
-    """A probe or judge works: its held-out accuracy CI's lower end is above chance, and the
-    interval (upper end ``hi`` where the caller has it) has width: a zero-width interval is
-    one group's, which shows no skill."""
+    """A probe or judge works: its held-out accuracy CI's lower end is above chance, over 2+
+    test groups where the caller knows their number (``n_groups``): one group's interval,
+    every resample the same, shows no skill."""
     if acc_lo is None or not np.isfinite(acc_lo) or acc_lo <= chance:
         return False
-    return hi is None or (bool(np.isfinite(hi)) and hi > acc_lo)
+    return n_groups is None or n_groups >= 2
+
+
+def no_skill(acc_lo: float | None, n_groups: int | None, chance: float = 0.5) -> str:
+    """Why :func:`beats_chance` refused: the words a precondition's reason uses."""
+    if n_groups is not None and n_groups < 2:
+        return f"it rests on {n_groups} test group{'s' if n_groups != 1 else ''}"
+    lo = "n/a" if acc_lo is None else f"{acc_lo:.3f}"
+    return f"its 95% CI's lower end {lo} is not above chance ({chance:g})"
 
 
 
