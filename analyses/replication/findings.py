@@ -19,7 +19,8 @@ from typing import Any
 
 from ppairs_lens.evaluation.predictors import label
 from ppairs_lens.evaluation.published import PUBLISHED, citation, published
-from ppairs_lens.evaluation.verdicts import Outcome, interval_note
+from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
+from ppairs_lens.evaluation.verdicts import Outcome, beats_chance, interval_note
 from ppairs_lens.io.atomic import atomic_write_text
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.outputs import jsonable, run_environment
@@ -150,9 +151,10 @@ def f1_cell(row: dict | None) -> str:
     every resample alike), † where it rests on fewer than 20 groups."""
     if row is None or row.get("value") is None:
         return "—"
-    if row.get("lo") is not None and row.get("lo") == row.get("hi"):
+    note = interval_note(row.get("lo"), row.get("hi"), row.get("n_groups"))
+    if note and not note.startswith("small sample"):
         return "n/a"
-    return f"{row['value']:.2f}" + ("" if row.get("ci_counts") else "†")
+    return f"{row['value']:.2f}" + ("†" if note or not row.get("ci_counts") else "")
 
 
 def _transfer_table(transfer: dict | None) -> list[str]:
@@ -208,7 +210,7 @@ def _steering_lines(rows: list[dict]) -> list[str]:
     first = next(iter(probes.values()))
     alphas = sorted({float(r["alpha"]) for r in rows if r.get("kind") == "probe"})
     n = first.get("n")
-    small = "†" if n is not None and n < 20 else ""
+    small = "†" if n is not None and n < MIN_BOOTSTRAP_GROUPS else ""
     return [f"**Steering** (adding alpha x the unit probe direction at its read-out, "
             f"{first.get('dataset')}, on {n}{small} held-out pairs at alpha "
             f"{', '.join(f'{a:+g}' for a in alphas)}; the judge's calibrated log-odds per unit "
@@ -401,7 +403,7 @@ def unskilled_comparators(s: dict, ours: list[dict]) -> list[str]:
         ds, _, other, _ = (list(c.get("comparison") or []) + [None] * 4)[:4]
         r = _comparator_level(s, str(ds), str(other)) if ds and other else None
         lo = (r or {}).get("lo")
-        if r is not None and lo is not None and lo <= 0.5:
+        if r is not None and lo is not None and not beats_chance(lo):
             value = r.get("value", r.get("accuracy"))
             said.append(f"{c['id']}: {other} itself scores {_f(value, '.2f')} "
                         f"[{_f(lo, '.2f')}, {_f(r.get('hi'), '.2f')}] on these pairs, an "

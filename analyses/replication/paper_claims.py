@@ -533,8 +533,7 @@ def _task_mean(per_ds: Mapping[str, Difference], task: tuple[str, ...]
         n or None
 
 
-def _pooled(v: float, se: float, groups: Mapping[str, int], n: int | None
-                 ) -> Difference:
+def _pooled(v: float, se: float, groups: Mapping[str, int], n: int | None) -> Difference:
     """A mean over corpora (``groups``: each one's independent test groups) as the claim's
     difference, its interval said as what it is: a normal approximation from SEs in
     quadrature, its small components flagged."""
@@ -560,8 +559,7 @@ def _task_contrast(per_ds: Mapping[str, Difference], what: str) -> Difference | 
                 needed="both tasks with 2+ test groups")
         sides.append(side)
     (a, sa, ka, na), (b, sb, kb, nb) = sides
-    return _pooled(a - b, math.hypot(sa, sb), {**ka, **kb},
-                        ((na or 0) + (nb or 0)) or None)
+    return _pooled(a - b, math.hypot(sa, sb), {**ka, **kb}, ((na or 0) + (nb or 0)) or None)
 
 
 def _gain_by_task(c: Claim, s: dict, sweep: dict):

@@ -180,7 +180,6 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
     from ppairs_lens.judges.study import study_prompts
 
     steps = plan_held_out_run(bridge, ds, cfg.stores, split=None, forms=())
-    settings = cfg.judges
     planned = [planned_template(bridge, d, cfg.stores) for d in ds]
     finished = [store for store, _ in planned]
     if cache is not None and all(s is not None for s in finished):
@@ -193,7 +192,7 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
     for d, (_, tpl) in zip(ds, planned):
         if d.kind == "comparison":
             steps.append(PlannedStep(d.name, "zero_shot", tuple(
-                study_prompts(bridge.tokenizer, d, tpl, settings)), studied))
+                study_prompts(bridge.tokenizer, d, tpl, cfg.judges)), studied))
     steps += [PlannedStep.untimed("main job", name, 1, "step") for name in LATER_MODEL_STEPS]
     return steps
 

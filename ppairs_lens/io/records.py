@@ -100,19 +100,21 @@ def _record(cls: type) -> bool:
     return isinstance(cls, type) and is_dataclass(cls)
 
 
-def _object(v: Any) -> Mapping:
+def _object(v: Any, what: str = "an object") -> Mapping:
     if not isinstance(v, Mapping):
-        raise TypeError(f"expected an object, got {type(v).__name__}")
+        raise TypeError(f"expected {what}, got {type(v).__name__}")
     return v
 
 
 def _int_key(k: Any) -> int:
     if type(k) is int:
         return k
-    try:
-        return int(k) if isinstance(k, str) and k.strip() == k else int("x")
-    except ValueError:
-        raise ValueError(f"expected integer keys, got {k!r:.40}") from None
+    if isinstance(k, str) and k.strip() == k:
+        try:
+            return int(k)
+        except ValueError:
+            pass
+    raise ValueError(f"expected integer keys, got {k!r:.40}")
 
 
 def _primitive(v: Any, types_: tuple[type, ...]) -> Any:
@@ -154,12 +156,7 @@ def _converter() -> cattrs.Converter:
         build = make_dict_structure_fn(cls, c, _cattrs_forbid_extra_keys=True, **{
             f.name: override(rename=_key(f)) for f in fields(cls) if JSON_KEY in f.metadata})
 
-        def structure(v: Any, t: Any) -> Any:
-            if not isinstance(v, Mapping):
-                raise TypeError(f"expected an object of {cls.__name__}'s fields, got "
-                                f"{type(v).__name__}")
-            return build(v, t)
-        return structure
+        return lambda v, t: build(_object(v, f"an object of {cls.__name__}'s fields"), t)
     c.register_structure_hook_factory(_record, structure_record)
 
     def mapping(hint: Any):
