@@ -14,7 +14,7 @@ over the leak groups. Beside the probes, on the same test pairs and with the sam
 
 Each probe row also carries ``val_value``: the accuracy at that layer of a probe fitted on
 part of the training split and scored on the rest (a leak-free validation split). The layer
-is chosen by it (:func:`ppairs_lens.evaluation.best_layers.best_layers`), never by the test
+is chosen by it (:func:`ppairs_lens.evaluation.readout_choice.choose_readouts`), never by the test
 score. ``layer_sweep_summary.json`` gives, per (dataset, kind), the chosen layer, its test
 accuracy, and paired differences (probe - each baseline / judge, bootstrap CI over groups).
 
@@ -28,7 +28,7 @@ in its store's ``judges/`` folder, so a cut run redoes none).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,9 @@ from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.result_table import (JUDGE_KEYS, TEXT_BASELINE_KEYS,
                                                   result_tables)
+from ppairs_lens.evaluation.verdicts import Difference
 from ppairs_lens.io.json_fields import read_json_object
+from ppairs_lens.io.records import record_data, record_from_data, rows_from_csv
 from ppairs_lens.evaluation.readout_choice import (
     VAL_REPEATS,
     VAL_SIZE,
@@ -60,8 +62,9 @@ from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_js
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import fit_sweep
 
-__all__ = ["JUDGES", "PairScores", "SweepConfig", "pair_scores", "run_sweep",
-           "run_sweep_with_summary", "sweep_split", "sweep_store", "sweep_summary"]
+__all__ = ["JUDGES", "LengthBalanced", "PairScores", "PairedDifference", "SweepConfig",
+           "SweepEntry", "SweepResult", "SweepRow", "SweepTest", "pair_scores", "read_sweep",
+           "run_sweep", "sweep_split", "sweep_store"]
 
 #: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
 #: their reports (:func:`pair_scores` reads them into a :class:`PairScores`); no-model predictors that need the items' texts,
@@ -75,7 +78,7 @@ BASELINES = ("memorisation", "length")
 class PairScores:
     """What a sweep scores beside its probes, measured before it by the caller: dataset ->
     predictor kind (a key of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item
-    1)}. An input of :func:`run_sweep_with_summary` (a study's step cache keys on it), never
+    1)}. An input of :func:`run_sweep` (a study's step cache keys on it), never
     part of :class:`SweepConfig`: a config says what a sweep ran with, not what other steps
     found. Built from judge entries by :func:`pair_scores`."""
 
@@ -97,6 +100,139 @@ def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
                        for ds, e in entries.items()})
 
 
+@dataclass(frozen=True, kw_only=True)
+class SweepRow:
+    """One row of ``layer_sweep.csv``: a probe kind at one read-out, or a baseline or judge
+    (``layer = -1``), on one metric of the held-out pairs."""
+
+    dataset: str
+    kind: str
+    layer: int
+    hook: str
+    metric: str
+    value: float | None
+    lo: float | None
+    hi: float | None
+    ci_counts: bool | None
+    n_train: int
+    n_test: int
+    split_used: str
+    val_value: float | None = None       # the layer's validation accuracy (probes)
+    sign_confidence: float | None = None
+    chosen: bool | None = None           # the read-out chosen on validation (probes)
+    selected_by: str | None = None
+    predictor: str = ""                  # what a baseline or judge is
+
+
+@dataclass(frozen=True)
+class SweepTest:
+    """A probe's test score at its chosen read-out, with its bootstrap interval."""
+
+    metric: str
+    value: float | None
+    lo: float | None
+    hi: float | None
+    ci_counts: bool | None
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """The probe minus another predictor on the test pairs both scored (paired bootstrap over
+    the leak groups; ``group_diffs``: one difference per group, for the sign-flip test)."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    n_boot_used: int
+    n_groups: int
+    ci_counts: bool | None
+    a: float | None
+    b: float | None
+    n: int
+    metric: str
+    group_diffs: tuple[float | None, ...]
+    about: str
+
+    def difference(self) -> Difference:
+        """As the claims' :class:`~ppairs_lens.evaluation.verdicts.Difference`."""
+        return Difference.from_row(record_data(self))
+
+
+@dataclass(frozen=True)
+class LengthBalanced:
+    """Accuracies on the length-balanced test pairs (where the sweep found enough of them)."""
+
+    n: int
+    tolerance: float
+    accuracy: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class SweepEntry:
+    """One (dataset, probe kind): the read-out chosen on validation and what it scored."""
+
+    dataset: str
+    kind: str
+    layer: int
+    hook: str
+    val_value: float | None
+    selected_by: str | None
+    split_used: str
+    n_test: int
+    n_groups_test: int
+    ci_unit: str
+    test: SweepTest
+    length_balanced: LengthBalanced | None
+    minus: dict[str, PairedDifference]
+    unavailable: dict[str, str]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a sweep hands on: ``layer_sweep_summary.json`` (how read-outs were chosen, one
+    :class:`SweepEntry` per dataset and probe kind) and the rows of ``layer_sweep.csv``."""
+
+    selection: str
+    metric: str
+    ci: str
+    entries: tuple[SweepEntry, ...]
+    rows: tuple[SweepRow, ...] = ()
+
+    def chosen(self) -> dict[tuple[str, str], int]:
+        """(dataset, probe kind) -> the read-out chosen on validation."""
+        return {(e.dataset, e.kind): e.layer for e in self.entries}
+
+    def datasets(self) -> list[str]:
+        """The swept datasets, in order."""
+        return list(dict.fromkeys(e.dataset for e in self.entries))
+
+    def entry(self, dataset: str, kind: str) -> SweepEntry | None:
+        return next((e for e in self.entries if e.dataset == dataset and e.kind == kind), None)
+
+    def others(self, dataset: str) -> dict[tuple[str, str], SweepRow]:
+        """(kind, metric) -> the row of each baseline and judge on ``dataset``."""
+        return {(r.kind, r.metric): r for r in self.rows if r.dataset == dataset and r.layer < 0}
+
+    def summary(self) -> dict:
+        """``layer_sweep_summary.json``."""
+        return {f.name: record_data(getattr(self, f.name)) for f in fields(self)
+                if f.name != "rows"}
+
+    def table(self) -> list[dict]:
+        """``layer_sweep.csv``."""
+        return [record_data(r) for r in self.rows]
+
+
+def read_sweep(folder: str | Path) -> SweepResult:
+    """The sweep a run wrote into ``folder`` (its summary and table), refused in one line
+    naming the file, row and field where they do not fit."""
+    folder = Path(folder)
+    path = folder / "layer_sweep_summary.json"
+    return record_from_data(SweepResult, {
+        **read_json_object(path), "rows": rows_from_csv(SweepRow, folder / "layer_sweep.csv")},
+        str(path))
+
+
 @dataclass
 class SweepConfig:
     """What a layer sweep ran on; saved beside its results."""
@@ -112,13 +248,10 @@ class SweepConfig:
 
 
 def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict, n: int,
-         **extra) -> dict:
-    return {"dataset": sp.name, "kind": kind, "layer": layer, "hook": hook, "metric": metric,
-            "value": s["value"], "lo": s["lo"], "hi": s["hi"], "ci_counts": s.get("ci_counts"),
-            "n_train": len(sp.labels_train),
-            "n_test": n, "split_used": sp.split_used, "val_value": None,
-            "sign_confidence": None, "chosen": None, "selected_by": None, "predictor": "",
-            **extra}
+         **extra) -> SweepRow:
+    return SweepRow(dataset=sp.name, kind=kind, layer=layer, hook=hook, metric=metric,
+                    value=s["value"], lo=s["lo"], hi=s["hi"], ci_counts=s.get("ci_counts"),
+                    n_train=len(sp.labels_train), n_test=n, split_used=sp.split_used, **extra)
 
 
 def _judge_subsets(sp: StoreSplit, judges: PairScores
@@ -146,7 +279,7 @@ def _scored_batch(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: Sw
 
 
 def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig,
-                judges: PairScores | None = None) -> tuple[list[dict], list[dict]]:
+                judges: PairScores | None = None) -> tuple[list[SweepRow], list[SweepEntry]]:
     """``(rows, summary)`` of one split store: the CSV rows and the summary entries; the
     judges and text baselines of ``judges`` scored on the test pairs they cover."""
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize, "model_name": model}
@@ -163,7 +296,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
             if not np.isnan(proba[kind][li]).any()]
     scored = dict(zip(cols, _scored_batch(
         sp, np.stack([proba[k][li] for k, li in cols], axis=1), None, cfg) if cols else []))
-    rows: list[dict] = []
+    rows: list[SweepRow] = []
     for kind, li in cols:
         sc = float(sign_conf[kind][li]) if kind in sign_conf else None
         c = choice[kind]
@@ -193,7 +326,8 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
 
 
 def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
-                     choice: dict[str, ReadoutChoice], others: dict, notes: dict) -> list[dict]:
+                     choice: dict[str, ReadoutChoice], others: dict, notes: dict
+                     ) -> list[SweepEntry]:
     """Per probe kind: the chosen read-out, its test accuracy, and paired differences
     against every baseline and judge on the pairs both scored."""
     y = sp.labels_test
@@ -206,65 +340,52 @@ def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
         pk = proba[kind][li]
         if np.isnan(pk).any():       # degenerate on the whole training split: no score
             continue
-        entry = {"dataset": sp.name, "kind": kind, "layer": li, "hook": c.hook,
-                 "val_value": c.val_value, "selected_by": c.selected_by,
-                 "split_used": sp.split_used, "n_test": len(y),
-                 "n_groups_test": len(set(sp.groups_test)), "ci_unit": ci_unit,
-                 "test": _test_interval(sp, pk, cfg),
-                 "length_balanced": length_balanced_accuracy(
-                     y, {"probe": pk, **{k: p for k, (i, p) in others.items() if i is None}},
-                     sp.pairs_test),
-                 "minus": {}}
+        balanced = length_balanced_accuracy(
+            y, {"probe": pk, **{k: p for k, (i, p) in others.items() if i is None}},
+            sp.pairs_test)
         # the other probe kinds at their own chosen read-outs (supervised - unsupervised)
         kinds = {f"probe:{k}": (None, proba[k][choice[k].index]) for k in cfg.kinds
                  if k != kind and not np.isnan(proba[k][choice[k].index]).any()}
+        minus = {}
         for other, (idx, p) in {**others, **kinds}.items():
             sel = np.arange(len(y)) if idx is None else idx
             d = paired_difference(y[sel], pk[sel], p, [g[i] for i in sel], **boot)
-            entry["minus"][other] = {**d, "ci_counts": held_out_ci_counts(sp, d),
-                                     "about": notes.get(other, "probe at its chosen read-out")}
-        entry["unavailable"] = {k: v for k, v in notes.items() if k not in others}
-        out.append(entry)
+            minus[other] = PairedDifference(
+                **{**d, "ci_counts": held_out_ci_counts(sp, d),
+                   "group_diffs": tuple(d["group_diffs"]),
+                   "about": notes.get(other, "probe at its chosen read-out")})
+        out.append(SweepEntry(
+            dataset=sp.name, kind=kind, layer=li, hook=c.hook, val_value=c.val_value,
+            selected_by=c.selected_by, split_used=sp.split_used, n_test=len(y),
+            n_groups_test=len(set(sp.groups_test)), ci_unit=ci_unit,
+            test=_test_interval(sp, pk, cfg),
+            length_balanced=None if balanced is None else LengthBalanced(**balanced),
+            minus=minus, unavailable={k: v for k, v in notes.items() if k not in others}))
     return out
 
 
-def _test_interval(sp: StoreSplit, p: np.ndarray, cfg: SweepConfig) -> dict:
+def _test_interval(sp: StoreSplit, p: np.ndarray, cfg: SweepConfig) -> SweepTest:
     s = _scored(sp, p, None, cfg)["accuracy"]
-    return {"metric": "accuracy", "value": s["value"], "lo": s["lo"], "hi": s["hi"],
-            "ci_counts": s["ci_counts"]}
+    return SweepTest(metric="accuracy", value=s["value"], lo=s["lo"], hi=s["hi"],
+                     ci_counts=s["ci_counts"])
 
 
 def sweep_store(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None = None
-                ) -> list[dict]:
-    """Rows of (dataset, kind, layer, metric, value, lo, hi, val_value, ...) for one store."""
+                ) -> list[SweepRow]:
+    """The table rows (dataset, kind, layer, metric, value, lo, hi, val_value, ...) of one
+    store."""
     return _sweep_one(store, cfg, judges)[0]
 
 
 def _sweep_one(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None
-               ) -> tuple[list[dict], list[dict]]:
+               ) -> tuple[list[SweepRow], list[SweepEntry]]:
     sp = split_store(store, **cfg.settings.split_kwargs())
     return sweep_split(sp, store.hook_names, store.meta.model, cfg, judges)
 
 
-def sweep_summary(summary: list[dict], cfg: SweepConfig) -> dict:
-    """The JSON written as ``layer_sweep_summary.json``: how layers were chosen and the
-    per-(dataset, kind) entries of :func:`sweep_split`."""
-    return {"selection": "read-out with the best validation accuracy (probes fitted on "
-                         f"{1 - cfg.val_size:.0%} of the training groups, scored on the rest, "
-                         f"{cfg.val_repeats} splits made as the test split; first maximum); "
-                         "without a validation split the last block's resid_post; test set "
-                         "never read to choose",
-            "metric": "accuracy",
-            "ci": f"95% percentile bootstrap over leak groups ({cfg.settings.n_boot} resamples), "
-                  "paired for differences",
-            "entries": summary}
-
-
-def run_sweep_with_summary(stores: list[ActivationStore], out: str | Path,
-                           cfg: SweepConfig | None = None, *,
-                           judges: PairScores | None = None) -> dict:
-    """Sweep every store; write the table, summary, figure and config to ``out``. Returns
-    ``{"rows": [...], "summary": {...}}`` (the summary as in ``layer_sweep_summary.json``).
+def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig | None = None,
+              *, judges: PairScores | None = None) -> SweepResult:
+    """Sweep every store; write the table, summary, figure and config to ``out``.
     ``judges``: the prompted judges' and text baselines' P(item 1) per dataset, scored beside
     the probes (rows at ``layer = -1``, paired differences in the summary)."""
     cfg = cfg or SweepConfig(stores=[str(s.path) for s in stores])
@@ -274,19 +395,22 @@ def run_sweep_with_summary(stores: list[ActivationStore], out: str | Path,
         r, e = _sweep_one(s, cfg, judges)
         rows += r
         entries += e
-    summary = sweep_summary(entries, cfg)
-    write_csv(out / "layer_sweep.csv", rows)
-    write_json(out / "layer_sweep_summary.json", summary)
+    result = SweepResult(
+        selection="read-out with the best validation accuracy (probes fitted on "
+                  f"{1 - cfg.val_size:.0%} of the training groups, scored on the rest, "
+                  f"{cfg.val_repeats} splits made as the test split; first maximum); "
+                  "without a validation split the last block's resid_post; test set "
+                  "never read to choose",
+        metric="accuracy",
+        ci=f"95% percentile bootstrap over leak groups ({cfg.settings.n_boot} resamples), "
+           "paired for differences",
+        entries=tuple(entries), rows=tuple(rows))
+    write_csv(out / "layer_sweep.csv", result.table())
+    write_json(out / "layer_sweep_summary.json", result.summary())
     save_config(out, "layer_sweep", cfg)
-    fig = plot_sweep(rows, entries, cfg, stores[0].meta.model)
+    fig = plot_sweep(result, cfg, stores[0].meta.model)
     save_figure(fig, out, "layer_sweep", preview=cfg.settings.quick)
-    return {"rows": rows, "summary": summary}
-
-
-def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig | None = None,
-              *, judges: PairScores | None = None) -> list[dict]:
-    """:func:`run_sweep_with_summary`, returning only the rows (as before)."""
-    return run_sweep_with_summary(stores, out, cfg, judges=judges)["rows"]
+    return result
 
 
 def cli(args, bridge) -> None:
@@ -363,10 +487,8 @@ def cli(args, bridge) -> None:
                                         tokenizer=bridge.tokenizer, **split).p_by_pair()
         scores[name] = {**entries[name], **texts}
     write_json(out / "layer_sweep_judges.json", entries)
-    rows = run_sweep(stores, args.out, cfg, judges=pair_scores(scores))
-    path = out / "layer_sweep_summary.json"
-    summary = read_json_object(path) if path.is_file() else {"entries": []}
-    print("\n".join(result_tables(rows, summary["entries"],
+    result = run_sweep(stores, args.out, cfg, judges=pair_scores(scores))
+    print("\n".join(result_tables(result.table(), result.summary()["entries"],
                                    test_size=cfg.settings.test_size)))
     print("", *estimate.compared(took), sep="\n")
     print(f"took {time.perf_counter() - t0:.0f} s in all (estimated model time "

@@ -16,75 +16,77 @@ FLAT = {k: (colour(k), ls) for k, ls in (("memorisation", ":"), ("length", "-.")
                                          ("zero_shot", "--"), ("few_shot", "--"))}
 
 
-def _flat_lines(ax, rows: list[dict], ds: str, metric: str, n_test) -> list[str]:
+def _flat_lines(ax, rows, ds: str, metric: str, n_test) -> list[str]:
     """Each judge and baseline as a line with its 95% interval as a band; returns the notes
     on those scored on fewer pairs than the probes (their n, for the caption)."""
     notes = []
     for kind, (c, ls) in FLAT.items():
-        r = next((r for r in rows if r["dataset"] == ds and r["kind"] == kind
-                  and r["metric"] == metric), None)
+        r = next((r for r in rows if r.dataset == ds and r.kind == kind
+                  and r.metric == metric), None)
         if r is None:
             continue
         # one label per kind in every panel: the figure has one legend (values: the table)
-        ax.axhline(r["value"], color=c, ls=ls, lw=1.1, label=label(kind))
-        if r.get("lo") is not None and r.get("hi") is not None and r["hi"] > r["lo"]:
-            ax.axhspan(r["lo"], r["hi"], color=c, alpha=0.07, lw=0)
-        if r.get("n_test") is not None and n_test is not None and r["n_test"] != n_test:
-            notes.append(f"{short(kind)} on {r['n_test']} of {n_test} pairs in {ds}")
+        ax.axhline(r.value, color=c, ls=ls, lw=1.1, label=label(kind))
+        if r.lo is not None and r.hi is not None and r.hi > r.lo:
+            ax.axhspan(r.lo, r.hi, color=c, alpha=0.07, lw=0)
+        if n_test is not None and r.n_test != n_test:
+            notes.append(f"{short(kind)} on {r.n_test} of {n_test} pairs in {ds}")
     return notes
 
 
-def _missing_note(entries: list[dict]) -> str:
+def _missing_note(entries) -> str:
     """Which baselines could not be drawn, and why (once per reason)."""
     missing: dict[tuple[str, str], list[str]] = {}
     for e in entries:
-        for kind, why in e.get("unavailable", {}).items():
+        for kind, why in e.unavailable.items():
             ds = missing.setdefault((kind, why), [])
-            if e["dataset"] not in ds:
-                ds.append(e["dataset"])
+            if e.dataset not in ds:
+                ds.append(e.dataset)
     return "".join(f" Not shown: {kind} ({why}) for {', '.join(ds)}."
                    for (kind, why), ds in missing.items())
 
 
-def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
+def plot_sweep(result, cfg, model: str):
+    """The figure of a :class:`~analyses.layer_sweep.SweepResult`."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    chosen = {(e["dataset"], e["kind"]): e["layer"] for e in entries}
+    rows, entries = result.rows, result.entries
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
+    chosen = result.chosen()
     with style():
         ncol = min(3, len(datasets))
         nrow = -(-len(datasets) // ncol)
         fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.9 * nrow), squeeze=False,
                                  sharey=True)
         notes: list[str] = []
-        fallback = sorted({f"{short(e['kind'])} in {e['dataset']}" for e in entries
-                           if str(e.get("selected_by", "")).startswith("fallback")})
+        fallback = sorted({f"{short(e.kind)} in {e.dataset}" for e in entries
+                           if str(e.selected_by or "").startswith("fallback")})
         for ax, ds in zip(axes.flat, datasets):
             for kind in cfg.kinds:
-                rs = [r for r in rows if r["dataset"] == ds and r["kind"] == kind
-                      and r["metric"] == cfg.metric and r["layer"] >= 0]
+                rs = [r for r in rows if r.dataset == ds and r.kind == kind
+                      and r.metric == cfg.metric and r.layer >= 0]
                 if not rs:
                     continue
-                x = [r["layer"] for r in rs]
-                ax.plot(x, [r["value"] for r in rs], color=colour(kind), label=label(kind), lw=1.4)
+                x = [r.layer for r in rs]
+                ax.plot(x, [r.value for r in rs], color=colour(kind), label=label(kind), lw=1.4)
                 # light bands with edges of their own colour: three kinds stay apart
-                ax.fill_between(x, [r["lo"] for r in rs], [r["hi"] for r in rs],
+                ax.fill_between(x, [r.lo for r in rs], [r.hi for r in rs],
                                 color=colour(kind), alpha=0.10, lw=0)
                 for edge in ("lo", "hi"):
-                    ax.plot(x, [r[edge] for r in rs], color=colour(kind), lw=0.5, alpha=0.6)
-                at = next((r for r in rs if r["layer"] == chosen.get((ds, kind))), None)
+                    ax.plot(x, [getattr(r, edge) for r in rs], color=colour(kind), lw=0.5,
+                            alpha=0.6)
+                at = next((r for r in rs if r.layer == chosen.get((ds, kind))), None)
                 if at is not None:
-                    fell_back = str(next((e.get("selected_by", "") for e in entries
-                                          if e["dataset"] == ds and e["kind"] == kind),
-                                         "")).startswith("fallback")
-                    ax.plot([at["layer"]], [at["value"]], marker="s" if fell_back else "o",
+                    e = result.entry(ds, kind)
+                    fell_back = str(e and e.selected_by or "").startswith("fallback")
+                    ax.plot([at.layer], [at.value], marker="s" if fell_back else "o",
                             ms=5, color=colour(kind), mec="k", mew=0.6, ls="none")
-            first = next((r for r in rows if r["dataset"] == ds and r["layer"] >= 0), {})
-            notes += _flat_lines(ax, rows, ds, cfg.metric, first.get("n_test"))
+            first = next((r for r in rows if r.dataset == ds and r.layer >= 0), None)
+            notes += _flat_lines(ax, rows, ds, cfg.metric, first and first.n_test)
             ax.axhline(0.5 if cfg.metric != "spearman" else 0.0, color="k", lw=0.6, alpha=0.5)
-            ax.set_title(f"{wrapped(ds, TITLE_WIDTH)}\n(test n={first.get('n_test', 0)}, "
-                         f"split by {first.get('split_used', '?')})")
+            ax.set_title(f"{wrapped(ds, TITLE_WIDTH)}\n(test n={first.n_test if first else 0}, "
+                         f"split by {first.split_used if first else '?'})")
             ax.set_xlabel("layer (last = final norm output)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(f"held-out {cfg.metric}")
@@ -98,7 +100,7 @@ def plot_sweep(rows: list[dict], entries: list[dict], cfg, model: str):
             first_ax.plot([], [], marker="s", ms=5, color="w", mec="k", ls="none",
                           label="read-out by fallback (no validation split)")
         fig.suptitle(f"Layer sweep of PPairS probes\n{model}")
-        splits = ", ".join(f"{ds}: {next(r['split_used'] for r in rows if r['dataset'] == ds)}"
+        splits = ", ".join(f"{ds}: {next(r.split_used for r in rows if r.dataset == ds)}"
                            for ds in datasets)
         s = cfg.settings
         caption(fig, f"Split used ({splits}); test fraction {s.test_size}, seed {s.seed}. "

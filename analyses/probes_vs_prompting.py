@@ -47,59 +47,55 @@ class PvPConfig:
     settings: EvalSettings = EvalSettings()  # n_boot and seed of the paired intervals
 
 
-def _others(sweep: dict, dataset: str) -> dict[tuple[str, str], dict]:
-    return {(r["kind"], r["metric"]): r for r in sweep.get("others", [])
-            if r["dataset"] == dataset}
-
-
-def _balanced(entry: dict, name: str) -> dict:
+def _balanced(entry, name: str) -> dict:
     """Accuracy on the length-balanced test pairs (items within 10% of each other's length),
     where the sweep found 30 or more of them."""
-    lb = entry.get("length_balanced") or {}
-    acc = (lb.get("accuracy") or {}).get(name)
-    return {} if acc is None else {"length_balanced_accuracy": acc, "n_length_balanced": lb["n"]}
+    lb = entry.length_balanced if entry is not None else None
+    acc = None if lb is None else lb.accuracy.get(name)
+    return {} if acc is None else {"length_balanced_accuracy": acc, "n_length_balanced": lb.n}
 
 
-def dataset_rows(sweep: dict, dataset: str, judge: dict | None = None
+def dataset_rows(sweep, dataset: str, judge: dict | None = None
                  ) -> tuple[list[PvPRow], list[dict]]:
-    """(method rows, claim rows) of one dataset; ``judge``: its prompted judge's record
-    (whose diagnostics say whether it decides at all), where it has one."""
+    """(method rows, claim rows) of one dataset of ``sweep`` (the layer sweep's
+    ``SweepResult``); ``judge``: its prompted judge's record (whose diagnostics say whether
+    it decides at all), where it has one."""
     share = ({"same_raw_answer_share": judge["diagnostics"].get("same_raw_answer_share")}
              if judge is not None else {})
-    entries = {e["kind"]: e for e in sweep["entries"] if e["dataset"] == dataset}
-    others = _others(sweep, dataset)
+    entries = {e.kind: e for e in sweep.entries if e.dataset == dataset}
+    others = sweep.others(dataset)
     rows = []
     for kind, e in entries.items():
-        t = e["test"]
+        t = e.test
         rows.append(PvPRow(dataset=dataset, method=PROBES.get(kind, kind), kind=kind,
-                           family="probe", accuracy=t["value"], lo=t["lo"], hi=t["hi"],
-                           ci_counts=t.get("ci_counts"), read_out=e["layer"],
-                           selected_by=e["selected_by"], n=e["n_test"], auroc=None, f1=None,
+                           family="probe", accuracy=t.value, lo=t.lo, hi=t.hi,
+                           ci_counts=t.ci_counts, read_out=e.layer,
+                           selected_by=e.selected_by, n=e.n_test, auroc=None, f1=None,
                            **_balanced(e, "probe")))
     for (kind, metric), r in others.items():
         if metric != "accuracy":
             continue
         family = "judge" if kind in JUDGE_FORMS else "baseline"
+        auroc, f1 = others.get((kind, "auroc")), others.get((kind, "f1"))
         rows.append(PvPRow(
             dataset=dataset, method={**JUDGE_FORMS, **BASELINES}.get(kind, kind), kind=kind,
-            family=family, accuracy=r["value"], lo=r["lo"], hi=r["hi"],
-            ci_counts=r.get("ci_counts"), read_out=None, selected_by=r.get("predictor"),
-            n=r["n_test"], auroc=others.get((kind, "auroc"), {}).get("value"),
-            f1=others.get((kind, "f1"), {}).get("value"),
-            **_balanced(next(iter(entries.values()), {}), kind),
+            family=family, accuracy=r.value, lo=r.lo, hi=r.hi,
+            ci_counts=r.ci_counts, read_out=None, selected_by=r.predictor,
+            n=r.n_test, auroc=auroc and auroc.value, f1=f1 and f1.value,
+            **_balanced(next(iter(entries.values()), None), kind),
             **(share if family == "judge" else {})))
     claims = []
     for kind, e in entries.items():
         for other in COMPARISONS.get(kind, ()):
-            d = e["minus"].get(other)
-            if d is None or d.get("n") != e["n_test"]:    # a judge run on a subset: its row only
+            d = e.minus.get(other)
+            if d is None or d.n != e.n_test:    # a judge run on a subset: its row only
                 continue
             claims.append({"dataset": dataset, "probe": PROBES.get(kind, kind),
                            "against": {**JUDGE_FORMS, **BASELINES,
                                        "probe:pca": PROBES["pca"]}[other],
-                           "probe_value": d["a"], "other_value": d["b"],
-                           "difference": d["value"], "lo": d["lo"], "hi": d["hi"],
-                           "n": d["n"], "n_groups": d.get("n_groups")})
+                           "probe_value": d.a, "other_value": d.b,
+                           "difference": d.value, "lo": d.lo, "hi": d.hi,
+                           "n": d.n, "n_groups": d.n_groups})
     return rows, claims
 
 
@@ -137,9 +133,10 @@ class PvPRows(StepRows):
     rows: tuple[PvPRow, ...] = ()
 
 
-def run_probes_vs_prompting(sweep: dict, judges: dict[str, dict], out,
+def run_probes_vs_prompting(sweep, judges: dict[str, dict], out,
                             cfg: PvPConfig) -> PvPRows:
-    """Tables and figure from the sweep summary; ``judges``: each dataset's judge record
+    """Tables and figure from ``sweep`` (the layer sweep's ``SweepResult``); ``judges``: each
+    dataset's judge record
     (diagnostics: does the prompted judge decide at all?)."""
     rows, claims = [], []
     for name in cfg.datasets:

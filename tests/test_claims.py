@@ -12,6 +12,7 @@ from analyses.replication.claims import CLAIMS, FAMILIES, check_registry, evalua
 from analyses.probes_vs_prompting import COMPARISONS, dataset_rows
 from analyses.replication.findings import replication_markdown
 from ppairs_lens.evaluation.verdicts import Outcome
+from tests.sweeps import sweep_of
 
 #: A model the paper's claims were made for, so that they get verdicts.
 IN_SCOPE = {"model": "meta-llama/Llama-3.1-70B-Instruct"}
@@ -60,19 +61,19 @@ def _sweep(ds="rocstories", k=40, judge=0.6, length=0.55):
              "minus": minus}
     pca = {**entry, "kind": "pca", "minus": {k_: v for k_, v in minus.items()
                                             if k_ != "probe:pca"}}
-    return {"entries": [entry, pca], "others": []}
+    return {"entries": [entry, pca]}
 
 
 def test_comparators_are_fixed_in_advance_not_chosen_on_test_pairs():
     """Raising another judge form's or baseline's test accuracy never changes which
     comparison a claim makes: the claims read the paper's form and every baseline."""
     base = _sweep()
-    _, before = dataset_rows(base, "rocstories")
+    _, before = dataset_rows(sweep_of(base), "rocstories")
     moved = copy.deepcopy(base)
     for e in moved["entries"]:
         e["minus"]["direct"] = _diff(0.9, 0.99)          # a form that would now be "best"
         e["minus"]["zero_shot"] = _diff(0.9, 0.2)
-    _, after = dataset_rows(moved, "rocstories")
+    _, after = dataset_rows(sweep_of(moved), "rocstories")
     assert [(c["probe"], c["against"]) for c in before] == \
            [(c["probe"], c["against"]) for c in after]
     assert "direct" not in COMPARISONS["supervised"]
@@ -81,7 +82,7 @@ def test_comparators_are_fixed_in_advance_not_chosen_on_test_pairs():
 
 
 def test_verdicts_and_power_from_synthetic_outputs():
-    out = evaluate_claims(IN_SCOPE, _sweep())
+    out = evaluate_claims(IN_SCOPE, sweep_of(_sweep()))
     by = {c["id"]: c for c in out["claims"]}
     assert len(out["claims"]) == len(CLAIMS)
     # +0.30 [0.20, 0.40] over 40 groups: holds after Holm over the family
@@ -100,7 +101,7 @@ def test_verdicts_and_power_from_synthetic_outputs():
 
 
 def test_a_strong_baseline_makes_the_baseline_claim_fail_not_hold():
-    out = evaluate_claims({}, _sweep(length=0.99))
+    out = evaluate_claims({}, sweep_of(_sweep(length=0.99)))
     by = {c["id"]: c for c in out["claims"]}
     assert by["ours.baselines.supervised.rocstories"]["outcome"] == "fails"   # length wins
 
@@ -110,14 +111,14 @@ def test_few_groups_with_group_differences_use_the_sign_flip_test():
     for e in sw["entries"]:
         for d in e["minus"].values():
             d["group_diffs"] = [d["value"]] * d["n_groups"]
-    by = {c["id"]: c for c in evaluate_claims(IN_SCOPE, sw)["claims"]}
+    by = {c["id"]: c for c in evaluate_claims(IN_SCOPE, sweep_of(sw))["claims"]}
     c = by["fig1.supervised-vs-zero-shot.mt-bench"]
     assert "sign-flip" in c["method"] and c["outcome"] == "holds"
 
 
 def test_the_report_is_generated_from_the_registry():
     s = {"model": "m", "split_by": "auto", "n_boot": 10, "datasets": {"rocstories": 80},
-         "timings_s": {"x": 1.0}, **evaluate_claims(IN_SCOPE, _sweep())}
+         "timings_s": {"x": 1.0}, **evaluate_claims(IN_SCOPE, sweep_of(_sweep()))}
     text = replication_markdown(s)
     for f in FAMILIES.values():
         assert f.name in text and f.why in text
@@ -130,7 +131,7 @@ def test_a_sign_flip_row_prints_the_mean_it_tests_beside_the_pooled_difference()
     for e in sw["entries"]:
         for d in e["minus"].values():
             d["group_diffs"] = [d["value"] + 0.1] * 5 + [d["value"] - 0.05] * 5
-    out = evaluate_claims(IN_SCOPE, sw)
+    out = evaluate_claims(IN_SCOPE, sweep_of(sw))
     c = {r["id"]: r for r in out["claims"]}["fig1.supervised-vs-zero-shot.mt-bench"]
     assert "sign-flip" in c["method"]
     assert c["value"] == pytest.approx(0.3 + 0.025) and c["pooled_value"] == pytest.approx(0.3)

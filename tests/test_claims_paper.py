@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.replication.claims import CLAIMS, evaluate_claims, per_layer
-from analyses.replication.paper_claims import TABLE1_DATASETS
+from analyses.replication.claims import CLAIMS, evaluate_claims
+from analyses.replication.paper_claims import TABLE1_DATASETS, per_layer
+from tests.sweeps import sweep_of
 
 L = 30
 
@@ -21,13 +22,13 @@ def _sweep(rows, k=40):
     kinds = {(r["dataset"], r["kind"]) for r in rows}
     return {"entries": [{"dataset": d, "kind": kd, "n_groups_test": k, "n_test": 40, "minus": {}}
                         for d, kd in kinds],
-            "per_layer": rows}
+            "rows": rows}
 
 
 def _by(summary, sweep):
     """Verdicts for a model the paper's claims were made for (Llama 3.1 70B)."""
     summary = {"model": "meta-llama/Llama-3.1-70B-Instruct", **summary}
-    return {c["id"]: c for c in evaluate_claims(summary, sweep)["claims"]}
+    return {c["id"]: c for c in evaluate_claims(summary, sweep_of(sweep))["claims"]}
 
 
 def test_each_table1_dataset_and_the_layer_claims_are_registered_once():
@@ -70,7 +71,7 @@ def test_per_layer_keeps_the_probe_accuracy_rows_only():
     rows = _layers([0.6] * 3) + [{**_layers([0.6])[0], "metric": "f1"},
                                  {**_layers([0.6])[0], "layer": -1, "kind": "lexical"},
                                  {**_layers([0.6])[0], "kind": "mass_mean"}]
-    assert len(per_layer(rows)) == 3
+    assert len(per_layer(sweep_of({"rows": rows}))) == 3
 
 
 def _transfer(diffs_by_source, own, ds="mctaco", kind="pca"):
@@ -137,7 +138,7 @@ def test_pca_against_finetuning_is_the_difference_of_their_gaps_to_the_supervise
              "minus_supervised_group_diffs": [0.0, -0.5, 0.5]},
             {"dataset": "hanna-coherence", "method": "lora",
              "minus_supervised_group_diffs": [-0.5, -0.5, 0.0]}]
-    d = READERS[c.read](c, {"finetuning": rows}, {})
+    d = READERS[c.read](c, {"finetuning": rows}, sweep_of())
     assert d.group_diffs == (0.5, 0.0, 0.5) and d.value == pytest.approx(1 / 3)
 
 
@@ -165,7 +166,7 @@ def test_claims_across_models_are_registered_and_never_tested():
         rows = {r["id"]: r for r in evaluate_claims(
             {"model": model, "transfer": {"accuracy": [{"kind": "pca", "train": "rocstories",
                                                         "test": "mctaco", "value": 0.97}]}},
-            {})["claims"]}
+            None)["claims"]}
         assert rows[cid]["outcome"] == "not testable as stated", cid
 
 
@@ -254,9 +255,9 @@ def test_the_published_climatex_level_is_reproduced_within_delta_or_not():
                                "lo": acc - half, "hi": acc + half, "n": 400}]}
     model = "meta-llama/Meta-Llama-3-8B-Instruct"
     near = {r["id"]: r for r in evaluate_claims({"model": model, **row(0.73, 0.02)},
-                                                {})["claims"]}
+                                                None)["claims"]}
     far = {r["id"]: r for r in evaluate_claims({"model": model, **row(0.5, 0.02)},
-                                               {})["claims"]}
+                                               None)["claims"]}
     assert near["thesis4.3.3.probe-pairwise-level"]["outcome"] == "holds"
     assert far["thesis4.3.3.probe-pairwise-level"]["outcome"] == "fails"
 
@@ -265,10 +266,10 @@ def test_the_probe_as_pc1_claim_shows_its_cosine_and_decides_nothing():
     model = "meta-llama/Meta-Llama-3-8B-Instruct"            # in the claim's scope
     pc1 = {"insertion": [{"method": "probe", "level": "direction vs PC1", "abs_cos": 0.91,
                           "lo": float("nan"), "hi": float("nan"), "n": 400}]}
-    got = {r["id"]: r for r in evaluate_claims({"model": model, **pc1}, {})["claims"]}
+    got = {r["id"]: r for r in evaluate_claims({"model": model, **pc1}, None)["claims"]}
     row = got["thesis4.3.3.probe-as-pc1"]
     assert row["outcome"] == "not testable as stated" and "0.910" in row["reason"]
-    none = {r["id"]: r for r in evaluate_claims({"model": model}, {})["claims"]}
+    none = {r["id"]: r for r in evaluate_claims({"model": model}, None)["claims"]}
     assert none["thesis4.3.3.probe-as-pc1"]["outcome"] == "not run in this preset"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analyses.replication.claims import CLAIMS, check_registry, evaluate_claims
+from tests.sweeps import sweep_of
 from analyses.replication.claim_families import FAMILIES, SCOPES
 from ppairs_lens.evaluation.verdicts import OUTSIDE_SCOPE
 
@@ -76,7 +77,7 @@ def test_scope_turns_a_decision_into_outside_the_claims_scope():
              "test": {"lo": 0.7, "value": 0.8},
              "minus": {"zero_shot": {"value": 0.375, "lo": 0.3, "hi": 0.45, "n": 80,
                                      "n_groups": 40, "group_diffs": diffs}}}
-    sweep = {"entries": [entry]}
+    sweep = sweep_of({"entries": [entry]})
     for model, want in (("SmolLM2-135M-Instruct", str(OUTSIDE_SCOPE)),
                         ("meta-llama/Llama-3.1-70B-Instruct", "holds")):
         rows = {r["id"]: r for r in evaluate_claims({"model": model}, sweep)["claims"]}
@@ -86,7 +87,7 @@ def test_scope_turns_a_decision_into_outside_the_claims_scope():
 
 
 def test_a_step_the_preset_did_not_run_is_not_run_not_not_tested():
-    rows = {r["id"]: r for r in evaluate_claims({"model": "x"}, {})["claims"]}
+    rows = {r["id"]: r for r in evaluate_claims({"model": "x"}, None)["claims"]}
     assert rows["fig3.supervised-vs-lora.caters"]["outcome"] == "not run in this preset"
 
 

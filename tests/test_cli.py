@@ -120,7 +120,7 @@ def recorded(monkeypatch):
             return result
         return f
 
-    monkeypatch.setattr(analyses.layer_sweep, "run_sweep", rec("sweep", []))
+    monkeypatch.setattr(analyses.layer_sweep, "run_sweep", rec("sweep", analyses.layer_sweep.SweepResult(selection="", metric="accuracy", ci="", entries=())))
     monkeypatch.setattr(analyses.cross_dataset, "run_transfer", rec("transfer", {}))
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
     monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", analyses.ablation.AblationRows()))

@@ -48,7 +48,7 @@ def overlap(a, b, tol: float = 1.0) -> bool:
 
 @pytest.fixture(scope="module")
 def saved(tiny, tmp_path_factory):
-    from analyses.layer_sweep import SweepConfig, run_sweep_with_summary
+    from analyses.layer_sweep import SweepConfig, run_sweep
     from analyses import layer_sweep_plots
     from ppairs_lens.evaluation.protocol import EvalSettings
 
@@ -67,7 +67,7 @@ def saved(tiny, tmp_path_factory):
     import analyses.layer_sweep as ls
     ls.plot_sweep, before = keep, ls.plot_sweep
     try:
-        run_sweep_with_summary(stores, tmp / "out", cfg)
+        run_sweep(stores, tmp / "out", cfg)
     finally:
         ls.plot_sweep = before
     return figs[0], tmp / "out"

@@ -61,6 +61,7 @@ def _texts(fig) -> list[str]:
 
 def test_the_layer_sweep_legend_names_each_predictor_by_its_label():
     from analyses.layer_sweep_plots import plot_sweep
+    from tests.sweeps import sweep_of
 
     rows = [{"dataset": "d", "kind": k, "layer": layer, "metric": "accuracy", "value": 0.6,
              "lo": 0.5, "hi": 0.7, "n_test": 40, "split_used": "pair"}
@@ -70,7 +71,7 @@ def test_the_layer_sweep_legend_names_each_predictor_by_its_label():
              for k in ("length", "lexical", "zero_shot")]
     cfg = SimpleNamespace(kinds=("supervised", "pca"), metric="accuracy",
                           settings=EvalSettings(), val_size=0.25, val_repeats=3)
-    fig = plot_sweep(rows, [], cfg, "tiny")
+    fig = plot_sweep(sweep_of({"rows": rows}), cfg, "tiny")
     texts = _texts(fig)
     for k in ("supervised", "pca", "length", "lexical", "zero_shot"):
         assert label(k) in texts, (k, texts)

@@ -73,9 +73,9 @@ def test_every_analysis_chooses_the_planted_readout(stores, tiny, monkeypatch):
     sp = split_store(store, test_size=0.3, seed=0)
     # sweep: the summary and the table's chosen rows
     rows, entries = sweep_split(sp, store.hook_names, "toy", SweepConfig(stores=[], settings=EvalSettings(n_boot=20)))
-    assert {e["layer"] for e in entries} == {PLANTED}
-    assert {e["selected_by"] for e in entries} == {"validation"}
-    assert {r["layer"] for r in best_layers(rows)} == {PLANTED}
+    assert {e.layer for e in entries} == {PLANTED}
+    assert {e.selected_by for e in entries} == {"validation"}
+    assert {r.layer for r in rows if r.chosen} == {PLANTED}
     # transfer: each source's probes and the cosines' common read-out
     cfg = TransferConfig(stores=[], settings=EvalSettings(n_boot=20))
     fitted = [fit_store(s, cfg) for s in stores]

@@ -178,11 +178,11 @@ def test_table_4_2_claims_are_tested_only_where_articles_sort_seven_summaries():
                                    "n_groups": 30, "ci_counts": True,
                                    "min_items_sorted": k}]}
     cid = "thesis4.2.ppairs-vs-direct.summeval-coherence"
-    few = {c["id"]: c for c in evaluate_claims(rows(3), {"entries": []})["claims"]}[cid]
+    few = {c["id"]: c for c in evaluate_claims(rows(3), None)["claims"]}[cid]
     assert few["outcome"] == "not tested at this size" and "7+" in few["needed"]
-    enough = {c["id"]: c for c in evaluate_claims(rows(7), {"entries": []})["claims"]}[cid]
+    enough = {c["id"]: c for c in evaluate_claims(rows(7), None)["claims"]}[cid]
     assert enough["outcome"] == "fails"       # -0.6 [-0.7, -0.5] over 30 articles
-    unknown = {c["id"]: c for c in evaluate_claims(rows(None), {"entries": []})["claims"]}[cid]
+    unknown = {c["id"]: c for c in evaluate_claims(rows(None), None)["claims"]}[cid]
     assert unknown["outcome"] == "not tested at this size" and "rerun" in unknown["reason"]
 
 

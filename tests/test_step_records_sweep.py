@@ -1,24 +1,22 @@
-"""The layer sweep and transfer steps hand on records (analyses/replication/records_sweep.py): the
-same record fresh and reused, and the JSON the summary and the claims read exactly as the
-step wrote it before the records (the committed ``figures/`` read back key for key)."""
+"""The layer sweep and transfer steps hand on records (``analyses.layer_sweep.SweepResult``,
+analyses/replication/records_sweep.py): the same record fresh and reused, and the JSON the
+summary and the claims read exactly as the step wrote it (the committed ``figures/`` read back
+key for key)."""
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from analyses.replication.records_sweep import (
-    CosineSummary,
-    OtherScore,
-    SweepEntry,
-    SweepResult,
-    TransferResult,
-)
-from ppairs_lens.errors import PPairsError
+from analyses.layer_sweep import SweepEntry, SweepResult, SweepRow, read_sweep
+from analyses.replication.records_sweep import CosineSummary, TransferResult
+from ppairs_lens.errors import DataError, PPairsError
+from ppairs_lens.io.outputs import jsonable, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, JSON_KEY, record_data, record_from_data
 from ppairs_lens.io.study_runner import StudyRunner
 
@@ -39,13 +37,12 @@ ROW = {"dataset": "d", "kind": "supervised", "layer": 1, "hook": "h", "metric": 
        "value": 0.7, "lo": 0.5, "hi": 0.9, "ci_counts": True, "n_train": 12, "n_test": 10,
        "split_used": "pairs", "val_value": 0.6, "sign_confidence": None, "chosen": False,
        "selected_by": "validation", "predictor": ""}
-JUDGE = {**ROW, "kind": "zero_shot", "layer": -1, "hook": "", "predictor": "prompted judge"}
-PER_LAYER = [{k: ROW[k] for k in ("dataset", "kind", "layer", "metric", "value", "lo", "hi",
-                                  "ci_counts", "n_test")}]
+JUDGE = {**ROW, "kind": "zero_shot", "layer": -1, "hook": "", "val_value": None,
+         "chosen": None, "selected_by": None, "predictor": "prompted judge"}
 
 
 def _sweep() -> SweepResult:
-    return SweepResult.of(SUMMARY, [ROW, JUDGE], PER_LAYER)
+    return record_from_data(SweepResult, {**SUMMARY, "rows": [ROW, JUDGE]})
 
 
 def test_the_sweep_hands_on_the_same_record_fresh_and_reused(tmp_path):
@@ -58,29 +55,53 @@ def test_the_sweep_hands_on_the_same_record_fresh_and_reused(tmp_path):
     assert again.reused == ["layer sweep"]
     for got in (fresh, reused):
         assert isinstance(got, SweepResult) and isinstance(got.entries[0], SweepEntry)
-        assert got.others == (OtherScore(**{k: JUDGE[k] for k in OtherScore.__annotations__}),)
+        assert got.others("d") == {("zero_shot", "accuracy"): SweepRow(**JUDGE)}
         assert got.chosen() == {("d", "supervised"): 2, ("d", "pca"): 2}
-        assert got.datasets() == ["d"]
+        assert got.datasets() == ["d"] and got.entry("d", "pca").minus == {}
         assert got.entries[0].minus["zero_shot"].group_diffs[:2] == (0.5, 0.0)
-        data = got.data()
-        assert math.isnan(data["entries"][0]["minus"]["zero_shot"]["group_diffs"][2])
-        assert json.dumps({k: data[k] for k in SUMMARY}) == json.dumps(SUMMARY)
-        assert data["per_layer"] == PER_LAYER and data["others"][0]["predictor"] == \
-            "prompted judge"
+        summary = got.summary()
+        assert math.isnan(summary["entries"][0]["minus"]["zero_shot"]["group_diffs"][2])
+        assert json.dumps(summary) == json.dumps(SUMMARY)
+        assert got.table() == [ROW, JUDGE]
 
 
 def test_a_sweep_entry_without_a_field_is_refused_naming_it():
     broken = {**SUMMARY, "entries": [{k: v for k, v in ENTRY.items() if k != "test"}]}
     with pytest.raises(PPairsError, match=r"SweepResult\.entries\[0\]\.test: required field missing"):
-        SweepResult.of(broken, [], [])
+        record_from_data(SweepResult, broken, "SweepResult")
+
+
+def test_a_written_sweep_reads_back_as_the_same_record(tmp_path):
+    sweep = _sweep()
+    write_csv(tmp_path / "layer_sweep.csv", sweep.table())
+    write_json(tmp_path / "layer_sweep_summary.json", sweep.summary())
+    back = read_sweep(tmp_path)
+    assert back.rows == sweep.rows and back.chosen() == sweep.chosen()
+    assert jsonable(back.summary()) == jsonable(sweep.summary())     # a NaN is written as null
+
+
+def test_a_sweep_table_cell_that_does_not_fit_is_refused_naming_its_row_and_field(tmp_path):
+    sweep = _sweep()
+    write_json(tmp_path / "layer_sweep_summary.json", sweep.summary())
+    write_csv(tmp_path / "layer_sweep.csv", [ROW, {**JUDGE, "n_test": "ten"}])
+    with pytest.raises(DataError, match=r"layer_sweep\.csv, row 3, field 'n_test'"):
+        read_sweep(tmp_path)
+    write_csv(tmp_path / "layer_sweep.csv", [{k: v for k, v in ROW.items() if k != "layer"}])
+    with pytest.raises(DataError, match=r"row 2, field 'layer': column missing"):
+        read_sweep(tmp_path)
 
 
 @pytest.mark.skipif(not (FIGURES / "layer_sweep_summary.json").is_file(),
                     reason="no committed sweep")
-def test_the_committed_sweep_summary_reads_back_key_for_key():
+def test_the_committed_sweep_reads_back_key_for_key(tmp_path):
+    for name in ("layer_sweep_summary.json", "layer_sweep.csv"):
+        shutil.copy(FIGURES / name, tmp_path / name)
     summary = json.loads((FIGURES / "layer_sweep_summary.json").read_text("utf-8"))
-    data = SweepResult.of(summary, [], []).data()
-    assert json.dumps({k: data[k] for k in summary}) == json.dumps(summary)
+    sweep = read_sweep(tmp_path)
+    assert json.dumps(sweep.summary()) == json.dumps(summary)
+    write_csv(tmp_path / "again.csv", sweep.table())
+    assert (tmp_path / "again.csv").read_text("utf-8") == \
+        (FIGURES / "layer_sweep.csv").read_text("utf-8")
 
 
 COSINE = {"mean_abs_cos": 0.1, "mean_cos": 0.0, "split_half_abs_cos": 0.2,

@@ -20,6 +20,7 @@ from ppairs_lens.probes.features import contrast_features, side_means
 from ppairs_lens.probes.logistic import batched_logistic_regression
 from ppairs_lens.probes.sweep import fit_sweep
 from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.io.records import record_data
 
 
 def planted_layers(n: int = 600, n_layers: int = 4, d: int = 24, *, seed: int = 0,
@@ -309,7 +310,7 @@ def _item_pairs(n: int = 700, n_items: int = 60, seed: int = 1) -> list[PairInfo
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    from analyses.layer_sweep import PairScores, SweepConfig, run_sweep_with_summary
+    from analyses.layer_sweep import PairScores, SweepConfig, run_sweep
 
     tmp = tmp_path_factory.mktemp("sweep")
     ctx_pairs = _context_pairs()
@@ -320,15 +321,15 @@ def swept(tmp_path_factory):
              for k, p in enumerate(ctx_pairs) if k % 2 == 0}
     cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=EvalSettings(n_boot=50))
     before = copy.deepcopy(cfg)
-    res = run_sweep_with_summary(stores, tmp / "out", cfg,
-                                 judges=PairScores({"ctx": {"zero_shot": judge}}))
+    res = run_sweep(stores, tmp / "out", cfg,
+                    judges=PairScores({"ctx": {"zero_shot": judge}}))
     assert cfg == before  # the judges are an input: nothing is written back into the config
     return res, tmp / "out", judge
 
 
 def test_sweep_rows_carry_baselines_judges_and_validation_scores(swept):
     res, out, judge = swept
-    rows = res["rows"]
+    rows = res.table()
     by = lambda ds, kind, metric="accuracy": [r for r in rows if r["dataset"] == ds  # noqa: E731
                                               and r["kind"] == kind and r["metric"] == metric]
     for ds, split in (("ctx", "context"), ("items", "item")):
@@ -362,10 +363,10 @@ def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept
 
     res, out, _ = swept
     summary = json.loads((out / "layer_sweep_summary.json").read_text())
-    assert summary["entries"] == json.loads(json.dumps(res["summary"]["entries"]))
-    best = {(r["dataset"], r["kind"]): r for r in best_layers(res["rows"])}
+    assert summary["entries"] == json.loads(json.dumps(res.summary()["entries"]))
+    best = {(r["dataset"], r["kind"]): r for r in best_layers(res.table())}
     for e in summary["entries"]:
-        rs = sorted((r for r in res["rows"] if r["dataset"] == e["dataset"]
+        rs = sorted((r for r in res.table() if r["dataset"] == e["dataset"]
                      and r["kind"] == e["kind"] and r["metric"] == "accuracy"),
                     key=lambda r: r["layer"])
         vals = [r["val_value"] for r in rs]
@@ -423,7 +424,8 @@ def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_s
     monkeypatch.setattr(rc, "validation_scores", impossible)
     store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))
     with pytest.warns(UserWarning, match="no validation split"):
-        rows = ls.sweep_store(store, ls.SweepConfig(stores=[], settings=EvalSettings(n_boot=20)))
+        rows = [record_data(r) for r in ls.sweep_store(
+            store, ls.SweepConfig(stores=[], settings=EvalSettings(n_boot=20)))]
     from ppairs_lens.evaluation.best_layers import best_layers
 
     for r in best_layers(rows):
@@ -436,8 +438,8 @@ def test_a_sweep_with_ccs_chooses_its_readout_on_validation(tmp_path):
     from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
     store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))
-    rows = ls.sweep_store(store, ls.SweepConfig(stores=[], kinds=ALL_PROBE_KINDS,
-                                                settings=EvalSettings(n_boot=20)))
+    rows = [record_data(r) for r in ls.sweep_store(store, ls.SweepConfig(
+        stores=[], kinds=ALL_PROBE_KINDS, settings=EvalSettings(n_boot=20)))]
     best = {r["kind"]: r for r in best_layers(rows)}
     assert set(best) >= set(ALL_PROBE_KINDS)
     assert best["ccs"]["selected_by"] == "validation" and best["ccs"]["value"] > 0.7

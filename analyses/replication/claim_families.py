@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FAMILIES", "MIN_SORTED_ITEMS", "SCOPES", "Claim", "Family", "Scope", "model_key"]
+__all__ = ["FAMILIES", "MIN_SORTED_ITEMS", "PROBES", "SCOPES", "Claim", "Family", "Scope", "model_key"]
+
+#: The probe kinds the claims name, with their names in the report.
+PROBES = {"supervised": "supervised probe", "pca": "unsupervised (PCA) probe"}
 
 
 def model_key(name: str) -> str:

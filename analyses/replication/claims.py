@@ -24,9 +24,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from analyses.layer_sweep import SweepResult
 from analyses.replication.claim_families import (
     FAMILIES,
     MIN_SORTED_ITEMS,
+    PROBES,
     SCOPES,
     Claim,
     Family,
@@ -56,7 +58,7 @@ from ppairs_lens.evaluation.verdicts import (
 )
 
 __all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims",
-           "per_layer", "verdicts_available"]
+           "verdicts_available"]
 
 
 #: The seeds, cited by file (``../shared/seeds``) and place.
@@ -70,7 +72,6 @@ BASELINE_DATASETS = SIX + ("mt-bench", "llmbar-clean")
 #: Thesis Tables 4.1 / 4.2: each corpus's four aspects (NEWSROOM's CON is informativeness).
 THESIS_ASPECTS = {"SummEval": ("coherence", "consistency", "fluency", "relevance"),
                   "NEWSROOM": ("coherence", "informativeness", "fluency", "relevance")}
-PROBES = {"supervised": "supervised probe", "pca": "unsupervised (PCA) probe"}
 HELD_OUT = "held-out pairs; one difference per test group recorded"
 #: Names that denote the same predictor, so that uniqueness is checked on the data compared.
 SAME_PREDICTOR = {"PPAIRS": "supervised", "PAIRS": "zero_shot", "direct": "direct",
@@ -328,17 +329,6 @@ def _registry() -> tuple[Claim, ...]:
     return tuple(ours[:3] + _seed_registry() + ours[3:])
 
 
-def per_layer(rows) -> list[dict]:
-    """The layer sweep's per-layer accuracy rows of the kinds the layer claims read (Appendix
-    A: :mod:`analyses.replication.paper_claims`), as the claims need them."""
-    keep = ("dataset", "kind", "layer", "metric", "value", "lo", "hi", "ci_counts", "n_test")
-    # the decoder blocks only: the papers' layers; the final norm's output (the sweep's last
-    # read-out) is not one, and would be "the last layer" of Appendix A
-    return [{k: r.get(k) for k in keep} for r in rows if int(r["layer"]) >= 0
-            and r.get("metric") == "accuracy" and r.get("kind") in PROBES
-            and (r.get("hook") is None or str(r["hook"]).startswith("blocks."))]
-
-
 def _data_key(c: Claim) -> tuple:
     ds, a, b, stat = c.comparison
     same = lambda x: SAME_PREDICTOR.get(x, x)  # noqa: E731
@@ -375,50 +365,44 @@ Read = Difference | list[Difference] | ClaimTest | Verdict | None
 MISSING = None                                  # the run did not produce the numbers
 
 
-def _sweep(c: Claim, s: dict, sweep: dict) -> Read:
+def _sweep(c: Claim, s: dict, sweep: SweepResult) -> Read:
     kind, other = c.args
-    e = next((e for e in sweep.get("entries", []) if e["dataset"] == c.datasets[0]
-              and e["kind"] == kind), None)
-    d = (e or {}).get("minus", {}).get(other)
-    if not d or d.get("n") != e.get("n_test"):
+    e = sweep.entry(c.datasets[0], kind)
+    d = e and e.minus.get(other)
+    if not d or d.n != e.n_test:
         return MISSING
-    return Difference.from_row(d)
+    return d.difference()
 
 
-def _control(c: Claim, s: dict, sweep: dict) -> Read:
+def _control(c: Claim, s: dict, sweep: SweepResult) -> Read:
     r = next((r for r in s.get("controls") or [] if r.get("control") == c.args[0]), None)
     return MISSING if r is None else Difference.from_row(r)
 
 
-def _sweep_equal(c: Claim, s: dict, sweep: dict) -> Read:
+def _sweep_equal(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """An equivalence of two probes counts only where both show skill: each one's held-out
     accuracy CI above chance (two probes at chance are alike vacuously)."""
-    tests = {e["kind"]: e.get("test", {}) for e in sweep.get("entries", [])
-             if e["dataset"] == c.datasets[0]}
-    groups = {e["kind"]: e.get("n_groups_test") for e in sweep.get("entries", [])
-              if e["dataset"] == c.datasets[0]}
-    low = [k for k in ("supervised", "pca") if not beats_chance(
-        tests.get(k, {}).get("lo"), n_groups=groups.get(k))]
+    entries = {k: sweep.entry(c.datasets[0], k) for k in ("supervised", "pca")}
+    lo = {k: e and e.test.lo for k, e in entries.items()}
+    groups = {k: e and e.n_groups_test for k, e in entries.items()}
+    low = [k for k in entries if not beats_chance(lo[k], n_groups=groups[k])]
     if low:
-        why = "; ".join(f"{k}: {no_skill(tests.get(k, {}).get('lo'), groups.get(k))}"
-                        for k in low)
+        why = "; ".join(f"{k}: {no_skill(lo[k], groups[k])}" for k in low)
         return Verdict(NOT_TESTED, f"{' and '.join(low)} shows no skill ({why}): two probes "
                        "at chance are alike whatever they are",
                        method="precondition", needed="both probes above chance")
     return _sweep(c, s, sweep)
 
 
-def _baselines(c: Claim, s: dict, sweep: dict) -> Read:
-    e = next((e for e in sweep.get("entries", []) if e["dataset"] == c.datasets[0]
-              and e["kind"] == c.args[0]), None)
+def _baselines(c: Claim, s: dict, sweep: SweepResult) -> Read:
+    e = sweep.entry(c.datasets[0], c.args[0])
     if not e:
         return MISSING
-    return [Difference.from_row(d) for k, d in e["minus"].items()
-            if k in BASELINE_KINDS
-            and d.get("n") == e["n_test"]] or MISSING
+    return [d.difference() for k, d in e.minus.items()
+            if k in BASELINE_KINDS and d.n == e.n_test] or MISSING
 
 
-def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
+def _thesis(c: Claim, s: dict, sweep: SweepResult) -> Read:
     table, corpus, aspect, other = c.args
     r = next((r for r in s.get("thesis_tables") or [] if r.get("model") == "ours"
               and r["table"] == table and r["aspect"] == aspect
@@ -440,7 +424,7 @@ def _thesis(c: Claim, s: dict, sweep: dict) -> Read:
                                                        r.get("n") if table == "4.2" else None)})
 
 
-def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
+def _finetuning(c: Claim, s: dict, sweep: SweepResult) -> Read:
     ds, m = c.args
     r = next((r for r in s.get("finetuning") or [] if r["dataset"] == ds
               and r["method"] == m and r.get("minus_supervised") is not None), None)
@@ -452,7 +436,7 @@ def _finetuning(c: Claim, s: dict, sweep: dict) -> Read:
     return Difference.from_row(neg)
 
 
-def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
+def _climatex(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """Ours minus a published model's own predictions on the same statements (a statement the
     unit), after the probe has shown skill: its held-out pairwise accuracy on ClimateX pairs
     above chance and its tags above the majority tagger's."""
@@ -486,13 +470,13 @@ def _climatex(c: Claim, s: dict, sweep: dict) -> Read:
     return Difference.from_row({**r, "n_groups": r.get("n_groups", r.get("n"))}, "accuracy")
 
 
-def _taggers(c: Claim, s: dict, sweep: dict) -> Read:
+def _taggers(c: Claim, s: dict, sweep: SweepResult) -> Read:
     rows = [r for r in s.get("insertion") or [] if r.get("level") == "difference"]
     return [Difference.from_row({**r, "n_groups": r.get("n_groups", r.get("n"))},
                                 "accuracy") for r in rows] or MISSING
 
 
-def _shift(c: Claim, s: dict, sweep: dict) -> Read:
+def _shift(c: Claim, s: dict, sweep: SweepResult) -> Read:
     shift = s.get("shift") or {}
     kind = c.args[0]
     lo = {r["method"]: r["lo"] for r in shift.get("rows", []) if r["role"] == "in distribution"}
@@ -509,7 +493,7 @@ def _shift(c: Claim, s: dict, sweep: dict) -> Read:
                                         bound=fam.bound) for d in rows])
 
 
-def _climatex_level(c: Claim, s: dict, sweep: dict) -> Read:
+def _climatex_level(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """The probe's held-out pairwise accuracy on ClimateX minus the published level (each
     disjoint pair its own group)."""
     r = next((r for r in s.get("insertion") or [] if r.get("level") == "pairwise held-out"
@@ -521,7 +505,7 @@ def _climatex_level(c: Claim, s: dict, sweep: dict) -> Read:
                       int(r["n"]), int(r["n"]))
 
 
-def _gpt4_turbo(c: Claim, s: dict, sweep: dict) -> Read:
+def _gpt4_turbo(c: Claim, s: dict, sweep: SweepResult) -> Read:
     rows = [r for r in s.get("thesis_tables") or [] if r.get("model") == "ours"
             and r.get("table") == "4.2"]
     if not rows:
@@ -536,7 +520,7 @@ def _gpt4_turbo(c: Claim, s: dict, sweep: dict) -> Read:
     return Verdict(NOT_TESTED, why, method="design", needed=c.needs)
 
 
-def _probe_pc1(c: Claim, s: dict, sweep: dict) -> Read:
+def _probe_pc1(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """The cosine the insertion step records; "closely aligns" names no threshold and a
     refitted direction's cosine at this size has no interval of known coverage, so it is
     shown, not decided."""
@@ -553,7 +537,7 @@ def _probe_pc1(c: Claim, s: dict, sweep: dict) -> Read:
                    needed="a stated threshold and an interval of known coverage")
 
 
-def _insert_level(c: Claim, s: dict, sweep: dict) -> Read:
+def _insert_level(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """The probe's level accuracy on the test statements minus the published level, after
     its held-out pairwise accuracy shows skill."""
     rows = s.get("insertion") or []
@@ -574,19 +558,19 @@ def _insert_level(c: Claim, s: dict, sweep: dict) -> Read:
                       int(r["n"]), int(r["n"]))
 
 
-def _no_data(c: Claim, s: dict, sweep: dict) -> Read:
+def _no_data(c: Claim, s: dict, sweep: SweepResult) -> Read:
     return Verdict(NOT_TESTED, c.args[0], method="no data", needed=c.needs)
 
 
 # The intervention and agreement readers give claim tests (p-values), never verdicts decided
 # alone: every tested claim enters its family's Holm (a reader's Verdict is "not tested" only).
 
-def _ablation(c: Claim, s: dict, sweep: dict) -> Read:
+def _ablation(c: Claim, s: dict, sweep: SweepResult) -> Read:
     t = ablation_tests(s.get("ablation") or []) or {}
     return t.get(c.args[0], MISSING)
 
 
-def _ablation_changes(c: Claim, s: dict, sweep: dict) -> Read:
+def _ablation_changes(c: Claim, s: dict, sweep: SweepResult) -> Read:
     return (ablation_tests(s.get("ablation") or []) or {}).get(
         "changes", MISSING)
 
@@ -596,7 +580,7 @@ def _p_order(p) -> float:
     return math.inf if p is None or math.isnan(float(p)) else float(p)
 
 
-def _steering(c: Claim, s: dict, sweep: dict) -> Read:
+def _steering(c: Claim, s: dict, sweep: SweepResult) -> Read:
     rows = s.get("steering") or []
     steer = {r["condition"]: r for r in rows if r.get("kind") == "probe"}
     if not steer:
@@ -612,7 +596,7 @@ def _steering(c: Claim, s: dict, sweep: dict) -> Read:
                                   what="variance-matched null directions (dose-response slope)")
 
 
-def _cosine(c: Claim, s: dict, sweep: dict) -> Read:
+def _cosine(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """Figure 5 on the transfer step's directions, with its dataset-bootstrap intervals (one
     dataset a group): the median |cos| minus the paper's 0.7 (agreement), the mean |cos|
     (centred on zero)."""
@@ -761,7 +745,7 @@ def verdicts_available(model: str, rows: list[dict] | None = None) -> list[str]:
     return lines
 
 
-def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
+def evaluate_claims(summary: Mapping, sweep: SweepResult | None) -> dict:
     """``{"claims": [...], "families": [...], "power": [...], "verdict_counts": {...},
     "verdicts_available": [...]}`` for :data:`CLAIMS` on a replication's summary (its
     ``model``, ``thesis_tables``, ``finetuning``, ``insertion``, ``shift``, ``ablation``,
@@ -769,7 +753,8 @@ def evaluate_claims(summary: Mapping, sweep: Mapping | None) -> dict:
     their paired differences). Seed claims whose scope does not cover ``model`` are outside
     the claim's scope and do not enter Holm."""
     model = str(summary.get("model") or "")
-    got = {c.id: READERS[c.read](c, dict(summary), dict(sweep or {})) for c in CLAIMS}
+    sweep = sweep or SweepResult(selection="", metric="accuracy", ci="", entries=())
+    got = {c.id: READERS[c.read](c, dict(summary), sweep) for c in CLAIMS}
     tests = {c.id: _test(c, got[c.id]) for c in CLAIMS}
     verdicts: dict[str, Verdict] = {}
     for c in CLAIMS:

@@ -60,7 +60,8 @@ from scipy.stats import norm
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
 from ppairs_lens.evaluation.margin_test import betting_p
-from analyses.replication.claim_families import FAMILIES, Claim, Scope
+from analyses.layer_sweep import SweepResult, SweepRow
+from analyses.replication.claim_families import FAMILIES, PROBES, Claim, Scope
 from ppairs_lens.evaluation.verdicts import (NOT_TESTED, ClaimTest, Difference, Verdict,
                                              at_least_test, beats_chance, claim_test)
 
@@ -278,7 +279,7 @@ def _mean_difference(per_source: list[list[float]], n_pairs) -> Difference | Ver
                       None if n_pairs is None else int(n_pairs), tuple(map(float, g)))
 
 
-def _table1_chance(c: Claim, s: dict, sweep: dict):
+def _table1_chance(c: Claim, s: dict, sweep: SweepResult):
     ds, kind = c.datasets[0], c.args[0]
     rows = _transfer_rows(s, ds, kind)
     if not isinstance(rows, list):
@@ -290,7 +291,7 @@ def _table1_chance(c: Claim, s: dict, sweep: dict):
     return _mean_difference(src, rows[0].get("n_test"))
 
 
-def _table1_kinds(c: Claim, s: dict, sweep: dict):
+def _table1_kinds(c: Claim, s: dict, sweep: SweepResult):
     ds, (a, b) = c.datasets[0], c.args
     rows_a, rows_b = _transfer_rows(s, ds, a), _transfer_rows(s, ds, b)
     for rows in (rows_a, rows_b):
@@ -309,7 +310,7 @@ def _table1_kinds(c: Claim, s: dict, sweep: dict):
                             rows_a[0].get("n_test"))
 
 
-def _table1_in_domain(c: Claim, s: dict, sweep: dict):
+def _table1_in_domain(c: Claim, s: dict, sweep: SweepResult):
     ds, kind = c.datasets[0], c.args[0]
     rows = _transfer_rows(s, ds, kind)
     if not isinstance(rows, list):
@@ -330,25 +331,31 @@ def _table1_in_domain(c: Claim, s: dict, sweep: dict):
 
 # ------------------------------------------------------------------ Appendix A
 
-def _se(r: dict) -> float:
-    return (float(r["hi"]) - float(r["lo"])) / (2 * _Z)
+def per_layer(sweep: SweepResult) -> list[SweepRow]:
+    """The layer sweep's per-layer accuracy rows of the kinds the layer claims read."""
+    # the decoder blocks only: the papers' layers; the final norm's output (the sweep's last
+    # read-out) is not one, and would be "the last layer" of Appendix A
+    return [r for r in sweep.rows if r.layer >= 0 and r.metric == "accuracy"
+            and r.kind in PROBES and r.hook.startswith("blocks.")]
 
 
-def _profile(c: Claim, sweep: dict, early_of, late_of=None, offset: float = 0.0
+def _se(r: SweepRow) -> float:
+    return (r.hi - r.lo) / (2 * _Z)
+
+
+def _profile(c: Claim, sweep: SweepResult, early_of, late_of=None, offset: float = 0.0
              ) -> ClaimTest | Verdict | None:
     """Mean over qualifying datasets of (``late_of(L)``'s layers' mean, by default those
     deeper than 50% depth) - (``early_of(L)``'s layers' mean), with the conservative interval
     of the module doc."""
     kind = c.args[0]
-    rows = [r for r in sweep.get("per_layer") or [] if r.get("kind") == kind
-            and r.get("metric", "accuracy") == "accuracy"]
+    rows = [r for r in per_layer(sweep) if r.kind == kind]
     if not rows:
         return None
-    groups = {e["dataset"]: e.get("n_groups_test") for e in sweep.get("entries", [])
-              if e.get("kind") == kind}
+    groups = {e.dataset: e.n_groups_test for e in sweep.entries if e.kind == kind}
     diffs, ses, n_groups, n_pairs, short = [], [], 0, 0, []
     for ds in c.datasets:
-        by = {int(r["layer"]): r for r in rows if r["dataset"] == ds}
+        by = {r.layer: r for r in rows if r.dataset == ds}
         if not by:
             continue
         n_layers = max(by) + 1
@@ -360,17 +367,17 @@ def _profile(c: Claim, sweep: dict, early_of, late_of=None, offset: float = 0.0
         if not late or not early:          # too few layers for the two sides
             short.append(f"{ds} ({n_layers} layers)")
             continue
-        if k < MIN_BOOTSTRAP_GROUPS or any(r is None or not r.get("ci_counts") or not
-                                           all(math.isfinite(float(r[x])) for x in
-                                               ("value", "lo", "hi")) for r in need):
+        if k < MIN_BOOTSTRAP_GROUPS or any(r is None or not r.ci_counts or not all(
+                x is not None and math.isfinite(x) for x in (r.value, r.lo, r.hi))
+                for r in need):
             short.append(f"{ds} ({k})")
             continue
-        val = lambda ix: float(np.mean([float(by[i]["value"]) for i in ix]))  # noqa: E731
+        val = lambda ix: float(np.mean([by[i].value for i in ix]))  # noqa: E731
         se = lambda ix: float(np.mean([_se(by[i]) for i in ix]))  # noqa: E731
         diffs.append(val(late) - val(early))
         ses.append(se(late) + se(early))
         n_groups += k
-        n_pairs += int(float(by[mid].get("n_test") or 0))
+        n_pairs += by[mid].n_test or 0
     if not diffs:
         return Verdict(NOT_TESTED, "no dataset's per-layer intervals rest on "
                        f"{MIN_BOOTSTRAP_GROUPS}+ test groups (test groups: "
@@ -388,52 +395,52 @@ def _profile(c: Claim, sweep: dict, early_of, late_of=None, offset: float = 0.0
         if isinstance(t, ClaimTest) else t
 
 
-def _plateau(c: Claim, s: dict, sweep: dict):
+def _plateau(c: Claim, s: dict, sweep: SweepResult):
     return _profile(c, sweep, lambda n, mid: (mid,))
 
 
-def _jump(c: Claim, s: dict, sweep: dict):
+def _jump(c: Claim, s: dict, sweep: SweepResult):
     return _profile(c, sweep, lambda n, mid: tuple(range(max(1, round(0.1 * n)))))
 
 
-def _halves(c: Claim, s: dict, sweep: dict):
+def _halves(c: Claim, s: dict, sweep: SweepResult):
     """Second half (deeper than 50% depth) minus first half (up to 50% depth)."""
     return _profile(c, sweep, lambda n, mid: tuple(range(mid + 1)))
 
 
-def _last_layer(c: Claim, s: dict, sweep: dict):
+def _last_layer(c: Claim, s: dict, sweep: SweepResult):
     """The last layer minus the other layers deeper than 50% depth, plus δ (non-inferiority:
     the family's rule)."""
     return _profile(c, sweep, lambda n, mid: tuple(range(mid + 1, n - 1)),
                     late_of=lambda n, mid: (n - 1,), offset=FAMILIES[c.family].delta)
 
 
-def _cost_claim(c: Claim, s: dict, sweep: dict):
+def _cost_claim(c: Claim, s: dict, sweep: SweepResult):
     return Verdict(NOT_TESTED, "the run times its steps, not each method's inference on "
                    "matched hardware, and 'about the same' names no margin", method="design",
                    needed=c.needs)
 
 
-def _pooled_gap(c: Claim, s: dict, sweep: dict):
+def _pooled_gap(c: Claim, s: dict, sweep: SweepResult):
     """Kind minus the judge, averaged over the six datasets as a task's mean is."""
     kind, other = c.args
     per = {}
-    for e in sweep.get("entries", []):
-        d = (e.get("minus") or {}).get(other)
-        if e.get("kind") == kind and d and d.get("n") == e.get("n_test"):
-            per[e["dataset"]] = Difference.from_row(d)
+    for e in sweep.entries:
+        d = e.minus.get(other)
+        if e.kind == kind and d and d.n == e.n_test:
+            per[e.dataset] = d.difference()
     side = _task_mean(per, TEXT_QUALITY + COMMON_SENSE)
     if side is None:
         return None
     return _pooled(*side)
 
 
-def _needs_models(c: Claim, s: dict, sweep: dict):
+def _needs_models(c: Claim, s: dict, sweep: SweepResult):
     return Verdict(NOT_TESTED, f"a claim across models: it needs {c.args[0]}, and a run "
                    "harvests one model", method="design", needed=c.args[0])
 
 
-def _several_cells(c: Claim, s: dict, sweep: dict):
+def _several_cells(c: Claim, s: dict, sweep: SweepResult):
     """Table 1's "in several cases at or above 0.95", read as 2 or more transferred cells
     (:data:`SEVERAL`): each cell's tests above 0.95 and below it on its group differences
     (:func:`~ppairs_lens.evaluation.margin_test.margin_test`), then :func:`~ppairs_lens.evaluation.verdicts.at_least_test` over the cells; only once
@@ -562,12 +569,12 @@ def _task_contrast(per_ds: Mapping[str, Difference], what: str) -> Difference | 
     return _pooled(a - b, math.hypot(sa, sb), {**ka, **kb}, ((na or 0) + (nb or 0)) or None)
 
 
-def _gain_by_task(c: Claim, s: dict, sweep: dict):
+def _gain_by_task(c: Claim, s: dict, sweep: SweepResult):
     per = {}
-    for e in sweep.get("entries", []):
-        d = (e.get("minus") or {}).get("probe:pca")
-        if e.get("kind") == "supervised" and d and d.get("n") == e.get("n_test"):
-            per[e["dataset"]] = Difference.from_row(d)
+    for e in sweep.entries:
+        d = e.minus.get("probe:pca")
+        if e.kind == "supervised" and d and d.n == e.n_test:
+            per[e.dataset] = d.difference()
     return _task_contrast(per, "a supervised minus PCA difference")
 
 
@@ -576,7 +583,7 @@ def _finetuning_rows(s: dict) -> dict[tuple[str, str], list[float]]:
             for r in s.get("finetuning") or [] if r.get("minus_supervised_group_diffs")}
 
 
-def _finetuning_pca(c: Claim, s: dict, sweep: dict):
+def _finetuning_pca(c: Claim, s: dict, sweep: SweepResult):
     ds, m = c.args
     rows = _finetuning_rows(s)
     pca, other = rows.get((ds, "pca")), rows.get((ds, m))
@@ -587,7 +594,7 @@ def _finetuning_pca(c: Claim, s: dict, sweep: dict):
     return Difference(float(np.mean(g)), None, None, len(g), None, g)
 
 
-def _finetuning_by_task(c: Claim, s: dict, sweep: dict):
+def _finetuning_by_task(c: Claim, s: dict, sweep: SweepResult):
     m = c.args[0]
     per = {ds: Difference(None, n_groups=len(g), group_diffs=tuple(-x for x in g))
            for (ds, meth), g in _finetuning_rows(s).items() if meth == m}
@@ -596,7 +603,7 @@ def _finetuning_by_task(c: Claim, s: dict, sweep: dict):
 
 # ------------------------------------------------------------------ Section 5.4
 
-def _every_drop(c: Claim, s: dict, sweep: dict):
+def _every_drop(c: Claim, s: dict, sweep: SweepResult):
     """Each method's drop averaged over the shifted sets, SE bounded by the mean of the sets'
     (they share the in-distribution pairs); intersection-union over the methods."""
     shift = s.get("shift") or {}

@@ -1,11 +1,4 @@
-"""The records the main job's layer sweep and transfer steps hand on.
-
-The layer sweep (paper Appendix A) hands on :class:`SweepResult`: its summary
-(``layer_sweep_summary.json``: per dataset and probe kind the read-out chosen on validation,
-its test accuracy, its paired differences against every baseline and judge), the baseline and
-judge rows of its table (``layer = -1``) and the per-layer accuracy rows the Appendix A claims
-read. Later steps read it by attribute (the read-outs the thesis tables use); the analyses
-and the claims registry that read JSON get :meth:`SweepResult.data`, the dict they read before.
+"""The record the main job's transfer step hands on.
 
 Transfer (paper Table 1, Figure 5) hands on :class:`TransferResult`: per probe kind its cosine
 summary (:class:`CosineSummary`, with the direction-agreement verdict) and the headline
@@ -19,146 +12,13 @@ key); a section without ``f1``, ``accuracy`` or a row's ``role`` is refused nami
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from ppairs_lens.io.records import ABSENT, JSON_KEY, Absent, record_data, record_from_data
 
-__all__ = ["CosineAgreement", "CosineSummary", "InDistributionAccuracy", "LayerScore",
-           "LengthBalanced", "OtherScore", "PairedDifference", "SweepEntry", "SweepResult",
-           "SweepTest", "TransferResult", "TransferRow"]
-
-
-# -- layer sweep (paper Appendix A) --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SweepTest:
-    """A probe's test score at its chosen read-out, with its bootstrap interval."""
-
-    metric: str
-    value: float | None
-    lo: float | None
-    hi: float | None
-    ci_counts: bool | None
-
-
-@dataclass(frozen=True)
-class PairedDifference:
-    """The probe minus another predictor on the test pairs both scored (paired bootstrap over
-    the leak groups; ``group_diffs``: one difference per group, for the sign-flip test)."""
-
-    value: float | None
-    lo: float | None
-    hi: float | None
-    n_boot_used: int
-    n_groups: int
-    ci_counts: bool | None
-    a: float | None
-    b: float | None
-    n: int
-    metric: str
-    group_diffs: tuple[float | None, ...]
-    about: str
-
-
-@dataclass(frozen=True)
-class LengthBalanced:
-    """Accuracies on the length-balanced test pairs (where the sweep found enough of them)."""
-
-    n: int
-    tolerance: float
-    accuracy: dict[str, float | None]
-
-
-@dataclass(frozen=True)
-class SweepEntry:
-    """One (dataset, probe kind): the read-out chosen on validation and what it scored."""
-
-    dataset: str
-    kind: str
-    layer: int
-    hook: str
-    val_value: float | None
-    selected_by: str | None
-    split_used: str
-    n_test: int
-    n_groups_test: int
-    ci_unit: str
-    test: SweepTest
-    length_balanced: LengthBalanced | None
-    minus: dict[str, PairedDifference]
-    unavailable: dict[str, str]
-
-
-@dataclass(frozen=True)
-class OtherScore:
-    """A baseline's or a prompted judge's score in the sweep's table (``layer = -1``)."""
-
-    dataset: str
-    kind: str
-    layer: int
-    hook: str
-    metric: str
-    value: float | None
-    lo: float | None
-    hi: float | None
-    ci_counts: bool | None
-    n_test: int
-    predictor: str
-
-
-@dataclass(frozen=True)
-class LayerScore:
-    """A probe's test accuracy at one read-out (what the Appendix A claims read)."""
-
-    dataset: str
-    kind: str
-    layer: int
-    metric: str
-    value: float | None
-    lo: float | None
-    hi: float | None
-    ci_counts: bool | None
-    n_test: int
-
-
-def _columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns of the table row ``row`` that the record ``cls`` keeps."""
-    return {f.name: row[f.name] for f in fields(cls)}
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """What the layer sweep hands on: its summary's entries and the table rows read later."""
-
-    selection: str
-    metric: str
-    ci: str
-    entries: tuple[SweepEntry, ...]
-    others: tuple[OtherScore, ...] = ()
-    per_layer: tuple[LayerScore, ...] = ()
-
-    @classmethod
-    def of(cls, summary: Mapping[str, Any], rows: Iterable[Mapping[str, Any]],
-           per_layer: Iterable[Mapping[str, Any]]) -> SweepResult:
-        """From the sweep's summary (``layer_sweep_summary.json``), its table's rows
-        (``layer_sweep.csv``, numbers parsed: the baselines' and judges' are kept) and the
-        per-layer accuracy rows the claims read (:func:`analyses.replication.claims.per_layer`)."""
-        return record_from_data(cls, {
-            **summary, "others": [_columns(OtherScore, r) for r in rows if int(r["layer"]) < 0],
-            "per_layer": list(per_layer)}, cls.__name__)
-
-    def chosen(self) -> dict[tuple[str, str], int]:
-        """(dataset, probe kind) -> the read-out chosen on validation."""
-        return {(e.dataset, e.kind): e.layer for e in self.entries}
-
-    def datasets(self) -> list[str]:
-        """The swept datasets, in order."""
-        return list(dict.fromkeys(e.dataset for e in self.entries))
-
-    def data(self) -> dict:
-        """As JSON data: the summary's keys with ``others`` and ``per_layer`` beside them."""
-        return record_data(self)
+__all__ = ["CosineAgreement", "CosineSummary", "InDistributionAccuracy", "TransferResult",
+           "TransferRow"]
 
 
 # -- transfer and cosine similarity (paper Table 1, Figure 5) ------------------------------------

@@ -36,10 +36,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from analyses.layer_sweep import pair_scores, run_sweep_with_summary
+from analyses.layer_sweep import SweepResult, pair_scores, read_sweep, run_sweep
 from analyses.probes_vs_prompting import PvPConfig, run_probes_vs_prompting
-from analyses.replication.records_sweep import SweepResult
-from analyses.replication.claims import evaluate_claims, per_layer
+from analyses.replication.claims import evaluate_claims
 from analyses.replication.config import BUILTINS, ReplicationConfig, replication_config
 from analyses.replication.findings import replication_summary, replication_markdown
 from analyses.replication.steps import TABLE_STEPS, StepContext, TableStep, sections
@@ -94,7 +93,7 @@ def _decide(out: Path, sweep: SweepResult, records: dict, kinds: dict[str, type]
     end here."""
     summary = replication_summary(**facts, sections={
         k: None if records.get(k) is None else records[k].data() for k in kinds})
-    summary.update(evaluate_claims(summary, sweep.data()))        # the claims registry decides
+    summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
     summary["outputs_sha256"] = hashes
     write_json(out / "summary.json", summary)
     return summary
@@ -252,9 +251,7 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
                         {n: datasets[n].kind for n in names})
 
     def sweep_step() -> SweepResult:
-        res = run_sweep_with_summary(stores, out, cfgs["sweep"], judges=per_pair)
-        return SweepResult.of(res["summary"], res["rows"],
-                              per_layer(res["rows"]))      # Appendix A's claims
+        return run_sweep(stores, out, cfgs["sweep"], judges=per_pair)
     sweep = run.step("layer sweep", sweep_step, outputs=("layer_sweep.csv", "layer_sweep.png"),
                      judges=per_pair, **common)
     ctx = StepContext(bridge=bridge, cfg=cfg, out=Path(out), log=log, datasets=datasets,
@@ -287,8 +284,6 @@ def refresh(figures: str | Path = "figures", steps: tuple[TableStep, ...] = TABL
     from its rows, then ``summary.json``. For when a verdict rule changed after the run.
     ``steps``: the table steps the run ran (:func:`run_replication`'s), whose sections are
     read back as their records."""
-    import csv
-
     from analyses.distribution_shift import gap_verdict
 
     fig = Path(figures)
@@ -303,27 +298,15 @@ def refresh(figures: str | Path = "figures", steps: tuple[TableStep, ...] = TABL
             raise DataError("changed since the run wrote it (its SHA-256 is not the one "
                             "summary.json recorded: re-saved, or rows deleted): restore it or "
                             "rerun the run (make demo)", file=str(fig / name))
-    kinds = {r.get("kind") for r in csv.DictReader(open(fig / "layer_sweep.csv",
-                                                          encoding="utf-8"))}
-    if "surface" in kinds:   # re-deciding would drop the length baseline from every claim
+    sweep = read_sweep(fig)
+    if any(r.kind == "surface" for r in sweep.rows):  # would drop the length baseline
         raise DataError("names the length baseline 'surface', as runs before it was named "
                         "'length' did; rerun it (make demo)", file=str(fig / "layer_sweep.csv"))
-    num = {"value": float, "lo": float, "hi": float, "n_test": int, "layer": int}
-    rows = []
-    for i, r in enumerate(csv.DictReader(open(fig / "layer_sweep.csv", encoding="utf-8")), 2):
-        try:  # a column missing, or no number: located, not a bare ValueError
-            row = {k: f(r[k]) if r[k] != "" else float("nan") for k, f in num.items()}
-        except (KeyError, TypeError, ValueError) as e:
-            raise DataError(f"expected numbers in {list(num)} ({e})", row=i,
-                            file=str(fig / "layer_sweep.csv")) from None
-        rows.append({**r, **row, "ci_counts": r.get("ci_counts") == "True"})
-    sweep = SweepResult.of(read_json_object(fig / "layer_sweep_summary.json"), rows,
-                           per_layer(rows))
     names = sweep.datasets()
     settings = EvalSettings(n_boot=s["n_boot"], test_size=s["test_size"],
                             split_by=s["split_by"], **{k: s[k] for k in ("seed", "quick")
                                                        if k in s})
-    pvp = run_probes_vs_prompting(sweep.data(), s["judges"], fig, PvPConfig(
+    pvp = run_probes_vs_prompting(sweep, s["judges"], fig, PvPConfig(
         datasets=[n for n in names if n not in shifted_names(names)],  # as the main job
         settings=settings))
     shift = ShiftResult.from_data(s["shift"]) if s.get("shift") else None

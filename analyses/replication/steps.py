@@ -28,7 +28,8 @@ from analyses.finetuning import FinetuningRows, run_finetuning
 from analyses.insertion import InsertionRows, run_insertion
 from analyses.probes_vs_prompting import PvPRows, run_probes_vs_prompting
 from analyses.replication.config import ReplicationConfig
-from analyses.replication.records_sweep import SweepResult, TransferResult
+from analyses.layer_sweep import SweepResult
+from analyses.replication.records_sweep import TransferResult
 from analyses.replication.sets import comparison_names, shifted_names, summeval_names
 from analyses.steering import SteeringRows, run_steering
 from analyses.thesis_tables import ThesisRows, run_thesis_tables
@@ -103,8 +104,8 @@ def sections(steps: tuple[TableStep, ...]) -> dict[str, type]:
 
 
 def _probes_vs_prompting(ctx: StepContext) -> PvPRows:
-    return run_probes_vs_prompting(   # the analysis reads the sweep's JSON data
-        ctx.sweep.data(), {n: ctx.judges[n].record() for n in ctx.names}, ctx.out,
+    return run_probes_vs_prompting(
+        ctx.sweep, {n: ctx.judges[n].record() for n in ctx.names}, ctx.out,
         ctx.configs["probes vs prompting"])
 
 

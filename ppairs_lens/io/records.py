@@ -38,11 +38,11 @@ import cattrs.v
 import numpy as np
 from cattrs.gen import make_dict_structure_fn, override
 
-from ppairs_lens.errors import PPairsError
+from ppairs_lens.errors import DataError, PPairsError
 from ppairs_lens.io.outputs import jsonable
 
 __all__ = ["ABSENT", "Absent", "CONVERTER", "JSON_KEY", "StepRows", "is_record_type",
-           "record_data", "record_from_data"]
+           "record_data", "record_from_data", "rows_from_csv"]
 
 
 class Absent:
@@ -215,6 +215,46 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
         said = [": ".join(reversed(m.rsplit(" @ ", 1))) for m in said]  # "field: what"
         more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
         raise PPairsError("; ".join(said[:3]) + more) from None
+
+
+def _cell(text: str, hint: Any) -> Any:
+    """A CSV cell as the field ``hint`` declares it: an empty cell is None where the field
+    may be None (and a NaN where it is a float), else the text read as the field's type."""
+    args = set(typing.get_args(hint)) if _is_union(hint) else {hint}
+    if text == "":
+        if type(None) in args:
+            return None
+        if float in args:
+            return math.nan
+    for t in (bool, int, float, str):
+        if t in args:
+            if t is bool and text in ("True", "False"):
+                return text == "True"
+            if t is not bool:
+                return t(text)
+    raise ValueError(f"expected {hint}, got {text!r}")
+
+
+def rows_from_csv(row_type: type, path) -> list[dict]:
+    """A CSV table written from ``row_type`` records, as their data (each cell read as its
+    field's type, :func:`record_from_data` then makes the records); a column missing or a cell
+    that does not fit is refused in one line naming the file, row and field."""
+    import csv
+
+    hints = typing.get_type_hints(row_type)
+    out = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        for i, r in enumerate(csv.DictReader(fh), 2):
+            row = {}
+            for f in fields(row_type):
+                if _key(f) not in r:
+                    raise DataError("column missing", file=str(path), row=i, field=_key(f))
+                try:
+                    row[_key(f)] = _cell(r[_key(f)], hints[f.name])
+                except ValueError as e:
+                    raise DataError(str(e), file=str(path), row=i, field=_key(f)) from None
+            out.append(row)
+    return out
 
 
 def _said(exc: BaseException, hint: Any) -> str:
