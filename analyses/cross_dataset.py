@@ -30,7 +30,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +43,6 @@ from analyses.cross_dataset_plots import (
     plot_layer_cosine,
     plot_transfer,
     print_summary,
-    summarize,
 )
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
@@ -70,6 +72,7 @@ from ppairs_lens.evaluation.transfer_fit import (
 )
 from ppairs_lens.evaluation.verdicts import transfer_refusal
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.io.records import ABSENT, JSON_KEY, Absent, record_data, record_from_data
 from ppairs_lens.probes.direction_similarity import cosine, cosine_pair_rows
 from ppairs_lens.probes.direction_similarity import layer_cosine_table, random_reference
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
@@ -77,10 +80,145 @@ from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 __all__ = ["TransferConfig", "FittedStore", "run_transfer", "fit_store", "fit_stores", "cli",
            "add_single_readout_kinds", "SINGLE_READOUT_KINDS", "swept_kinds", "transfer_proba",
            "transfer_rows", "cosine_matrix", "cosine_rows", "layer_cosine_rows", "summarize",
-           "cosine_readout", "add_split_halves", "transfer_table_lines", "main"]
+           "cosine_readout", "add_split_halves", "transfer_table_lines", "main",
+           "CosineAgreement", "CosineSummary", "InDistributionAccuracy", "TransferHeadline",
+           "TransferResult", "TransferRow"]
 
 
-def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
+# -- what the run hands on -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InDistributionAccuracy:
+    value: float | None
+    lo: float | None
+    hi: float | None
+    n_groups: int | None | Absent = ABSENT   # the test groups its interval rests on
+
+
+@dataclass(frozen=True)
+class CosineAgreement:
+    """The directions' agreement verdict (a :class:`~ppairs_lens.evaluation.verdicts.Verdict`'s
+    fields) with each dataset's in-distribution accuracy at the cosine read-out."""
+
+    outcome: str
+    reason: str
+    rule: str
+    evidence: dict[str, Any]
+    method: str
+    needed: str | None
+    in_distribution: dict[str, InDistributionAccuracy | None]
+
+
+@dataclass(frozen=True)
+class CosineSummary:
+    """One probe kind: mean |cos| between datasets against the random null, and its mean
+    transfer on and off the diagonal."""
+
+    mean_abs_cos: float | None
+    mean_cos: float | None
+    split_half_abs_cos: float | None
+    frac_abs_cos_above_07: float | None = field(
+        metadata={JSON_KEY: "frac_abs_cos_above_0.7"})
+    frac_abs_cos_above_null_p95: float | None
+    random_mean_abs_cos: float | None
+    random_p95: float | None
+    random_p99: float | None
+    in_distribution: float | None
+    off_diagonal_target: float | None
+    off_diagonal_train: float | None
+    off_diagonal: float | None
+    agreement: CosineAgreement | Absent = ABSENT
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferRow:
+    """A probe trained on one dataset scored on another (or its own) at its source's
+    read-out (a row of ``transfer.csv``); an accuracy row carries its per-group differences
+    from chance (``group_diffs``, kept out of the CSV)."""
+
+    train: str
+    test: str
+    kind: str
+    role: str
+    center: str
+    headline: bool
+    in_distribution: bool
+    metric: str
+    value: float | None
+    lo: float | None
+    hi: float | None
+    ci_counts: bool | None
+    layer: int
+    hook: str
+    layer_rule: str
+    val_value: float | None
+    selected_by: str | None
+    split_by: str
+    refused: str
+    n_train: int
+    n_test: int
+    n_groups: int | Absent = ABSENT
+    group_diffs: tuple[float | None, ...] | Absent = ABSENT
+
+
+#: The keys of ``summary.json``'s transfer section that are not probe kinds.
+_ROW_KEYS = ("f1", "accuracy")
+
+
+@dataclass(frozen=True)
+class TransferHeadline:
+    """What the main job keeps of a transfer run (``summary.json``'s ``transfer``): per kind
+    its cosine summary, and the headline rows: F1 for the report's Table 1, accuracy with its
+    group differences (supervised and PCA) for Table 1's claims."""
+
+    per_kind: dict[str, CosineSummary]
+    f1: tuple[TransferRow, ...]
+    accuracy: tuple[TransferRow, ...]
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> TransferHeadline:
+        """The record :meth:`data` wrote; a section without ``f1``, ``accuracy`` or a row's
+        ``role`` is refused naming the field."""
+        return record_from_data(cls, {
+            "per_kind": {k: v for k, v in data.items() if k not in _ROW_KEYS},
+            **{k: data[k] for k in _ROW_KEYS if k in data}}, cls.__name__)
+
+    def data(self) -> dict:
+        """The kinds at the top level, then ``f1`` and ``accuracy``."""
+        d = record_data(self)
+        return {**d.pop("per_kind"), **d}
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """Everything one transfer run found (its files hold the same): the datasets, the cosine
+    views' read-out (``layer``, ``hook``), each source's transfer read-out per kind
+    (``layers``) and split (``split_by``), the random null's summary (``random``), per kind
+    its :class:`CosineSummary`, the probes' rows, the cosine and per-read-out cosine rows (as
+    in ``cosine.csv`` / ``layer_cosine.csv``) and every cell's comparators
+    (:class:`~ppairs_lens.evaluation.transfer_comparators.Comparisons`)."""
+
+    names: tuple[str, ...]
+    layer: int
+    hook: str
+    layers: dict[str, dict[str, int]]
+    split_by: dict[str, str]
+    random: dict[str, float]
+    per_kind: dict[str, CosineSummary]
+    rows: tuple[TransferRow, ...]
+    cosine: tuple[dict, ...]
+    layer_cosine: tuple[dict, ...]
+    comparisons: Any = None
+
+    def headline(self) -> TransferHeadline:
+        """The rows at the headline centring: F1, and accuracy of supervised and PCA."""
+        head = [r for r in self.rows if r.headline]
+        return TransferHeadline(
+            self.per_kind, tuple(r for r in head if r.metric == "f1"),
+            tuple(r for r in head if r.metric == "accuracy" and r.kind in ("supervised", "pca")))
+
+
+def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[TransferRow]:
     """(train, test, kind, center, metric) rows with value and 95% CI (bootstrap over the
     target's leak groups), each probe at its source's read-out ``src.chosen[kind]``
     (``layer_rule`` says how that was chosen; ``val_value``: its validation accuracy)."""
@@ -106,18 +244,19 @@ def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
                     for metric in METRICS:
                         s = scores[metric] if scores else {"value": np.nan, "lo": np.nan,
                                                            "hi": np.nan}
-                        rows.append({"train": src.name, "test": dst.name, "kind": kind,
-                                     "role": "probe", "center": center, "headline": center == cfg.center_target,
-                                     "in_distribution": same, "metric": metric,
-                                     "value": s["value"], "lo": s["lo"], "hi": s["hi"],
-                                     "ci_counts": held_out_ci_counts(dst.split, s),
-                                     "layer": li, "hook": src.hook_names[li],
-                                     "layer_rule": rule, "val_value": val,
-                                     "selected_by": src.choices[kind].selected_by,
-                                     "split_by": src.split.split_used, "refused": refused or "",
-                                     "n_train": len(src.split.labels_train),
-                                     "n_test": len(dst.split.labels_test),
-                                     **(chance if metric == "accuracy" else {})})
+                        groups_vs_chance = {} if metric != "accuracy" or not chance else {
+                            "n_groups": chance["n_groups"],
+                            "group_diffs": tuple(chance["group_diffs"])}
+                        rows.append(TransferRow(
+                            train=src.name, test=dst.name, kind=kind, role="probe",
+                            center=center, headline=center == cfg.center_target,
+                            in_distribution=same, metric=metric, value=s["value"],
+                            lo=s["lo"], hi=s["hi"], ci_counts=held_out_ci_counts(dst.split, s),
+                            layer=li, hook=src.hook_names[li], layer_rule=rule,
+                            val_value=val, selected_by=src.choices[kind].selected_by,
+                            split_by=src.split.split_used, refused=refused or "",
+                            n_train=len(src.split.labels_train),
+                            n_test=len(dst.split.labels_test), **groups_vs_chance))
     return rows
 
 
@@ -149,22 +288,65 @@ def layer_cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[di
                                for f in fitted}, fitted[0].hook_names)
 
 
+def _nanmean(xs) -> float:
+    xs = [x for x in xs if x == x]
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def _agreement(v: Mapping[str, Any]) -> CosineAgreement:
+    """The agreement verdict's fields (``Verdict.as_dict()``) with its in-distribution
+    accuracies (:func:`~ppairs_lens.evaluation.direction_agreement.agreement_verdicts`)."""
+    return CosineAgreement(
+        outcome=v["outcome"], reason=v["reason"], rule=v["rule"], evidence=v["evidence"],
+        method=v["method"], needed=v["needed"],
+        in_distribution={n: None if a is None else InDistributionAccuracy(**a)
+                         for n, a in v["in_distribution"].items()})
+
+
+def summarize(t_rows: list[TransferRow], c_rows: list[dict], ref: dict, cfg: TransferConfig,
+              agreements: Mapping[str, Mapping[str, Any]] | None = None
+              ) -> dict[str, CosineSummary]:
+    """Per kind: mean |cos| between datasets vs the null, mean on/off-diagonal transfer, and
+    the directions' agreement verdict where ``agreements`` has one."""
+    out = {}
+    for k in cfg.kinds:
+        between = [r["abs_cos"] for r in c_rows if r["relation"] == "between_datasets"
+                   and r["kind_a"] == k]
+        signed = [r["cos"] for r in c_rows if r["relation"] == "between_datasets"
+                  and r["kind_a"] == k]
+        tr = [r for r in t_rows if r.kind == k and r.metric == cfg.metric]
+        halves = [r["abs_cos"] for r in c_rows if r["relation"] == "split_half"
+                  and r["kind_a"] == k]
+        off = {c: _nanmean(r.value for r in tr if not r.in_distribution and r.center == c)
+               for c in CENTERINGS}
+        out[k] = CosineSummary(
+            mean_abs_cos=_nanmean(between), mean_cos=_nanmean(signed),
+            split_half_abs_cos=_nanmean(halves),
+            frac_abs_cos_above_07=(float(np.mean(np.array(between) > 0.7))
+                                   if between else float("nan")),
+            frac_abs_cos_above_null_p95=(float(np.mean(np.array(between) > ref["p95"]))
+                                         if between else float("nan")),
+            random_mean_abs_cos=ref["mean"], random_p95=ref["p95"], random_p99=ref["p99"],
+            in_distribution=_nanmean(r.value for r in tr if r.in_distribution
+                                     and r.center == cfg.center_target),
+            off_diagonal_target=off["target"], off_diagonal_train=off["train"],
+            off_diagonal=off[cfg.center_target],
+            agreement=(_agreement(agreements[k]) if agreements and k in agreements
+                       else ABSENT))
+    return out
+
+
 def run_transfer(stores: list[ActivationStore], out: str | Path,
                  cfg: TransferConfig | None = None, *, datasets=None, embedding=None,
-                 tokenizer=None, judges=None) -> dict:
+                 tokenizer=None, judges=None) -> TransferResult:
     """Transfer matrix, cosine tables and per-layer cosines; tables and figures into ``out``.
 
-    Returns ``{"transfer", "cosine", "layer_cosine"}`` (lists of rows, as in the CSVs; the
-    probes' rows only under ``"transfer"``), ``"random"`` (the null's summary), ``"summary"``
-    (per kind, see :func:`summarize`), ``"names"``, ``"hook"`` (the cosine views' read-out),
-    ``"layers"`` (``{source: {kind: read-out index}}`` of the transfer probes), ``"split_by"``
-    (per dataset's split) and ``"comparisons"``
-    (:class:`~ppairs_lens.evaluation.transfer_comparators.Comparisons`: every cell's
-    baselines and judges beside its probes). ``datasets`` (one per store, in order): the
-    records the text baselines read (without them those are n/a); ``embedding`` /
-    ``tokenizer``: the model's ``W_E`` and tokenizer (input-embedding baseline); ``judges``:
-    per dataset name, key -> {pair_id: P(item 1)} of each prompted judge (inputs beside the
-    config, never part of it)."""
+    Returns the :class:`TransferResult` (the probes' rows only in its ``rows``; the
+    comparators' in its ``comparisons``: every cell's baselines and judges beside its
+    probes). ``datasets`` (one per store, in order): the records the text baselines read
+    (without them those are n/a); ``embedding`` / ``tokenizer``: the model's ``W_E`` and
+    tokenizer (input-embedding baseline); ``judges``: per dataset name, key -> {pair_id:
+    P(item 1)} of each prompted judge (inputs beside the config, never part of it)."""
     cfg = cfg or TransferConfig(stores=[str(s.path) for s in stores])
     cfg.validate()
     check_comparable(stores)
@@ -185,15 +367,20 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     c_rows = cosine_rows(fitted, cfg)
     l_rows = layer_cosine_rows(fitted, cfg)
     ref = random_reference(stores[0].d_model, cfg.n_random, cfg.settings.seed)
-    summary = summarize(t_rows, c_rows, ref, cfg)
-    for k, v in agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], cfg.kinds, li,
-                                   **cfg.settings.boot_kwargs()).items():
-        summary[k]["agreement"] = v  # the cosine claim, like-for-like nulls
+    # the cosine claim, like-for-like nulls
+    agreements = agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], cfg.kinds,
+                                    li, **cfg.settings.boot_kwargs())
+    summary = summarize(t_rows, c_rows, ref, cfg, agreements)
     ref_public = {k: v for k, v in ref.items() if k != "samples"}
+    result = TransferResult(
+        names=tuple(names), layer=li, hook=hook, layers=layers, split_by=splits,
+        random=ref_public, per_kind=summary, rows=tuple(t_rows), cosine=tuple(c_rows),
+        layer_cosine=tuple(l_rows), comparisons=comp)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "transfer.csv", [{k: v for k, v in r.items() if k != "group_diffs"}
-                                     for r in t_rows + comp.csv_rows])
+    write_csv(out / "transfer.csv", [{k: v for k, v in record_data(r).items()
+                                      if k != "group_diffs"} for r in t_rows]
+              + comp.csv_rows)
     write_csv(out / "cosine.csv", c_rows)
     write_csv(out / "layer_cosine.csv", l_rows)
     write_json(out / "transfer_summary.json",
@@ -201,7 +388,7 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
                 "layer_rule": layer_rule(cfg.layer), "transfer_layers": layers,
                 "split_by": splits, "standardize": cfg.standardize,
                 "metric": cfg.metric, "center_target": cfg.center_target,
-                "random_reference": ref_public, "per_kind": summary,
+                "random_reference": ref_public, "per_kind": record_data(summary),
                 "comparisons": comp.entries, "refused_cells": comp.refused})
     save_config(out, "transfer", cfg)
     import matplotlib.pyplot as plt
@@ -214,9 +401,7 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
             ("layer_cosine", plot_layer_cosine(l_rows, names, cfg, model, ref, li))):
         save_figure(fig, out, name, preview=cfg.settings.quick)
         plt.close(fig)
-    return {"transfer": t_rows, "cosine": c_rows, "layer_cosine": l_rows, "random": ref_public,
-            "summary": summary, "names": names, "hook": hook, "layers": layers,
-            "split_by": splits, "comparisons": comp}
+    return result
 
 
 def cli(args, bridge) -> None:
@@ -256,11 +441,11 @@ def cli(args, bridge) -> None:
     print("\n".join(transfer_table_lines(res, cfg)))
 
 
-def transfer_table_lines(res: dict, cfg: TransferConfig) -> list[str]:
+def transfer_table_lines(res: TransferResult, cfg: TransferConfig) -> list[str]:
     """One result table per (training dataset -> scored dataset) cell: each probe of the
     training dataset at its read-out, every baseline fitted on it and every judge, on the
     scored dataset's held-out pairs; refused cells with their reason."""
-    comp = res.get("comparisons")
+    comp = res.comparisons
     if comp is None:
         return []
     lines = result_tables(comp.table_rows, comp.entries, test_size=cfg.settings.test_size)

@@ -1,6 +1,6 @@
 """Figures of the cross-dataset analysis: transfer heatmaps, cosine matrix and distribution,
 and per-layer cosines, each drawn from the rows :mod:`analyses.cross_dataset` computes; and
-its summary per kind (:func:`summarize`, printed by :func:`print_summary`).
+its result printed (:func:`print_summary`).
 
 ``cfg`` is that run's ``TransferConfig``; ``ref`` the random-direction null
 (:func:`ppairs_lens.probes.direction_similarity.random_reference`, with its ``samples``).
@@ -14,10 +14,11 @@ import numpy as np
 
 from ppairs_lens.evaluation.transfer_fit import CENTERINGS, METRICS
 from ppairs_lens.io.plotting import caption, style
+from ppairs_lens.io.records import ABSENT
 from ppairs_lens.evaluation.predictors import colour, label
 
 __all__ = ["CENTERINGS", "METRICS", "plot_cosine", "plot_cosine_distribution",
-           "plot_layer_cosine", "plot_transfer", "print_summary", "summarize"]
+           "plot_layer_cosine", "plot_transfer", "print_summary"]
 
 #: Colours of the kind-vs-kind comparisons in the per-layer figure.
 PAIR_COLORS = {"supervised~pca": "#9467bd", "supervised~mass_mean": "#17becf",
@@ -61,16 +62,16 @@ def _split_note(cfg, splits: dict[str, str]) -> str:
             f"C={cfg.C}")
 
 
-def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
+def plot_transfer(rows: list, names: list[str], cfg, model: str,
                   layers: dict[str, dict[str, int]], splits: dict[str, str]):
-    """``layers``: ``{training dataset: {kind: read-out index}}``; ``splits``: the split
+    """``rows``: the run's :class:`~analyses.cross_dataset.TransferRow`; ``layers``: ``{training dataset: {kind: read-out index}}``; ``splits``: the split
     each dataset used."""
     import matplotlib.pyplot as plt
 
-    hooks = {r["layer"]: r["hook"] for r in rows}
+    hooks = {r.layer: r.hook for r in rows}
 
     # the headline centring on top, then the other(s), as transfer_rows wrote them
-    centers = [cfg.center_target] + [c for c in dict.fromkeys(r["center"] for r in rows)
+    centers = [cfg.center_target] + [c for c in dict.fromkeys(r.center for r in rows)
                                      if c != cfg.center_target]
     nd, nk = len(names), len(cfg.kinds)
     cell = max(0.55, min(1.0, 4.0 / nd))
@@ -86,10 +87,10 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
                 lo, hi = val.copy(), val.copy()
                 refused = np.zeros((nd, nd), dtype=bool)
                 for r in rows:
-                    if r["kind"] == kind and r["center"] == center and r["metric"] == cfg.metric:
-                        i, j = names.index(r["train"]), names.index(r["test"])
-                        val[i, j], lo[i, j], hi[i, j] = r["value"], r["lo"], r["hi"]
-                        refused[i, j] = bool(r.get("refused"))
+                    if r.kind == kind and r.center == center and r.metric == cfg.metric:
+                        i, j = names.index(r.train), names.index(r.test)
+                        val[i, j], lo[i, j], hi[i, j] = r.value, r.lo, r.hi
+                        refused[i, j] = bool(r.refused)
                 im = ax.imshow(val, cmap="RdBu", vmin=0.0, vmax=1.0)
                 for i in range(nd):
                     for j in range(nd):
@@ -126,7 +127,7 @@ def plot_transfer(rows: list[dict], names: list[str], cfg, model: str,
                      f"{_split_note(cfg, splits)}. Chance = 0.5 (white)."
                      + (" 'other kind': not scored, the two datasets' prompts are of different "
                         "kinds (comparison 'Choice 1/2' vs statement 'True/False'), whose "
-                        "answer mapping is arbitrary." if any(r.get("refused") for r in rows)
+                        "answer mapping is arbitrary." if any(r.refused for r in rows)
                         else ""))
     return fig
 
@@ -308,57 +309,22 @@ def plot_layer_cosine(rows: list[dict], names: list[str], cfg, model: str,
     return fig
 
 
-def print_summary(result: dict, cfg) -> None:
-    """The run's summary (what :func:`analyses.cross_dataset.run_transfer` returns), printed."""
-    ref = result["random"]
-    if "layers" in result:
-        print("transfer read-outs (training dataset: kind @ index): " + "; ".join(
-            f"{n}: " + ", ".join(f"{k} @{li}" for k, li in ks.items())
-            for n, ks in result["layers"].items()))
-    print(f"cosine read-out {result['hook']}; random unit vectors in d={ref['d']}: mean |cos| "
+def print_summary(result, cfg) -> None:
+    """The run's :class:`~analyses.cross_dataset.TransferResult`, printed."""
+    ref = result.random
+    print("transfer read-outs (training dataset: kind @ index): " + "; ".join(
+        f"{n}: " + ", ".join(f"{k} @{li}" for k, li in ks.items())
+        for n, ks in result.layers.items()))
+    print(f"cosine read-out {result.hook}; random unit vectors in d={ref['d']}: mean |cos| "
           f"{ref['mean']:.3f} (exact {ref['mean_exact']:.3f}), 95th pct {ref['p95']:.3f}, "
           f"99th pct {ref['p99']:.3f}")
-    for k, s in result["summary"].items():
-        print(f"{k:10s} mean |cos| between datasets {s['mean_abs_cos']:.3f} "
-              f"(random {s['random_mean_abs_cos']:.3f}, 95th pct {s['random_p95']:.3f}; "
-              f"split-half same dataset {s['split_half_abs_cos']:.3f}); "
-              f"{cfg.metric}: in-distribution {s['in_distribution']:.3f}, off-diagonal "
-              f"{s['off_diagonal']:.3f} (target-centred {s['off_diagonal_target']:.3f}, "
-              f"train-centred {s['off_diagonal_train']:.3f})")
-        if "agreement" in s:
-            print(f"{'':10s} agreement across datasets {s['agreement']['outcome']}: "
-                  f"{s['agreement']['reason']}")
-
-
-def _nanmean(xs) -> float:
-    xs = [x for x in xs if x == x]
-    return float(np.mean(xs)) if xs else float("nan")
-
-
-def summarize(t_rows: list[dict], c_rows: list[dict], ref: dict, cfg) -> dict:
-    """Per kind: mean |cos| between datasets vs the null, mean on/off-diagonal transfer."""
-    out = {}
-    for k in cfg.kinds:
-        between = [r["abs_cos"] for r in c_rows if r["relation"] == "between_datasets"
-                   and r["kind_a"] == k]
-        signed = [r["cos"] for r in c_rows if r["relation"] == "between_datasets"
-                  and r["kind_a"] == k]
-        tr = [r for r in t_rows if r["kind"] == k and r["metric"] == cfg.metric]
-        halves = [r["abs_cos"] for r in c_rows if r["relation"] == "split_half"
-                  and r["kind_a"] == k]
-        entry = {"mean_abs_cos": _nanmean(between), "mean_cos": _nanmean(signed),
-                 "split_half_abs_cos": _nanmean(halves),
-                 "frac_abs_cos_above_0.7": (float(np.mean(np.array(between) > 0.7))
-                                            if between else float("nan")),
-                 "frac_abs_cos_above_null_p95": (float(np.mean(np.array(between) > ref["p95"]))
-                                                 if between else float("nan")),
-                 "random_mean_abs_cos": ref["mean"], "random_p95": ref["p95"],
-                 "random_p99": ref["p99"],
-                 "in_distribution": _nanmean(r["value"] for r in tr if r["in_distribution"]
-                                             and r["center"] == cfg.center_target)}
-        for c in CENTERINGS:
-            entry[f"off_diagonal_{c}"] = _nanmean(r["value"] for r in tr
-                                                  if not r["in_distribution"] and r["center"] == c)
-        entry["off_diagonal"] = entry[f"off_diagonal_{cfg.center_target}"]
-        out[k] = entry
-    return out
+    for k, s in result.per_kind.items():
+        print(f"{k:10s} mean |cos| between datasets {s.mean_abs_cos:.3f} "
+              f"(random {s.random_mean_abs_cos:.3f}, 95th pct {s.random_p95:.3f}; "
+              f"split-half same dataset {s.split_half_abs_cos:.3f}); "
+              f"{cfg.metric}: in-distribution {s.in_distribution:.3f}, off-diagonal "
+              f"{s.off_diagonal:.3f} (target-centred {s.off_diagonal_target:.3f}, "
+              f"train-centred {s.off_diagonal_train:.3f})")
+        if s.agreement is not ABSENT:
+            print(f"{'':10s} agreement across datasets {s.agreement.outcome}: "
+                  f"{s.agreement.reason}")

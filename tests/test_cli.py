@@ -121,7 +121,7 @@ def recorded(monkeypatch):
         return f
 
     monkeypatch.setattr(analyses.layer_sweep, "run_sweep", rec("sweep", analyses.layer_sweep.SweepResult(selection="", metric="accuracy", ci="", entries=())))
-    monkeypatch.setattr(analyses.cross_dataset, "run_transfer", rec("transfer", {}))
+    monkeypatch.setattr(analyses.cross_dataset, "run_transfer", rec("transfer", analyses.cross_dataset.TransferResult(names=(), layer=0, hook="", layers={}, split_by={}, random={}, per_kind={}, rows=(), cosine=(), layer_cosine=())))
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
     monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", analyses.ablation.AblationRows()))
     monkeypatch.setattr(analyses.ablation, "summary_lines", lambda rows: [])

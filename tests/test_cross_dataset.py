@@ -29,6 +29,7 @@ from ppairs_lens.evaluation.readout_choice import layer_setting
 from ppairs_lens.evaluation.store_split import split_pairs
 from ppairs_lens.probes.direction_similarity import random_reference
 from ppairs_lens.evaluation.protocol import EvalSettings
+from ppairs_lens.io.records import ABSENT, record_data
 
 D = 32          # d_model of the synthetic stores
 N = 400         # pairs per store (2 per context)
@@ -117,8 +118,8 @@ def _between(rows, kind):
 
 
 def _off_diag(rows, kind, center="target", metric="accuracy"):
-    return [r["value"] for r in rows if r["kind"] == kind and r["center"] == center
-            and r["metric"] == metric and not r["in_distribution"]]
+    return [r.value for r in rows if r.kind == kind and r.center == center
+            and r.metric == metric and not r.in_distribution]
 
 
 def test_shared_direction_gives_high_cosine_and_full_transfer(shared):
@@ -126,31 +127,31 @@ def test_shared_direction_gives_high_cosine_and_full_transfer(shared):
     assert cfg.kinds == ("supervised", "pca", "mass_mean", "ccs")      # CCS by default
     for kind in cfg.kinds:
         bar = 0.8 if kind == "ccs" else 0.9   # CCS's unregularised direction keeps more noise
-        between = _between(result["cosine"], kind)
+        between = _between(result.cosine, kind)
         assert len(between) == 3
         assert all(r["abs_cos"] > bar and r["cos"] > bar for r in between), (kind, between)
-        off = _off_diag(result["transfer"], kind)
+        off = _off_diag(result.rows, kind)
         assert len(off) == 6 and min(off) > 0.9, (kind, off)
-        s = result["summary"][kind]
-        assert s["mean_abs_cos"] > bar and s["off_diagonal"] > 0.9
-        assert s["split_half_abs_cos"] > 0.9       # the self-agreement ceiling
-        halves = [r for r in result["cosine"] if r["relation"] == "split_half"
+        s = result.per_kind[kind]
+        assert s.mean_abs_cos > bar and s.off_diagonal > 0.9
+        assert s.split_half_abs_cos > 0.9       # the self-agreement ceiling
+        halves = [r for r in result.cosine if r["relation"] == "split_half"
                   and r["kind_a"] == kind]
         assert len(halves) == 3
-        assert s["mean_abs_cos"] > result["random"]["p99"]
+        assert s.mean_abs_cos > result.random["p99"]
 
 
 def test_centring_variants(shared):
     """Diagonal identical under both centrings; with dataset-specific side offsets the
     training means bias every transferred pair, the target's own means do not."""
     _, cfg, result, _ = shared
-    rows = [r for r in result["transfer"] if r["metric"] == "accuracy"]
-    diag = {(r["train"], r["kind"], r["center"]): r["value"] for r in rows if r["in_distribution"]}
+    rows = [r for r in result.rows if r.metric == "accuracy"]
+    diag = {(r.train, r.kind, r.center): r.value for r in rows if r.in_distribution}
     for (ds, kind, center), v in diag.items():
         assert v == diag[(ds, kind, "train" if center == "target" else "target")]
     for kind in cfg.kinds:
         assert np.mean(_off_diag(rows, kind, "train")) < np.mean(_off_diag(rows, kind)) - 0.1
-    assert all(r["headline"] == (r["center"] == "target") for r in rows)
+    assert all(r.headline == (r.center == "target") for r in rows)
 
 
 def test_outputs_and_config_are_written(shared):
@@ -167,24 +168,24 @@ def test_outputs_and_config_are_written(shared):
     summary = json.loads((out / "transfer_summary.json").read_text())
     assert summary["layer_rule"] == "val" and summary["split_by"] == {
         n: "context" for n in ("alpha", "beta", "gamma")}     # two pairs per context
-    assert summary["transfer_layers"] == result["layers"]
-    assert result["hook"] == HOOKS[summary["layer"]]
-    for r in result["transfer"]:
-        assert r["layer_rule"] == "val" and r["layer"] == result["layers"][r["train"]][r["kind"]]
-        assert r["hook"] == HOOKS[r["layer"]]
-        if r["kind"] == "ccs":     # not validated: fitted at the cosine read-out only
-            assert r["layer"] == summary["layer"] and math.isnan(r["val_value"])
-            assert "cosine read-out" in r["selected_by"]
+    assert summary["transfer_layers"] == result.layers
+    assert result.hook == HOOKS[summary["layer"]]
+    for r in result.rows:
+        assert r.layer_rule == "val" and r.layer == result.layers[r.train][r.kind]
+        assert r.hook == HOOKS[r.layer]
+        if r.kind == "ccs":     # not validated: fitted at the cosine read-out only
+            assert r.layer == summary["layer"] and math.isnan(r.val_value)
+            assert "cosine read-out" in r.selected_by
         else:
-            assert 0.5 < r["val_value"] <= 1.0 and r["selected_by"] == "validation"
+            assert 0.5 < r.val_value <= 1.0 and r.selected_by == "validation"
     # per-layer view: adjacent read-outs, kind pairs, dataset pairs (kinds at every read-out)
-    views = {r["view"] for r in result["layer_cosine"]}
+    views = {r["view"] for r in result.layer_cosine}
     assert views == {"adjacent_layers", "between_kinds", "between_datasets"}
-    adj = [r for r in result["layer_cosine"] if r["view"] == "adjacent_layers"]
+    adj = [r for r in result.layer_cosine if r["view"] == "adjacent_layers"]
     assert len(adj) == 3 * len(swept_kinds(cfg)) * (len(HOOKS) - 1) and "ccs" not in {
         r["kind"] for r in adj}
     assert all(r["cos"] > 0.9 for r in adj)   # one planted direction at every read-out
-    between = [r for r in result["layer_cosine"] if r["view"] == "between_datasets"]
+    between = [r for r in result.layer_cosine if r["view"] == "between_datasets"]
     assert len(between) == 3 * len(swept_kinds(cfg)) * len(HOOKS)
     assert set(summary["per_kind"]) == set(cfg.kinds)
 
@@ -192,11 +193,11 @@ def test_outputs_and_config_are_written(shared):
 @pytest.mark.parametrize("kind", ["supervised", "ccs"])
 def test_agreement_verdict_holds_for_a_shared_direction(shared, kind):
     _, _, result, _ = shared
-    a = result["summary"][kind]["agreement"]
-    assert a["outcome"] == "holds", a["reason"]
-    assert a["evidence"]["used"] == ["alpha", "beta", "gamma"]
-    assert a["evidence"]["p_covariance"] < 0.01 and a["evidence"]["n_pairs"] == 3
-    assert all(v["lo"] > 0.5 for v in a["in_distribution"].values())
+    a = result.per_kind[kind].agreement
+    assert a.outcome == "holds", a.reason
+    assert a.evidence["used"] == ["alpha", "beta", "gamma"]
+    assert a.evidence["p_covariance"] < 0.01 and a.evidence["n_pairs"] == 3
+    assert all(v.lo > 0.5 for v in a.in_distribution.values())
 
 
 def test_ccs_is_fitted_at_the_cosine_readout_only(shared):
@@ -209,11 +210,11 @@ def test_ccs_is_fitted_at_the_cosine_readout_only(shared):
         deg = f.sweep.degenerate["ccs"].numpy()
         assert not deg[li] and deg.sum() == len(HOOKS) - 1
         assert np.isfinite(f.sweep.directions["ccs"][li].numpy()).all()
-    rows = [r for r in result["transfer"] if r["kind"] == "ccs" and r["metric"] == "accuracy"]
-    assert len(rows) == 2 * 9 and {r["hook"] for r in rows} == {result["hook"]}
-    kinds = {(r["kind_a"], r["kind_b"]) for r in result["cosine"]}
+    rows = [r for r in result.rows if r.kind == "ccs" and r.metric == "accuracy"]
+    assert len(rows) == 2 * 9 and {r.hook for r in rows} == {result.hook}
+    kinds = {(r["kind_a"], r["kind_b"]) for r in result.cosine}
     assert {("ccs", "ccs"), ("supervised", "ccs")} <= kinds
-    assert [r for r in result["cosine"] if r["relation"] == "split_half"
+    assert [r for r in result.cosine if r["relation"] == "split_half"
             and r["kind_a"] == "ccs"]
 
 
@@ -234,11 +235,11 @@ def test_transfer_is_not_scored_across_prompt_kinds(tmp_path):
               for i, (n, k) in enumerate([("cmp", "comparison"), ("stm", "statement")])]
     cfg = TransferConfig(stores=[str(s.path) for s in stores], **CFG)
     rows = transfer_rows([fit_store(s, cfg) for s in stores], cfg)
-    cross = [r for r in rows if r["train"] != r["test"]]
-    assert cross and all(np.isnan(r["value"]) and "prompt kinds differ" in r["refused"]
+    cross = [r for r in rows if r.train != r.test]
+    assert cross and all(np.isnan(r.value) and "prompt kinds differ" in r.refused
                          for r in cross)
-    assert all(r["value"] > 0.9 and not r["refused"] for r in rows
-               if r["train"] == r["test"] and r["metric"] == "accuracy")
+    assert all(r.value > 0.9 and not r.refused for r in rows
+               if r.train == r.test and r.metric == "accuracy")
 
 
 def test_independent_directions_look_random_and_do_not_transfer(independent):
@@ -252,11 +253,11 @@ def test_independent_directions_look_random_and_do_not_transfer(independent):
         off = _off_diag(t_rows, kind)
         lo, hi = (0.25, 0.75) if kind == "ccs" else (0.3, 0.7)    # CCS: a noisier direction
         assert 0.4 < np.mean(off) < 0.6 and all(lo < v < hi for v in off), (kind, off)
-        diag = [r["value"] for r in t_rows if r["kind"] == kind and r["in_distribution"]
-                and r["metric"] == "accuracy"]
+        diag = [r.value for r in t_rows if r.kind == kind and r.in_distribution
+                and r.metric == "accuracy"]
         assert min(diag) > 0.9                 # each dataset is itself easy
     summary = summarize(t_rows, c_rows, ref, cfg)
-    assert all(s["mean_abs_cos"] < ref["p95"] for s in summary.values())
+    assert all(s.mean_abs_cos < ref["p95"] for s in summary.values())
 
 
 def test_flipping_a_direction_flips_signed_cosine_only(shared, tmp_path):
@@ -307,10 +308,10 @@ def test_an_int_layer_still_forces_one_readout(shared, tmp_path):
     cfg = TransferConfig(stores=[], layer=-2, **CFG)
     fitted = [fit_store(st, cfg) for st in stores[:2]]
     rows = transfer_rows(fitted, cfg)
-    assert {r["layer"] for r in rows} == {len(HOOKS) - 2}
-    assert {r["hook"] for r in rows} == {HOOKS[-2]}
-    assert {r["layer_rule"] for r in rows} == {"fixed"}
-    assert all(np.isnan(r["val_value"]) for r in rows)
+    assert {r.layer for r in rows} == {len(HOOKS) - 2}
+    assert {r.hook for r in rows} == {HOOKS[-2]}
+    assert {r.layer_rule for r in rows} == {"fixed"}
+    assert all(np.isnan(r.val_value) for r in rows)
     assert all(f.val_scores is None and set(f.chosen.values()) == {len(HOOKS) - 2}
                for f in fitted)
     assert {r["layer"] for r in cosine_rows(fitted, cfg)} == {len(HOOKS) - 2}
@@ -377,15 +378,15 @@ def test_accuracy_rows_carry_group_differences_that_decide_table_1(shared):
     from analyses.replication.claims import evaluate_claims
 
     _, _, result, root = shared
-    acc = [r for r in result["transfer"] if r["metric"] == "accuracy"]
-    assert acc and all(len(r["group_diffs"]) == r["n_groups"] for r in acc)
-    assert not any("group_diffs" in r for r in result["transfer"] if r["metric"] != "accuracy")
+    acc = [r for r in result.rows if r.metric == "accuracy"]
+    assert acc and all(len(r.group_diffs) == r.n_groups for r in acc)
+    assert all(r.group_diffs is ABSENT for r in result.rows if r.metric != "accuracy")
     with open(root / "out" / "transfer.csv", encoding="utf-8") as f:
         cols = next(csv.reader(f))
     assert "n_groups" in cols and "group_diffs" not in cols
     name = dict(zip(("alpha", "beta", "gamma"), ("rocstories", "mctaco", "hanna-coherence")))
-    rows = [{**r, "train": name[r["train"]], "test": name[r["test"]]} for r in acc
-            if r["headline"]]
+    rows = [{**record_data(r), "train": name[r.train], "test": name[r.test]} for r in acc
+            if r.headline]
     by = {c["id"]: c for c in evaluate_claims({"model": "meta-llama/Llama-3.1-70B-Instruct",
                                                "transfer": {"accuracy": rows}}, None)["claims"]}
     for kind in ("supervised", "pca"):

@@ -99,7 +99,7 @@ def test_sweep_and_transfer_save_probes_from_the_cli(tiny, tmp_path, monkeypatch
 
     monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
     monkeypatch.setattr(analyses.layer_sweep, "run_sweep", lambda *a, **k: analyses.layer_sweep.SweepResult(selection="", metric="accuracy", ci="", entries=()))
-    monkeypatch.setattr(analyses.cross_dataset, "run_transfer", lambda *a, **k: {})
+    monkeypatch.setattr(analyses.cross_dataset, "run_transfer", lambda *a, **k: analyses.cross_dataset.TransferResult(names=(), layer=0, hook="", layers={}, split_by={}, random={}, per_kind={}, rows=(), cosine=(), layer_cosine=()))
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
     common = ["--max-pairs", "24", "--split", "pair",
               "--stores", str(tmp_path / "stores"), "--out", str(tmp_path / "out")]

@@ -1,5 +1,5 @@
 """The layer sweep and transfer steps hand on records (``analyses.layer_sweep.SweepResult``,
-analyses/replication/records_sweep.py): the same record fresh and reused, and the JSON the
+``analyses.cross_dataset.TransferHeadline``): the same record fresh and reused, and the JSON the
 summary and the claims read exactly as the step wrote it (the committed ``figures/`` read back
 key for key)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from analyses.layer_sweep import SweepEntry, SweepResult, SweepRow, read_sweep
-from analyses.replication.records_sweep import CosineSummary, TransferResult
+from analyses.cross_dataset import CosineSummary, TransferHeadline, TransferResult, TransferRow
 from ppairs_lens.errors import DataError, PPairsError
 from ppairs_lens.io.outputs import jsonable, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, JSON_KEY, record_data, record_from_data
@@ -125,8 +125,12 @@ def test_transfer_hands_on_the_same_record_fresh_and_reused(tmp_path):
     rows = [{**F1_ROW, "metric": "f1"}, T_ROW, {**T_ROW, "kind": "ccs"},
             {**T_ROW, "headline": False}]
 
-    def step() -> TransferResult:
-        return TransferResult.of({"pca": COSINE}, rows)
+    def step() -> TransferHeadline:
+        return TransferResult(
+            names=("a", "b"), layer=3, hook="h", layers={}, split_by={}, random={},
+            per_kind={"pca": record_from_data(CosineSummary, COSINE)},
+            rows=tuple(record_from_data(TransferRow, r) for r in rows), cosine=(),
+            layer_cosine=()).headline()
 
     fresh = StudyRunner(tmp_path, 1).step("transfer", step)
     reused = StudyRunner(tmp_path, 1).step("transfer", step)
@@ -142,21 +146,21 @@ def test_transfer_hands_on_the_same_record_fresh_and_reused(tmp_path):
 def test_a_transfer_section_without_accuracy_or_role_is_refused_naming_the_field():
     no_role = {"pca": COSINE, "f1": [{k: v for k, v in F1_ROW.items() if k != "role"}],
                "accuracy": [T_ROW]}
-    with pytest.raises(PPairsError, match=r"TransferResult\.f1\[0\]\.role: required field missing"):
-        TransferResult.from_data(no_role)
-    with pytest.raises(PPairsError, match=r"TransferResult\.accuracy: required field missing"):
-        TransferResult.from_data({"pca": COSINE, "f1": [F1_ROW]})
+    with pytest.raises(PPairsError, match=r"TransferHeadline\.f1\[0\]\.role: required field missing"):
+        TransferHeadline.from_data(no_role)
+    with pytest.raises(PPairsError, match=r"TransferHeadline\.accuracy: required field missing"):
+        TransferHeadline.from_data({"pca": COSINE, "f1": [F1_ROW]})
 
 
 def test_a_transfer_row_with_a_column_it_lacks_is_refused_not_kept_as_a_dict():
-    with pytest.raises(PPairsError, match=r"TransferResult\.f1\[0\]: extra fields found \(surprise\)"):
-        TransferResult.from_data({"f1": [{**F1_ROW, "surprise": 1}], "accuracy": []})
+    with pytest.raises(PPairsError, match=r"TransferHeadline\.f1\[0\]: extra fields found \(surprise\)"):
+        TransferHeadline.from_data({"f1": [{**F1_ROW, "surprise": 1}], "accuracy": []})
 
 
 @pytest.mark.skipif(not (FIGURES / "summary.json").is_file(), reason="no committed summary")
 def test_the_committed_transfer_section_reads_back_key_for_key():
     transfer = json.loads((FIGURES / "summary.json").read_text("utf-8"))["transfer"]
-    assert json.dumps(TransferResult.from_data(transfer).data()) == json.dumps(transfer)
+    assert json.dumps(TransferHeadline.from_data(transfer).data()) == json.dumps(transfer)
 
 
 def test_a_field_keeps_a_json_key_that_is_no_python_name():

@@ -26,7 +26,8 @@ MAIN_JOB = "analyses.replication.run"
 
 #: Steps whose result is still JSON data, each with its reason (none now: the table steps
 #: hand on ``StepRows`` of typed rows, each declared in its step's module; the layer sweep and transfer
-#: their ``SweepResult`` and ``TransferResult``, analyses/replication/records_sweep.py).
+#: their ``SweepResult`` and ``TransferHeadline``, in analyses/layer_sweep.py and
+#: analyses/cross_dataset.py).
 KNOWN_UNTYPED: dict[str, str] = {}
 
 

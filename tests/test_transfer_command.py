@@ -101,7 +101,7 @@ def test_from_stores_alone_the_text_baselines_say_why_they_are_missing(tmp_path)
     cfg = TransferConfig(stores=[], kinds=("supervised",), settings=EvalSettings(n_boot=30),
                          n_random=200)
     res = run_transfer(stores, tmp_path / "out", cfg)
-    entry = next(e for e in res["comparisons"].entries if e["dataset"] == "a -> b")
+    entry = next(e for e in res.comparisons.entries if e["dataset"] == "a -> b")
     assert entry["unavailable"]["lexical"] == NO_TEXTS
     lines = transfer_table_lines(res, cfg)
     assert any("baseline lexical" in x and NO_TEXTS in x for x in lines), lines
@@ -142,7 +142,7 @@ def test_system_ids_are_memorised_across_datasets(tmp_path):
     cfg = TransferConfig(stores=[], kinds=("supervised",), settings=EvalSettings(n_boot=30),
                          n_random=200)
     res = run_transfer(stores, tmp_path / "out", cfg)
-    rows = {r["dataset"]: r for r in res["comparisons"].table_rows
+    rows = {r["dataset"]: r for r in res.comparisons.table_rows
             if r["kind"] == "memorisation" and r["metric"] == "accuracy"}
     assert set(rows) == {"x -> x", "x -> y", "y -> x", "y -> y"}
     assert rows["x -> y"]["value"] > 0.7          # S0 wins in both: the systems carry over

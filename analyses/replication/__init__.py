@@ -4,8 +4,7 @@ It imports the plugin (``ppairs_lens``) and the experiments (``analyses``) and i
 neither. ``run`` is the runner (``run_replication``; ``refresh`` re-decides a finished run's
 claims, ``python -m analyses.replication FIGURES``), ``config`` its one config and presets,
 ``sets`` the seeds' datasets at its sizes, ``fetch`` and ``provenance`` where they come from,
-``records_sweep`` what the sweep and transfer steps hand on (each table step declares its
-record in its own module), ``claims`` with ``claim_families``,
+``steps`` the table steps (each declares its record in its experiment's module), ``claims`` with ``claim_families``,
 ``paper_claims`` and ``study_claims`` the registry of what the seeds claim and its verdicts,
 ``findings`` the report (``python -m analyses.replication.findings FIGURES REPORT.md``).
 """

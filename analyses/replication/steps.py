@@ -22,14 +22,13 @@ from typing import Any
 
 from analyses.ablation import AblationRows, run_ablation
 from analyses.controls import ControlRows, run_controls
-from analyses.cross_dataset import run_transfer
+from analyses.cross_dataset import TransferHeadline, run_transfer
 from analyses.distribution_shift import ShiftResult, run_shift
 from analyses.finetuning import FinetuningRows, run_finetuning
 from analyses.insertion import InsertionRows, run_insertion
 from analyses.probes_vs_prompting import PvPRows, run_probes_vs_prompting
 from analyses.replication.config import ReplicationConfig
 from analyses.layer_sweep import SweepResult
-from analyses.replication.records_sweep import TransferResult
 from analyses.replication.sets import comparison_names, shifted_names, summeval_names
 from analyses.steering import SteeringRows, run_steering
 from analyses.thesis_tables import ThesisRows, run_thesis_tables
@@ -120,11 +119,11 @@ def _thesis_tables(ctx: StepContext) -> ThesisRows:
         {n: chosen[(n, "supervised")] for n in names}, ctx.out, ctx.configs["thesis tables"])
 
 
-def _transfer(ctx: StepContext) -> TransferResult:
+def _transfer(ctx: StepContext) -> TransferHeadline:
     names = comparison_names(ctx.names, {n: ctx.datasets[n].kind for n in ctx.names})
-    res = run_transfer([ctx.stores[n] for n in names], ctx.out, ctx.configs["transfer"])
     # F1 for the report's Table 1; accuracy with its group differences for Table 1's claims
-    return TransferResult.of(res["summary"], res["transfer"])
+    return run_transfer([ctx.stores[n] for n in names], ctx.out,
+                        ctx.configs["transfer"]).headline()
 
 
 def _shift(ctx: StepContext) -> ShiftResult | None:

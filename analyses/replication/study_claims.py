@@ -35,7 +35,7 @@ def cosine_claim(transfer: dict | None, kind: str = "pca") -> dict | None:
     """The ``kind`` directions' agreement (Figure 5: PCA, and supervised in its other half),
     as the transfer step decided it
     (:func:`ppairs_lens.evaluation.cosine_verdict.cosine_agreement_verdict`)."""
-    per_kind = (transfer or {}).get("per_kind", transfer or {})  # the file or run_transfer's
+    per_kind = (transfer or {}).get("per_kind", transfer or {})  # transfer_summary.json or the section
     pk = per_kind.get(kind)
     if not pk:
         return None
