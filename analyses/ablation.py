@@ -422,7 +422,7 @@ def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
         write_csv(out / "ablation_probe_refit.csv", refit)
     save_config(out, "ablation", cfg)
     write_json(out / "ablation_run.json", run)
-    _draw(result.data(), null_rows, cfg, run.model, out)   # as replot draws it from the CSV
+    _draw(result.rows, null_rows, cfg, run.model, out)
     return result
 
 
@@ -450,8 +450,8 @@ def replot(out: str | Path, model: str | None = None) -> list[Path]:
     cfg = load_config(AblationConfig, out / "ablation.config.json")
     if model is None:
         model = read_json_object(out / "ablation_run.json").get("model", "")
-    return _draw(read_rows(out / "ablation.csv"), read_rows(out / "ablation_null.csv"), cfg,
-                 model, out)
+    return _draw(AblationRows.read_csv(out / "ablation.csv").rows,
+                 read_rows(out / "ablation_null.csv"), cfg, model, out)
 
 
 def plan_ablation(bridge, datasets: Sequence[Dataset], root, cfg: AblationConfig,
@@ -503,5 +503,5 @@ def cli(args, bridge=None) -> None:
              for ds in datasets]
     cfg = replace(cfg, stores=[str(st.path) for st, _ in items])
     rows = run_ablation(bridge, items, args.out, cfg)
-    for line in summary_lines(rows.data()):
+    for line in summary_lines(rows.rows):
         print(line)

@@ -1,13 +1,16 @@
 """Figure and printed summary of the directional-ablation analysis (:mod:`analyses.ablation`).
 
-Rows are labelled by the condition names of :mod:`ppairs_lens.interventions.conditions`;
-:func:`read_rows` reads a written table back, so the figure can be redrawn without the model.
+They read its rows (:class:`analyses.ablation.AblationRow`, labelled by the condition names
+of :mod:`ppairs_lens.interventions.conditions`) by attribute, and the null directions' table
+as dicts; :func:`read_rows` reads that table back, so the figure can be redrawn without the
+model.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ from ppairs_lens.interventions.conditions import (
 from ppairs_lens.errors import DataError
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.evaluation.predictors import colour, label
+from ppairs_lens.io.records import ABSENT
 
 __all__ = ["plot_ablation", "read_rows", "summary_lines"]
 
@@ -31,22 +35,26 @@ _TEXT = {"dataset", "preset", "condition", "kind", "hook", "positions", "split_u
          "metric", "mode", "probe_kind", "hooks", "pair_id"}
 
 
+def _missing(x) -> bool:
+    return x is None or x is ABSENT or (isinstance(x, float) and math.isnan(x))
+
+
 def _p(x) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+    return "n/a" if _missing(x) else f"{x:.3f}"
 
 
-def _d(r: dict, m: str) -> str:
+def _d(r, m: str) -> str:
     """``+0.012 [-0.030, +0.050]``: a paired change of the judge's metric with its 95% CI."""
-    v = r.get(f"delta_{m}")
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    v = getattr(r, f"delta_{m}")
+    if _missing(v):
         return "n/a"
-    return f"{v:+.3f} [{r[f'delta_{m}_lo']:+.3f}, {r[f'delta_{m}_hi']:+.3f}]"
+    return f"{v:+.3f} [{getattr(r, f'delta_{m}_lo'):+.3f}, {getattr(r, f'delta_{m}_hi'):+.3f}]"
 
 
-def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
+def _panel(ax, rows: Sequence, nulls: list[dict]) -> None:
     """One dataset x preset: the null effects as histograms, probes and control as lines."""
-    sel = [r for r in rows if r["kind"] in ("probe", "control")]
-    effects = [r["effect"] for r in nulls] + [r["effect"] for r in sel]
+    sel = [r for r in rows if r.kind in ("probe", "control")]
+    effects = [r["effect"] for r in nulls] + [r.effect for r in sel]
     pos = [e for e in effects if e > 0 and math.isfinite(e)]
     log = len(pos) == len(effects) and len(pos) > 1
     lo, hi = (min(pos), max(pos)) if pos else (0.0, 1.0)
@@ -57,14 +65,14 @@ def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
         if e:
             ax.hist(e, bins=bins, color=col, alpha=0.45, label=f"{name} (n={len(e)})")
     for r in sel:
-        if r["kind"] == "control":
-            ax.axvline(r["effect"], color="k", ls="--", lw=1.4,
-                       label=f"positive control: {r['effect']:.3g}")
+        if r.kind == "control":
+            ax.axvline(r.effect, color="k", ls="--", lw=1.4,
+                       label=f"positive control: {r.effect:.3g}")
         else:
-            ax.axvline(r["effect"], color=colour(r["condition"]), lw=2,
-                       label=f"{label(r['condition'])}: {r['effect']:.3g} "
-                             f"(p matched {_p(r.get('p_matched'))}, Holm "
-                             f"{_p(r.get('p_matched_holm'))}; ΔF1 {_d(r, 'f1')}, "
+            ax.axvline(r.effect, color=colour(r.condition), lw=2,
+                       label=f"{label(r.condition)}: {r.effect:.3g} "
+                             f"(p matched {_p(r.p_matched)}, Holm "
+                             f"{_p(r.p_matched_holm)}; ΔF1 {_d(r, 'f1')}, "
                              f"Δacc {_d(r, 'accuracy')}, "
                              f"ΔAUROC {_d(r, 'auroc')})")
     if log:
@@ -77,14 +85,14 @@ def _panel(ax, rows: list[dict], nulls: list[dict]) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
+def plot_ablation(rows: Sequence, null_rows: list[dict], cfg, model: str):
     """Per dataset (rows) and preset (columns): the distribution of the null directions'
     effects (isotropic and variance-matched), each probe direction's effect with its
     permutation p-values, and the positive control (``cfg``: the run's ``AblationConfig``)."""
     import matplotlib.pyplot as plt
 
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    presets = [p for p in cfg.presets if any(r["preset"] == p for r in rows)] or ["paper"]
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
+    presets = [p for p in cfg.presets if any(r.preset == p for r in rows)] or ["paper"]
     with style():
         fig, axes = plt.subplots(max(1, len(datasets)), len(presets),
                                  figsize=(9.5 * len(presets), 3.2 * max(1, len(datasets))),
@@ -92,27 +100,27 @@ def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
         for i, ds in enumerate(datasets):
             for j, preset in enumerate(presets):
                 ax = axes[i, j]
-                here = [r for r in rows if r["dataset"] == ds and r["preset"] == preset]
+                here = [r for r in rows if r.dataset == ds and r.preset == preset]
                 nulls = [r for r in null_rows if r["dataset"] == ds and r["preset"] == preset]
                 _panel(ax, here, nulls)
-                base = next((r for r in here if r["condition"] == BASELINE), None)
-                ctrl = next((r for r in here if r["condition"] == CONTROL), None)
+                base = next((r for r in here if r.condition == BASELINE), None)
+                ctrl = next((r for r in here if r.condition == CONTROL), None)
                 sub = ""
                 if base:
-                    sub = (f"\nbaseline accuracy {base['accuracy']:.3f}, mean |z| "
-                           f"{base['mean_abs_z']:.3g}, n={int(base['n'])} "
-                           f"({int(base['n_groups'])} groups)")
+                    sub = (f"\nbaseline accuracy {base.accuracy:.3f}, mean |z| "
+                           f"{base.mean_abs_z:.3g}, n={int(base.n)} "
+                           f"({int(base.n_groups)} groups)")
                 if ctrl:
-                    sub += f"; control: mean |z| {ctrl['mean_abs_z']:.1e}"
-                at = next((r for r in here if r["condition"] == CONTROL_AT_READOUT), None)
+                    sub += f"; control: mean |z| {ctrl.mean_abs_z:.1e}"
+                at = next((r for r in here if r.condition == CONTROL_AT_READOUT), None)
                 if at:
                     sub += f"\ncontrol at the read-out hook only: Δacc {_d(at, 'accuracy')}"
-                hook = here[0]["hook"] if here else ""
+                hook = here[0].hook if here else ""
                 ax.set_title(f"{ds} · preset '{preset}' · directions at {hook}{sub}", fontsize=9)
         fig.suptitle(f"Directional ablation at the read-out token: probes vs null directions "
                      f"— {model}", y=1.02)
         fig.tight_layout()
-        used = {r["dataset"]: r["split_used"] for r in rows if r.get("split_used")}
+        used = {r.dataset: r.split_used for r in rows if r.split_used}
         split = ", ".join(f"{k}: {v}" for k, v in used.items()) or cfg.settings.split_by
         caption(fig, f"Swap-calibrated zero-shot judge on held-out pairs (split {split}); its "
                      f"log-odds z = (ld_AB − ld_BA)/2. Each direction is rejected at the "
@@ -135,23 +143,23 @@ def plot_ablation(rows: list[dict], null_rows: list[dict], cfg, model: str):
     return fig
 
 
-def summary_lines(rows: list[dict]) -> list[str]:
+def summary_lines(rows: Sequence) -> list[str]:
     """One line per (dataset, preset, condition): effect and margin in log-odds, accuracy of
     sign(z), and for directions the permutation p-values against both nulls."""
     lines = []
     for r in rows:
-        if r["kind"] == "null":
-            extra = f"  null effects 2.5-97.5%: [{r['effect_lo']:.3g}, {r['effect_hi']:.3g}]"
-        elif r["kind"] in ("probe", "control", "control_readout"):
-            extra = (f"  p random {_p(r.get('p_random'))}  p matched {_p(r.get('p_matched'))}"
-                     f" (Holm {_p(r.get('p_matched_holm'))})  ΔF1 {_d(r, 'f1')}"
+        if r.kind == "null":
+            extra = f"  null effects 2.5-97.5%: [{r.effect_lo:.3g}, {r.effect_hi:.3g}]"
+        elif r.kind in ("probe", "control", "control_readout"):
+            extra = (f"  p random {_p(r.p_random)}  p matched {_p(r.p_matched)}"
+                     f" (Holm {_p(r.p_matched_holm)})  ΔF1 {_d(r, 'f1')}"
                      f"  Δacc {_d(r, 'accuracy')}"
                      f"  ΔAUROC {_d(r, 'auroc')}")
         else:
             extra = ""
-        lines.append(f"{r['dataset']:24s} {r['preset']:6s} {r['condition']:12s} effect "
-                     f"{r['effect']:.3g} margin {r['margin']:+.3g} accuracy "
-                     f"{r['accuracy']:.3f}{extra}")
+        lines.append(f"{r.dataset:24s} {r.preset:6s} {r.condition:12s} effect "
+                     f"{r.effect:.3g} margin {r.margin:+.3g} accuracy "
+                     f"{r.accuracy:.3f}{extra}")
     return lines
 
 
@@ -162,8 +170,9 @@ def _cell(v: str):
 
 
 def read_rows(path: str | Path) -> list[dict]:
-    """Rows of a written ablation CSV, numbers as numbers (empty cells as NaN); a cell that is
-    no number where one belongs is refused naming the file, row and column."""
+    """Rows of a written ablation CSV (the null directions' table), numbers as numbers (empty
+    cells as NaN); a cell that is no number where one belongs is refused naming the file, row
+    and column."""
     rows = []
     try:
         with open(path, newline="", encoding="utf-8") as f:

@@ -52,8 +52,9 @@ from ppairs_lens.probes.sweep import fit_sweep
 #: A judge form by the key of its per-pair probabilities.
 JUDGE_OF_KEY = {key: form for form, key in JUDGE_KEYS.items()}
 
-__all__ = ["PublishedNote", "ShiftConfig", "ShiftDrop", "ShiftFilesConfig", "ShiftResult",
-           "ShiftRow", "gap_verdict", "run_shift", "run_shift_files", "shift_lines"]
+__all__ = ["PublishedNote", "ShiftConfig", "ShiftDrop", "ShiftFilesConfig", "ShiftFilesResult",
+           "ShiftFilesRow", "ShiftResult", "ShiftRow", "gap_verdict", "run_shift",
+           "run_shift_files", "shift_lines"]
 
 
 @dataclass
@@ -157,6 +158,24 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
                        read_outs={k: c.index for k, c in choice.items()})
 
 
+@dataclass(frozen=True)
+class ShiftFilesRow(ShiftRow):
+    """One method's accuracy on one file's pairs; a probe's read-out as its hook name."""
+
+    read_out: str = ""  # "" for a baseline or a judge
+
+
+@dataclass(frozen=True)
+class ShiftFilesResult:
+    """What ``run_shift_files`` found: accuracies, drops, the baselines that could not be
+    fitted (and why), the probes' read-outs."""
+
+    rows: tuple[ShiftFilesRow, ...]
+    drops: tuple[ShiftDrop, ...]
+    unavailable: dict[str, str]
+    read_outs: dict[str, str]
+
+
 @dataclass
 class ShiftFilesConfig:
     """What ``ppairs-lens shift`` ran on: probes trained on ``train`` (their training split,
@@ -202,7 +221,7 @@ def check_one_kind(datasets) -> None:
 
 
 def run_shift_files(bridge, train, test, stores_train, stores_test, out,
-                    cfg: ShiftFilesConfig) -> dict:
+                    cfg: ShiftFilesConfig) -> ShiftFilesResult:
     """Probes fitted on the pooled training split of ``train`` at the read-out chosen on its
     validation split; they, every no-model baseline (fitted on the same training pairs) and
     the prompted judges scored on the held-out pairs of ``train`` and on every pair of each
@@ -254,35 +273,38 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
         preds.update({f: p for f, p in judged.items() if np.isfinite(p).any()})
         scored.append(scored_set(name, role, labels, pairs, preds))
     rows, drops = shift_rows(scored, cfg.settings, kinds=cfg.kinds, judge=cfg.judges)
-    for r in rows:
-        r["read_out"] = choice[r["method"]].hook if r["method"] in choice else ""
-    write_csv(f"{out}/shift.csv", rows + [{"role": "drop", **d} for d in drops])
+    res = ShiftFilesResult(
+        rows=tuple(ShiftFilesRow(**r, read_out=choice[r["method"]].hook
+                                 if r["method"] in choice else "") for r in rows),
+        drops=tuple(ShiftDrop(**d) for d in drops), unavailable=notes,
+        read_outs={k: c.hook for k, c in choice.items()})
+    write_csv(f"{out}/shift.csv", [record_data(r) for r in res.rows]
+              + [{"role": "drop", **record_data(d)} for d in res.drops])
     save_config(out, "shift", cfg)
-    fig = plot_shift(rows, stores_train[0].meta.model, cfg, notes)
+    fig = plot_shift(res.rows, stores_train[0].meta.model, cfg, notes)
     save_figure(fig, out, "shift", preview=cfg.settings.quick)
-    return {"rows": rows, "drops": drops, "unavailable": notes,
-            "read_outs": {k: c.hook for k, c in choice.items()}}
+    return res
 
 
-def shift_lines(res: dict, cfg: ShiftFilesConfig) -> list[str]:
+def shift_lines(res: ShiftFilesResult, cfg: ShiftFilesConfig) -> list[str]:
     """The console table of :func:`run_shift_files`: each set's predictors, then the drops."""
     out = [f"trained on {' + '.join(cfg.train)}; {cfg.settings.test_size:.0%} of its leak "
            "groups held out (in distribution); every pair of each shifted file scored"]
-    for name in dict.fromkeys(r["dataset"] for r in res["rows"]):
-        rs = [r for r in res["rows"] if r["dataset"] == name]
-        out.append(f"{name} ({rs[0]['role']}, {rs[0]['n']} pairs)")
+    for name in dict.fromkeys(r.dataset for r in res.rows):
+        rs = [r for r in res.rows if r.dataset == name]
+        out.append(f"{name} ({rs[0].role}, {rs[0].n} pairs)")
         for r in rs:
-            note = "" if r["ci_counts"] is not False else "  (too few groups to count)"
-            at = f" at {r['read_out']}" if r["read_out"] else ""
-            part = f" on {r['n']} of {rs[0]['n']} pairs" if r["n"] != rs[0]["n"] else ""
-            out.append(f"  {r['method'] + at:44s} {r['accuracy']:.3f} "
-                       f"[{r['lo']:.3f}, {r['hi']:.3f}]{part}{note}")
-    for key, why in res["unavailable"].items():
+            note = "" if r.ci_counts is not False else "  (too few groups to count)"
+            at = f" at {r.read_out}" if r.read_out else ""
+            part = f" on {r.n} of {rs[0].n} pairs" if r.n != rs[0].n else ""
+            out.append(f"  {r.method + at:44s} {r.accuracy:.3f} [{r.lo:.3f}, {r.hi:.3f}]"
+                       f"{part}{note}")
+    for key, why in res.unavailable.items():
         out.append(f"  n/a {key}: {why}")
-    for d in res["drops"]:
-        out.append(f"drop on {d['shifted']}: {d['method']:36s} {d['drop']:+.3f} "
-                   f"[{d['lo']:+.3f}, {d['hi']:+.3f}]"
-                   + (f"  {d['verdict']}" if "verdict" in d else ""))
+    for d in res.drops:
+        out.append(f"drop on {d.shifted}: {d.method:36s} {d.drop:+.3f} "
+                   f"[{d.lo:+.3f}, {d.hi:+.3f}]"
+                   + (f"  {d.verdict}" if d.verdict is not ABSENT else ""))
     return out
 
 

@@ -3,6 +3,8 @@ set, with 95% CIs; one legend below the panel, the caption beside the figure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ppairs_lens.evaluation.predictors import PREDICTORS, short
 from ppairs_lens.io.plotting import caption, legend_outside, style, wrapped
 
@@ -20,32 +22,33 @@ def _about(keys) -> str:
                      and PREDICTORS[k].family != "probe")
 
 
-def plot_shift(rows: list[dict], model: str, cfg, notes: dict[str, str]):
+def plot_shift(rows: Sequence, model: str, cfg, notes: dict[str, str]):
+    """Each predictor's accuracy on each set: ``rows``, the
+    :class:`~analyses.distribution_shift.ShiftRow` records of one run."""
     import matplotlib.pyplot as plt
 
-    methods = list(dict.fromkeys(r["method"] for r in rows))
-    sets = list(dict.fromkeys((r["dataset"], r["role"]) for r in rows))
+    methods = list(dict.fromkeys(r.method for r in rows))
+    sets = list(dict.fromkeys((r.dataset, r.role) for r in rows))
     with style():
         fig, ax = plt.subplots(figsize=(max(3.6, 0.75 * len(methods) + 1.0), 2.9))
         width = 0.8 / max(len(sets), 1)
         fewer, zero_width = [], False
         for j, (name, role) in enumerate(sets):
-            rs = {r["method"]: r for r in rows if r["dataset"] == name}
-            n_of = {m: int(float(r["n"])) for m, r in rs.items() if r.get("n") not in (None, "")}
+            rs = {r.method: r for r in rows if r.dataset == name}
+            n_of = {m: r.n for m, r in rs.items()}
             n_set = max(n_of.values(), default=0)
             fewer += [f"{short(m)} on {n} of {n_set} pairs of {name}"
                       for m, n in n_of.items() if n < n_set]
             c = SET_COLORS[j % len(SET_COLORS)]
             for flat in (False, True):     # a zero-width interval: an open marker, no bar
                 pts = [(i - 0.4 + width * (j + 0.5), rs[m]) for i, m in enumerate(methods)
-                       if m in rs and (rs[m]["hi"] <= rs[m]["lo"]) == flat]
+                       if m in rs and (rs[m].hi <= rs[m].lo) == flat]
                 if not pts:
                     continue
                 zero_width |= flat
                 ys = [r for _, r in pts]
-                ax.errorbar([x for x, _ in pts], [r["accuracy"] for r in ys],
-                            yerr=[[r["accuracy"] - r["lo"] for r in ys],
-                                  [r["hi"] - r["accuracy"] for r in ys]],
+                ax.errorbar([x for x, _ in pts], [r.accuracy for r in ys],
+                            yerr=[[r.accuracy - r.lo for r in ys], [r.hi - r.accuracy for r in ys]],
                             fmt="o", ms=4, lw=1, capsize=2, color=c,
                             mfc="white" if flat else c,
                             label=None if flat else wrapped(f"{name} ({role}, n={n_set})", 60))

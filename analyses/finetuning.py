@@ -400,9 +400,8 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
     save_config(out, "finetuning", cfg)
     import matplotlib.pyplot as plt
 
-    table = result.data()
-    for name, fig in (("finetuning", plot_comparison(table, model, cfg)),
-                      ("finetuning_curve", plot_curve(curve, table, model, cfg))):
+    for name, fig in (("finetuning", plot_comparison(result.rows, model, cfg)),
+                      ("finetuning_curve", plot_curve(curve, result.rows, model, cfg))):
         save_figure(fig, out, name, preview=cfg.settings.quick)
         plt.close(fig)
     return result

@@ -3,6 +3,8 @@ against the number of training labels."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.evaluation.predictors import colour
 
@@ -17,30 +19,29 @@ def _color(m: str) -> str:
     return COLORS.get(m) or colour(m)
 
 
-def plot_comparison(rows: list[dict], model: str, cfg):
-    """Left: held-out accuracy per dataset and method (CI over leak groups). Right: training
-    CPU time per method (this process, all threads; steadier than wall time on a shared
+def plot_comparison(rows: Sequence, model: str, cfg):
+    """``rows``: the step's :class:`~analyses.finetuning.FinetuningRow` records. Left: held-out
+    accuracy per dataset and method (CI over leak groups). Right: training CPU time per method (this process, all threads; steadier than wall time on a shared
     machine; log scale; the zero-shot judge trains nothing)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    methods = [m for m in cfg.methods if any(r["method"] == m for r in rows)]
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
+    methods = [m for m in cfg.methods if any(r.method == m for r in rows)]
     with style():
         fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.4),
                                       gridspec_kw={"width_ratios": [2, 1]})
         width = 0.8 / max(len(methods), 1)
         for j, m in enumerate(methods):
-            rs = [next((r for r in rows if r["dataset"] == d and r["method"] == m), None)
+            rs = [next((r for r in rows if r.dataset == d and r.method == m), None)
                   for d in datasets]
             x = np.arange(len(datasets)) + (j - (len(methods) - 1) / 2) * width
-            v = [r["accuracy"] if r else np.nan for r in rs]
-            err = [[r["accuracy"] - r["lo"] if r else 0 for r in rs],
-                   [r["hi"] - r["accuracy"] if r else 0 for r in rs]]
+            v = [r.accuracy if r else np.nan for r in rs]
+            err = [[r.accuracy - r.lo if r else 0 for r in rs],
+                   [r.hi - r.accuracy if r else 0 for r in rs]]
             ax.bar(x, v, width, yerr=err, color=_color(m), label=NAMES.get(m, m),
                    capsize=2, error_kw={"lw": 0.8})
-            t = [r.get("train_cpu_seconds", r["train_seconds"]) if r and r["train_seconds"] > 0
-                 else np.nan for r in rs]
+            t = [r.train_cpu_seconds if r and r.train_seconds > 0 else np.nan for r in rs]
             ax2.bar(x, t, width, color=_color(m))
         for a in (ax, ax2):
             a.set_xticks(np.arange(len(datasets)))
@@ -52,7 +53,7 @@ def plot_comparison(rows: list[dict], model: str, cfg):
                   frameon=False)
         ax2.set_yscale("log")
         ax2.set_ylabel("training CPU time (s; probe: harvest + fit)")
-        n = {r["dataset"]: (r["n_train"], r["n_test"]) for r in rows if r["method"] != "zero_shot"}
+        n = {r.dataset: (r.n_train, r.n_test) for r in rows if r.method != "zero_shot"}
         caption(fig, f"{model}; training comparisons / test pairs: "
                 + ", ".join(f"{d} {a}/{b}" for d, (a, b) in n.items())
                 + f". CIs: 95% over leak groups ({cfg.settings.n_boot} resamples). LoRA rank "
@@ -63,7 +64,7 @@ def plot_comparison(rows: list[dict], model: str, cfg):
     return fig
 
 
-def plot_curve(curve: list[dict], rows: list[dict], model: str, cfg):
+def plot_curve(curve: list[dict], rows: Sequence, model: str, cfg):
     """Accuracy (mean over seeds, CI over leak groups) against training labels, one panel
     per dataset; the zero-shot judge as a horizontal line."""
     import matplotlib.pyplot as plt
@@ -85,10 +86,9 @@ def plot_curve(curve: list[dict], rows: list[dict], model: str, cfg):
                         label=NAMES.get(m, m))
                 ax.fill_between(x, [r["lo"] for r in rs], [r["hi"] for r in rs],
                                 color=_color(m), alpha=0.15, lw=0)
-            zs = next((r for r in rows if r["dataset"] == ds and r["method"] == "zero_shot"),
-                      None)
+            zs = next((r for r in rows if r.dataset == ds and r.method == "zero_shot"), None)
             if zs is not None:
-                ax.axhline(zs["accuracy"], color=colour("zero_shot"), ls="--", lw=1,
+                ax.axhline(zs.accuracy, color=colour("zero_shot"), ls="--", lw=1,
                            label=NAMES["zero_shot"])
             ax.axhline(0.5, color="k", lw=0.6, alpha=0.5)
             ax.set_xscale("log", base=2)

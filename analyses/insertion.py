@@ -19,6 +19,7 @@ import dataclasses
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -311,16 +312,15 @@ def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarra
     return rows
 
 
-def _beside(rows: list[dict]) -> str:
+def _beside(rows: Sequence[InsertionRow]) -> str:
     """The no-model rows and the published numbers, for the caption."""
-    own = "; ".join(f"{r['label']} {r['accuracy']:.2f}" for r in rows
-                    if r["method"] in NO_MODEL_LABELS)
+    own = "; ".join(f"{r.label} {r.accuracy:.2f}" for r in rows if r.method in NO_MODEL_LABELS)
     pub = "; ".join(f"{p.model} {p.method} {p.value:.3f}" for p in
                     published(source="climatex", dataset="ClimateX", metric="accuracy"))
     thesis = "; ".join(f"{p.setting} {p.value:.2f}" for p in
                        published(source="thesis", dataset="ClimateX", metric="accuracy"))
-    paired = "; ".join(f"{r['ours']} - {r['versus']} {r['accuracy']:+.2f} [{r['lo']:+.2f}, "
-                       f"{r['hi']:+.2f}]" for r in rows if r["level"] == "published paired")
+    paired = "; ".join(f"{r.ours} - {r.versus} {r.accuracy:+.2f} [{r.lo:+.2f}, {r.hi:+.2f}]"
+                       for r in rows if r.level == "published paired")
     paired = (f" Paired with the paper's own predictions on these statements (accuracy "
               f"difference, 95% CI over statements): {paired}." if paired else "")
     return (f"Same test statements, no model: {own}. Published on the 300-statement test "
@@ -331,7 +331,8 @@ def _beside(rows: list[dict]) -> str:
             f"by assessment cycle: {thesis}.")
 
 
-def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: InsertionConfig):
+def plot_insertion(preds: list[dict], rows: Sequence[InsertionRow], model: str,
+                   cfg: InsertionConfig):
     import matplotlib.pyplot as plt
 
     methods = list(dict.fromkeys(p["method"] for p in preds))
@@ -354,12 +355,12 @@ def plot_insertion(preds: list[dict], rows: list[dict], model: str, cfg: Inserti
             ax.set_xlabel("predicted confidence")
             ax.set_ylabel("IPCC confidence")
             ax.grid(False)
-            o = next(r for r in rows if r["method"] == m and r["level"] == "overall")
-            ax.set_title(f"{METHOD_LABELS[m]}\nacc {o['accuracy']:.2f}, slope {o['slope']:.2f}, "
-                         f"bias {o['bias']:+.2f}")
+            o = next(r for r in rows if r.method == m and r.level == "overall")
+            ax.set_title(f"{METHOD_LABELS[m]}\nacc {o.accuracy:.2f}, slope {o.slope:.2f}, "
+                         f"bias {o.bias:+.2f}")
         fig.suptitle(f"ClimateX insertion scoring — {model}", y=1.03)
-        probe = next((r for r in rows if r["method"] == "probe" and "layer" in r), None)
-        layer = (f" Read-out {probe['layer']}: {probe['layer_selection']}." if probe else "")
+        probe = next((r for r in rows if r.method == "probe" and r.layer is not ABSENT), None)
+        layer = f" Read-out {probe.layer}: {probe.layer_selection}." if probe else ""
         caption(fig, f"Binary search over levels, k={cfg.k} references per step from "
                      f"{cfg.n_train} balanced labelled training statements (the file's train "
                      f"split; test statements from its test split, in its level proportions); probe ({cfg.probe_kind}) "
@@ -420,7 +421,7 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> InsertionRow
     write_csv(out / "insertion.csv", result.table())
     write_csv(out / "insertion_predictions.csv", preds)
     save_config(out, "insertion", {"config": cfg, "run": info})
-    save_figure(plot_insertion(preds, result.data(), model_name(bridge), cfg), out,
+    save_figure(plot_insertion(preds, result.rows, model_name(bridge), cfg), out,
                 "insertion", preview=cfg.settings.quick)
     return result
 
@@ -432,13 +433,12 @@ PRESETS: dict[str, Preset] = {
                                            "max_test": 8, "k": 3})}
 
 
-def print_table(rows: list[dict]) -> None:
+def print_table(rows: Sequence[InsertionRow]) -> None:
     for r in rows:
-        extra = (f" slope {r['slope']:+.2f} bias {r['bias']:+.2f}" if r["level"] == "overall"
-                 else "")
-        stat, v = ("|cos|", r["abs_cos"]) if "abs_cos" in r else ("acc", r["accuracy"])
-        print(f"climatex {r['label']:28s} {r['level']:9s} {stat} {v:.3f} "
-              f"(n={r['n']}){extra}  rows {r['n_rows']}")
+        extra = f" slope {r.slope:+.2f} bias {r.bias:+.2f}" if r.level == "overall" else ""
+        stat, v = ("|cos|", r.abs_cos) if r.abs_cos is not ABSENT else ("acc", r.accuracy)
+        print(f"climatex {r.label:28s} {r.level:9s} {stat} {v:.3f} (n={r.n}){extra}  "
+              f"rows {r.n_rows}")
 
 
 def _specs(args) -> list[str]:
@@ -475,4 +475,4 @@ def cli(args, bridge=None) -> None:
         from ppairs_lens.models.spec import ModelSpec
 
         bridge = load_model(ModelSpec.from_args(args))
-    print_table(run_insertion(bridge, cfg, args.out).data())
+    print_table(run_insertion(bridge, cfg, args.out).rows)

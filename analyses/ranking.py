@@ -45,6 +45,7 @@ from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import spearman
 from ppairs_lens.presets import Preset, at_preset
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
+from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.judges.comparators import (
     BatchComparator,
     ProbeComparator,
@@ -73,7 +74,8 @@ from ppairs_lens.ranking.merge_sort import (
     merge_sort,
 )
 
-__all__ = ["RANKING_METHODS", "RankingConfig", "RankingInputs", "cli", "figure_caption",
+__all__ = ["RANKING_METHODS", "RankingConfig", "RankingInputs", "RankingRow", "RankingRows",
+           "cli", "figure_caption",
            "plan_ranking", "print_table", "rank_dataset", "ranking_inputs", "run_ranking"]
 
 RANKING_METHODS: tuple[str, ...] = ("probe_greedy", "probe_beam", "zero_shot_greedy",
@@ -285,7 +287,7 @@ def _no_model_methods(results: dict, train_groups: Mapping[str, Mapping[str, Sco
 
 def _score(results: Mapping[str, dict], name: str, eval_ctx: Sequence[str],
            gold: Mapping[str, Mapping[str, float]], split: ContextSplit, cfg: RankingConfig,
-           trained) -> tuple[list[dict], list[dict]]:
+           trained) -> tuple[list[RankingRow], list[dict]]:
     """Per-method rows (mean within-context Spearman, CI over contexts) and per-context rows."""
     rows, ctx_rows = [], []
     for m in RANKING_METHODS:
@@ -301,16 +303,14 @@ def _score(results: Mapping[str, dict], name: str, eval_ctx: Sequence[str],
                              "group": split.group_of[c],
                              "n_items": len(gold[c]), "spearman": rho, "constant": const})
         ci = mean_ci(rhos, **cfg.settings.boot_kwargs())
-        row = {"dataset": name, "method": m, "label": METHOD_LABELS[m],
-               "spearman": ci["value"], "lo": ci["lo"], "hi": ci["hi"],
-               "n_contexts": len(eval_ctx), "n_items": sum(len(g) for g in gold.values()),
-               "n_constant": n_const, "n_rows": r["n_rows"], "n_rows_spent": r["n_rows_spent"],
-               "n_comparisons": r["n_comparisons"], "seconds": round(r["seconds"], 2),
-               "split_unit": split.unit, "n_eval_groups": len(split.groups_eval),
-               "n_train_contexts": len(split.train), "note": r.get("note", "")}
-        if m.startswith("probe") and trained is not None:
-            row.update(trained.cost_columns())
-        rows.append(row)
+        cost = trained.cost_columns() if m.startswith("probe") and trained is not None else {}
+        rows.append(RankingRow(
+            dataset=name, method=m, label=METHOD_LABELS[m], spearman=ci["value"], lo=ci["lo"],
+            hi=ci["hi"], n_contexts=len(eval_ctx), n_items=sum(len(g) for g in gold.values()),
+            n_constant=n_const, n_rows=r["n_rows"], n_rows_spent=r["n_rows_spent"],
+            n_comparisons=r["n_comparisons"], seconds=round(r["seconds"], 2),
+            split_unit=split.unit, n_eval_groups=len(split.groups_eval),
+            n_train_contexts=len(split.train), note=r.get("note", ""), **cost))
     return rows, ctx_rows
 
 
@@ -337,8 +337,42 @@ def _sorting_methods(results: dict, family: str, comp: BatchComparator,
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class RankingRow:
+    """One method's mean within-context Spearman on one dataset (CI over evaluation
+    contexts), what it cost, and for the probe's sorts its training cost."""
+
+    dataset: str
+    method: str
+    label: str
+    spearman: float
+    lo: float
+    hi: float
+    n_contexts: int
+    n_items: int
+    n_constant: int
+    n_rows: int
+    n_rows_spent: int
+    n_comparisons: int
+    seconds: float
+    split_unit: str
+    n_eval_groups: int
+    n_train_contexts: int
+    note: str
+    layer: int | Absent = ABSENT  # the probe's rows: its read-out and training cost
+    layer_selection: str | Absent = ABSENT
+    train_pairs: int | Absent = ABSENT
+    train_rows: int | Absent = ABSENT
+    train_seconds: float | Absent = ABSENT
+
+
+@dataclass(frozen=True)
+class RankingRows(StepRows):
+    rows: tuple[RankingRow, ...] = ()
+
+
 def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str | Path
-                ) -> list[dict]:
+                ) -> RankingRows:
     """Rank for each config; writes ranking.csv, ranking_contexts.csv, config and figure."""
     cfgs = [cfgs] if isinstance(cfgs, RankingConfig) else list(cfgs)
     out = Path(out)
@@ -348,13 +382,14 @@ def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str 
         rows += r
         ctx_rows += c
         infos.append(info)
-    write_csv(out / "ranking.csv", rows)
+    result = RankingRows(rows=tuple(rows))
+    write_csv(out / "ranking.csv", result.table())
     write_csv(out / "ranking_contexts.csv", ctx_rows)
     splits = {i["dataset"]: i["split"]["description"] for i in infos}
     save_config(out, "ranking", {"configs": cfgs, "splits": splits, "runs": infos})
-    fig = plot_ranking(rows, model_name(bridge), figure_caption(cfgs, infos))
+    fig = plot_ranking(result.rows, model_name(bridge), figure_caption(cfgs, infos))
     save_figure(fig, out, "ranking", preview=all(c.settings.quick for c in cfgs))
-    return rows
+    return result
 
 
 def figure_caption(cfgs: Sequence[RankingConfig], infos: Sequence[dict]) -> str:
@@ -381,10 +416,10 @@ PRESETS: dict[str, Preset] = {
                                            "n_eval_contexts": 3, "max_items_per_context": 6})}
 
 
-def print_table(rows: list[dict]) -> None:
+def print_table(rows: Sequence[RankingRow]) -> None:
     for r in rows:
-        print(f"{r['dataset'][:28]:28s} {r['label']:36s} rho {r['spearman']:+.3f} "
-              f"[{r['lo']:+.3f}, {r['hi']:+.3f}]  rows {r['n_rows']:5d}  {r['seconds']:7.1f}s")
+        print(f"{r.dataset[:28]:28s} {r.label:36s} rho {r.spearman:+.3f} "
+              f"[{r.lo:+.3f}, {r.hi:+.3f}]  rows {r.n_rows:5d}  {r.seconds:7.1f}s")
 
 
 def _specs(args) -> list[str]:
@@ -457,4 +492,4 @@ def cli(args, bridge=None) -> None:
 
         bridge = load_model(ModelSpec.from_args(args))
     announce(bridge, plan_ranking(bridge, cfgs), measure=not args.no_calibration)
-    print_table(run_ranking(bridge, cfgs, args.out))
+    print_table(run_ranking(bridge, cfgs, args.out).rows)

@@ -125,7 +125,8 @@ def recorded(monkeypatch):
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
     monkeypatch.setattr(analyses.ablation, "run_ablation", rec("ablate", analyses.ablation.AblationRows()))
     monkeypatch.setattr(analyses.ablation, "summary_lines", lambda rows: [])
-    monkeypatch.setattr(analyses.ranking, "run_ranking", rec("rank", []))
+    monkeypatch.setattr(analyses.ranking, "run_ranking",
+                        rec("rank", analyses.ranking.RankingRows()))
     monkeypatch.setattr(analyses.replication.run, "run_replication", rec("run", {}))
     return got
 

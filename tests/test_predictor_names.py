@@ -79,10 +79,12 @@ def test_the_layer_sweep_legend_names_each_predictor_by_its_label():
 
 
 def test_the_shift_figure_ticks_are_the_short_names():
+    from analyses.distribution_shift import ShiftRow
     from analyses.distribution_shift_plots import plot_shift
 
-    rows = [{"dataset": ds, "role": role, "method": m, "accuracy": 0.6, "lo": 0.5, "hi": 0.7,
-             "n": 30} for ds, role in (("a", "in distribution"), ("b", "shifted"))
+    rows = [ShiftRow(dataset=ds, role=role, method=m, accuracy=0.6, lo=0.5, hi=0.7,
+                     ci_counts=True, n=30)
+            for ds, role in (("a", "in distribution"), ("b", "shifted"))
             for m in ("supervised", "length", "lexical", "zero_shot")]
     cfg = SimpleNamespace(train=["a"], test=["b"], settings=EvalSettings(),
                           judge_max_pairs={})

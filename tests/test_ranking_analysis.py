@@ -54,16 +54,16 @@ def test_ranking_and_insertion_end_to_end(tiny, tmp_path):
     out = tmp_path / "out"
     cfg = RankingConfig(dataset=spec, n_train_contexts=3, max_train_pairs_per_context=None,
                         n_eval_contexts=2, settings=EvalSettings(n_boot=50))
-    rows = run_ranking(tiny, cfg, out)
-    assert [r["method"] for r in rows] == list(RANKING_METHODS)
+    rows = run_ranking(tiny, cfg, out).rows
+    assert [r.method for r in rows] == list(RANKING_METHODS)
     n = 4
     for r in rows:
-        assert -1 <= r["spearman"] <= 1 and r["n_contexts"] == 2
-        if r["method"] in ("probe_greedy", "zero_shot_greedy"):
-            per_pair = 2 if r["method"].startswith("zero_shot") else 1  # calibrated: 2 orders
-            assert r["n_rows"] <= 2 * per_pair * n * math.ceil(math.log2(n))
-        if r["method"] in ("direct", "geval"):
-            assert r["n_rows"] == 2 * n
+        assert -1 <= r.spearman <= 1 and r.n_contexts == 2
+        if r.method in ("probe_greedy", "zero_shot_greedy"):
+            per_pair = 2 if r.method.startswith("zero_shot") else 1  # calibrated: 2 orders
+            assert r.n_rows <= 2 * per_pair * n * math.ceil(math.log2(n))
+        if r.method in ("direct", "geval"):
+            assert r.n_rows == 2 * n
     csv_rows = _read(out / "ranking.csv")
     assert len(csv_rows) == len(RANKING_METHODS) and "n_rows" in csv_rows[0]
     assert len(_read(out / "ranking_contexts.csv")) == 2 * len(RANKING_METHODS)
@@ -128,14 +128,14 @@ def test_story_sentiment_ranking_keeps_template_pools_apart(tiny, tmp_path):
                         max_train_pairs_per_context=6, n_eval_contexts=20,
                         settings=EvalSettings(n_boot=50),
                         methods=("probe_greedy", "length", "memorised"))
-    rows = run_ranking(tiny, cfg, tmp_path)
-    by = {r["method"]: r for r in rows}
+    rows = run_ranking(tiny, cfg, tmp_path).rows
+    by = {r.method: r for r in rows}
     assert list(by) == ["probe_greedy", "length", "memorised"]
-    assert all(r["n_contexts"] == 20 and r["split_unit"] == "group_id" for r in rows)
-    assert by["memorised"]["spearman"] == 0.0 and by["memorised"]["n_constant"] == 20
-    assert "0 of 80 evaluation items seen" in by["memorised"]["note"]
-    assert "ranks higher" in by["length"]["note"] and by["length"]["n_rows"] == 0
-    assert by["probe_greedy"]["layer_selection"] == "validation"  # the one read-out choice
+    assert all(r.n_contexts == 20 and r.split_unit == "group_id" for r in rows)
+    assert by["memorised"].spearman == 0.0 and by["memorised"].n_constant == 20
+    assert "0 of 80 evaluation items seen" in by["memorised"].note
+    assert "ranks higher" in by["length"].note and by["length"].n_rows == 0
+    assert by["probe_greedy"].layer_selection == "validation"  # the one read-out choice
     saved = json.loads((tmp_path / "ranking.config.json").read_text())["config"]
     run = saved["runs"][0]
     assert not set(run["split"]["groups_train"]) & set(run["split"]["groups_eval"])

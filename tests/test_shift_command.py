@@ -71,12 +71,15 @@ def test_the_figure_is_written_with_its_caption_beside_it(shifted):
 
 
 def test_the_shift_figure_has_no_overlapping_text(shifted):
-    from analyses.distribution_shift import ShiftFilesConfig
+    from analyses.distribution_shift import ShiftFilesConfig, ShiftFilesRow
     from analyses.distribution_shift_plots import plot_shift
 
     rows, _ = shifted
-    scores = [{**r, "accuracy": float(r["accuracy"]), "lo": float(r["lo"]),
-               "hi": float(r["hi"])} for r in rows if r["role"] != "drop"]
+    scores = [ShiftFilesRow(dataset=r["dataset"], role=r["role"], method=r["method"],
+                            accuracy=float(r["accuracy"]), lo=float(r["lo"]),
+                            hi=float(r["hi"]), ci_counts=r["ci_counts"] == "True",
+                            n=int(r["n"]), read_out=r["read_out"])
+              for r in rows if r["role"] != "drop"]
     fig = plot_shift(scores, "tiny", ShiftFilesConfig(["Numbers"], ["Stories"]), {})
     boxes = text_boxes(fig)
     assert not [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2)

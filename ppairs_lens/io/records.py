@@ -219,13 +219,16 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
 
 def _cell(text: str, hint: Any) -> Any:
     """A CSV cell as the field ``hint`` declares it: an empty cell is None where the field
-    may be None (and a NaN where it is a float), else the text read as the field's type."""
+    may be None, a NaN where it is a float (both are written empty) and :data:`ABSENT` where
+    the row may lack it; else the text read as the field's type."""
     args = set(typing.get_args(hint)) if _is_union(hint) else {hint}
     if text == "":
         if type(None) in args:
             return None
         if float in args:
             return math.nan
+        if Absent in args:
+            return ABSENT
     for t in (bool, int, float, str):
         if t in args:
             if t is bool and text in ("True", "False"):
@@ -237,23 +240,32 @@ def _cell(text: str, hint: Any) -> Any:
 
 def rows_from_csv(row_type: type, path) -> list[dict]:
     """A CSV table written from ``row_type`` records, as their data (each cell read as its
-    field's type, :func:`record_from_data` then makes the records); a column missing or a cell
-    that does not fit is refused in one line naming the file, row and field."""
+    field's type, :func:`record_from_data` then makes the records; a column no row had, or an
+    empty cell where the row may lack the field, is left out). A file that cannot be read, a
+    column missing or a cell that does not fit is refused in one line naming the file, row
+    and field."""
     import csv
 
     hints = typing.get_type_hints(row_type)
     out = []
-    with open(path, encoding="utf-8", newline="") as fh:
-        for i, r in enumerate(csv.DictReader(fh), 2):
-            row = {}
-            for f in fields(row_type):
-                if _key(f) not in r:
-                    raise DataError("column missing", file=str(path), row=i, field=_key(f))
-                try:
-                    row[_key(f)] = _cell(r[_key(f)], hints[f.name])
-                except ValueError as e:
-                    raise DataError(str(e), file=str(path), row=i, field=_key(f)) from None
-            out.append(row)
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            for i, r in enumerate(csv.DictReader(fh), 2):
+                row = {}
+                for f in fields(row_type):
+                    if _key(f) not in r:
+                        if f.default is ABSENT:
+                            continue
+                        raise DataError("column missing", file=str(path), row=i, field=_key(f))
+                    try:
+                        value = _cell(r[_key(f)], hints[f.name])
+                    except ValueError as e:
+                        raise DataError(str(e), file=str(path), row=i, field=_key(f)) from None
+                    if value is not ABSENT:
+                        row[_key(f)] = value
+                out.append(row)
+    except OSError as e:
+        raise DataError(f"cannot read: {e}", file=str(path)) from None
     return out
 
 
@@ -280,6 +292,11 @@ class StepRows:
     def from_data(cls, data: list):
         """The record :meth:`data` wrote (``summary.json``'s section)."""
         return record_from_data(cls, {"rows": data}, cls.__name__)
+
+    @classmethod
+    def read_csv(cls, path):
+        """The record whose :meth:`table` was written to the CSV file ``path``."""
+        return cls.from_data(rows_from_csv(cls.row_type(), path))
 
     def data(self) -> list[dict]:
         """The rows as the summary writes them: each with the columns it has, in order."""
