@@ -438,7 +438,7 @@ def _draw(rows, null_rows, cfg, model, out) -> list[Path]:
 #: How each preset differs from the defaults (``ppairs-lens ablate``'s demo): a quick run
 #: judges 24 held-out pairs and refits on 24.
 PRESETS: dict[str, Preset] = {
-    "quick": Preset(preview=True, changes={"max_eval_pairs": 24, "max_refit_train": 24})}
+    "quick": Preset(changes={"max_eval_pairs": 24, "max_refit_train": 24})}
 
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:

@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.protocol import QUICK_MAX_PAIRS, QUICK_N_BOOT
+from ppairs_lens.presets import DEMO, PRESET_NAMES, PREVIEWS, max_pairs_at, settings_at
 
-__all__ = ["OneLineParser", "QUICK_CAPPED", "QUICK_MAX_PAIRS", "SPLITS", "add_calibration",
+__all__ = ["OneLineParser", "PREVIEW_CAPPED", "SPLITS", "add_calibration",
            "add_data_commands",
            "add_dataset_options", "add_eval_settings", "add_hooks", "add_judges", "add_kinds",
            "add_layer", "add_model_options", "add_seed", "add_split", "add_template",
@@ -26,9 +26,12 @@ __all__ = ["OneLineParser", "QUICK_CAPPED", "QUICK_MAX_PAIRS", "SPLITS", "add_ca
            "positive_int", "preset_name", "seed_int", "share", "DEFAULT_SHARED_DATA"]
 
 SPLITS = ("auto", "context", "item", "pair")
-#: Commands whose ``--quick`` caps the pairs of each dataset they name (``--max-pairs`` wins);
-#: ``run`` caps its ``--builtins`` / ``--datasets`` through its quick preset, with the same number.
-QUICK_CAPPED = ("harvest", "sweep", "transfer", "ablate", "steer", "finetune", "shift")
+#: Commands whose datasets a preview preset caps (``ppairs_lens.presets.max_pairs_at``;
+#: ``--max-pairs`` wins); ``run`` caps its ``--builtins`` / ``--datasets`` through its quick
+#: preset, with the same number, and ``rank`` sizes its contexts through its own.
+PREVIEW_CAPPED = ("harvest", "sweep", "transfer", "ablate", "steer", "finetune", "shift")
+#: The presets a flag of their name picks (``--quick``, ``--full``); none: the demo.
+FLAG_PRESETS = tuple(n for n in PRESET_NAMES if n != DEMO)
 TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"comparison\" or "
                  "\"statement\") and any ComparisonTemplate / StatementTemplate fields to change "
                  "(user, assistant, choices, system, context_block, no_context_block, "
@@ -41,15 +44,16 @@ TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"compariso
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (and exit status 2). A command with the
     evaluation options (:func:`add_eval_settings`) gets them as ONE record, ``args.settings``
-    (:func:`eval_settings_from_args`), and a command with ``--quick`` the preset its options
-    pick, ``args.preset`` (:func:`preset_name`): what every experiment's ``cli`` reads."""
+    (:func:`eval_settings_from_args`), and a command with a preset's flag the preset its
+    options pick, ``args.preset`` (:func:`preset_name`): what every experiment's ``cli``
+    reads."""
 
     def parse_known_args(self, args=None, namespace=None):
         ns, rest = super().parse_known_args(args, namespace)
+        if any(hasattr(ns, n) for n in FLAG_PRESETS) and not hasattr(ns, "preset"):
+            ns.preset = preset_name(ns)
         if hasattr(ns, "n_boot") and not hasattr(ns, "settings"):
             ns.settings = eval_settings_from_args(ns)
-        if hasattr(ns, "quick") and not hasattr(ns, "preset"):
-            ns.preset = preset_name(ns)
         return ns, rest
 
     def error(self, message: str):
@@ -149,11 +153,12 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="bridge", choices=list(BACKENDS),
                    help="bridge: TransformerBridge (default); hooked: a classic "
                         "HookedTransformer (transformer-lens<4)")
+    quick = PREVIEWS["quick"]
     p.add_argument("--quick", action="store_true",
                    help="the quick preset, for a preview or a test: the experiment's own "
-                        f"small sizes (its config's PRESETS), at most {QUICK_N_BOOT} "
-                        f"resamples, PNG figures only; {', '.join(QUICK_CAPPED)} and run "
-                        f"--builtins: at most {QUICK_MAX_PAIRS} pairs per dataset unless "
+                        f"small sizes (its config's PRESETS), at most {quick.n_boot} "
+                        f"resamples, PNG figures only; {', '.join(PREVIEW_CAPPED)} and run "
+                        f"--builtins: at most {quick.max_pairs} pairs per dataset unless "
                         "--max-pairs")
 
 
@@ -193,7 +198,7 @@ def add_eval_settings(p: argparse.ArgumentParser, split: bool = True) -> None:
     add_seed(p)
     p.add_argument("--n-boot", type=positive_int, default=None,
                    help="bootstrap resamples of every confidence interval (default 2000; "
-                        f"--quick {QUICK_N_BOOT})")
+                        f"--quick {PREVIEWS['quick'].n_boot})")
     if split:
         p.add_argument("--test-size", type=share, default=None,
                        help="held-out share of the leak groups (default 0.3; the replication "
@@ -203,12 +208,11 @@ def add_eval_settings(p: argparse.ArgumentParser, split: bool = True) -> None:
 
 def eval_settings_from_args(args, base=None):
     """The one :class:`~ppairs_lens.evaluation.protocol.EvalSettings` of a command: ``base``
-    (default: the built-ins' protocol), made quick with ``--quick``, then every option given."""
+    (default: the built-ins' protocol) at the preset the options pick (a preview's with
+    ``--quick``), then every option given."""
     from ppairs_lens.evaluation.protocol import EvalSettings
 
-    s = base if base is not None else EvalSettings()
-    if getattr(args, "quick", False):
-        s = s.as_quick()
+    s = settings_at(base if base is not None else EvalSettings(), getattr(args, "preset", DEMO))
     given = {"seed": getattr(args, "seed", None), "n_boot": getattr(args, "n_boot", None),
              "test_size": getattr(args, "test_size", None),
              "split_by": getattr(args, "split", None)}
@@ -314,22 +318,16 @@ def finite_float(text: str) -> float:
 
 #: Where ``run`` looks for the seed experiments' data unless ``--shared-data`` says.
 DEFAULT_SHARED_DATA = "../shared/datasets"
-#: Presets of ``run`` that exclude each other.
-EXCLUSIVE_PRESETS = ("quick", "full")
-
-
 def preset_name(args) -> str:
     """The preset a command's options pick: ``quick``, ``full`` or the defaults, ``demo``
     (both flags together are refused by :func:`check_args`)."""
-    if getattr(args, "quick", False):
-        return "quick"
-    return "full" if getattr(args, "full", False) else "demo"
+    return next((n for n in FLAG_PRESETS if getattr(args, n, False)), DEMO)
 
 
 def check_args(args) -> None:
     """Every check that needs no model: output folders (an existing file, or not writable),
     ``run``'s presets and data folder, dataset specs (loaded), the template against each
-    dataset. ``--quick`` without ``--max-pairs`` caps the pairs here."""
+    dataset. A preview without ``--max-pairs`` caps the pairs here."""
     from ppairs_lens.activations.template_files import check_template_fits
     from ppairs_lens.data.specs import PairLimits, load_dataset_spec
     from ppairs_lens.io.atomic import check_output_folder
@@ -346,9 +344,10 @@ def check_args(args) -> None:
         raise PPairsError(f"--judges none cannot be combined with other forms "
                           f"({' '.join(j for j in judges if j != 'none')})")
     limits = getattr(args, "max_pairs", None)
-    if (getattr(args, "quick", False) and args.command in QUICK_CAPPED
+    cap = max_pairs_at(getattr(args, "preset", DEMO))
+    if (cap is not None and args.command in PREVIEW_CAPPED
             and (limits is None or limits.default is None)):
-        args.max_pairs = replace(limits or PairLimits(), default=QUICK_MAX_PAIRS)
+        args.max_pairs = replace(limits or PairLimits(), default=cap)
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)
                                                                    or [])
     specs = [*specs, *(getattr(args, "train", None) or []), *(getattr(args, "test", None) or [])]
@@ -430,7 +429,7 @@ def _check_run(args) -> None:
     without ``../shared`` runs the built-ins, and says so)."""
     from analyses.replication.sets import replication_files
 
-    given = [f"--{p}" for p in EXCLUSIVE_PRESETS if getattr(args, p, False)]
+    given = [f"--{p}" for p in FLAG_PRESETS if getattr(args, p, False)]
     if len(given) > 1:
         raise PPairsError(f"{' and '.join(given)} exclude each other: choose one preset")
     explicit = getattr(args, "shared_data", None) is not None

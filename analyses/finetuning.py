@@ -132,7 +132,7 @@ class FinetuningConfig:
 #: How each preset differs from the defaults (``ppairs-lens finetune``'s demo): a quick run
 #: trains on 4 comparisons, tests on 8 pairs, one curve point.
 PRESETS: dict[str, Preset] = {
-    "quick": Preset(preview=True, changes={"max_train": 4, "max_test": 8, "curve_sizes": (4,)})}
+    "quick": Preset(changes={"max_train": 4, "max_test": 8, "curve_sizes": (4,)})}
 
 
 @dataclass(frozen=True)

@@ -429,8 +429,7 @@ def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> InsertionRow
 #: How each preset differs from the defaults (the ClimateX part of ``ppairs-lens rank``; the
 #: main job sets its own sizes, ``analyses.replication.config.PRESETS``).
 PRESETS: dict[str, Preset] = {
-    "quick": Preset(preview=True, changes={"n_train": 20, "max_train_pairs": 60,
-                                           "max_test": 8, "k": 3})}
+    "quick": Preset(changes={"n_train": 20, "max_train_pairs": 60, "max_test": 8, "k": 3})}
 
 
 def print_table(rows: Sequence[InsertionRow]) -> None:

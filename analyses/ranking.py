@@ -411,9 +411,8 @@ def figure_caption(cfgs: Sequence[RankingConfig], infos: Sequence[dict]) -> str:
 
 #: How each preset differs from the defaults (``ppairs-lens rank``'s demo).
 PRESETS: dict[str, Preset] = {
-    "quick": Preset(preview=True, changes={"n_train_contexts": 3,
-                                           "max_train_pairs_per_context": 10,
-                                           "n_eval_contexts": 3, "max_items_per_context": 6})}
+    "quick": Preset(changes={"n_train_contexts": 3, "max_train_pairs_per_context": 10,
+                             "n_eval_contexts": 3, "max_items_per_context": 6})}
 
 
 def print_table(rows: Sequence[RankingRow]) -> None:

@@ -246,8 +246,7 @@ def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: 
 
 #: How each preset differs from the defaults (``ppairs-lens steer``'s demo).
 PRESETS: dict[str, Preset] = {
-    "quick": Preset(preview=True, changes={"max_eval_pairs": 24, "n_random": 8,
-                                           "n_matched": 8})}
+    "quick": Preset(changes={"max_eval_pairs": 24, "n_random": 8, "n_matched": 8})}
 
 
 def plan_steering(bridge, datasets: Sequence[Dataset], root, cfg: SteeringConfig,

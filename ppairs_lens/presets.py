@@ -1,11 +1,19 @@
 """Presets as data: how an experiment's ``quick`` and ``full`` runs differ from its defaults.
 
-Each experiment's config declares its presets once, beside its fields, as ``PRESETS``: a
-mapping from a preset's name to a :class:`Preset`. The config's own defaults are the ``demo``
-preset (what ``make demo`` and a command without ``--quick`` or ``--full`` run), and a preset
-lists only the fields it changes, so no size is written twice. The command line picks a preset
-by name (``--quick``, ``--full``) and applies it with :func:`at_preset` before the options a
-user gave, which win; a preset an experiment does not declare is refused with one line.
+Everything a preset decides is declared here or in an experiment's ``PRESETS`` table, once:
+
+* each experiment's config declares its presets beside its fields, as ``PRESETS``: a mapping
+  from a preset's name to a :class:`Preset` listing only the fields it changes, so no size is
+  written twice. The config's own defaults are the ``demo`` preset (what ``make demo`` and a
+  command without ``--quick`` or ``--full`` run);
+* :data:`PREVIEWS` says which presets are previews and what a preview does to every command
+  beside its experiment's changes: fewer bootstrap resamples, figures as PNG only (the
+  protocol's ``quick`` flag) and, where a command names its datasets and no ``--max-pairs``
+  says otherwise, fewer pairs (:func:`max_pairs_at`).
+
+The command line picks a preset by name (``--quick``, ``--full``) and applies it with
+:func:`at_preset` before the options a user gave, which win; a preset an experiment does not
+declare is refused with one line.
 """
 
 from __future__ import annotations
@@ -15,8 +23,10 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from ppairs_lens.errors import PPairsError
+from ppairs_lens.evaluation.protocol import EvalSettings
 
-__all__ = ["DEMO", "PRESET_NAMES", "Preset", "at_preset"]
+__all__ = ["DEMO", "PRESET_NAMES", "PREVIEWS", "Preset", "Preview", "at_preset",
+           "max_pairs_at", "settings_at"]
 
 #: Every preset an experiment may declare, smallest first.
 PRESET_NAMES: tuple[str, ...] = ("quick", "demo", "full")
@@ -25,16 +35,45 @@ DEMO = "demo"
 
 
 @dataclass(frozen=True)
+class Preview:
+    """What a preview preset does to every command: at most ``n_boot`` bootstrap resamples
+    and figures as PNG only (the protocol's ``quick``), and at most ``max_pairs`` pairs of
+    each dataset a command names (whole contexts, seeded) unless ``--max-pairs`` says."""
+
+    n_boot: int = 100
+    max_pairs: int = 80
+
+    def settings(self, s: EvalSettings) -> EvalSettings:
+        """``s`` as a preview's protocol; one already a preview's is returned as it is (an
+        explicit ``--n-boot`` given with ``--quick`` stays)."""
+        if s.quick:
+            return s
+        return replace(s, n_boot=min(s.n_boot, self.n_boot), quick=True)
+
+
+#: The presets that are previews: a quick run is one (a preview, and what the tests run).
+PREVIEWS: dict[str, Preview] = {"quick": Preview()}
+
+
+def settings_at(s: EvalSettings, name: str) -> EvalSettings:
+    """The protocol ``s`` at the preset ``name``: a preview's where it is one."""
+    return PREVIEWS[name].settings(s) if name in PREVIEWS else s
+
+
+def max_pairs_at(name: str) -> int | None:
+    """Pairs per dataset at the preset ``name`` where a command names its datasets and no
+    ``--max-pairs`` says otherwise (None: every pair)."""
+    return PREVIEWS[name].max_pairs if name in PREVIEWS else None
+
+
+@dataclass(frozen=True)
 class Preset:
     """How one preset differs from its config's defaults.
 
     ``changes``: field name -> value; for a field that is itself a dataclass (the replication's
-    ``sizes`` and each step's config it nests), a mapping of that record's fields to change.
-    ``preview``: the protocol of a preview as well (``EvalSettings.as_quick``: fewer
-    resamples, figures as PNG only)."""
+    ``sizes`` and each step's config it nests), a mapping of that record's fields to change."""
 
     changes: Mapping[str, Any] = field(default_factory=dict)
-    preview: bool = False
 
     def apply(self, cfg):
         """``cfg`` with this preset's changes (a copy; ``cfg`` is left as it is)."""
@@ -48,15 +87,14 @@ class Preset:
             current = getattr(cfg, name)
             nested = is_dataclass(current) and isinstance(value, Mapping)
             kw[name] = replace(current, **value) if nested else value
-        if self.preview:
-            kw["settings"] = cfg.settings.as_quick()
         return replace(cfg, **kw)
 
 
 def at_preset(cfg, presets: Mapping[str, Preset], name: str):
-    """``cfg`` at the preset ``name`` of ``presets`` (an experiment's ``PRESETS``); ``demo``,
-    the defaults, is ``cfg`` itself unless declared. A preset the experiment lacks is refused
-    with one line naming the ones it has."""
+    """``cfg`` at the preset ``name`` of ``presets`` (an experiment's ``PRESETS``), its
+    protocol a preview's where the preset is one; ``demo``, the defaults, is ``cfg`` itself
+    unless declared. A preset the experiment lacks is refused with one line naming the ones
+    it has."""
     if name not in PRESET_NAMES:
         raise PPairsError(f"unknown preset {name!r}: choose one of {', '.join(PRESET_NAMES)}")
     if name == DEMO and name not in presets:
@@ -65,4 +103,5 @@ def at_preset(cfg, presets: Mapping[str, Preset], name: str):
         have = [DEMO, *(n for n in presets if n != DEMO)]
         raise PPairsError(f"{type(cfg).__name__} has no {name} preset (it has "
                           f"{', '.join(have)}): drop --{name}")
-    return presets[name].apply(cfg)
+    cfg = presets[name].apply(cfg)
+    return replace(cfg, settings=settings_at(cfg.settings, name))

@@ -20,7 +20,7 @@ import analyses.ranking
 import analyses.replication.run
 import ppairs_lens.models.loading
 from analyses.cli import main
-from analyses.cli_args import QUICK_MAX_PAIRS
+from ppairs_lens.presets import max_pairs_at
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.models.hook_points import hook_points
@@ -105,7 +105,7 @@ def test_harvest_honours_hooks_template_shards_and_quick(loads, tmp_path, capsys
     assert run(["harvest", "--dataset", "larger_number", "--quick",
                 "--stores", str(tmp_path / "q")]) == 0
     (meta,) = (tmp_path / "q").rglob("metadata.json")
-    assert ActivationStore.open(meta.parent).n_pairs == QUICK_MAX_PAIRS
+    assert ActivationStore.open(meta.parent).n_pairs == max_pairs_at("quick")
     assert [c[0].torch_dtype for c in loads] == [torch.float32] * 2
 
 
@@ -173,7 +173,7 @@ def test_run_honours_split_quick_and_the_loaded_model(loads, recorded, tiny, tmp
     assert run(base("run", tmp_path) + ["--split", "item", "--quick", "--recompute"]) == 0
     (cfg,), kw = recorded["run"]
     assert cfg.settings.split_by == "item" and cfg.settings.quick
-    assert cfg.max_pairs == QUICK_MAX_PAIRS
+    assert cfg.max_pairs == max_pairs_at("quick")
     assert kw == {"reuse": False, "bridge": tiny, "calibrate": True}
 
 

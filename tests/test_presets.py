@@ -13,8 +13,8 @@ from analyses.cli import build_parser
 from analyses.replication.config import PRESETS, ReplicationConfig, replication_config as rc
 from analyses.replication.sets import ReplicationSizes
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.presets import PRESET_NAMES, Preset, at_preset
-from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_N_BOOT
+from ppairs_lens.presets import PRESET_NAMES, PREVIEWS, Preset, at_preset
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE
 from ppairs_lens.judges.allure import AllureConfig
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
@@ -59,7 +59,7 @@ def test_the_demo_is_the_defaults_and_keeps_the_sizes_behind_figures():
 
 def test_the_quick_preset_is_the_preview_it_was():
     q = rc("quick")
-    assert q.settings.quick and q.settings.n_boot == QUICK_N_BOOT
+    assert q.settings.quick and q.settings.n_boot == PREVIEWS["quick"].n_boot
     s = q.sizes
     assert (s.summeval_contexts, s.summeval_items, s.summeval_aspects, s.hanna_contexts,
             s.story_cloze_pairs, s.mctaco_pairs, s.mctaco_per_question, s.mt_bench_pairs,
@@ -85,7 +85,7 @@ def test_a_preset_names_only_fields_it_changes(name):
     assert set(presets) <= set(PRESET_NAMES) and "demo" not in presets
     for preset_name, preset in presets.items():
         at = at_preset(default, presets, preset_name)
-        assert at != default or preset.preview
+        assert at != default or preset_name in PREVIEWS
         for field_name, value in preset.changes.items():
             current = getattr(default, field_name)
             if is_dataclass(current) and isinstance(value, dict):
@@ -105,7 +105,8 @@ def test_presets_apply_nested_sizes_and_refuse_what_they_cannot():
         rc("huge")
     with pytest.raises(PPairsError, match="names no field of it: nope"):
         Preset(changes={"nope": 1}).apply(ReplicationConfig())
-    assert PRESETS["quick"].apply(ReplicationConfig()).settings.quick
+    assert at_preset(ReplicationConfig(), PRESETS, "quick").settings.quick
+    assert not PRESETS["quick"].apply(ReplicationConfig()).settings.quick  # sizes only
     given = rc("quick", max_pairs=5, settings=ReplicationConfig().settings)
     assert given.max_pairs == 5 and given.settings.quick  # a field given wins; still a preview
 

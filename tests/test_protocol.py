@@ -15,12 +15,8 @@ from analyses.replication.run import ReplicationConfig, step_configs
 from analyses.replication.config import BUILTINS, replication_config
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
-from ppairs_lens.evaluation.protocol import (
-    BUILTIN_TEST_SIZE,
-    PAPER_TEST_SIZE,
-    QUICK_N_BOOT,
-    EvalSettings,
-)
+from ppairs_lens.presets import PREVIEWS, settings_at
+from ppairs_lens.evaluation.protocol import BUILTIN_TEST_SIZE, PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.io.outputs import load_config, save_config
 
 SHARED = {"seed", "n_boot", "test_size", "split_by"}
@@ -34,9 +30,10 @@ def test_the_record_is_frozen_checked_and_gives_the_split_keywords():
     assert s.boot_kwargs() == {"n_boot": N_BOOT, "seed": 0}
     with pytest.raises(FrozenInstanceError):
         s.seed = 1  # type: ignore[misc]
-    q = s.as_quick()
-    assert q.quick and q.n_boot == QUICK_N_BOOT and q.as_quick() == q
-    assert EvalSettings(n_boot=20).as_quick().n_boot == 20  # never more resamples
+    q = settings_at(s, "quick")
+    assert q.quick and q.n_boot == PREVIEWS["quick"].n_boot and settings_at(q, "quick") == q
+    assert settings_at(EvalSettings(n_boot=20), "quick").n_boot == 20  # never more resamples
+    assert settings_at(s, "demo") is s and settings_at(s, "full") is s
     for bad in ({"split_by": "contexts"}, {"test_size": 1.0}, {"test_size": 0}, {"n_boot": 0}):
         with pytest.raises(PPairsError):
             EvalSettings(**bad)
@@ -91,7 +88,7 @@ def test_the_command_line_builds_one_record():
     assert args.settings == EvalSettings(seed=4, n_boot=7, test_size=0.4, split_by="pair",
                                          quick=True)
     args = build_parser().parse_args(["rank", "--quick"])
-    assert args.settings == EvalSettings().as_quick()
+    assert args.settings == settings_at(EvalSettings(), "quick")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["ablate", "--test-size", "1.5"])
 
@@ -115,10 +112,10 @@ def test_saved_configs_nest_the_record_and_load_back(tmp_path):
 
 
 def test_a_quick_record_stays_as_given_and_optional_records_load_back(tmp_path):
-    # --quick --n-boot 300: the explicit count survives a second as_quick (a study's quick())
+    # --quick --n-boot 300: the explicit count survives the preset applied a second time
     s = EvalSettings(n_boot=300, quick=True)
-    assert s.as_quick() is s and replication_config("quick", settings=s).settings is s
-    assert EvalSettings(n_boot=5000).as_quick().n_boot == QUICK_N_BOOT
+    assert settings_at(s, "quick") is s and replication_config("quick", settings=s).settings is s
+    assert settings_at(EvalSettings(n_boot=5000), "quick").n_boot == PREVIEWS["quick"].n_boot
     # nested records come back as their records, an optional one (the judges' allure:
     # AllureConfig | None) too, and so does each step's config
     cfg = ReplicationConfig(settings=EvalSettings(seed=3, test_size=PAPER_TEST_SIZE))

@@ -17,8 +17,8 @@ from analyses.replication.sets import (
     NEWSROOM_ASPECTS,
     ReplicationSizes,
 )
-from ppairs_lens.presets import Preset, at_preset
-from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, QUICK_MAX_PAIRS, EvalSettings
+from ppairs_lens.presets import PREVIEWS, Preset, at_preset
+from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from analyses.ablation import AblationConfig
 from analyses.controls import ControlsConfig
 from analyses.distribution_shift import ShiftConfig
@@ -139,7 +139,7 @@ PRESETS: dict[str, Preset] = {
     # ClimateX's probe trains on 16 comparisons and places 4 statements, and figures are PNG
     # only. At these sizes few claims have the groups a test needs: most verdicts are "not
     # tested at this size".
-    "quick": Preset(preview=True, changes={
+    "quick": Preset(changes={
         # Long items are most of a preview's tokens: HANNA's stories (~740 tokens a pair, and
         # 6 contexts at least before both halves hold both labels) are left out, MT-Bench and
         # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
@@ -150,7 +150,7 @@ PRESETS: dict[str, Preset] = {
                   "newsroom_contexts": 0,
                   # one shifted set, the shortest pairs (~525 characters)
                   "llmbar_adversarial": ("Adversarial_GPTOut",)},
-        "max_pairs": QUICK_MAX_PAIRS,
+        "max_pairs": PREVIEWS["quick"].max_pairs,   # the built-ins': every preview's cap
         "judges": {"train_pairs": 3, "allure": AllureConfig(per_round=1, pool=4, test_pairs=2)},
         "ablation": {"n_random": 4, "n_matched": 4, "max_eval_pairs": 2},
         "steering": {"n_random": 2, "n_matched": 2, "max_eval_pairs": 2},

@@ -1,6 +1,6 @@
 """The evaluation protocol every experiment shares: one frozen record (:class:`EvalSettings`).
 
-Seed, bootstrap resamples, test share, split mode and the quick flag are written here once.
+Seed, bootstrap resamples, test share, split mode and the preview flag are written here once.
 Each experiment's config holds one of these as its ``settings`` field (never copies of its
 fields), and the main job (on the seed experiments' data or the built-ins) builds ONE record
 and hands the same object to every sub-config, so that no step can split or resample
@@ -16,24 +16,19 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.bootstrap import N_BOOT
 from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE, SPLIT_MODES
 
-__all__ = ["BUILTIN_TEST_SIZE", "EvalSettings", "PAPER_TEST_SIZE", "QUICK_MAX_PAIRS",
-           "QUICK_N_BOOT"]
+__all__ = ["BUILTIN_TEST_SIZE", "EvalSettings", "PAPER_TEST_SIZE"]
 
 #: Held-out share of the replication: the paper fits and tests on random halves.
 PAPER_TEST_SIZE: float = 0.5
-#: Bootstrap resamples of a quick run (a preview or a test), wherever ``quick`` is asked for.
-QUICK_N_BOOT: int = 100
-#: Pairs per dataset of a quick run where the command names its datasets (whole contexts,
-#: seeded) and no ``--max-pairs`` says otherwise: the built-ins' preview and every command's.
-QUICK_MAX_PAIRS: int = 80
 
 
 @dataclass(frozen=True)
 class EvalSettings:
     """How every experiment splits, resamples and seeds: ``seed`` (splits, subsets, resamples),
     ``n_boot`` (bootstrap resamples of every CI), ``test_size`` (held-out share of the leak
-    groups), ``split_by`` (``SPLIT_MODES``: auto, context, item, pair) and ``quick`` (a preview:
-    each experiment keeps its own small sizes, see :meth:`as_quick`)."""
+    groups), ``split_by`` (``SPLIT_MODES``: auto, context, item, pair) and ``quick`` (the
+    protocol of a preview, set by a preview preset, :data:`ppairs_lens.presets.PREVIEWS`: its
+    figures are PNG only)."""
 
     seed: int = 0
     n_boot: int = N_BOOT
@@ -59,14 +54,6 @@ class EvalSettings:
         """The keywords of a bootstrap interval (``mean_ci``, ``evaluate``...): ``n_boot``,
         ``seed``."""
         return {"n_boot": self.n_boot, "seed": self.seed}
-
-    def as_quick(self) -> EvalSettings:
-        """The same protocol for a preview: ``quick`` set, at most :data:`QUICK_N_BOOT`
-        resamples. A record already quick is returned as it is (an explicit ``--n-boot``
-        given with ``--quick`` stays)."""
-        if self.quick:
-            return self
-        return replace(self, n_boot=min(self.n_boot, QUICK_N_BOOT), quick=True)
 
     def but(self, **changes) -> EvalSettings:
         """A copy with ``changes`` (the record is frozen)."""
