@@ -442,7 +442,9 @@ PRESETS: dict[str, Preset] = {
 
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
-    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record."""
+    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record (as this
+    version writes them: a column ``AblationRow`` requires that is missing is refused in one
+    line naming the file)."""
     from ppairs_lens.io.json_fields import read_json_object
     from ppairs_lens.io.outputs import load_config
 

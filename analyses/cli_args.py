@@ -212,7 +212,7 @@ def eval_settings_from_args(args, base=None):
     ``--quick``), then every option given."""
     from ppairs_lens.evaluation.protocol import EvalSettings
 
-    s = settings_at(base if base is not None else EvalSettings(), getattr(args, "preset", DEMO))
+    s = settings_at(base if base is not None else EvalSettings(), preset_name(args))
     given = {"seed": getattr(args, "seed", None), "n_boot": getattr(args, "n_boot", None),
              "test_size": getattr(args, "test_size", None),
              "split_by": getattr(args, "split", None)}
@@ -318,11 +318,14 @@ def finite_float(text: str) -> float:
 
 #: Where ``run`` looks for the seed experiments' data unless ``--shared-data`` says.
 DEFAULT_SHARED_DATA = "../shared/datasets"
+
+
 def preset_name(args) -> str:
     """The preset a command's options pick: ``quick``, ``full`` or the defaults, ``demo``
-    (both flags together are refused by :func:`check_args`)."""
-    return next((n for n in FLAG_PRESETS if getattr(args, n, False)), DEMO)
-
+    (both flags together are refused by :func:`check_args`); the parser sets it as
+    ``args.preset``, which wins."""
+    return getattr(args, "preset", None) or next(
+        (n for n in FLAG_PRESETS if getattr(args, n, False)), DEMO)
 
 def check_args(args) -> None:
     """Every check that needs no model: output folders (an existing file, or not writable),
@@ -344,7 +347,7 @@ def check_args(args) -> None:
         raise PPairsError(f"--judges none cannot be combined with other forms "
                           f"({' '.join(j for j in judges if j != 'none')})")
     limits = getattr(args, "max_pairs", None)
-    cap = max_pairs_at(getattr(args, "preset", DEMO))
+    cap = max_pairs_at(preset_name(args))
     if (cap is not None and args.command in PREVIEW_CAPPED
             and (limits is None or limits.default is None)):
         args.max_pairs = replace(limits or PairLimits(), default=cap)

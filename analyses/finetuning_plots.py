@@ -21,8 +21,9 @@ def _color(m: str) -> str:
 
 def plot_comparison(rows: Sequence, model: str, cfg):
     """``rows``: the step's :class:`~analyses.finetuning.FinetuningRow` records. Left: held-out
-    accuracy per dataset and method (CI over leak groups). Right: training CPU time per method (this process, all threads; steadier than wall time on a shared
-    machine; log scale; the zero-shot judge trains nothing)."""
+    accuracy per dataset and method (CI over leak groups). Right: training CPU time per
+    method (this process, all threads; steadier than wall time on a shared machine; log
+    scale; the zero-shot judge trains nothing)."""
     import matplotlib.pyplot as plt
     import numpy as np
 

@@ -190,7 +190,7 @@ def _check_methods(cfg: RankingConfig) -> set[str]:
 
 
 def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
-                 ) -> tuple[list[dict], list[dict], dict]:
+                 ) -> tuple[list[RankingRow], list[dict], dict]:
     """Rank one dataset; returns (method rows, per-context rows, info)."""
     from ppairs_lens.data.specs import load_dataset_spec
 

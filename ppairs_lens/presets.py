@@ -92,7 +92,7 @@ class Preset:
 
 def at_preset(cfg, presets: Mapping[str, Preset], name: str):
     """``cfg`` at the preset ``name`` of ``presets`` (an experiment's ``PRESETS``), its
-    protocol a preview's where the preset is one; ``demo``, the defaults, is ``cfg`` itself
+    protocol (``settings``) a preview's where the preset is one; ``demo``, the defaults, is ``cfg`` itself
     unless declared. A preset the experiment lacks is refused with one line naming the ones
     it has."""
     if name not in PRESET_NAMES:
@@ -104,4 +104,4 @@ def at_preset(cfg, presets: Mapping[str, Preset], name: str):
         raise PPairsError(f"{type(cfg).__name__} has no {name} preset (it has "
                           f"{', '.join(have)}): drop --{name}")
     cfg = presets[name].apply(cfg)
-    return replace(cfg, settings=settings_at(cfg.settings, name))
+    return replace(cfg, settings=settings_at(cfg.settings, name)) if name in PREVIEWS else cfg

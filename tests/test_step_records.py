@@ -143,20 +143,21 @@ def test_a_tables_columns_follow_its_row_records_and_numpy_scalars_read_as_value
 
 
 def test_a_written_table_reads_back_as_its_rows_absent_columns_absent(tmp_path):
-    """``StepRows.read_csv``: the CSV its ``table()`` wrote gives the same rows back. A column
-    no row had is ABSENT again, and so is an empty int cell where the row may lack the field;
-    an empty float cell is NaN (a NaN and a float the row lacks are both written empty)."""
+    """``StepRows.read_csv``: the CSV its ``table()`` wrote gives the same rows back: a column
+    no row had, or an empty cell in a field the row may lack, is ABSENT again; an empty cell
+    of a float the row must have is NaN. A table of several row kinds is refused."""
     from ppairs_lens.errors import DataError
     from ppairs_lens.io.outputs import write_csv
 
     rows = SteeringRows(rows=(SteeringRow(**STEERING[0]),
                               SteeringRow(**{**STEERING[1], "slope": 0.5})))
     write_csv(tmp_path / "steering.csv", rows.table())
-    first, second = SteeringRows.read_csv(tmp_path / "steering.csv").rows
-    assert second == rows.rows[1] and first.n_random is ABSENT    # an int column it lacks
-    assert math.isnan(first.delta_z_lo) and first.p_slope_random is ABSENT  # no row has it
-    assert [getattr(first, f) for f in ("dataset", "n", "mean_z", "accuracy")] == [
-        "mt-bench", 6, -0.1, 0.5]
+    assert SteeringRows.read_csv(tmp_path / "steering.csv") == rows
+    nan = SteeringRows(rows=(SteeringRow(**{**STEERING[0], "mean_z": float("nan")}),))
+    write_csv(tmp_path / "nan.csv", nan.table())
+    assert math.isnan(SteeringRows.read_csv(tmp_path / "nan.csv").rows[0].mean_z)
+    with pytest.raises(PPairsError, match="ThesisRows holds rows of several kinds"):
+        ThesisRows.read_csv(tmp_path / "steering.csv")
     bad = (tmp_path / "steering.csv").read_text().replace(",4\n", ",four\n")
     (tmp_path / "bad.csv").write_text(bad)
     with pytest.raises(DataError, match=r"bad.csv, row 3, field 'n_random'"):

@@ -219,16 +219,17 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
 
 def _cell(text: str, hint: Any) -> Any:
     """A CSV cell as the field ``hint`` declares it: an empty cell is None where the field
-    may be None, a NaN where it is a float (both are written empty) and :data:`ABSENT` where
-    the row may lack it; else the text read as the field's type."""
+    may be None, else :data:`ABSENT` where the row may lack it, else a NaN where it is a float
+    (each is written empty, so a NaN or an empty text in a field the row may lack reads back
+    as ABSENT); else the text read as the field's type."""
     args = set(typing.get_args(hint)) if _is_union(hint) else {hint}
     if text == "":
         if type(None) in args:
             return None
-        if float in args:
-            return math.nan
         if Absent in args:
             return ABSENT
+        if float in args:
+            return math.nan
     for t in (bool, int, float, str):
         if t in args:
             if t is bool and text in ("True", "False"):
@@ -240,10 +241,10 @@ def _cell(text: str, hint: Any) -> Any:
 
 def rows_from_csv(row_type: type, path) -> list[dict]:
     """A CSV table written from ``row_type`` records, as their data (each cell read as its
-    field's type, :func:`record_from_data` then makes the records; a column no row had, or an
-    empty cell where the row may lack the field, is left out). A file that cannot be read, a
-    column missing or a cell that does not fit is refused in one line naming the file, row
-    and field."""
+    field's type by :func:`_cell`, :func:`record_from_data` then makes the records; a column
+    no row had, or an empty cell in a field the row may lack, is left out, so the record has
+    ABSENT there). A file that cannot be read, a column missing or a cell that does not fit is
+    refused in one line naming the file, row and field."""
     import csv
 
     hints = typing.get_type_hints(row_type)
@@ -295,7 +296,13 @@ class StepRows:
 
     @classmethod
     def read_csv(cls, path):
-        """The record whose :meth:`table` was written to the CSV file ``path``."""
+        """The record whose :meth:`table` was written to the CSV file ``path`` (by this
+        version: every column its row record requires is there), as :func:`rows_from_csv`
+        reads it. A table of one row record only: which record a row of several kinds was
+        cannot be told from its cells."""
+        if _is_union(cls.row_type()):
+            raise PPairsError(f"{cls.__name__} holds rows of several kinds: its CSV cannot be "
+                              "read back into them")
         return cls.from_data(rows_from_csv(cls.row_type(), path))
 
     def data(self) -> list[dict]:
