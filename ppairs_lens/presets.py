@@ -92,9 +92,9 @@ class Preset:
 
 def at_preset(cfg, presets: Mapping[str, Preset], name: str):
     """``cfg`` at the preset ``name`` of ``presets`` (an experiment's ``PRESETS``), its
-    protocol (``settings``) a preview's where the preset is one; ``demo``, the defaults, is ``cfg`` itself
-    unless declared. A preset the experiment lacks is refused with one line naming the ones
-    it has."""
+    protocol (``settings``) a preview's where the preset is one; ``demo``, the defaults, is
+    ``cfg`` itself unless declared. A preset the experiment lacks is refused with one line
+    naming the ones it has."""
     if name not in PRESET_NAMES:
         raise PPairsError(f"unknown preset {name!r}: choose one of {', '.join(PRESET_NAMES)}")
     if name == DEMO and name not in presets:
