@@ -167,13 +167,12 @@ class ShiftFilesRow(ShiftRow):
 
 @dataclass(frozen=True)
 class ShiftFilesResult:
-    """What ``run_shift_files`` found: accuracies, drops, the baselines that could not be
-    fitted (and why), the probes' read-outs."""
+    """What ``run_shift_files`` found: accuracies (each probe's row names its read-out),
+    drops, and the baselines that could not be fitted (and why)."""
 
     rows: tuple[ShiftFilesRow, ...]
     drops: tuple[ShiftDrop, ...]
     unavailable: dict[str, str]
-    read_outs: dict[str, str]
 
 
 @dataclass
@@ -276,8 +275,7 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
     res = ShiftFilesResult(
         rows=tuple(ShiftFilesRow(**r, read_out=choice[r["method"]].hook
                                  if r["method"] in choice else "") for r in rows),
-        drops=tuple(ShiftDrop(**d) for d in drops), unavailable=notes,
-        read_outs={k: c.hook for k, c in choice.items()})
+        drops=tuple(ShiftDrop(**d) for d in drops), unavailable=notes)
     write_csv(f"{out}/shift.csv", [record_data(r) for r in res.rows]
               + [{"role": "drop", **record_data(d)} for d in res.drops])
     save_config(out, "shift", cfg)
