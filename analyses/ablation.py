@@ -64,7 +64,7 @@ from ppairs_lens.evaluation.null_test import (
     null_test,
     sign_accuracy,
 )
-from ppairs_lens.presets import Preset, at_preset
+from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, held_out_records, split_store
 from ppairs_lens.evaluation.verdicts import holm
@@ -495,10 +495,9 @@ def cli(args, bridge=None) -> None:
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
     if bridge is None:
         bridge = load_model(ModelSpec.from_args(args))
-    cfg = at_preset(AblationConfig(stores=[], datasets=list(specs), settings=args.settings,
-                                   layer=args.layer), PRESETS, args.preset)
-    given = {"n_random": args.n_random, "n_matched": args.n_matched or args.n_random}
-    cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
+    cfg = args.config(AblationConfig, PRESETS, stores=[], datasets=list(specs))
+    if args.n_random and not args.n_matched:    # one null's size given: both nulls that size
+        cfg = replace(cfg, n_matched=args.n_random)
     announce(bridge, plan_ablation(bridge, datasets, args.stores, cfg, args.template),
              measure=not args.no_calibration)
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)

@@ -1,7 +1,9 @@
-"""The ``ppairs-lens`` command line: one subcommand per job, each a thin layer over the library.
+"""The ``ppairs-lens`` command line: one subcommand per job, each an options class (its
+fields are its options, :mod:`analyses.cli_args`) with the job it runs, a thin layer over the
+library; :data:`COMMANDS` is the registry.
 
-Every argument that can be checked without a model is checked before one loads
-(:mod:`analyses.cli_args`); every command that runs a model loads it through
+Every argument that can be checked without a model is checked before one loads (a
+command's ``check``); every command that runs a model loads it through
 :func:`analyses.cli_args.load_model_from_args`, so ``--dtype``, ``--device``, ``--device-map``
 and ``--backend`` act everywhere.
 """
@@ -9,41 +11,48 @@ and ``--backend`` act everywhere.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+from simple_parsing.helpers import field
 
 from analyses.cli_args import (
+    MAX_PAIRS_HELP,
+    CalibrationOption,
+    DatasetOptions,
+    DatasetsOptions,
+    HookOptions,
+    JudgeOptions,
+    ModelOptions,
     OneLineParser,
-    add_calibration,
-    add_data_commands,
-    add_dataset_options,
-    add_max_pairs,
-    add_eval_settings,
-    add_hooks,
-    add_judges,
-    add_kinds,
-    add_layer,
-    add_model_options,
-    add_seed,
-    add_template,
+    Options,
+    SeedOption,
+    EvalOptions,
+    SplitOptions,
+    TemplateOption,
     check_args,
     check_layer,
+    config_option,
     finite_float,
     finite_number,
+    flag,
+    judges_option,
+    kinds_option,
+    layer_option,
     load_model_from_args,
+    null_option,
+    option,
+    pair_limit,
+    PairLimitsAction,
     positive_int,
     seed_int,
 )
-from ppairs_lens.errors import PPairsError
 from ppairs_lens.cpu_numerics import pin_cpu_numerics
-
-#: Subcommands that run an analysis module's ``cli(args, bridge)``.
-ANALYSES = {"sweep": "layer_sweep", "transfer": "cross_dataset", "ablate": "ablation",
-            "shift": "distribution_shift",
-            "steer": "steering",
-            "finetune": "finetuning",
-            "run": "replication.run"}
+from ppairs_lens.errors import PPairsError
 
 
 def _shard_arg(spec: str) -> str:
@@ -56,17 +65,6 @@ def _shard_arg(spec: str) -> str:
         raise argparse.ArgumentTypeError(
             f"expected i/n with 0 <= i < n (e.g. 0/4 ... 3/4), got {spec!r}") from None
     return spec
-
-
-def _add_nulls(p: argparse.ArgumentParser, config: str, verb: str) -> None:
-    """The null directions of an intervention study (ablate, steer); not given, the
-    experiment's ``config`` (at its preset) says how many."""
-    p.add_argument("--n-random", type=positive_int, default=None,
-                   help=f"isotropic random directions {verb} as a null (default: {config}'s "
-                        "n_random at the preset; given, it wins over --quick's)")
-    p.add_argument("--n-matched", type=positive_int, default=None,
-                   help=f"random directions drawn from the training contrasts' covariance, "
-                        f"{verb} as the variance-matched null (default: {config}'s n_matched)")
 
 
 def _positions_arg(text: str) -> str | int:
@@ -82,192 +80,141 @@ def _positions_arg(text: str) -> str | int:
     return value
 
 
-def _add_generate(sub) -> None:
-    p = sub.add_parser("generate", help="continuations of prompts steered by a saved probe, "
-                                        "side by side with a random direction of the same norm")
-    add_model_options(p)
-    p.add_argument("--probe", required=True, metavar="DIR",
-                   help="a saved probe, sweep or direction: folder or Hub repo id")
-    p.add_argument("--alpha", type=finite_number, nargs="+", required=True, metavar="A",
-                   help="steering strengths, in units of the median activation norm at the "
-                        "hook over the prompts' tokens (0, unsteered, is always shown)")
-    p.add_argument("--prompt", nargs="+", required=True, metavar="TEXT")
-    p.add_argument("--kind", default=None, help="a sweep's probe kind (default supervised)")
-    p.add_argument("--hook", default=None,
-                   help="hook point to steer at (default: the probe's; for a sweep, the "
-                        "read-out its model card records as chosen on validation)")
-    p.add_argument("--max-new-tokens", type=positive_int, default=24)
-    p.add_argument("--positions", type=_positions_arg, default="all",
-                   help="all (default), new (from the last prompt token on) or a start "
-                        "position P (0-based, in the whole sequence)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random direction")
-    p.add_argument("--chat", action="store_true", help="prompts as the model's chat turn")
-    p.add_argument("--raw-alpha", action="store_true", help="alpha in raw activation units")
-    p.add_argument("--width", type=positive_int, default=48, help="column width")
+class Command:
+    """What every subcommand has beside its options (and their ``name``, its registry entry):
+    the checks before a model loads (``check``) and its job (``run``)."""
+
+    def check(self) -> None:
+        """Every check that needs no model (:func:`check_args`); a command whose experiment
+        config refuses values adds it, so that is refused before the model loads too."""
+        check_args(self)
+
+    def run(self) -> None:
+        raise NotImplementedError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="ppairs-lens", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+@dataclass(kw_only=True)
+class Datasets(Command, Options):
+    """list built-in datasets and supported file formats"""
 
-    sub.add_parser("datasets", help="list built-in datasets and supported file formats")
-    add_data_commands(sub)
-    _add_generate(sub)
+    name: ClassVar[str] = "datasets"
 
-    p = sub.add_parser("harvest", help="harvest contrast-pair activations into a store")
-    add_model_options(p)
-    add_dataset_options(p)
-    add_seed(p)
-    p.add_argument("--out", default=None, help="store folder (default: under --stores)")
-    p.add_argument("--shard", default=None, type=_shard_arg,
-                   help="i/n: do only part i of n (0-based)")
-    p.add_argument("--shard-size", type=positive_int, default=256, help="pairs per store shard")
-    p.add_argument("--token-budget", type=positive_int, default=None,
-                   help="tokens held per forward pass (batch rows x sequence length; "
-                        "default: by device, ppairs_lens.activations.runner.default_token_budget)")
-    add_hooks(p)
-    add_template(p)
+    def check(self) -> None:
+        pass
 
-    p = sub.add_parser("shift", help="train probes on some files, test them on others, with "
-                                     "the prompted judge and the no-model baselines beside")
-    add_model_options(p)
-    p.add_argument("--train", nargs="+", required=True, metavar="SPEC",
-                   help="files the probes are trained on (their training split, pooled; "
-                        "path, path:aspect, built-in name; @Name to name one)")
-    p.add_argument("--test", nargs="+", required=True, metavar="SPEC",
-                   help="shifted files, every pair of each scored")
-    add_max_pairs(p, "file")
-    p.add_argument("--stores", default="stores", help="root folder of activation stores")
-    p.add_argument("--out", default="figures", help="folder for the table and figure")
-    add_eval_settings(p)
-    add_hooks(p)
-    add_template(p)
-    add_kinds(p, "probe kinds (default: supervised pca mass_mean)")
-    add_judges(p, default=("zero_shot",))
-    add_calibration(p)
+    def run(self) -> None:
+        from ppairs_lens.data import BUILTIN, FORMATS
 
-    for name, help_ in [("sweep", "fit every probe type at every layer; figure + table"),
-                        ("transfer", "cross-dataset transfer and cosine similarity of directions"),
-                        ("ablate", "directional ablation of probe directions, with controls"),
-                        ("steer", "steering dose-response of the judge to probe directions, "
-                                  "against random and variance-matched nulls"),
-                        ("finetune", "probes against LoRA and full finetuning on the same "
-                                     "labels, with cost and a label curve"),
-                        ("rank", "PAIRS ranking and insertion scoring against baselines"),
-                        ("run", "the main job: the replication on the embedded default")]:
-        p = sub.add_parser(name, help=help_)
-        add_model_options(p)
-        add_dataset_options(p, many=True)
-        p.add_argument("--out", default="figures", help="folder for tables and figures")
-        # --seed, --n-boot (every command), --test-size, --split-by (all but rank, which holds
-        # out whole contexts of its own): one record, analyses.cli_args.eval_settings_from_args
-        add_eval_settings(p, split=name != "rank")
-        if name in ("sweep", "transfer"):
-            add_hooks(p)
-        if name in ("sweep", "transfer", "ablate", "steer", "finetune"):
-            add_template(p)
-        if name in ("sweep", "transfer"):
-            p.add_argument("--save-probes", default=None, metavar="DIR",
-                           help="also save each dataset's probes (every kind and read-out, "
-                                "fitted on its training split) into DIR/<dataset> "
-                                "(safetensors + metadata.json; ppairs_lens.load_sweep)")
-        add_calibration(p)   # every one of these plans and estimates its model passes first
-        if name in ("sweep", "transfer"):
-            add_judges(p)
-        if name == "sweep":
-            add_kinds(p, "probe kinds swept (default: supervised pca mass_mean; ccs is fitted "
-                         "at every read-out on the validation split too, slower)")
-        if name == "transfer":
-            add_layer(p, None, "read-out index of the transfer matrix and cosines (default: "
-                               "chosen on a validation split of each source's training "
-                               "pairs; -1 the final norm)")
-            add_kinds(p, "probe kinds of the transfer matrix and cosines (default: all four; "
-                         "ccs is fitted at the cosine read-out only)")
-        if name == "ablate":
-            add_layer(p, None, "read-out index of the probe directions (default: chosen on "
-                               "a validation split of the training pairs)")
-            _add_nulls(p, "AblationConfig", "ablated")
-        if name == "steer":
-            add_layer(p, None, "read-out index of the probe directions and of the steering "
-                               "hook (default: chosen on a validation split)")
-            _add_nulls(p, "SteeringConfig", "added")
-            p.add_argument("--alphas", type=finite_float, nargs="+", default=None,
-                           help="steering strengths in units of the read-out's median "
-                                "activation norm (default: -1 -0.5 -0.25 0.25 0.5 1)")
-        if name == "finetune":
-            p.add_argument("--max-train", type=positive_int, default=None,
-                           help="training comparisons every method gets (default 8; "
-                                "--quick 4)")
-            p.add_argument("--curve-sizes", type=positive_int, nargs="+", default=None,
-                           help="label counts of the label curve (default 4 8; --quick 4)")
-            p.add_argument("--curve-seeds", type=seed_int, nargs="+", default=None,
-                           help="seeds of each label count's subset (default 0)")
-        if name == "rank":
-            add_layer(p, None, "read-out index of the probe (default: chosen on held-out "
-                               "training pairs)")
-        if name == "run":
-            p.add_argument("--recompute", action="store_true",
-                           help="redo every step (default: steps whose config, stores and code "
-                                "are unchanged since the last run into --out are reused)")
-            p.add_argument("--shared-data", default=None, metavar="DIR",
-                           help="folder of the seed experiments' datasets (the replication); "
-                                "not given: ../shared/datasets, or where that is absent the "
-                                "files fetched into the cache as by `data fetch` (a failed "
-                                "fetch: the built-ins); a folder named here must hold "
-                                "them")
-            p.add_argument("--extra", nargs="+", default=[], metavar="SPEC",
-                           help="further files of the supported formats (path or path:aspect) "
-                                "for the probes-vs-prompting and transfer experiments")
-            p.add_argument("--full", action="store_true",
-                           help="the papers' sizes (for a GPU; hours on a CPU); not with "
-                                "--quick")
-            p.add_argument("--builtins", action="store_true",
-                           help="run the main job on the built-ins (generated datasets) instead "
-                                "of the seed experiments' files")
-    return parser
+        print("Built-in datasets (generated, no download):")
+        for name in BUILTIN:
+            print(f"  {name}")
+        print("\nFile formats (pass a path; scored-items files as path:aspect):")
+        for name, desc in FORMATS.items():
+            print(f"  {name:14s} {desc}")
 
 
-def _cmd_datasets(_args) -> None:
-    from ppairs_lens.data import BUILTIN, FORMATS
+@dataclass(kw_only=True)
+class Data(Command, Options):
+    """the replication's data files: ``data fetch`` downloads every file of the provenance
+    table at its pinned commit, verifies its SHA-256 and lays the files out like
+    ../shared/datasets (base URL: $PPAIRS_LENS_DATA_MIRROR, else raw.githubusercontent.com)"""
 
-    print("Built-in datasets (generated, no download):")
-    for name in BUILTIN:
-        print(f"  {name}")
-    print("\nFile formats (pass a path; scored-items files as path:aspect):")
-    for name, desc in FORMATS.items():
-        print(f"  {name:14s} {desc}")
+    name: ClassVar[str] = "data"
+    action: str = field(positional=True, choices=("fetch",), metavar="fetch",
+                        help="fetch: download and verify the files")
+    to: str | None = option(metavar="DIR", help="folder to fill (default: the package cache's "
+                                                "datasets folder, $PPAIRS_LENS_CACHE/datasets "
+                                                "or ~/.cache/ppairs-lens/datasets)")
+
+    def check(self) -> None:
+        pass
+
+    def run(self) -> None:
+        from analyses.replication.fetch import fetch_datasets
+
+        fetch_datasets(self.to)
 
 
-def _cmd_data(args) -> None:
-    """``data fetch``: the replication's files, verified, into ``--to`` (or the cache)."""
-    from analyses.replication.fetch import fetch_datasets
+@dataclass(kw_only=True)
+class Generate(Command, ModelOptions):
+    """continuations of prompts steered by a saved probe, side by side with a random direction
+    of the same norm"""
 
-    fetch_datasets(args.to)
+    name: ClassVar[str] = "generate"
+    probe: str = option(metavar="DIR", required=True,
+                        help="a saved probe, sweep or direction: folder or Hub repo id")
+    alpha: list[float] = option(nargs="+", type=finite_number, metavar="A", required=True,
+                                help="steering strengths, in units of the median activation "
+                                     "norm at the hook over the prompts' tokens (0, unsteered, "
+                                     "is always shown)")
+    prompt: list[str] = option(nargs="+", metavar="TEXT", required=True,
+                               help="prompts to continue, each a table")
+    kind: str | None = option(help="a sweep's probe kind (default supervised)")
+    hook: str | None = option(help="hook point to steer at (default: the probe's; for a sweep, "
+                                   "the read-out its model card records as chosen on "
+                                   "validation)")
+    max_new_tokens: int = option(24, type=positive_int, help="tokens generated per continuation")
+    positions: str = option("all", type=_positions_arg,
+                            help="all (default), new (from the last prompt token on) or a "
+                                 "start position P (0-based, in the whole sequence)")
+    seed: int = option(0, type=int, help="seed of the random direction")
+    chat: bool = flag("prompts as the model's chat turn")
+    raw_alpha: bool = flag("alpha in raw activation units")
+    width: int = option(48, type=positive_int, help="column width")
+
+    def check(self) -> None:
+        """Strengths in units of the activations' median norm are bounded before the model
+        loads; a raw strength once that norm is measured (``generate.cli``)."""
+        from ppairs_lens.interventions.steering import check_alpha
+
+        check_args(self)
+        if not self.raw_alpha:
+            for a in self.alpha:
+                check_alpha(a, f"--alpha {a:g}")
+
+    def run(self) -> None:
+        from analyses import generate
+
+        generate.cli(self, bridge=load_model_from_args(self))
 
 
-def _cmd_harvest(args) -> None:
-    from ppairs_lens.activations.harvest import readout_names
-    from ppairs_lens.activations.runner import HarvestSettings
-    from ppairs_lens.activations.pipeline import default_store_path, harvest_dataset, parse_shard
-    from ppairs_lens.activations.prompts import default_template
-    from ppairs_lens.activations.readouts import default_readouts
-    from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.models.loading import model_name
+@dataclass(kw_only=True)
+class Harvest(Command, TemplateOption, HookOptions, SeedOption, DatasetOptions, ModelOptions):
+    """harvest contrast-pair activations into a store"""
 
-    settings = HarvestSettings(token_budget=args.token_budget)
-    dataset = load_dataset_spec(args.dataset, max_pairs=args.max_pairs, seed=args.seed)
-    bridge = load_model_from_args(args)
-    hooks = readout_names(bridge, args.hooks)  # a typo in --hooks fails before the harvest
-    template = args.template or default_template(dataset)
-    out = Path(args.out) if args.out else default_store_path(
-        args.stores, model_name(bridge), dataset, template,
-        None if hooks == default_readouts(bridge) else hooks)
-    store = harvest_dataset(bridge, dataset, out, template=template, shard_size=args.shard_size,
-                            shard=parse_shard(args.shard), settings=settings,
-                            names=None if args.hooks is None else hooks)
-    state = "complete" if store.complete else f"{len(store.missing_shards())} shards left"
-    print(f"{store.path}: {store.n_pairs} pairs x 2 x {store.n_readouts} read-outs x "
-          f"{store.d_model} ({state})")
+    name: ClassVar[str] = "harvest"
+    out: str | None = option(help="store folder (default: under --stores)")
+    shard: str | None = option(type=_shard_arg, help="i/n: do only part i of n (0-based)")
+    shard_size: int = option(256, type=positive_int, help="pairs per store shard")
+    token_budget: int | None = option(type=positive_int,
+                                      help="tokens held per forward pass (batch rows x sequence "
+                                           "length; default: by device, "
+                                           "ppairs_lens.activations.runner.default_token_budget)")
+
+    def run(self) -> None:
+        from ppairs_lens.activations.harvest import readout_names
+        from ppairs_lens.activations.pipeline import (default_store_path, harvest_dataset,
+                                                      parse_shard)
+        from ppairs_lens.activations.prompts import default_template
+        from ppairs_lens.activations.readouts import default_readouts
+        from ppairs_lens.activations.runner import HarvestSettings
+        from ppairs_lens.data.specs import load_dataset_spec
+        from ppairs_lens.models.loading import model_name
+
+        dataset = load_dataset_spec(self.dataset, max_pairs=self.max_pairs, seed=self.seed)
+        bridge = load_model_from_args(self)
+        hooks = readout_names(bridge, self.hooks)  # a typo in --hooks fails before the harvest
+        template = self.template or default_template(dataset)
+        out = Path(self.out) if self.out else default_store_path(
+            self.stores, model_name(bridge), dataset, template,
+            None if hooks == default_readouts(bridge) else hooks)
+        store = harvest_dataset(bridge, dataset, out, template=template,
+                                shard_size=self.shard_size, shard=parse_shard(self.shard),
+                                settings=HarvestSettings(token_budget=self.token_budget),
+                                names=None if self.hooks is None else hooks)
+        state = "complete" if store.complete else f"{len(store.missing_shards())} shards left"
+        print(f"{store.path}: {store.n_pairs} pairs x 2 x {store.n_readouts} read-outs x "
+              f"{store.d_model} ({state})")
 
 
 def _check_layer_for(args, bridge) -> None:
@@ -279,31 +226,68 @@ def _check_layer_for(args, bridge) -> None:
     check_layer(args, len(readout_names(bridge, getattr(args, "hooks", None))))
 
 
-def _cmd_rank(args) -> None:
-    """PAIRS ranking on the comparison datasets, then insertion scoring on a ClimateX file:
-    two experiments, one model load."""
-    from analyses import insertion, ranking
+class Analysis(Command):
+    """A command that runs an experiment module's ``cli(args, bridge)`` on the loaded model."""
 
-    bridge = None
-    if ranking.wants_model(args) or insertion.wants_model(args):
-        bridge = load_model_from_args(args)
-        _check_layer_for(args, bridge)
-    ranking.cli(args, bridge=bridge)
-    insertion.cli(args, bridge=bridge)
+    module: ClassVar[str]
 
-
-def _cmd_analysis(args) -> None:
-    import importlib
-
-    module = importlib.import_module(f"analyses.{ANALYSES[args.command]}")
-    bridge = load_model_from_args(args)
-    _check_layer_for(args, bridge)
-    module.cli(args, bridge=bridge)
-    if getattr(args, "save_probes", None):
-        _save_probes(args, bridge)
+    def run(self) -> None:
+        module = importlib.import_module(f"analyses.{self.module}")
+        bridge = load_model_from_args(self)
+        _check_layer_for(self, bridge)
+        module.cli(self, bridge=bridge)
 
 
-def _save_probes(args, bridge) -> None:
+@dataclass(kw_only=True)
+class Experiment(CalibrationOption, DatasetsOptions, ModelOptions):
+    """The options every experiment command shares: the model, its datasets and the plan's
+    calibration."""
+
+    out: str = option("figures", help="folder for tables and figures")
+
+
+@dataclass(kw_only=True)
+class Shift(Analysis, JudgeOptions, TemplateOption, HookOptions, SplitOptions, Experiment):
+    """train probes on some files, test them on others, with the prompted judge and the
+    no-model baselines beside"""
+
+    name: ClassVar[str] = "shift"
+    module: ClassVar[str] = "distribution_shift"
+    datasets: None = field(default=None, cmd=False)
+    train: list[str] = option(nargs="+", metavar="SPEC", required=True,
+                              help="files the probes are trained on (their training split, "
+                                   "pooled; path, path:aspect, built-in name; @Name to name one)")
+    test: list[str] = option(nargs="+", metavar="SPEC", required=True,
+                             help="shifted files, every pair of each scored")
+    max_pairs: object = option(nargs="+", type=pair_limit, action=PairLimitsAction,
+                               metavar="N|NAME=N", help=MAX_PAIRS_HELP.format(what="file"))
+    out: str = option("figures", help="folder for the table and figure")
+    kinds: list[str] | None = kinds_option("probe kinds (default: supervised pca mass_mean)")
+    judges: list[str] = judges_option(("zero_shot",))
+
+
+@dataclass(kw_only=True)
+class Sweep(Analysis, JudgeOptions, TemplateOption, HookOptions, SplitOptions, Experiment):
+    """fit every probe type at every layer; figure + table"""
+
+    name: ClassVar[str] = "sweep"
+    module: ClassVar[str] = "layer_sweep"
+    save_probes: str | None = option(metavar="DIR",
+                                     help="also save each dataset's probes (every kind and "
+                                          "read-out, fitted on its training split) into "
+                                          "DIR/<dataset> (safetensors + metadata.json; "
+                                          "ppairs_lens.load_sweep)")
+    kinds: list[str] | None = kinds_option("probe kinds swept (default: supervised pca "
+                                           "mass_mean; ccs is fitted at every read-out on the "
+                                           "validation split too, slower)")
+
+    def run(self) -> None:
+        super().run()
+        if self.save_probes:
+            _save_probes(self)
+
+
+def _save_probes(args) -> None:
     """``--save-probes DIR``: each dataset's sweep, fitted on its training split (the stores
     the analysis used, reopened), saved into ``DIR/<dataset>``."""
     from ppairs_lens.activations.pipeline import ensure_store
@@ -311,6 +295,7 @@ def _save_probes(args, bridge) -> None:
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.saved_probes import save_store_probes
 
+    bridge = load_model_from_args(args)
     for spec in args.datasets or list(BUILTIN_NAMES):
         dataset = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         store = ensure_store(bridge, dataset, args.stores, template=args.template,
@@ -320,45 +305,157 @@ def _save_probes(args, bridge) -> None:
         print(f"probes saved: {path}")
 
 
-def _check_transfer(args) -> None:
-    from analyses.cross_dataset import TransferConfig
+@dataclass(kw_only=True)
+class Transfer(Sweep):
+    """cross-dataset transfer and cosine similarity of directions"""
 
-    if args.datasets is not None and len(set(args.datasets)) < 2:
-        raise PPairsError(f"transfer needs at least 2 different datasets, got --datasets "
-                          f"{' '.join(args.datasets)}")
-    if getattr(args, "kinds", None):
-        TransferConfig(stores=[], kinds=tuple(args.kinds)).validate()
+    name: ClassVar[str] = "transfer"
+    module: ClassVar[str] = "cross_dataset"
+    layer: int | None = layer_option("read-out index of the transfer matrix and cosines "
+                                     "(default: chosen on a validation split of each source's "
+                                     "training pairs; -1 the final norm)")
+    kinds: list[str] | None = kinds_option("probe kinds of the transfer matrix and cosines "
+                                           "(default: all four; ccs is fitted at the cosine "
+                                           "read-out only)")
 
+    def check(self) -> None:
+        from analyses.cross_dataset import TransferConfig
 
-def _check_steer(args) -> None:
-    from analyses.steering import SteeringConfig
-
-    if args.alphas:
-        SteeringConfig(stores=[], alphas=tuple(args.alphas))
-
-
-def _check_finetune(args) -> None:
-    from analyses.finetuning import FinetuningConfig
-
-    if args.max_train is not None:
-        FinetuningConfig(max_train=args.max_train)
-
-
-#: Per command: its experiment's own config checks, run on the arguments alone (no stores
-#: yet), so that what the config would refuse after the harvest is refused before the model
-#: loads.
-def _check_generate(args) -> None:
-    """Strengths in units of the activations' median norm are bounded before the model loads;
-    a raw strength once that norm is measured (``generate.cli``)."""
-    from ppairs_lens.interventions.steering import check_alpha
-
-    if not args.raw_alpha:
-        for a in args.alpha:
-            check_alpha(a, f"--alpha {a:g}")
+        check_args(self)
+        if self.datasets is not None and len(set(self.datasets)) < 2:
+            raise PPairsError(f"transfer needs at least 2 different datasets, got --datasets "
+                              f"{' '.join(self.datasets)}")
+        self.config(TransferConfig, stores=[]).validate()
 
 
-CONFIG_CHECKS = {"transfer": _check_transfer, "steer": _check_steer,
-                 "finetune": _check_finetune, "generate": _check_generate}
+@dataclass(kw_only=True)
+class Ablate(Analysis, TemplateOption, SplitOptions, Experiment):
+    """directional ablation of probe directions, with controls"""
+
+    name: ClassVar[str] = "ablate"
+    module: ClassVar[str] = "ablation"
+    layer: int | None = layer_option("read-out index of the probe directions (default: chosen "
+                                     "on a validation split of the training pairs)")
+    n_random: int | None = null_option("ablated", "isotropic random directions",
+                                       "AblationConfig")
+    n_matched: int | None = null_option("ablated", "random directions drawn from the training "
+                                                   "contrasts' covariance", "AblationConfig")
+
+
+@dataclass(kw_only=True)
+class Steer(Analysis, TemplateOption, SplitOptions, Experiment):
+    """steering dose-response of the judge to probe directions, against random and
+    variance-matched nulls"""
+
+    name: ClassVar[str] = "steer"
+    module: ClassVar[str] = "steering"
+    layer: int | None = layer_option("read-out index of the probe directions and of the "
+                                     "steering hook (default: chosen on a validation split)")
+    n_random: int | None = null_option("added", "isotropic random directions", "SteeringConfig")
+    n_matched: int | None = null_option("added", "random directions drawn from the training "
+                                                 "contrasts' covariance", "SteeringConfig")
+    alphas: list[float] | None = config_option(nargs="+", type=finite_float, metavar="A",
+                                        help="steering strengths in units of the read-out's "
+                                             "median activation norm (default: -1 -0.5 -0.25 "
+                                             "0.25 0.5 1)")
+
+    def check(self) -> None:
+        from analyses.steering import PRESETS, SteeringConfig
+
+        check_args(self)
+        self.config(SteeringConfig, PRESETS, stores=[])
+
+
+@dataclass(kw_only=True)
+class Finetune(Analysis, TemplateOption, SplitOptions, Experiment):
+    """probes against LoRA and full finetuning on the same labels, with cost and a label
+    curve"""
+
+    name: ClassVar[str] = "finetune"
+    module: ClassVar[str] = "finetuning"
+    max_train: int | None = config_option(
+        type=positive_int, help="training comparisons every method gets (default 8; --quick 4)")
+    curve_sizes: list[int] | None = config_option(
+        nargs="+", type=positive_int, help="label counts of the label curve (default 4 8; "
+                                           "--quick 4)")
+    curve_seeds: list[int] | None = config_option(
+        nargs="+", type=seed_int, help="seeds of each label count's subset (default 0)")
+
+    def check(self) -> None:
+        from analyses.finetuning import PRESETS, FinetuningConfig
+
+        check_args(self)
+        self.config(FinetuningConfig, PRESETS)
+
+
+@dataclass(kw_only=True)
+class Rank(Command, EvalOptions, Experiment):
+    """PAIRS ranking and insertion scoring against baselines"""
+
+    name: ClassVar[str] = "rank"
+    layer: int | None = layer_option("read-out index of the probe (default: chosen on held-out "
+                                     "training pairs)")
+
+    def run(self) -> None:
+        """PAIRS ranking on the comparison datasets, then insertion scoring on a ClimateX
+        file: two experiments, one model load."""
+        from analyses import insertion, ranking
+
+        bridge = None
+        if ranking.wants_model(self) or insertion.wants_model(self):
+            bridge = load_model_from_args(self)
+            _check_layer_for(self, bridge)
+        ranking.cli(self, bridge=bridge)
+        insertion.cli(self, bridge=bridge)
+
+
+@dataclass(kw_only=True)
+class Run(Analysis, SplitOptions, Experiment):
+    """the main job: the replication on the embedded default"""
+
+    name: ClassVar[str] = "run"
+    module: ClassVar[str] = "replication.run"
+    recompute: bool = flag("redo every step (default: steps whose config, stores and code are "
+                           "unchanged since the last run into --out are reused)")
+    shared_data: str | None = option(metavar="DIR",
+                                     help="folder of the seed experiments' datasets (the "
+                                          "replication); not given: ../shared/datasets, or "
+                                          "where that is absent the files fetched into the "
+                                          "cache as by `data fetch` (a failed fetch: the "
+                                          "built-ins); a folder named here must hold them")
+    shared_data_given: bool = field(default=False, cmd=False)
+    extra: list[str] = option([], nargs="+", metavar="SPEC",
+                              help="further files of the supported formats (path or "
+                                   "path:aspect) for the probes-vs-prompting and transfer "
+                                   "experiments")
+    full: bool = flag("the papers' sizes (for a GPU; hours on a CPU); not with --quick")
+    builtins: bool = flag("run the main job on the built-ins (generated datasets) instead of "
+                          "the seed experiments' files")
+
+
+#: Every subcommand, by name, in the order ``--help`` lists them.
+COMMANDS: dict[str, type[Command]] = {c.name: c for c in (
+    Datasets, Data, Generate, Harvest, Shift, Sweep, Transfer, Ablate, Steer, Finetune, Rank,
+    Run)}
+
+
+class _Program(OneLineParser):
+    """The top-level parser: ``parse_args`` gives the chosen command's options instance."""
+
+    def parse_args(self, args=None, namespace=None):
+        ns = super().parse_args(args, namespace)
+        return ns.options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Program(prog="ppairs-lens", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    for name, cls in COMMANDS.items():
+        doc = " ".join(cls.__doc__.split())
+        p = sub.add_parser(name, help=doc, description=doc)
+        p.add_arguments(cls, dest="options")
+    return parser
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -375,33 +472,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():     # the command's warnings, restored when it returns
         warnings.showwarning = _one_line_warning
-        return _run(args)
-
-
-def _run(args) -> int:
-    try:
-        if args.command == "datasets":
-            _cmd_datasets(args)
-            return 0
-        if args.command == "data":
-            _cmd_data(args)
-            return 0
-        check_args(args)  # before any model loads
-        CONFIG_CHECKS.get(args.command, lambda _: None)(args)
-        if args.command == "harvest":
-            _cmd_harvest(args)
-        elif args.command == "rank":
-            _cmd_rank(args)
-        elif args.command == "generate":
-            from analyses import generate
-
-            generate.cli(args, bridge=load_model_from_args(args))
-        else:
-            _cmd_analysis(args)
-    except PPairsError as e:
-        # Errors we raise on purpose already say what to fix: no traceback, one line.
-        print(f"ppairs-lens {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        try:
+            args.check()    # before any model loads
+            args.run()
+        except PPairsError as e:
+            # Errors we raise on purpose already say what to fix: no traceback, one line.
+            print(f"ppairs-lens {args.name}: error: {' '.join(str(e).split())}",
+                  file=sys.stderr)
+            return 2
     return 0
 
 

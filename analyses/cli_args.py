@@ -1,29 +1,43 @@
-"""The ``ppairs-lens`` command's options: how each is parsed, the checks made before any model
-loads, and the one model loader every command uses (:func:`load_model_from_args`).
+"""The ``ppairs-lens`` command's options, as dataclasses: a command's options class *is* its
+command line. simple-parsing builds each subcommand's parser from the fields (type, default,
+help), and the command reads the parsed instance by attribute, as its experiment's
+``cli(args, bridge)`` does. Each idea is one mixin here (the model, the datasets, the
+evaluation protocol, the judges...), declared once and composed by the commands in
+:mod:`analyses.cli`.
 
-Everything that can be checked without a model is checked here, so a typo costs no model load:
-numbers while parsing (one-line errors, exit status 2), dataset specs and the template file
-by loading them (:func:`check_args`). What needs the model (hook names, the range of
-``--layer``) is checked right after it loads, before any harvest.
+Everything that can be checked without a model is checked before one loads, so a typo costs
+no model load: numbers while parsing (one-line errors, exit status 2), dataset specs and the
+template file by loading them (:func:`check_args`), each command's own config by building it
+(its ``check``). What needs the model (hook names, the range of ``--layer``) is checked right
+after it loads, before any harvest.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import ClassVar, Literal
+
+import simple_parsing
+from simple_parsing import DashVariant, NestedMode
+from simple_parsing.helpers import field
 
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.presets import DEMO, PRESET_NAMES, PREVIEWS, max_pairs_at, settings_at
+from ppairs_lens.judges.held_out import JUDGE_FORMS
+from ppairs_lens.models.loading import BACKENDS
+from ppairs_lens.presets import (DEMO, PRESET_NAMES, PREVIEWS, at_preset, max_pairs_at,
+                                 settings_at)
+from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
-__all__ = ["OneLineParser", "PREVIEW_CAPPED", "SPLITS", "add_calibration",
-           "add_data_commands",
-           "add_dataset_options", "add_eval_settings", "add_hooks", "add_judges", "add_kinds",
-           "add_layer", "add_model_options", "add_seed", "add_split", "add_template",
-           "check_args", "check_layer", "eval_settings_from_args", "finite_float",
-           "finite_number", "load_model_from_args",
-           "positive_int", "preset_name", "seed_int", "share", "DEFAULT_SHARED_DATA"]
+__all__ = ["DEFAULT_SHARED_DATA", "PREVIEW_CAPPED", "SPLITS", "CalibrationOption",
+           "DatasetOptions", "DatasetsOptions", "EvalOptions", "HookOptions", "JudgeOptions",
+           "ModelOptions", "OneLineParser", "Options", "SeedOption", "SplitOptions",
+           "TemplateOption", "check_args", "check_layer", "config_option", "finite_float",
+           "finite_number", "flag", "judges_option", "kinds_option", "layer_option",
+           "load_model_from_args", "null_option", "option", "positive_int", "seed_int",
+           "share"]
 
 SPLITS = ("auto", "context", "item", "pair")
 #: Commands whose datasets a preview preset caps (``ppairs_lens.presets.max_pairs_at``;
@@ -32,32 +46,75 @@ SPLITS = ("auto", "context", "item", "pair")
 PREVIEW_CAPPED = ("harvest", "sweep", "transfer", "ablate", "steer", "finetune", "shift")
 #: The presets a flag of their name picks (``--quick``, ``--full``); none: the demo.
 FLAG_PRESETS = tuple(n for n in PRESET_NAMES if n != DEMO)
-TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"comparison\" or "
-                 "\"statement\") and any ComparisonTemplate / StatementTemplate fields to change "
-                 "(user, assistant, choices, system, context_block, no_context_block, "
-                 "include_description), e.g. {\"kind\": \"comparison\", \"choices\": "
-                 "[\" A\", \" B\"], \"assistant\": \"The {comparative} {item} is Choice\"}; "
-                 "applies to every dataset, which must be of its kind; the two prompts must "
-                 "differ in their final token only")
+#: How simple-parsing lays out every subcommand: ``--n-boot`` (not ``--n_boot``), the mixins'
+#: fields without a prefix, no ``--config_path``.
+PARSER_STYLE = {"add_option_string_dash_variants": DashVariant.DASH,
+                "nested_mode": NestedMode.WITHOUT_ROOT, "add_config_path_arg": False}
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (and exit status 2). A command with the
-    evaluation options (:func:`add_eval_settings`) gets them as ONE record, ``args.settings``
-    (:func:`eval_settings_from_args`), and a command with a preset's flag the preset its
-    options pick, ``args.preset`` (:func:`preset_name`): what every experiment's ``cli``
-    reads."""
+class OneLineParser(simple_parsing.ArgumentParser):
+    """An argument parser whose errors are one line (and exit status 2), a type's or an
+    options class's own refusal included; ``--help`` shows each option's default where its
+    help does not already say it."""
 
-    def parse_known_args(self, args=None, namespace=None):
-        ns, rest = super().parse_known_args(args, namespace)
-        if any(hasattr(ns, n) for n in FLAG_PRESETS) and not hasattr(ns, "preset"):
-            ns.preset = preset_name(ns)
-        if hasattr(ns, "n_boot") and not hasattr(ns, "settings"):
-            ns.settings = eval_settings_from_args(ns)
-        return ns, rest
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _DefaultsHelp)
+        super().__init__(*args, **{**PARSER_STYLE, **kwargs})
+
+    def _preprocessing(self, *args, **kwargs) -> None:
+        """Each value shown as its option's name (``--out OUT``) unless the field names it
+        (upper case) or it has choices: simple-parsing's type names (``[str]``, ``int``) and
+        its dotted destinations say less."""
+        super()._preprocessing(*args, **kwargs)
+        for group in self._action_groups:   # "Sweep ['options']" and its class docstring
+            if group.title and group.title.endswith("['options']"):
+                group.title, group.description = f"{self.prog.split()[-1]} options", None
+        for action in self._actions:
+            named = isinstance(action.metavar, str) and action.metavar.isupper()
+            if action.option_strings and action.nargs != 0 and not named and (
+                    action.metavar is not None or action.choices is None):
+                action.metavar = action.dest.rsplit(".", 1)[-1].upper()
+
+    def parse_known_args(self, args=None, namespace=None, attempt_to_reorder=False):
+        try:
+            return super().parse_known_args(args, namespace, attempt_to_reorder)
+        except PPairsError as e:
+            self.error(str(e))
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _DefaultsHelp(argparse.HelpFormatter):
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or action.default is None or action.default is False
+                or action.default is argparse.SUPPRESS or action.default == []):
+            return text
+        shown = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) \
+            else action.default
+        return f"{text} (default: {shown})"
+
+
+def option(default=None, help: str = "", **argparse_kw):
+    """One option: its default, its help and any argparse keyword (``type``, ``nargs``,
+    ``metavar``, ``choices``, ``action``, ``alias``); ``nargs=None`` by default, so an option
+    whose default is None still takes one value."""
+    kw = {"nargs": None, "required": False, **argparse_kw}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), help=help, **kw)
+    return field(default=default, help=help, **kw)
+
+
+def config_option(default=None, help: str = "", **argparse_kw):
+    """An option that sets the field of its name in the command's experiment config
+    (:meth:`Options.config`): not given (None), the config's value at the preset stays."""
+    return option(default, help, metadata={"config": True}, **argparse_kw)
+
+
+def flag(help: str):
+    """An on/off option: absent False, given True."""
+    return field(default=False, action="store_true", help=help)
 
 
 def _whole_number(text: str, least: int) -> int:
@@ -73,6 +130,12 @@ def _whole_number(text: str, least: int) -> int:
 
 def positive_int(text: str) -> int:
     return _whole_number(text, 1)
+
+
+def seed_int(text: str) -> int:
+    """A seed: a whole number >= 0 (numpy's generators refuse negative seeds, which would
+    surface only after the harvest)."""
+    return _whole_number(text, 0)
 
 
 def pair_limit(text: str) -> tuple[str | None, int]:
@@ -104,21 +167,6 @@ class PairLimitsAction(argparse.Action):
         setattr(namespace, self.dest, limits)
 
 
-def add_max_pairs(p: argparse.ArgumentParser, what: str = "dataset") -> None:
-    p.add_argument("--max-pairs", nargs="+", type=pair_limit, action=PairLimitsAction,
-                   default=None, metavar="N|NAME=N",
-                   help=f"use at most N pairs of each {what} (a prefix of one seeded order of its "
-                        "contexts, so the last context may be cut), or of the one named NAME (its @Name, else its file's name); "
-                        "every limit of a file shares its store: a smaller one reads pairs "
-                        "a larger one harvested")
-
-
-def seed_int(text: str) -> int:
-    """A seed: a whole number >= 0 (numpy's generators refuse negative seeds, which would
-    surface only after the harvest)."""
-    return _whole_number(text, 0)
-
-
 def share(text: str) -> float:
     """A share strictly between 0 and 1 (``--test-size``)."""
     try:
@@ -141,108 +189,8 @@ def template_file(text: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_model_options(p: argparse.ArgumentParser) -> None:
-    from ppairs_lens.models.loading import BACKENDS
-
-    p.add_argument("--model", default=None,
-                   help="HF model id or local folder (default: the embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1")
-    p.add_argument("--device-map", default=None,
-                   help="e.g. auto: spread a model too big for one GPU over the visible GPUs")
-    p.add_argument("--backend", default="bridge", choices=list(BACKENDS),
-                   help="bridge: TransformerBridge (default); hooked: a classic "
-                        "HookedTransformer (transformer-lens<4)")
-    quick = PREVIEWS["quick"]
-    p.add_argument("--quick", action="store_true",
-                   help="the quick preset, for a preview or a test: the experiment's own "
-                        f"small sizes (its config's PRESETS), at most {quick.n_boot} "
-                        f"resamples, PNG figures only; {', '.join(PREVIEW_CAPPED)} and run "
-                        f"--builtins: at most {quick.max_pairs} pairs per dataset unless "
-                        "--max-pairs")
-
-
-def add_dataset_options(p: argparse.ArgumentParser, many: bool = False) -> None:
-    if many:
-        p.add_argument("--datasets", nargs="+", default=None,
-                       help="built-in names or paths (path:aspect for scored-items files)")
-    else:
-        p.add_argument("--dataset", required=True,
-                       help="built-in name or a path (path:aspect for scored-items files)")
-    add_max_pairs(p)
-    p.add_argument("--stores", default="stores", help="root folder of activation stores")
-
-
-def add_data_commands(sub) -> None:
-    """``data fetch [--to DIR]``: the replication's files from their public sources."""
-    data = sub.add_parser("data", help="the replication's data files")
-    fetch = data.add_subparsers(dest="data_command", required=True).add_parser(
-        "fetch", help="download every file of the provenance table at its pinned commit, "
-                      "verify its SHA-256, lay the files out like ../shared/datasets (base URL: "
-                      "$PPAIRS_LENS_DATA_MIRROR, else raw.githubusercontent.com)")
-    fetch.add_argument("--to", default=None, metavar="DIR",
-                       help="folder to fill (default: the package cache's datasets folder, "
-                            "$PPAIRS_LENS_CACHE/datasets or ~/.cache/ppairs-lens/datasets)")
-
-
-def add_seed(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=seed_int, default=0,
-                   help="seed of the dataset subsets, splits and bootstrap resamples (default 0)")
-
-
-def add_eval_settings(p: argparse.ArgumentParser, split: bool = True) -> None:
-    """The shared evaluation protocol's options (one record,
-    :class:`ppairs_lens.evaluation.protocol.EvalSettings`; read back by
-    :func:`eval_settings_from_args`): ``--seed``, ``--n-boot`` and, with ``split``,
-    ``--test-size`` and ``--split-by`` (alias ``--split``)."""
-    add_seed(p)
-    p.add_argument("--n-boot", type=positive_int, default=None,
-                   help="bootstrap resamples of every confidence interval (default 2000; "
-                        f"--quick {PREVIEWS['quick'].n_boot})")
-    if split:
-        p.add_argument("--test-size", type=share, default=None,
-                       help="held-out share of the leak groups (default 0.3; the replication "
-                            "0.5, as the paper)")
-        add_split(p)
-
-
-def eval_settings_from_args(args, base=None):
-    """The one :class:`~ppairs_lens.evaluation.protocol.EvalSettings` of a command: ``base``
-    (default: the built-ins' protocol) at the preset the options pick (a preview's with
-    ``--quick``), then every option given."""
-    from ppairs_lens.evaluation.protocol import EvalSettings
-
-    s = settings_at(base if base is not None else EvalSettings(), preset_name(args))
-    given = {"seed": getattr(args, "seed", None), "n_boot": getattr(args, "n_boot", None),
-             "test_size": getattr(args, "test_size", None),
-             "split_by": getattr(args, "split", None)}
-    return s.but(**{k: v for k, v in given.items() if v is not None})
-
-
-def add_split(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--split-by", "--split", dest="split", default="auto", choices=SPLITS,
-                   help="how held-out pairs are chosen so that nothing leaks: auto (default: "
-                        "whole groups where records share one (a context, an item block, a "
-                        "statement's subject), else items if they recur (cross pairs "
-                        "dropped), else pairs), context (whole groups), item, or pair")
-
-
-def add_layer(p: argparse.ArgumentParser, default: int | None, help_: str) -> None:
-    p.add_argument("--layer", type=int, default=default, help=help_)
-
-
-def add_kinds(p: argparse.ArgumentParser, help_: str) -> None:
-    """``--kinds``: probe kinds, any of ``ALL_PROBE_KINDS`` (default None: the command's own)."""
-    from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
-
-    p.add_argument("--kinds", nargs="+", choices=list(ALL_PROBE_KINDS), default=None,
-                   metavar="KIND", help=f"{help_} (choose from {', '.join(ALL_PROBE_KINDS)})")
-
-
 def judge_limit(text: str) -> tuple[str, int]:
     """``FORM=N`` (``--judge-max-pairs``): a judge form and its most held-out pairs."""
-    from ppairs_lens.judges.held_out import JUDGE_FORMS
-
     form, sep, n = text.partition("=")
     if not sep or form not in JUDGE_FORMS:
         raise argparse.ArgumentTypeError(f"expected FORM=N with FORM one of "
@@ -250,50 +198,9 @@ def judge_limit(text: str) -> tuple[str, int]:
     return form, positive_int(n)
 
 
-def add_judges(p: argparse.ArgumentParser, default: tuple[str, ...] | None = None) -> None:
-    """``--judges`` (which prompted judge forms run; ``none``: no judge; ``default``: all of
-    ``JUDGE_FORMS``) and ``--judge-max-pairs FORM=N`` (each form on a seeded subset of whole
-    held-out contexts; ``args.judge_max_pairs`` is a list of ``(form, n)``); ``none`` with a
-    form is refused by :func:`check_args`."""
-    from ppairs_lens.judges.held_out import JUDGE_FORMS
-
-    default = tuple(default or JUDGE_FORMS)
-    p.add_argument("--judges", nargs="+", default=list(default),
-                   choices=[*JUDGE_FORMS, "none"], metavar="FORM",
-                   help=f"prompted judge forms run on the held-out pairs (choose from "
-                        f"{', '.join(JUDGE_FORMS)}; none: no judge; default: "
-                        f"{' '.join(default)}). Finished judges are remembered beside their "
-                        "store and reused")
-    p.add_argument("--judge-max-pairs", nargs="+", type=judge_limit, default=[],
-                   metavar="FORM=N",
-                   help="run a judge form on at most N held-out pairs (whole contexts, seeded), "
-                        "e.g. few_shot=40 (its long prompts cost most)")
-
-
-def add_calibration(p: argparse.ArgumentParser) -> None:
-    """``--no-calibration``: time no prompts before the work; the estimate uses the rates an
-    earlier run measured on this model, device and thread count, and leaves out the rest."""
-    p.add_argument("--no-calibration", action="store_true",
-                   help="skip timing a few prompts before the work: the estimate uses the "
-                        "rates remembered from an earlier run on this model and device "
-                        "(measured rates are remembered in the cache's rates.json)")
-
-
-def add_template(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--template", type=template_file, default=None, metavar="FILE",
-                   help=TEMPLATE_HELP)
-
-
-def add_hooks(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hooks", nargs="+", default=None, metavar="HOOK",
-                   help="read-outs: hook names, presets (paper, full) or glob patterns such as "
-                        "'blocks.*.hook_resid_pre' (default: every block's hook_resid_post and "
-                        "ln_final.hook_out)")
-
-
 def finite_number(text: str) -> float:
     """A finite number (``generate --alpha``: its bound depends on ``--raw-alpha``, checked
-    before the model loads where it can be, :func:`analyses.cli` ``_check_generate``)."""
+    before the model loads where it can be, by the ``generate`` command's ``check``)."""
     try:
         value = float(text)
     except ValueError:
@@ -316,16 +223,201 @@ def finite_float(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"comparison\" or "
+                 "\"statement\") and any ComparisonTemplate / StatementTemplate fields to change "
+                 "(user, assistant, choices, system, context_block, no_context_block, "
+                 "include_description), e.g. {\"kind\": \"comparison\", \"choices\": "
+                 "[\" A\", \" B\"], \"assistant\": \"The {comparative} {item} is Choice\"}; "
+                 "applies to every dataset, which must be of its kind; the two prompts must "
+                 "differ in their final token only")
+MAX_PAIRS_HELP = ("use at most N pairs of each {what} (a prefix of one seeded order of its "
+                  "contexts, so the last context may be cut), or of the one named NAME (its "
+                  "@Name, else its file's name); every limit of a file shares its store: a "
+                  "smaller one reads pairs a larger one harvested")
+
+
+@dataclass(kw_only=True)
+class Options:
+    """What every command's options give beside their fields: the preset they pick
+    (``preset``) and the one evaluation protocol (``settings``)."""
+
+    #: The subcommand these options belong to (its registry entry, ``analyses.cli.COMMANDS``).
+    name: ClassVar[str] = ""
+
+    @property
+    def command(self) -> str:
+        return self.name
+
+    @property
+    def preset(self) -> str:
+        """``quick``, ``full`` or the defaults, ``demo`` (both flags together are refused by
+        :func:`check_args`)."""
+        return next((n for n in FLAG_PRESETS if getattr(self, n, False)), DEMO)
+
+    def config(self, cls, presets=None, **fixed):
+        """The experiment config ``cls(**fixed)`` these options ask for: with their protocol
+        (``settings``), at the preset they pick (``presets``: the experiment's ``PRESETS``),
+        then every config option given (:func:`config_option`; a list as a tuple), which wins
+        over the preset."""
+        names = {f.name for f in fields(cls)}
+        cfg = cls(**{"settings": self.settings, **fixed} if "settings" in names else fixed)
+        if presets is not None:
+            cfg = at_preset(cfg, presets, self.preset)
+        given = {f.name: getattr(self, f.name) for f in fields(self)
+                 if f.metadata.get("config") and f.name in names and f.name not in fixed
+                 and getattr(self, f.name) is not None}
+        return replace(cfg, **{k: tuple(v) if isinstance(v, list) else v
+                               for k, v in given.items()})
+
+    @property
+    def settings(self):
+        """The one :class:`~ppairs_lens.evaluation.protocol.EvalSettings` of a command: the
+        built-ins' protocol at the preset the options pick (a preview's with ``--quick``),
+        then every option given."""
+        from ppairs_lens.evaluation.protocol import EvalSettings
+
+        s = settings_at(EvalSettings(), self.preset)
+        given = {"seed": getattr(self, "seed", None), "n_boot": getattr(self, "n_boot", None),
+                 "test_size": getattr(self, "test_size", None),
+                 "split_by": getattr(self, "split", None)}
+        return s.but(**{k: v for k, v in given.items() if v is not None})
+
+
+@dataclass(kw_only=True)
+class ModelOptions(Options):
+    """The model every command loads (:func:`load_model_from_args`) and the preset."""
+
+    model: str | None = option(help="HF model id or local folder (default: the embedded "
+                                    "SmolLM2-135M-Instruct)")
+    dtype: Literal["float32", "bfloat16", "float16"] = option("float32",
+                                                              help="the weights' dtype")
+    device: str | None = option(help="e.g. cpu, cuda, cuda:1")
+    device_map: str | None = option(help="e.g. auto: spread a model too big for one GPU over "
+                                         "the visible GPUs")
+    backend: str = option("bridge", choices=tuple(BACKENDS),
+                          help="bridge: TransformerBridge (default); hooked: a classic "
+                               "HookedTransformer (transformer-lens<4)")
+    quick: bool = flag(
+        f"the quick preset, for a preview or a test: the experiment's own small sizes (its "
+        f"config's PRESETS), at most {PREVIEWS['quick'].n_boot} resamples, PNG figures only; "
+        f"{', '.join(PREVIEW_CAPPED)} and run --builtins: at most "
+        f"{PREVIEWS['quick'].max_pairs} pairs per dataset unless --max-pairs")
+
+
+@dataclass(kw_only=True)
+class DatasetsOptions(Options):
+    """The datasets a command runs on, how many pairs of each, and where their stores lie."""
+
+    datasets: list[str] | None = option(nargs="+", metavar="SPEC",
+                                        help="built-in names or paths (path:aspect for "
+                                             "scored-items files)")
+    max_pairs: object = option(nargs="+", type=pair_limit, action=PairLimitsAction,
+                               metavar="N|NAME=N", help=MAX_PAIRS_HELP.format(what="dataset"))
+    stores: str = option("stores", help="root folder of activation stores")
+
+
+@dataclass(kw_only=True)
+class DatasetOptions(DatasetsOptions):
+    """One dataset in place of several (``harvest``)."""
+
+    datasets: None = field(default=None, cmd=False)
+    dataset: str = option(help="built-in name or a path (path:aspect for scored-items files)",
+                          required=True)
+
+
+@dataclass(kw_only=True)
+class SeedOption(Options):
+    seed: int = option(0, type=seed_int, help="seed of the dataset subsets, splits and "
+                                              "bootstrap resamples")
+
+
+@dataclass(kw_only=True)
+class EvalOptions(SeedOption):
+    """The shared evaluation protocol's options, read back as one record (``settings``)."""
+
+    n_boot: int | None = option(type=positive_int,
+                                help="bootstrap resamples of every confidence interval "
+                                     f"(default 2000; --quick {PREVIEWS['quick'].n_boot})")
+
+
+@dataclass(kw_only=True)
+class SplitOptions(EvalOptions):
+    """How the held-out pairs are chosen."""
+
+    test_size: float | None = option(type=share, help="held-out share of the leak groups "
+                                                      "(default 0.3; the replication 0.5, as "
+                                                      "the paper)")
+    split: str = option("auto", alias=["--split-by"], choices=SPLITS,
+                        help="how held-out pairs are chosen so that nothing leaks: auto "
+                             "(default: whole groups where records share one (a context, an "
+                             "item block, a statement's subject), else items if they recur "
+                             "(cross pairs dropped), else pairs), context (whole groups), item, "
+                             "or pair")
+
+
+@dataclass(kw_only=True)
+class HookOptions(Options):
+    hooks: list[str] | None = option(nargs="+", metavar="HOOK",
+                                     help="read-outs: hook names, presets (paper, full) or glob "
+                                          "patterns such as 'blocks.*.hook_resid_pre' (default: "
+                                          "every block's hook_resid_post and ln_final.hook_out)")
+
+
+@dataclass(kw_only=True)
+class TemplateOption(Options):
+    template: object = option(type=template_file, metavar="FILE", help=TEMPLATE_HELP)
+
+
+@dataclass(kw_only=True)
+class CalibrationOption(Options):
+    no_calibration: bool = flag("skip timing a few prompts before the work: the estimate uses "
+                                "the rates remembered from an earlier run on this model and "
+                                "device (measured rates are remembered in the cache's "
+                                "rates.json)")
+
+
+def judges_option(default: tuple[str, ...] | None = None):
+    """``--judges``: which prompted judge forms run (``none``: no judge; ``none`` with a form
+    is refused by :func:`check_args`; default: ``default``, else every form)."""
+    forms = tuple(JUDGE_FORMS)
+    default = tuple(default or forms)
+    return option(list(default), nargs="+", choices=[*forms, "none"], metavar="FORM",
+                  help=f"prompted judge forms run on the held-out pairs (choose from "
+                       f"{', '.join(forms)}; none: no judge; default: {' '.join(default)}). "
+                       "Finished judges are remembered beside their store and reused")
+
+
+@dataclass(kw_only=True)
+class JudgeOptions(Options):
+    """The prompted judges beside the probes, each on a seeded subset of whole held-out
+    contexts (``judge_max_pairs``: a list of ``(form, n)``)."""
+
+    judges: list[str] = judges_option()
+    judge_max_pairs: list = option([], nargs="+", type=judge_limit, metavar="FORM=N",
+                                   help="run a judge form on at most N held-out pairs (whole "
+                                        "contexts, seeded), e.g. few_shot=40 (its long prompts "
+                                        "cost most)")
+
+
+def kinds_option(help_: str):
+    """``--kinds``: probe kinds, any of ``ALL_PROBE_KINDS`` (default None: the command's own)."""
+    return config_option(nargs="+", choices=ALL_PROBE_KINDS, metavar="KIND",
+                         help=f"{help_} (choose from {', '.join(ALL_PROBE_KINDS)})")
+
+
+def layer_option(help_: str):
+    return config_option(type=int, help=help_)
+
+
+def null_option(verb: str, what: str, config: str):
+    return config_option(type=positive_int,
+                  help=f"{what}, {verb} as a null (default: {config}'s value at the preset; "
+                       "given, it wins over --quick's)")
+
+
 #: Where ``run`` looks for the seed experiments' data unless ``--shared-data`` says.
 DEFAULT_SHARED_DATA = "../shared/datasets"
 
-
-def preset_name(args) -> str:
-    """The preset a command's options pick: ``quick``, ``full`` or the defaults, ``demo``
-    (both flags together are refused by :func:`check_args`); the parser sets it as
-    ``args.preset``, which wins."""
-    return getattr(args, "preset", None) or next(
-        (n for n in FLAG_PRESETS if getattr(args, n, False)), DEMO)
 
 def check_args(args) -> None:
     """Every check that needs no model: output folders (an existing file, or not writable),
@@ -347,7 +439,7 @@ def check_args(args) -> None:
         raise PPairsError(f"--judges none cannot be combined with other forms "
                           f"({' '.join(j for j in judges if j != 'none')})")
     limits = getattr(args, "max_pairs", None)
-    cap = max_pairs_at(preset_name(args))
+    cap = max_pairs_at(args.preset)
     if (cap is not None and args.command in PREVIEW_CAPPED
             and (limits is None or limits.default is None)):
         args.max_pairs = replace(limits or PairLimits(), default=cap)

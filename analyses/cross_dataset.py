@@ -431,9 +431,7 @@ def cli(args, bridge) -> None:
     judges = {n: held_out_judge_scores(bridge, s, d, split=split, forms=forms,
                                        max_pairs=limits)
               for n, s, d in zip(names, stores, datasets)}
-    cfg = TransferConfig(stores=[str(s.path) for s in stores], settings=args.settings,
-                         layer=args.layer,
-                         kinds=tuple(getattr(args, "kinds", None) or ALL_PROBE_KINDS))
+    cfg = args.config(TransferConfig, stores=[str(s.path) for s in stores])
     res = run_transfer(stores, args.out, cfg, datasets=datasets,
                        embedding=bridge.W_E.detach(), tokenizer=bridge.tokenizer,
                        judges=judges)

@@ -352,10 +352,8 @@ def cli(args, bridge) -> None:
     t0 = time.perf_counter()
     stores_train = [harvested(d) for d in train]
     stores_test = [harvested(d) for d in test]
-    cfg = ShiftFilesConfig([d.name for d in train], [d.name for d in test],
-                           settings=args.settings,
-                           judges=forms, judge_max_pairs=limits,
-                           **({"kinds": tuple(args.kinds)} if args.kinds else {}))
+    cfg = args.config(ShiftFilesConfig, train=[d.name for d in train],
+                      test=[d.name for d in test], judges=forms, judge_max_pairs=limits)
     t = time.perf_counter()
     res = run_shift_files(bridge, train, test, stores_train, stores_test, args.out, cfg)
     judged = sum(estimate.step_seconds(x) for x in steps if x.kind != "harvest")

@@ -51,7 +51,7 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import paired_difference
-from ppairs_lens.presets import Preset, at_preset
+from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
 from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, held_out_ci_counts,
@@ -465,11 +465,7 @@ def cli(args, bridge) -> None:
     specs = args.datasets or list(BUILTIN_NAMES)
     datasets = [ds for ds in (load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
                               for spec in specs) if ds.kind == "comparison"]
-    cfg = at_preset(FinetuningConfig(settings=args.settings), PRESETS, args.preset)
-    given = {"max_train": args.max_train,
-             "curve_sizes": tuple(args.curve_sizes) if args.curve_sizes else None,
-             "curve_seeds": tuple(args.curve_seeds) if args.curve_seeds else None}
-    cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
+    cfg = args.config(FinetuningConfig, PRESETS)
     announce(bridge, plan_finetuning(bridge, datasets, args.stores, cfg, args.template),
              measure=not args.no_calibration)
     pairs = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)

@@ -38,7 +38,7 @@ from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
 from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_level
-from ppairs_lens.presets import Preset, at_preset
+from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
@@ -464,8 +464,7 @@ def cli(args, bridge=None) -> None:
     specs = _specs(args)
     if not specs:
         return
-    cfg = at_preset(InsertionConfig(path=specs[0], model=args.model, settings=args.settings,
-                                    verbose=True, layer=args.layer), PRESETS, args.preset)
+    cfg = args.config(InsertionConfig, PRESETS, path=specs[0], model=args.model, verbose=True)
     # a limit given wins over the preset
     if (limit := spec_limit(args.max_pairs, specs[0])) is not None:
         cfg = dataclasses.replace(cfg, max_train_pairs=limit)

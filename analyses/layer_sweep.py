@@ -458,8 +458,7 @@ def cli(args, bridge) -> None:
         took[d.name, "harvest"] = time.perf_counter() - t
         if (d.name, "harvest") not in on_disk:
             print(estimate.remaining(took), flush=True)
-    cfg = SweepConfig(stores=[str(s.path) for s in stores], settings=args.settings,
-                      **({"kinds": tuple(args.kinds)} if getattr(args, "kinds", None) else {}))
+    cfg = args.config(SweepConfig, stores=[str(s.path) for s in stores])
     out = Path(args.out)
     entries: dict[str, dict] = {}
 

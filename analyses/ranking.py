@@ -43,7 +43,7 @@ from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.data.specs import spec_limit
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import spearman
-from ppairs_lens.presets import Preset, at_preset
+from ppairs_lens.presets import Preset
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.judges.comparators import (
@@ -479,8 +479,7 @@ def cli(args, bridge=None) -> None:
         return
     cfgs = []
     for spec in specs:
-        cfg = at_preset(RankingConfig(dataset=spec, model=args.model, settings=args.settings,
-                                      verbose=True, layer=args.layer), PRESETS, args.preset)
+        cfg = args.config(RankingConfig, PRESETS, dataset=spec, model=args.model, verbose=True)
         # a limit given wins over the preset
         if (limit := spec_limit(args.max_pairs, spec)) is not None:
             cfg = dataclasses.replace(cfg, max_train_pairs_per_context=limit)

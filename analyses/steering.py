@@ -46,7 +46,7 @@ from ppairs_lens.errors import SettingError
 from ppairs_lens.interventions.conditions import BASELINE, MATCHED_NULL, RANDOM_NULL
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
 from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
-from ppairs_lens.presets import Preset, at_preset
+from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import held_out_records, split_store
 from ppairs_lens.interventions.direction_table import null_directions, probe_directions
@@ -291,11 +291,7 @@ def cli(args, bridge=None) -> None:
 
     specs = args.datasets or ["larger_number", "capital_true"]
     datasets = [load_dataset_spec(s, max_pairs=args.max_pairs, seed=args.seed) for s in specs]
-    cfg = at_preset(SteeringConfig(stores=[], datasets=list(specs), settings=args.settings,
-                                   layer=args.layer), PRESETS, args.preset)
-    given = {"n_random": args.n_random, "n_matched": args.n_matched,
-             "alphas": tuple(args.alphas) if args.alphas else None}
-    cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})  # options win
+    cfg = args.config(SteeringConfig, PRESETS, stores=[], datasets=list(specs))
     announce(bridge, plan_steering(bridge, datasets, args.stores, cfg, args.template),
              measure=not args.no_calibration)
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)

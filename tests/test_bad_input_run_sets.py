@@ -147,11 +147,11 @@ def test_warnings_print_one_line_without_a_source_line(capsys, monkeypatch):
 
     from analyses import cli
 
-    def warn_and_fail(args):
+    def warn_and_fail(self):
         warnings.warn("three pairs of Numbers have no text: skipped", stacklevel=1)
         raise SettingError("stop here")
 
-    monkeypatch.setattr(cli, "_cmd_datasets", warn_and_fail)
+    monkeypatch.setattr(cli.Datasets, "run", warn_and_fail)
     assert cli.main(["datasets"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == "ppairs-lens: warning: three pairs of Numbers have no text: skipped"

@@ -19,7 +19,7 @@ import analyses.layer_sweep
 import analyses.ranking
 import analyses.replication.run
 import ppairs_lens.models.loading
-from analyses.cli import main
+from analyses.cli import COMMANDS, main
 from ppairs_lens.presets import max_pairs_at
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.evaluation.bootstrap import N_BOOT
@@ -301,3 +301,55 @@ def test_sweep_takes_probe_kinds_ccs_included():
     args = build_parser().parse_args(["sweep", "--kinds", "supervised", "ccs"])
     assert args.kinds == ["supervised", "ccs"]
     assert build_parser().parse_args(["sweep"]).kinds is None
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_shows_every_option_with_its_meaning_and_default(name, capsys):
+    """Each field of a command's options class is an option in its ``--help``, with its help
+    and, where the help does not say it, its default."""
+    import dataclasses
+
+    with pytest.raises(SystemExit) as stop:
+        main([name, "--help"])
+    assert stop.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for f in dataclasses.fields(COMMANDS[name]):
+        if not f.metadata.get("cmd", True):
+            continue
+        custom = f.metadata.get("custom_args", {})
+        shown = (custom["metavar"] if f.metadata.get("positional")
+                 else f"--{f.name.replace('_', '-')}")
+        assert shown in text, f"{name}: {shown}"
+        assert custom.get("help"), f"{name} {shown}: no help"
+        default = f.default
+        if default not in (None, False, dataclasses.MISSING) and "default" not in custom["help"]:
+            assert f"{shown} " in text and f"(default: {default})" in text, f"{name} {shown}"
+
+
+def test_a_config_option_given_wins_over_the_preset_and_one_not_given_leaves_it():
+    from analyses.ablation import PRESETS as ABLATION
+    from analyses.cli import build_parser
+    from analyses.steering import PRESETS, SteeringConfig
+
+    parse = build_parser().parse_args
+    quick = PRESETS["quick"].changes
+    cfg = parse(["steer", "--quick"]).config(SteeringConfig, PRESETS, stores=[])
+    assert (cfg.n_random, cfg.max_eval_pairs) == (quick["n_random"], quick["max_eval_pairs"])
+    assert cfg.settings == parse(["steer", "--quick"]).settings and cfg.settings.quick
+    cfg = parse(["steer", "--quick", "--n-random", "3", "--alphas", "0.5", "1", "--layer",
+                 "2"]).config(SteeringConfig, PRESETS, stores=[], datasets=["x"])
+    assert (cfg.n_random, cfg.n_matched, cfg.alphas, cfg.layer) == (3, quick["n_matched"],
+                                                                    (0.5, 1.0), 2)
+    assert cfg.datasets == ["x"] and cfg.max_eval_pairs == quick["max_eval_pairs"]
+    # --stores (the stores' root) is no config option: the config's stores stay as given
+    cfg = parse(["ablate", "--stores", "elsewhere"]).config(analyses.ablation.AblationConfig,
+                                                            ABLATION, stores=["s"])
+    assert cfg.stores == ["s"] and cfg.n_random == analyses.ablation.AblationConfig().n_random
+
+
+def test_a_value_the_experiment_config_refuses_is_refused_before_the_model_loads(loads, capsys,
+                                                                                 tmp_path):
+    assert main(["finetune", "--max-train", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ppairs-lens finetune: error:")
+    assert not loads

@@ -237,15 +237,14 @@ def test_replication_leaves_out_a_store_with_one_class_on_a_side(tmp_path, capsy
 
 
 def test_cli_split_flag_defaults_to_auto():
-    import argparse
-
-    from analyses.cli_args import SPLITS, add_split
+    from analyses.cli import build_parser
+    from analyses.cli_args import SPLITS
     from ppairs_lens.evaluation.splits import SPLIT_MODES
 
-    p = argparse.ArgumentParser()
-    add_split(p)
-    assert p.parse_args([]).split == "auto" and SPLITS == SPLIT_MODES
-    assert p.parse_args(["--split", "item"]).split == "item"
+    parse = build_parser().parse_args
+    assert parse(["sweep"]).split == "auto" and SPLITS == SPLIT_MODES
+    assert parse(["sweep", "--split", "item"]).split == "item"
+    assert parse(["ablate", "--split-by", "pair"]).settings.split_by == "pair"
 
 
 def test_split_to_count_holds_out_whole_groups_from_the_same_order_as_the_share_split():
