@@ -21,17 +21,16 @@ from typing import ClassVar
 from simple_parsing.helpers import field
 
 from analyses.cli_args import (
-    MAX_PAIRS_HELP,
     CalibrationOption,
     DatasetOptions,
     DatasetsOptions,
+    EvalOptions,
     HookOptions,
     JudgeOptions,
     ModelOptions,
     OneLineParser,
     Options,
     SeedOption,
-    EvalOptions,
     SplitOptions,
     TemplateOption,
     check_args,
@@ -44,10 +43,9 @@ from analyses.cli_args import (
     kinds_option,
     layer_option,
     load_model_from_args,
+    max_pairs_option,
     null_option,
     option,
-    pair_limit,
-    PairLimitsAction,
     positive_int,
     seed_int,
 )
@@ -115,9 +113,9 @@ class Datasets(Command, Options):
 
 @dataclass(kw_only=True)
 class Data(Command, Options):
-    """the replication's data files: ``data fetch`` downloads every file of the provenance
-    table at its pinned commit, verifies its SHA-256 and lays the files out like
-    ../shared/datasets (base URL: $PPAIRS_LENS_DATA_MIRROR, else raw.githubusercontent.com)"""
+    """the replication's data files: data fetch downloads every file of the provenance table
+    at its pinned commit, verifies its SHA-256 and lays the files out like ../shared/datasets
+    (base URL: $PPAIRS_LENS_DATA_MIRROR, else raw.githubusercontent.com)"""
 
     name: ClassVar[str] = "data"
     action: str = field(positional=True, choices=("fetch",), metavar="fetch",
@@ -193,8 +191,11 @@ class Harvest(Command, TemplateOption, HookOptions, SeedOption, DatasetOptions, 
 
     def run(self) -> None:
         from ppairs_lens.activations.harvest import readout_names
-        from ppairs_lens.activations.pipeline import (default_store_path, harvest_dataset,
-                                                      parse_shard)
+        from ppairs_lens.activations.pipeline import (
+            default_store_path,
+            harvest_dataset,
+            parse_shard,
+        )
         from ppairs_lens.activations.prompts import default_template
         from ppairs_lens.activations.readouts import default_readouts
         from ppairs_lens.activations.runner import HarvestSettings
@@ -227,7 +228,8 @@ def _check_layer_for(args, bridge) -> None:
 
 
 class Analysis(Command):
-    """A command that runs an experiment module's ``cli(args, bridge)`` on the loaded model."""
+    """A command that runs an experiment module's ``cli(args, bridge)`` on the loaded model
+    (and, with ``--save-probes``, saves the probes of its stores with the same model)."""
 
     module: ClassVar[str]
 
@@ -236,6 +238,8 @@ class Analysis(Command):
         bridge = load_model_from_args(self)
         _check_layer_for(self, bridge)
         module.cli(self, bridge=bridge)
+        if getattr(self, "save_probes", None):
+            _save_probes(self, bridge)
 
 
 @dataclass(kw_only=True)
@@ -259,8 +263,7 @@ class Shift(Analysis, JudgeOptions, TemplateOption, HookOptions, SplitOptions, E
                                    "pooled; path, path:aspect, built-in name; @Name to name one)")
     test: list[str] = option(nargs="+", metavar="SPEC", required=True,
                              help="shifted files, every pair of each scored")
-    max_pairs: object = option(nargs="+", type=pair_limit, action=PairLimitsAction,
-                               metavar="N|NAME=N", help=MAX_PAIRS_HELP.format(what="file"))
+    max_pairs: object = max_pairs_option("file")
     out: str = option("figures", help="folder for the table and figure")
     kinds: list[str] | None = kinds_option("probe kinds (default: supervised pca mass_mean)")
     judges: list[str] = judges_option(("zero_shot",))
@@ -281,13 +284,8 @@ class Sweep(Analysis, JudgeOptions, TemplateOption, HookOptions, SplitOptions, E
                                            "mass_mean; ccs is fitted at every read-out on the "
                                            "validation split too, slower)")
 
-    def run(self) -> None:
-        super().run()
-        if self.save_probes:
-            _save_probes(self)
 
-
-def _save_probes(args) -> None:
+def _save_probes(args, bridge) -> None:
     """``--save-probes DIR``: each dataset's sweep, fitted on its training split (the stores
     the analysis used, reopened), saved into ``DIR/<dataset>``."""
     from ppairs_lens.activations.pipeline import ensure_store
@@ -295,7 +293,6 @@ def _save_probes(args) -> None:
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.saved_probes import save_store_probes
 
-    bridge = load_model_from_args(args)
     for spec in args.datasets or list(BUILTIN_NAMES):
         dataset = load_dataset_spec(spec, max_pairs=args.max_pairs, seed=args.seed)
         store = ensure_store(bridge, dataset, args.stores, template=args.template,
@@ -433,6 +430,9 @@ class Run(Analysis, SplitOptions, Experiment):
                           "the seed experiments' files")
 
 
+DESCRIPTION = ("Contrast-pair probes on TransformerLens models, and the replication of the "
+               "PPairS experiments (run). Every option is checked before a model loads; "
+               "ppairs-lens COMMAND --help lists a command's options with their defaults.")
 #: Every subcommand, by name, in the order ``--help`` lists them.
 COMMANDS: dict[str, type[Command]] = {c.name: c for c in (
     Datasets, Data, Generate, Harvest, Shift, Sweep, Transfer, Ablate, Steer, Finetune, Rank,
@@ -448,8 +448,7 @@ class _Program(OneLineParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Program(prog="ppairs-lens", description=__doc__,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Program(prog="ppairs-lens", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name, cls in COMMANDS.items():
         doc = " ".join(cls.__doc__.split())

@@ -7,8 +7,9 @@ evaluation protocol, the judges...), declared once and composed by the commands 
 
 Everything that can be checked without a model is checked before one loads, so a typo costs
 no model load: numbers while parsing (one-line errors, exit status 2), dataset specs and the
-template file by loading them (:func:`check_args`), each command's own config by building it
-(its ``check``). What needs the model (hook names, the range of ``--layer``) is checked right
+template file by loading them (:func:`check_args`), and where an experiment's config refuses
+values its options can hold (transfer, steer, finetune), that config, built in the command's
+``check``. What needs the model (hook names, the range of ``--layer``) is checked right
 after it loads, before any harvest.
 """
 
@@ -27,17 +28,23 @@ from simple_parsing.helpers import field
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.judges.held_out import JUDGE_FORMS
 from ppairs_lens.models.loading import BACKENDS
-from ppairs_lens.presets import (DEMO, PRESET_NAMES, PREVIEWS, at_preset, max_pairs_at,
-                                 settings_at)
+from ppairs_lens.presets import (
+    DEMO,
+    PRESET_NAMES,
+    PREVIEWS,
+    at_preset,
+    max_pairs_at,
+    settings_at,
+)
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
-__all__ = ["DEFAULT_SHARED_DATA", "PREVIEW_CAPPED", "SPLITS", "CalibrationOption",
-           "DatasetOptions", "DatasetsOptions", "EvalOptions", "HookOptions", "JudgeOptions",
-           "ModelOptions", "OneLineParser", "Options", "SeedOption", "SplitOptions",
+__all__ = ["SPLITS", "CalibrationOption", "DatasetOptions",
+           "DatasetsOptions", "EvalOptions", "HookOptions", "JudgeOptions", "ModelOptions",
+           "OneLineParser", "Options", "PairLimitsAction", "SeedOption", "SplitOptions",
            "TemplateOption", "check_args", "check_layer", "config_option", "finite_float",
            "finite_number", "flag", "judges_option", "kinds_option", "layer_option",
-           "load_model_from_args", "null_option", "option", "positive_int", "seed_int",
-           "share"]
+           "load_model_from_args", "max_pairs_option", "null_option", "option",
+           "positive_int", "seed_int"]
 
 SPLITS = ("auto", "context", "item", "pair")
 #: Commands whose datasets a preview preset caps (``ppairs_lens.presets.max_pairs_at``;
@@ -53,9 +60,8 @@ PARSER_STYLE = {"add_option_string_dash_variants": DashVariant.DASH,
 
 
 class OneLineParser(simple_parsing.ArgumentParser):
-    """An argument parser whose errors are one line (and exit status 2), a type's or an
-    options class's own refusal included; ``--help`` shows each option's default where its
-    help does not already say it."""
+    """An argument parser whose errors are one line (and exit status 2); ``--help`` shows
+    each option's default where its help does not already say it."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _DefaultsHelp)
@@ -74,12 +80,6 @@ class OneLineParser(simple_parsing.ArgumentParser):
             if action.option_strings and action.nargs != 0 and not named and (
                     action.metavar is not None or action.choices is None):
                 action.metavar = action.dest.rsplit(".", 1)[-1].upper()
-
-    def parse_known_args(self, args=None, namespace=None, attempt_to_reorder=False):
-        try:
-            return super().parse_known_args(args, namespace, attempt_to_reorder)
-        except PPairsError as e:
-            self.error(str(e))
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -245,10 +245,6 @@ class Options:
     name: ClassVar[str] = ""
 
     @property
-    def command(self) -> str:
-        return self.name
-
-    @property
     def preset(self) -> str:
         """``quick``, ``full`` or the defaults, ``demo`` (both flags together are refused by
         :func:`check_args`)."""
@@ -257,8 +253,8 @@ class Options:
     def config(self, cls, presets=None, **fixed):
         """The experiment config ``cls(**fixed)`` these options ask for: with their protocol
         (``settings``), at the preset they pick (``presets``: the experiment's ``PRESETS``),
-        then every config option given (:func:`config_option`; a list as a tuple), which wins
-        over the preset."""
+        then ``fixed`` and every config option given (:func:`config_option`; a list as a
+        tuple), which win over the preset."""
         names = {f.name for f in fields(cls)}
         cfg = cls(**{"settings": self.settings, **fixed} if "settings" in names else fixed)
         if presets is not None:
@@ -266,8 +262,8 @@ class Options:
         given = {f.name: getattr(self, f.name) for f in fields(self)
                  if f.metadata.get("config") and f.name in names and f.name not in fixed
                  and getattr(self, f.name) is not None}
-        return replace(cfg, **{k: tuple(v) if isinstance(v, list) else v
-                               for k, v in given.items()})
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+        return replace(cfg, **{k: v for k, v in fixed.items() if k != "settings"}, **given)
 
     @property
     def settings(self):
@@ -304,6 +300,12 @@ class ModelOptions(Options):
         f"{PREVIEWS['quick'].max_pairs} pairs per dataset unless --max-pairs")
 
 
+def max_pairs_option(what: str):
+    """``--max-pairs N NAME=N ...``: one :class:`~ppairs_lens.data.specs.PairLimits`."""
+    return option(nargs="+", type=pair_limit, action=PairLimitsAction, metavar="N|NAME=N",
+                  help=MAX_PAIRS_HELP.format(what=what))
+
+
 @dataclass(kw_only=True)
 class DatasetsOptions(Options):
     """The datasets a command runs on, how many pairs of each, and where their stores lie."""
@@ -311,8 +313,9 @@ class DatasetsOptions(Options):
     datasets: list[str] | None = option(nargs="+", metavar="SPEC",
                                         help="built-in names or paths (path:aspect for "
                                              "scored-items files)")
-    max_pairs: object = option(nargs="+", type=pair_limit, action=PairLimitsAction,
-                               metavar="N|NAME=N", help=MAX_PAIRS_HELP.format(what="dataset"))
+    # object, not PairLimits | None: simple-parsing would read a dataclass type as a nested
+    # group of options; the option's action builds the PairLimits (None: no limit)
+    max_pairs: object = max_pairs_option("dataset")
     stores: str = option("stores", help="root folder of activation stores")
 
 
@@ -365,6 +368,7 @@ class HookOptions(Options):
 
 @dataclass(kw_only=True)
 class TemplateOption(Options):
+    # a Template or None; object, as max_pairs (a template is a dataclass too)
     template: object = option(type=template_file, metavar="FILE", help=TEMPLATE_HELP)
 
 
@@ -393,10 +397,10 @@ class JudgeOptions(Options):
     contexts (``judge_max_pairs``: a list of ``(form, n)``)."""
 
     judges: list[str] = judges_option()
-    judge_max_pairs: list = option([], nargs="+", type=judge_limit, metavar="FORM=N",
-                                   help="run a judge form on at most N held-out pairs (whole "
-                                        "contexts, seeded), e.g. few_shot=40 (its long prompts "
-                                        "cost most)")
+    judge_max_pairs: list[tuple[str, int]] = option(
+        [], nargs="+", type=judge_limit, metavar="FORM=N",
+        help="run a judge form on at most N held-out pairs (whole contexts, seeded), e.g. "
+             "few_shot=40 (its long prompts cost most)")
 
 
 def kinds_option(help_: str):
@@ -432,7 +436,7 @@ def check_args(args) -> None:
             check_output_folder(getattr(args, flag), f"--{flag.replace('_', '-')}",
                                 may_be_read_only=flag == "stores")
     _check_device(getattr(args, "device", None))
-    if args.command == "run":
+    if args.name == "run":
         _check_run(args)
     judges = getattr(args, "judges", None) or []
     if "none" in judges and len(set(judges)) > 1:
@@ -440,7 +444,7 @@ def check_args(args) -> None:
                           f"({' '.join(j for j in judges if j != 'none')})")
     limits = getattr(args, "max_pairs", None)
     cap = max_pairs_at(args.preset)
-    if (cap is not None and args.command in PREVIEW_CAPPED
+    if (cap is not None and args.name in PREVIEW_CAPPED
             and (limits is None or limits.default is None)):
         args.max_pairs = replace(limits or PairLimits(), default=cap)
     specs = [args.dataset] if getattr(args, "dataset", None) else (getattr(args, "datasets", None)

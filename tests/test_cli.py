@@ -313,9 +313,12 @@ def test_help_shows_every_option_with_its_meaning_and_default(name, capsys):
         main([name, "--help"])
     assert stop.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
+    # each value is named after its option, under one group titled by the command
+    assert "options." not in text and "['options']" not in text
     for f in dataclasses.fields(COMMANDS[name]):
         if not f.metadata.get("cmd", True):
             continue
+        assert f"{name} options" in text
         custom = f.metadata.get("custom_args", {})
         shown = (custom["metavar"] if f.metadata.get("positional")
                  else f"--{f.name.replace('_', '-')}")

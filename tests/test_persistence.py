@@ -97,7 +97,9 @@ def test_sweep_and_transfer_save_probes_from_the_cli(tiny, tmp_path, monkeypatch
     from ppairs_lens.activations.store import ActivationStore
     from ppairs_lens.models.loading import model_name
 
-    monkeypatch.setattr(ppairs_lens.models.loading, "load_model", lambda *a, **k: tiny)
+    loads = []
+    monkeypatch.setattr(ppairs_lens.models.loading, "load_model",
+                        lambda *a, **k: loads.append(a) or tiny)
     monkeypatch.setattr(analyses.layer_sweep, "run_sweep", lambda *a, **k: analyses.layer_sweep.SweepResult(selection="", metric="accuracy", ci="", entries=()))
     monkeypatch.setattr(analyses.cross_dataset, "run_transfer", lambda *a, **k: analyses.cross_dataset.TransferResult(names=(), layer=0, hook="", layers={}, split_by={}, random={}, per_kind={}, rows=(), cosine=(), layer_cosine=()))
     monkeypatch.setattr(analyses.cross_dataset, "print_summary", lambda *a: None)
@@ -107,8 +109,10 @@ def test_sweep_and_transfer_save_probes_from_the_cli(tiny, tmp_path, monkeypatch
     for command, datasets in (("sweep", ["larger_number"]),
                               ("transfer", ["larger_number", "alphabetical"])):
         saved = tmp_path / command
+        loads.clear()
         assert main([command, "--datasets", *datasets, *common, "--save-probes", str(saved)]) \
             == 0
+        assert len(loads) == 1  # the probes are saved with the model the command loaded
         folders = sorted(p for p in saved.iterdir() if p.is_dir())
         assert len(folders) == len(datasets)
         folder = next(p for p in folders if p.name.startswith("larger_number"))
