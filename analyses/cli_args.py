@@ -230,10 +230,6 @@ TEMPLATE_HELP = ("prompt template file: a JSON object with \"kind\" (\"compariso
                  "[\" A\", \" B\"], \"assistant\": \"The {comparative} {item} is Choice\"}; "
                  "applies to every dataset, which must be of its kind; the two prompts must "
                  "differ in their final token only")
-MAX_PAIRS_HELP = ("use at most N pairs of each {what} (a prefix of one seeded order of its "
-                  "contexts, so the last context may be cut), or of the one named NAME (its "
-                  "@Name, else its file's name); every limit of a file shares its store: a "
-                  "smaller one reads pairs a larger one harvested")
 
 
 @dataclass(kw_only=True)
@@ -303,7 +299,10 @@ class ModelOptions(Options):
 def max_pairs_option(what: str):
     """``--max-pairs N NAME=N ...``: one :class:`~ppairs_lens.data.specs.PairLimits`."""
     return option(nargs="+", type=pair_limit, action=PairLimitsAction, metavar="N|NAME=N",
-                  help=MAX_PAIRS_HELP.format(what=what))
+                  help=f"use at most N pairs of each {what} (a prefix of one seeded order of "
+                       "its contexts, so the last context may be cut), or of the one named "
+                       "NAME (its @Name, else its file's name); every limit of a file shares "
+                       "its store: a smaller one reads pairs a larger one harvested")
 
 
 @dataclass(kw_only=True)
@@ -415,8 +414,8 @@ def layer_option(help_: str):
 
 def null_option(verb: str, what: str, config: str):
     return config_option(type=positive_int,
-                  help=f"{what}, {verb} as a null (default: {config}'s value at the preset; "
-                       "given, it wins over --quick's)")
+                         help=f"{what}, {verb} as a null (default: {config}'s value at the "
+                              "preset; given, it wins over --quick's)")
 
 
 #: Where ``run`` looks for the seed experiments' data unless ``--shared-data`` says.
