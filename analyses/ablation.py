@@ -1,35 +1,21 @@
 """Directional ablation: does the model *use* the probe direction? (paper Appendix B)
 
-A probe finding a direction that predicts the model's judgement does not show that the model
-uses it. The causal test removes the direction ``r`` from the residual stream while the model
-answers and asks whether its own prompted judgement moves more than when removing a direction
-that is *not* special. Per dataset:
+Per dataset, probe directions (every kind, at the read-out chosen on a validation split of the
+training data, never the test split) are removed from the residual stream while the
+swap-calibrated zero-shot judge answers the test records (at most ``max_eval_pairs``, whole
+contexts), **at the judge's read-out token only** (``positions="last"``; the probes are read at
+the contrast token, the judge decides at the token before: ``ablate(positions="all")`` is the
+check), all directions in one pass. Against: ``n_random`` isotropic and ``n_matched``
+variance-matched random directions (nulls) and the choice tokens' unembedding difference
+(positive control, in the same preset and at the read-out hook only). Measured in the judge's
+calibrated log-odds ``z``: effect = mean |z - z_base|, permutation p-values against each null
+(Holm over the run's probe tests), and Δaccuracy, ΔAUROC, Δlog-odds with paired CIs over leak
+groups, which the verdicts read. ``refit`` also rescores the probes on activations
+re-harvested under each ablation.
 
-1. split the store leak-free; choose the read-out on a validation split of the training data
-   (never the test split); fit every probe kind on the train split there, take their directions;
-2. nulls: ``n_random`` isotropic random unit directions and ``n_matched`` drawn from the
-   training contrasts' covariance at that read-out (variance-matched). Positive control: the
-   choice tokens' unembedding difference, in the same preset (where removing it after the final
-   norm forces z = 0 by construction) and at the probes' read-out hook only (``unembedding_at_
-   readout``: can ablating at that depth move the judge at all?);
-3. on the test split (at most ``max_eval_pairs`` records, whole contexts) run the
-   swap-calibrated zero-shot judge with each direction ablated **at the judge's read-out
-   token only** (``positions="last"``), all directions and the read-out control in one pass
-   (:func:`ppairs_lens.interventions.batched.judge_under_direction_sets`). The probes are read
-   at the contrast token, the judge decides at the token before (paper Appendix B): ablation
-   at every position (``ablate(positions="all")``) is the check;
-4. measure in the judge's calibrated log-odds ``z`` (:mod:`ppairs_lens.evaluation.null_test`):
-   effect = mean |z - z_base|, permutation p-values against each null (Holm-corrected over
-   the run's probe tests: ``p_*_holm``), and Δaccuracy, ΔAUROC and Δlog-odds margin with
-   paired CIs over leak groups (:mod:`ppairs_lens.evaluation.judge_change`), which the
-   verdicts (:mod:`ppairs_lens.evaluation.verdicts`) read.
-
-Optionally (``refit``) the probes are rescored on activations re-harvested under each ablation.
-
-Outputs: ``ablation.csv`` (one row per dataset x preset x condition), ``ablation_null.csv``
-(every null direction's effect), ``ablation_z.csv`` (per-record log-odds of the baseline, probes
-and control), ``ablation_probe_refit.csv`` (with ``refit``), ``ablation.config.json`` and
-``ablation.{png,svg}``.
+Outputs: ``ablation.csv`` (dataset x preset x condition), ``ablation_null.csv`` (every null
+direction's effect), ``ablation_z.csv`` (per-record log-odds), ``ablation_probe_refit.csv``
+(with ``refit``), ``ablation.config.json``, ``ablation.{png,svg}``.
 """
 
 from __future__ import annotations
@@ -48,7 +34,7 @@ from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
-from ppairs_lens.data.specs import subsample_by_context
+from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.interventions.conditions import (
     BASELINE,
@@ -68,11 +54,11 @@ from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, held_out_records, split_store
 from ppairs_lens.evaluation.verdicts import holm
-from ppairs_lens.interventions.batched import judge_under_direction_sets
-from ppairs_lens.interventions.direction_table import null_directions, probe_directions
-from ppairs_lens.interventions.directions import choice_unembedding_direction
+from ppairs_lens.interventions.batched import batched_rejection_hooks, judge_under_direction_sets
+from ppairs_lens.interventions.directions import (choice_unembedding_direction, null_directions,
+                                                  probe_directions)
 from ppairs_lens.interventions.refit import refit_rows
-from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
+from ppairs_lens.io.outputs import load_config, save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.estimators import PROBE_KINDS
@@ -136,15 +122,9 @@ class AblationRun:
     splits_used: dict[str, str] = field(default_factory=dict)  # resolved split
 
 
-def _subset(dataset: Dataset, ids: Sequence[str], name: str) -> Dataset:
-    keep = set(ids)
-    return replace(dataset, name=name, records=[r for r in dataset.records if r.pair_id in keep])
-
-
 def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
-    """The read-out of the probe directions and how it was chosen: the one read-out choice
-    (:func:`ppairs_lens.evaluation.readout_choice.choose_readout`) of the ``layer_kind``
-    probe, as the sweep and the transfer make it; never on the test split."""
+    """The directions' read-out and how it was chosen: the ``layer_kind`` probe's read-out
+    choice, as the sweep and the transfer make it; never on the test split."""
     return choose_readout_index(sp, cfg.layer_kind, layer=cfg.layer, seed=cfg.settings.seed,
                                 val_size=cfg.val_size, C=cfg.C)
 
@@ -218,9 +198,9 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                  run: AblationRun | None = None
                  ) -> tuple[list[AblationRow], list[dict], list[dict], list[dict]]:
     """Rows of ``ablation.csv``, ``ablation_null.csv``, ``ablation_z.csv`` and
-    ``ablation_probe_refit.csv`` for one store. ``dataset`` is the one the store was harvested
-    from (checked by fingerprint): the judge needs the records' text. ``run``: where the read-out,
-    split and timings found are recorded (the config is never written to)."""
+    ``ablation_probe_refit.csv`` for one store. ``dataset``: the one the store was harvested
+    from (checked by fingerprint; the judge needs its text). ``run`` records the read-out,
+    split and timings found (the config is never written to)."""
     cfg = cfg or AblationConfig(stores=[str(store.path)])
     run = run if run is not None else AblationRun()
     check_store_matches(bridge, store, dataset)
@@ -232,8 +212,8 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     layer, rule = choose_layer(sp, cfg)
     run.layers_used[name] = f"{store.hook_names[layer]}: {rule}"
     run.splits_used[name] = split_used
-    names, kinds, r, probes = _direction_table(bridge, store, dataset, template, sp, layer, cfg,
-                                               log)
+    names, kinds, r, probes = _direction_table(bridge, store, dataset, template, sp, layer,
+                                               cfg, log)
     test_ds = held_out_records(dataset, [p.pair_id for p in sp.pairs_test],
                                cfg.max_eval_pairs, cfg.settings.seed)
     if cfg.max_eval_pairs is not None and len(test_ds) < cfg.max_eval_pairs:
@@ -245,9 +225,9 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
     for k, preset in enumerate(cfg.presets):
         t0 = time.perf_counter()
         ctrl_set = [(r[[names.index(CONTROL)]], [store.hook_names[layer]])] if k == 0 else []
-        both = judge_under_direction_sets(bridge, test_ds, template, [(r, preset), *ctrl_set],
-                                          settings=settings, directions_per_pass=cfg.directions_per_pass,
-                                          desc=f"ablated judge {name} ({preset})")
+        both = judge_under_direction_sets(
+            bridge, test_ds, template, [(r, preset), *ctrl_set], settings=settings,
+            directions_per_pass=cfg.directions_per_pass, desc=f"ablated judge {name} ({preset})")
         out = {key: None if v is None else v[:, :len(names)] for key, v in both.items()}
         if k == 0:  # the read-out control rode the first preset's pass: clean z, control z
             ctrl = both["z"][:, [0, len(names)]]
@@ -263,19 +243,16 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                                  out["ld_swapped"], y, groups, cfg, lambda condition: getattr(
                                      probes.to_probe(condition, 0), "sign_confidence_",
                                      math.nan))
-        rows += rr + [_readout_control_row(base, ctrl, y, groups, cfg)]
+        # the control removed at the read-out hook only (ctrl's column 1; column 0 clean)
+        rows += rr + [AblationRow(**base, condition=CONTROL_AT_READOUT, kind="control_readout",
+                                  **condition_change(y, ctrl[:, 0], ctrl[:, 1], groups,
+                                                     **cfg.settings.boot_kwargs(),
+                                                     tol=cfg.tie_tol))]
         null_rows += nr
         z_rows += _z_rows(base, names, kinds, test_ds, out)
     refit = _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, test_ds,
                    settings, log) if cfg.refit else []
     return rows, null_rows, z_rows, refit
-
-
-def _readout_control_row(base: dict, z: np.ndarray, y, groups, cfg) -> AblationRow:
-    """The control removed at the read-out hook only (column 1 of ``z``; column 0 clean)."""
-    return AblationRow(**base, condition=CONTROL_AT_READOUT, kind="control_readout",
-                       **condition_change(y, z[:, 0], z[:, 1], groups,
-                                          **cfg.settings.boot_kwargs(), tol=cfg.tie_tol))
 
 
 def _with_holm(rows: list[AblationRow]) -> list[AblationRow]:
@@ -309,8 +286,10 @@ def _refit(bridge, store, dataset, template, cfg, sp, layer, names, kinds, r, te
     readouts = [layer] if layer == final else [layer, final]
     probes = fit_sweep(sp.acts_train[:, :, readouts], sp.labels_train, cfg.kinds, C=cfg.C,
                        layers=readouts)
+    train_ids = {p.pair_id for p in sp.pairs_train}
     train_ds = subsample_by_context(
-        _subset(dataset, [p.pair_id for p in sp.pairs_train], f"{dataset.name}:train"),
+        replace(dataset, name=f"{dataset.name}:train",
+                records=[rec for rec in dataset.records if rec.pair_id in train_ids]),
         cfg.max_refit_train, cfg.settings.seed)
     keep = [j for j, k in enumerate(kinds) if k in ("probe", "control")]
     keep += [j for j, k in enumerate(kinds) if k == RANDOM_NULL][:cfg.refit_random]
@@ -402,8 +381,8 @@ class AblationRows(StepRows):
 def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
                  ) -> AblationRows:
-    """Ablate on every (store, dataset); write the tables (every null direction's effect in
-    ``ablation_null.csv``), figure and config to ``out``; returns the rows of ``ablation.csv``."""
+    """Ablate on every (store, dataset); write the tables, figure and config to ``out``;
+    returns the rows of ``ablation.csv``."""
     cfg = cfg or AblationConfig(stores=[str(s.path) for s, _ in items])
     run = AblationRun(model=model_name(bridge),
                       datasets=list(cfg.datasets) or [d.name for _, d in items])
@@ -442,11 +421,9 @@ PRESETS: dict[str, Preset] = {
 
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
-    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record (as this
-    version writes them: a column ``AblationRow`` requires that is missing is refused in one
-    line naming the file)."""
+    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record (a
+    missing column ``AblationRow`` requires is refused in one line naming the file)."""
     from ppairs_lens.io.json_fields import read_json_object
-    from ppairs_lens.io.outputs import load_config
 
     out = Path(out)
     cfg = load_config(AblationConfig, out / "ablation.config.json")
@@ -460,9 +437,8 @@ def plan_ablation(bridge, datasets: Sequence[Dataset], root, cfg: AblationConfig
                   template=None) -> list:
     """The model passes of :func:`run_ablation` before any runs (for its estimate): each
     store's harvest, then per dataset and preset the judge on its test records (both orders)
-    with every direction a branch of the read-out token (at most: a degenerate probe kind is
-    skipped), the read-out control riding the first preset's pass."""
-    from ppairs_lens.interventions.batched import batched_rejection_hooks
+    with every direction (at most) a branch of the read-out token, the read-out control
+    riding the first preset's pass."""
     from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
     from ppairs_lens.judges.zero_shot import judge_prompts
 
@@ -486,7 +462,6 @@ def cli(args, bridge=None) -> None:
     """``ppairs-lens ablate``; ``bridge``: the model (default: ``--model``, after the datasets).
     Its plan and estimated model time are printed before the first harvest."""
     from ppairs_lens.activations.pipeline import ensure_store
-    from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.judges.run_estimate import announce
     from ppairs_lens.models.loading import load_model
     from ppairs_lens.models.spec import ModelSpec

@@ -1,10 +1,6 @@
-"""Figure and printed summary of the directional-ablation analysis (:mod:`analyses.ablation`).
-
-They read its rows (:class:`analyses.ablation.AblationRow`, labelled by the condition names
-of :mod:`ppairs_lens.interventions.conditions`) by attribute, and the null directions' table
-as dicts; :func:`read_rows` reads that table back, so the figure can be redrawn without the
-model.
-"""
+"""Figure and printed summary of the directional ablation (:mod:`analyses.ablation`), and
+:func:`read_rows`, which reads the null directions' table back so the figure can be redrawn
+without the model."""
 
 from __future__ import annotations
 
@@ -71,9 +67,8 @@ def _panel(ax, rows: Sequence, nulls: list[dict]) -> None:
         else:
             ax.axvline(r.effect, color=colour(r.condition), lw=2,
                        label=f"{label(r.condition)}: {r.effect:.3g} "
-                             f"(p matched {_p(r.p_matched)}, Holm "
-                             f"{_p(r.p_matched_holm)}; ΔF1 {_d(r, 'f1')}, "
-                             f"Δacc {_d(r, 'accuracy')}, "
+                             f"(p matched {_p(r.p_matched)}, Holm {_p(r.p_matched_holm)}; "
+                             f"ΔF1 {_d(r, 'f1')}, Δacc {_d(r, 'accuracy')}, "
                              f"ΔAUROC {_d(r, 'auroc')})")
     if log:
         from matplotlib.ticker import NullFormatter
@@ -153,8 +148,7 @@ def summary_lines(rows: Sequence) -> list[str]:
         elif r.kind in ("probe", "control", "control_readout"):
             extra = (f"  p random {_p(r.p_random)}  p matched {_p(r.p_matched)}"
                      f" (Holm {_p(r.p_matched_holm)})  ΔF1 {_d(r, 'f1')}"
-                     f"  Δacc {_d(r, 'accuracy')}"
-                     f"  ΔAUROC {_d(r, 'auroc')}")
+                     f"  Δacc {_d(r, 'accuracy')}  ΔAUROC {_d(r, 'auroc')}")
         else:
             extra = ""
         lines.append(f"{r.dataset:24s} {r.preset:6s} {r.condition:12s} effect "

@@ -21,34 +21,11 @@ from typing import ClassVar
 from simple_parsing.helpers import field
 
 from analyses.cli_args import (
-    CalibrationOption,
-    DatasetOptions,
-    DatasetsOptions,
-    EvalOptions,
-    HookOptions,
-    JudgeOptions,
-    ModelOptions,
-    OneLineParser,
-    Options,
-    SeedOption,
-    SplitOptions,
-    TemplateOption,
-    check_args,
-    check_layer,
-    config_option,
-    finite_float,
-    finite_number,
-    flag,
-    judges_option,
-    kinds_option,
-    layer_option,
-    load_model_from_args,
-    max_pairs_option,
-    null_option,
-    option,
-    positive_int,
-    seed_int,
-)
+    CalibrationOption, DatasetOptions, DatasetsOptions, EvalOptions, HookOptions, JudgeOptions,
+    ModelOptions, OneLineParser, Options, SeedOption, SplitOptions, TemplateOption, check_args,
+    check_layer, config_option, finite_float, finite_number, flag, judges_option, kinds_option,
+    layer_option, load_model_from_args, max_pairs_option, null_option, option, positive_int,
+    seed_int)
 from ppairs_lens.cpu_numerics import pin_cpu_numerics
 from ppairs_lens.errors import PPairsError
 
@@ -190,14 +167,10 @@ class Harvest(Command, TemplateOption, HookOptions, SeedOption, DatasetOptions, 
                                            "ppairs_lens.activations.runner.default_token_budget)")
 
     def run(self) -> None:
-        from ppairs_lens.activations.harvest import readout_names
-        from ppairs_lens.activations.pipeline import (
-            default_store_path,
-            harvest_dataset,
-            parse_shard,
-        )
+        from ppairs_lens.activations.harvest import default_readouts, readout_names
+        from ppairs_lens.activations.pipeline import (default_store_path, harvest_dataset,
+                                                      parse_shard)
         from ppairs_lens.activations.prompts import default_template
-        from ppairs_lens.activations.readouts import default_readouts
         from ppairs_lens.activations.runner import HarvestSettings
         from ppairs_lens.data.specs import load_dataset_spec
         from ppairs_lens.models.loading import model_name
@@ -460,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning as one line naming what it is about, never the library's source line; a
     dependency's notice of its own deprecations, which a user cannot act on, is dropped."""
-    ours = any(f"{part}" in str(filename) for part in ("ppairs_lens", "analyses"))
+    ours = any(part in str(filename) for part in ("ppairs_lens", "analyses"))
     if issubclass(category, (DeprecationWarning, FutureWarning)) and not ours:
         return
     print(f"ppairs-lens: warning: {' '.join(str(message).split())}", file=file or sys.stderr)

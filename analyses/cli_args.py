@@ -28,23 +28,15 @@ from simple_parsing.helpers import field
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.judges.held_out import JUDGE_FORMS
 from ppairs_lens.models.loading import BACKENDS
-from ppairs_lens.presets import (
-    DEMO,
-    PRESET_NAMES,
-    PREVIEWS,
-    at_preset,
-    max_pairs_at,
-    settings_at,
-)
+from ppairs_lens.presets import DEMO, PRESET_NAMES, PREVIEWS, at_preset, max_pairs_at, settings_at
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
-__all__ = ["SPLITS", "CalibrationOption", "DatasetOptions",
-           "DatasetsOptions", "EvalOptions", "HookOptions", "JudgeOptions", "ModelOptions",
-           "OneLineParser", "Options", "PairLimitsAction", "SeedOption", "SplitOptions",
-           "TemplateOption", "check_args", "check_layer", "config_option", "finite_float",
-           "finite_number", "flag", "judges_option", "kinds_option", "layer_option",
-           "load_model_from_args", "max_pairs_option", "null_option", "option",
-           "positive_int", "seed_int"]
+__all__ = ["SPLITS", "CalibrationOption", "DatasetOptions", "DatasetsOptions", "EvalOptions",
+           "HookOptions", "JudgeOptions", "ModelOptions", "OneLineParser", "Options",
+           "PairLimitsAction", "SeedOption", "SplitOptions", "TemplateOption", "check_args",
+           "check_layer", "config_option", "finite_float", "finite_number", "flag",
+           "judges_option", "kinds_option", "layer_option", "load_model_from_args",
+           "max_pairs_option", "null_option", "option", "positive_int", "seed_int"]
 
 SPLITS = ("auto", "context", "item", "pair")
 #: Commands whose datasets a preview preset caps (``ppairs_lens.presets.max_pairs_at``;
@@ -181,7 +173,7 @@ def share(text: str) -> float:
 
 def template_file(text: str):
     """``--template FILE`` -> the template (read and checked while parsing)."""
-    from ppairs_lens.activations.template_files import load_template
+    from ppairs_lens.activations.prompts import load_template
 
     try:
         return load_template(text)
@@ -426,7 +418,7 @@ def check_args(args) -> None:
     """Every check that needs no model: output folders (an existing file, or not writable),
     ``run``'s presets and data folder, dataset specs (loaded), the template against each
     dataset. A preview without ``--max-pairs`` caps the pairs here."""
-    from ppairs_lens.activations.template_files import check_template_fits
+    from ppairs_lens.activations.prompts import check_template_fits
     from ppairs_lens.data.specs import PairLimits, load_dataset_spec
     from ppairs_lens.io.atomic import check_output_folder
 

@@ -1,17 +1,11 @@
 """Controls with known answers, reported before the seeds' claims: the same verdict machinery
-on a task the embedded model solves, where each verdict's answer is known in advance.
+on a task the embedded model solves (``larger_number``; 40 number blocks, each a leak group).
 
-On a built-in (``larger_number``: which of two integers is larger; 40 number blocks, each a
-leak group) a supervised probe is fitted at the read-out chosen on validation, once on the
-training labels and once on the same training pairs with their labels shuffled (seeded). On the
-held-out pairs, per test group:
-
-* ``supervised - chance`` (the true probe's accuracy minus 0.5): "beats chance" must **hold**;
-* ``shuffled - chance``: a probe that learnt nothing must **not** beat chance;
-* ``shuffled - supervised``: "the shuffled probe beats the true one" must **fail**.
-
-Each row keeps its group differences, so the claims registry decides them as it decides the
-seeds' claims (:mod:`analyses.replication.claims`, the family "ours: controls"). Writes ``controls.csv``.
+A supervised probe is fitted at the read-out chosen on validation, once on the training labels
+and once on them shuffled (seeded). Per test group: ``supervised - chance`` must **hold**,
+``shuffled - chance`` must **not** beat chance, and ``shuffled - supervised`` must **fail**.
+Each row keeps its group differences, so the claims registry decides them like the seeds'
+claims (:mod:`analyses.replication.claims`, family "ours: controls"). Writes ``controls.csv``.
 """
 
 from __future__ import annotations

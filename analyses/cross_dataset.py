@@ -20,7 +20,7 @@ read-outs (``layer_cosine.csv``). Figures (:mod:`analyses.cross_dataset_plots`):
 slow at every read-out) is fitted at the cosine read-out only and transfers from there
 (:func:`~ppairs_lens.evaluation.transfer_fit.fit_stores`). Beside every transferred probe, on
 the same held-out pairs of its target, the no-model baselines fitted on its source and the
-prompted judges (:mod:`ppairs_lens.evaluation.transfer_comparators`): their rows in
+prompted judges (:mod:`ppairs_lens.evaluation.transfer_fit`): their rows in
 ``transfer.csv`` (``role`` baseline / judge), the probes' paired differences against them in
 ``transfer_summary.json`` (``comparisons``), and one console table per cell. Everything regenerates from stores alone, no model: ``python -m
 analyses.cross_dataset STORE [STORE ...] --out DIR``.
@@ -44,10 +44,10 @@ from analyses.cross_dataset_plots import (
     plot_transfer,
     print_summary,
 )
-from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.activations.store_sets import check_comparable, readout_index, unique_names
+from ppairs_lens.activations.store import (ActivationStore, check_comparable, readout_index,
+                                           unique_names)
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
+from ppairs_lens.evaluation.cosine_verdict import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
 from ppairs_lens.evaluation.paired import chance_differences
 from ppairs_lens.evaluation.protocol import EvalSettings
@@ -55,7 +55,6 @@ from ppairs_lens.evaluation.readout_choice import layer_rule, layer_setting
 from ppairs_lens.evaluation.result_table import result_tables
 from ppairs_lens.evaluation.splits import SPLIT_MODES
 from ppairs_lens.evaluation.store_split import bootstrap_groups, held_out_ci_counts
-from ppairs_lens.evaluation.transfer_comparators import transfer_comparisons
 from ppairs_lens.evaluation.transfer_fit import (
     CENTERINGS,
     METRICS,
@@ -68,6 +67,7 @@ from ppairs_lens.evaluation.transfer_fit import (
     fit_store,
     fit_stores,
     swept_kinds,
+    transfer_comparisons,
     transfer_proba,
 )
 from ppairs_lens.evaluation.verdicts import transfer_refusal
@@ -84,8 +84,6 @@ __all__ = ["TransferConfig", "FittedStore", "run_transfer", "fit_store", "fit_st
            "CosineAgreement", "CosineSummary", "InDistributionAccuracy", "TransferHeadline",
            "TransferResult", "TransferRow"]
 
-
-# -- what the run hands on -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class InDistributionAccuracy:
@@ -168,8 +166,8 @@ _ROW_KEYS = ("f1", "accuracy")
 @dataclass(frozen=True)
 class TransferHeadline:
     """What the main job keeps of a transfer run (``summary.json``'s ``transfer``): per kind
-    its cosine summary, and the headline rows: F1 for the report's Table 1, accuracy with its
-    group differences (supervised and PCA) for Table 1's claims."""
+    its cosine summary; F1 rows for the report's Table 1, accuracy rows with their group
+    differences (supervised and PCA) for Table 1's claims."""
 
     per_kind: dict[str, CosineSummary]
     f1: tuple[TransferRow, ...]
@@ -191,12 +189,10 @@ class TransferHeadline:
 
 @dataclass(frozen=True)
 class TransferResult:
-    """Everything one transfer run found (its files hold the same): the datasets, the cosine
-    views' read-out (``layer``, ``hook``), each source's transfer read-out per kind
-    (``layers``) and split (``split_by``), the random null's summary (``random``), per kind
-    its :class:`CosineSummary`, the probes' rows, the cosine and per-read-out cosine rows (as
-    in ``cosine.csv`` / ``layer_cosine.csv``) and every cell's comparators
-    (:class:`~ppairs_lens.evaluation.transfer_comparators.Comparisons`)."""
+    """Everything one transfer run found (its files hold the same): ``layer``/``hook``: the
+    cosine views' read-out; ``layers``/``split_by``: each source's transfer read-out per kind
+    and split; ``random``: the random null's summary; ``comparisons``: every cell's
+    comparators (:class:`~ppairs_lens.evaluation.transfer_fit.Comparisons`)."""
 
     names: tuple[str, ...]
     layer: int
@@ -220,8 +216,7 @@ class TransferResult:
 
 def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[TransferRow]:
     """(train, test, kind, center, metric) rows with value and 95% CI (bootstrap over the
-    target's leak groups), each probe at its source's read-out ``src.chosen[kind]``
-    (``layer_rule`` says how that was chosen; ``val_value``: its validation accuracy)."""
+    target's leak groups), each probe at its source's read-out ``src.chosen[kind]``."""
     rule = layer_rule(cfg.layer)
     rows = []
     for src in fitted:
@@ -279,10 +274,9 @@ def cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
 
 
 def layer_cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
-    """Per-read-out cosines (adjacent read-outs, between kinds, between datasets; see
-    :func:`ppairs_lens.probes.direction_similarity.layer_cosine_table`). The last step (last
-    block -> final norm) compares two bases (the norm rescales each coordinate). Kinds swept
-    at every read-out only (CCS is at one)."""
+    """Per-read-out cosines (adjacent read-outs, between kinds, between datasets), of the kinds
+    swept at every read-out (CCS is at one). The last step (last block -> final norm)
+    compares two bases (the norm rescales each coordinate)."""
     return layer_cosine_table({f.name: {k: f.sweep.directions[k].numpy()
                                         for k in swept_kinds(cfg)}
                                for f in fitted}, fitted[0].hook_names)
@@ -294,8 +288,7 @@ def _nanmean(xs) -> float:
 
 
 def _agreement(v: Mapping[str, Any]) -> CosineAgreement:
-    """The agreement verdict's fields (``Verdict.as_dict()``) with its in-distribution
-    accuracies (:func:`~ppairs_lens.evaluation.direction_agreement.agreement_verdicts`)."""
+    """An ``agreement_verdicts`` entry (``Verdict.as_dict()`` and in-distribution accuracies)."""
     return CosineAgreement(
         outcome=v["outcome"], reason=v["reason"], rule=v["rule"], evidence=v["evidence"],
         method=v["method"], needed=v["needed"],
@@ -310,10 +303,8 @@ def summarize(t_rows: list[TransferRow], c_rows: list[dict], ref: dict, cfg: Tra
     the directions' agreement verdict where ``agreements`` has one."""
     out = {}
     for k in cfg.kinds:
-        between = [r["abs_cos"] for r in c_rows if r["relation"] == "between_datasets"
-                   and r["kind_a"] == k]
-        signed = [r["cos"] for r in c_rows if r["relation"] == "between_datasets"
-                  and r["kind_a"] == k]
+        pairs = [r for r in c_rows if r["relation"] == "between_datasets" and r["kind_a"] == k]
+        between, signed = [r["abs_cos"] for r in pairs], [r["cos"] for r in pairs]
         tr = [r for r in t_rows if r.kind == k and r.metric == cfg.metric]
         halves = [r["abs_cos"] for r in c_rows if r["relation"] == "split_half"
                   and r["kind_a"] == k]
@@ -341,12 +332,11 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
                  tokenizer=None, judges=None) -> TransferResult:
     """Transfer matrix, cosine tables and per-layer cosines; tables and figures into ``out``.
 
-    Returns the :class:`TransferResult` (the probes' rows only in its ``rows``; the
-    comparators' in its ``comparisons``: every cell's baselines and judges beside its
-    probes). ``datasets`` (one per store, in order): the records the text baselines read
-    (without them those are n/a); ``embedding`` / ``tokenizer``: the model's ``W_E`` and
-    tokenizer (input-embedding baseline); ``judges``: per dataset name, key -> {pair_id:
-    P(item 1)} of each prompted judge (inputs beside the config, never part of it)."""
+    The result's ``rows`` hold the probes only, its ``comparisons`` every cell's baselines and
+    judges. ``datasets`` (one per store, in order): the records the text baselines read (else
+    n/a); ``embedding`` / ``tokenizer``: the model's ``W_E`` and tokenizer (input-embedding
+    baseline); ``judges``: per dataset name, key -> {pair_id: P(item 1)} of each prompted judge
+    (inputs beside the config, never part of it)."""
     cfg = cfg or TransferConfig(stores=[str(s.path) for s in stores])
     cfg.validate()
     check_comparable(stores)
@@ -405,12 +395,11 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens transfer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`): the
-    transfer matrix and cosines, and beside every transferred probe the no-model baselines
-    and the prompted judge forms of ``--judges`` (each limited by ``--judge-max-pairs``,
-    remembered beside its store as the sweep's are: a rerun or a sweep on the same store
-    redoes none) on the same held-out pairs; the plan and its estimated model time first, one
-    table per (training, scored) cell last."""
+    """``ppairs-lens transfer``: the transfer matrix and cosines, and beside every transferred
+    probe the no-model baselines and the judge forms of ``--judges`` (limited by
+    ``--judge-max-pairs``, remembered beside the store as the sweep's are: a rerun redoes none)
+    on the same held-out pairs; the plan and its estimated model time first, one table per
+    (training, scored) cell last."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
@@ -440,9 +429,8 @@ def cli(args, bridge) -> None:
 
 
 def transfer_table_lines(res: TransferResult, cfg: TransferConfig) -> list[str]:
-    """One result table per (training dataset -> scored dataset) cell: each probe of the
-    training dataset at its read-out, every baseline fitted on it and every judge, on the
-    scored dataset's held-out pairs; refused cells with their reason."""
+    """One result table per (training -> scored dataset) cell: the training dataset's probes,
+    its baselines and every judge on the scored held-out pairs; refused cells with why."""
     comp = res.comparisons
     if comp is None:
         return []

@@ -1,9 +1,6 @@
-"""Figures of the cross-dataset analysis: transfer heatmaps, cosine matrix and distribution,
-and per-layer cosines, each drawn from the rows :mod:`analyses.cross_dataset` computes; and
-its result printed (:func:`print_summary`).
-
-``cfg`` is that run's ``TransferConfig``; ``ref`` the random-direction null
-(:func:`ppairs_lens.probes.direction_similarity.random_reference`, with its ``samples``).
+"""Figures of the cross-dataset analysis (:mod:`analyses.cross_dataset`): transfer heatmaps,
+cosine matrix and distribution, per-layer cosines; and its printed summary. ``cfg`` is the
+run's ``TransferConfig``; ``ref`` the random-direction null (with its ``samples``).
 """
 
 from __future__ import annotations
@@ -64,8 +61,8 @@ def _split_note(cfg, splits: dict[str, str]) -> str:
 
 def plot_transfer(rows: list, names: list[str], cfg, model: str,
                   layers: dict[str, dict[str, int]], splits: dict[str, str]):
-    """``rows``: the run's :class:`~analyses.cross_dataset.TransferRow`; ``layers``: ``{training dataset: {kind: read-out index}}``; ``splits``: the split
-    each dataset used."""
+    """``rows``: the run's ``TransferRow``; ``layers``: ``{training dataset: {kind: read-out
+    index}}``; ``splits``: the split each dataset used."""
     import matplotlib.pyplot as plt
 
     hooks = {r.layer: r.hook for r in rows}

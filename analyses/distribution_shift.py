@@ -1,15 +1,14 @@
 """Probes under distribution shift (paper Figure 4, Appendix C).
 
-Probes are fitted on LLMBar's clean subsets (Natural + Normal, the training half of their
-split) at the read-out chosen on validation, then scored on the clean held-out half (in
-distribution) and on every other subset given (shifted: the main job passes LLMBar's four
-Adversarial subsets, Neighbor, GPTInst, GPTOut and Manual, as the paper's Figure 4; any
-LLMBar-format file works). A shifted set is scored on the held-out half of its own split,
-the pairs the prompted judge answered (its training half is never used). The calibrated zero-shot judge is scored on the same pairs. The paper's claim: probes
-lose less than prompting when the data shifts. Each drop (in-distribution minus shifted
-accuracy) has a 95% CI, and so has the difference of drops (probe minus judge), resampling
-leak groups of both sets at once (:func:`ppairs_lens.evaluation.bootstrap.bootstrap`).
-Writes ``distribution_shift.csv`` and the config.
+Probes are fitted on LLMBar's clean subsets (Natural + Normal, their training half) at the
+read-out chosen on validation, then scored on the clean held-out half (in distribution) and on
+every other subset given (shifted: the main job passes the four Adversarial subsets, as the
+paper's Figure 4; any LLMBar-format file works), each on the held-out half of its own split,
+the pairs the prompted judge answered; the calibrated zero-shot judge on the same pairs. The
+claim: probes lose less than prompting when the data shifts. Each drop (in-distribution minus
+shifted accuracy) and the difference of drops (probe minus judge) has a 95% CI, resampling
+leak groups of both sets at once. Writes ``distribution_shift.csv`` and the config;
+``ppairs-lens shift`` runs :func:`run_shift_files` on the user's files.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from analyses.distribution_shift_plots import plot_shift
-from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.activations.store_sets import check_comparable
+from ppairs_lens.activations.store import ActivationStore, check_comparable
 from ppairs_lens.data.records import TIE
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.baselines import (cross_dataset_memorisation, memorisation_baseline,
@@ -40,7 +38,7 @@ from ppairs_lens.evaluation.shift import (
     scored_set,
     shift_rows,
 )
-from ppairs_lens.evaluation.store_split import split_records, split_store
+from ppairs_lens.evaluation.store_split import split_records, split_store, undecidable_at_size
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, record_data, record_from_data
@@ -62,10 +60,6 @@ class ShiftConfig:
     kinds: tuple[str, ...] = ("supervised", "pca")
     settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)  # the paper's halves
     C: float = 1.0
-
-
-def _held_out(store: ActivationStore, cfg: ShiftConfig):
-    return split_store(store, **cfg.settings.split_kwargs())
 
 
 @dataclass(frozen=True)
@@ -125,7 +119,7 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
               judge_p: Mapping[str, Mapping[str, float]], out, cfg: ShiftConfig
               ) -> ShiftResult:
     """``judge_p``: the zero-shot judge's P(item 1) per held-out pair id, per dataset name."""
-    sp = _held_out(source, cfg)
+    sp = split_store(source, **cfg.settings.split_kwargs())
     choice = choose_readouts(sp, cfg.kinds, seed=cfg.settings.seed, C=cfg.C)
     probes = {k: fit_sweep(sp.acts_train[:, :, [choice[k].index]], sp.labels_train, (k,),
                            groups=sp.groups_train, seed=cfg.settings.seed, C=cfg.C)
@@ -133,7 +127,7 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
     sets = [(source.meta.dataset, "in distribution", sp.acts_test, sp.labels_test,
              sp.pairs_test, sp.groups_test)]
     for st in shifted:
-        t = _held_out(st, cfg)
+        t = split_store(st, **cfg.settings.split_kwargs())
         sets.append((st.meta.dataset, "shifted", t.acts_test, t.labels_test, t.pairs_test,
                      t.groups_test))
     per_set = []
@@ -221,14 +215,11 @@ def check_one_kind(datasets) -> None:
 
 def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                     cfg: ShiftFilesConfig) -> ShiftFilesResult:
-    """Probes fitted on the pooled training split of ``train`` at the read-out chosen on its
-    validation split; they, every no-model baseline (fitted on the same training pairs) and
-    the prompted judges scored on the held-out pairs of ``train`` and on every pair of each
-    ``test`` dataset. The judge forms of ``cfg.judges`` are the sweep's
-    (:func:`ppairs_lens.judges.held_out.held_out_judge_scores` on the training files' held-out
-    pairs, :func:`~ppairs_lens.judges.held_out.judge_every_pair` on the shifted files, the
-    few-shot demonstrations from the training files' training records), each remembered
-    beside its store. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
+    """Probes fitted on the pooled training split of ``train`` (read-out chosen on its
+    validation split), every no-model baseline fitted on the same pairs, and the judge forms
+    of ``cfg.judges`` (the sweep's, remembered beside each store; few-shot demonstrations from
+    the training records), scored on the held-out pairs of ``train`` and on every pair of each
+    ``test`` dataset. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
     check_one_kind([*train, *test])
     check_comparable([*stores_train, *stores_test])
     pooled, train_records, held_out, parts = _train_side(train, stores_train, cfg)
@@ -312,7 +303,6 @@ def cli(args, bridge) -> None:
     from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
-    from ppairs_lens.evaluation.store_split import split_records, undecidable_at_size
     from ppairs_lens.judges.run_estimate import announce, plan_held_out_run
 
     def load(specs):

@@ -12,10 +12,6 @@ from ppairs_lens.io.plotting import caption, legend_outside, style, wrapped
 SET_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 
 
-def _name(method: str) -> str:
-    return short(method)
-
-
 def _about(keys) -> str:
     """What each predictor shown is, in the predictors' one list's words."""
     return "; ".join(f"{short(k)}: {PREDICTORS[k].about}" for k in keys if k in PREDICTORS
@@ -23,8 +19,7 @@ def _about(keys) -> str:
 
 
 def plot_shift(rows: Sequence, model: str, cfg, notes: dict[str, str]):
-    """Each predictor's accuracy on each set: ``rows``, the
-    :class:`~analyses.distribution_shift.ShiftRow` records of one run."""
+    """Each predictor's accuracy on each set; ``rows``: one run's ``ShiftRow`` records."""
     import matplotlib.pyplot as plt
 
     methods = list(dict.fromkeys(r.method for r in rows))
@@ -48,7 +43,8 @@ def plot_shift(rows: Sequence, model: str, cfg, notes: dict[str, str]):
                 zero_width |= flat
                 ys = [r for _, r in pts]
                 ax.errorbar([x for x, _ in pts], [r.accuracy for r in ys],
-                            yerr=[[r.accuracy - r.lo for r in ys], [r.hi - r.accuracy for r in ys]],
+                            yerr=[[r.accuracy - r.lo for r in ys],
+                                  [r.hi - r.accuracy for r in ys]],
                             fmt="o", ms=4, lw=1, capsize=2, color=c,
                             mfc="white" if flat else c,
                             label=None if flat else wrapped(f"{name} ({role}, n={n_set})", 60))
@@ -57,7 +53,7 @@ def plot_shift(rows: Sequence, model: str, cfg, notes: dict[str, str]):
                     label="zero-width interval (one group, or every resample alike)")
         ax.axhline(0.5, color="k", lw=0.6, alpha=0.5)
         ax.set_xticks(range(len(methods)))
-        ax.set_xticklabels([_name(m) for m in methods], fontsize=7, rotation=30, ha="right")
+        ax.set_xticklabels([short(m) for m in methods], fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("held-out accuracy")
         ax.set_xlabel("predictor")
         ax.set_title(f"Probes, baselines and prompting under shift\n{model}")

@@ -1,34 +1,19 @@
 """Probes against finetuning the judge on the same labels (the paper's Section 5.2, Fig. 3).
 
-On each store's held-out split (:func:`ppairs_lens.evaluation.store_split.split_store`, the
-split every analysis scores on) five judges answer the same test pairs:
+On each store's held-out split five judges give P(item 1) on the same test pairs: the
+supervised and PCA probes (read-out chosen on a validation split of the training pairs), the
+model finetuned with LoRA and fully on exactly those training comparisons, both item orders (a
+copy of the weights; the model passed in is not changed), and the zero-shot judge (finetuned
+and prompted judges swap-calibrated). All see the same ``max_train`` training comparisons.
+``finetuning.csv``: per (dataset, method) accuracy with a CI over leak groups, the paired
+difference to the supervised probe, and the training cost (a probe's includes its harvest).
 
-* the supervised probe and the unsupervised (PCA) probe, fitted on the training pairs'
-  activations at the read-out chosen on a validation split of those pairs
-  (:mod:`ppairs_lens.evaluation.readout_choice`);
-* the model finetuned with LoRA and with full finetuning on exactly those training
-  comparisons, both item orders (:func:`ppairs_lens.finetuning.judge.finetune_judge`; a copy
-  of the weights is trained, the model passed in is not changed);
-* the zero-shot prompted judge, with no training.
-
-Every judge's answer on a test pair is a P(item 1); the finetuned and prompted judges read the
-two choice tokens' logits in both item orders, swap-calibrated. ``finetuning.csv`` has one
-row per (dataset, method): accuracy with a CI over leak groups, the paired difference to the
-supervised probe (:func:`ppairs_lens.evaluation.paired.paired_difference`), and the cost of
-training: wall time, trainable parameters and peak memory (probe: harvesting the training
-pairs plus choosing the read-out and fitting; memory as in :mod:`ppairs_lens.finetuning.cost`).
-All methods see the same ``max_train`` training comparisons (a seeded subset of the training
-side when there are more).
-
-The label curve (``finetuning_curve.csv``, ``finetuning_curve.png``) repeats the probe, LoRA
-and full finetuning with 25, 50, 100, ... training labels, all scored on the same test pairs,
-with CIs over leak groups of the accuracy averaged over seeds: where, if anywhere, finetuning
-overtakes the probe. Label sets are nested: size ``n`` is the first ``n`` pairs of a seeded
-order per seed (:func:`nested_order`, each prefix stratified). A finetuned judge is trained
-once per (method, seed) through that order and read after each size
-(:func:`ppairs_lens.finetuning.judge.finetune_curve`): the judge a run on those ``n`` gives
-with batches that do not cross the smaller curve sizes, so the main comparison (seed
-``seed``'s point at ``max_train``) depends on ``curve_sizes`` through its batch draw only.
+The label curve (``finetuning_curve.csv``/``.png``) repeats probe, LoRA and full finetuning at
+growing label counts on the same test pairs: where, if anywhere, finetuning overtakes the
+probe. Label sets are nested (a seeded, stratified order per seed); a finetuned judge is
+trained once per (method, seed) through it and read after each size, its batches never
+crossing the smaller sizes, so the main comparison depends on ``curve_sizes`` only through
+its batch draw.
 """
 
 from __future__ import annotations
@@ -55,16 +40,15 @@ from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import choose_readout
 from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, held_out_ci_counts,
-                                                split_store)
+                                                split_records, split_store)
 from ppairs_lens.finetuning.cost import Cost, measure
-from ppairs_lens.finetuning.curve import curve_rows, nested_order
-from ppairs_lens.finetuning.judge import finetune_curve
+from ppairs_lens.finetuning.judge import curve_rows, finetune_curve, nested_order
 from ppairs_lens.finetuning.train import TrainingConfig
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.judges.calibration import sigmoid
 from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.zero_shot import zero_shot
+from ppairs_lens.judges.zero_shot import judge_prompts, zero_shot
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.probes.sweep import fit_sweep
 
@@ -82,19 +66,13 @@ class FinetuningConfig:
     """What the comparison and the label curve ran with (saved as ``finetuning.config.json``).
 
     ``max_train``: training comparisons every method gets (None: the whole training side);
-    ``max_test``: test pairs every judge answers (a seeded subset of the store's held-out
-    pairs, the same for all; None: all of them);
-    ``curve_sizes``: label counts of the curve (sizes above the training side stand for all
-    of it), nested, for every seed of ``curve_seeds``; ``curve_sizes_full``: full
-    finetuning's (None: ``curve_sizes``), as its steps cost more where memory is slow;
-    ``curve_methods``: who is trained at each.
+    ``max_test``: test pairs every judge answers (a seeded subset, the same for all; None:
+    all); ``curve_sizes``: label counts of the curve (above the training side: all of it),
+    nested, for every seed of ``curve_seeds``; ``curve_sizes_full``: full finetuning's (None:
+    ``curve_sizes``), as its steps cost more; ``curve_methods``: who is trained at each.
     The default is small: on the embedded 135M model (Story Cloze prompts, ~150 tokens, a
-    2-core CPU shared with other jobs) a training example cost 1-2 CPU-seconds and a test
-    read of 20 pairs a few. Each (method, seed) is trained once through nested label sets, a
-    point per size (:func:`ppairs_lens.finetuning.judge.finetune_curve`), and the two orders of
-    a comparison share their prompt prefix, so the curve costs about one run on its largest
-    size, plus a test read per point (~0.45 s a Story Cloze pair there: most of the cost). The
-    main job's demo reads one point; the quick preset (:data:`PRESETS`) is smaller still.
+    shared 2-core CPU) a training example cost 1-2 CPU-seconds; the curve costs about one run
+    on its largest size plus a test read per point (~0.45 s a pair there: most of the cost).
     On a GPU raise ``max_train``, ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200).
     """
 
@@ -145,12 +123,6 @@ class Scored:
     extra: dict
 
 
-def _sub_split(sp: StoreSplit, idx: np.ndarray) -> StoreSplit:
-    return replace(sp, acts_train=sp.acts_train[idx], labels_train=sp.labels_train[idx],
-                   pairs_train=[sp.pairs_train[i] for i in idx],
-                   groups_train=[sp.groups_train[i] for i in idx])
-
-
 def harvest_cost(bridge, train: Dataset, template) -> Cost:
     """Time and peak memory of harvesting ``train``'s contrast pairs (every read-out), the
     part of a probe's cost that runs the model (the store already holds the result)."""
@@ -163,12 +135,10 @@ def harvest_cost(bridge, train: Dataset, template) -> Cost:
 
 def probe_answers(sp: StoreSplit, kind: str, cfg: FinetuningConfig, seed: int,
                   harvest: Cost | None = None) -> Scored:
-    """A probe of ``kind`` fitted on ``sp``'s training pairs at the read-out
-    :func:`ppairs_lens.evaluation.readout_choice.choose_readout` picks from them (validation,
-    or its fallback where the pairs are too few to split), P(item 1) on the test pairs. Its
-    cost adds ``harvest`` (:func:`harvest_cost`) to choosing the read-out and fitting. The
-    validation fit serves every probe kind at once (memoised), so the first kind asked
-    carries its time."""
+    """A probe of ``kind`` fitted on ``sp``'s training pairs at the read-out ``choose_readout``
+    picks from them, P(item 1) on the test pairs. Its cost adds ``harvest`` to choosing the
+    read-out and fitting; the validation fit serves every kind at once (memoised), so the
+    first kind asked carries its time."""
     with measure() as mf, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a fallback read-out: in selected_by
         choice = choose_readout(sp, kind, layer=cfg.layer, seed=seed, val_size=cfg.val_size,
@@ -183,23 +153,11 @@ def probe_answers(sp: StoreSplit, kind: str, cfg: FinetuningConfig, seed: int,
                                        "layer_rule": choice.selected_by})
 
 
-def tuned_curve(bridge, train: Dataset, test: Dataset, method: str, sizes: list[int],
-                cfg: FinetuningConfig, seed: int, template) -> dict[int, Scored]:
-    """LoRA or full finetuning through ``train``'s records in order (nested), the finetuned
-    judge's P(item 1) on ``test`` after the first ``n`` of them for each of ``sizes``."""
-    tune = cfg.tuning(method, seed)
-    points = finetune_curve(bridge, train, test, sizes, template, tune)
-    out = {pt.n_train: Scored(pt.result.p, pt.cost, pt.trainable_params, pt.summary(tune))
-           for pt in points}
-    gc.collect()
-    return out
-
-
 def answers(sp: StoreSplit, bridge, test: Dataset, method: str, cfg: FinetuningConfig,
             seed: int, template, harvest: Cost | None = None,
             known_z: Mapping[str, float] | None = None) -> Scored:
-    """A probe's or the zero-shot judge's answers (finetuned judges: :func:`tuned_curve`);
-    the latter from ``known_z`` (its calibrated log-odds by pair id) where it has them all."""
+    """A probe's or the zero-shot judge's answers; the latter from ``known_z`` (its
+    calibrated log-odds by pair id) where it has them all."""
     if method in PROBES:
         return probe_answers(sp, method, cfg, seed, harvest)
     ids = [r.pair_id for r in test.records]
@@ -258,7 +216,11 @@ def _tuned_sizes(cfg: FinetuningConfig, method: str, seed: int, n_main: int, n_a
 
 
 def _take(sp: StoreSplit, train: Dataset, idx: np.ndarray) -> tuple[StoreSplit, Dataset]:
-    return _sub_split(sp, idx), replace(train, records=[train.records[i] for i in idx])
+    """The training pairs ``idx`` of ``sp`` and of ``train``."""
+    return (replace(sp, acts_train=sp.acts_train[idx], labels_train=sp.labels_train[idx],
+                    pairs_train=[sp.pairs_train[i] for i in idx],
+                    groups_train=[sp.groups_train[i] for i in idx]),
+            replace(train, records=[train.records[i] for i in idx]))
 
 
 def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: FinetuningConfig,
@@ -282,12 +244,15 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
         key = (method, size, seed)
         if key in cache:
             return cache[key]
-        if method in TUNED:  # the whole curve of (method, seed) in one run
+        if method in TUNED:  # the whole curve of (method, seed) in one run, read after each n
             want = {size} | _tuned_sizes(cfg, method, seed, n_main, n_all)
-            top = max(want)
-            _, sub_train = _take(sp, train, order(seed)[:top])
-            for n, sc in tuned_curve(bridge, sub_train, test, method, sorted(want), cfg, seed,
-                                     template).items():
+            _, sub_train = _take(sp, train, order(seed)[:max(want)])
+            tune = cfg.tuning(method, seed)
+            points = finetune_curve(bridge, sub_train, test, sorted(want), template, tune)
+            curve = {pt.n_train: Scored(pt.result.p, pt.cost, pt.trainable_params,
+                                        pt.summary(tune)) for pt in points}
+            gc.collect()
+            for n, sc in curve.items():
                 cache[(method, n, seed)] = sc
             return cache[key]
         sub_sp, _ = _take(sp, train, order(seed)[:size])
@@ -297,7 +262,8 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
 
     harvest = None
     if any(m in PROBES for m in cfg.methods):
-        harvest = harvest_cost(bridge, _take(sp, train, order(cfg.settings.seed)[:n_main])[1], template)
+        harvest = harvest_cost(bridge, _take(sp, train, order(cfg.settings.seed)[:n_main])[1],
+                               template)
     main = {m: run(m, n_main, cfg.settings.seed, harvest) for m in cfg.methods}
     rows = []
     for m, s in main.items():
@@ -374,12 +340,11 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
                    zero_shot_z: Mapping[str, Mapping[str, float]] | None = None
                    ) -> FinetuningRows:
     """The comparison and the label curve on every ``(store, dataset)`` (the store harvested
-    from the dataset with ``bridge``'s model, e.g. by
-    :func:`ppairs_lens.activations.pipeline.ensure_store`); writes ``finetuning.csv``,
+    from the dataset with ``bridge``'s model); writes ``finetuning.csv``,
     ``finetuning_curve.csv``, ``finetuning_summary.json``, their figures and the config into
     ``out``, and returns the comparison rows. ``bridge`` is not changed. ``zero_shot_z``: per
     dataset, the zero-shot judge's calibrated log-odds by pair id where a caller has them
-    (:meth:`ppairs_lens.judges.study.HeldOutJudges.zero_shot_z`), so it is not asked twice."""
+    (``HeldOutJudges.zero_shot_z``), so it is not asked twice."""
     cfg = cfg or FinetuningConfig()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -388,7 +353,8 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
         if dataset.kind != "comparison":
             warnings.warn(f"{dataset.name}: finetuning compares comparisons; skipped")
             continue
-        r, c, s = compare_store(bridge, store, dataset, cfg, (zero_shot_z or {}).get(dataset.name))
+        r, c, s = compare_store(bridge, store, dataset, cfg,
+                                (zero_shot_z or {}).get(dataset.name))
         rows += r
         curve += c
         summary[dataset.name] = s
@@ -410,16 +376,13 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
 def plan_finetuning(bridge, datasets: list[Dataset], root, cfg: FinetuningConfig,
                     template=None) -> list:
     """The model passes of :func:`run_finetuning` before any runs (for its estimate): each
-    store's harvest; per dataset the probes' training harvest (their cost), the zero-shot
-    judge on the test pairs, and per finetuning method the comparisons its runs train on and
-    the prompts its finetuned copies answer (a copy is trained and read by its own runner,
-    whose rate no few prompts of the model measure: planned by size, left out of the
-    estimate)."""
+    store's harvest; per dataset the probes' training harvest, the zero-shot judge on the
+    test pairs, and per finetuning method the comparisons its runs train on and the prompts
+    its copies answer (a copy runs on its own runner, whose rate the model's prompts do not
+    measure: planned by size, left out of the estimate)."""
     from ppairs_lens.activations.pair_info import pair_info
-    from ppairs_lens.evaluation.store_split import split_records
     from ppairs_lens.judges.run_estimate import (PlannedStep, plan_held_out_run,
                                                  planned_template)
-    from ppairs_lens.judges.zero_shot import judge_prompts
 
     steps = plan_held_out_run(bridge, datasets, root, template=template, split=None, forms=())
     split = cfg.settings.split_kwargs()

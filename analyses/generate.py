@@ -1,18 +1,13 @@
 """Steered generation, side by side: ``ppairs-lens generate --probe DIR --alpha A ... --prompt P``.
 
-A saved probe, sweep or direction (a folder or a Hub repo id,
-:func:`ppairs_lens.probes.hub.resolve_saved`) gives a unit direction and the hook point it was
-read at; the model then continues each prompt greedily (key-value cache on) with ``alpha``
-times that direction added there (:func:`ppairs_lens.interventions.steering.steer`), for each
-``alpha``, and with a random direction of the same norm (seeded) beside it, the control: any
-push of that size changes the text, the question is whether the probe's changes it
-differently. ``alpha = 0`` is always shown first: the unsteered model.
-
-``alpha`` is in units of the median activation norm at the hook point over the prompts'
-tokens (the first token, whose norm is an outlier in most models, left out), as ``ppairs-lens
-steer`` measures its alphas in the read-out's median norm; ``--raw-alpha`` adds ``alpha``
-itself. For a sweep the read-out is ``--hook``, else the one its model card records as chosen
-on validation for ``--kind``.
+A saved probe, sweep or direction (folder or Hub repo id) gives a unit direction and its hook
+point; each prompt is continued greedily (key-value cache on) with ``alpha`` times it added
+there, for each ``alpha``, beside a seeded random direction of the same norm: any push of that
+size changes the text, the question is whether the probe's changes it differently.
+``alpha = 0`` (unsteered) is always shown first. ``alpha`` is in units of the median activation
+norm at the hook over the prompts' tokens but the first (an outlier in most models), as
+``ppairs-lens steer`` measures its alphas; ``--raw-alpha`` adds ``alpha`` itself. For a sweep
+the read-out is ``--hook``, else the one its model card records as chosen for ``--kind``.
 """
 
 from __future__ import annotations
@@ -31,8 +26,7 @@ from ppairs_lens.errors import PPairsError
 from ppairs_lens.interventions.directions import random_directions
 from ppairs_lens.interventions.steering import check_alpha, steer
 from ppairs_lens.models.loading import model_name
-from ppairs_lens.probes.hub import resolve_saved
-from ppairs_lens.probes.model_card import CARD, read_model_card
+from ppairs_lens.probes.hub import CARD, read_model_card, resolve_saved
 from ppairs_lens.probes.persistence import load_direction, load_probe, load_sweep, read_metadata
 
 __all__ = ["SteeringSource", "steering_source", "norm_unit", "continuations", "side_by_side",
@@ -50,8 +44,8 @@ class SteeringSource:
 
 def _card_hook(folder, kind: str) -> str | None:
     """The read-out the model card records as chosen for ``kind`` (None without one)."""
-    if not (Path(folder) / CARD).is_file():       # no card: nothing recorded (a card that
-        return None                               # is there but broken is refused by name)
+    if not (Path(folder) / CARD).is_file():  # (a card that is there but broken is refused)
+        return None
     metrics = (read_model_card(folder).get("ppairs_lens") or {}).get("metrics") or []
     return next((m["hook"] for m in metrics if m.get("kind") == kind and m.get("hook")), None)
 
@@ -62,15 +56,14 @@ def steering_source(bridge, source: str, *, kind: str | None = None,
     folder = resolve_saved(source)
     meta = read_metadata(folder)
     name = model_name(bridge)
+    h = hook or (meta.hook_names[0] if meta.hook_names else None)  # a sweep's: set below
     if meta.object == "probe":
         probe = load_probe(folder, model=name, hook=hook)
-        h = hook or (meta.hook_names[0] if meta.hook_names else None)
         d, label = torch.as_tensor(probe.direction_).reshape(-1), f"{meta.kinds[0]} probe"
     elif meta.object == "direction":
         d, _ = load_direction(folder, model=name, hook=hook)
         if d.ndim == 2 and d.shape[0] != 1:
             raise PPairsError(f"{source} holds {d.shape[0]} directions; steering adds one")
-        h = hook or (meta.hook_names[0] if meta.hook_names else None)
         d, label = d.reshape(-1), f"{meta.kinds[0]} direction"
     else:
         sweep = load_sweep(folder, model=name)

@@ -1,16 +1,14 @@
 """Insertion scoring on ClimateX with probe preferences, against the zero-shot comparison.
 
 The layout of the thesis's Table 4.4: a probe trained on comparisons among ``n_train``
-labelled training statements (balanced over the four confidence levels) scores test
-statements by binary search over the levels, comparing each with ``k`` reference statements
-of the middle level (:func:`ppairs_lens.ranking.insertion.insertion_score`); the same with the
-model's zero-shot comparison. Per-level and overall accuracy, slope and bias (the ClimateX
-paper's: over the per-level mean predictions). Each method is paired statement by statement
-with the ClimateX paper's own predictions on the same test statements (the CSVs in
-``published_predictions/`` beside the data file): rows with ``level`` "published paired"
-(:func:`ppairs_lens.evaluation.level_agreement.paired_with_published`). Writes
-``insertion.csv`` / ``insertion_predictions.csv`` / ``insertion.config.json`` /
-``insertion.{png,svg}``; ``ppairs-lens rank`` runs it on a ClimateX file.
+labelled training statements (balanced over the four confidence levels) scores test statements
+by binary search over the levels, comparing each with ``k`` reference statements of the middle
+level; the same with the model's zero-shot comparison. Per-level and overall accuracy, slope
+and bias (the ClimateX paper's: over the per-level mean predictions); each method is paired
+statement by statement with the ClimateX paper's own predictions (``published_predictions/``
+beside the data file; ``level`` "published paired"). Writes ``insertion.csv`` /
+``insertion_predictions.csv`` / ``insertion.config.json`` / ``insertion.{png,svg}``;
+``ppairs-lens rank`` runs it on a ClimateX file.
 """
 
 from __future__ import annotations
@@ -27,17 +25,17 @@ from typing import Any
 import numpy as np
 
 from ppairs_lens.data import CLIMATEX_LEVELS, load_climatex, read_climatex
-from ppairs_lens.data.climatex_predictions import published_prediction_sets
+from ppairs_lens.data.climatex import published_prediction_sets
 from ppairs_lens.data.item_sampling import (
     balanced_by_score,
     stratified_by_score,
     training_comparisons,
 )
-from ppairs_lens.data.specs import spec_limit
+from ppairs_lens.data.specs import spec_format, spec_limit
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
-from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
-from ppairs_lens.evaluation.level_baselines import lexical_levels, majority_level
+from ppairs_lens.evaluation.level_agreement import (lexical_levels, majority_level,
+                                                    paired_with_published, slope_bias)
 from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
@@ -48,14 +46,15 @@ from ppairs_lens.judges.comparators import (
     ProbeComparator,
     ZeroShotComparator,
 )
-from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.comparators import run_lockstep
 from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score
 
-__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionRow", "InsertionRows", "InsertionData",
-           "cli", "insert_dataset", "insertion_data", "pc1_row", "place_statements", "print_table",
-           "published_row", "run_insertion", "train_insertion_probe"]
+__all__ = ["INSERTION_METHODS", "InsertionConfig", "InsertionRow", "InsertionRows",
+           "InsertionData", "cli", "insert_dataset", "insertion_data", "pc1_row",
+           "place_statements", "print_table", "published_row", "run_insertion",
+           "train_insertion_probe"]
 
 INSERTION_METHODS: tuple[str, ...] = ("probe", "zero_shot")
 METHOD_LABELS = {"probe": "PPairS (probe) insertion", "zero_shot": "zero-shot insertion"}
@@ -128,9 +127,8 @@ def train_insertion_probe(bridge, data: InsertionData, cfg: InsertionConfig):
 
 def place_statements(comp: BatchComparator, data: InsertionData, k: int, seed: int) -> dict:
     """Every test statement placed by binary-search insertion (``k`` references a step), all
-    of them in lockstep: ``{id: (level, trace)}``. Each step's ``k`` comparisons go into one
-    batch (:func:`ppairs_lens.ranking.insertion.insertion_score` announces them), so a round
-    runs each statement's part of the prompt once for its ``k`` references."""
+    in lockstep: ``{id: (level, trace)}``. Each step's ``k`` comparisons go into one batch, so
+    a round runs each statement's part of the prompt once for its ``k`` references."""
     def task(iid: str, j: int):
         return lambda cmp: insertion_score(iid, data.levels, data.references, cmp, k=k,
                                            seed=seed + j, return_trace=True)
@@ -221,8 +219,7 @@ def insert_dataset(bridge, cfg: InsertionConfig
                           "pred_level": CLIMATEX_LEVELS[int(out[i][0])],
                           "path": "/".join(CLIMATEX_LEVELS[lv] for lv in out[i][1].path)})
         slope, bias = slope_bias(p, y)
-        hit = (p == y).astype(float)
-        hits[m] = hit
+        hits[m] = hit = (p == y).astype(float)
         cost = {"n_rows": comp.n_rows - r0, "n_comparisons": n_cmp, "seconds": round(secs, 2)}
         if m == "probe" and trained is not None:
             cost.update(trained.cost_columns())
@@ -256,8 +253,7 @@ def insert_dataset(bridge, cfg: InsertionConfig
 def pc1_row(trained) -> InsertionRow:
     """The probe's direction against the first principal component of its own training
     differences (thesis Section 4.3.3, Appendix C.5): ``level`` "direction vs PC1", the
-    value in ``abs_cos`` (no accuracy), no interval (see
-    :func:`ppairs_lens.evaluation.direction_agreement.pc1_alignment`)."""
+    value in ``abs_cos`` (no accuracy), no interval."""
     return InsertionRow(method="probe", label=f"{METHOD_LABELS['probe']}: |cos| of its "
                         "direction with PC1 of its training differences",
                         level="direction vs PC1", accuracy=math.nan,
@@ -363,7 +359,8 @@ def plot_insertion(preds: list[dict], rows: Sequence[InsertionRow], model: str,
         layer = f" Read-out {probe.layer}: {probe.layer_selection}." if probe else ""
         caption(fig, f"Binary search over levels, k={cfg.k} references per step from "
                      f"{cfg.n_train} balanced labelled training statements (the file's train "
-                     f"split; test statements from its test split, in its level proportions); probe ({cfg.probe_kind}) "
+                     f"split; test statements from its test split, in its level proportions); "
+                     f"probe ({cfg.probe_kind}) "
                      f"trained on up to {cfg.max_train_pairs} comparisons among them.{layer} "
                      f"{_beside(rows)}")
         fig.tight_layout()
@@ -442,8 +439,6 @@ def print_table(rows: Sequence[InsertionRow]) -> None:
 
 def _specs(args) -> list[str]:
     """The ClimateX file among ``--datasets`` (default: the shared one, when present)."""
-    from ppairs_lens.data.specs import spec_format
-
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
     default = shared / "climatex" / "ipcc_statements_dataset.tsv"
     specs = args.datasets or ([str(default)] if default.exists() else [])

@@ -1,28 +1,17 @@
 """Layer sweep: how well each probe type reads the judgement at every layer (paper Figs 6-7).
 
-For each store: drop ties, split leak-free (``split_by="auto"``: whole groups, else items,
-else pairs; :func:`ppairs_lens.evaluation.store_split.split_store`), fit every probe kind at
-every read-out at once on the training pairs, and score the held-out pairs with bootstrap CIs
-over the leak groups. Beside the probes, on the same test pairs and with the same CIs:
+Per store: drop ties, split leak-free (``split_by="auto"``), fit every probe kind at every
+read-out on the training pairs and score the held-out pairs with bootstrap CIs over leak
+groups; beside them, on the same pairs, the no-model baselines ``memorisation`` and ``length``
+(fitted on train) and the judges and text baselines the caller measured (``judges``, a
+:class:`PairScores`: an input, never part of the config). The layer is chosen by its accuracy
+on a leak-free validation split of the training pairs (``val_value``), never by the test score.
 
-* two no-model baselines fitted on train (:mod:`ppairs_lens.evaluation.baselines`): kind
-  ``memorisation`` (training win rates of items) and ``length`` (the longer item wins);
-* the prompted judges and the text baselines where the caller measured them (``zero_shot`` /
-  ``few_shot`` / ``lexical`` ...: per-pair probabilities passed as ``judges``, a
-  :class:`PairScores`, an input beside the config and never part of it), scored on every test
-  pair they cover.
-
-Each probe row also carries ``val_value``: the accuracy at that layer of a probe fitted on
-part of the training split and scored on the rest (a leak-free validation split). The layer
-is chosen by it (:func:`ppairs_lens.evaluation.readout_choice.choose_readouts`), never by the test
-score. ``layer_sweep_summary.json`` gives, per (dataset, kind), the chosen layer, its test
-accuracy, and paired differences (probe - each baseline / judge, bootstrap CI over groups).
-
-Writes ``layer_sweep.csv`` (one row per dataset x kind x layer x metric; baselines and
-judges at ``layer = -1``), ``layer_sweep_summary.json``, ``layer_sweep.config.json`` and
-``layer_sweep.{png,svg,md}``; ``ppairs-lens sweep`` also the judges' reports it ran
-(``layer_sweep_judges.json``, rewritten as each judge finishes; each judge is also remembered
-in its store's ``judges/`` folder, so a cut run redoes none).
+Writes ``layer_sweep.csv`` (dataset x kind x layer x metric; baselines and judges at
+``layer = -1``), ``layer_sweep_summary.json`` (chosen layers, test accuracy, paired
+differences), ``layer_sweep.config.json`` and ``layer_sweep.{png,svg,md}``; ``ppairs-lens
+sweep`` also ``layer_sweep_judges.json`` (rewritten as each judge finishes; judges are
+remembered in their store's ``judges/`` folder, so a cut run redoes none).
 """
 
 from __future__ import annotations
@@ -56,6 +45,7 @@ from ppairs_lens.evaluation.store_split import (
     covered_test_pairs,
     held_out_ci_counts,
     split_store,
+    undecidable_at_size,
 )
 from ppairs_lens.evaluation.sweep_scores import score_pairs_batch
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
@@ -66,9 +56,8 @@ __all__ = ["JUDGES", "LengthBalanced", "PairScores", "PairedDifference", "SweepC
            "SweepEntry", "SweepResult", "SweepRow", "SweepTest", "pair_scores", "read_sweep",
            "run_sweep", "sweep_split", "sweep_store"]
 
-#: Prompted judges a caller may pass per-pair probabilities for: kind -> key in
-#: their reports (:func:`pair_scores` reads them into a :class:`PairScores`); no-model predictors that need the items' texts,
-#: passed the same way (one list: :mod:`ppairs_lens.evaluation.result_table`).
+#: Prompted judges a caller may pass per-pair probabilities for (kind -> key in their
+#: reports), and the no-model predictors that need the items' texts, passed the same way.
 JUDGES: dict[str, str] = JUDGE_KEYS
 TEXT_BASELINES: dict[str, str] = TEXT_BASELINE_KEYS
 BASELINES = ("memorisation", "length")
@@ -78,9 +67,8 @@ BASELINES = ("memorisation", "length")
 class PairScores:
     """What a sweep scores beside its probes, measured before it by the caller: dataset ->
     predictor kind (a key of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item
-    1)}. An input of :func:`run_sweep` (a study's step cache keys on it), never
-    part of :class:`SweepConfig`: a config says what a sweep ran with, not what other steps
-    found. Built from judge entries by :func:`pair_scores`."""
+    1)}. An input of :func:`run_sweep` (a study's step cache keys on it), never part of
+    :class:`SweepConfig`: a config says what a sweep ran with, not what other steps found."""
 
     by_dataset: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
 
@@ -91,10 +79,8 @@ class PairScores:
 
 def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
     """The :class:`PairScores` among per-dataset entries keyed as the judges' reports key
-    them (``p_by_pair``, ``few_shot_p_by_pair``, ``lexical_p_by_pair`` ...:
-    :func:`ppairs_lens.judges.held_out.judge_entry`, ``HeldOutJudges.p_by_pair``): their
-    per-pair probabilities by predictor kind, without metrics, diagnostics or
-    demonstrations."""
+    them (``p_by_pair``, ``few_shot_p_by_pair``, ``lexical_p_by_pair`` ...), without
+    metrics, diagnostics or demonstrations."""
     keys = {**JUDGES, **TEXT_BASELINES}
     return PairScores({ds: {kind: dict(e[key]) for kind, key in keys.items() if e.get(key)}
                        for ds, e in entries.items()})
@@ -254,14 +240,6 @@ def _row(sp: StoreSplit, kind: str, layer: int, hook: str, metric: str, s: dict,
                     n_train=len(sp.labels_train), n_test=n, split_used=sp.split_used, **extra)
 
 
-def _judge_subsets(sp: StoreSplit, judges: PairScores
-                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per judge kind: (positions of the test pairs it covers, its P(item 1) there)."""
-    covered = {kind: covered_test_pairs(sp, judges.of(sp.name, kind))
-               for kind in {**JUDGES, **TEXT_BASELINES}}
-    return {kind: c for kind, c in covered.items() if c is not None}
-
-
 def _scored(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: SweepConfig) -> dict:
     return _scored_batch(sp, np.asarray(p, dtype=np.float64)[:, None], idx, cfg)[0]
 
@@ -316,8 +294,11 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
         notes[b.kind] = b.predictor
         for metric, s in _scored(sp, b.p, None, cfg).items():
             rows.append(_row(sp, b.kind, -1, "", metric, s, n_test, predictor=b.predictor))
-    for kind, (idx, p) in _judge_subsets(sp, judges or PairScores()).items():
-        others[kind] = (idx, p)
+    judges = judges or PairScores()
+    for kind in {**JUDGES, **TEXT_BASELINES}:  # on the test pairs each covers
+        if (covered := covered_test_pairs(sp, judges.of(sp.name, kind))) is None:
+            continue
+        idx, p = others[kind] = covered
         what = "no-model baseline" if kind in TEXT_BASELINES else "prompted judge"
         notes[kind] = f"{what} on {len(idx)} of {n_test} test pairs"
         for metric, s in _scored(sp, p, idx, cfg).items():
@@ -354,20 +335,16 @@ def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
                 **{**d, "ci_counts": held_out_ci_counts(sp, d),
                    "group_diffs": tuple(d["group_diffs"]),
                    "about": notes.get(other, "probe at its chosen read-out")})
+        s = _scored(sp, pk, None, cfg)["accuracy"]
         out.append(SweepEntry(
             dataset=sp.name, kind=kind, layer=li, hook=c.hook, val_value=c.val_value,
             selected_by=c.selected_by, split_used=sp.split_used, n_test=len(y),
             n_groups_test=len(set(sp.groups_test)), ci_unit=ci_unit,
-            test=_test_interval(sp, pk, cfg),
+            test=SweepTest(metric="accuracy", value=s["value"], lo=s["lo"], hi=s["hi"],
+                           ci_counts=s["ci_counts"]),
             length_balanced=None if balanced is None else LengthBalanced(**balanced),
             minus=minus, unavailable={k: v for k, v in notes.items() if k not in others}))
     return out
-
-
-def _test_interval(sp: StoreSplit, p: np.ndarray, cfg: SweepConfig) -> SweepTest:
-    s = _scored(sp, p, None, cfg)["accuracy"]
-    return SweepTest(metric="accuracy", value=s["value"], lo=s["lo"], hi=s["hi"],
-                     ci_counts=s["ci_counts"])
 
 
 def sweep_store(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None = None
@@ -414,19 +391,15 @@ def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig |
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens sweep`` on the model ``bridge`` (loaded by :mod:`analyses.cli`): the
-    probes, every no-model baseline (length, memorisation, lexical, input embeddings) and the
-    prompted judge forms of ``--judges`` (each limited by ``--judge-max-pairs``) on the same
-    test pairs. It first prints its plan and the estimated model time (measured on a few
-    prompts); each judge is remembered beside its store as it finishes (a rerun redoes none)
-    and its report written at once to ``layer_sweep_judges.json``; the console ends with one
-    table per dataset."""
+    """``ppairs-lens sweep``: the probes, every no-model baseline and the judge forms of
+    ``--judges`` (each limited by ``--judge-max-pairs``) on the same test pairs; the plan and
+    estimated model time first, one table per dataset last. Each judge is remembered beside
+    its store as it finishes (a rerun redoes none), its report written at once."""
     import time
 
     from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
-    from ppairs_lens.evaluation.store_split import undecidable_at_size
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.evaluation.text_baselines import held_out_text_baselines
     from ppairs_lens.judges.held_out import (HeldOutJudgeRun, judge_cache_dir, judge_entry,

@@ -1,19 +1,13 @@
 """Probes against prompting and against baselines that could win (paper Figures 1, 2, 3).
 
-Read off the layer sweep's summary (every number is on the same held-out pairs, paired,
-with 95% CIs over leak groups): per dataset, the supervised and the unsupervised (PCA) probe
-and the mass-mean probe at the read-outs chosen on validation; the prompted judge in each
-fair form (the paper's position-marginalised probability, a decision threshold fitted on the
-training labels, AUROC) and the ALLURE judge; and the no-model baselines fitted on train
-(length, memorisation where ids recur, lexical TF-IDF, mean-pooled input embeddings).
-
-Each probe is compared, with the paired CI of the difference, with comparators fixed before
-any test pair is read (never the best form or baseline on the test pairs): the prompted judge
-in the paper's form (no judge form is scored on a validation split at these sizes) and each
-no-model baseline (the claim "beats the strongest baseline" is "beats every one": no choice).
-The verdicts come from the claims registry (``analyses/replication/claims.py``), not from here.
-Writes ``probes_vs_prompting.csv`` (one row per dataset x method), ``..._claims.csv`` (one
-row per dataset x comparison, with its numbers) and ``probes_vs_prompting.{png,svg}``.
+Read off the layer sweep's summary (same held-out pairs, paired, 95% CIs over leak groups):
+per dataset the supervised, PCA and mass-mean probes at their validation read-outs, the
+prompted judge in each fair form and ALLURE, and the no-model baselines fitted on train. Each
+probe is compared (paired CI of the difference) with comparators fixed before any test pair is
+read, never the best on the test pairs: the judge in the paper's form and every baseline ("beats
+the strongest baseline" is "beats every one"). The verdicts come from the claims registry
+(``analyses/replication/claims.py``). Writes ``probes_vs_prompting.csv`` (dataset x method),
+``..._claims.csv`` (dataset x comparison) and ``probes_vs_prompting.{png,svg}``.
 """
 
 from __future__ import annotations
@@ -136,8 +130,7 @@ class PvPRows(StepRows):
 def run_probes_vs_prompting(sweep, judges: dict[str, dict], out,
                             cfg: PvPConfig) -> PvPRows:
     """Tables and figure from ``sweep`` (the layer sweep's ``SweepResult``); ``judges``: each
-    dataset's judge record
-    (diagnostics: does the prompted judge decide at all?)."""
+    dataset's judge record (diagnostics: does the prompted judge decide at all?)."""
     rows, claims = [], []
     for name in cfg.datasets:
         r, c = dataset_rows(sweep, name, judges.get(name))

@@ -1,25 +1,15 @@
-"""Ranking items with probe preferences, against the prompting baselines.
+"""Ranking items with probe preferences, against the prompting baselines (thesis Table 4.2).
 
-The layout of the thesis's Table 4.2. On scored-items data (SummEval, HANNA, any
-``path:aspect`` file, or a built-in with item ids and scores per context such as
-``story_sentiment``): a probe is trained on the comparisons of a few *training* contexts, then
-the items of each disjoint *evaluation* context are ranked by
-
-* PPairS: PAIRS merge sort driven by the probe (greedy, and the uncertainty-guided beam), with
-  each comparison harvested on demand (:class:`ppairs_lens.judges.comparators.ProbeComparator`);
-* PAIRS with the model's own calibrated zero-shot comparison (greedy and beam);
-* direct scoring (argmax of the 1-5 score token) and G-Eval (its probability-weighted mean);
-* two no-model baselines fitted on the training contexts only: item length in characters
-  (longer ranks higher or lower, the sign chosen on training contexts) and memorised win rates
-  (each item's training win rate by id or text; unseen items tie).
-
-Training and evaluation contexts come from different leak groups (``group_id``: e.g. one
-template pool of ``story_sentiment``), so no template or recurring item is on both sides
-(:mod:`ppairs_lens.ranking.context_split`); the probe's read-out is chosen on a validation
-split of the training pairs. Each ranking is scored by the Spearman correlation with the gold
-scores within its context, averaged over contexts with a bootstrap CI over contexts; only
-contexts with at least 3 items count (with 2, Spearman is +-1: one comparison's accuracy). The cost column counts prompts run
-through the model (``n_rows``); a probe method also lists the rows its training harvest took.
+On scored-items data (SummEval, HANNA, any ``path:aspect`` file, or a built-in such as
+``story_sentiment``) a probe is trained on the comparisons of a few *training* contexts, then
+each disjoint *evaluation* context's items are ranked by PPairS (merge sort driven by the
+probe, greedy and uncertainty-guided beam), PAIRS with the calibrated zero-shot comparison,
+direct scoring, G-Eval, and two no-model baselines fitted on the training contexts: item length
+(sign chosen there) and memorised win rates (unseen items tie). Training and evaluation
+contexts come from different leak groups (no template or recurring item on both sides); the
+probe's read-out is chosen on a validation split of the training pairs. Score: Spearman with
+the gold scores within each context of 3+ items (with 2 it is +-1), averaged with a bootstrap
+CI over contexts; ``n_rows`` counts prompts run through the model.
 
 Writes ``ranking.csv`` / ``ranking_contexts.csv`` / ``ranking.config.json`` /
 ``ranking.{png,svg}``. ``ppairs-lens rank`` runs it on every dataset but a ClimateX file,
@@ -40,7 +30,7 @@ from typing import Any
 from analyses.ranking_plots import plot_ranking
 from ppairs_lens.data.item_sampling import items_by_context, training_comparisons
 from ppairs_lens.data.records import Dataset, ScoredItem
-from ppairs_lens.data.specs import spec_limit
+from ppairs_lens.data.specs import load_dataset_spec, spec_format, spec_limit
 from ppairs_lens.evaluation.bootstrap import mean_ci
 from ppairs_lens.evaluation.metrics import spearman
 from ppairs_lens.presets import Preset
@@ -51,7 +41,7 @@ from ppairs_lens.judges.comparators import (
     ProbeComparator,
     ZeroShotComparator,
 )
-from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.comparators import run_lockstep
 from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.judges.scoring import score_items
 from ppairs_lens.models.loading import model_name
@@ -106,14 +96,6 @@ class RankingConfig(ProbeJudgeConfig):
     uncertainty: float = DEFAULT_UNCERTAINTY
 
 
-def _context_rho(pred: Sequence | Mapping, gold: Mapping[str, float]) -> tuple[float, bool]:
-    """Spearman within one context; a constant prediction counts as 0 (no ranking)."""
-    rho = spearman(pred, gold)
-    if math.isnan(rho):
-        return 0.0, True
-    return rho, False
-
-
 def _presentations(counter: CountingComparator, calibrated: bool) -> int:
     """Distinct prompts a sort needed alone: its ordered pairs, both orders when calibrated."""
     keys = set(counter.cache)
@@ -137,11 +119,6 @@ def _sort_all(comparator: BatchComparator, orders: Mapping[str, list[str]],
     rows0, t0 = comparator.n_rows, time.perf_counter()
     ranked = run_lockstep({c: task(c) for c in orders}, comparator)
     return ranked, counters, time.perf_counter() - t0, comparator.n_rows - rows0
-
-
-def _ctx_key(context_id: str | None) -> str:
-    """A context's key as :func:`items_by_context` writes it."""
-    return str(context_id) if context_id is not None else "__all__"
 
 
 @dataclass(frozen=True)
@@ -192,8 +169,6 @@ def _check_methods(cfg: RankingConfig) -> set[str]:
 def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
                  ) -> tuple[list[RankingRow], list[dict], dict]:
     """Rank one dataset; returns (method rows, per-context rows, info)."""
-    from ppairs_lens.data.specs import load_dataset_spec
-
     ds = dataset if dataset is not None else load_dataset_spec(cfg.dataset)
     meta = dataclasses.replace(ds, records=[])
     want = _check_methods(cfg)
@@ -215,10 +190,11 @@ def rank_dataset(bridge, cfg: RankingConfig, dataset: Dataset | None = None
     trained = None
     if want & {"probe_greedy", "probe_beam"}:
         # Layer choice holds out whole leak groups of the training contexts where there are
-        # two or more, else whole contexts.
+        # two or more, else whole contexts (keyed as items_by_context keys them).
         by_group = len(split.groups_train) > 1
-        rec_groups = [split.group_of[k] if by_group else k
-                      for k in (_ctx_key(r.context_id) for r in train.records)]
+        keys = [str(r.context_id) if r.context_id is not None else "__all__"
+                for r in train.records]
+        rec_groups = [split.group_of[k] if by_group else k for k in keys]
         cfg.say(f"{ds.name}: harvesting {len(train)} training pairs of {len(train_ctx)} contexts")
         trained = train_probe(bridge, train, kind=cfg.probe_kind, layer=cfg.layer,
                               seed=cfg.settings.seed, settings=settings, groups=rec_groups)
@@ -296,7 +272,9 @@ def _score(results: Mapping[str, dict], name: str, eval_ctx: Sequence[str],
         r = results[m]
         rhos, n_const = [], 0
         for c in eval_ctx:
-            rho, const = _context_rho(r["pred"][c], gold[c])
+            rho = spearman(r["pred"][c], gold[c])
+            const = math.isnan(rho)  # a constant prediction counts as 0 (no ranking)
+            rho = 0.0 if const else rho
             n_const += const
             rhos.append(rho)
             ctx_rows.append({"dataset": name, "method": m, "context_id": c,
@@ -396,8 +374,7 @@ def figure_caption(cfgs: Sequence[RankingConfig], infos: Sequence[dict]) -> str:
     """How the figure was made: split, probe read-out, baselines, bootstrap."""
     c = cfgs[0] if cfgs else RankingConfig()
     parts = [(f"95% bootstrap CIs over evaluation contexts ({c.settings.n_boot} resamples); "
-              f"Spearman "
-              f"only for contexts of {MIN_RANK_ITEMS}+ items.")]
+              f"Spearman only for contexts of {MIN_RANK_ITEMS}+ items.")]
     for i in infos:
         layer = (f" Probe ({c.probe_kind}) read-out {i['layer']}: {i['layer_selection']}."
                  if "layer" in i else "")
@@ -424,8 +401,6 @@ def print_table(rows: Sequence[RankingRow]) -> None:
 def _specs(args) -> list[str]:
     """Every dataset among ``--datasets`` but a ClimateX file (default: ``story_sentiment``
     and the shared SummEval file, when present)."""
-    from ppairs_lens.data.specs import spec_format
-
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
     summeval = shared / "summeval" / "summeval.jsonl"
     specs = args.datasets or ["story_sentiment"] + ([f"{summeval}:coherence"]
@@ -440,11 +415,10 @@ def wants_model(args) -> bool:
 
 def plan_ranking(bridge, cfgs: Sequence[RankingConfig]) -> list:
     """The model passes of :func:`run_ranking` before any runs (for its estimate): per
-    dataset the probe's training harvest, then the merge sorts' comparisons (how many a sort
-    asks depends on the answers: planned by a greedy sort's most, and the harvest of each is
-    not timed) and the direct scoring of every item (its own prompts: planned by size)."""
+    dataset the probe's training harvest, the merge sorts' comparisons (planned by a greedy
+    sort's most, untimed: how many a sort asks depends on the answers) and the direct scoring
+    of every item (planned by size)."""
     from ppairs_lens.activations.prompts import build_contrast_pairs
-    from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.judges.progress import sort_comparisons_bound
     from ppairs_lens.judges.run_estimate import PlannedStep
 

@@ -1,27 +1,14 @@
 """Steering dose-response: does *adding* the probe direction move the model's own judgement?
 
-The complement of the ablation (:mod:`analyses.ablation`): instead of removing the direction,
-add ``alpha`` times it and watch the prompted judge. Per dataset:
-
-1. split the store leak-free; choose the read-out on a validation split of the training data
-   (the ``layer_kind`` probe's validation accuracy; never the test split); fit every probe
-   kind on the training split there and take their unit directions, oriented so that "+"
-   means item 1 preferred;
-2. draw the nulls as the ablation does (:mod:`ppairs_lens.interventions.directions`):
-   ``n_random`` isotropic unit directions and ``n_matched`` from the training contrasts'
-   covariance at that read-out;
-3. for each ``alpha`` in ``alphas`` (in units of the median norm of the read-out's activations
-   on the training pairs, ``norm_unit``, so the same ``alpha`` means the same push on any
-   model), add ``alpha * norm_unit * r`` for every direction ``r`` (the same norm for probes
-   and nulls) at the read-out's hook, at the read-out token only, and run the swap-calibrated
-   zero-shot judge on the test records
-   (:func:`ppairs_lens.interventions.steered_judge.judge_under_steering`: all directions and
-   alphas, and the unsteered judge, share one pass; the swapped order gets ``-v``);
-4. report per direction and alpha the mean change of the calibrated log-odds ``z`` from the
-   unsteered judge (``delta_z``) and the judge's accuracy; per probe the least-squares slope
-   of ``delta_z`` on ``alpha`` and its one-sided permutation p-value among the nulls' slopes
-   (does the probe direction move the judge towards item 1 more than a random direction of
-   the same norm?).
+The complement of :mod:`analyses.ablation`. Per dataset, with the read-out, probe directions
+(unit, "+" = item 1 preferred) and nulls chosen as the ablation chooses them (never on the test
+split): for each ``alpha``, ``alpha * norm_unit * r`` is added for every direction ``r`` at the
+read-out's hook, at the read-out token only, while the swap-calibrated zero-shot judge answers
+the test records (the swapped order gets ``-v``; all in one pass). ``norm_unit`` is the median
+norm of the read-out's activations on the training pairs, so an ``alpha`` is the same push on
+any model. Reported: per direction and alpha the mean change of the calibrated log-odds
+(``delta_z``) and the accuracy; per probe the least-squares slope of ``delta_z`` on ``alpha``
+and its one-sided permutation p-value among the nulls' slopes.
 
 Outputs: ``steering.csv`` (dataset x condition x alpha; probes, the baseline and the nulls'
 median with their 2.5-97.5% band), ``steering.config.json`` and ``steering.{png,svg}``.
@@ -49,9 +36,9 @@ from ppairs_lens.evaluation.null_test import null_test, sign_accuracy
 from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import held_out_records, split_store
-from ppairs_lens.interventions.direction_table import null_directions, probe_directions
-from ppairs_lens.interventions.steered_judge import judge_under_steering
-from ppairs_lens.interventions.steering import check_alpha
+from ppairs_lens.interventions.directions import null_directions, probe_directions
+from ppairs_lens.interventions.steering import (batched_steering_hooks, check_alpha,
+                                                judge_under_steering)
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
@@ -100,22 +87,6 @@ class SteeringRun:
     timings: dict[str, float] = field(default_factory=dict)  # seconds
     layers_used: dict[str, str] = field(default_factory=dict)  # hook and rule
     norm_units: dict[str, float] = field(default_factory=dict)  # per dataset
-
-
-def _directions(sp, layer: int, d: int, cfg: SteeringConfig, name: str):
-    """``(names, kinds, unit rows [D, d])``: probe directions, then the two nulls."""
-    _, names, rows = probe_directions(sp.acts_train, sp.labels_train, layer, cfg.kinds,
-                                      C=cfg.C, name=name)
-    kinds = ["probe"] * len(names)
-    n_names, n_kinds, n_rows = null_directions(sp.acts_train, layer, cfg.n_random,
-                                               cfg.n_matched, cfg.settings.seed)
-    names, kinds, rows = names + n_names, kinds + n_kinds, rows + n_rows
-    return names, kinds, torch.stack(rows)
-
-
-def _slope(alphas: np.ndarray, dz: np.ndarray) -> np.ndarray:
-    """Least-squares slope through the origin of ``dz [A, D]`` on ``alphas [A]``."""
-    return (alphas[:, None] * dz).sum(0) / float((alphas ** 2).sum())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,7 +139,12 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
                                        seed=cfg.settings.seed, val_size=cfg.val_size, C=cfg.C)
     hook = store.hook_names[layer]
     run.layers_used[name] = f"{hook}: {rule}"
-    names, kinds, r = _directions(sp, layer, store.d_model, cfg, name)
+    # unit rows [D, d]: the probe directions, then the two nulls
+    _, names, rows = probe_directions(sp.acts_train, sp.labels_train, layer, cfg.kinds,
+                                      C=cfg.C, name=name)
+    n_names, kinds, n_rows = null_directions(sp.acts_train, layer, cfg.n_random,
+                                             cfg.n_matched, cfg.settings.seed)
+    names, kinds, r = names + n_names, ["probe"] * len(names) + kinds, torch.stack(rows + n_rows)
     unit = float(sp.acts_train[:, 0, layer].double().norm(dim=-1).median())
     run.norm_units[name] = unit
     test_ds = held_out_records(dataset, [p.pair_id for p in sp.pairs_test],
@@ -192,7 +168,7 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
     dz = (z - z0[None, :, None]).mean(1)  # [A, D]
     acc = np.array([[sign_accuracy(z[a, :, j], y, cfg.tie_tol) for j in range(len(names))]
                     for a in range(len(alphas))])
-    slope = _slope(alphas, dz)
+    slope = (alphas[:, None] * dz).sum(0) / float((alphas ** 2).sum())  # LS through the origin
     base = {"dataset": name, "hook": hook, "layer": layer, "n": len(test_ds),
             "norm_unit": unit, "split_used": sp.split_used}
     rows = [SteeringRow(**base, condition=BASELINE, kind="baseline", alpha=0.0, delta_z=0.0,
@@ -253,13 +229,11 @@ def plan_steering(bridge, datasets: Sequence[Dataset], root, cfg: SteeringConfig
                   template=None) -> list:
     """The model passes of :func:`run_steering` before any runs (for its estimate): each
     store's harvest, then per dataset the judge on its test records with the unsteered judge
-    and every alpha x direction a branch of the read-out token (at most: a degenerate probe
-    kind is skipped), one pass per item order. Timed at ``cfg.layer``'s read-out where given,
-    else at the last (the read-out chosen on validation is not known before the harvest;
-    where a hook sits does not change what a pass computes)."""
+    and every alpha x direction a branch of the read-out token (at most), one pass per item
+    order. Timed at ``cfg.layer``'s read-out, else the last (the validation choice is not
+    known before the harvest; where a hook sits does not change what a pass computes)."""
     from ppairs_lens.activations.harvest import readout_names
     from ppairs_lens.activations.prompts import build_contrast_pairs
-    from ppairs_lens.interventions.steering import batched_steering_hooks
     from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
     from ppairs_lens.judges.zero_shot import swapped_dataset
 

@@ -24,43 +24,39 @@ def _curve(rows: Sequence, cond: str, key: str) -> tuple[list[float], list[float
 def plot_steering(rows: Sequence, model: str):
     """Two rows of panels (delta log-odds, accuracy), one column per dataset; ``rows``: the
     step's ``SteeringRow`` records."""
-    with style():
-        return _draw(rows, model)
-
-
-def _draw(rows: Sequence, model: str):
     import matplotlib.pyplot as plt
 
-    datasets = list(dict.fromkeys(r.dataset for r in rows))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 6.2),
-                             squeeze=False, sharex=True)
-    for c, ds in enumerate(datasets):
-        sub = [r for r in rows if r.dataset == ds]
-        base = next(r for r in sub if r.kind == "baseline")
-        top, bottom = axes[0, c], axes[1, c]
-        for null, (col, text) in _NULL_STYLE.items():
-            pts = sorted((r.alpha, r.delta_z_lo, r.delta_z_hi, r.accuracy)
-                         for r in sub if r.condition == null)
-            if pts:
-                xs = [p[0] for p in pts]
-                top.fill_between(xs, [p[1] for p in pts], [p[2] for p in pts], color=col,
-                                 alpha=0.25, label=f"{text} (95% band)")
-                bottom.plot(xs, [p[3] for p in pts], color=col, ls="--", label=text)
-        for kind in dict.fromkeys(r.condition for r in sub if r.kind == "probe"):
-            xs, ys = _curve(sub, kind, "delta_z")
-            top.plot([0.0, *xs], [0.0, *ys], marker="o", color=colour(kind), label=label(kind))
-            xs, acc = _curve(sub, kind, "accuracy")
-            bottom.plot(xs, acc, marker="o", color=colour(kind), label=label(kind))
-        bottom.axhline(base.accuracy, color="black", lw=0.8, ls=":", label="unsteered")
-        top.axhline(0.0, color="black", lw=0.6)
-        top.set_title(f"{ds}\n{base.hook}", fontsize=9)
-        top.set_ylabel("mean change in judge log-odds (item 1)")
-        bottom.set_ylabel("judge accuracy")
-        bottom.set_xlabel(f"alpha (x median read-out norm {base.norm_unit:.3g})")
-        bottom.set_ylim(0, 1)
-    axes[0, 0].legend(fontsize=7, loc="best")
-    axes[1, 0].legend(fontsize=7, loc="best")
-    caption(fig, f"{model}: alpha x unit direction added at the read-out token of the chosen "
-                 f"read-out; swapped order steered with -alpha; nulls at the same norms")
-    fig.tight_layout()
-    return fig
+    with style():
+        datasets = list(dict.fromkeys(r.dataset for r in rows))
+        fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 6.2),
+                                 squeeze=False, sharex=True)
+        for c, ds in enumerate(datasets):
+            sub = [r for r in rows if r.dataset == ds]
+            base = next(r for r in sub if r.kind == "baseline")
+            top, bottom = axes[0, c], axes[1, c]
+            for null, (col, text) in _NULL_STYLE.items():
+                pts = sorted((r.alpha, r.delta_z_lo, r.delta_z_hi, r.accuracy)
+                             for r in sub if r.condition == null)
+                if pts:
+                    xs = [p[0] for p in pts]
+                    top.fill_between(xs, [p[1] for p in pts], [p[2] for p in pts], color=col,
+                                     alpha=0.25, label=f"{text} (95% band)")
+                    bottom.plot(xs, [p[3] for p in pts], color=col, ls="--", label=text)
+            for kind in dict.fromkeys(r.condition for r in sub if r.kind == "probe"):
+                xs, ys = _curve(sub, kind, "delta_z")
+                top.plot([0.0, *xs], [0.0, *ys], marker="o", color=colour(kind), label=label(kind))
+                xs, acc = _curve(sub, kind, "accuracy")
+                bottom.plot(xs, acc, marker="o", color=colour(kind), label=label(kind))
+            bottom.axhline(base.accuracy, color="black", lw=0.8, ls=":", label="unsteered")
+            top.axhline(0.0, color="black", lw=0.6)
+            top.set_title(f"{ds}\n{base.hook}", fontsize=9)
+            top.set_ylabel("mean change in judge log-odds (item 1)")
+            bottom.set_ylabel("judge accuracy")
+            bottom.set_xlabel(f"alpha (x median read-out norm {base.norm_unit:.3g})")
+            bottom.set_ylim(0, 1)
+        axes[0, 0].legend(fontsize=7, loc="best")
+        axes[1, 0].legend(fontsize=7, loc="best")
+        caption(fig, f"{model}: alpha x unit direction added at the read-out token of the chosen "
+                     f"read-out; swapped order steered with -alpha; nulls at the same norms")
+        fig.tight_layout()
+        return fig

@@ -1,27 +1,16 @@
 """Thesis Tables 4.1 and 4.2 on SummEval and NEWSROOM.
 
-Per dataset and aspect, on the held-out articles of each store's split (whole articles on one
-side):
-
-* Table 4.1, pairwise accuracy of direct scoring (a 1-5 score per summary, one forward each;
-  the higher score wins, equal scores count half), PAIRS (the calibrated zero-shot comparison,
-  marginalised over positions) and PPAIRS (the supervised probe at the read-out the layer
-  sweep chose on validation);
-* Table 4.2, mean Spearman correlation with the human scores after sorting each held-out
-  article's summaries: PAIRS and PPAIRS by the PAIRS beam merge sort (beam 1000, uncertainty
-  0.6, as the thesis), reading the comparisons already scored (every pair among an article's
-  drawn summaries is in the store: no extra model call); direct scoring and G-Eval by their
-  scores. Every method is scored on the same articles (:func:`article_rho`): those with at
-  least 3 summaries whose human scores are not all equal; a method that ranks all of an
-  article's summaries equal scores rho = 0 there, never a dropped article. Pairs the humans
-  tie are never asked of the model (every analysis drops ties); in the sorts they count as
-  p = 0.5 for every method alike (swapping two tied summaries leaves rho unchanged).
-
-NEWSROOM's columns are coherence, fluency, informativeness and relevance; the thesis's "CON"
-column for NEWSROOM is informativeness (as in the PPairS authors' code), so its published CON
-numbers stand beside our informativeness. The published numbers (thesis Tables 4.1, 4.2; 7B-8B
-models and GPT-4-Turbo) stand beside ours. Writes ``thesis_tables.csv``,
-``thesis_tables.{png,svg}`` and the config.
+Per dataset and aspect, on each store's held-out articles: Table 4.1, pairwise accuracy of
+direct scoring (higher 1-5 score wins, equal counts half), PAIRS (calibrated zero-shot
+comparison) and PPAIRS (the supervised probe at the sweep's validation read-out); Table 4.2,
+mean Spearman with the human scores after sorting each article's summaries (PAIRS and PPAIRS by
+the beam merge sort, beam 1000, uncertainty 0.6 as the thesis, over the comparisons already
+scored; direct and G-Eval by their scores). Every method is scored on the same articles
+(:func:`article_rho`: 3+ summaries whose human scores differ); one that ranks all summaries
+equal scores rho = 0, never a dropped article. Human ties are never asked; in the sorts they
+count p = 0.5 for every method. The thesis's NEWSROOM "CON" column is informativeness (as in
+the PPairS authors' code). Writes ``thesis_tables.csv``, ``thesis_tables.{png,svg}`` and the
+config.
 """
 
 from __future__ import annotations
@@ -42,12 +31,12 @@ from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import StepRows
-from ppairs_lens.judges.held_out_scores import HeldOutScores, held_out_items
+from ppairs_lens.judges.held_out import HeldOutScores, held_out_items
 from ppairs_lens.probes.estimators import SupervisedProbe
 from ppairs_lens.ranking.merge_sort import beam_merge_sort
 
-__all__ = ["ThesisCell", "ThesisDifference", "ThesisPublished", "ThesisRow",
-           "ThesisRows", "ThesisTablesConfig", "article_rho", "published_rows", "run_thesis_tables",
+__all__ = ["ThesisCell", "ThesisDifference", "ThesisPublished", "ThesisRow", "ThesisRows",
+           "ThesisTablesConfig", "article_rho", "published_rows", "run_thesis_tables",
            "thesis_cell", "thesis_rows"]
 
 METHODS = ("direct", "G-Eval", "PAIRS", "PPAIRS")
@@ -108,10 +97,6 @@ def _per_article_of(items: dict[str, ScoredItem], scores: Mapping[str, float]
             for c, keys in _articles(items).items()}
 
 
-def _per_article_scores(items, method: str, test: Dataset, pair_ps: dict) -> dict[str, float]:
-    return _per_article_of(items, pair_ps[f"{method} scores"])
-
-
 def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dict[str, float]:
     """The supervised probe's P(item 1) on the store's held-out pairs, fitted on its training
     pairs at the read-out the sweep chose."""
@@ -138,7 +123,8 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
     dataset, aspect = thesis_cell(store.meta.dataset, store.meta.aspect)
     rows = _paired_rows(y, groups, test, pair_ps, items, cfg, dataset, aspect)
     n_articles = len(_articles(items))
-    base = {"dataset": dataset, "aspect": aspect, "thesis_column": THESIS_COLUMNS.get(aspect, aspect),
+    base = {"dataset": dataset, "aspect": aspect,
+            "thesis_column": THESIS_COLUMNS.get(aspect, aspect),
             "model": "ours", "n_spearman_articles": n_articles,
             "n_test_pairs": len(test), "n_test_articles": len(set(groups)),
             "n_items_per_article": round(len(items) / max(1, len(set(groups))), 1),
@@ -185,7 +171,7 @@ def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTabl
         if other == "PAIRS":
             theirs = _per_article(items, _pair_p(test, pair_ps[other]), cfg)
         else:
-            theirs = _per_article_scores(items, other, test, pair_ps)
+            theirs = _per_article_of(items, pair_ps[f"{other} scores"])
         common = sorted(set(sorted_probe) & set(theirs))
         diffs = [sorted_probe[c] - theirs[c] for c in common]
         sizes = [len(articles[c]) for c in common]
@@ -307,10 +293,9 @@ def run_thesis_tables(items: Sequence[tuple[ActivationStore, Dataset]],
                       layers: Mapping[str, int], out, cfg: ThesisTablesConfig
                       ) -> ThesisRows:
     """``items``: (store, held-out Dataset) per SummEval / NEWSROOM aspect (a store named
-    ``summeval-*`` or ``newsroom-*``); per store name, ``judges``:
-    the zero-shot judge's P(item 1) per pair id (paper form), ``scores``: the held-out items'
-    direct and G-Eval ratings, ``layers``: the read-out the sweep chose for the supervised
-    probe."""
+    ``summeval-*`` or ``newsroom-*``); per store name, ``judges``: the zero-shot judge's
+    P(item 1) per pair id (paper form), ``scores``: the held-out items' direct and G-Eval
+    ratings, ``layers``: the read-out the sweep chose for the supervised probe."""
     rows = []
     for store, test in items:
         name = store.meta.dataset

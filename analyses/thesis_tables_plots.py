@@ -38,8 +38,7 @@ def plot_tables(rows: Sequence, model: str):
                 ax.errorbar(pos, v, yerr=[v - lo, hi - v], fmt="none", ecolor="k", lw=0.8)
                 for pm, mk in MARKERS.items():
                     pub = {(r.dataset, r.aspect): r.value for r in rows
-                           if r.model == pm
-                           and r.table == table and r.method == m}
+                           if r.model == pm and r.table == table and r.method == m}
                     pv = [pub.get(a, np.nan) for a in aspects]
                     ax.scatter(pos, pv, marker=mk, s=16, facecolor="white", edgecolor="k",
                                zorder=3, label=f"{pm} (thesis)" if k == 3 or m == "PAIRS" else None)

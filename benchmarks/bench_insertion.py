@@ -35,7 +35,7 @@ from analyses.replication.config import ReplicationConfig
 from benchmarks.common import SHARED
 from ppairs_lens.judges.comparators import ProbeComparator
 from ppairs_lens.judges.context_cache import ContextKV
-from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.comparators import run_lockstep
 from ppairs_lens.models.loading import load_model
 from ppairs_lens.models.spec import ModelSpec
 from ppairs_lens.ranking.insertion import insertion_score

@@ -8,7 +8,7 @@ Each item (a summary in its article) is one rating prompt. The three paths:
   (a batch-1 pass for the article, then a pass or more for its summaries);
 * ``batched`` - the same sharing with the articles' contexts batched, many in one pass, and
   their summaries together (``batch_contexts``: what
-  :func:`ppairs_lens.judges.held_out_scores.score_held_out` runs).
+  :func:`ppairs_lens.judges.held_out.score_held_out` runs).
 
 Printed per path: wall time (best of ``--rounds``, the paths alternating so a slow spell of a
 shared machine hits each), prompts/s, forward passes, tokens computed, the time ratio to
@@ -37,7 +37,7 @@ import torch
 
 from benchmarks.common import summeval_like, timed
 from ppairs_lens.activations.runner import HarvestSettings
-from ppairs_lens.judges.held_out_scores import held_out_items
+from ppairs_lens.judges.held_out import held_out_items
 from ppairs_lens.judges.scoring import ItemScores, score_item_sets, score_items
 from ppairs_lens.models.loading import load_model
 

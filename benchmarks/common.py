@@ -183,7 +183,7 @@ def bare_plan(hf_model, prefixes: Sequence[Sequence[int]], branches: Sequence[Se
               read_logits: bool = True) -> None:
     """The limit of any prefix-shared pass: ``prefixes`` and their ``branches`` through a bare
     HF model on the plan the harvester would make of them."""
-    from ppairs_lens.activations.plan_runs import run_plan
+    from ppairs_lens.activations.runner import run_plan
     from ppairs_lens.activations.prefix_sharing import plan
 
     forward, read = bare_steps(hf_model, read_logits)

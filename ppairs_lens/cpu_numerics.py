@@ -3,19 +3,17 @@ instruction set and MKL's reduction order pinned.
 
 PyTorch's CPU builds multiply matrices with MKL, whose kernels split some products (a
 one-row product against a tall matrix, as a judge's cached continuation makes) differently
-at different thread counts, so the last bits of a log-odds moved with ``torch`` threads (up
-to 2e-4 on a single product here). ``MKL_CBWR=AVX2,STRICT`` fixes MKL's code path to its AVX2
-kernels and, in strict mode, its reduction order whatever the thread count. PyTorch's own
-vectorised kernels (softmax, layer norm, activations) pick their instruction set by the host:
-a host with AVX-512 summed in other lanes than one with AVX2 only, and two hosts' demos
-differed by ~1e-5 in every judge threshold. ``ATEN_CPU_CAPABILITY=avx2`` makes them all run
-the AVX2 kernels, and ``ONEDNN_MAX_CPU_ISA=AVX2`` does the same for oneDNN's.
+at different thread counts: the last bits of a log-odds moved with ``torch`` threads (up to
+2e-4 on a single product here). ``MKL_CBWR=AVX2,STRICT`` fixes MKL's code path to its AVX2
+kernels and its reduction order whatever the thread count. PyTorch's own vectorised kernels
+(softmax, layer norm, activations) pick their instruction set by the host: two hosts' demos,
+one with AVX-512, differed by ~1e-5 in every judge threshold. ``ATEN_CPU_CAPABILITY=avx2``
+makes them all run the AVX2 kernels, ``ONEDNN_MAX_CPU_ISA=AVX2`` oneDNN's too.
 
-Each library reads its setting once, at its first use (MKL at its first call, PyTorch at its
-first vectorised kernel), so they take effect when set before the first tensor operation of
-the process. The command line sets them (:func:`pin_cpu_numerics`) before any; a library
-user who wants the same bits sets them in the environment. A value already set is left as
-it is.
+Each library reads its setting once, at its first use, so they take effect when set before
+the process's first tensor operation: the command line sets them (:func:`pin_cpu_numerics`)
+before any; a library user who wants the same bits sets them in the environment. A value
+already set is left as it is.
 
 The pin has a price on an Intel host with AVX-512 (``benchmarks/bench_cpu_numerics.py``):
 MKL's AVX2 branch made the embedded model's forward x1.5 slower there, PyTorch's AVX2 kernels
@@ -24,10 +22,9 @@ one host at the host's own speed, and gives up the same bits across hosts of dif
 instruction sets.
 
 MKL honours a named branch (``AVX2``) on Intel processors only: on another vendor's (an AMD
-EPYC here) it runs its own choice, as ``AUTO`` would, still strict about the thread count, so
-the pin costs nothing there and does not give an Intel host's bits. Its one setting that
-holds across vendors, ``MKL_CBWR=COMPATIBLE`` (SSE2), made the forward x2.3 slower on that
-host; set it in the environment where identical bits across vendors are worth that. A run
+EPYC here) it runs its own choice, still strict about the thread count, so the pin costs
+nothing there and does not give an Intel host's bits. Its one setting that holds across
+vendors, ``MKL_CBWR=COMPATIBLE`` (SSE2), made the forward x2.3 slower on that host. A run
 records its processor (``summary.json``'s ``environment``), and
 ``python -m analyses.replication.compare`` says when two runs' vendors differ.
 """

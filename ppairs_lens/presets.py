@@ -1,19 +1,15 @@
 """Presets as data: how an experiment's ``quick`` and ``full`` runs differ from its defaults.
 
-Everything a preset decides is declared here or in an experiment's ``PRESETS`` table, once:
-
-* each experiment's config declares its presets beside its fields, as ``PRESETS``: a mapping
-  from a preset's name to a :class:`Preset` listing only the fields it changes, so no size is
-  written twice. The config's own defaults are the ``demo`` preset (what ``make demo`` and a
-  command without ``--quick`` or ``--full`` run);
+* each experiment's config declares its presets beside its fields, as ``PRESETS``: a preset's
+  name -> a :class:`Preset` listing only the fields it changes, so no size is written twice.
+  The config's own defaults are the ``demo`` preset (``make demo``, a command without
+  ``--quick`` or ``--full``);
 * :data:`PREVIEWS` says which presets are previews and what a preview does to every command
-  beside its experiment's changes: fewer bootstrap resamples, figures as PNG only (the
-  protocol's ``quick`` flag) and, where a command names its datasets and no ``--max-pairs``
-  says otherwise, fewer pairs (:func:`max_pairs_at`).
+  beside its experiment's changes (fewer bootstrap resamples, figures as PNG only and, where
+  a command names its datasets and no ``--max-pairs`` says otherwise, fewer pairs).
 
-The command line picks a preset by name (``--quick``, ``--full``) and applies it with
-:func:`at_preset` before the options a user gave, which win; a preset an experiment does not
-declare is refused with one line.
+The command line applies a preset (``--quick``, ``--full``) with :func:`at_preset` before the
+options a user gave, which win; a preset an experiment does not declare is refused.
 """
 
 from __future__ import annotations
@@ -68,10 +64,9 @@ def max_pairs_at(name: str) -> int | None:
 
 @dataclass(frozen=True)
 class Preset:
-    """How one preset differs from its config's defaults.
-
-    ``changes``: field name -> value; for a field that is itself a dataclass (the replication's
-    ``sizes`` and each step's config it nests), a mapping of that record's fields to change."""
+    """How one preset differs from its config's defaults. ``changes``: field name -> value; for
+    a field that is itself a dataclass (the replication's ``sizes``, each step's config), a
+    mapping of that record's fields to change."""
 
     changes: Mapping[str, Any] = field(default_factory=dict)
 
@@ -92,9 +87,8 @@ class Preset:
 
 def at_preset(cfg, presets: Mapping[str, Preset], name: str):
     """``cfg`` at the preset ``name`` of ``presets`` (an experiment's ``PRESETS``), its
-    protocol (``settings``) a preview's where the preset is one; ``demo``, the defaults, is
-    ``cfg`` itself unless declared. A preset the experiment lacks is refused with one line
-    naming the ones it has."""
+    protocol (``settings``) a preview's where the preset is one; ``demo`` is ``cfg`` itself
+    unless declared. A preset the experiment lacks is refused naming the ones it has."""
     if name not in PRESET_NAMES:
         raise PPairsError(f"unknown preset {name!r}: choose one of {', '.join(PRESET_NAMES)}")
     if name == DEMO and name not in presets:

@@ -74,7 +74,7 @@ def test_a_cache_location_that_is_a_file_is_refused_before_any_work(tmp_path, mo
 ])
 def test_a_model_card_edited_by_hand_is_refused_by_field(tmp_path, front, field):
     from ppairs_lens.errors import ProbeError
-    from ppairs_lens.probes.model_card import read_model_card
+    from ppairs_lens.probes.hub import read_model_card
 
     (tmp_path / "README.md").write_text(f"---\n{front}---\n# card\n")
     with pytest.raises(ProbeError, match=re.escape(f"README.md: field {field}")):

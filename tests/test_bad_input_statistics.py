@@ -23,9 +23,9 @@ from ppairs_lens.errors import DirectionError, PPairsError, SettingError  # noqa
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS  # noqa: E402
 from ppairs_lens.evaluation.cosine_verdict import cosine_agreement_verdict  # noqa: E402
 from ppairs_lens.evaluation.verdicts import NOT_TESTED  # noqa: E402
-from ppairs_lens.interventions.leace import fit_leace  # noqa: E402
-from ppairs_lens.interventions.leace_null import (  # noqa: E402
+from ppairs_lens.interventions.leace import (  # noqa: E402
     distinct_relabellings,
+    fit_leace,
     n_distinct_nulls,
     permuted_erasers,
 )
@@ -107,7 +107,7 @@ def test_the_cosine_verdict_cannot_fail_blind():
 
 def test_non_finite_steering_coefficients_are_refused_in_python(tiny):
     from analyses.steering import SteeringConfig
-    from ppairs_lens.interventions.steered_judge import judge_under_steering
+    from ppairs_lens.interventions.steering import judge_under_steering
     from ppairs_lens.interventions.steering import steer, steering_vector
 
     from .conftest import small_comparisons

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.power import groups_needed, sd_from_interval
+from ppairs_lens.evaluation.verdicts import groups_needed, sd_from_interval
 from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
 from ppairs_lens.evaluation.verdicts import (
     FAILS,

@@ -20,7 +20,7 @@ from ppairs_lens.data.records import Comparison, Dataset, ScoredItem
 from ppairs_lens.errors import TemplateError
 from ppairs_lens.judges.comparators import ProbeComparator, ZeroShotComparator
 from ppairs_lens.judges.context_cache import ContextKV
-from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.comparators import run_lockstep
 from ppairs_lens.judges.scoring import ScoreTemplate, score_items, score_prompt
 from ppairs_lens.judges.zero_shot import zero_shot
 from ppairs_lens.probes.estimators import make_probe

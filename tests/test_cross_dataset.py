@@ -221,7 +221,7 @@ def test_ccs_is_fitted_at_the_cosine_readout_only(shared):
 def test_agreement_verdict_is_inconclusive_for_independent_directions(independent):
     """Not beating the nulls is no evidence of disagreement (no equivalence test): the claim
     stays inconclusive, never "fails" on non-significance."""
-    from ppairs_lens.evaluation.direction_agreement import agreement_verdicts
+    from ppairs_lens.evaluation.cosine_verdict import agreement_verdicts
 
     cfg, fitted = independent
     v = agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], ["supervised"], 1,
@@ -401,7 +401,7 @@ def test_accuracy_rows_carry_group_differences_that_decide_table_1(shared):
 def test_pc1_alignment_is_high_where_the_label_direction_dominates_and_low_where_it_does_not():
     import torch
 
-    from ppairs_lens.evaluation.direction_agreement import pc1_alignment
+    from ppairs_lens.evaluation.cosine_verdict import pc1_alignment
 
     rng = np.random.default_rng(0)
     n, d = 200, 16

@@ -10,7 +10,7 @@ import analyses.replication.claims as claims
 from analyses.replication.claims import CLAIMS, evaluate_claims
 from ppairs_lens.interventions.conditions import BASELINE, CONTROL_AT_READOUT
 from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test
-from ppairs_lens.evaluation.power import equivalence_groups_needed, groups_needed
+from ppairs_lens.evaluation.verdicts import equivalence_groups_needed, groups_needed
 from ppairs_lens.evaluation.verdicts import (
     FAILS,
     HOLDS,

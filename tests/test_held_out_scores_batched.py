@@ -1,5 +1,5 @@
 """Direct scoring and G-Eval with each article's prefix shared and many articles' contexts in one
-pass (``HarvestSettings.batch_contexts``, :mod:`ppairs_lens.activations.plan_runs`): the same
+pass (``HarvestSettings.batch_contexts``, :mod:`ppairs_lens.activations.runner`): the same
 numbers as each prompt run alone, on the tiny random model."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from ppairs_lens.activations.harvest import harvest_pairs
-from ppairs_lens.activations.plan_runs import context_chunks
+from ppairs_lens.activations.runner import context_chunks
 from ppairs_lens.activations.prefix_sharing import GroupPlan, SubGroup, plan
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.data.records import Dataset, ScoredItem
 from ppairs_lens.data.scored_items import comparisons_within_contexts
-from ppairs_lens.judges.held_out_scores import (
+from ppairs_lens.judges.held_out import (
     held_out_items,
     score_held_out,
     score_held_out_sets,
@@ -145,6 +145,6 @@ def test_aspects_scored_in_one_pass_equal_each_aspect_alone(tiny):
 def test_scoring_nothing_runs_no_pass(tiny):
     """The built-ins have no scored items: direct scoring and G-Eval rate none (it raised an
     IndexError at ``prompts[0]``, so ``run --builtins`` failed there)."""
-    from ppairs_lens.judges.held_out_scores import score_held_out_sets
+    from ppairs_lens.judges.held_out import score_held_out_sets
 
     assert score_held_out_sets(tiny, {}) == {}

@@ -23,7 +23,7 @@ from ppairs_lens.activations.runner import read_depth, run_branches
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.judges.comparators import BatchComparator, ProbeComparator
 from ppairs_lens.judges.context_cache import ContextKV, context_anchor
-from ppairs_lens.judges.lockstep import run_lockstep
+from ppairs_lens.judges.comparators import run_lockstep
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 from ppairs_lens.probes.estimators import make_probe
 from ppairs_lens.ranking.insertion import insertion_score

@@ -55,7 +55,7 @@ def test_erase_hooks_change_only_inside_the_block(tiny):
 
 from ppairs_lens.activations.runner import HarvestSettings  # noqa: E402
 from ppairs_lens.activations.prompts import build_contrast_pairs  # noqa: E402
-from ppairs_lens.interventions.leace_null import (  # noqa: E402
+from ppairs_lens.interventions.leace import (  # noqa: E402
     batched_eraser_hooks,
     eraser_null_test,
     eraser_rows,

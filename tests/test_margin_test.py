@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.margin_test import MIN_INFORMATIVE, betting_p, margin_test
+from ppairs_lens.evaluation.sign_flip import MIN_INFORMATIVE, betting_p, margin_test
 from ppairs_lens.evaluation.verdicts import (
     ALPHA,
     BEATS_LESS,

@@ -123,7 +123,7 @@ def test_spearman_shapes_agree() -> None:
 
 
 def test_spearman_gold_first_is_scipys_number_bit_for_bit() -> None:
-    # within_context_spearman's numbers are spearman(gold, win_rate)'s (context_ranks.py
+    # within_context_spearman's numbers are spearman(gold, win_rate)'s (context_rhos
     # repeats its rounding; tests/test_sweep_scores_batch.py checks it), so they stay those
     # of scipy's spearmanr(win_rate, gold), which it used before.
     rng = np.random.default_rng(0)

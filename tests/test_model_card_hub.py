@@ -16,7 +16,7 @@ import yaml
 import ppairs_lens
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes.estimators import make_probe
-from ppairs_lens.probes.model_card import read_model_card
+from ppairs_lens.probes.hub import read_model_card
 from ppairs_lens.probes.persistence import (
     load_direction,
     load_probe,
@@ -26,7 +26,7 @@ from ppairs_lens.probes.persistence import (
     save_probe,
     save_sweep,
 )
-from ppairs_lens.probes.hub_push import hub_operations, push_to_hub
+from ppairs_lens.probes.persistence import hub_operations, push_to_hub
 from ppairs_lens.probes.sweep import fit_sweep
 from tests.test_probes import planted
 

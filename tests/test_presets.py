@@ -15,7 +15,7 @@ from analyses.replication.sets import ReplicationSizes
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.presets import PRESET_NAMES, PREVIEWS, Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE
-from ppairs_lens.judges.allure import AllureConfig
+from ppairs_lens.judges.study import AllureConfig
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
 #: Each experiment's presets and a config at its defaults.

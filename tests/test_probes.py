@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.probes import principal
-from ppairs_lens.probes.scaling import fit_logistic_scale
+from ppairs_lens.probes.estimators import fit_logistic_scale
 from ppairs_lens.probes.estimators import (
     PROBE_KINDS,
     MassMeanProbe,

@@ -12,9 +12,9 @@ from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_meta import StoreMeta
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.best_layers import best_layers
 from ppairs_lens.evaluation.readout_choice import (
     ReadoutChoice,
+    best_layers,
     choose_readout,
     choose_readouts,
     common_readout,

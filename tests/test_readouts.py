@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ppairs_lens.activations.harvest import harvest_pairs, reference_activations
+from ppairs_lens.activations.harvest import harvest_pairs, reference_activations, resolve_readouts
 from ppairs_lens.activations.pipeline import ensure_store, harvest_dataset
 from ppairs_lens.activations.prompts import build_contrast_pairs
-from ppairs_lens.activations.readouts import resolve_readouts
 from ppairs_lens.errors import HookError, StoreError
 from ppairs_lens.models.hook_points import hook_points
 from tests.conftest import small_comparisons

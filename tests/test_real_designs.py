@@ -18,7 +18,7 @@ from analyses.thesis_tables import (
     thesis_rows,
 )
 from ppairs_lens.activations.pipeline import ensure_store
-from ppairs_lens.data.climatex_predictions import (
+from ppairs_lens.data.climatex import (
     published_prediction_sets,
     read_published_predictions,
 )
@@ -39,8 +39,7 @@ from ppairs_lens.evaluation.judge_change import judge_baseline, judge_change, pr
 from ppairs_lens.evaluation.level_agreement import paired_with_published, slope_bias
 from ppairs_lens.evaluation.metrics import f1
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.held_out_scores import HeldOutScores, held_out_items
+from ppairs_lens.judges.held_out import HeldOutScores, held_out_datasets, held_out_items
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

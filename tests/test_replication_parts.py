@@ -17,8 +17,8 @@ from analyses.replication.sets import (
     replication_datasets,
 )
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.judges.allure import most_wrong
-from ppairs_lens.judges.fair_forms import fit_threshold, judge_forms, paper_probability
+from ppairs_lens.judges.study import most_wrong
+from ppairs_lens.judges.study import fit_threshold, judge_forms, paper_probability
 from ppairs_lens.judges.study import JudgeStudySettings, judge_study
 from ppairs_lens.judges.zero_shot import zero_shot
 

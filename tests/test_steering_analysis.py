@@ -46,7 +46,7 @@ def test_rows_cover_probes_and_nulls_at_every_alpha(steering_run):
 
 
 def test_judge_under_steering_zero_vector_is_unsteered(tiny):
-    from ppairs_lens.interventions.steered_judge import judge_under_steering
+    from ppairs_lens.interventions.steering import judge_under_steering
 
     ds = builtin_dataset("larger_number", n=6)
     d = tiny.cfg.d_model
@@ -81,7 +81,7 @@ def test_steer_command_passes_its_options(tiny, tmp_path, monkeypatch):
 def test_one_pass_for_every_alpha_equals_a_pass_each(tiny):
     """The steering's fast path (the unsteered judge and every alpha x direction in one pass)
     gives what a pass per alpha gave."""
-    from ppairs_lens.interventions.steered_judge import judge_under_steering
+    from ppairs_lens.interventions.steering import judge_under_steering
 
     ds = builtin_dataset("larger_number", n=6)
     hook = ["blocks.1.hook_resid_post"]

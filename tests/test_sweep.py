@@ -359,7 +359,7 @@ def test_sweep_rows_carry_baselines_judges_and_validation_scores(swept):
 
 
 def test_sweep_summary_reports_the_validation_layer_and_paired_differences(swept):
-    from ppairs_lens.evaluation.best_layers import best_layers
+    from ppairs_lens.evaluation.readout_choice import best_layers
 
     res, out, _ = swept
     summary = json.loads((out / "layer_sweep_summary.json").read_text())
@@ -426,7 +426,7 @@ def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_s
     with pytest.warns(UserWarning, match="no validation split"):
         rows = [record_data(r) for r in ls.sweep_store(
             store, ls.SweepConfig(stores=[], settings=EvalSettings(n_boot=20)))]
-    from ppairs_lens.evaluation.best_layers import best_layers
+    from ppairs_lens.evaluation.readout_choice import best_layers
 
     for r in best_layers(rows):
         assert r["selected_by"].startswith("fallback") and r["layer"] == 2  # last resid_post
@@ -434,7 +434,7 @@ def test_sweep_without_a_possible_validation_split_takes_the_fallback_and_says_s
 
 def test_a_sweep_with_ccs_chooses_its_readout_on_validation(tmp_path):
     import analyses.layer_sweep as ls
-    from ppairs_lens.evaluation.best_layers import best_layers
+    from ppairs_lens.evaluation.readout_choice import best_layers
     from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
     store = _planted_store(tmp_path / "s", _context_pairs(n_ctx=20))

@@ -16,8 +16,7 @@ from ppairs_lens.activations.pair_info import PairInfo
 from ppairs_lens.evaluation import resampled
 from ppairs_lens.evaluation.bootstrap import (batch_intervals, draw_resamples, intervals,
                                               mean_ci, resample_weights)
-from ppairs_lens.evaluation.context_ranks import context_rhos
-from ppairs_lens.evaluation.metrics import METRICS
+from ppairs_lens.evaluation.metrics import METRICS, context_rhos
 from ppairs_lens.evaluation.resampled import RESAMPLED, WEIGHTED
 from ppairs_lens.evaluation.sweep_scores import score_pairs, score_pairs_batch
 

@@ -14,7 +14,7 @@ import torch
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.judges.calibration import TIE_LOGODDS, swap_calibrated_logodds
-from ppairs_lens.judges.fair_forms import paper_probability
+from ppairs_lens.judges.study import paper_probability
 from ppairs_lens.judges.zero_shot import zero_shot
 
 

@@ -14,7 +14,7 @@ import ppairs_lens.models.loading
 from analyses.cli import main
 from analyses.cross_dataset import TransferConfig, run_transfer, transfer_table_lines
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.evaluation.transfer_comparators import CROSS_IDS, NO_TEXTS
+from ppairs_lens.evaluation.transfer_fit import CROSS_IDS, NO_TEXTS
 from tests.test_cross_dataset import D, planted_acts, write_store
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

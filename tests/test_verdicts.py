@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppairs_lens.evaluation.ablation_verdicts import ablation_changes_verdict, judge_decides
+from ppairs_lens.evaluation.intervention_tests import ablation_changes_verdict, judge_decides
 from ppairs_lens.evaluation.cosine_verdict import (
     cosine_agreement_verdict,
     covariance_mean_abs_cos,

@@ -5,11 +5,10 @@ verdicts.
 A :class:`Claim` is a frozen record: id, source (file and place in ``../shared/seeds``),
 statement, family, the statistic that decides it, the datasets and sizes it needs, its
 comparison ``(dataset, A, B, statistic)`` and the models it was made for (``scope``). No two
-claims compare the same data (:func:`check_registry`, on the comparison with synonyms of one
-predictor made one: PPAIRS is the supervised probe, PAIRS the zero-shot judge). A
-:class:`Family` gives its claims' rule and δ with a one-line reason; Holm runs within each
-family over the claims this run could decide. Comparators are fixed before any test pair is
-read; "the strongest baseline" is *every* no-model baseline (intersection-union test).
+claims compare the same data (:func:`check_registry`, synonyms of one predictor made one:
+PPAIRS is the supervised probe, PAIRS the zero-shot judge). Holm runs within each family over
+the claims this run could decide. Comparators are fixed before any test pair is read;
+"the strongest baseline" is *every* no-model baseline (intersection-union test).
 :func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh):
 a seed claim whose scope does not cover the run's model is *outside the claim's scope* (our
 statistic and interval reported, no verdict); a step the preset does not run is *not run in
@@ -21,41 +20,23 @@ and their readers: :mod:`analyses.replication.paper_claims`.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from analyses.layer_sweep import SweepResult
-from analyses.replication.claim_families import (
-    FAMILIES,
-    MIN_SORTED_ITEMS,
-    PROBES,
-    SCOPES,
-    Claim,
-    Family,
-    Scope,
-)
+from analyses.replication.claim_families import (FAMILIES, MIN_SORTED_ITEMS, PROBES, SCOPES,
+                                                  Claim, Family, Scope)
 from analyses.replication.paper_claims import PAPER_READERS, our_paper_claims, paper_claims
 from ppairs_lens.evaluation.intervention_tests import permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from analyses.replication.study_claims import ablation_tests, cosine_claim
-from ppairs_lens.evaluation.verdicts import (
-    NOT_RUN as NOT_RUN_OUTCOME,
-    NO_SKILL,
-    NOT_TESTABLE,
-    NOT_TESTED,
-    OUTSIDE_SCOPE,
-    ClaimTest,
-    Difference,
-    Outcome,
-    Verdict,
-    all_but_one_test,
-    beats_chance,
-    no_skill,
-    claim_test,
-    decide_family,
-    intersection_test,
-    interval_note,
-)
+from ppairs_lens.evaluation.verdicts import NOT_RUN as NOT_RUN_OUTCOME
+from ppairs_lens.evaluation.verdicts import (NO_SKILL, NOT_TESTABLE, NOT_TESTED, OUTSIDE_SCOPE,
+                                             ClaimTest, Difference, Outcome, Verdict,
+                                             all_but_one_test, beats_chance, claim_test,
+                                             decide_family, intersection_test, interval_note,
+                                             no_skill)
 
 __all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims",
            "verdicts_available"]
@@ -447,8 +428,7 @@ def _climatex(c: Claim, s: dict, sweep: SweepResult) -> Read:
               and r.get("setting") == setting), None)
     if r is None:
         return MISSING
-    pair = next((r for r in rows if r.get("level") == "pairwise held-out"
-                 and r.get("method") == "probe"), None)
+    pair = _pairwise(rows)
     major = next((r for r in rows if r.get("method") == "probe - majority"), None)
     missing = []
     if pair is None:
@@ -493,16 +473,23 @@ def _shift(c: Claim, s: dict, sweep: SweepResult) -> Read:
                                         bound=fam.bound) for d in rows])
 
 
+def _pairwise(rows: list[dict]) -> dict | None:
+    """The ClimateX probe's held-out pairwise accuracy row (its skill), if the run has it."""
+    return next((r for r in rows if r.get("level") == "pairwise held-out"
+                 and r.get("method") == "probe"), None)
+
+
+def _minus_level(r: dict, at: float) -> Difference:
+    """A row's accuracy and interval minus a published level, each of its n its own group."""
+    return Difference(float(r["accuracy"]) - at, float(r["lo"]) - at, float(r["hi"]) - at,
+                      int(r["n"]), int(r["n"]))
+
+
 def _climatex_level(c: Claim, s: dict, sweep: SweepResult) -> Read:
     """The probe's held-out pairwise accuracy on ClimateX minus the published level (each
     disjoint pair its own group)."""
-    r = next((r for r in s.get("insertion") or [] if r.get("level") == "pairwise held-out"
-              and r.get("method") == "probe"), None)
-    if r is None:
-        return MISSING
-    at = c.args[0]
-    return Difference(float(r["accuracy"]) - at, float(r["lo"]) - at, float(r["hi"]) - at,
-                      int(r["n"]), int(r["n"]))
+    r = _pairwise(s.get("insertion") or [])
+    return MISSING if r is None else _minus_level(r, c.args[0])
 
 
 def _gpt4_turbo(c: Claim, s: dict, sweep: SweepResult) -> Read:
@@ -543,8 +530,7 @@ def _insert_level(c: Claim, s: dict, sweep: SweepResult) -> Read:
     rows = s.get("insertion") or []
     r = next((r for r in rows if r.get("method") == "probe" and r.get("level") == "overall"),
              None)
-    pair = next((r for r in rows if r.get("level") == "pairwise held-out"
-                 and r.get("method") == "probe"), None)
+    pair = _pairwise(rows)
     if r is None or pair is None:
         return MISSING
     if not beats_chance(pair.get("lo"), n_groups=pair.get("n")):
@@ -553,9 +539,7 @@ def _insert_level(c: Claim, s: dict, sweep: SweepResult) -> Read:
                        f"skill ({no_skill(pair.get('lo'), pair.get('n'))}): no skill to "
                        "compare levels with", method="precondition",
                        needed="a probe with skill on ClimateX")
-    at = c.args[0]
-    return Difference(float(r["accuracy"]) - at, float(r["lo"]) - at, float(r["hi"]) - at,
-                      int(r["n"]), int(r["n"]))
+    return _minus_level(r, c.args[0])
 
 
 def _no_data(c: Claim, s: dict, sweep: SweepResult) -> Read:
@@ -571,8 +555,7 @@ def _ablation(c: Claim, s: dict, sweep: SweepResult) -> Read:
 
 
 def _ablation_changes(c: Claim, s: dict, sweep: SweepResult) -> Read:
-    return (ablation_tests(s.get("ablation") or []) or {}).get(
-        "changes", MISSING)
+    return (ablation_tests(s.get("ablation") or []) or {}).get("changes", MISSING)
 
 
 def _p_order(p) -> float:
@@ -620,12 +603,12 @@ def _cosine(c: Claim, s: dict, sweep: SweepResult) -> Read:
 
 
 READERS: dict[str, Callable[[Claim, dict, dict], Read]] = {
-    "sweep": _sweep, "sweep_equal": _sweep_equal, "control": _control, "baselines": _baselines, "thesis": _thesis, "finetuning": _finetuning,
-    "climatex": _climatex, "taggers": _taggers, "shift": _shift, "ablation": _ablation,
-    "ablation_changes": _ablation_changes, "steering": _steering, "cosine": _cosine,
-    "climatex_level": _climatex_level, "gpt4_turbo": _gpt4_turbo, "probe_pc1": _probe_pc1,
-    "insert_level": _insert_level, "no_data": _no_data,
-    **PAPER_READERS}
+    "sweep": _sweep, "sweep_equal": _sweep_equal, "control": _control, "baselines": _baselines,
+    "thesis": _thesis, "finetuning": _finetuning, "climatex": _climatex, "taggers": _taggers,
+    "shift": _shift, "ablation": _ablation, "ablation_changes": _ablation_changes,
+    "steering": _steering, "cosine": _cosine, "climatex_level": _climatex_level,
+    "gpt4_turbo": _gpt4_turbo, "probe_pc1": _probe_pc1, "insert_level": _insert_level,
+    "no_data": _no_data, **PAPER_READERS}
 
 CLAIMS = _registry()
 check_registry(CLAIMS)
@@ -636,9 +619,8 @@ check_registry(CLAIMS)
 def _test(c: Claim, got: Read) -> ClaimTest | Verdict:
     fam = FAMILIES[c.family]
     if got is MISSING:
-        return Verdict(NOT_RUN_OUTCOME, f"this run's {c.step or 'steps'} did not produce "
-                       f"it for "
-                       f"{', '.join(c.datasets)}", method="none",
+        return Verdict(NOT_RUN_OUTCOME, f"this run's {c.step or 'steps'} did not produce it "
+                       f"for {', '.join(c.datasets)}", method="none",
                        needed=(f"a preset whose {c.step} step covers {c.datasets[0]}" if c.step
                                else f"a preset that covers {c.datasets[0]}"))
     if isinstance(got, Verdict):
@@ -704,9 +686,8 @@ def verdicts_available(model: str, rows: list[dict] | None = None) -> list[str]:
     ours = [c for c in CLAIMS if c.scope is None]
     got = {r["id"]: r["outcome"] for r in rows or []}
     valued = {r["id"] for r in rows or [] if r.get("value") is not None}
-    n_run = sum(got.get(c.id) not in (None, str(NOT_RUN_OUTCOME)) for c in seed)
-    n_valued = sum(got.get(c.id) not in (None, str(NOT_RUN_OUTCOME)) and c.id in valued
-                   for c in seed)
+    reached = [c.id for c in seed if got.get(c.id) not in (None, str(NOT_RUN_OUTCOME))]
+    n_run, n_valued = len(reached), sum(i in valued for i in reached)
     lines = [f"This run's model is **{model}**. The registry holds {len(seed)} of the seeds' "
              "claims (a claim made for several datasets or aspects counts once for each), "
              f"{len(inside)} of them made for a model like this one. "
@@ -722,9 +703,7 @@ def verdicts_available(model: str, rows: list[dict] | None = None) -> list[str]:
                 "where it says "
                 "its unsupervised probes did not beat prompting, and the thesis used 7-8B "
                 "models.")]
-    by_scope: dict[str, int] = {}
-    for c in seed:
-        by_scope[c.scope.models] = by_scope.get(c.scope.models, 0) + 1
+    by_scope = Counter(c.scope.models for c in seed)      # in the registry's order
     lines += [f"- {n} claim{'s' if n != 1 else ''} made for {m}" for m, n in by_scope.items()]
     decided = sum(got.get(c.id) in ("holds", "fails", "beats, by less than δ") for c in ours)
     small = sum(got.get(c.id) == "not tested at this size" for c in ours)

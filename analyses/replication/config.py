@@ -12,11 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 from ppairs_lens.data import BUILTIN_NAMES
-from analyses.replication.sets import (
-    ADVERSARIAL_SUBSETS,
-    NEWSROOM_ASPECTS,
-    ReplicationSizes,
-)
+from analyses.replication.sets import ADVERSARIAL_SUBSETS, NEWSROOM_ASPECTS, ReplicationSizes
 from ppairs_lens.presets import PREVIEWS, Preset, at_preset
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from analyses.ablation import AblationConfig
@@ -29,7 +25,7 @@ from analyses.probes_vs_prompting import PvPConfig
 from analyses.steering import SteeringConfig
 from analyses.thesis_tables import ThesisTablesConfig
 from ppairs_lens.evaluation.transfer_fit import TransferConfig
-from ppairs_lens.judges.allure import AllureConfig
+from ppairs_lens.judges.study import AllureConfig
 from ppairs_lens.judges.study import JudgeStudySettings
 from ppairs_lens.models.spec import ModelSpec
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
@@ -123,7 +119,6 @@ class ReplicationConfig:
             if is_dataclass(step) and "settings" in {g.name for g in fields(step)}:
                 object.__setattr__(self, f.name, replace(step, settings=self.settings))
         object.__setattr__(self, "judges", replace(self.judges, protocol=self.settings))
-
 
 
 #: Nulls per kind for Holm over three directions at 0.05: the smallest permutation p,

@@ -6,12 +6,11 @@ stands in for that one. Each file is streamed into ``<file>.part``, its SHA-256 
 only then renamed onto its place: a reader finds a verified file or none, never half of one
 or a wrong one. A cut connection resumes from the bytes already in ``.part`` (an HTTP
 ``Range`` request), in the same call or the next one; a file already present and verified is
-left as it is. Standard library only (``urllib``).
+left as it is. Downloads go through the standard library (``urllib``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import re
@@ -28,9 +27,10 @@ from ppairs_lens.cache import cache_root
 from analyses.replication.provenance import (MIRROR_ENV, NOT_FETCHED, PROVENANCE, SourceFile,
                                          data_base, source_url)
 from ppairs_lens.errors import FetchError
+from ppairs_lens.io.checksums import file_sha256
 
 __all__ = ["FetchReport", "MAX_REQUESTS", "default_data_dir", "fetch_datasets", "fetch_file",
-           "fetch_lock_path", "fetched_data_folder", "sha256_of"]
+           "fetch_lock_path", "fetched_data_folder"]
 
 #: Requests per file at most: a cut connection is resumed this many times less one.
 MAX_REQUESTS = 4
@@ -42,14 +42,6 @@ _CHUNK = 1 << 16
 def default_data_dir() -> Path:
     """Where fetched files go unless told: ``<cache>/datasets`` (``$PPAIRS_LENS_CACHE``)."""
     return cache_root() / "datasets"
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -105,7 +97,7 @@ def _fetch_all(root: Path, files, not_fetched, base: str, log, max_requests: int
     for src in files:
         target = root / src.file
         if target.is_file():
-            if sha256_of(target) == src.sha256:
+            if file_sha256(target) == src.sha256:
                 present.append(src.file)
                 continue
             # an unverified file must not stay where the replication would read it
@@ -139,15 +131,13 @@ def fetch_file(src: SourceFile, target: Path, url: str, *, max_requests: int = M
             raise FetchError(
                 f"{src.file}: the download from {url} was cut {max_requests} times ({problem}); "
                 f"{kept} bytes kept in {part}, run again to resume")
-        digest = sha256_of(part)
+        digest = file_sha256(part)
         if digest != src.sha256:
             part.unlink()
             raise FetchError(f"{src.file}: SHA-256 mismatch for {url}: expected {src.sha256}, "
                              f"got {digest} (download deleted)")
         os.replace(part, target)
         return target.stat().st_size
-    except FetchError:
-        raise
     except OSError as e:  # the disk side: network errors are handled in _one_request
         raise FetchError(f"{src.file}: cannot write {e.filename or part}: "
                          f"{e.strerror or e}") from None
@@ -168,7 +158,7 @@ def _one_request(src: SourceFile, part: Path, url: str, timeout: float,
     except urllib.error.HTTPError as e:
         e.close()
         if e.code == 416 and have:  # nothing left to send: .part holds the whole file or more
-            if sha256_of(part) == src.sha256:
+            if file_sha256(part) == src.sha256:
                 return True, ""
             part.unlink()
             return False, "the partial download did not verify; started over"

@@ -419,8 +419,7 @@ def _claims_lines(s: dict) -> list[str]:
         return ["No claims were decided (this summary has no claims registry output)."]
     seeds = [c for c in s["claims"] if not c.get("ours")]
     ours = [c for c in s["claims"] if c.get("ours") and "expected" not in c]
-    out: list[str] = []
-    out += ["**Families** (Holm within each, over the claims this run could decide; p-values "
+    out = ["**Families** (Holm within each, over the claims this run could decide; p-values "
            "from the recorded group differences: the sign-flip test at 0, at a margin a "
            "t-test with 20+ untied groups or else a betting test valid for bounded "
            "differences; where only an interval is recorded, its normal approximation over "

@@ -1,27 +1,26 @@
-"""The paper's Table 1 (transfer) and Appendix A (layer) claims of the claims registry
-(``analyses/replication/claims.py``): their records and the readers that turn a run's rows into the
-statistic each is decided on.
+"""The paper's Table 1 (transfer), Appendix A (layer), Section 5.2 (two tasks) and Section 5.4
+(drops) claims of the claims registry (``analyses/replication/claims.py``): their records and
+the readers that turn a run's rows into the statistic each is decided on.
 
 * **Table 1** (the paper's claims for Llama 3.1 70B), per evaluated dataset, probes trained on
-  each *other* Table 1 dataset, scored on the
-  evaluated dataset's held-out pairs (the transfer step's headline centring):
-  ``table1.<kind>-transfers.<dataset>``: the transferred probes beat chance (accuracy minus
-  0.5, averaged over the sources, per test group); ``table1.pca-transfers-better.<dataset>``:
-  transferred unsupervised probes beat transferred supervised ones (the paper: slightly);
-  ours, ``ours.table1.pca-as-in-domain.<dataset>``: the transferred unsupervised probes score
-  as the dataset's own (equivalence within ±δ; Table 1 has no in-domain cells, so the paper
-  does not say). Decided on accuracy, not the
-  paper's F1: F1 is no mean over groups, and the sign-flip test needs one difference per
-  group (the transfer step records them: ``group_diffs``). A run whose transfer step did not
-  record them leaves these claims not tested.
+  each *other* Table 1 dataset, scored on the evaluated dataset's held-out pairs (the transfer
+  step's headline centring): ``table1.<kind>-transfers.<dataset>``: the transferred probes
+  beat chance (accuracy minus 0.5, averaged over the sources, per test group);
+  ``table1.pca-transfers-better.<dataset>``: transferred unsupervised probes beat transferred
+  supervised ones (the paper: slightly); ours, ``ours.table1.pca-as-in-domain.<dataset>``: the
+  transferred unsupervised probes score as the dataset's own (equivalence within ±δ; Table 1
+  has no in-domain cells, so the paper does not say). Decided on accuracy, not the paper's F1:
+  F1 is no mean over groups, and the sign-flip test needs one difference per group (the
+  transfer step records them: ``group_diffs``; a run whose transfer step did not leaves these
+  claims not tested). ``table1.pca-reaches-0.95`` (Section 5.3): "in several cases" at or
+  above 0.95 names no count; read at its least (:func:`_several_cells`).
 * **Appendix A** (Gemma 2 and Llama 3.1, MT-Bench only), over the layer sweep's per-layer
   accuracies (one read-out per row, its own 95% interval over the test groups), where they
-  rest on 20+ groups:
-  ``appendixA.supervised-plateau``: the supervised probe's mean accuracy over the layers
-  deeper than 50% depth minus its accuracy at 50% depth, equivalent to 0 within ±δ;
-  ``appendixA.pca-jump``: the unsupervised probe's mean accuracy over the layers deeper than
-  50% depth minus its mean over the first 10% of the layers, above 0 (fails below +δ).
-  The layers' accuracies are on the same pairs, so correlated, and no paired interval is
+  rest on 20+ groups: ``appendixA.supervised-plateau``: the supervised probe's mean accuracy
+  over the layers deeper than 50% depth minus its accuracy at 50% depth, equivalent to 0
+  within ±δ; ``appendixA.pca-jump``: the unsupervised probe's mean accuracy over the layers
+  deeper than 50% depth minus its mean over the first 10% of the layers, above 0 (fails below
+  +δ). The layers' accuracies are on the same pairs, so correlated, and no paired interval is
   recorded: the difference's standard error is bounded by the sum of the two sides' (the
   standard deviation of a sum never exceeds the sum of the standard deviations, whatever the
   correlation), a conservative interval; datasets are independent, so their standard errors
@@ -36,17 +35,10 @@ statistic each is decided on.
   on each text-quality dataset (finetuning trails the unsupervised probe too);
   ``fig3.gain-larger-on-text-quality`` (supervised minus unsupervised is larger on text
   quality) and ``fig3.finetuning-closer-on-common-sense.<lora|full>`` (supervised minus
-  finetuning is larger on text quality). A task's value is the mean over its corpora (a
-  corpus's aspects averaged first, their SE bounded by the mean of theirs since they share
-  articles); corpora are independent, so SEs add in quadrature.
+  finetuning is larger on text quality), each task's value its corpora's mean
+  (:func:`_task_mean`).
 * **Section 5.4** (Figure 4): ``fig4.every-method-drops``: each method (both probes and
-  prompting) scores lower on the shifted sets than in distribution (its drop averaged over
-  the shifted sets, SE bounded by the mean of theirs, which share the in-distribution pairs);
-  every method (intersection-union).
-* **Section 5.3** (Table 1): ``table1.pca-reaches-0.95``: "in several cases" at or above 0.95
-  names no count; it is read at its least, 2 or more transferred cells (:data:`SEVERAL`), each
-  tested above and below 0.95 on its group differences with Holm over the cells, after the
-  PCA probe shows skill in distribution on 2+ datasets.
+  prompting) scores lower on the shifted sets than in distribution (:func:`_every_drop`).
 """
 
 from __future__ import annotations
@@ -59,7 +51,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.margin_test import betting_p
+from ppairs_lens.evaluation.sign_flip import betting_p
 from analyses.layer_sweep import SweepResult, SweepRow
 from analyses.replication.claim_families import FAMILIES, PROBES, Claim, Scope
 from ppairs_lens.evaluation.verdicts import (NOT_TESTED, ClaimTest, Difference, Verdict,
@@ -264,9 +256,14 @@ def _transfer_rows(s: dict, ds: str, kind: str) -> list[dict] | Verdict | None:
                    needed="a run of the transfer step that records group differences")
 
 
-def _sources(rows: list[dict], ds: str) -> list[list[float]]:
-    return [list(r["group_diffs"]) for r in rows if r.get("train") != ds
+def _source_rows(rows: list[dict], ds: str) -> list[dict]:
+    """The rows of probes trained on another Table 1 dataset, with group differences."""
+    return [r for r in rows if r.get("train") != ds
             and r.get("train") in TABLE1_DATASETS.values() and r.get("group_diffs")]
+
+
+def _sources(rows: list[dict], ds: str) -> list[list[float]]:
+    return [list(r["group_diffs"]) for r in _source_rows(rows, ds)]
 
 
 def _mean_difference(per_source: list[list[float]], n_pairs) -> Difference | Verdict:
@@ -297,10 +294,8 @@ def _table1_kinds(c: Claim, s: dict, sweep: SweepResult):
     for rows in (rows_a, rows_b):
         if not isinstance(rows, list):
             return rows
-    src_a = {r["train"]: r["group_diffs"] for r in rows_a if r.get("train") != ds
-             and r.get("train") in TABLE1_DATASETS.values() and r.get("group_diffs")}
-    src_b = {r["train"]: r["group_diffs"] for r in rows_b if r.get("train") != ds
-             and r.get("train") in TABLE1_DATASETS.values() and r.get("group_diffs")}
+    src_a, src_b = ({r["train"]: r["group_diffs"] for r in _source_rows(rows, ds)}
+                    for rows in (rows_a, rows_b))
     both = [t for t in src_a if t in src_b and len(src_a[t]) == len(src_b[t])]
     if not both:
         return Verdict(NOT_TESTED, "no other Table 1 dataset was a source of both kinds",
@@ -339,10 +334,6 @@ def per_layer(sweep: SweepResult) -> list[SweepRow]:
             and r.kind in PROBES and r.hook.startswith("blocks.")]
 
 
-def _se(r: SweepRow) -> float:
-    return (r.hi - r.lo) / (2 * _Z)
-
-
 def _profile(c: Claim, sweep: SweepResult, early_of, late_of=None, offset: float = 0.0
              ) -> ClaimTest | Verdict | None:
     """Mean over qualifying datasets of (``late_of(L)``'s layers' mean, by default those
@@ -373,7 +364,7 @@ def _profile(c: Claim, sweep: SweepResult, early_of, late_of=None, offset: float
             short.append(f"{ds} ({k})")
             continue
         val = lambda ix: float(np.mean([by[i].value for i in ix]))  # noqa: E731
-        se = lambda ix: float(np.mean([_se(by[i]) for i in ix]))  # noqa: E731
+        se = lambda ix: float(np.mean([(by[i].hi - by[i].lo) / (2 * _Z) for i in ix]))  # noqa: E731
         diffs.append(val(late) - val(early))
         ses.append(se(late) + se(early))
         n_groups += k
@@ -423,16 +414,8 @@ def _cost_claim(c: Claim, s: dict, sweep: SweepResult):
 
 def _pooled_gap(c: Claim, s: dict, sweep: SweepResult):
     """Kind minus the judge, averaged over the six datasets as a task's mean is."""
-    kind, other = c.args
-    per = {}
-    for e in sweep.entries:
-        d = e.minus.get(other)
-        if e.kind == kind and d and d.n == e.n_test:
-            per[e.dataset] = d.difference()
-    side = _task_mean(per, TEXT_QUALITY + COMMON_SENSE)
-    if side is None:
-        return None
-    return _pooled(*side)
+    side = _task_mean(_sweep_differences(sweep, *c.args), TEXT_QUALITY + COMMON_SENSE)
+    return None if side is None else _pooled(*side)
 
 
 def _needs_models(c: Claim, s: dict, sweep: SweepResult):
@@ -443,8 +426,10 @@ def _needs_models(c: Claim, s: dict, sweep: SweepResult):
 def _several_cells(c: Claim, s: dict, sweep: SweepResult):
     """Table 1's "in several cases at or above 0.95", read as 2 or more transferred cells
     (:data:`SEVERAL`): each cell's tests above 0.95 and below it on its group differences
-    (:func:`~ppairs_lens.evaluation.margin_test.margin_test`), then :func:`~ppairs_lens.evaluation.verdicts.at_least_test` over the cells; only once
-    the kind shows skill in distribution on 2+ datasets (a level is compared after skill)."""
+    (:func:`~ppairs_lens.evaluation.sign_flip.margin_test`), then
+    :func:`~ppairs_lens.evaluation.verdicts.at_least_test` over the cells (Holm over them);
+    only once the kind shows skill in distribution on 2+ datasets (a level is compared after
+    skill)."""
     kind, level = c.args[0], 0.95
     rows = [r for r in ((s.get("transfer") or {}).get("accuracy") or [])
             if r.get("kind") == kind and not r.get("refused") and r.get("value") is not None
@@ -470,7 +455,7 @@ def cells_at_level_test(cells: list[dict], level: float, k: int, *, kind: str, d
     """"At least ``k`` of these cells reach ``level``": each cell's (a transfer accuracy
     row's) tests above and below the level on its group differences (accuracy minus chance,
     so within +-0.5), then :func:`~ppairs_lens.evaluation.verdicts.at_least_test`. Each
-    side is the betting test (:func:`~ppairs_lens.evaluation.margin_test.betting_p`), valid for
+    side is the betting test (:func:`~ppairs_lens.evaluation.sign_flip.betting_p`), valid for
     any bounded differences: near a ceiling most groups sit at the bound, where the t-test
     the margin test takes with 20+ untied groups is liberal (false holds 8-16% at a nominal
     5% in a simulation of five cells at 0.95). The value is the mean of the groups'
@@ -569,13 +554,19 @@ def _task_contrast(per_ds: Mapping[str, Difference], what: str) -> Difference | 
     return _pooled(a - b, math.hypot(sa, sb), {**ka, **kb}, ((na or 0) + (nb or 0)) or None)
 
 
-def _gain_by_task(c: Claim, s: dict, sweep: SweepResult):
+def _sweep_differences(sweep: SweepResult, kind: str, other: str) -> dict[str, Difference]:
+    """Per swept dataset, ``kind`` minus ``other`` on the same test pairs (all of them)."""
     per = {}
     for e in sweep.entries:
-        d = e.minus.get("probe:pca")
-        if e.kind == "supervised" and d and d.n == e.n_test:
+        d = e.minus.get(other)
+        if e.kind == kind and d and d.n == e.n_test:
             per[e.dataset] = d.difference()
-    return _task_contrast(per, "a supervised minus PCA difference")
+    return per
+
+
+def _gain_by_task(c: Claim, s: dict, sweep: SweepResult):
+    return _task_contrast(_sweep_differences(sweep, "supervised", "probe:pca"),
+                          "a supervised minus PCA difference")
 
 
 def _finetuning_rows(s: dict) -> dict[tuple[str, str], list[float]]:

@@ -3,28 +3,23 @@
 and the paper on their own data, or the same steps on the generated built-ins.
 
 With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` (what ``make
-demo`` runs) does, on one model:
-
-1. harvest every dataset (SummEval and NEWSROOM x their aspects, HANNA, ROCStories, MC-TACO,
-   MT-Bench, LLMBar Natural + Normal and its Adversarial subsets, ``--extra`` files);
-2. the prompted judges on every held-out pair, in every fair form, and ALLURE;
-3. the no-model baselines fitted on train (length, memorisation, lexical, input embeddings);
-4. the layer sweep (paper Appendix A), every probe kind at every read-out beside them;
-5. probes against prompting and baselines (paper Figures 1, 2, 3): ``probes_vs_prompting``;
-6. thesis Tables 4.1 and 4.2 on SummEval and NEWSROOM: ``thesis_tables``;
-7. transfer and cosine similarity (paper Table 1, Figure 5);
-8. LLMBar distribution shift (paper Figure 4: trained on Natural + Normal, tested on each
-   Adversarial subset); probes against LoRA and full finetuning (paper Section 5.2);
-9. ablation of the probe directions on MT-Bench (paper Table 2), and steering along them;
-10. ClimateX insertion (thesis Table 4.4 and the ClimateX paper);
-11. controls with known answers on a built-in (:mod:`analyses.controls`), reported first;
-
-then ``summary.json``, from which ``REPORT.md`` is written (:mod:`analyses.replication.findings`),
-the published numbers beside ours. Sizes: the config's presets
-(:data:`~analyses.replication.config.PRESETS`, ``--quick`` / ``--full``). With the built-ins
-(:data:`~analyses.replication.config.BUILTINS`: ``--builtins``, or no data folder) the same
-steps run on generated datasets; those that need a seed experiment's file (thesis tables,
-Figure 4's shift, finetuning, insertion) have nothing to do, and no published claim is tested.
+demo`` runs) harvests every dataset on one model (SummEval and NEWSROOM x their aspects,
+HANNA, ROCStories, MC-TACO, MT-Bench, LLMBar Natural + Normal and its Adversarial subsets,
+``--extra`` files), asks the prompted judges every held-out pair in every fair form (and
+ALLURE), fits the no-model baselines on train (length, memorisation, lexical, input
+embeddings) and sweeps every probe kind at every read-out (paper Appendix A); then the table
+steps (:mod:`analyses.replication.steps`): probes against prompting and baselines (paper
+Figures 1-3), thesis Tables 4.1 and 4.2, transfer and cosines (paper Table 1, Figure 5),
+LLMBar's shift (Figure 4: trained on Natural + Normal, tested on each Adversarial subset),
+LoRA and full finetuning (Section 5.2), ablation (Table 2) and steering on MT-Bench, ClimateX
+insertion (thesis Table 4.4, the ClimateX paper), and the controls with known answers
+(:mod:`analyses.controls`, reported first); then ``summary.json``, from which ``REPORT.md`` is
+written (:mod:`analyses.replication.findings`), the published numbers beside ours. Sizes: the
+config's presets (:data:`~analyses.replication.config.PRESETS`, ``--quick`` / ``--full``).
+With the built-ins (:data:`~analyses.replication.config.BUILTINS`: ``--builtins``, or no data
+folder) the same steps run on generated datasets; those that need a seed experiment's file
+(thesis tables, Figure 4's shift, finetuning, insertion) have nothing to do, and no published
+claim is tested.
 """
 
 from __future__ import annotations
@@ -47,13 +42,8 @@ from analyses.distribution_shift import ShiftResult
 from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
-from analyses.replication.sets import (
-    ReplicationSizes,
-    comparison_names,
-    replication_datasets,
-    shifted_names,
-    summeval_names,
-)
+from analyses.replication.sets import (ReplicationSizes, comparison_names, replication_datasets,
+                                       shifted_names, summeval_names)
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
 from analyses.replication.fetch import fetched_data_folder
 from ppairs_lens.data.specs import load_dataset_spec
@@ -67,8 +57,7 @@ from ppairs_lens.io.outputs import save_config, write_json
 from ppairs_lens.io.records import record_data
 from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.io.study_runner import StudyRunner, declared_result
-from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.held_out_scores import HeldOutScores, score_held_out_sets
+from ppairs_lens.judges.held_out import HeldOutScores, held_out_datasets, score_held_out_sets
 from ppairs_lens.judges.run_estimate import announce
 from ppairs_lens.judges.study import HeldOutJudges, judge_study
 from ppairs_lens.models.loading import load_model, model_name
@@ -115,14 +104,6 @@ def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
         d = load_dataset_spec(spec, max_pairs=cfg.sizes.mctaco_pairs, seed=cfg.settings.seed)
         out[d.name] = d
     return out
-
-
-def _text_baselines(bridge, stores, datasets, cfg) -> dict[str, HeldOutTextBaselines]:
-    """Per dataset: the lexical and embedding baselines' P(item 1) per held-out pair id."""
-    return {d.name: held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
-                                            tokenizer=bridge.tokenizer,
-                                            **cfg.settings.split_kwargs())
-            for s, d in zip(stores, datasets)}
 
 
 def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str]
@@ -232,8 +213,10 @@ def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
     judges = run.step(JUDGES_STEP, judges_step, units=lambda j: (sum(
         v.n_prompts.get("zero_shot_run", 0) for v in j.values()), "prompts run"), **common)
 
-    def texts_step() -> dict[str, HeldOutTextBaselines]:
-        return _text_baselines(bridge, stores, ds, cfg)
+    def texts_step() -> dict[str, HeldOutTextBaselines]:   # P(item 1) per held-out pair id
+        return {d.name: held_out_text_baselines(s.pairs(), d, embedding=bridge.W_E.detach(),
+                                                tokenizer=bridge.tokenizer, **split)
+                for s, d in zip(stores, ds)}
     texts = run.step("text baselines", texts_step, **common)
 
     scored = [n for n in names if all(r.score1 is not None for r in datasets[n].records)]

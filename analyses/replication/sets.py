@@ -122,44 +122,44 @@ def combine(name: str, parts: list[Dataset]) -> Dataset:
 
 def _entries(sizes: ReplicationSizes, seed: int
              ) -> list[tuple[str, str, Callable[[Path], Dataset], int | None]]:
-    """(name, path under the root, loader, size) for every dataset the replication reads; a
-    size of 0 leaves the dataset out (a preview may skip the costliest), None reads all."""
-    def scored(rel: str, aspect: str, n: int, m: int, name: str):
-        return lambda root: replace(items_within_contexts(
-            load_dataset(root / rel, aspect=aspect), n, m, seed), name=name)
+    """(name, path under the root, loader, size) for every dataset the replication reads (each
+    named by :func:`replication_datasets`); a size of 0 leaves the dataset out (a preview may
+    skip the costliest), None reads all."""
+    def scored(rel: str, aspect: str, n: int, m: int):
+        return lambda root: items_within_contexts(load_dataset(root / rel, aspect=aspect), n, m,
+                                                  seed)
 
-    def whole(rel: str, n: int | None, name: str, per_context: int | None = None):
-        return lambda root: replace(subsample_by_context(load_dataset(root / rel), n, seed,
-                                                         per_context=per_context), name=name)
+    def whole(rel: str, n: int | None, per_context: int | None = None):
+        return lambda root: subsample_by_context(load_dataset(root / rel), n, seed,
+                                                 per_context=per_context)
 
-    out = [(f"summeval-{a}", "summeval/summeval.jsonl",
-            scored("summeval/summeval.jsonl", a, sizes.summeval_contexts, sizes.summeval_items,
-                   f"summeval-{a}"), sizes.summeval_contexts * sizes.summeval_items)
-           for a in sizes.summeval_aspects]
+    summeval, newsroom, hanna = ("summeval/summeval.jsonl", "newsroom/newsroom.jsonl",
+                                 "hanna/hanna.jsonl")
+    cloze, mctaco = "story_cloze/cloze_test_val_spring2016.csv", "mctaco/dev_3783.tsv"
+    mt_bench = "llmbar/Processed_MT-Bench/dataset.json"
+    out = [(f"summeval-{a}", summeval,
+            scored(summeval, a, sizes.summeval_contexts, sizes.summeval_items),
+            sizes.summeval_contexts * sizes.summeval_items) for a in sizes.summeval_aspects]
     for a in sizes.newsroom_aspects:
-        load = scored("newsroom/newsroom.jsonl", a, sizes.newsroom_contexts,
-                      sizes.newsroom_items, f"newsroom-{a}")
-        out.append((f"newsroom-{a}", "newsroom/newsroom.jsonl",
+        load = scored(newsroom, a, sizes.newsroom_contexts, sizes.newsroom_items)
+        out.append((f"newsroom-{a}", newsroom,
                     lambda root, load=load, a=a: newsroom_dataset(load(root), a),
                     sizes.newsroom_contexts * sizes.newsroom_items))
-    out.append((f"hanna-{sizes.hanna_aspect}", "hanna/hanna.jsonl",
-                scored("hanna/hanna.jsonl", sizes.hanna_aspect, sizes.hanna_contexts,
-                       sizes.hanna_items, f"hanna-{sizes.hanna_aspect}"),
+    out.append((f"hanna-{sizes.hanna_aspect}", hanna,
+                scored(hanna, sizes.hanna_aspect, sizes.hanna_contexts, sizes.hanna_items),
                 sizes.hanna_contexts * sizes.hanna_items))
-    out.append(("rocstories", "story_cloze/cloze_test_val_spring2016.csv",
-                whole("story_cloze/cloze_test_val_spring2016.csv", sizes.story_cloze_pairs,
-                      "rocstories"), sizes.story_cloze_pairs))
-    out.append(("mctaco", "mctaco/dev_3783.tsv",
-                whole("mctaco/dev_3783.tsv", sizes.mctaco_pairs, "mctaco",
-                      sizes.mctaco_per_question), sizes.mctaco_pairs))
+    out.append(("rocstories", cloze, whole(cloze, sizes.story_cloze_pairs),
+                sizes.story_cloze_pairs))
+    out.append(("mctaco", mctaco, whole(mctaco, sizes.mctaco_pairs, sizes.mctaco_per_question),
+                sizes.mctaco_pairs))
     out.append(("caters", "caters/caters_evaluation/train/batch_1.txt",
                 lambda root: load_caters(root / "caters", split="train", name="caters",
                                          max_stories=sizes.caters_stories,
                                          max_pairs_per_story=sizes.caters_per_story, seed=seed),
                 sizes.caters_stories))
-    out.append(("mt-bench", "llmbar/Processed_MT-Bench/dataset.json",
-                whole("llmbar/Processed_MT-Bench/dataset.json", sizes.mt_bench_pairs,
-                      "mt-bench", sizes.mt_bench_per_question), sizes.mt_bench_pairs))
+    out.append(("mt-bench", mt_bench,
+                whole(mt_bench, sizes.mt_bench_pairs, sizes.mt_bench_per_question),
+                sizes.mt_bench_pairs))
 
     def llmbar(root: Path) -> Dataset:
         parts = [replace(load_dataset(root / f"llmbar/{sub}/dataset.json"), name=short)
@@ -170,7 +170,7 @@ def _entries(sizes: ReplicationSizes, seed: int
     for sub in sizes.llmbar_adversarial:
         short = ADVERSARIAL_SUBSETS[sub]
         rel = f"llmbar/{sub}/dataset.json"
-        out.append((short, rel, whole(rel, sizes.llmbar_adversarial_pairs, short),
+        out.append((short, rel, whole(rel, sizes.llmbar_adversarial_pairs),
                     sizes.llmbar_adversarial_pairs))
     return out
 

@@ -1,15 +1,11 @@
-"""The main job's table steps, each one :class:`TableStep`: what it is called, the section of
-``summary.json`` its record fills, the files it writes, and its work on the run's
-:class:`StepContext` (the kept stores, the prompted judges, the sweep, each step's config).
-
-The runner (:func:`analyses.replication.run.run_replication`) runs the harvest, the judges,
-the baselines and the layer sweep, then every step of :data:`TABLE_STEPS` in order, each
+"""The main job's table steps, each one :class:`TableStep` (its name, the ``summary.json``
+section its record fills, the files it writes, its work on the run's :class:`StepContext`),
+run in order after the layer sweep by :func:`analyses.replication.run.run_replication`, each
 through the step cache (remembered under the run's config, the model and the stores'
-fingerprints, plus what :attr:`TableStep.key` adds), and writes each record's data under its
-section. A step added to the main job is one :class:`TableStep` (its work a function
-``def run(ctx) -> Record`` declaring the record it hands on) appended to
-:data:`TABLE_STEPS`; ``docs/architecture.md`` shows one, and ``tests/test_table_steps.py``
-runs it on the tiny model.
+fingerprints, plus what :attr:`TableStep.key` adds). A step added to the main job is one
+:class:`TableStep` (its work a function ``def run(ctx) -> Record`` declaring the record it
+hands on) appended to :data:`TABLE_STEPS`; ``docs/architecture.md`` shows one, and
+``tests/test_table_steps.py`` runs it on the tiny model.
 """
 
 from __future__ import annotations
@@ -37,8 +33,7 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data import builtin_dataset
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.io.study_runner import Units, declared_result
-from ppairs_lens.judges.held_out import held_out_datasets
-from ppairs_lens.judges.held_out_scores import HeldOutScores
+from ppairs_lens.judges.held_out import HeldOutScores, held_out_datasets
 from ppairs_lens.judges.study import HeldOutJudges
 
 __all__ = ["StepContext", "TABLE_STEPS", "TableStep", "sections"]

@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 
 from ppairs_lens.interventions.conditions import BASELINE, CONTROL_AT_READOUT
-from ppairs_lens.evaluation.ablation_verdicts import judge_decides
 from ppairs_lens.evaluation.cosine_verdict import cosine_rule
-from ppairs_lens.evaluation.intervention_tests import equivalence_test, permutation_union_test
+from ppairs_lens.evaluation.intervention_tests import (equivalence_test, judge_decides,
+                                                       permutation_union_test)
 from ppairs_lens.evaluation.verdicts import NOT_TESTED, ClaimTest, Verdict
 
-__all__ = ["ACCURACY_MARGIN", "ALPHA", "LOGODDS_MARGIN", "ablation_tests", "cosine_claim"]
+__all__ = ["ACCURACY_MARGIN", "LOGODDS_MARGIN", "ablation_tests", "cosine_claim"]
 
-ALPHA = 0.05
 #: Equivalence margins for ablation rows that do not carry their run's (AblationConfig's).
 ACCURACY_MARGIN, LOGODDS_MARGIN = 0.05, 0.2
 

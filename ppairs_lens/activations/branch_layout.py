@@ -1,14 +1,12 @@
 """The columns of a fused read pass: a row's tail, then its branch tokens, in one sequence.
 
 :func:`ppairs_lens.activations.prefix_sharing.read_branches` runs each row's remaining prompt
-tokens (its tail) and its branch tokens (read out, each alone) in one forward pass over the
-row's cached prefix. :func:`fused_inputs` lays that pass out: token ids, a 4-D attention mask
-and explicit positions, so that every real token sees exactly what it would see in an
-unpadded run of its own prompt (and each branch token not its siblings). Tails are
-right-padded by default; with ``logits_at_end`` they are left-padded, so that every row's last
-prompt token sits in the column just before its branches and can be read in the same pass (a
-prompted judge's answer is the next-token logits there): :func:`split_end` then keeps the
-branches' activations and that column's logits.
+tokens (its tail) and its branch tokens (each read alone) in one pass over the row's cached
+prefix. :func:`fused_inputs` lays that pass out (ids, a 4-D mask, explicit positions) so that
+every real token sees exactly what it would unpadded, and each branch token not its siblings.
+With ``logits_at_end`` tails are left-padded, so every row's last prompt token sits just
+before its branches and its next-token logits (a prompted judge's answer) are read in the
+same pass: :func:`split_end` then keeps the branches' activations and that column's logits.
 """
 
 from __future__ import annotations
@@ -31,13 +29,12 @@ def fused_inputs(tails: Sequence[Sequence[int]], tokens: Sequence[Sequence[int]]
     ``tokens[r]`` after row ``r``'s cached prefix (``prev``: its keys' 2-D mask, ``pos0``: its
     next position), on ``prev``'s device.
 
-    Each tail token sees the row's prefix and the real tail tokens up to itself, each branch
-    token the prefix, the real tail and itself but not the other branches, at the position
-    right after the real tail. No real query ever sees a padding key, and no padding query
-    sees nothing (right padding: it sees the real tail before it; left padding: itself).
-    ``logits_at_end``: the tails are left-padded and the tail block is at least one column
-    wide, so its last column holds each row's last prompt token (padding where a tail is
-    empty: that token is in the cache).
+    Each tail token sees the row's prefix and the real tail up to itself; each branch token
+    the prefix, the real tail and itself, at the position right after the real tail. No real
+    query sees a padding key, and no padding query sees nothing (right padding: the real tail
+    before it; left padding: itself). ``logits_at_end``: the tails are left-padded in a block
+    at least one column wide, whose last column holds each row's last prompt token (padding
+    where a tail is empty: that token is in the cache).
     """
     dev = prev.device
     nb = len(tokens[0])

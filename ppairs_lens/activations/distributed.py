@@ -1,13 +1,11 @@
 """Harvest one store with several workers of a Ray cluster (``pip install 'ppairs-lens[ray]'``).
 
-The store already splits a harvest into shard specs ``i/n`` (store shards ``k`` with
-``k % n == i``) that fill one folder without colliding; a SLURM array or a shell loop runs them
-as separate processes. This module runs the same ``i/n`` specs as Ray tasks instead, so one
-call spreads a harvest over a cluster's GPUs (or a laptop's cores) and returns when the store
-is complete. Each task loads its own model, so a worker holds one copy; nothing but the
-dataset and settings travels between processes, and the activations go straight to the store.
-
-Ray is imported only inside :func:`harvest_with_ray`: the base package never needs it.
+A harvest splits into shard specs ``i/n`` (store shards ``k`` with ``k % n == i``) that fill
+one folder without colliding, as a SLURM array's processes do; here they run as Ray tasks, so
+one call spreads a harvest over a cluster's GPUs (or a laptop's cores) and returns when the
+store is complete. Each task loads its own model; only the dataset and settings travel between
+processes, and the activations go straight to the store. Ray is imported only inside
+:func:`harvest_with_ray`: the base package never needs it.
 """
 
 from __future__ import annotations
@@ -26,18 +24,15 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.models.spec import ModelSpec
 
-#: ``ModelSpec`` (:mod:`ppairs_lens.models.spec`) is exported here too, beside the function
-#: that takes it.
+#: ``ModelSpec`` is exported here too, beside the function that takes it.
 __all__ = ["ModelSpec", "WorkerReport", "harvest_shard_spec", "harvest_with_ray"]
 
 
 @dataclass(frozen=True)
 class WorkerReport:
     """What one worker did: its shard spec, the store shards it wrote, and how long it took.
-
-    ``torch_threads`` is worth checking when comparing with another harvest: Ray gives a task
-    as many threads as CPUs it asked for, and a different thread count sums matrix products
-    in another order, so values can differ in the last bits (about 1e-7 relative in float32).
+    ``torch_threads``: Ray gives a task as many threads as CPUs it asked for, and another
+    thread count sums matrix products in another order (last bits, ~1e-7 relative in float32).
     """
 
     shard: tuple[int, int]
@@ -50,10 +45,8 @@ class WorkerReport:
 def harvest_shard_spec(model: ModelSpec, dataset: Dataset, out: str, shard: tuple[int, int], *,
                        template: Template | None, shard_size: int, settings: HarvestSettings
                        ) -> WorkerReport:
-    """One worker's job: load the model, harvest shard spec ``shard`` into the store at ``out``.
-
-    A plain function (Ray wraps it in a task), so it can also be run by hand to debug a worker.
-    """
+    """One worker's job: load the model, harvest shard spec ``shard`` into the store at ``out``
+    (a plain function that Ray wraps in a task, so it can be run by hand to debug a worker)."""
     from ppairs_lens.activations.pipeline import harvest_dataset
     from ppairs_lens.models.loading import load_model
 
@@ -94,11 +87,10 @@ def harvest_with_ray(
     ``model`` is a name or folder (loaded like ``load_model(model)``) or a :class:`ModelSpec`.
     ``dataset`` is a Dataset or a spec as the CLI takes it (built-in name, path, path:aspect),
     resolved here, once, so every worker harvests the same pairs. ``out`` must be on a file
-    system every worker sees. With ``address`` (``"auto"``, ``"ray://host:10001"``) the
-    tasks run on that cluster; otherwise on a local one started with ``n_workers`` CPUs and
-    stopped afterwards. An already initialised Ray is used as it is. Re-running resumes: done
-    shards are skipped, as with the CLI; so does a task Ray retries after its worker died
-    (the dead worker's shard lock goes with its process).
+    system every worker sees. With ``address`` (``"auto"``, ``"ray://host:10001"``) the tasks
+    run on that cluster, else on a local one with ``n_workers`` CPUs, stopped afterwards (an
+    initialised Ray is used as it is). Re-running resumes, as does a task Ray retries after
+    its worker died (the dead worker's shard lock goes with its process).
     """
     try:
         import ray

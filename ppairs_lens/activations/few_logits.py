@@ -1,16 +1,14 @@
 """Next-token logits of a few token ids, without the model's full-vocabulary unembedding.
 
-A judge or an ablation reads the logits of two or three token ids at many branch positions.
-The HF model would project every read position onto the whole vocabulary (49152 x 576 on
-SmolLM2: about a quarter of a branch pass) to keep three columns. Where the model's logits
-are exactly ``lm_head(last hidden state)``, the bridge is asked for no logits at all (an empty
-``logits_to_keep``) and the few columns are projected here from ``ln_final.hook_out``, which
-on a bridge is that last hidden state (:mod:`ppairs_lens.models.backend`).
+A judge or an ablation reads the logits of two or three token ids at many branch positions,
+where the HF model would project every read position onto the whole vocabulary (49152 x 576
+on SmolLM2: about a quarter of a branch pass). Where the model's logits are exactly
+``lm_head(last hidden state)``, the bridge is asked for none (an empty ``logits_to_keep``)
+and the few columns are projected here from ``ln_final.hook_out``, that last hidden state.
 
 A judge's answer is the log-odds of its two choice tokens (:func:`choice_logodds`, float64,
-at :func:`choice_columns` of the logits read). Both live here, beside the logits they read,
-so that a harvest (which reads those logits at each pair's last prompt token) computes it
-exactly as the judges do.
+at :func:`choice_columns` of the logits read), here so that a harvest (which reads those
+logits at each pair's last prompt token) computes it exactly as the judges do.
 """
 
 from __future__ import annotations
@@ -73,11 +71,8 @@ def project_logits(bridge, x: Float[Tensor, "*rows d_model"],
 
 
 def choice_columns(final_ids: Sequence[tuple[int, int]]) -> tuple[list[int], Int[Tensor, "pair 2"]]:
-    """The token ids to read logits of, and where each prompt's two choices sit among them.
-
-    A batch reads one list of logit ids for every row, so it is the union of all prompts'
-    choices (sorted); ``columns[i]`` indexes prompt ``i``'s first and second choice in it.
-    """
+    """The token ids to read logits of (one list for every row of a batch: the union of all
+    prompts' choices, sorted), and ``columns[i]``, prompt ``i``'s two choices in it."""
     ids = sorted({t for pair in final_ids for t in pair})
     col = {t: i for i, t in enumerate(ids)}
     return ids, torch.tensor([[col[a], col[b]] for a, b in final_ids], dtype=torch.long)

@@ -3,16 +3,24 @@
 The two prompts of a contrast pair differ only in their final token, and pairs that share a
 context share a long token prefix: :func:`harvest_pairs` hands the prefixes and the two final
 tokens to :func:`ppairs_lens.activations.runner.run_branches`, which runs each shared prefix
-once and reads both final tokens in one pass, each seeing the prompt but not the other. The
-stored values equal an unbatched, unpadded run of each full prompt
-(:func:`reference_activations`, the straightforward computation they are tested against).
-A pair's prompt up to its final token is also the prompted judge's (items in their order):
-:func:`harvest_with_judge` reads that judge's answer at the last prompt token in the same
-passes, for the store to keep (the judges then run only the swapped order).
+once and reads both final tokens in one pass. The values equal an unbatched, unpadded run of
+each full prompt (:func:`reference_activations`, which they are tested against). A pair's
+prompt up to its final token is also the prompted judge's (items in their order):
+:func:`harvest_with_judge` reads that judge's answer there in the same passes, for the store
+to keep (the judges then run only the swapped order).
+
+A read-out is any hook point that gives one vector per token (``[batch, position, width]``):
+the residual stream, attention and MLP outputs, the final norm, an SAE's latents on a
+``HookedSAETransformer``. Users name them exactly, by preset (``"paper"``, ``"full"``) or by
+glob pattern (``"blocks.*.hook_resid_pre"``, expanded against the model's hook names). One
+short forward pass puts the names in forward order and measures each one's shape, so a hook
+that cannot be stored (attention patterns, per-head values) is refused before a harvest.
 """
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -21,13 +29,99 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.errors import DataError, PPairsError
+from ppairs_lens.errors import DataError, HookError, PPairsError
 from ppairs_lens.activations.few_logits import choice_columns, choice_logodds
 from ppairs_lens.activations.prompts import ContrastPair
-from ppairs_lens.activations.readouts import default_readouts, resolve_readouts
 from ppairs_lens.activations.runner import HarvestSettings, model_device, run_branches
-from ppairs_lens.models.backend import backend_of, has_forward_hooks, readout_point
-from ppairs_lens.models.hook_points import Hook
+from ppairs_lens.models.backend import (backend_of, has_forward_hooks, hook_names,
+                                       readout_point, resolve_hooks)
+from ppairs_lens.models.hook_points import (PRESETS, READOUT_PRESET, Hook, check_hook_names,
+                                           hook_points)
+
+
+#: Tokens of the forward pass that measures hook shapes: more than 1 (so the position axis
+#: shows) and odd, so a head axis of a small model is unlikely to pass for it.
+PROBE_TOKENS = 5
+_GLOB_CHARS = "*?["
+
+
+@dataclass(frozen=True)
+class Readouts:
+    """Exact hook names in forward order and the width every one of them has."""
+
+    names: list[str]
+    width: int
+
+
+def default_readouts(model) -> list[str]:
+    """Every block's resid_post and the final norm."""
+    return hook_points(READOUT_PRESET, model.cfg.n_layers)
+
+
+def expand_readout_names(model, names: str | Sequence[str]) -> list[str]:
+    """Exact names for ``names`` (exact hook names, preset names, glob patterns; a single
+    string is one of these), duplicates dropped, unknown names refused with near misses."""
+    specs = [names] if isinstance(names, str) else list(names)
+    if not specs or not all(isinstance(s, str) and s for s in specs):
+        raise HookError(f"read-outs must be hook names, presets {PRESETS} or glob patterns, "
+                        f"got {names!r}")
+    known = hook_names(model)
+    chosen: list[str] = []
+    for spec in specs:
+        if spec in PRESETS:
+            chosen += hook_points(spec, model.cfg.n_layers)
+        elif any(c in spec for c in _GLOB_CHARS):
+            hits = fnmatch.filter(known, spec)
+            if not hits:
+                # A near miss of the pattern with its wildcards filled by a layer index.
+                close = difflib.get_close_matches(spec.replace("*", "0").replace("?", "0"),
+                                                  known, n=5, cutoff=0.6)
+                hint = f"; close hook names: {close}" if close else ""
+                raise HookError(f"the hook pattern {spec!r} matches no hook point of this "
+                                f"model{hint}")
+            chosen += hits
+        else:
+            chosen.append(spec)
+    chosen = list(dict.fromkeys(chosen))
+    check_hook_names(model, chosen)
+    return chosen
+
+
+@torch.inference_mode()
+def resolve_readouts(model, names: str | Sequence[str] | None, device: torch.device
+                     ) -> Readouts:
+    """``names`` (None: :func:`default_readouts`) as exact hook names in forward order, each
+    checked to give one vector per token, all of one width (a harvest stacks them)."""
+    exact = default_readouts(model) if names is None else expand_readout_names(model, names)
+    shapes: dict[str, tuple[int, ...]] = {}  # filled as hooks fire: forward order
+
+    def measure(name):
+        def hook(x, hook=None):
+            shapes.setdefault(name, tuple(x.shape))
+        return hook
+
+    ids = torch.zeros(1, PROBE_TOKENS, dtype=torch.long, device=device)
+    with model.hooks(fwd_hooks=resolve_hooks(model, [(n, measure(n)) for n in exact])):
+        model(ids, return_type=None)
+    fired = list(shapes)
+    silent = [n for n in exact if n not in shapes]
+    if silent:
+        raise HookError(f"hook points {silent} did not fire in a forward pass of this model; "
+                        "they cannot be read out")
+    widths: dict[int, list[str]] = {}
+    for n in fired:
+        shape = shapes[n]
+        if len(shape) != 3 or shape[:2] != (1, PROBE_TOKENS):
+            raise HookError(
+                f"hook point {n!r} gives a tensor of shape {list(shape)} for one prompt of "
+                f"{PROBE_TOKENS} tokens, not one vector per token ([batch, position, width]); "
+                "attention patterns and scores and per-head hooks (hook_q/k/v/z) cannot be "
+                "stored: read hook_attn_out, or an attention block's hook_out, instead")
+        widths.setdefault(shape[2], []).append(n)
+    if len(widths) > 1:
+        raise HookError(f"the read-outs have different widths {dict(widths)}; a harvest and a "
+                        "store hold read-outs of one width, so harvest each width on its own")
+    return Readouts(fired, next(iter(widths)))
 
 
 class NonFiniteActivationError(PPairsError, FloatingPointError):
@@ -59,26 +153,22 @@ def harvest_pairs(
     final_hooks: Sequence[Hook] = (),
     names: str | Sequence[str] | None = None,
 ) -> Float[Tensor, "pair side readout d_model"]:
-    """Residual stream at the final token of both prompts of each pair, for every layer.
-
-    Returns ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype``; index
-    ``n_layers`` is the final norm's output. ``names`` reads other hook points instead (exact
-    names, presets, glob patterns such as ``"blocks.*.hook_resid_pre"``; see
-    :func:`ppairs_lens.activations.readouts.resolve_readouts`), in forward order along axis 2.
-    ``progress`` is an optional callable taking the number of pairs just finished.
-    ``hooks``/``final_hooks`` (e.g. ablations) act during the harvest as in
-    :func:`ppairs_lens.activations.runner.run_branches`.
+    """Residual stream at the final token of both prompts of each pair, for every layer:
+    ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype`` (index
+    ``n_layers``: the final norm's output). ``names`` reads other hook points instead (exact
+    names, presets, glob patterns such as ``"blocks.*.hook_resid_pre"``:
+    :func:`resolve_readouts`), in forward order along axis 2.
+    ``progress`` takes the number of pairs just finished. ``hooks``/``final_hooks`` (e.g.
+    ablations) act as in :func:`ppairs_lens.activations.runner.run_branches`.
     """
     return _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, False).acts
 
 
 @dataclass(frozen=True)
 class Harvested:
-    """A plain harvest's activations, and the prompted zero-shot judge's answer to each pair's
-    prompt read in the same passes: ``judge_logodds[i]`` = logit(choice 1) - logit(choice 2)
-    at pair ``i``'s last prompt token, float64, as
-    :func:`ppairs_lens.judges.zero_shot.choice_logodds_of` computes it (None on a backend
-    that cannot read there)."""
+    """A plain harvest's activations, and the zero-shot judge's answer to each pair's prompt
+    read in the same passes: ``judge_logodds[i]`` = logit(choice 1) - logit(choice 2) at pair
+    ``i``'s last prompt token, float64 (None on a backend that cannot read there)."""
 
     acts: Float[Tensor, "pair side readout d_model"]
     judge_logodds: Float[np.ndarray, " pair"] | None
@@ -89,13 +179,11 @@ def harvest_with_judge(bridge, pairs: Sequence[ContrastPair],
                        settings: HarvestSettings = HarvestSettings(),
                        progress: Callable[[int], None] | None = None, *,
                        names: str | Sequence[str] | None = None) -> Harvested:
-    """:func:`harvest_pairs` without hooks (what a store keeps), plus the judge's log-odds.
-
-    A harvest pair's prompt up to its last token is exactly the zero-shot judge's prompt in
-    the items' order, so the harvest reads the two choice tokens' logits there too (a few
-    columns more per pass) and the judge need not run that prompt again. Only a plain
-    harvest gives them: under ablation or steering hooks, ours or a caller's context already
-    on the model, they would not be the judge's (``judge_logodds`` is then None)."""
+    """:func:`harvest_pairs` without hooks (what a store keeps), plus the judge's log-odds: a
+    pair's prompt up to its last token is exactly the zero-shot judge's in the items' order,
+    so the harvest reads the two choice tokens' logits there too (a few columns more per
+    pass). Only a plain harvest gives them: under a caller's ablation or steering hooks they
+    would not be the judge's (``judge_logodds`` is then None)."""
     return _harvest(bridge, pairs, settings, progress, (), (), names,
                     not has_forward_hooks(bridge))
 
@@ -122,16 +210,14 @@ def _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, judge
 
 def readout_names(bridge, names: str | Sequence[str] | None) -> list[str]:
     """The exact hook names a harvest of ``names`` reads (None: every block's resid_post and
-    the final norm), refused unless each is one vector per token, all of one width (d_model,
-    or an SAE's d_sae of any size: :func:`readout_width`)."""
+    the final norm), refused unless each is one vector per token, all of one width."""
     if names is None:
         return default_readouts(bridge)
     return resolve_readouts(bridge, names, model_device(bridge)).names
 
 
 def readout_width(bridge, names: str | Sequence[str] | None) -> int:
-    """The width of the vectors a harvest of ``names`` reads (d_model for the residual
-    stream, d_sae for an SAE's latents)."""
+    """The width of the vectors a harvest of ``names`` reads (d_model, or an SAE's d_sae)."""
     if names is None:
         return int(bridge.cfg.d_model)
     return resolve_readouts(bridge, names, model_device(bridge)).width

@@ -1,24 +1,25 @@
 """The forward steps of a harvest on a ``HookedTransformer`` (TransformerLens < 4).
 
 :mod:`ppairs_lens.activations.prefix_sharing` runs a plan through two callables (``Forward``,
-``Read``) over a key-value cache it can gather rows of. The bridge's are
-:func:`ppairs_lens.activations.runner.bridge_steps` (HF's ``DynamicCache``, explicit positions,
-a 4-D mask). Here are a HookedTransformer's, with TransformerLens' own
-``TransformerLensKeyValueCache``:
+``Read``) over a key-value cache it can gather rows of; the bridge's are
+:func:`ppairs_lens.activations.runner.bridge_steps`. A HookedTransformer's differ:
 
-- :class:`HookedKV` keeps each layer's cached keys and values and offers the two things
-  prefix sharing asks of a cache (``layers[i].keys``, ``batch_select_indices``); the rows of a
+- the cache is TransformerLens' own, held between passes as :class:`HookedKV`; the rows of a
   batch-1 context are views of it (``expand``), copied only when a pass extends them;
-- positions: TransformerLens derives them from the 2-D attention mask (``cumsum - 1``), which
-  equals the explicit positions prefix sharing computes for every real token (padding columns
-  are masked as keys, so their own positions do not matter);
-- no 4-D masks in the model's signature, so a read gives the tail and every branch token one
-  pass (as the bridge does) through the 2-D mask and ``hook_attn_scores``
-  (:mod:`ppairs_lens.activations.hooked_branches`): each branch token after the first is
-  masked as a key, which puts it at the first one's position, and the hook on the scores
-  masks the first from the others and puts back each one's score with itself. Models whose
-  scores depend on more than ``q . k`` (ALiBi, relative biases, log-n scaling) or that have no
-  rotary positions keep the older schedule: each further branch token in a pass of its own.
+- positions are derived from the 2-D attention mask (``cumsum - 1``), which equals the
+  explicit positions prefix sharing computes for every real token (padding columns are masked
+  as keys, so their own positions do not matter);
+- there is no 4-D mask, so for a tail and its branch tokens in one pass, each branch seeing
+  the prompt but not its siblings, at one position: the 2-D mask keeps the first branch
+  column and masks the others as keys (a masked column adds nothing to the cumsum), and a
+  hook on ``blocks.{l}.attn.hook_attn_scores`` (before the softmax) masks the first branch
+  from the other branch queries and puts back each masked branch's score with itself,
+  through the layer's own ``calculate_attention_scores`` (same scale, grouped heads, soft
+  cap) on ``q``/``k`` read at ``hook_rot_q``/``hook_rot_k``.
+
+That is exact where a score is ``q . k`` after rotary positions and nothing else
+(:func:`branch_fusable`); other models (ALiBi, relative biases, log-n scaling, no rotary
+positions) run each further branch token in a pass of its own.
 """
 
 from __future__ import annotations
@@ -27,15 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from jaxtyping import Float
 from torch import Tensor
 
-from ppairs_lens.activations.hooked_branches import (
-    branch_columns_mask,
-    branch_fusable,
-    branch_mask_hooks,
-    hooked_plain_unembedding,
-    project_hooked_logits,
-)
 from ppairs_lens.activations.prefix_sharing import Forward, Read
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.models.backend import (
@@ -44,6 +39,7 @@ from ppairs_lens.models.backend import (
     readout_point,
     resolve_hooks,
 )
+from ppairs_lens.models.hook_points import Hook
 
 
 @dataclass
@@ -55,12 +51,11 @@ class KVLayer:
 
 
 class HookedKV:
-    """A HookedTransformer key-value cache in the form prefix sharing handles.
-
-    Like HF's ``DynamicCache`` layers, the layers rebind (never write into) their tensors, so a
-    shallow copy of the cache and of each layer, then ``batch_select_indices``, is an
-    independent cache. The attention mask is not kept here: each pass is given it.
-    """
+    """A HookedTransformer key-value cache in the form prefix sharing handles
+    (``layers[i].keys``, ``batch_select_indices``). Like HF's ``DynamicCache`` layers, the
+    layers rebind (never write into) their tensors, so a shallow copy of the cache and of each
+    layer, then ``batch_select_indices``, is an independent cache. The attention mask is not
+    kept here: each pass is given it."""
 
     def __init__(self, layers: list[KVLayer]):
         self.layers = layers
@@ -106,6 +101,83 @@ def check_window(model, mask: Tensor) -> None:
             f"this HookedTransformer has local attention (window {window}) and a padded batch "
             f"of {mask.shape[1]} columns: padding would shift its window. Harvest with "
             "HarvestSettings(share_prefixes=False), which runs every prompt unpadded")
+
+
+def branch_fusable(model) -> bool:
+    """Whether a score on this model is ``calculate_attention_scores(rot q, rot k)`` plus
+    masks only (rotary positions, no ALiBi / relative bias / log-n query scaling)."""
+    cfg = model.cfg
+    return (cfg.positional_embedding_type == "rotary"
+            and not getattr(cfg, "use_logn_attn", False)
+            and (getattr(cfg, "attention_dir", "causal") == "causal"))
+
+
+def branch_mask_hooks(model, n_branch: int) -> list[Hook]:
+    """Hooks that hide the last ``n_branch`` columns of a pass from each other (see the
+    module's docstring; the 2-D mask must keep the first of them and mask the rest)."""
+    if n_branch < 2:
+        return []
+    hooks: list[Hook] = []
+    for layer, block in enumerate(model.blocks):
+        seen: dict[str, Tensor] = {}
+        hooks += [(f"blocks.{layer}.attn.hook_rot_q", keep(seen, "q", n_branch)),
+                  (f"blocks.{layer}.attn.hook_rot_k", keep(seen, "k", n_branch)),
+                  (f"blocks.{layer}.attn.hook_attn_scores",
+                   apart(block.attn, seen, n_branch))]
+    return hooks
+
+
+def keep(seen: dict[str, Tensor], key: str, n: int) -> Callable:
+    """A hook keeping the last ``n`` positions of ``q`` or ``k`` (``[batch, pos, head, d]``)."""
+    def hook(x, hook=None):
+        seen[key] = x[:, -n:]
+    return hook
+
+
+def apart(attn, seen: dict[str, Tensor], n: int) -> Callable:
+    """The hook on the scores: among the last ``n`` queries and keys, only the diagonal."""
+    def hook(scores: Float[Tensor, "batch head query key"], hook=None):
+        q, k = seen["q"], seen["k"]  # [batch, n, head, d], [batch, n, kv_head, d]
+        b = q.shape[0]
+        # Each branch's score with itself only (not n x n): the n pairs as a batch, through
+        # the layer's own score function (scale, grouped heads, soft cap).
+        own = attn.calculate_attention_scores(q.reshape(b * n, 1, *q.shape[2:]),
+                                              k.reshape(b * n, 1, *k.shape[2:]))
+        own = own.reshape(b, n, -1).transpose(1, 2)  # [batch, head, n]
+        block = scores[:, :, -n:, -n:]
+        block.fill_(attn.IGNORE.item())
+        block.diagonal(dim1=-2, dim2=-1).copy_(own)
+        seen.clear()
+        return scores
+    return hook
+
+
+def branch_columns_mask(rows: int, n_branch: int, like: Tensor) -> Tensor:
+    """The 2-D mask of ``n_branch`` branch columns: the first kept, the others masked."""
+    out = torch.zeros(rows, n_branch, dtype=like.dtype, device=like.device)
+    out[:, 0] = 1
+    return out
+
+
+def hooked_plain_unembedding(model) -> bool:
+    """Whether the logits are ``final norm output @ W_U + b_U`` with nothing after (no soft
+    cap) and no hook on the unembedding, so a few columns may be projected here."""
+    from transformer_lens.hook_points import HookPoint
+
+    cap = getattr(model.cfg, "output_logits_soft_cap", 0.0) or 0.0
+    hooked = any(len(m._forward_hooks) for m in model.unembed.modules()
+                 if isinstance(m, HookPoint))
+    return cap <= 0 and not hooked
+
+
+def project_hooked_logits(model, x: Float[Tensor, "*rows d_model"],
+                          ids: Sequence[int]) -> Float[Tensor, "*rows n_ids"]:
+    """Logits of token ``ids`` at final-norm outputs ``x`` (what the unembedding reads):
+    without the unembedding's full-vocabulary product (and its transposed weight copy)."""
+    idx = torch.as_tensor(list(ids), dtype=torch.long, device=model.unembed.W_U.device)
+    w = model.unembed.W_U[:, idx].to(x.device, torch.float32)
+    b = model.unembed.b_U[idx].to(x.device, torch.float32)
+    return x.to(torch.float32) @ w + b
 
 
 def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
@@ -159,10 +231,9 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
         return acts, lg, kv
 
     def fused_read(ids, cache, seen, c, width, n_read):
-        """Tail and every branch token in one pass (:mod:`ppairs_lens.activations.
-        hooked_branches`). Logits: projected from the final norm where the unembedding is
-        plain; else the tail runs first, so that the model computes them at the branches
-        only."""
+        """Tail and every branch token in one pass (the module's docstring). Logits: projected
+        from the final norm where the unembedding is plain; else the tail runs first, so that
+        the model computes them at the branches only."""
         project = logit_ids is not None and hooked_plain_unembedding(model)
         if width and logit_ids is not None and not project:
             cache = forward(ids[:, :width], cache, seen, None)

@@ -1,17 +1,15 @@
 """What a store keeps per pair besides its activations: one :class:`PairInfo` per line of
-``pairs.jsonl``.
-
-Analyses read these without the model: splits need the ids and leak groups, the no-model
-baselines the item ids and text lengths, a rank correlation the gold scores. The record is
-typed so that a reader writes ``p.group_id``, not ``p["group_id"]``, and a misspelt field
-fails where it is written rather than as a ``KeyError`` deep in an analysis.
+``pairs.jsonl``, which analyses read without the model (splits need the ids and leak groups,
+the no-model baselines the item ids and text lengths, a rank correlation the gold scores).
+Typed, so that a misspelt field fails where it is written, not as a ``KeyError`` deep in an
+analysis.
 
 The JSON keys are exactly those the harvest writes, in its order (a store's fingerprint is a
 digest of ``pairs.jsonl``'s bytes): a comparison ``pair_id, label, context_id, group_id,
 item1_id, item2_id, score1, score2, len1, len2``; a statement has no item or score keys, and
 ``len2`` null. A store's line without ``group_id`` or the lengths is refused
 (:meth:`ppairs_lens.activations.store.ActivationStore.pairs`); a record built in code may
-leave them None, and they are then written as null (so that its store reads back).
+leave them None, written as null (so that its store reads back).
 """
 
 from __future__ import annotations
@@ -79,9 +77,7 @@ class PairInfo:
 
 
 def pair_info(dataset: Dataset) -> list[PairInfo]:
-    """What analyses need per pair without the model: ids, label, context, leak group
-    (``group_id``, which splits keep on one side), gold scores, and the character lengths of
-    the two items (``len1``/``len2``; a statement's length and None) for length baselines."""
+    """The :class:`PairInfo` of every record of ``dataset``."""
     labels, contexts, groups = dataset.labels(), dataset.context_ids(), dataset.group_ids()
     info = []
     for rec, label, ctx, group in zip(dataset.records, labels, contexts, groups):

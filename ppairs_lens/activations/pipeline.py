@@ -3,10 +3,8 @@
 A dataset drawn by a seeded pair limit (``sampled_from``) is stored as the whole dataset in the
 limit's order, harvested as far as the limit reaches, and read as a view of its own pairs: a
 smaller limit later reads what a larger one harvested, a larger one harvests only what it adds.
-
 Every shard also keeps the prompted judge's log-odds on its pairs' prompts, read in the
-harvest's own passes (:func:`ppairs_lens.activations.harvest.harvest_with_judge`), so the
-judges need not run those prompts again."""
+harvest's own passes, so the judges need not run those prompts again."""
 
 from __future__ import annotations
 
@@ -21,7 +19,8 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import harvest_with_judge, readout_names, readout_width
+from ppairs_lens.activations.harvest import (default_readouts, harvest_with_judge,
+                                             readout_names, readout_width)
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.models.backend import model_dtype
 from ppairs_lens.models.loading import model_name
@@ -37,7 +36,6 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.activations.pair_info import pair_info
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.activations.store_meta import StoreMeta
-from ppairs_lens.activations.readouts import default_readouts
 
 
 def _slug(text: str) -> str:
@@ -97,8 +95,8 @@ def parse_shard(spec: str | None) -> tuple[int, int]:
 
 @dataclass
 class _Prepared:
-    """A harvest's store (the whole dataset's), the rows the dataset reads, the contrast
-    pairs built so far, and the held lock of its shard spec."""
+    """A harvest's store (the whole dataset's), the rows the dataset reads, its contrast
+    pairs, and the held lock of its shard spec."""
 
     store: ActivationStore
     dataset: Dataset
@@ -193,17 +191,14 @@ def harvest_dataset(
 ) -> ActivationStore:
     """Harvest ``dataset`` into the store at ``out`` and return it (activations, and the
     prompted judge's log-odds on each pair's prompt: :meth:`ActivationStore.judge_logodds`).
+    ``names``: the read-outs (exact hook names, presets, glob patterns; default every block's
+    resid_post and the final norm), recorded as exact names in forward order.
 
-    ``names``: the read-outs (exact hook names, presets, glob patterns such as
-    ``"blocks.*.hook_resid_pre"``; default every block's resid_post and the final norm),
-    recorded in the store's metadata as exact names in forward order.
-
-    Shards already complete are skipped, so a killed harvest resumes where it stopped; a
-    dataset drawn by a pair limit shares its whole dataset's store with every other limit
-    (:func:`stored_rows`) and is returned as a view of its own pairs.
-    ``shard=(i, n)`` does only the store shards ``k`` with ``k % n == i``: n processes (a SLURM
-    array, a shell loop) fill one store without collisions. Two harvests of the same shard
-    spec at once are refused by a lock rather than interleaved.
+    Complete shards are skipped, so a killed harvest resumes where it stopped; a dataset drawn
+    by a pair limit shares its whole dataset's store (:func:`stored_rows`) and is returned as a
+    view of its own pairs. ``shard=(i, n)`` does only the store shards ``k`` with
+    ``k % n == i``: n processes (a SLURM array, a shell loop) fill one store without
+    collisions; two harvests of one shard spec at once are refused by a lock.
     """
     prep = _prepared(bridge, dataset, out, template, shard_size, settings, names, shard)
     try:
@@ -336,7 +331,6 @@ def ensure_store(
     names: str | Sequence[str] | None = None,
 ) -> ActivationStore:
     """The store of ``dataset`` under ``root``: opened if complete, else harvested or resumed.
-
     ``names`` as in :func:`harvest_dataset`; read-outs other than the default get a folder of
     their own, and a store is reused only if it holds exactly these read-outs."""
     template = template or default_template(dataset)

@@ -1,26 +1,24 @@
 """Where shared prompt prefixes are planned and run once: a two-level prefix tree.
 
 Prompts of a PPairS study share a lot: all pairs of an article's summaries share the article;
-all pairs whose *first* item is the same summary share the article and that summary; the two
-sides of a pair share everything but the final token. A harvest that runs each shared part
-once computes only the tokens that are strictly needed:
+all pairs whose *first* item is the same summary share that summary too; the two sides of a
+pair share everything but the final token. Running each shared part once computes only the
+tokens strictly needed:
 
 * **group context** — the common prefix of a group of rows (an article with its pairs), run
   once with batch 1;
 * **shared middle** — within a group, rows whose prompts go on identically for at least
   ``min_shared`` more tokens (same first item) form a subgroup whose middle runs once;
 * **tail** — each row's remaining tokens;
-* **branches** — the tokens read out (the two final tokens of a contrast pair), each alone,
-  in the same forward pass as the row's tail (and, on request, the logits at the row's last
-  prompt token, the prompted judge's answer: ``logits_at_end``).
+* **branches** — the tokens read out (a contrast pair's two final tokens), each alone, in the
+  same forward pass as the row's tail (on request also the logits at the row's last prompt
+  token, the prompted judge's answer: ``logits_at_end``).
 
-:func:`plan` computes that tree from token ids alone (no template knowledge), and
-:func:`run_rows` executes it over any model through two callables, so the harvester (a
-TransformerBridge with hooks) and the benchmarks' bare HF limit run the same schedule.
-Every step extends key-value caches of earlier steps: caches are *gathered* per row (new
-tensors; the parent cache stays valid for its other children), new tokens are right-padded,
-the padding is masked and positions are passed explicitly, so every row sees exactly the
-keys and positions of its own unpadded prompt.
+:func:`plan` computes that tree from token ids alone, and :func:`run_rows` executes it over
+any model through two callables, so the harvester and the benchmarks' bare HF limit run the
+same schedule. Caches are *gathered* per row (new tensors: the parent cache stays valid for
+its other children), new tokens right-padded, the padding masked and positions explicit, so
+every row sees exactly the keys and positions of its own unpadded prompt.
 """
 
 from __future__ import annotations
@@ -74,11 +72,9 @@ def _lcp(a: Sequence[int], b: Sequence[int], start: int = 0) -> int:
 
 def share_groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
                  ) -> Iterator[tuple[list[int], int]]:
-    """(row indices, context length) for each group of rows sharing a context.
-
-    Rows of small groups (one story with one pair, an instruction with two answers) are
-    pooled into one group sharing the template's common prefix, so they batch together.
-    """
+    """(row indices, context length) for each group of rows sharing a context; rows of small
+    groups (one story with one pair) are pooled into one group sharing the template's common
+    prefix, so they batch together."""
     if not share:
         for i, p in enumerate(prefixes):
             yield [i], len(p)
@@ -122,14 +118,11 @@ def _best_runs(lcp: Sequence[int], lo: int, hi: int, min_shared: int, depth: int
 def subgroups(prefixes: Sequence[Sequence[int]], idx: Sequence[int], c: int,
               min_shared: int = MIN_SHARED, min_saving: float = MIN_SAVING
               ) -> tuple[SubGroup, ...]:
-    """Split rows (which agree on their first ``c`` tokens) into subgroups.
-
-    Sorted by their tokens, rows sharing a prefix are adjacent; runs of them sharing at
-    least ``min_shared`` tokens beyond ``c`` are chosen to save the most tokens
-    (:func:`_best_runs`), and become one subgroup each; other rows are subgroups of one. That
-    tree is used when it runs at least ``min_saving`` fewer tokens than running every row's
-    remainder whole (the flat plan: subgroups of one, all ``mid``).
-    """
+    """Split rows (which agree on their first ``c`` tokens) into subgroups: sorted by their
+    tokens, runs of rows sharing at least ``min_shared`` tokens beyond ``c`` are chosen to
+    save the most tokens (:func:`_best_runs`), one subgroup each, other rows alone. That tree
+    is used when it runs at least ``min_saving`` fewer tokens than the flat plan (every row's
+    remainder whole: subgroups of one, all ``mid``)."""
     order = sorted(idx, key=lambda i: tuple(prefixes[i][c:]))
     flat = tuple(SubGroup(tuple(prefixes[i][c:]), (i,), ((),)) for i in order)
     lcp = [_lcp(prefixes[a], prefixes[b], c) - c for a, b in zip(order, order[1:])]
@@ -159,10 +152,8 @@ def _own_tokens(subs: Sequence[SubGroup]) -> int:
 
 def plan(prefixes: Sequence[Sequence[int]], groups: Sequence[str], *, share: bool = True,
          min_shared: int = MIN_SHARED, min_saving: float = MIN_SAVING) -> list[GroupPlan]:
-    """The prefix tree of ``prefixes``: contexts by ``groups`` key, then shared middles.
-
-    ``share=False`` gives each row alone (its whole prefix as a context: the reference path).
-    """
+    """The prefix tree of ``prefixes``: contexts by ``groups`` key, then shared middles
+    (``share=False``: each row alone, its whole prefix as a context, the reference path)."""
     out = []
     for idx, c in share_groups(prefixes, groups, share):
         ctx = tuple(prefixes[idx[0]][:c])
@@ -212,10 +203,8 @@ Read = Callable[[Tensor, Any, Tensor, Tensor, int], tuple[Tensor | None, Tensor 
 @dataclass
 class PrefixState:
     """Cached prefixes, one per row: key-value cache, attention mask, next position.
-
     ``select`` (when set) picks this state's rows out of ``cache``'s batch: selections are
-    composed lazily and the cache is gathered only right before a forward pass needs it.
-    """
+    composed lazily and the cache is gathered only right before a forward pass needs it."""
 
     cache: Any
     mask: Int[Tensor, "row seq"]
@@ -229,11 +218,9 @@ class PrefixState:
 
 
 def _gather_cache(cache, index: Tensor):
-    """A cache holding rows ``index`` of ``cache`` (new tensors: ``cache`` stays valid).
-
-    HF's ``DynamicCache`` layers rebind (never write into) their tensors on update, so a
-    shallow copy of the cache and of each layer, then an index, is a full independent copy.
-    """
+    """A cache holding rows ``index`` of ``cache`` (new tensors: ``cache`` stays valid). HF's
+    ``DynamicCache`` layers rebind (never write into) their tensors on update, so a shallow
+    copy of the cache and of each layer, then an index, is a full independent copy."""
     if cache is None:
         return None
     new = copy.copy(cache)
@@ -299,16 +286,13 @@ def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequ
     """Read the model at each of ``tokens[k]`` appended, alone, to row ``rows[k]`` of
     ``state`` (after ``tails[k]``, when given, in the same forward pass).
 
-    A row's sequence is its tail (right-padded), then its branch tokens in the last columns,
-    under a 4-D mask that gives every token what it would see unpadded and hides the branches
-    from each other (:func:`ppairs_lens.activations.branch_layout.fused_inputs`). (Repeating
-    the cache once per branch would copy it, which costs far more than these few tokens;
-    running the tail in a pass of its own would cost a pass, every weight read once more.)
-
-    ``logits_at_end``: tails are left-padded instead, so each row's last prompt token sits
-    just before its branches; the read covers it too and gives the branches' activations and
-    the logits there, ``[row, n_ids]`` (a prompted judge's answer, read in the harvest's own
-    pass rather than by running the prompt again; NaN where the tail is empty).
+    A row's sequence is its tail (right-padded), then its branch tokens, under a 4-D mask that
+    gives every token what it would see unpadded and hides the branches from each other
+    (:func:`ppairs_lens.activations.branch_layout.fused_inputs`). (Repeating the cache once
+    per branch would copy it, far costlier than these few tokens; a pass of its own for the
+    tail would read every weight once more.) ``logits_at_end``: tails are left-padded, so each
+    row's last prompt token sits just before its branches, and the read also gives the logits
+    there, ``[row, n_ids]`` (NaN where the tail is empty).
     """
     index, select = _select(state, rows)
     cache = _cache_for_forward(state, select, consume)
@@ -336,12 +320,11 @@ def run_rows(
     ``subs[k]``, row 0 when not given) and their branches.
 
     ``emit(rows, acts, logits)`` receives each finished part: ``acts``/``logits`` have
-    ``len(rows) * n_branch`` rows in row-major order (each row's branches together). Work is
-    done depth-first: the shared middles of a chunk of subgroups (about ``token_budget``
-    cached tokens), then their rows' tails in parts of about ``token_budget`` cached tokens,
-    so memory does not grow with the number of rows. ``fuse``: a part's tails and branch
-    tokens go in one forward pass (``read`` sees both); otherwise the tails run in a pass of
-    their own and ``read`` sees only the branch tokens (for hooks meant for those alone).
+    ``len(rows) * n_branch`` rows, each row's branches together. Work is depth-first: the
+    shared middles of a chunk of subgroups, then their rows' tails in parts, each of about
+    ``token_budget`` cached tokens, so memory does not grow with the number of rows. ``fuse``:
+    a part's tails and branch tokens go in one pass; otherwise the tails run in a pass of their
+    own and ``read`` sees only the branch tokens (for hooks meant for those alone).
     ``logits_at_end`` (fused only): ``logits`` are read at each row's last prompt token
     instead, one row each (:func:`read_branches`).
     """

@@ -4,14 +4,23 @@ A contrast pair is two prompts that are identical except for their final token (
 1" vs "... is Choice 2", or "... is True" vs "... is False"). We check that at the token level,
 because a tokenizer that merges the final token with what precedes it would silently give two
 prompts that differ in more than the choice.
+
+A template file (``ppairs-lens ... --template FILE``, :func:`load_template`) is one JSON
+object: ``"kind"`` (``"comparison"`` or ``"statement"``) and any fields of
+:class:`ComparisonTemplate` / :class:`StatementTemplate` to change (the rest keep their
+defaults), e.g. ``{"kind": "comparison", "assistant": "The {comparative} {item} is Choice ",
+"choices": ["1", "2"]}``. It is the ``"template"`` entry of a store's ``metadata.json``, so a
+store's template can be copied into a file as it is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import ClassVar, Protocol
 
 from ppairs_lens.errors import TemplateError
@@ -35,10 +44,8 @@ ASPECT_DESCRIPTIONS: dict[str, str] = {
 @dataclass(frozen=True)
 class ContrastPair:
     """Token ids of one contrast pair: ``prefix_ids + [final_ids[0]]`` vs ``+ [final_ids[1]]``.
-
     Side 0 is the prompt that names item 1 (or "True"); ``label`` is 1, 2 or 0 (tie).
-    ``group`` marks pairs that share a context, so the harvester can run it once.
-    """
+    ``group`` marks pairs that share a context, so the harvester can run it once."""
 
     pair_id: str
     prefix_ids: tuple[int, ...]
@@ -78,12 +85,9 @@ class ChatTemplate(Protocol):
 
 @dataclass(frozen=True)
 class ComparisonTemplate(TemplateBase):
-    """The paper's comparison prompt as a chat user turn plus an assistant prefix.
-
-    The user turn asks which item is more <aspect>; the assistant turn is pre-filled with
-    "Between Choice 1 and Choice 2, the more <aspect> <item> is Choice " and the final token
-    is the choice. Fields in braces are filled from the dataset and record.
-    """
+    """The paper's comparison prompt as a chat user turn, asking which item is more <aspect>,
+    plus an assistant prefix after which the final token is the choice. Fields in braces are
+    filled from the dataset and record."""
 
     user: str = ("{context_block}{Item} Choice 1:\n{item1}\n\n{Item} Choice 2:\n{item2}\n\n"
                  "Which {item} is {comparative}?{description} Answers must be a single choice.")
@@ -130,11 +134,9 @@ def chat_text(tokenizer, system: str | None, user: str) -> str:
 
 def chat_turns_text(tokenizer, system: str | None, turns: Sequence[tuple[str, str]],
                     user: str) -> str:
-    """The chat prompt text of earlier ``(user, assistant)`` turns and then one user turn,
-    ending where the assistant's answer starts: few-shot demonstrations as a conversation.
-
-    Without earlier turns it is :func:`chat_text`. A tokenizer without a chat template gets
-    the plain text: each earlier question and its answer, then the question.
+    """The chat prompt text of earlier ``(user, assistant)`` turns (few-shot demonstrations as
+    a conversation) and then one user turn, ending where the assistant's answer starts; for a
+    tokenizer without a chat template, each earlier question and its answer, then the question.
     """
     if not turns:
         return chat_text(tokenizer, system, user)
@@ -149,13 +151,11 @@ def chat_turns_text(tokenizer, system: str | None, turns: Sequence[tuple[str, st
 
 def render_chat(template: ChatTemplate, dataset: Dataset, context: str | None,
                 **items: str) -> tuple[str, str, str]:
-    """The user turn, the assistant prefix and the context block of one prompt.
-
-    Fields in braces come from ``dataset``'s question (``item``, ``Item``, ``aspect``,
-    ``comparative``, ``context_name``, ``description``) and from ``items`` (``item1`` /
-    ``item2`` of a comparison, ``item_text`` of a rated item). The block is the part that every
-    prompt of one context shares: the context, else the instruction header.
-    """
+    """The user turn, the assistant prefix and the context block (what every prompt of one
+    context shares: the context, else the instruction header) of one prompt. Fields in braces
+    come from ``dataset``'s question (``item``, ``Item``, ``aspect``, ``comparative``,
+    ``context_name``, ``description``) and from ``items`` (``item1`` / ``item2`` of a
+    comparison, ``item_text`` of a rated item)."""
     item = dataset.item_name
     desc = ""
     if template.include_description:
@@ -170,31 +170,19 @@ def render_chat(template: ChatTemplate, dataset: Dataset, context: str | None,
         template.assistant.format(**fields), block
 
 
-def render_comparison(template: ComparisonTemplate, dataset: Dataset, rec: Comparison) -> tuple[str, str]:
-    """The user turn and the assistant prefix (without the choice) for one comparison."""
+def render_record(template: Template, dataset: Dataset, rec: Comparison | Statement
+                  ) -> tuple[str, str]:
+    """The user turn and the assistant prefix (without the choice) of any record."""
+    if isinstance(template, StatementTemplate):
+        return template.user.format(statement=rec.statement), template.assistant
     user, assistant, _ = render_chat(template, dataset, rec.context, item1=rec.item1,
                                      item2=rec.item2)
     return user, assistant
 
 
-def render_statement(template: StatementTemplate, rec: Statement) -> tuple[str, str]:
-    return template.user.format(statement=rec.statement), template.assistant
-
-
-def render_record(template: Template, dataset: Dataset, rec: Comparison | Statement
-                  ) -> tuple[str, str]:
-    """The user turn and the assistant prefix (without the choice) of any record."""
-    if isinstance(template, StatementTemplate):
-        return render_statement(template, rec)
-    return render_comparison(template, dataset, rec)
-
-
 def prompt_prefix_text(tokenizer, template: Template, dataset: Dataset, rec) -> str:
     """The full prompt text up to (not including) the choice token."""
-    if isinstance(template, StatementTemplate):
-        user, assistant = render_statement(template, rec)
-    else:
-        user, assistant = render_comparison(template, dataset, rec)
+    user, assistant = render_record(template, dataset, rec)
     return chat_text(tokenizer, template.system, user) + assistant
 
 
@@ -208,11 +196,8 @@ def split_finals(tokenizer, prefix_texts: Sequence[str], choices: tuple[str, str
     """``prefix_text + choice`` for both ``choices``, for every text -> (shared prefix ids, the
     two final ids), refused (:class:`TemplateError`, starting with ``name``, or ``name(i)`` for
     text ``i``) unless the two prompts differ in their final token only and the prefix alone
-    tokenizes as the prompts' shared part.
-
-    Every text's three tokenizations go in batched calls (the tokenizer spreads a batch over
-    the cores): at full sizes, one call per text kept the GPU idle for minutes before a
-    harvest (measured on an H100 machine: ~250 s for SummEval's 48,000 pairs)."""
+    tokenizes as the prompts' shared part. The tokenizations go in batched calls: one call per
+    text kept an H100 idle ~250 s before a harvest of SummEval's 48,000 pairs."""
     out: list[tuple[list[int], tuple[int, int]]] = []
     for at in range(0, len(prefix_texts), TOKENIZE_CHUNK):
         chunk = list(prefix_texts[at:at + TOKENIZE_CHUNK])
@@ -256,3 +241,81 @@ def build_contrast_pairs(tokenizer, dataset: Dataset, template: Template | None 
         group = rec.context_id if (isinstance(rec, Comparison) and rec.context) else "__all__"
         pairs.append(ContrastPair(rec.pair_id, tuple(prefix), finals, str(group), label))
     return pairs
+
+
+TEMPLATE_KINDS: dict[str, type] = {"comparison": ComparisonTemplate,
+                                   "statement": StatementTemplate}
+
+
+def _checked(kind: str, name: str, value, default, where: str):
+    """``value`` for field ``name``, refused unless it has the field's type."""
+    if name == "choices":
+        if (isinstance(value, (list, tuple)) and len(value) == 2
+                and all(isinstance(c, str) and c for c in value) and value[0] != value[1]):
+            return tuple(value)
+        raise TemplateError(f"{where}: \"choices\" must be two different non-empty strings, "
+                            f"got {value!r}")
+    ok = (value is None or isinstance(value, str)) if name == "system" else \
+        isinstance(value, type(default))
+    if not ok:
+        want = "a string or null" if name == "system" else type(default).__name__
+        raise TemplateError(f"{where}: field {name!r} of a {kind} template must be {want}, "
+                            f"got {value!r}")
+    return value
+
+
+def template_from_dict(desc: dict, where: str = "template") -> Template:
+    """A template from its fields (``kind`` plus any fields to change); ``where`` starts every
+    error (a file name, say)."""
+    if not isinstance(desc, dict):
+        raise TemplateError(f"{where}: expected a JSON object of template fields, got "
+                            f"{type(desc).__name__}")
+    desc = dict(desc)
+    kind = desc.pop("kind", None)
+    cls = TEMPLATE_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise TemplateError(f"{where}: \"kind\" must be one of {sorted(TEMPLATE_KINDS)}, got "
+                            f"{kind!r}")
+    fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    unknown = sorted(set(desc) - set(fields))
+    if unknown:
+        raise TemplateError(f"{where}: unknown field(s) {unknown} for a {kind} template; its "
+                            f"fields are {sorted(fields)}")
+    return cls(**{k: _checked(kind, k, v, fields[k], where) for k, v in desc.items()})
+
+
+def load_template(path: str | Path) -> Template:
+    """The template in the JSON file ``path`` (format: see the module docstring)."""
+    path = Path(path)
+    where = f"template file {path}"
+    try:
+        text = path.read_text("utf-8")
+    except OSError as e:
+        raise TemplateError(f"{where}: cannot read it ({e.strerror or e})") from None
+    try:
+        desc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TemplateError(f"{where}: not valid JSON (line {e.lineno}, column {e.colno}: "
+                            f"{e.msg})") from None
+    return template_from_dict(desc, where)
+
+
+def check_template_fits(template: Template, dataset: Dataset, tokenizer=None) -> None:
+    """Refuse a template of the wrong kind for ``dataset``, or one whose fields name
+    placeholders that the dataset's records do not fill (tried on its first record); with a
+    ``tokenizer``, also one whose two prompts do not differ in their final token only."""
+    name = type(template).__name__
+    if (dataset.kind == "statement") != isinstance(template, StatementTemplate):
+        raise TemplateError(f"{name} does not fit the {dataset.kind} dataset {dataset.name}: "
+                            f"use a template of kind {dataset.kind!r}")
+    if not dataset.records:
+        return
+    rec = dataset.records[0]
+    try:
+        render_record(template, dataset, rec)
+    except (KeyError, IndexError, ValueError) as e:
+        raise TemplateError(f"{name}: cannot fill its fields for dataset {dataset.name} "
+                            f"({type(e).__name__}: {e}); a placeholder in braces it does not "
+                            "know, or a lone brace (write {{ }} for a literal one)?") from None
+    if tokenizer is not None:
+        build_contrast_pairs(tokenizer, dataclasses.replace(dataset, records=[rec]), template)

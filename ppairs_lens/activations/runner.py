@@ -1,27 +1,24 @@
 """Where a model is run: prompts read at their branch tokens, shared prefixes run once.
 
-The harvest, the judges and the interventions all run their prompts through here
-(:func:`run_branches`; :func:`model_device` says where token ids go, for finetuning too),
-because what they run has the same shape and the same waste to avoid:
+The harvest, the judges and the interventions all run their prompts through
+:func:`run_branches` (:func:`model_device` says where token ids go, for finetuning too), as
+what they run has the same shape and the same waste to avoid:
 
-- shared prefixes: rows with the same group key share a long token prefix (an article with
-  its 16 summaries), so the group's common prefix runs once (batch 1) and keeps its key-value
-  cache; what rows of a group share beyond it (the same first item) runs once per subgroup,
-  then each row's own remainder on copies of those caches, padded in length-sorted
-  batches (:mod:`ppairs_lens.activations.prefix_sharing`);
-- token budget by device: those batches are sized by rows x (context + new tokens), small on
-  a CPU (the bridge's attention materialises its scores) and large on a GPU (a pass costs
-  little per token, much per pass), capped by free GPU memory (:class:`HarvestSettings`);
-- reads at branch tokens: each row ends in one or more branch tokens (a contrast pair's two
-  final tokens; a judge's last prompt token, once per intervention), each seeing the prompt
-  but not its siblings, read in the same pass as the row's remainder with hooks only at
-  their positions (:func:`run_branches`); on request the logits are read at each row's last
-  prompt token instead (``logits_at="end"``), so a harvest gives the prompted judge's answer
-  to the same prompt without running it again.
+- shared prefixes: a group's common prefix (an article with its 16 summaries) runs once and
+  keeps its key-value cache, what rows of a group share beyond it (the same first item) once
+  per subgroup, then each row's remainder in padded, length-sorted batches
+  (:mod:`ppairs_lens.activations.prefix_sharing`);
+- a token budget by device: batches of rows x (context + new tokens), small on a CPU (the
+  bridge's attention materialises its scores), large on a GPU (a pass costs little per token,
+  much per pass), capped by free GPU memory (:class:`HarvestSettings`);
+- reads at branch tokens (a contrast pair's two final tokens; a judge's last prompt token,
+  once per intervention), each seeing the prompt but not its siblings, in the same pass as
+  the row's remainder; or the logits at each row's last prompt token (``logits_at="end"``),
+  so a harvest gives the prompted judge's answer without running its prompt again.
 
-Positions are passed explicitly and padding is masked with the tokenizer's conventions (never
-inferred from token ids: the pad token is also the end-of-turn token), so what is read equals
-an unbatched, unpadded run of each full prompt.
+Positions are explicit and padding is masked from lengths (never from token ids: the pad
+token is also the end-of-turn token), so what is read equals an unbatched, unpadded run of
+each full prompt.
 """
 
 from __future__ import annotations
@@ -45,8 +42,16 @@ from ppairs_lens.activations.few_logits import (
     unembedding_hooked,
 )
 from ppairs_lens.activations.hooked_steps import hooked_steps
-from ppairs_lens.activations.plan_runs import run_plan
-from ppairs_lens.activations.prefix_sharing import Forward, Read, plan
+from ppairs_lens.activations.prefix_sharing import (
+    Forward,
+    GroupPlan,
+    PrefixState,
+    Read,
+    end_in_tails,
+    extend,
+    plan,
+    run_rows,
+)
 from ppairs_lens.models.backend import (
     FINAL_NORM_HOOK,
     backend_of,
@@ -74,8 +79,7 @@ GPU_MEMORY_SHARE = 0.2
 
 
 def default_token_budget(model, device: torch.device) -> int:
-    """:data:`DEFAULT_TOKEN_BUDGET` on a CPU; on a CUDA device :data:`GPU_TOKEN_BUDGET`,
-    capped by free memory over the model's key-value bytes per token."""
+    """:data:`DEFAULT_TOKEN_BUDGET` on a CPU, else :data:`GPU_TOKEN_BUDGET` capped by memory."""
     if device.type != "cuda":
         return DEFAULT_TOKEN_BUDGET
     cfg = model.cfg
@@ -96,7 +100,7 @@ class HarvestSettings:
     share_prefixes: bool = True  # False runs each pair's whole prefix (a reference path)
     out_dtype: torch.dtype = torch.float32
     # True: the contexts of many groups in one pass, their rows together (many small groups,
-    # as in direct scoring: :mod:`ppairs_lens.activations.plan_runs`)
+    # as in direct scoring: :func:`run_plan`)
     batch_contexts: bool = False
 
     def __post_init__(self):
@@ -106,19 +110,15 @@ class HarvestSettings:
                               f"tokens or None (by device), not {self.token_budget!r}")
 
     def budget_for(self, model, device: torch.device) -> int:
-        """The token budget of a harvest on ``device``: the one set here, else by device."""
         return int(self.token_budget or default_token_budget(model, device))
 
 
 def model_device(model) -> torch.device:
-    """Where token ids go: the device of the input embedding's weights.
-
-    Not ``cfg.device`` alone: a bridge booted around an existing HF model records the best
-    available device there (cuda on a GPU machine) wherever the weights are. A disk-offloaded
-    embedding sits on 'meta', which holds no data: then ``cfg.device``, which
-    :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device.
-    A HookedTransformer's: its embedding's device.
-    """
+    """Where token ids go: the device of the input embedding's weights (a HookedTransformer's
+    embedding too). Not ``cfg.device`` alone: a bridge booted around an existing HF model
+    records the best available device there (cuda on a GPU machine) wherever the weights are.
+    A disk-offloaded embedding sits on 'meta', which holds no data: then ``cfg.device``, which
+    :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device."""
     if backend_of(model) == "hooked":
         return hooked_device(model)
     emb = model.original_model.get_input_embeddings()
@@ -131,9 +131,8 @@ def model_device(model) -> torch.device:
 
 @dataclass
 class BranchOutputs:
-    """What :func:`run_branches` read at each branch token (``logits``), or at each row's last
-    prompt token (``end_logits``, with ``logits_at="end"``; None where the run cannot read
-    there)."""
+    """What :func:`run_branches` read at each branch token, or with ``logits_at="end"`` at
+    each row's last prompt token (``end_logits``; None where the run cannot read there)."""
 
     acts: Float[Tensor, "row branch readout d_model"] | None
     logits: Float[Tensor, "row branch n_ids"] | None
@@ -165,11 +164,9 @@ def read_depth(model, names: Sequence[str], logit_ids: Sequence[int] | None = No
     """How many blocks a pass must run to read ``names``: one past the deepest block a name
     is in; None where the whole model must run (logits read, ``final_hooks``, a name outside
     the blocks, the last block read, or a HookedTransformer, whose steps always run it all).
-
-    A block's output at any position depends on the blocks up to it alone, at that position
-    and the earlier ones (whose keys and values a cache holds), so a pass that stops after
-    that block reads the same numbers; the cache it leaves holds those blocks only, so it
-    serves passes of the same depth or less."""
+    A block's output depends on the blocks up to it alone (at its position and the earlier
+    ones, whose keys and values a cache holds), so a pass that stops after it reads the same
+    numbers; the cache it leaves serves passes of the same depth or less."""
     if logit_ids is not None or final_hooks or not names or backend_of(model) == "hooked":
         return None
     blocks = [_BLOCK_NAME.match(n) for n in names]
@@ -182,14 +179,12 @@ def read_depth(model, names: Sequence[str], logit_ids: Sequence[int] | None = No
 def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[Hook] = (), depth: int | None = None
                  ) -> tuple[Forward, Read]:
-    """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward that keeps
-    only the key-value cache, and a read-out of hook points ``names`` / next-token
-    ``logit_ids`` at the last columns of a pass, with ``final_hooks`` on that pass.
-
-    Where the unembedding is plain (:mod:`ppairs_lens.activations.few_logits`) and unhooked,
-    the model computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``.
-    ``depth`` (from :func:`read_depth`): every pass stops before block ``depth``
-    (TransformerLens' ``stop_at_layer``), its key-value cache filled up to there."""
+    """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward
+    that keeps only the key-value cache, and a read-out of hook points ``names`` / next-token
+    ``logit_ids`` at the last columns of a pass, with ``final_hooks`` on that pass. Where the
+    unembedding is plain (:mod:`ppairs_lens.activations.few_logits`) and unhooked, the model
+    computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``. ``depth``
+    (:func:`read_depth`): every pass stops before block ``depth`` (``stop_at_layer``)."""
     names = list(names)
     plain = plain_unembedding(bridge)
     final_key = "final norm, for logits"  # its own key: names may hold ln_final.hook_out too
@@ -251,12 +246,56 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
 def model_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                 final_hooks: Sequence[Hook] = (), depth: int | None = None
                 ) -> tuple[Forward, Read]:
-    """:func:`bridge_steps` for a bridge, :func:`ppairs_lens.activations.hooked_steps.
-    hooked_steps` for a HookedTransformer (same contract, same read-out names; always the
-    whole model: ``depth`` applies to a bridge)."""
+    """:func:`bridge_steps`, or for a HookedTransformer :func:`~ppairs_lens.activations.
+    hooked_steps.hooked_steps` (same contract; always the whole model, without ``depth``)."""
     if backend_of(model) == "hooked":
         return hooked_steps(model, names, logit_ids, final_hooks)
     return bridge_steps(model, names, logit_ids, final_hooks, depth)
+
+
+def context_chunks(plans: Sequence[GroupPlan], token_budget: int) -> list[list[int]]:
+    """Indices of ``plans`` whose context is not empty (a row of nothing but padding would be
+    a query that sees no key), longest context first, in chunks whose padded size (rows x
+    longest context) fits ``token_budget`` (one at least)."""
+    order = sorted((i for i, g in enumerate(plans) if g.context),
+                   key=lambda i: -len(plans[i].context))
+    chunks: list[list[int]] = []
+    for i in order:
+        if chunks and (len(chunks[-1]) + 1) * len(plans[chunks[-1][0]].context) <= token_budget:
+            chunks[-1].append(i)
+        else:
+            chunks.append([i])
+    return chunks
+
+
+def run_plan(plans: Sequence[GroupPlan], branches: Sequence[Sequence[int]], forward: Forward,
+             read: Read, emit: Callable[[list[int], Tensor | None, Tensor | None], None], *,
+             token_budget: int, device: torch.device, fuse: bool = True,
+             logits_at_end: bool = False, batch_contexts: bool = False) -> None:
+    """Execute a whole plan: each group's context once (batch 1), then
+    :func:`~ppairs_lens.activations.prefix_sharing.run_rows` from it (``logits_at_end``: on
+    :func:`~ppairs_lens.activations.prefix_sharing.end_in_tails` of the plan).
+
+    That is two passes a group at least: where groups are many and small (direct scoring and
+    G-Eval: an article with its ten summaries), those passes are most of the cost on a GPU.
+    ``batch_contexts`` runs as many groups' contexts as the token budget holds in one
+    right-padded pass (:func:`context_chunks`), then all their rows from that one cache. Every
+    row still sees exactly its own context's keys at its own positions, so the numbers equal
+    the per-group run's up to float rounding."""
+    plans = end_in_tails(plans) if logits_at_end else list(plans)
+    kw = dict(token_budget=token_budget, fuse=fuse, logits_at_end=logits_at_end)
+    chunks = context_chunks(plans, token_budget) if batch_contexts else []
+    batched = {i for c in chunks for i in c}
+    for i, g in enumerate(plans):
+        if i not in batched:
+            start = extend(PrefixState.empty(device), [0], [g.context], forward)
+            run_rows(start, g.subgroups, branches, forward, read, emit, **kw)
+    for chunk in chunks:
+        start = extend(PrefixState.empty(device), [0] * len(chunk),
+                       [plans[i].context for i in chunk], forward)
+        subs = [(r, s) for r, i in enumerate(chunk) for s in plans[i].subgroups]
+        run_rows(start, [s for _, s in subs], branches, forward, read, emit,
+                 roots=[r for r, _ in subs], **kw)
 
 
 @torch.inference_mode()
@@ -276,24 +315,21 @@ def run_branches(
     stop_after_reads: bool = False,
 ) -> BranchOutputs:
     """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
-    appended to it (each branch alone, all from the same prefix cache).
+    appended to it (each branch alone, all from the same prefix cache); prefixes shared by the
+    rows of one ``groups`` key, and further within a group, run once.
 
-    Shared prefixes run once (:mod:`ppairs_lens.activations.prefix_sharing`): the common prefix of the
-    rows with the same ``groups`` key, then the parts that rows of a group share further.
-    ``names`` are hook points read at the branch token; ``logit_ids`` selects next-token logits
-    read there (``names`` must be residual-like points, ``[batch, pos, ...]``). ``hooks`` act
-    on every forward pass; ``final_hooks`` only on the branch step, whose sequence is then the
-    row's branch tokens alone, each at the read-out position. Without ``final_hooks`` the
-    branch tokens share a pass with the rest of their row's prompt (one pass fewer per part).
+    ``names`` are hook points read at the branch token (residual-like, ``[batch, pos, ...]``);
+    ``logit_ids`` selects next-token logits read there. ``hooks`` act on every forward pass;
+    ``final_hooks`` only on the branch step, whose sequence is then the row's branch tokens
+    alone, each at the read-out position (without them the branch tokens share a pass with the
+    rest of their row's prompt: one pass fewer per part).
 
     ``logits_at="end"`` reads ``logit_ids`` at each row's last prefix token instead
-    (``end_logits``; a harvest's prompt there is a judge's, whose answer it then gives for
-    free): in that same fused pass, tails left-padded
-    (:func:`ppairs_lens.activations.prefix_sharing.read_branches`), each row's last token
-    moved out of any shared part (:func:`ppairs_lens.activations.prefix_sharing.
-    end_in_tails`), so every row is read. Where there is no such
-    pass (``final_hooks``) or its layout is not a bridge's (a HookedTransformer hides the
-    last columns from each other as branches) ``end_logits`` is None, never wrong numbers.
+    (``end_logits``: a harvest's prompt there is a judge's), in that same fused pass with the
+    tails left-padded and each row's last token moved out of any shared part
+    (:func:`~ppairs_lens.activations.prefix_sharing.end_in_tails`). Where there is no such
+    pass (``final_hooks``) or its layout is not a bridge's (a HookedTransformer hides the last
+    columns from each other as branches) ``end_logits`` is None, never wrong numbers.
 
     ``stop_after_reads``: every pass stops after the deepest block ``names`` read
     (:func:`read_depth`; the same numbers), so ``hooks`` on later blocks do not run.

@@ -3,11 +3,8 @@
 Layout::
 
     store/
-      metadata.json          what was harvested: model, read-outs, d_model, dtype, template,
-                             dataset fingerprint, shard size, package version, creation time
-                             (read as a ``StoreMeta``: ``store.meta.dataset``)
-      pairs.jsonl            one line per pair: id, label, context and item ids, gold scores
-                             (each a ``PairInfo``: ``store.pairs()[0].group_id``)
+      metadata.json          what was harvested (a ``StoreMeta``: ``store.meta.dataset``)
+      pairs.jsonl            one line per pair (a ``PairInfo``: ``store.pairs()[0].group_id``)
       shards/shard-00003.safetensors   tensors "layer_00" .. "layer_NN", each [n, 2, d_model],
                                        and "judge_logodds" [n] (float64) where the harvest
                                        read the prompted judge's answer
@@ -23,14 +20,16 @@ seeded order of a dataset (:func:`ppairs_lens.data.specs.subsample_by_context`) 
 only as far as the largest pair limit asked of it, and a larger limit later extends its last
 shard (rewritten whole: it stops counting until the new one is written). A limit reads the
 store as a *view* (:meth:`ActivationStore.view`): its own pairs, in its own order, under its
-own dataset name, so every limit of one dataset shares one store and no harvested pair is
-computed twice.
+own dataset name, so every limit of one dataset shares one store and no pair is computed twice.
 
 ``judge_logodds`` is the zero-shot judge's log-odds on each pair's prompt (items in their
-order), read by the harvest at the prompt's last token (:func:`ppairs_lens.activations.harvest.
-harvest_with_judge`): the judges take it from here instead of running that prompt again.
-A store harvested by a backend that cannot read it (a HookedTransformer) lacks it
-(:meth:`ActivationStore.judge_logodds` is None) and stays readable.
+order), read by the harvest at the prompt's last token: the judges take it from here instead
+of running that prompt again. A store harvested by a backend that cannot read it (a
+HookedTransformer) lacks it (:meth:`ActivationStore.judge_logodds` is None).
+
+Several stores read together (one per dataset, a cross-dataset analysis) compare their probes
+and directions only when they share a model, ``d_model`` and read-outs
+(:func:`check_comparable`).
 """
 
 from __future__ import annotations
@@ -56,7 +55,8 @@ from ppairs_lens.io.atomic import atomic_save_tensors, atomic_write_text
 from ppairs_lens.io.checksums import tensor_sha256
 from ppairs_lens.io.json_fields import array_of, check_fields, is_int, json_object, optional
 
-__all__ = ["ActivationStore", "IDENTITY_FIELDS"]
+__all__ = ["ActivationStore", "IDENTITY_FIELDS", "check_comparable", "readout_index",
+           "unique_names"]
 
 
 #: The shard tensor holding the judge's log-odds per pair (float64).
@@ -83,7 +83,7 @@ _SIDECAR_TYPES = {"bytes": _WHOLE, "start": _WHOLE, "stop": _WHOLE,
 
 
 class ActivationStore:
-    """An activation store on disk. Use :meth:`create` to start or resume, :meth:`open` to read."""
+    """An activation store on disk: :meth:`create` starts or resumes one, :meth:`open` reads."""
 
     def __init__(self, path: Path, meta: StoreMeta, *, rows: Sequence[int] | None = None,
                  stored: StoreMeta | None = None):
@@ -98,13 +98,10 @@ class ActivationStore:
     @classmethod
     def create(cls, path: str | Path, meta: StoreMeta, pairs: Sequence[PairInfo]
                ) -> ActivationStore:
-        """Start a store, or reopen one whose identity fields all match ``meta``.
-
-        A store for another model, template or dataset is refused with the fields that differ.
-        """
+        """Start a store, or reopen one whose identity fields all match ``meta`` (another
+        model's, template's or dataset's is refused with the fields that differ)."""
         path = Path(path)
-        # Normalise through JSON (tuples become lists) so the comparison below sees what a
-        # reader of metadata.json sees.
+        # Through JSON (tuples become lists): compared as a reader of metadata.json sees it.
         want = json.loads(json.dumps(replace(meta, n_pairs=len(pairs)).to_json()))
         if (path / "metadata.json").exists():
             store = cls.open(path, whole=True)
@@ -125,9 +122,9 @@ class ActivationStore:
 
     @classmethod
     def open(cls, path: str | Path, *, whole: bool = False) -> ActivationStore:
-        """The store at ``path``. One holding a whole dataset in a pair limit's order
-        (``meta.sampling``) opens as the pairs harvested so far (the longest harvested prefix
-        of that order, named as that limit, in the file's order), unless ``whole``."""
+        """The store at ``path``; one holding a whole dataset in a pair limit's order
+        (``meta.sampling``) opens as the pairs harvested so far (:meth:`harvested`), unless
+        ``whole``."""
         store = cls._open(Path(path))
         if whole or store.meta.sampling is None:
             return store
@@ -174,8 +171,8 @@ class ActivationStore:
     def view(self, rows: Sequence[int], *, dataset: str, dataset_fingerprint: str
              ) -> ActivationStore:
         """The pairs at positions ``rows`` of this store (in that order) as a store of their
-        own, named ``dataset``: what a pair limit of the stored dataset reads. It is complete
-        once those pairs are harvested, whatever else the store lacks."""
+        own, named ``dataset`` (a pair limit of the stored dataset), complete once those pairs
+        are harvested."""
         rows = np.asarray(rows, dtype=np.int64)
         n = int(self._stored.n_pairs)
         if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= n)) \
@@ -293,8 +290,8 @@ class ActivationStore:
 
     def pairs_written_since(self, t: float) -> int:
         """Pairs computed into shards finished at or after ``t`` (``time.time()``): what a
-        harvest that started then computed, as opposed to reused (a rate counts those alone;
-        an extended shard counts the pairs it gained)."""
+        harvest that started then computed, not reused (an extended shard: the pairs it
+        gained)."""
         total = 0
         for i in range(self.n_shards):
             side_path = self._shard_paths(i)[1]
@@ -306,11 +303,10 @@ class ActivationStore:
 
     def fingerprint(self) -> str:
         """A digest of what the store holds: its metadata, pairs and every shard's sidecar
-        (which carries the sha256 of each tensor), so equal fingerprints mean equal data.
-
-        A view that ends inside a shard digests that shard's rows it reads, not its sidecar:
-        a larger limit that extends the shard later changes the sidecar, never those rows,
-        and the view's fingerprint (the key of every step cached on it) stays."""
+        (which carries the sha256 of each tensor), so equal fingerprints mean equal data. A
+        view that ends inside a shard digests that shard's rows it reads, not its sidecar: a
+        larger limit that extends the shard later changes the sidecar, never those rows, and
+        the view's fingerprint (the key of every step cached on it) stays."""
         h = hashlib.sha256()
         shards = [i for i in range(self.n_shards) if self.needed_range(i)[1] > self.shard_range(i)[0]]
         for f in [self.path / "metadata.json", self.path / "pairs.jsonl"]:
@@ -334,9 +330,8 @@ class ActivationStore:
     def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"],
                     judge_logodds: Float[np.ndarray, " pair"] | None = None, *,
                     start: int | None = None) -> None:
-        """Shard ``i``'s activations from stored pair ``start`` on (default its first), and
-        (when given) the judge's log-odds of those pairs. A ``start`` past the shard's first
-        pair extends the shard, which must hold exactly the pairs before it."""
+        """Shard ``i``'s activations (and the judge's log-odds) from stored pair ``start`` on;
+        a ``start`` past the shard's first pair extends it (it must hold the pairs before)."""
         first, last = self.shard_range(i)
         start = first if start is None else start
         stop = start + len(acts)
@@ -388,9 +383,8 @@ class ActivationStore:
         return acts, np.concatenate([before, after])
 
     def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
-        """The zero-shot judge's log-odds per pair (store order, float64; NaN where the
-        harvest could not read it, as in a shard a HookedTransformer wrote), or None when no
-        shard has them."""
+        """The zero-shot judge's log-odds per pair (float64; NaN where the harvest could not
+        read it, as in a shard a HookedTransformer wrote), or None when no shard has them."""
         self._check_complete()
         out, kept = np.full(self._needed, np.nan), False
         for i in range(self.n_shards):
@@ -446,10 +440,8 @@ class ActivationStore:
         verify: bool = True,
     ) -> Float[Tensor, "pair side layer d_model"]:
         """Activations ``[n_pairs, 2, len(layers), d_model]``; only the asked layers are read.
-
         ``layers`` indexes read-outs (negative counts from the end: -1 is the final norm's
-        output, -2 the last block's resid_post); an int returns ``[n_pairs, 2, d_model]``.
-        """
+        output, -2 the last block's resid_post); an int returns ``[n_pairs, 2, d_model]``."""
         single = isinstance(layers, int)
         idx = list(range(self.n_readouts)) if layers is None else ([layers] if single else list(layers))
         idx = [l % self.n_readouts if -self.n_readouts <= l < self.n_readouts else l for l in idx]
@@ -466,3 +458,36 @@ class ActivationStore:
         if self._rows is not None:
             out = out[torch.from_numpy(self._rows)]
         return out[:, :, 0] if single else out
+
+
+def check_comparable(stores: Sequence[ActivationStore]) -> None:
+    """Refuse fewer than two stores, or stores not of one model, one d_model and the same
+    read-outs."""
+    if len(stores) < 2:
+        raise StoreError(f"cross-dataset transfer needs at least 2 stores, got {len(stores)}")
+    first = stores[0]
+    for s in stores[1:]:
+        for key, what in (("model", "model"), ("d_model", "d_model"),
+                          ("hook_names", "read-outs (hook_names)")):
+            if getattr(s.meta, key) != getattr(first.meta, key):
+                a, b = getattr(first.meta, key), getattr(s.meta, key)
+                if key == "hook_names":
+                    a, b = f"{len(a or [])} read-outs", f"{len(b or [])} read-outs"
+                raise StoreError(
+                    f"all stores must come from the same model with the same d_model and "
+                    f"read-outs: {first.path} has {what} {a!r}, {s.path} has {b!r}. Directions "
+                    f"and probes of different models live in different spaces")
+
+
+def unique_names(stores: Sequence[ActivationStore]) -> list[str]:
+    """Dataset names; the store folder name where two stores hold the same dataset name."""
+    names = [s.meta.dataset for s in stores]
+    return [s.path.name if names.count(n) > 1 else n for n, s in zip(names, stores)]
+
+
+def readout_index(layer: int, n_readouts: int) -> int:
+    """``layer`` as an index in ``0..n_readouts - 1`` (negative ones count from the end)."""
+    if not -n_readouts <= layer < n_readouts:
+        raise StoreError(f"the stores have read-outs 0..{n_readouts - 1} (or -{n_readouts}..-1); "
+                         f"layer {layer} is out of range")
+    return layer % n_readouts

@@ -1,10 +1,9 @@
 """What a store was harvested from and how: :class:`StoreMeta`, the store's ``metadata.json``.
 
-Typed, so that readers write ``store.meta.dataset`` and a misspelt key fails where it is
-written. The file's content stays exactly what it was when the metadata was a dict: the same
-keys in the same order (a store's fingerprint digests the file's bytes), keys this class does
-not know kept in :attr:`StoreMeta.extra`, and a file's optional keys that were absent left
-absent when it is written again.
+Typed, so that a misspelt key fails where it is written. The file's content stays exactly what
+it was when the metadata was a dict: the same keys in the same order (a store's fingerprint
+digests the file's bytes), unknown keys kept in :attr:`StoreMeta.extra`, and a file's absent
+optional keys left absent when it is written again.
 """
 
 from __future__ import annotations
@@ -27,19 +26,17 @@ REQUIRED_FIELDS = ("model", "dataset_fingerprint", "template_hash", "hook_names"
 
 #: Fields held as tuples (frozen), written as JSON lists.
 _TUPLES = ("hook_names", "readout_widths")
-
-
 #: Fields a store writes only when set: a store in its dataset's own order keeps the bytes
 #: (and so the fingerprint) it had before a pair limit's order could be recorded.
 _WRITTEN_WHEN_SET = ("sampling",)
+
 
 @dataclass(frozen=True, kw_only=True)
 class StoreMeta:
     """A store's ``metadata.json``, keyword arguments only. Fields in the order a harvest
     writes them; those without a default are in every store (:data:`REQUIRED_FIELDS`)."""
 
-    # Identity (with template_hash, hook_names, d_model, dtype, n_pairs, shard_size and
-    # model_dtype below: IDENTITY_FIELDS): a harvest may resume into a store only if all of these agree.
+    # Identity (IDENTITY_FIELDS): a harvest may resume into a store only if all of them agree.
     model: str
     # The dataset: its name for tables and result keys (``dataset``), its fingerprint for
     # checks against the records an analysis re-runs the model on; ``dataset_source`` is the

@@ -1,10 +1,8 @@
-"""Contrast pairs from the user's own prompt texts: ``prompt + choice`` for two choices.
-
-The built-in path renders records through a template (:mod:`ppairs_lens.activations.prompts`);
-here the prompt text is given as is (chat formatting included, if wanted) and the two
-continuations are appended. The two sides must differ in their final token only: the same
-token-level check as the built-in prompts (:func:`ppairs_lens.activations.prompts.split_finals`),
-with the failing prompt named.
+"""Contrast pairs from the user's own prompt texts (chat formatting included, if wanted):
+``prompt + choice`` for two choices, where the built-in path renders records through a
+template. The two sides must differ in their final token only, checked at the token level as
+for the built-in prompts (:func:`ppairs_lens.activations.prompts.split_finals`), with the
+failing prompt named.
 """
 
 from __future__ import annotations
@@ -29,12 +27,8 @@ TEXT_GROUP = "__texts__"
 
 def text_pairs(tokenizer, prompts: Sequence[str], choices: tuple[str, str] = ("1", "2")
                ) -> list[ContrastPair]:
-    """One contrast pair per prompt: ``prompt + choices[0]`` (side 0) vs ``prompt + choices[1]``.
-
-    Pair ids are the prompts' indices (``"0"``, ``"1"``, ...); labels are 0 (none given). A
-    prompt whose two continuations do not differ in exactly their final token is refused with
-    its index and text.
-    """
+    """One contrast pair per prompt: ``prompt + choices[0]`` (side 0) vs ``prompt + choices[1]``,
+    its pair id the prompt's index (``"0"``, ``"1"``, ...), its label 0 (none given)."""
     if isinstance(prompts, str):
         raise TemplateError("prompts must be a list of prompt texts, not one string")
     if len(choices) != 2 or not all(isinstance(c, str) and c for c in choices) \
@@ -68,10 +62,8 @@ def harvest_texts(
     progress: Callable[[int], None] | None = None,
 ) -> Float[Tensor, "prompt side readout d_model"]:
     """Activations ``[len(prompts), 2, n_readouts, d_model]`` at the final token of
-    ``prompt + choices[0]`` (side 0) and ``prompt + choices[1]`` (side 1).
-
-    ``names`` picks the read-outs as in :func:`ppairs_lens.activations.harvest.harvest_pairs`
-    (default: every block's resid_post and the final norm). Prompts are used as given: apply a
+    ``prompt + choices[0]`` (side 0) and ``prompt + choices[1]`` (side 1), ``names`` as in
+    :func:`ppairs_lens.activations.harvest.harvest_pairs`. Prompts are used as given: apply a
     chat template first if the model expects one.
     """
     pairs = text_pairs(model.tokenizer, prompts, choices)

@@ -1,8 +1,8 @@
 """Dataset loading: one loader per file format, plus built-in generated datasets.
 
 Each format has its own module (``scored_items``, ``pairwise``, ``story_cloze``, ``mctaco``,
-``true_false``, ``climatex``, ``caters``), all reading files through ``reading`` and
-``fields`` so that a malformed file is reported at its (file, row, field); ``formats`` tells
+``true_false``, ``climatex``, ``caters``), all reading files and checking values through
+``reading`` so that a malformed file is reported at its (file, row, field); ``formats`` tells
 formats apart and dispatches ``load_dataset``. The names below are the package's public surface.
 """
 
@@ -25,7 +25,6 @@ __all__ = [
     "BUILTIN", "BUILTIN_NAMES", "CLIMATEX_LEVELS", "FORMATS", "BuiltinFactory", "DataWarning",
     "builtin_dataset", "comparisons_from_hf", "comparisons_within_contexts", "load_caters",
     "load_climatex", "load_dataset", "load_mctaco", "load_pairwise_json", "load_scored_items",
-    "load_story_cloze",
-    "load_true_false_csv", "read_climatex", "read_scored_items", "scored_item_aspects",
-    "sniff_format", "statements_from_hf",
+    "load_story_cloze", "load_true_false_csv", "read_climatex", "read_scored_items",
+    "scored_item_aspects", "sniff_format", "statements_from_hf",
 ]

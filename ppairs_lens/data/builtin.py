@@ -94,8 +94,6 @@ def _pairs_in_blocks(blocks: Sequence[Sequence[T]], n: int,
     return out
 
 
-# --------------------------------------------------------------------------------------------
-
 def larger_number(seed: int = 0, n: int | None = None, n_blocks: int = 40) -> Dataset:
     """Which of two integers (1-999) is larger: the simplest ordinal comparison.
 
@@ -114,8 +112,6 @@ def larger_number(seed: int = 0, n: int | None = None, n_blocks: int = 40) -> Da
     return _dataset("larger_number", records, seed, "number block", aspect="larger",
                     item_name="number", aspect_description="the greater integer")
 
-
-# --------------------------------------------------------------------------------------------
 
 #: Well-known countries and their capitals (no disputed or recently changed ones).
 CAPITALS: tuple[tuple[str, str], ...] = (
@@ -171,8 +167,6 @@ def capital_true(seed: int = 0, n: int | None = None) -> Dataset:
                     item_name="statement", aspect_description="true of the real world")
 
 
-# --------------------------------------------------------------------------------------------
-
 #: Common English words, all lower case and distinct.
 WORDS: tuple[str, ...] = tuple("""
 apple bread chair dance eagle field garden house island jacket kettle ladder mountain
@@ -215,8 +209,6 @@ def alphabetical(seed: int = 0, n: int | None = None, block_size: int = 10) -> D
                     aspect="earlier in alphabetical order", item_name="word",
                     aspect_description="comes before the other word in a dictionary")
 
-
-# --------------------------------------------------------------------------------------------
 
 _NAMES: tuple[tuple[str, str], ...] = (
     ("Maya", "her"), ("Tom", "his"), ("Priya", "her"), ("Daniel", "his"), ("Lena", "her"),

@@ -3,21 +3,28 @@
 A header row names ``statement_idx``, ``statement``, ``confidence`` (low .. very high),
 ``score`` (0-3) and ``split`` among other columns; statements stand alone (no context), so
 any two of a split can be compared.
+
+The ClimateX paper's own per-statement predictions on its 300-statement test split sit in
+``../shared/datasets/climatex/published_predictions/``, one CSV per (model, setting), named
+``<model>_<setting>.csv`` (``gpt-4_few-shot.csv``): the dataset's columns plus
+``prediction``, a level name or the model's unparsed text (``idk``). Our insertion tags are
+paired with these statement by statement (:mod:`ppairs_lens.evaluation.level_agreement`).
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-from ppairs_lens.data.fields import choice, text, unique_text
-from ppairs_lens.data.reading import PathLike, read_table
+from ppairs_lens.data.reading import PathLike, choice, read_table, text, unique_text
 from ppairs_lens.data.records import TIE, Dataset, ScoredItem
 from ppairs_lens.data.scored_items import comparisons_of_pairs, comparisons_within_contexts
 from ppairs_lens.errors import DataError
 
-__all__ = ["CLIMATEX_LEVELS", "load_climatex", "read_climatex"]
+__all__ = ["CLIMATEX_LEVELS", "PublishedPredictions", "load_climatex",
+           "published_prediction_sets", "read_climatex", "read_published_predictions"]
 
 #: Confidence levels in order; a statement's score is its index here.
 CLIMATEX_LEVELS: tuple[str, ...] = ("low", "medium", "high", "very high")
@@ -99,3 +106,50 @@ def load_climatex(path: PathLike, split: str | None = "train", max_items: int | 
                    "(low < medium < high < very high)", source=file,
                    extra={"format": "climatex", "split": split, "n_items": n,
                           "ties": labels[TIE]})
+
+
+#: File-name model -> the model's name in :mod:`ppairs_lens.evaluation.published`.
+MODEL_NAMES = {"gpt-4": "GPT-4", "gpt-3.5-turbo": "GPT-3.5-turbo",
+               "cohere-command-xl": "Cohere Command-XL"}
+
+
+@dataclass(frozen=True)
+class PublishedPredictions:
+    """One published model's level per test statement (``None``: its answer named no level)."""
+
+    model: str
+    setting: str                          # "zero-shot" | "few-shot"
+    levels: dict[str, int | None]         # statement_idx -> level index 0..3, or None
+    path: str
+
+    @property
+    def n_unparsed(self) -> int:
+        return sum(v is None for v in self.levels.values())
+
+
+def read_published_predictions(path: PathLike) -> PublishedPredictions:
+    """One ``<model>_<setting>.csv`` file; a row without a statement id or with a repeated one
+    is an error naming the file and row."""
+    p = Path(path)
+    file = str(p)
+    stem = p.stem
+    if "_" not in stem:
+        raise DataError("the file name must be <model>_<setting>.csv (e.g. gpt-4_few-shot.csv)",
+                        file=file)
+    model, setting = stem.rsplit("_", 1)
+    _, rows = read_table(p, ("statement_idx", "prediction"))
+    seen: dict[str, int] = {}
+    levels: dict[str, int | None] = {}
+    for row, values in rows:
+        idx = unique_text(values["statement_idx"], seen, file, row, "statement_idx",
+                          "statement_idx")
+        pred = text(values["prediction"], file, row, "prediction", allow_empty=True).strip().lower()
+        levels[idx] = CLIMATEX_LEVELS.index(pred) if pred in CLIMATEX_LEVELS else None
+    return PublishedPredictions(MODEL_NAMES.get(model, model), setting, levels, file)
+
+
+def published_prediction_sets(folder: PathLike) -> list[PublishedPredictions]:
+    """Every prediction file in ``folder``, in name order; [] when the folder is absent."""
+    d = Path(folder)
+    return [read_published_predictions(f) for f in sorted(d.glob("*.csv"))] if d.is_dir() \
+        else []

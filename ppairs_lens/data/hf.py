@@ -1,7 +1,7 @@
 """Hugging Face ``datasets.Dataset`` objects (or any sequence of dict rows) as records.
 
 :func:`comparisons_from_hf` / :func:`statements_from_hf` (and ``Dataset.from_hf``) read the
-named columns of each row through the file loaders' checks (:mod:`ppairs_lens.data.fields`),
+named columns of each row through the file loaders' checks (:mod:`ppairs_lens.data.reading`),
 so a bad value is reported at its row (1-based) and column, e.g. ``file <hf imdb>, row 7,
 field 'label': label must be 1 or 2``. Needs no import of ``datasets``: anything with
 ``column_names`` (optional), ``len`` and integer indexing to a dict works.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ppairs_lens.data.fields import ITEM_LABELS, choice, text, unique_text
+from ppairs_lens.data.reading import ITEM_LABELS, choice, text, unique_text
 from ppairs_lens.data.records import Comparison, Dataset, Statement
 from ppairs_lens.errors import DataError
 

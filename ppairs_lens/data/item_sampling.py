@@ -51,16 +51,23 @@ def training_comparisons(meta: Dataset, items: Sequence[ScoredItem], max_pairs: 
     return dataclasses.replace(meta, name=f"{meta.name}:train", records=recs)
 
 
-def stratified_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.Random
-                        ) -> list[ScoredItem]:
-    """``n`` items keeping each score level's share of ``items`` (ClimateX's test split is
-    50 low, 100 medium, 100 high, 50 very high: a sample keeps those proportions, so accuracy
-    means what it means on the whole split); ``None``: all of them, level by level."""
+def _shuffled_levels(items: Sequence[ScoredItem], rng: random.Random
+                     ) -> dict[float, list[ScoredItem]]:
+    """The items of each score level, each level shuffled (levels in first-seen order)."""
     by: dict[float, list[ScoredItem]] = {}
     for it in items:
         by.setdefault(it.score, []).append(it)
     for v in by.values():
         rng.shuffle(v)
+    return by
+
+
+def stratified_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.Random
+                        ) -> list[ScoredItem]:
+    """``n`` items keeping each score level's share of ``items`` (ClimateX's test split is
+    50 low, 100 medium, 100 high, 50 very high: a sample keeps those proportions, so accuracy
+    means what it means on the whole split); ``None``: all of them, level by level."""
+    by = _shuffled_levels(items, rng)
     if n is None or n >= len(items):
         return [it for lv in sorted(by) for it in by[lv]]
     want = {lv: n * len(v) / len(items) for lv, v in by.items()}
@@ -74,11 +81,7 @@ def balanced_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.Ra
                       ) -> list[ScoredItem]:
     """``n`` items spread evenly over the score levels (round robin over shuffled levels);
     ``None``: all of them, level by level."""
-    by: dict[float, list[ScoredItem]] = {}
-    for it in items:
-        by.setdefault(it.score, []).append(it)
-    for v in by.values():
-        rng.shuffle(v)
+    by = _shuffled_levels(items, rng)
     if n is None:
         return [it for lv in sorted(by) for it in by[lv]]
     out: list[ScoredItem] = []

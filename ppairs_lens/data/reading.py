@@ -6,7 +6,9 @@ JSONL/CSV/TSV, list index + 1 for a JSON list) and, where it can be told, the fi
 user can open the file at that spot; no raw ``KeyError``/``ValueError``/``JSONDecodeError``
 leaks out. Oddities that leave the rest of a file usable (a context with a single item, a
 repeated statement) are a :class:`DataWarning` instead. What the rows mean is left to the
-format loaders.
+format loaders, which pass each value of a row through the checks at the end of this module
+(required text, present keys, labels, unique ids): each returns the value in the form the
+records want or raises a :class:`DataError` at the value's (file, row, field).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ppairs_lens.data.records import ITEM1, ITEM2
 from ppairs_lens.errors import DataError
 
-__all__ = ["DataWarning", "PathLike", "check_width", "dataset_name", "kind_of",
-           "read_delimited", "read_json_document", "read_jsonl", "read_table", "split_header",
-           "warn"]
+__all__ = ["ITEM_LABELS", "DataWarning", "PathLike", "check_width", "choice", "dataset_name",
+           "get", "is_number", "kind_of", "read_delimited", "read_json_document", "read_jsonl",
+           "read_table", "split_header", "text", "unique_text", "warn"]
 
 #: What the loaders accept as a file name.
 PathLike = str | os.PathLike[str]
@@ -79,13 +82,12 @@ def _delimited_field_at(delimiter: str, columns: Sequence[str] | None,
                 return None
             names = split_header(previous[0], delimiter, quoted)
         head = raw[:pos].decode("utf-8", "replace")
+        index = head.count(delimiter)
         if quoted:
             try:
                 index = len(next(csv.reader([head], delimiter=delimiter))) - 1
             except (csv.Error, StopIteration):
-                index = head.count(delimiter)
-        else:
-            index = head.count(delimiter)
+                pass
         return names[index] if 0 <= index < len(names) else f"column {index + 1}"
     return field_at
 
@@ -190,11 +192,8 @@ def read_json_document(path: Path) -> Any:
 
 
 class _DuplicateKey(Exception):
-    """Raised inside json parsing: an object has the same key twice (the last would win)."""
-
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
+    """Raised inside json parsing: an object has the same key twice (the last would win);
+    ``args[0]`` is the key."""
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -217,7 +216,7 @@ def _parse_json(text: str, file: str, row: int | None, *, line_offset: int = 0) 
                         field=_json_key_before(text, e.pos)) from None
     except _DuplicateKey as e:
         raise DataError("the same key appears twice in one object", file=file, row=row,
-                        field=e.key) from None
+                        field=e.args[0]) from None
     except RecursionError:
         raise DataError("JSON nested too deeply", file=file, row=row) from None
 
@@ -235,7 +234,6 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
                             file=file, row=lineno)
         rows.append((lineno, obj))
     return rows
-
 
 
 def read_delimited(path: Path, *, delimiter: str, quoted: bool,
@@ -310,3 +308,50 @@ def check_width(values: Sequence[str], columns: Sequence[str], file: str, row: i
         raise DataError(f"row has {len(values)} values, more than the {len(columns)} columns "
                         "(a stray delimiter or unbalanced quote?)", file=file, row=row,
                         field=f"column {len(columns) + 1}")
+
+
+#: A "which of two is better" label as written in a file (1 or 2) -> the record's label.
+ITEM_LABELS: dict[str, int] = {"1": ITEM1, "2": ITEM2}
+
+
+def text(value: Any, file: str, row: int, field: str, *, allow_empty: bool = False) -> str:
+    """A required text field: must be a string, non-blank unless ``allow_empty``."""
+    if not isinstance(value, str):
+        raise DataError(f"expected text, got {kind_of(value)}", file=file, row=row, field=field)
+    if not allow_empty and not value.strip():
+        raise DataError("empty text", file=file, row=row, field=field)
+    return value
+
+
+def get(obj: dict[str, Any], key: str, file: str, row: int) -> Any:
+    """The value of a required key of a JSON object."""
+    if key not in obj:
+        raise DataError(f"missing key '{key}'", file=file, row=row, field=key)
+    return obj[key]
+
+
+def choice(value: Any, allowed: dict[str, Any], file: str, row: int, field: str,
+           what: str) -> Any:
+    """Map a label-like value (string or int; not bool, not float) onto ``allowed``."""
+    key = value.strip().lower() if isinstance(value, str) else (
+        str(value) if isinstance(value, int) and not isinstance(value, bool) else None)
+    if key is None or key not in allowed:
+        raise DataError(f"{what}, got {value!r}", file=file, row=row, field=field)
+    return allowed[key]
+
+
+def unique_text(value: Any, seen: dict[str, int], file: str, row: int, field: str,
+                what: str) -> str:
+    """A required id (stripped text) that no earlier row used; records it in ``seen``
+    (id -> row), since two rows with one id would be mixed up downstream."""
+    key = text(value, file, row, field).strip()
+    if key in seen:
+        raise DataError(f"duplicate {what} {key!r} (first at row {seen[key]})", file=file,
+                        row=row, field=field)
+    seen[key] = row
+    return key
+
+
+def is_number(value: Any) -> bool:
+    """An int or float as JSON gives it (a bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -10,11 +10,11 @@ none of them groups only repeated statements, and says so in ``extra["group_by"]
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from ppairs_lens.data.fields import choice, text
-from ppairs_lens.data.reading import PathLike, dataset_name, read_table, warn
+from ppairs_lens.data.reading import PathLike, choice, dataset_name, read_table, text, warn
 from ppairs_lens.data.records import Dataset, Statement
 from ppairs_lens.errors import DataError
 
@@ -68,8 +68,6 @@ def load_true_false_csv(path: PathLike, *, name: str | None = None) -> Dataset:
 def _group_repeats(records: list[Statement],
                    first: dict[str, tuple[int, bool]]) -> list[Statement]:
     """Statements that occur more than once get one group, named after their first row."""
-    counts: dict[str, int] = {}
-    for r in records:
-        counts[r.statement] = counts.get(r.statement, 0) + 1
+    counts = Counter(r.statement for r in records)
     return [replace(r, group_id=f"statement:row{first[r.statement][0]}")
             if counts[r.statement] > 1 else r for r in records]

@@ -10,8 +10,8 @@ bootstrap CIs, paired differences) that scores a probe.
   0.5 + (rate1 - rate2) / 2, unseen items at the prior 0.5 (its leave-one-out training
   accuracy is reported). For true/false statements (no item ids) the key is the leak group (the
   subject): its share of true statements in training.
-* :func:`length_baseline`: the longer item wins (comparisons) or the longer statement is true
-  (statements: longer than the training median), with the sign that fits training better.
+* :func:`length_baseline`: the longer item (or statement: than the training median) wins,
+  with the sign that fits training better.
 
 In SummEval, NEWSROOM and HANNA the item id *is* the producing system (``S0``..``S15`` recur
 in every article), so the item key already is the system key there: the lookup is a system
@@ -36,9 +36,8 @@ from ppairs_lens.evaluation.metrics import accuracy, targets
 from ppairs_lens.evaluation.store_split import pair_groups
 
 __all__ = ["Baseline", "memorisation_baseline", "length_baseline", "MEMO_KEYS", "CROSS_IDS",
-           "cross_dataset_memorisation",
-           "LENGTH_TOLERANCE", "MIN_BALANCED_PAIRS", "ids_recur_across_contexts",
-           "length_balanced", "length_balanced_accuracy"]
+           "cross_dataset_memorisation", "LENGTH_TOLERANCE", "MIN_BALANCED_PAIRS",
+           "ids_recur_across_contexts", "length_balanced", "length_balanced_accuracy"]
 
 #: Two items are of balanced length when they differ by at most this share of the longer.
 LENGTH_TOLERANCE = 0.1
@@ -47,9 +46,8 @@ MIN_BALANCED_PAIRS = 30
 
 #: Candidate memorisation keys of comparison pairs: name -> (field of item 1, field of item 2).
 #: Only fields of a store's pairs (:class:`~ppairs_lens.activations.pair_info.PairInfo`).
-MEMO_KEYS: dict[str, tuple[str, str]] = {
-    "item_id": ("item1_id", "item2_id"),
-}
+MEMO_KEYS: dict[str, tuple[str, str]] = {"item_id": ("item1_id", "item2_id")}
+
 
 @dataclass
 class Baseline:
@@ -71,10 +69,6 @@ def _check(pairs_train: Sequence[PairInfo], labels_train: np.ndarray) -> np.ndar
     if len(y) != len(pairs_train):
         raise ProbeError(f"{len(pairs_train)} training pairs but {len(y)} labels")
     return y
-
-
-def _is_statement(pairs: Sequence[PairInfo]) -> bool:
-    return all(p.item1_id is None and p.len2 is None for p in pairs)
 
 
 def _win_counts(keys: list[tuple], y: np.ndarray) -> tuple[dict, dict]:
@@ -117,7 +111,7 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
                           pairs_test: Sequence[PairInfo]) -> Baseline:
     """The best of the candidate win-rate lookups (:data:`MEMO_KEYS`), chosen on train."""
     y = _check(pairs_train, np.asarray(labels_train))
-    if _is_statement(pairs_train):
+    if all(p.item1_id is None and p.len2 is None for p in pairs_train):   # statements
         g_tr = pair_groups(pairs_train)
         wins, seen = _win_counts([(g, None) for g in g_tr], y)
         acc = accuracy(y, np.array([_rate(wins, seen, g, float(t)) for g, t in zip(g_tr, y)]))
@@ -148,8 +142,7 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
     what = ("system id (item ids recur across contexts: each is the system that wrote it)"
             if ids_recur_across_contexts(pairs_train) else name)
     return Baseline("memorisation", p_te, f"{what} win rate (best on train, leave-one-out acc "
-                    f"{acc:.3f}; "
-                    f"{seen:.0%} of test pairs informed)", acc)
+                    f"{acc:.3f}; {seen:.0%} of test pairs informed)", acc)
 
 
 def ids_recur_across_contexts(pairs: Sequence[PairInfo]) -> bool:
@@ -187,12 +180,10 @@ def length_balanced(pairs: Sequence[PairInfo],
                     tolerance: float = LENGTH_TOLERANCE) -> np.ndarray:
     """Mask of the pairs whose two items' lengths differ by at most ``tolerance`` of the
     longer (False where a length is missing, and for statements)."""
-    out = []
-    for p in pairs:
-        a, b = p.len1, p.len2
-        out.append(a is not None and b is not None and max(a, b) > 0
-                   and abs(float(a) - float(b)) <= tolerance * max(float(a), float(b)))
-    return np.array(out, dtype=bool)
+    lengths = [(p.len1, p.len2) for p in pairs]
+    return np.array([a is not None and b is not None and max(a, b) > 0
+                     and abs(float(a) - float(b)) <= tolerance * max(float(a), float(b))
+                     for a, b in lengths], dtype=bool)
 
 
 def length_balanced_accuracy(labels: Sequence[int], predictions: dict[str, np.ndarray],

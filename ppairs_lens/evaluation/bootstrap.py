@@ -153,11 +153,10 @@ def intervals(stats: Mapping[str, Statistic], n: int, groups: Sequence[Hashable]
               seed: int = 0, alpha: float = ALPHA,
               resamples: Resamples | None = None) -> dict[str, Interval]:
     """``{name: Interval}`` of several statistics of the same ``n`` records, all on the same
-    resamples (so differences of them are paired). ``stats[name](w)`` maps weights ``[b, n]``
-    to ``[b]``; the value is the statistic on all records (unit weights) unless ``values``
-    gives it (an exact form, e.g. with undefined cases handled). ``resamples``: ones already
-    drawn for these records (by :func:`draw_resamples` with the same arguments), reused
-    instead of drawn again. :func:`batch_intervals` with one column."""
+    resamples (so differences of them are paired): :func:`batch_intervals` with one column.
+    ``stats[name](w)`` maps weights ``[b, n]`` to ``[b]``; the value is the statistic on all
+    records (unit weights) unless ``values`` gives it (an exact form, e.g. with undefined
+    cases handled). ``resamples``: ones already drawn for these records, reused."""
     if not 0.0 < alpha < 1.0:
         raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
     if n == 0:

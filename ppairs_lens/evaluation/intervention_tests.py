@@ -1,6 +1,13 @@
-"""The claim tests of the intervention claims (ablation, steering) and of direction agreement,
-as p-values that enter their family's Holm (:func:`~ppairs_lens.evaluation.verdicts.decide_family`)
-rather than verdicts decided alone.
+"""The verdicts and claim tests of the intervention claims (ablation, steering).
+
+* :func:`judge_decides`: a precondition of every such claim: the unablated judge must decide.
+* :func:`ablation_changes_verdict`: the step's own verdict on "removing (adding) the direction
+  changes the judgement", a "changes" claim: Holm-corrected permutation p-values against null
+  directions hold it; only equivalence fails it; not tested when even the smallest reachable
+  p (``1 / (n_null + 1)``) cannot pass Holm's first threshold.
+
+The claim tests below are p-values that enter their family's Holm
+(:func:`~ppairs_lens.evaluation.verdicts.decide_family`) rather than verdicts decided alone.
 
 * :func:`equivalence_test`: "removing the direction leaves the judgement unchanged" (paper
   Table 2). Per statistic (ΔF1 or Δaccuracy, and the Δlog-odds margin) the two one-sided
@@ -16,43 +23,96 @@ rather than verdicts decided alone.
   more than null directions", over ``m`` directions: holds when any direction does, so the
   claim's p is Bonferroni's ``m min p`` (its smallest reachable ``m / (n_null + 1)``); fails
   only by equivalence of every direction (the largest of their TOST p's), else cannot fail.
-* :func:`agreement_test`: "directions agree" (Figure 5): the statistic must beat both nulls,
-  so p is the larger of the two permutation p's; it cannot fail (no equivalence test).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.power import sd_from_interval
 from ppairs_lens.evaluation.verdicts import (
     ALPHA,
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
     NOT_TESTED,
     ClaimTest,
     Verdict,
+    beats_chance,
+    finite_float,
+    holm,
     interval_p,
+    no_skill,
+    sd_from_interval,
 )
 
-__all__ = ["agreement_test", "equivalence_test", "permutation_union_test"]
+__all__ = ["ablation_changes_verdict", "equivalence_test", "judge_decides",
+           "permutation_union_test"]
 
 NAN = float("nan")
 
 
-def _f(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
+                  chance: float = 0.5, max_same: float = 0.95, n_groups: int | None = None
+                  ) -> tuple[bool, str]:
+    """``(decides, reason)``: the unablated judge's accuracy CI is above chance and it does not
+    give one raw answer (the same position, or the same "True"/"False") on ``max_same`` of
+    the records."""
+    if same_answer_share is not None and np.isfinite(same_answer_share) \
+            and same_answer_share >= max_same:
+        return False, (f"the judge does not decide: it gives the same raw answer on "
+                       f"{same_answer_share:.0%} of pairs")
+    if not beats_chance(accuracy_lo, chance, n_groups=n_groups):
+        return False, (f"the judge does not decide: its accuracy "
+                       f"{no_skill(accuracy_lo, n_groups, chance).removeprefix('its ')}")
+    return True, "the judge decides"
+
+
+def ablation_changes_verdict(p_values: Sequence[float], n_null: int, alpha: float = ALPHA,
+                             names: Sequence[str] | None = None,
+                             equivalent: Sequence[bool] | None = None) -> Verdict:
+    """"Removing (or adding) these directions changes the judgement" (module doc): holds for
+    the directions whose Holm-adjusted permutation p (over all ``p_values``, one family) is
+    below ``alpha``; fails only when equivalence within the margin is shown for every
+    direction (``equivalent``, e.g. by :func:`equivalence_test`); not tested when
+    ``1 / (n_null + 1)`` cannot pass Holm's first threshold ``alpha / m``."""
+    p = np.asarray(p_values, dtype=float)
+    m = int(np.isfinite(p).sum())
+    names = list(names or [str(i) for i in range(len(p))])
+    rule = (f"changes: permutation p against {n_null} null directions, Holm over the {m} "
+            f"tests of the family, below {alpha} holds; fails only by equivalence")
+    adj = holm(p)
+    method = f"permutation test against {n_null} null directions"
+    ev = {"p": p.tolist(), "p_holm": adj.tolist(), "n_null": n_null, "n_tests": m,
+          "smallest_reachable_p": 1 / (n_null + 1), "holm_threshold": alpha / max(m, 1)}
+    if m == 0:
+        return Verdict(NOT_TESTED, "no test was made", rule, ev, method)
+    moved = [n for n, a in zip(names, adj) if np.isfinite(a) and a < alpha]
+    ev["moved"] = moved
+    if moved:
+        return Verdict(HOLDS, f"{', '.join(moved)} move the judgement more than the null "
+                       f"(Holm p < {alpha})", rule, ev, method)
+    if equivalent is not None and len(equivalent) == m and all(equivalent):
+        return Verdict(FAILS, "every direction's change is shown to lie within the margin "
+                       "(equivalence)", rule, ev, method)
+    # Holm's first step needs m / (n_null + 1) < alpha: n_null + 1 > m / alpha
+    if n_null + 1 <= m / alpha + 1e-9:
+        need = int(np.floor(m / alpha + 1e-9))
+        return Verdict(NOT_TESTED, f"with {n_null} null directions the smallest p is "
+                       f"1/{n_null + 1}, above Holm's threshold {alpha}/{m} for {m} tests",
+                       rule, ev, method, needed=f"{need} null directions")
+    return Verdict(INCONCLUSIVE, f"no direction moves the judgement more than the null "
+                   f"(smallest Holm p {np.nanmin(adj):.3f}) and no equivalence is shown", rule,
+                   ev, method)
 
 
 def _stat(row: Mapping[str, Any], name: str) -> tuple[float, ...] | None:
     """(value, 95% lo, hi, 90% lo, hi) of ``delta_<name>`` in an ablation row, or None."""
-    got = tuple(_f(row.get(f"delta_{name}{t}")) for t in ("", "_lo", "_hi", "_tost_lo",
-                                                           "_tost_hi"))
+    got = tuple(finite_float(row.get(f"delta_{name}{t}"))
+                for t in ("", "_lo", "_hi", "_tost_lo", "_tost_hi"))
     return None if None in got else got  # type: ignore[return-value]
 
 
@@ -96,7 +156,7 @@ def equivalence_test(row: Mapping[str, Any], *, margins: Mapping[str, float],
 
 
 def _int(x) -> int | None:
-    return None if _f(x) is None else int(float(x))
+    return None if finite_float(x) is None else int(float(x))
 
 
 def permutation_union_test(p_values: Sequence[float], n_null: int, *, delta: float,
@@ -107,31 +167,15 @@ def permutation_union_test(p_values: Sequence[float], n_null: int, *, delta: flo
     claim test (module doc): ``p_values`` one permutation p per direction against ``n_null``
     null draws; ``p_equivalent`` each direction's equivalence (TOST) p where one exists (the
     claim fails only when all are equivalent); ``value`` the effect to print."""
-    ps = [p for p in (_f(x) for x in p_values) if p is not None]
+    ps = [p for p in (finite_float(x) for x in p_values) if p is not None]
     method = f"permutation test against {n_null} {what}, Bonferroni over {len(ps)} directions"
     if not ps:
         return Verdict(NOT_TESTED, "no direction was tested", method=method,
                        needed="the step's permutation test")
     m = len(ps)
-    eq = [p for p in (_f(x) for x in (p_equivalent or ())) if p is not None]
+    eq = [p for p in (finite_float(x) for x in (p_equivalent or ())) if p is not None]
     p_fails = max(eq) if eq and len(eq) == m else NAN
     return ClaimTest("changes", float(delta), min(1.0, m * min(ps)), p_fails,
                      min(1.0, m / (n_null + 1)),
                      method + (f" ({', '.join(names)})" if names else ""), float(value), NAN,
                      None, None, n_null=int(n_null), n_tests=m)
-
-
-def agreement_test(evidence: Mapping[str, Any], n_sim: int) -> ClaimTest | Verdict:
-    """"The directions agree" from the transfer step's evidence (``mean_abs_cos``,
-    ``p_isotropic``, ``p_covariance``): p the larger of the two nulls' (module doc); without
-    a covariance null it cannot hold (p = 1)."""
-    p_iso, p_cov = _f(evidence.get("p_isotropic")), _f(evidence.get("p_covariance"))
-    if p_iso is None:
-        return Verdict(NOT_TESTED, "the transfer step recorded no permutation p against the "
-                       "nulls; rerun it", method="permutation against nulls",
-                       needed="the transfer step's null draws")
-    return ClaimTest("changes", NAN, max(p_iso, 1.0 if p_cov is None else p_cov), NAN,
-                     1 / (n_sim + 1), f"permutation against {n_sim} isotropic and covariance "
-                     "null draws (the larger p: both must be beaten)",
-                     float(evidence.get("mean_abs_cos") or NAN), NAN, None,
-                     _int(evidence.get("n_pairs")), n_null=int(n_sim))

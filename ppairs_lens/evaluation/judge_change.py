@@ -40,10 +40,10 @@ def _mean_ci(v: np.ndarray, groups: Sequence[Hashable], n_boot: int, seed: int,
 def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
                  z_cond: Float[np.ndarray, "n"], groups: Sequence[Hashable], *, n_boot: int,
                  seed: int, tol: float = 0.0, alpha: float = 0.05) -> dict[str, float]:
-    """ΔF1 (macro), Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base`` (``y``: 1 where
-    item 1 is gold, else 0), each ``value`` with ``_lo``/``_hi`` (``1 - alpha``) and
-    ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``: whether the CIs
-    resample enough leak groups to count toward a claim."""
+    """ΔF1 (macro), Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base``
+    (``y``: 1 where item 1 is gold, else 0), each ``value`` with ``_lo``/``_hi``
+    (``1 - alpha``) and ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``:
+    whether the CIs resample enough leak groups to count toward a claim."""
     y = np.asarray(y)
     pa, pb = proba_from_logodds(z_cond, tol), proba_from_logodds(z_base, tol)
     out: dict[str, float] = {}
@@ -68,9 +68,9 @@ def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
                    ld_original: Float[np.ndarray, "n"], ld_swapped: Float[np.ndarray, "n"] | None,
                    groups: Sequence[Hashable], *, n_boot: int, seed: int, tol: float = 0.0
                    ) -> dict[str, float]:
-    """The unablated judge: macro F1, accuracy and AUROC with CIs, and ``same_answer_share``: the share
-    of records answered with the same raw answer whatever the items (comparisons: the same
-    position in both orders; statements: the majority answer, "True" or "False")."""
+    """The unablated judge: macro F1, accuracy and AUROC with CIs, and ``same_answer_share``:
+    the share of records answered with the same raw answer whatever the items (comparisons:
+    the same position in both orders; statements: the majority answer, "True" or "False")."""
     ev = evaluate_targets(np.asarray(y), proba_from_logodds(z, tol), groups=groups,
                           n_boot=n_boot, seed=seed)
     ld_o = np.asarray(ld_original, dtype=float)
@@ -79,13 +79,9 @@ def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
     else:
         first = float(np.mean(ld_o > 0))
         same = max(first, 1.0 - first)
-    return {"judge_f1": ev["f1"]["value"], "judge_f1_lo": ev["f1"]["lo"],
-            "judge_f1_hi": ev["f1"]["hi"],
-            "judge_accuracy": ev["accuracy"]["value"], "judge_accuracy_lo": ev["accuracy"]["lo"],
-            "judge_accuracy_hi": ev["accuracy"]["hi"], "judge_auroc": ev["auroc"]["value"],
-            "judge_auroc_lo": ev["auroc"]["lo"], "judge_auroc_hi": ev["auroc"]["hi"],
+    return {**{f"judge_{m}{tag}": ev[m][key] for m in ("f1", "accuracy", "auroc")
+               for tag, key in (("", "value"), ("_lo", "lo"), ("_hi", "hi"))},
             "same_answer_share": same}
-
 
 
 def condition_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],

@@ -1,4 +1,15 @@
-"""Ordered-level taggers (ClimateX) scored as the ClimateX paper scores them, and paired.
+"""Ordered-level taggers (ClimateX): no-model baselines, scored as the ClimateX paper scores
+them, and paired.
+
+Insertion scoring puts each held-out statement on a scale (low < medium < high < very high)
+from the model's comparisons. Two predictors that use no model stand beside it, fitted on
+training statements only:
+
+* :func:`majority_level`: the most frequent level of the training split (the prior a tagger
+  that reads nothing would answer);
+* :func:`lexical_levels`: TF-IDF (word 1-2 grams) multinomial logistic regression on the same
+  labelled training statements the probe learns from; IPCC authors' wording ("likely", "may")
+  could carry the confidence without any model.
 
 :func:`slope_bias` is the paper's slope and bias; :func:`paired_with_published` sets our tags
 beside a published model's on the *same* test statements: each one's accuracy there, the
@@ -10,15 +21,35 @@ the paper's own ``correct`` column, and is left out of its slope and bias.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
 
-from ppairs_lens.data.climatex_predictions import PublishedPredictions
+from ppairs_lens.data.climatex import PublishedPredictions
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import ALPHA, N_BOOT, mean_ci
 
-__all__ = ["slope_bias", "paired_with_published"]
+__all__ = ["lexical_levels", "majority_level", "slope_bias", "paired_with_published"]
+
+
+def majority_level(train_levels: Sequence[int], n_test: int) -> np.ndarray:
+    """The most common training level for every test item (ties: the lower level)."""
+    counts = Counter(int(v) for v in train_levels)
+    top = max(sorted(counts), key=lambda v: counts[v])
+    return np.full(n_test, top, dtype=int)
+
+
+def lexical_levels(train_texts: Sequence[str], train_levels: Sequence[int],
+                   test_texts: Sequence[str], *, C: float = 1.0, seed: int = 0) -> np.ndarray:
+    """Levels predicted from the statements' words (fitted on the training statements)."""
+    vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    x = vec.fit_transform(list(train_texts))
+    clf = LogisticRegression(C=C, max_iter=2000, random_state=seed)
+    clf.fit(x, np.asarray(train_levels, dtype=int))
+    return clf.predict(vec.transform(list(test_texts))).astype(int)
 
 
 def slope_bias(pred_levels: Sequence[float], true_levels: Sequence[float]) -> tuple[float, float]:

@@ -15,6 +15,7 @@ F1 is macro (the mean of F1 with item 1 and with item 2 as the positive class), 
 depend on the order the items of a pair are listed in; :func:`f1_item1` is the one-sided form.
 :func:`evaluate` scores all bootstrap resamples at once (:mod:`ppairs_lens.evaluation.resampled`);
 the resamples and the interval rules are :mod:`ppairs_lens.evaluation.bootstrap`'s.
+:func:`context_rhos` is the within-context Spearman of many predictions (a sweep's every layer).
 """
 
 from __future__ import annotations
@@ -31,13 +32,12 @@ from scipy.stats import rankdata
 from ppairs_lens.errors import ProbeError
 from ppairs_lens.evaluation.bootstrap import (ALPHA, N_BOOT, Interval, Resamples,
                                               batch_intervals, draw_resamples, mean_ci)
-from ppairs_lens.evaluation.context_ranks import context_rhos
 from ppairs_lens.evaluation.resampled import RESAMPLED
 from ppairs_lens.probes.features import labels_to_targets
 
 __all__ = ["evaluate", "evaluate_batch", "evaluate_targets", "spearman",
            "within_context_spearman", "within_context_spearman_batch", "accuracy", "f1",
-           "f1_item1", "auroc", "METRICS", "targets", "proba_vector"]
+           "f1_item1", "auroc", "METRICS", "targets", "proba_vector", "context_rhos"]
 
 
 def proba_vector(proba: Any) -> np.ndarray:
@@ -57,9 +57,8 @@ def targets(y_true: Any) -> np.ndarray:
 
 # Metrics on targets (1 = item 1 preferred) and P(item 1); raise ValueError when undefined.
 # Written out (same values as sklearn's accuracy_score / f1_score(average="macro",
-# zero_division=0) /
-# roc_auc_score, checked in the tests) because the bootstrap calls them thousands of times and
-# sklearn's input validation costs ~1 ms a call.
+# zero_division=0) / roc_auc_score, checked in the tests) because the bootstrap calls them
+# thousands of times and sklearn's input validation costs ~1 ms a call.
 def accuracy(y: np.ndarray, p: np.ndarray) -> float:
     """Share of pairs on the gold side of 0.5; an exact 0.5 (no answer: e.g. a baseline that
     has never seen either item) counts half, so saying nothing scores chance, not the share
@@ -177,11 +176,10 @@ def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
     Ties get average ranks. Returns ``nan`` for fewer than two items or a constant side.
     """
     if isinstance(gold, Mapping):
+        keys = list(order_or_scores)
         if isinstance(order_or_scores, Mapping):
-            keys = list(order_or_scores)
             pred = [float(order_or_scores[k]) for k in keys]
         else:
-            keys = list(order_or_scores)
             pred = [float(len(keys) - pos) for pos in range(len(keys))]
         missing = [k for k in keys if k not in gold]
         if missing:
@@ -210,11 +208,10 @@ def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]]
 
     ``pairs[i] = (context_id, item1_id, item2_id)`` and ``proba[i]`` = P(item 1 preferred).
     Within a context each item's win rate is the mean probability of it winning over its
-    comparisons (``p`` as item 1, ``1 - p`` as item 2). Contexts with fewer than two items or
-    constant gold scores (or constant win rates) have no rank correlation and are skipped;
-    ``n_contexts`` says how many counted. Use ``context_id=None`` for all pairs when items do
-    not share contexts (one global ranking; then the interval is NaN).
-    :func:`within_context_spearman_batch` of one column.
+    comparisons (``p`` as item 1, ``1 - p`` as item 2); contexts without a rank correlation
+    are skipped (:func:`context_rhos`); ``n_contexts`` says how many counted. Use
+    ``context_id=None`` for all pairs when items do not share contexts (one global ranking;
+    then the interval is NaN). :func:`within_context_spearman_batch` of one column.
     """
     p = proba_vector(proba)
     (out,) = within_context_spearman_batch(pairs, p[:, None], gold_scores, n_boot=n_boot,
@@ -253,4 +250,102 @@ def within_context_spearman_batch(pairs: Sequence[tuple[Hashable, Hashable, Hash
         if len(rhos) < 2:
             ci["lo"] = ci["hi"] = float("nan")
         out.append({**ci, "n_contexts": len(rhos)})
+    return out
+
+
+def _layout(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], gold: Mapping[Hashable, float]
+            ) -> tuple[list[Hashable], list[list[list[int]]], list[np.ndarray]]:
+    """Contexts with two or more items and varied gold scores (first-appearance order), each
+    item's comparisons (pair index ``i`` as item 1, ``~i`` as item 2, in pair order), and the
+    items' gold scores."""
+    per: dict[Hashable, dict[Hashable, list[int]]] = {}
+    for i, (ctx, a, b) in enumerate(pairs):
+        items = per.setdefault(ctx, {})
+        items.setdefault(a, []).append(i)
+        items.setdefault(b, []).append(~i)
+    ctxs, comps, golds = [], [], []
+    for ctx, items in per.items():
+        if len(items) < 2:
+            continue
+        missing = [i for i in items if i not in gold]
+        if missing:
+            raise ProbeError(f"no gold score for item {missing[0]!r} (context {ctx!r})")
+        g = np.array([gold[i] for i in items], dtype=np.float64)
+        if np.ptp(g) == 0:                     # rank correlation undefined
+            continue
+        ctxs.append(ctx)
+        comps.append(list(items.values()))
+        golds.append(g)
+    return ctxs, comps, golds
+
+
+def _win_rates(comps: list[list[list[int]]], p: Float[np.ndarray, "n k"]
+               ) -> list[Float[np.ndarray, "k m"]]:
+    """Each context's items' win rates, one row per column of ``p``."""
+    flat = [c for items in comps for c in items]
+    out = np.empty((p.shape[1], len(flat)))
+    pt = np.ascontiguousarray(p.T)
+    by_len: dict[int, list[int]] = {}
+    for j, c in enumerate(flat):
+        by_len.setdefault(len(c), []).append(j)
+    for _, js in by_len.items():
+        code = np.array([flat[j] for j in js])           # [m, c]
+        second = code < 0
+        idx = np.where(second, ~code, code)
+        vals = pt[:, idx]                                # [k, m, c]
+        # C order: numpy sums pairwise (as np.mean of one item's list) only along the
+        # contiguous axis; fancy indexing may leave another axis innermost
+        vals = np.ascontiguousarray(np.where(second, 1.0 - vals, vals))
+        out[:, js] = vals.mean(axis=-1)
+    bounds = np.cumsum([0] + [len(items) for items in comps])
+    return [out[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _rhos(g: Float[np.ndarray, "c m"], w: Float[np.ndarray, "k c m"]
+          ) -> Float[np.ndarray, "k c"]:
+    """Spearman rho of gold ``g`` and win rates ``w`` per context (NaN where ``w`` is
+    constant), as ``np.corrcoef(rankdata(g), rankdata(w))[0, 1]`` rounds it."""
+    m = g.shape[-1]
+    rg = rankdata(g, axis=-1)
+    rw = rankdata(w, axis=-1)
+    xg = rg - rg.mean(axis=-1, keepdims=True)            # exact: ranks are halves
+    xw = rw - rw.mean(axis=-1, keepdims=True)
+    inv = np.true_divide(1, m - 1)
+    cross = (xg * xw).sum(axis=-1) * inv
+    sd_g = np.sqrt((xg * xg).sum(axis=-1) * inv)
+    sd_w = np.sqrt((xw * xw).sum(axis=-1) * inv)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.clip(cross / sd_g / sd_w, -1, 1)
+    return np.where(np.ptp(w, axis=-1) == 0, np.nan, rho)
+
+
+def context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]],
+                 p: Float[np.ndarray, "n k"], gold: Mapping[Hashable, float]
+                 ) -> list[tuple[list[Hashable], Float[np.ndarray, " c"]]]:
+    """Per column of ``p``: the contexts that have a rank correlation and their Spearman rho
+    of win rate vs gold score (``pairs[i] = (context_id, item1_id, item2_id)``, ``p[i]`` =
+    P(item 1 preferred)). Contexts with fewer than two items, constant gold scores or
+    constant win rates are left out.
+
+    The layout (contexts, items, their comparisons, the gold ranks) is built once; win rates
+    and ranks are array operations over contexts of equal size. The numbers are
+    :func:`spearman`'s ``spearman(gold, win_rate)`` per context bit for bit
+    (``tests/test_sweep_scores_batch.py``): each win rate is a mean along a contiguous row
+    (numpy's pairwise sum, as the mean of a list), ranks are exact halves, so their centred
+    sums of products are exact, and the one rounding step of ``np.corrcoef`` (the scaling by
+    ``1 / (m - 1)`` and the two square roots) is repeated in its order."""
+    ctxs, comps, golds = _layout(pairs, gold)
+    k = p.shape[1]
+    rho = np.full((k, len(ctxs)), np.nan)
+    rates = _win_rates(comps, np.asarray(p, dtype=np.float64)) if ctxs else []
+    by_size: dict[int, list[int]] = {}
+    for c, g in enumerate(golds):
+        by_size.setdefault(len(g), []).append(c)
+    for _, cs in by_size.items():
+        rho[:, cs] = _rhos(np.stack([golds[c] for c in cs]),
+                           np.stack([rates[c] for c in cs], axis=1))
+    out = []
+    for j in range(k):
+        keep = np.flatnonzero(np.isfinite(rho[j]))
+        out.append(([ctxs[c] for c in keep], rho[j, keep]))
     return out

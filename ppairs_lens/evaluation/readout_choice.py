@@ -6,10 +6,11 @@ test split was (``by=split.split_used``, whole leak groups on one side), by prob
 the rest. The rule, written once here and used by every analysis (sweep, transfer, ablation,
 ranking, insertion):
 
-* ``layer=None`` (no read-out given: choose on validation): every probe kind is fitted on the fit part of ``VAL_REPEATS`` validation
-  splits (seeds ``seed``, ``seed + 1``, ...) at every read-out in one :func:`fit_sweep`, and
-  each kind takes the read-out with the best validation accuracy, weighted by validation
-  pairs; ties go to the first maximum; degenerate read-outs (NaN) are never chosen.
+* ``layer=None`` (choose on validation): every probe kind is fitted on the fit part of
+  ``VAL_REPEATS`` validation splits (seeds ``seed``, ``seed + 1``, ...) at every read-out in
+  one :func:`fit_sweep`, and each kind takes the read-out with the best validation accuracy,
+  weighted by validation pairs; ties go to the first maximum; degenerate read-outs (NaN) are
+  never chosen.
 * One fallback when no validation split is possible (too few groups, one class): the paper's
   read-out, the last block's ``resid_post``; ``selected_by`` says so and why.
 * ``layer=<int>``: that read-out, forced (negative counts from the end).
@@ -21,6 +22,7 @@ cross-dataset cosines): the best validation accuracy averaged over stores and ki
 CCS (gradient descent) costs more: it is validated at every read-out only when asked for
 (the layer sweep's ``kinds``); :func:`add_kinds_at` fits it at one read-out chosen for the
 other kinds instead, forced through :func:`choose_readouts` (``layer=li``; the transfer).
+:func:`best_layers` reads the choice back off a layer sweep's table.
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ from ppairs_lens.evaluation.store_split import StoreSplit, pair_items, validatio
 from ppairs_lens.probes.estimators import PROBE_KINDS
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep, with_kinds_at
 
-__all__ = ["ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at", "check_layer_setting",
-           "choose_readout", "choose_readout_index", "choose_readouts", "common_readout",
-           "fallback_index", "layer_rule", "layer_setting", "split_half_directions",
-           "validation_scores"]
+__all__ = ["ReadoutChoice", "VAL_REPEATS", "VAL_SIZE", "add_kinds_at", "best_layers",
+           "check_layer_setting", "choose_readout", "choose_readout_index", "choose_readouts",
+           "common_readout", "fallback_index", "layer_rule", "layer_setting",
+           "split_half_directions", "validation_scores"]
 
 #: Share of the training groups held out to choose the read-out.
 VAL_SIZE: float = 0.25
@@ -56,11 +58,9 @@ _MEMO_SIZE = 16
 
 @dataclass(frozen=True)
 class ReadoutChoice:
-    """The read-out a probe kind is used at, and how it was chosen.
-
-    ``selected_by``: ``"validation"``, ``"given (layer=N)"`` or the fallback with its reason;
-    ``val_scores``: validation accuracy per read-out (empty when none was computed).
-    """
+    """The read-out a probe kind is used at, and how it was chosen (``selected_by``:
+    ``"validation"``, ``"given (layer=N)"`` or the fallback with its reason); ``val_scores``:
+    validation accuracy per read-out (empty when none was computed)."""
 
     index: int
     hook: str
@@ -80,16 +80,11 @@ class ReadoutChoice:
                 if self.selected_by == "validation" else self.selected_by)
 
 
-def _on_validation(layer: Any) -> bool:
-    """Whether a layer setting asks for the choice on validation: None, its one spelling in
-    code (the command line's ``val`` becomes None in :func:`layer_setting`)."""
-    return layer is None
-
-
 def layer_rule(layer: int | None) -> str:
-    """The label a table writes for a layer setting: ``"val"`` (None: chosen on validation)
-    or ``"fixed"`` (an int read-out index)."""
-    return "val" if _on_validation(layer) else "fixed"
+    """The label a table writes for a layer setting: ``"val"`` (None, the one spelling in code
+    of "chosen on validation": the command line's ``val`` becomes None in
+    :func:`layer_setting`) or ``"fixed"`` (an int read-out index)."""
+    return "val" if layer is None else "fixed"
 
 
 def layer_setting(text: str) -> int | None:
@@ -101,8 +96,7 @@ def layer_setting(text: str) -> int | None:
 
 def check_layer_setting(layer: Any) -> None:
     """Refuse a ``layer`` that is neither a read-out index nor None (chosen on validation)."""
-    if isinstance(layer, bool) or not (isinstance(layer, (int, np.integer))
-                                       or _on_validation(layer)):
+    if isinstance(layer, bool) or not (isinstance(layer, (int, np.integer)) or layer is None):
         raise ProbeError(f"layer must be None (chosen on a validation split of each source's "
                          f"training pairs) or an int read-out index, got {layer!r}")
 
@@ -142,11 +136,9 @@ def _memo_key(split: StoreSplit, seed: int, val_size: float, repeats: int, fit_k
 def validation_scores(split: StoreSplit, *, kinds: Sequence[str] = PROBE_KINDS, seed: int = 0,
                       val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
                       ) -> dict[str, np.ndarray]:
-    """``{kind: [read-out]}`` validation accuracy of each of ``kinds``, fitted on the fit part
-    of ``split``'s training pairs and scored on the rest (split by ``split.split_used``),
-    averaged over ``repeats`` splits weighted by their validation pairs. The test pairs are
-    never read. Raises :class:`ProbeError` when no validation split is usable. (Each kind is
-    fitted on its own, so a kind's scores do not depend on which others are asked for.)"""
+    """``{kind: [read-out]}`` validation accuracy of each of ``kinds`` (module doc; the test
+    pairs are never read; each kind is fitted on its own, so its scores do not depend on
+    which others are asked for). :class:`ProbeError` when no validation split is usable."""
     if repeats < 1:
         raise ProbeError(f"repeats must be at least 1, got {repeats}")
     kinds = tuple(kinds)
@@ -229,8 +221,7 @@ def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
 def choose_readout(split: StoreSplit, kind: str, *, layer: int | None = None, seed: int = 0,
                    val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
                    ) -> ReadoutChoice:
-    """The read-out of ``split``'s ``kind`` probe (module doc): :func:`choose_readouts` for one
-    kind, from the same all-kinds validation fit, so every caller reads the same numbers."""
+    """:func:`choose_readouts` for one kind (from the same all-kinds validation fit)."""
     return choose_readouts(split, (kind,), layer=layer, seed=seed, val_size=val_size,
                            repeats=repeats, **fit_kw)[kind]
 
@@ -238,8 +229,8 @@ def choose_readout(split: StoreSplit, kind: str, *, layer: int | None = None, se
 def choose_readout_index(split: StoreSplit, kind: str, *, layer: int | None = None,
                          seed: int = 0, val_size: float = VAL_SIZE, **fit_kw: Any
                          ) -> tuple[int, str]:
-    """``(index, reason)``: :func:`choose_readout`'s read-out and how it was chosen in words,
-    for an experiment that reads one kind's directions at one read-out (ablation, steering)."""
+    """``(index, reason)`` of :func:`choose_readout`, for an experiment that reads one kind's
+    directions at one read-out (ablation, steering)."""
     c = choose_readout(split, kind, layer=layer, seed=seed, val_size=val_size, **fit_kw)
     return c.index, c.reason
 
@@ -267,13 +258,10 @@ def common_readout(choices: Sequence[dict[str, ReadoutChoice]], hook_names: Sequ
 
 def split_half_directions(sp: StoreSplit, li: int, kinds: tuple[str, ...], *, seed: int,
                           **fit_kw: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Directions fitted on two disjoint halves of the held-in pairs at read-out ``li``,
-    split as the test split was (whole groups / items on one side).
-
-    Their cosine is how well one probe kind agrees with *itself* on the same task given half
-    the data: the ceiling to read cross-dataset cosines against. Empty when the halves cannot
-    be split or fitted.
-    """
+    """Directions fitted on two disjoint halves of the held-in pairs at read-out ``li``, split
+    as the test split was. Their cosine is how well one probe kind agrees with *itself* on the
+    same task given half the data: the ceiling to read cross-dataset cosines against. Empty
+    when the halves cannot be split or fitted."""
     try:
         h1, h2 = validation_split(sp.groups_train, pair_items(sp.pairs_train), val_size=0.5,
                                   seed=seed + 1, by=sp.split_used)
@@ -305,3 +293,29 @@ def add_kinds_at(split: StoreSplit, sweep: SweepProbes, kinds: Sequence[str], li
     choices = {k: replace(c, selected_by=c.selected_by + (f": {why}" if why else ""))
                for k, c in choose_readouts(split, kinds, layer=li).items()}
     return with_kinds_at(sweep, part, li), choices
+
+
+def _chosen(r: dict) -> bool:
+    v = r.get("chosen")
+    return v is True or str(v).lower() == "true"       # CSV round trips give "True"
+
+
+def best_layers(rows: list[dict], metric: str = "accuracy") -> list[dict]:
+    """One row per (dataset, kind) of a layer sweep's table: the ``metric`` row at the
+    read-out :func:`choose_readouts` chose (the sweep marks it ``chosen``, with
+    ``selected_by``), read, not chosen again, so a table and every other view show one
+    read-out; baseline rows (``layer < 0``) are left out. A (dataset, kind) whose rows carry
+    no choice is refused (a table from before the choice was recorded: re-run the sweep)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["metric"] != metric or int(r["layer"]) < 0:
+            continue
+        groups.setdefault((r["dataset"], r["kind"]), []).append(r)
+    out = []
+    for (ds, kind), rs in groups.items():
+        pick = [r for r in rs if _chosen(r)]
+        if len(pick) != 1:
+            raise ProbeError(f"sweep rows of ({ds}, {kind}) mark {len(pick)} chosen read-outs, "
+                             "not one: re-run the sweep (it records the read-out choice)")
+        out.append({**pick[0], "selected_by": pick[0].get("selected_by") or "validation"})
+    return out

@@ -73,7 +73,6 @@ def weighted_accuracy(w: np.ndarray, y: np.ndarray, p: np.ndarray) -> np.ndarray
 
 
 def weighted_f1(w: np.ndarray, y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Macro F1 (both classes; a class neither true nor predicted is left out)."""
     return _f1(lambda x: w @ x, y, p)
 
 
@@ -149,5 +148,6 @@ def resampled_auroc(r: Resamples, y: np.ndarray, p: Float[np.ndarray, "n k"]
 
 #: The weighted form of each metric of :data:`ppairs_lens.evaluation.metrics.METRICS`.
 WEIGHTED = {"accuracy": weighted_accuracy, "f1": weighted_f1, "auroc": weighted_auroc}
-#: Their batched forms on :class:`Resamples` (:func:`ppairs_lens.evaluation.metrics.evaluate_batch`).
+#: Their batched forms on :class:`Resamples`
+#: (:func:`ppairs_lens.evaluation.metrics.evaluate_batch`).
 RESAMPLED = {"accuracy": resampled_accuracy, "f1": resampled_f1, "auroc": resampled_auroc}

@@ -68,7 +68,7 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
     lines = [f"{name} · split by {first.get('split_used', '?')} · {share} "
              f"({first.get('n_test', '?')} test pairs"
              + (f" in {n_groups} groups" if n_groups is not None else "")
-             + f", {_n_train(acc) if acc else first.get('n_train', '?')} training pairs)"
+             + f", {acc[0]['n_train'] if acc else first.get('n_train', '?')} training pairs)"
              + (f" · † CI over fewer than {MIN_BOOTSTRAP_GROUPS} groups: shown, its "
                 f"comparisons decided on their group differences" if few else "")]
     ref = mine[0] if mine else None
@@ -105,12 +105,7 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
     return lines
 
 
-def _n_train(acc: Sequence[Mapping]) -> str:
-    return str(acc[0]["n_train"]) if acc else "?"
-
-
-#: Predictors that are no-model baselines (the rest at ``layer = -1`` are judges).
-#: The no-model baselines every probe is scored beside (the sweep's rows of these kinds).
+#: The no-model baselines every probe is scored beside (the rest at ``layer = -1`` are judges).
 BASELINE_KINDS = ("memorisation", "length", "lexical", "embedding")
 #: Prompted judges a command is handed per-pair probabilities for: kind -> the key of its
 #: ``{pair_id: P(item 1)}`` in a dataset's entry (as :mod:`ppairs_lens.judges.held_out` and

@@ -1,10 +1,7 @@
 """A store's probes fitted on its training split and saved (``--save-probes DIR``).
 
-:func:`save_store_probes` splits a store leak-free (as every analysis does,
-:func:`ppairs_lens.evaluation.store_split.split_store`), fits every probe kind on every
-read-out of the training split and saves the sweep with its metadata
-(:mod:`ppairs_lens.probes.persistence`) into ``DIR/<dataset>``. Its model card
-(:mod:`ppairs_lens.probes.model_card`) carries each kind's held-out accuracy and AUROC with
+The store is split leak-free as every analysis splits it; the saved sweep's model card
+(:mod:`ppairs_lens.probes.hub`) carries each kind's held-out accuracy and AUROC with
 bootstrap CIs, at the read-out the one read-out choice picks on a validation split of the
 training pairs (:func:`ppairs_lens.evaluation.readout_choice.choose_readouts`; never on test).
 """
@@ -24,7 +21,7 @@ from ppairs_lens.evaluation.store_split import StoreSplit, bootstrap_groups, spl
 from ppairs_lens.evaluation.sweep_scores import score_sweep_logits
 from ppairs_lens.io.atomic import check_output_folder
 from ppairs_lens.probes.estimators import PROBE_KINDS
-from ppairs_lens.probes.model_card import write_model_card
+from ppairs_lens.probes.hub import write_model_card
 from ppairs_lens.probes.persistence import metadata_from_store, read_metadata, save_sweep
 from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
@@ -54,7 +51,8 @@ def held_out_metrics(sp: StoreSplit, sweep: SweepProbes, *, n_boot: int = N_BOOT
 
 def save_store_probes(store, out: str | Path, *, kinds: Sequence[str] = PROBE_KINDS,
                       C: float = 1.0, standardize: bool = True, split_by: str = "auto",
-                      test_size: float = BUILTIN_TEST_SIZE, seed: int = 0, n_boot: int = N_BOOT) -> Path:
+                      test_size: float = BUILTIN_TEST_SIZE, seed: int = 0,
+                      n_boot: int = N_BOOT) -> Path:
     """Fit ``kinds`` on every read-out of ``store``'s training split and save the sweep into
     ``out/<dataset>``, its model card with the held-out metrics (:func:`held_out_metrics`);
     returns that folder (load it with :func:`ppairs_lens.probes.persistence.load_sweep`);
@@ -68,6 +66,6 @@ def save_store_probes(store, out: str | Path, *, kinds: Sequence[str] = PROBE_KI
                           standardize=standardize, model_name=store.meta.model,
                           groups=sp.groups_train, seed=seed)
     path = save_sweep(sweep, Path(out) / name, hook_names=list(store.hook_names),
-                      split=str(getattr(sp, "split_used", split_by)), **metadata_from_store(store))
+                      split=sp.split_used, **metadata_from_store(store))
     metrics = held_out_metrics(sp, sweep, n_boot=n_boot, seed=seed, C=C, standardize=standardize)
     return write_model_card(path, read_metadata(path), metrics=metrics)

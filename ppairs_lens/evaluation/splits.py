@@ -107,11 +107,9 @@ def split_groups_to_count(groups: Sequence[Hashable], eligible: Sequence[bool], 
 
 def resolve_split_by(context_ids: Sequence[Hashable] | None,
                      item_ids: Sequence[tuple[Hashable, Hashable]] | None) -> str:
-    """What ``by="auto"`` means for these ids.
-
-    ``"context"`` if some group (``context_ids``: the group ids) holds more than one pair,
-    else ``"item"`` if some item occurs in more than one pair, else ``"pair"``.
-    """
+    """What ``by="auto"`` means for these ids: ``"context"`` if some group (``context_ids``:
+    the group ids) holds more than one pair, else ``"item"`` if some item occurs in more than
+    one pair, else ``"pair"``."""
     if context_ids is not None and any(c > 1 for c in Counter(context_ids).values()):
         return "context"
     if item_ids is not None:
@@ -123,18 +121,14 @@ def resolve_split_by(context_ids: Sequence[Hashable] | None,
 
 def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
                            item_ids: Sequence[tuple[Hashable, Hashable]] | None = None,
-                           test_size: float = BUILTIN_TEST_SIZE, seed: int = 0, by: SplitBy = "auto",
-                           ) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(train, test)`` of comparisons, split so nothing leaks between the sides.
-
-    ``context_ids[i]`` is the group of comparison ``i`` (``Dataset.group_ids()``, or a
-    store pair's ``"group_id"``; plain context ids where there are no groups);
-    ``item_ids[i] = (item1_id, item2_id)``. ``test_size`` is the fraction of *groups* put in
-    the test set: groups (``by="context"``), items (``by="item"``; only pairs with both
-    items on one side are kept, cross pairs are dropped, so with 30% test items about 9% of
-    an all-pairs design is test and 49% train) or pairs (``by="pair"``). ``by="auto"`` picks
-    with :func:`resolve_split_by`.
-    """
+                           test_size: float = BUILTIN_TEST_SIZE, seed: int = 0,
+                           by: SplitBy = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(train, test)`` of comparisons, split so nothing leaks between the sides
+    (``by``: module doc). ``context_ids[i]`` is the group of comparison ``i``
+    (``Dataset.group_ids()``, or a store pair's ``"group_id"``; plain context ids where there
+    are no groups); ``item_ids[i] = (item1_id, item2_id)``. ``test_size`` is the fraction of
+    the units put in the test set: groups, items (with 30% test items about 9% of an
+    all-pairs design is test and 49% train, cross pairs dropped) or pairs."""
     if context_ids is None and item_ids is None:
         raise ProbeError("give context_ids or item_ids to split")
     n = len(context_ids) if context_ids is not None else len(item_ids)
@@ -184,13 +178,10 @@ def labelled_items_split(item_ids_pairs: Sequence[tuple[Hashable, Hashable]],
                          n_train_items: int, seed: int = 0,
                          test: Literal["unlabelled", "rest"] = "unlabelled",
                          ) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's few-labels setting: ``n_train_items`` random items are labelled.
-
-    Train on the comparisons *among* the labelled items (both items labelled). Test on
-    ``test="unlabelled"``: comparisons among unlabelled items only (no item seen in training,
-    the default), or ``test="rest"``: every other comparison, including those with one
-    labelled item.
-    """
+    """The paper's few-labels setting: ``n_train_items`` random items are labelled; train on
+    the comparisons *among* them (both items labelled), test on comparisons among unlabelled
+    items only (``test="unlabelled"``, no item seen in training) or on every other comparison
+    (``"rest"``, including those with one labelled item)."""
     pairs = _check_item_pairs(item_ids_pairs)
     items = list(dict.fromkeys(i for p in pairs for i in p))
     if not 2 <= n_train_items < len(items):

@@ -2,8 +2,8 @@
 
 :func:`split_store` loads a store, drops tied pairs and splits the rest with
 :func:`ppairs_lens.evaluation.splits.train_test_split_pairs` by the pairs' leak groups
-(``"group_id"``); the same
-arguments always give the same split, so separate analyses see the same held-out pairs.
+(``"group_id"``); the same arguments always give the same split, so separate analyses see
+the same held-out pairs.
 :func:`validation_split` splits the training pairs again, the same leak-free way, for choices
 (the read-out layer) that must not read the test set.
 """
@@ -33,12 +33,10 @@ __all__ = ["StoreSplit", "bootstrap_groups", "covered_test_pairs", "held_out_ci_
 
 @dataclass
 class StoreSplit:
-    """Held-in / held-out pairs of one store, ties dropped.
-
-    ``groups_train`` / ``groups_test`` are the pairs' leak groups, the unit a bootstrap
-    resamples and a validation split keeps whole; ``split_used`` is the mode the split
-    resolved to ("context", "item" or "pair"; "context" means by group).
-    """
+    """Held-in / held-out pairs of one store, ties dropped. ``groups_train`` / ``groups_test``
+    are the pairs' leak groups, the unit a bootstrap resamples and a validation split keeps
+    whole; ``split_used`` is the mode the split resolved to ("context", "item" or "pair";
+    "context" means by group)."""
 
     name: str
     acts_train: Float[Tensor, "n_train 2 layer d_model"]
@@ -131,8 +129,7 @@ def held_out_records(dataset: Dataset, pair_ids: Sequence[str], max_pairs: int |
 def split_store(store: ActivationStore, *, test_size: float, split_by: str = "auto",
                 seed: int, layers: Sequence[int] | None = None) -> StoreSplit:
     """Load a store (``layers``: only those read-outs), drop ties and split it by
-    ``split_by``: "auto" (the default: groups if some group holds more than one pair, else
-    items if they recur, else pairs), "context" (by group), "item" or "pair"."""
+    ``split_by`` (a mode of :func:`~ppairs_lens.evaluation.splits.train_test_split_pairs`)."""
     pairs, keep, train, test, used = untied_split(store.pairs(), test_size=test_size,
                                                   split_by=split_by, seed=seed)
     acts = store.load(layers)
@@ -168,14 +165,11 @@ def validation_split(groups: Sequence[Hashable],
                      item_ids: Sequence[tuple[Hashable, Hashable]] | None, *,
                      val_size: float = 0.25, seed: int, by: str = "auto",
                      ) -> tuple[Int[np.ndarray, " n_fit"], Int[np.ndarray, " n_val"]]:
-    """Indices ``(fit, val)`` into the *training* pairs, split as the test split was: whole
-    groups (``by="context"``), items with cross pairs dropped (``"item"``) or pairs;
-    ``"auto"`` resolves on these ids as :func:`split_store` does (pass
-    ``StoreSplit.split_used`` to force the test split's mode). A probe fitted on ``fit`` and
-    scored on ``val`` chooses the layer without reading the test set.
-
-    Raises :class:`ProbeError` when the training pairs cannot be split that way (one group).
-    """
+    """Indices ``(fit, val)`` into the *training* pairs, split as the test split was
+    (``by``: pass ``StoreSplit.split_used`` to force the test split's mode; ``"auto"``
+    resolves on these ids). A probe fitted on ``fit`` and scored on ``val`` chooses the layer
+    without reading the test set. :class:`ProbeError` when the training pairs cannot be split
+    that way (one group)."""
     if item_ids is not None and len(item_ids) != len(groups):
         raise ProbeError(f"{len(groups)} groups but {len(item_ids)} item-id pairs")
     if by == "item" and item_ids is None:
@@ -189,13 +183,11 @@ def validation_split(groups: Sequence[Hashable],
 
 
 def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
-    """The unit a held-out CI resamples, and how to say it in a caption.
-
-    The split's leak groups when the test side holds at least
+    """The unit a held-out CI resamples, and how to say it in a caption: the split's leak
+    groups when the test side holds at least
     :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` (with fewer, e.g. 2
     template pools, a resample of groups says nothing); else contexts (each pair its own
-    where there is none), which is optimistic because items recur inside the few groups.
-    """
+    where there is none), which is optimistic because items recur inside the few groups."""
     n_groups = len(set(sp.groups_test))
     if n_groups >= MIN_BOOTSTRAP_GROUPS:
         return list(sp.groups_test), f"by {sp.split_used} group ({n_groups} test groups)"
@@ -242,8 +234,7 @@ def covered_test_pairs(sp: StoreSplit, by_pair: Mapping[str, float] | None
     None where it scores none of them: a judge or baseline run on some of the pairs is
     scored on those."""
     by_pair = by_pair or {}
-    idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair],
-                   dtype=np.int64)
+    idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair], np.int64)
     if not len(idx):
         return None
     return idx, np.array([float(by_pair[sp.pairs_test[i].pair_id]) for i in idx])

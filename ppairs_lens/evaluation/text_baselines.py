@@ -174,12 +174,10 @@ def _setup(train: Sequence[Record], y_train: Sequence[int],
 
 def lexical_baseline(train: Sequence[Record], y_train: Sequence[int],
                      test: Sequence[Record], *, seed: int = 0) -> Baseline:
-    """A unigram bag of words + logistic regression; P(item 1) (or P(true)) per test record.
-    ``y_train``: 1 / 2 per comparison (ties refused), 1 true / 2 false per statement. The
-    vocabulary is every word of the unique training texts (no labels read, none pruned: a
-    word seen once still counts); test words it has not seen are ignored. Counts, not
-    TF-IDF, so that item 1 minus item 2 also carries the length difference a plain bag of
-    words sees. ``C`` by grouped CV on the training records only."""
+    """The bag of words (module doc); P(item 1) (or P(true)) per test record. ``y_train``:
+    1 / 2 per comparison (ties refused), 1 true / 2 false per statement. Test words the
+    training texts lack are ignored. Counts, not TF-IDF, so that item 1 minus item 2 also
+    carries the length difference a plain bag of words sees."""
     kind, t, tx_tr, tx_te = _setup(train, y_train, test)
     uniq_tr = sorted({s for tx in tx_tr for s in tx})
     try:
@@ -188,8 +186,8 @@ def lexical_baseline(train: Sequence[Record], y_train: Sequence[int],
     except ValueError:
         return Baseline("lexical", None, "", reason="the training texts hold no words")
     uniq = sorted(set(uniq_tr) | {s for tx in tx_te for s in tx})
-    rows, index = vec.transform(uniq).tocsr().astype(np.float64), {s: i for i, s in
-                                                                  enumerate(uniq)}
+    rows = vec.transform(uniq).tocsr().astype(np.float64)
+    index = {s: i for i, s in enumerate(uniq)}
     X_tr = _pair_features(rows, index, tx_tr, kind)
     X_te = _pair_features(rows, index, tx_te, kind) if tx_te else rows[:0]
     what = "item 1 minus item 2" if kind == "comparison" else "the statement"
@@ -229,15 +227,11 @@ def _mean_embeddings(embedding: Embedding,
 def embedding_baseline(embedding: Embedding, tokenizer, train: Sequence[Record],
                        y_train: Sequence[int], test: Sequence[Record], *,
                        seed: int = 0) -> Baseline:
-    """The model's input embedding, mean-pooled over each item's tokens, + logistic regression.
-
-    ``embedding``: ``W_E`` ``[vocab, d_model]`` (``model.W_E`` of a TransformerBridge or a
-    HookedTransformer; a tensor or an array). ``tokenizer(text, add_special_tokens=False)``
-    gives each item's tokens. This is the "read-out before block 0" baseline made informative:
-    the literal residual stream before block 0 at the contrast token is the choice token's own
-    embedding, identical for every pair. Features are scaled by their training RMS (one
-    number) so that :data:`C_GRID` means the same for every model.
-    """
+    """The input-embedding baseline (module doc). ``embedding``: ``W_E`` ``[vocab, d_model]``
+    (``model.W_E`` of a TransformerBridge or a HookedTransformer; a tensor or an array);
+    ``tokenizer(text, add_special_tokens=False)`` gives each item's tokens. Features are
+    scaled by their training RMS (one number) so that :data:`C_GRID` means the same for
+    every model."""
     kind, t, tx_tr, tx_te = _setup(train, y_train, test)
     uniq = sorted({s for tx in (*tx_tr, *tx_te) for s in tx})
     rows = _mean_embeddings(embedding, _token_ids(tokenizer, uniq))

@@ -23,15 +23,14 @@ A "beats" claim whose difference is shown above 0 *and* below ``+delta`` is its 
 
 Each test is two one-sided p-values (:class:`ClaimTest`: one for "holds", one for "fails"),
 and :func:`decide_family` applies Holm's step-down correction to each over the claims of one
-family that could reach it (a side whose smallest attainable p is not below ``ALPHA`` cannot be
-significant at any of Holm's thresholds, so it is not counted in the family's ``m``). The
-p-values come from the recorded group differences wherever a run recorded them: at 0 the
-sign-flip test (:func:`~ppairs_lens.evaluation.sign_flip.sign_flip_test`; exact under the paired
-design's null that the two methods are exchangeable within a group); at a margin ``±delta`` the
-test of :mod:`~ppairs_lens.evaluation.margin_test` (Student's t with enough untied groups, else a
-betting test valid for any bounded differences), since the sign-flip test's symmetry does not
-hold there when groups tie. Where only an interval is recorded (statements of ClimateX, the
-shift's drops), its normal approximation over at least
+family that could reach it. The p-values come from the recorded group differences wherever
+a run recorded them: at 0 the sign-flip test
+(:func:`~ppairs_lens.evaluation.sign_flip.sign_flip_test`; exact under the paired design's
+null that the two methods are exchangeable within a group); at a margin ``±delta``
+:func:`~ppairs_lens.evaluation.sign_flip.margin_test` (Student's t with enough untied groups,
+else a betting test valid for any bounded differences), since the sign-flip test's symmetry
+does not hold there when groups tie. Where only an interval is recorded (statements of
+ClimateX, the shift's drops), its normal approximation over at least
 :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` groups (``SE = width / 3.92``).
 ``tests/test_margin_test.py`` simulates each rule at its boundary.
 
@@ -53,19 +52,14 @@ from jaxtyping import Float
 from scipy.stats import norm
 
 from ppairs_lens.evaluation.bootstrap import MIN_BOOTSTRAP_GROUPS
-from ppairs_lens.evaluation.power import (
-    equivalence_groups_needed,
-    groups_needed,
-    sd_from_interval,
-)
-from ppairs_lens.evaluation.margin_test import margin_test
-from ppairs_lens.evaluation.sign_flip import groups_for_p, sign_flip_test
+from ppairs_lens.evaluation.sign_flip import groups_for_p, margin_test, sign_flip_test
 
 __all__ = ["ACCURACY_DELTA", "ALPHA", "BEATS_LESS", "CLAIM_KINDS", "FAILS", "HOLDS", "INCONCLUSIVE",
-           "NOT_RUN", "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "UNDECIDED",
+           "NOT_RUN", "NOT_TESTED", "NO_SKILL", "NOT_TESTABLE", "OUTSIDE_SCOPE", "POWER",
            "ClaimTest", "all_but_one_test", "at_least_test", "Difference", "Outcome", "Verdict",
-           "beats_chance", "claim_test", "decide_family", "groups_to_decide", "holm",
-           "intersection_test", "interval_note", "interval_p", "interval_verdict", "no_skill",
+           "beats_chance", "claim_test", "decide_family", "equivalence_groups_needed",
+           "finite_float", "groups_needed", "groups_to_decide", "holm", "intersection_test",
+           "interval_note", "interval_p", "interval_verdict", "no_skill", "sd_from_interval",
            "transfer_refusal"]
 
 #: Level of every claim's test (two-sided 95% intervals; TOST at 5% reads the 90% interval).
@@ -96,8 +90,6 @@ HOLDS, FAILS, BEATS_LESS = Outcome.HOLDS, Outcome.FAILS, Outcome.BEATS_LESS
 INCONCLUSIVE, NOT_TESTED = Outcome.INCONCLUSIVE, Outcome.NOT_TESTED
 NO_SKILL, NOT_TESTABLE = Outcome.NO_SKILL, Outcome.NOT_TESTABLE
 NOT_RUN, OUTSIDE_SCOPE = Outcome.NOT_RUN, Outcome.OUTSIDE_SCOPE
-#: Outcomes that decide nothing about the claim (no test was made, or none could be).
-UNDECIDED = (NOT_TESTED, NO_SKILL, NOT_TESTABLE, NOT_RUN, OUTSIDE_SCOPE)
 
 
 @dataclass(frozen=True)
@@ -129,7 +121,8 @@ class Verdict:
 
 # ------------------------------------------------------------------ differences and tests
 
-def _num(x) -> float | None:
+def finite_float(x) -> float | None:
+    """``float(x)``, or None where that fails or is not finite (a row's missing number)."""
     try:
         x = float(x)
     except (TypeError, ValueError):
@@ -158,7 +151,8 @@ class Difference:
         ``group_diffs``; ``value_key`` names the value where a row calls it otherwise)."""
         gd = row.get("group_diffs")
         n_groups = row.get("n_groups")
-        return cls(_num(row.get(value_key)), _num(row.get("lo")), _num(row.get("hi")),
+        return cls(finite_float(row.get(value_key)), finite_float(row.get("lo")),
+                   finite_float(row.get("hi")),
                    None if n_groups is None else int(n_groups),
                    None if row.get("n") is None else int(row["n"]),
                    None if gd is None else tuple(float(x) for x in gd))
@@ -194,19 +188,16 @@ class ClaimTest:
         return self.smallest_p if got is None else got
 
 
-def _normal_p(value: float, se: float, shift: float, greater: bool) -> float:
-    if se <= 0:
-        return 0.0 if (value > shift if greater else value < shift) else 1.0
-    z = (value - shift) / se
-    return float(norm.sf(z) if greater else norm.cdf(z))
-
-
 def interval_p(value: float, lo: float, hi: float, shift: float, greater: bool,
                level: float = 1 - ALPHA) -> float:
     """One-sided p of ``mean > shift`` (``greater``) or ``mean < shift`` from a ``level``
     interval ``[lo, hi]`` around ``value``, by its normal approximation
     (``SE = (hi - lo) / (2 z_{(1 + level) / 2})``): the p every interval-based claim uses."""
-    return _normal_p(value, (hi - lo) / (2 * norm.ppf(0.5 + level / 2)), shift, greater)
+    se = (hi - lo) / (2 * norm.ppf(0.5 + level / 2))
+    if se <= 0:
+        return 0.0 if (value > shift if greater else value < shift) else 1.0
+    z = (value - shift) / se
+    return float(norm.sf(z) if greater else norm.cdf(z))
 
 
 def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool,
@@ -285,7 +276,7 @@ def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0, bound: 
 
 
 def _value_or_inf(x) -> float:
-    v = _num(x)
+    v = finite_float(x)
     return math.inf if v is None else v
 
 
@@ -378,6 +369,71 @@ def at_least_test(holds: Sequence[ClaimTest | Verdict], fails: Sequence[ClaimTes
                      f"at least {k} of {m} cells ({len(ok_h)} tested; Holm over the cells on "
                      f"each side); {kth.method}", kth.value, kth.sd, kth.n_groups,
                      kth.n_pairs, smallest_p_holds=s_h, smallest_p_fails=s_f)
+
+
+# ------------------------------------------------------------------ power
+# How many groups would decide an effect: a normal approximation from the group-level SD (it
+# ignores the t correction at small ``k``). A one-sided test at ``alpha`` on the mean of ``k``
+# group differences of SD ``sd`` detects a true mean ``effect`` away from its boundary with
+# ``power`` at ``k = ((z_{1-alpha} + z_{power}) sd / effect)^2``. An equivalence claim (TOST
+# within ``±delta``) must pass *both* one-sided tests, each at ``alpha``: its power at a true
+# mean ``v`` is ``Phi((delta - v) / se - z) + Phi((delta + v) / se - z) - 1`` with
+# ``se = sd / sqrt(k)`` and ``z = z_{1-alpha}``; at ``v = 0`` that is
+# ``((z_{1-alpha} + z_{1-(1-power)/2}) sd / delta)^2``, more than the single nearer margin's
+# ``((z_{1-alpha} + z_{power}) sd / (delta - |v|))^2`` suggests. The group-level SD is the one
+# observed in this run: of the group differences where they were recorded, else read back
+# from the width of the 95% bootstrap interval (``sd = sqrt(k) (hi - lo) / 3.92``).
+
+#: The power a size is chosen for.
+POWER = 0.8
+
+
+def sd_from_interval(lo: float, hi: float, n_groups: int, level: float = 0.95) -> float:
+    """The group-level SD a ``level`` interval of a mean over ``n_groups`` groups implies."""
+    z = float(norm.ppf(0.5 + level / 2))
+    return math.sqrt(n_groups) * (hi - lo) / (2 * z)
+
+
+def groups_needed(effect: float, sd: float, *, alpha: float = 0.025,
+                  power: float = POWER) -> int | None:
+    """Groups for a one-sided test at ``alpha`` to detect ``effect`` (> 0: the distance from
+    the observed mean to the boundary it must clear) with ``power``; None when the effect is
+    not in the direction the test looks (``effect <= 0``) or ``sd`` is unknown."""
+    if not (math.isfinite(effect) and math.isfinite(sd)) or effect <= 0 or sd < 0:
+        return None
+    if sd == 0:
+        return 2
+    z = float(norm.ppf(1 - alpha) + norm.ppf(power))
+    return max(2, math.ceil((z * sd / effect) ** 2))
+
+
+def _tost_power(value: float, delta: float, sd: float, k: int, alpha: float) -> float:
+    se, z = sd / math.sqrt(k), float(norm.ppf(1 - alpha))
+    return max(0.0, float(norm.cdf((delta - value) / se - z) + norm.cdf((delta + value) / se - z)
+                          - 1.0))
+
+
+def equivalence_groups_needed(value: float, delta: float, sd: float, *, alpha: float = 0.05,
+                              power: float = POWER, most: int = 10**8) -> int | None:
+    """Fewest groups at which two one-sided tests, each at ``alpha``, show equivalence within
+    ``±delta`` with ``power`` when the true mean is ``value`` (see the comment above); None when
+    ``|value| >= delta`` (equivalence is false there), ``sd`` is unknown, or more than
+    ``most`` groups would be needed."""
+    if not (math.isfinite(value) and math.isfinite(sd) and delta and math.isfinite(delta)) \
+            or abs(value) >= delta or sd < 0:
+        return None
+    if sd == 0:
+        return 2
+    hi = 2
+    while _tost_power(value, delta, sd, hi, alpha) < power:
+        hi *= 2
+        if hi > most:
+            return None
+    lo = max(2, hi // 2)
+    while lo < hi:                                  # power rises with k: bisect
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if _tost_power(value, delta, sd, mid, alpha) < power else (lo, mid)
+    return lo
 
 
 def _groups_for(kind: str, delta: float, sd: float, power: float, m: int = 1) -> int | None:
@@ -518,7 +574,6 @@ def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> s
     return None
 
 
-
 def beats_chance(acc_lo: float | None, chance: float = 0.5, *, n_groups: int | None = None
                  ) -> bool:
     """A probe or judge works: its held-out accuracy CI's lower end is above chance, over 2+
@@ -535,7 +590,6 @@ def no_skill(acc_lo: float | None, n_groups: int | None, chance: float = 0.5) ->
         return f"it rests on {n_groups} test group{'s' if n_groups != 1 else ''}"
     lo = "n/a" if acc_lo is None else f"{acc_lo:.3f}"
     return f"its 95% CI's lower end {lo} is not above chance ({chance:g})"
-
 
 
 # ------------------------------------------------------------------ transfer

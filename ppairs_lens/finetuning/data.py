@@ -174,13 +174,7 @@ def collate_shared(examples: Sequence[ChoiceExample], pad_id: int,
 def collate(examples: Sequence[ChoiceExample], pad_id: int,
             device: str | torch.device = "cpu") -> ChoiceBatch:
     """Left-pad ``examples`` into one batch (mask and position ids from the lengths)."""
-    width = max(len(e.input_ids) for e in examples)
-    ids = torch.full((len(examples), width), int(pad_id), dtype=torch.long)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for r, e in enumerate(examples):
-        n = len(e.input_ids)
-        ids[r, width - n:] = torch.tensor(e.input_ids, dtype=torch.long)
-        mask[r, width - n:] = 1
+    ids, mask = _left_pad([e.input_ids for e in examples], pad_id)
     pos = (mask.cumsum(dim=1) - 1).clamp(min=0)
     tgt = torch.tensor([e.target for e in examples], dtype=torch.long)
     wrong = torch.tensor([e.wrong for e in examples], dtype=torch.long)

@@ -17,7 +17,10 @@ the prompted judge is the training and nothing else.
 with :func:`read_choices`: the same prompts and the same two choice logits as the prompted
 judge, read from the Hugging Face model directly (both orders of a comparison share their
 prefix; no bridge is booted, LoRA is read unmerged), equal to the bridge's answers up to float
-rounding. Its cost per point is the training alone, up to that block.
+rounding. Its cost per point is the training alone, up to that block. The label curve of
+:mod:`analyses.finetuning` (paper Section 5.2) takes nested, stratified label sets
+(:func:`nested_order`) and its rows put a CI over leak groups on the accuracy averaged over
+seeds (:func:`curve_rows`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ import torch
 
 from ppairs_lens.activations.prompts import Template
 from ppairs_lens.data.records import Dataset
+from ppairs_lens.evaluation.bootstrap import bootstrap
+from ppairs_lens.evaluation.resampled import weighted_accuracy
 from ppairs_lens.finetuning.cost import Cost, measure
 from ppairs_lens.finetuning.data import choice_examples, collate_shared, prompt_examples
 from ppairs_lens.finetuning.train import (
@@ -47,8 +52,8 @@ from ppairs_lens.finetuning.train import (
 from ppairs_lens.judges.zero_shot import ZeroShotResult, judge_report, zero_shot
 from ppairs_lens.models.loading import model_name
 
-__all__ = ["CurvePoint", "FinetunedJudge", "finetune_curve", "finetune_judge", "pad_token_id",
-           "read_choices"]
+__all__ = ["CurvePoint", "FinetunedJudge", "curve_rows", "finetune_curve", "finetune_judge",
+           "nested_order", "pad_token_id", "read_choices"]
 
 
 @dataclass(frozen=True)
@@ -80,15 +85,21 @@ class FinetunedJudge:
     def summary(self) -> dict:
         """What to save beside results: config, sizes, cost, first / last training loss."""
         return {"method": self.config.method, "config": self.config, "base_model": self.base_model,
-                "n_train": self.n_train, "n_examples": self.log.n_examples,
-                "n_steps": self.log.n_steps, "train_seconds": self.log.seconds,
-                "examples_per_s": self.log.examples_per_s,
-                "cpu_seconds_per_example": self.log.cpu_seconds / self.log.n_examples,
-                "loss_first": self.log.losses[0], "loss_last": self.log.losses[-1],
+                "n_train": self.n_train, **_log_summary(self.log),
                 "trainable_params": self.trainable_params, "total_params": self.total_params,
-                "seconds": self.cost.seconds, "cpu_seconds": self.cost.cpu_seconds,
-                "peak_mb": self.cost.peak_mb,
-                "memory_kind": self.cost.memory_kind}
+                **_cost_summary(self.cost)}
+
+
+def _log_summary(log: TrainingLog) -> dict:
+    return {"n_examples": log.n_examples, "n_steps": log.n_steps, "train_seconds": log.seconds,
+            "examples_per_s": log.examples_per_s,
+            "cpu_seconds_per_example": log.cpu_seconds / max(log.n_examples, 1),
+            "loss_first": log.losses[0], "loss_last": log.losses[-1]}
+
+
+def _cost_summary(cost: Cost) -> dict:
+    return {"seconds": cost.seconds, "cpu_seconds": cost.cpu_seconds, "peak_mb": cost.peak_mb,
+            "memory_kind": cost.memory_kind}
 
 
 def pad_token_id(tokenizer) -> int:
@@ -167,13 +178,8 @@ class CurvePoint:
 
     def summary(self, cfg: TrainingConfig) -> dict:
         return {"method": cfg.method, "config": cfg, "n_train": self.n_train,
-                "n_examples": self.log.n_examples, "n_steps": self.log.n_steps,
-                "train_seconds": self.log.seconds, "examples_per_s": self.log.examples_per_s,
-                "cpu_seconds_per_example": self.log.cpu_seconds / max(self.log.n_examples, 1),
-                "loss_first": self.log.losses[0], "loss_last": self.log.losses[-1],
-                "trainable_params": self.trainable_params, "seconds": self.cost.seconds,
-                "cpu_seconds": self.cost.cpu_seconds, "peak_mb": self.cost.peak_mb,
-                "memory_kind": self.cost.memory_kind}
+                **_log_summary(self.log), "trainable_params": self.trainable_params,
+                **_cost_summary(self.cost)}
 
 
 def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
@@ -183,8 +189,9 @@ def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
     ``test`` after the first ``n`` of them for every ``n`` in ``sizes`` (and all of them):
     each point is the judge a run on those ``n`` gives when it has blocks at the same smaller
     sizes (:func:`ppairs_lens.finetuning.train.train_model`; blocks change which comparisons
-    share a batch, so a run without them differs by a reshuffle). ``train``'s order is the nesting, so
-    draw it seeded and stratified (each prefix a fair subset). ``bridge`` is not changed."""
+    share a batch, so a run without them differs by a reshuffle). ``train``'s order is the
+    nesting, so draw it seeded and stratified (each prefix a fair subset). ``bridge`` is not
+    changed."""
     examples = choice_examples(bridge.tokenizer, train, template)
     # untied comparisons before each record position: a size counts records, blocks count
     # the comparisons trained on
@@ -215,3 +222,50 @@ def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
                     desc=f"{cfg.method} {train.name}", blocks=sorted(ends), on_block=at_block)
     del model
     return points
+
+
+def nested_order(labels: np.ndarray, sizes, seed: int) -> np.ndarray:
+    """A seeded order of the training pairs whose first ``n`` are a stratified draw for every
+    ``n`` in ``sizes`` (each class in its share, at least 2 of each where there are; each size
+    keeps the smaller sizes' pairs); ties and the rest come last, each block sorted."""
+    y = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in (1, 2)}
+    n12 = len(pools[1]) + len(pools[2])
+    taken = {1: 0, 2: 0}
+    out: list[np.ndarray] = []
+    for size in sorted({min(int(n), n12) for n in sizes if int(n) > 0}):
+        k1 = int(round(size * len(pools[1]) / max(n12, 1)))
+        k1 = min(max(k1, min(2, len(pools[1])), size - len(pools[2])), len(pools[1]),
+                 size - min(2, len(pools[2])))
+        k1 = min(max(k1, taken[1]), size - taken[2])
+        k = {1: k1, 2: size - k1}
+        out.append(np.sort(np.concatenate([pools[c][taken[c]:k[c]] for c in (1, 2)])))
+        taken = k
+    rest = np.setdiff1d(np.arange(len(y)), np.concatenate(out) if out else [])
+    return np.concatenate([*out, np.sort(rest)]).astype(int)
+
+
+def curve_rows(name: str, n_all: int, cfg, run, y: np.ndarray,
+               groups: list) -> list[dict]:
+    """Per (method, size): accuracy of each seed, and the mean over seeds with a CI over
+    leak groups (every seed scored on each resample of the test groups)."""
+    rows = []
+    for m in cfg.curve_methods:
+        for n in sorted({min(k, n_all) for k in cfg.sizes_of(m)}):
+            accs, ps = [], []
+            for seed in cfg.curve_seeds:
+                s = run(m, n, seed)
+                accs.append(float(np.mean((s.p > 0.5) == (y == 1))))
+                ps.append(s.p)
+                rows.append({"dataset": name, "method": m, "n_labels": n, "seed": seed,
+                             "accuracy": accs[-1], "train_seconds": s.cost.seconds,
+                             "train_cpu_seconds": s.cost.cpu_seconds})
+            ci = bootstrap(lambda w, ps=ps: np.mean([weighted_accuracy(w, y, p) for p in ps],
+                                                    axis=0),
+                           len(y), groups, **cfg.settings.boot_kwargs())
+            lo, hi = ci["lo"], ci["hi"]
+            rows.append({"dataset": name, "method": m, "n_labels": n, "seed": "mean",
+                         "accuracy": float(np.mean(accs)), "lo": float(lo), "hi": float(hi),
+                         "ci_counts": ci["ci_counts"], "n_seeds": len(accs)})
+    return rows

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -49,8 +50,8 @@ from ppairs_lens.finetuning.data import (
 from ppairs_lens.models.backend import backend_of
 
 __all__ = ["METHODS", "TrainingConfig", "TrainingLog", "choice_logits", "choice_loss",
-           "hf_model_copy",
-           "mean_choice_loss", "prepare_model", "train_model", "trainable_parameters"]
+           "hf_model_copy", "mean_choice_loss", "prepare_model", "train_model",
+           "trainable_parameters"]
 
 #: Finetuning methods: low-rank adapters on every linear module, or every weight.
 METHODS: tuple[str, ...] = ("lora", "full")
@@ -223,11 +224,6 @@ def mean_choice_loss(model, examples: Sequence[ChoiceExample], pad_id: int,
     return total / len(examples)
 
 
-def _blocks(n: int, blocks: Sequence[int] | None) -> list[int]:
-    ends = sorted({int(b) for b in (blocks or ()) if 0 < int(b) < n} | {n})
-    return ends
-
-
 def train_model(model, examples: Sequence[ChoiceExample], cfg: TrainingConfig, pad_id: int, *,
                 progress: bool = True, desc: str = "finetune",
                 on_step: Callable[[int, float], None] | None = None,
@@ -241,15 +237,13 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: TrainingConfig, p
     comparison counts that end a block (see the module; more than one block needs one epoch);
     after each block ``on_block(comparisons so far, log so far)`` is called, the model in
     training mode (its eval-mode reads are the caller's; they draw no random numbers)."""
-    import time
-
     if not examples:
         raise PPairsError("no training examples")
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise PPairsError("the model has no trainable parameters")
     groups = comparison_groups(examples)
-    ends = _blocks(len(groups), blocks)
+    ends = sorted({int(b) for b in (blocks or ()) if 0 < int(b) < len(groups)} | {len(groups)})
     if len(ends) > 1 and cfg.epochs != 1:
         raise PPairsError("training in blocks (a label curve) needs epochs=1")
     per = max(1, cfg.batch_size // 2)

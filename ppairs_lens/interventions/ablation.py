@@ -121,6 +121,15 @@ def apply_at_positions(x: Float[Tensor, "batch pos d_model"], fn: Callable[[Tens
     return out
 
 
+def check_directions(bridge, per_point: Mapping[str, Tensor]) -> None:
+    """Refuse a hook name the model lacks, or a direction of another size than its d_model."""
+    check_hook_names(bridge, list(per_point))
+    for name, r in per_point.items():
+        if r.shape[-1] != bridge.cfg.d_model:
+            raise ValueError(f"direction for {name} has dimension {r.shape[-1]}, the model's "
+                             f"d_model is {bridge.cfg.d_model}")
+
+
 def _hook_fn(basis: Float[Tensor, "k d_model"], name: str, positions: Positions,
              last_positions: Int[Tensor, "batch"] | None) -> Callable:
     """A forward hook that rejects ``basis`` from its activation (all or last positions)."""
@@ -157,9 +166,8 @@ def ablation_hooks(
         raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
     if last_positions is not None and positions != "last":
         raise ValueError("last_positions only applies with positions='last'")
-    lp = None
-    if last_positions is not None:
-        lp = torch.as_tensor(last_positions, dtype=torch.long).reshape(-1)
+    lp = (None if last_positions is None
+          else torch.as_tensor(last_positions, dtype=torch.long).reshape(-1))
     if isinstance(directions, Mapping):
         per_point = {name: orthonormal_basis(torch.as_tensor(r))
                      for name, r in directions.items()}
@@ -168,12 +176,7 @@ def ablation_hooks(
     else:
         basis = orthonormal_basis(torch.as_tensor(directions))
         per_point = {name: basis for name in hook_points(preset, bridge.cfg.n_layers)}
-    check_hook_names(bridge, list(per_point))
-    d_model = bridge.cfg.d_model
-    for name, b in per_point.items():
-        if b.shape[-1] != d_model:
-            raise ValueError(f"direction for {name} has dimension {b.shape[-1]}, the model's "
-                             f"d_model is {d_model}")
+    check_directions(bridge, per_point)
     # On a HookedTransformer, ln_final.hook_out is served in after-gain space (see backend).
     return resolve_hooks(bridge, [(name, _hook_fn(b, name, positions, lp))
                                   for name, b in per_point.items()])
@@ -204,7 +207,8 @@ def ablation_hook_sets(
     preset: Preset | Sequence[str] = "paper",
     positions: Positions = "all",
 ) -> tuple[list[Hook], list[Hook]]:
-    """``(hooks, final_hooks)`` for :func:`ppairs_lens.activations.runner.run_branches` / ``harvest_pairs``.
+    """``(hooks, final_hooks)`` for :func:`ppairs_lens.activations.runner.run_branches` /
+    ``harvest_pairs``.
 
     ``positions="all"``: every forward pass (shared context, each pair's own part, the branch
     tokens) is ablated, so everything goes in ``hooks``. ``positions="last"``: only the branch

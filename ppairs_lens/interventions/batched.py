@@ -80,14 +80,6 @@ def batched_rejection_hooks(bridge, directions: Float[Tensor, "D d_model"],
     return resolve_hooks(bridge, [(n, _position_hook(basis, n)) for n in names])
 
 
-def _set_hooks(bridge, block: Float[Tensor, "D point d_model"], names: Sequence[str]
-               ) -> list[Hook]:
-    """Hooks rejecting ``block[j, p]`` at branch position ``j`` at hook point ``names[p]``
-    (a zero row: that branch is left alone at that point)."""
-    return resolve_hooks(bridge, [(n, _position_hook(block[:, p], n))
-                                  for p, n in enumerate(names)])
-
-
 def logodds_per_branch(bridge, pairs, rows: Tensor, make_hooks: Callable[[Tensor], list],
                        settings, chunk: int, desc: str = "prompted judge"
                        ) -> Float[np.ndarray, "pair D"]:
@@ -152,9 +144,14 @@ def judge_under_direction_sets(
         at = torch.tensor([n in pts for n in names], dtype=r.dtype)
         blocks.append(r[:, None, :] * at[None, :, None])
     rows = torch.cat(blocks)
-    return judge_under_branches(bridge, dataset, template, rows,
-                                lambda b: _set_hooks(bridge, b, names),
-                                settings=settings, per_pass=directions_per_pass, desc=desc)
+
+    def hooks(block: Tensor) -> list[Hook]:
+        # block[j, p] is rejected at branch position j at hook point names[p] (zero: left alone)
+        return resolve_hooks(bridge, [(n, _position_hook(block[:, p], n))
+                                      for p, n in enumerate(names)])
+
+    return judge_under_branches(bridge, dataset, template, rows, hooks, settings=settings,
+                                per_pass=directions_per_pass, desc=desc)
 
 
 @torch.inference_mode()

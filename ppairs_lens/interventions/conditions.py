@@ -9,7 +9,7 @@ from __future__ import annotations
 from ppairs_lens.probes.estimators import PROBE_KINDS
 
 __all__ = ["BASELINE", "CONDITION_ORDER", "CONTROL", "CONTROL_AT_READOUT", "MATCHED_NULL",
-           "NULLS", "RANDOM_NULL"]
+           "RANDOM_NULL"]
 
 #: No intervention; the positive control (the choice tokens' unembedding difference removed);
 #: the two nulls: isotropic random unit directions, and random directions drawn from the
@@ -22,7 +22,6 @@ CONTROL = "unembedding"
 CONTROL_AT_READOUT = "unembedding_at_readout"
 RANDOM_NULL = "random"
 MATCHED_NULL = "matched"
-NULLS = (RANDOM_NULL, MATCHED_NULL)
 #: Order of conditions in tables and figures.
 CONDITION_ORDER = (BASELINE, *PROBE_KINDS, RANDOM_NULL, MATCHED_NULL, CONTROL,
                    CONTROL_AT_READOUT)

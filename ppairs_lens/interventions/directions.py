@@ -1,4 +1,10 @@
-"""Directions to intervene along that do not come from a probe: a null and a positive control.
+"""The directions an intervention study runs: the probes' own, the two nulls, a positive control.
+
+Ablation and steering both ask the same question of a probe direction (does the judge respond
+to it more than to directions that are not the probe's?), so both build the same table
+(:func:`probe_directions`, :func:`null_directions`): each probe kind fitted on the training
+pairs at one read-out (degenerate kinds skipped with a warning), then isotropic random and
+variance-matched directions.
 
 Removing *any* direction from the residual stream changes a model a little; ablating
 ``n`` directions drawn uniformly on the sphere (:func:`random_directions`) gives the null
@@ -11,6 +17,9 @@ Uniform directions mostly point where the residual stream hardly varies, unlike 
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
+
 import torch
 from jaxtyping import Float
 from torch import Tensor
@@ -19,8 +28,11 @@ from ppairs_lens.activations.prompts import Template, build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.interventions.ablation import unembedding_direction
+from ppairs_lens.interventions.conditions import MATCHED_NULL, RANDOM_NULL
+from ppairs_lens.probes.sweep import SweepProbes, fit_sweep
 
-__all__ = ["choice_unembedding_direction", "random_directions", "variance_matched_directions"]
+__all__ = ["choice_unembedding_direction", "null_directions", "probe_directions",
+           "random_directions", "variance_matched_directions"]
 
 
 def random_directions(n: int, d: int, seed: int) -> Float[Tensor, "n d"]:
@@ -60,3 +72,34 @@ def variance_matched_directions(features: Float[Tensor, "n d"], n: int, seed: in
     g = torch.Generator().manual_seed(seed)
     r = torch.randn(n, x.shape[0], generator=g, dtype=torch.float64) @ xc
     return (r / r.norm(dim=-1, keepdim=True)).float()
+
+
+def probe_directions(acts_train: Float[Tensor, "n 2 layer d"], labels_train, layer: int,
+                     kinds: Sequence[str], *, C: float, name: str
+                     ) -> tuple[SweepProbes, list[str], list[Tensor]]:
+    """``(probes, kinds kept, unit directions)`` fitted on the training pairs at ``layer``."""
+    probes = fit_sweep(acts_train[:, :, [layer]], labels_train, tuple(kinds), C=C,
+                       layers=[layer])
+    names, rows = [], []
+    for k in kinds:
+        if bool(probes.degenerate[k][0]):
+            warnings.warn(f"{name}: the {k} probe is degenerate at read-out {layer}; skipped")
+            continue
+        names.append(k)
+        rows.append(probes.directions[k][0].float())
+    return probes, names, rows
+
+
+def null_directions(acts_train: Float[Tensor, "n 2 layer d"], layer: int, n_random: int,
+                    n_matched: int, seed: int) -> tuple[list[str], list[str], list[Tensor]]:
+    """``(names, kinds, rows)``: ``n_random`` isotropic and ``n_matched`` variance-matched
+    directions (from the training contrasts' covariance at ``layer``)."""
+    acts = acts_train[:, :, layer].double()
+    names, kinds, rows = [], [], []
+    for null, dirs in ((RANDOM_NULL, random_directions(n_random, acts.shape[-1], seed)),
+                       (MATCHED_NULL, variance_matched_directions(acts[:, 0] - acts[:, 1],
+                                                                  n_matched, seed + 1))):
+        names += [f"{null}_{i:03d}" for i in range(len(dirs))]
+        kinds += [null] * len(dirs)
+        rows += list(dirs)
+    return names, kinds, rows

@@ -12,8 +12,8 @@ run on every pass: ``positions="all"`` adds at every prompt position, then at ea
 so a key-value cache gives the tokens that generating without one gives. ``positions=p`` (an
 int) adds only at positions ``p`` and after, counted in the whole sequence (prompt from 0,
 then each new token): with a cache each pass's first position is read from block 0's attention
-(:class:`ppairs_lens.interventions.pass_offset.PassOffset`), so the hook point must come after
-it (any ``blocks.{l}.hook_resid_post``, not ``hook_embed``). ``p`` = the prompt's length
+(:class:`PassOffset`), so the hook point must come after it (any
+``blocks.{l}.hook_resid_post``, not ``hook_embed``). ``p`` = the prompt's length
 steers the generated tokens only (the first of them is then read from an unsteered pass).
 ``"last"`` steers each pass's last position only, which differs with and without a cache.
 
@@ -22,7 +22,13 @@ block ``l``'s output is carried into every later block); to steer once, name one
 
 :func:`batched_steering_hooks` adds a different vector at each branch position of the read-out
 step (as :func:`ppairs_lens.interventions.batched.batched_rejection_hooks` rejects one), so
-many directions share one pass of :func:`ppairs_lens.activations.runner.run_branches`.
+many directions share one pass of :func:`ppairs_lens.activations.runner.run_branches`, and
+:func:`judge_under_steering` reads the calibrated zero-shot judge under them, as the batched
+ablation does (:func:`ppairs_lens.interventions.batched.judge_under_directions`). For
+comparisons the judge is swap-calibrated, ``z = (ld_original - ld_swapped) / 2``. A vector
+that says "item 1 is better" in the original order says "item 2 is better" in the swapped one,
+so the swapped prompts get ``-v``: adding the same ``v`` to both orders would only move the
+position bias, which the calibration cancels.
 """
 
 from __future__ import annotations
@@ -31,18 +37,25 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ppairs_lens.activations.prompts import Template, build_contrast_pairs
+from ppairs_lens.activations.runner import HarvestSettings
+from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import DirectionError, SettingError
 from ppairs_lens.interventions.ablation import (
     Directions,
     Positions,
     apply_at_positions,
+    check_directions,
     direction_rows,
 )
-from ppairs_lens.interventions.pass_offset import PassOffset
+from ppairs_lens.interventions.batched import logodds_per_branch
+from ppairs_lens.judges.calibration import swap_calibrated_logodds
+from ppairs_lens.judges.zero_shot import swapped_dataset
 from ppairs_lens.models.backend import FINAL_NORM_HOOK, hook_names, resolve_hooks
 from ppairs_lens.models.hook_points import (
     PRESETS,
@@ -52,8 +65,9 @@ from ppairs_lens.models.hook_points import (
     hook_points,
 )
 
-__all__ = ["MAX_ALPHA", "check_alpha", "check_finite_activations", "steering_vector",
-           "steering_hooks", "steer", "batched_steering_hooks"]
+__all__ = ["MAX_ALPHA", "OFFSET_HOOK", "PassOffset", "batched_steering_hooks", "check_alpha",
+           "check_finite_activations", "judge_under_steering", "steer", "steering_hooks",
+           "steering_vector"]
 
 
 #: The largest steering strength taken, relative to the activations' median norm at the hook
@@ -130,6 +144,40 @@ def _add(x: Tensor, v: Tensor) -> Tensor:
     return (x.to(work) + v.to(device=x.device, dtype=work)).to(x.dtype)
 
 
+#: Where a pass's first position is read: keys (cached + new) minus queries (new).
+OFFSET_HOOK = "blocks.0.attn.hook_attn_scores"
+#: The first hook point of every forward pass (clears the offset).
+PASS_START_HOOK = "hook_embed"
+
+
+class PassOffset:
+    """The current forward pass's first position in its sequence (``value``; None before
+    block 0's attention): with a key-value cache, each new token's pass sees only that token.
+
+    Block 0's attention scores have one key per cached or new position and one query per new
+    one, so ``keys - queries`` is the pass's first position, on a TransformerBridge and a
+    HookedTransformer alike, read through hook points only (no attribute of the model or its
+    cache). ``hook_embed`` clears it, so a hook point that fires before block 0's attention
+    gets ``None``, never the previous pass's offset. Add :meth:`hooks` to the same
+    ``model.hooks(...)`` as the hooks that read :attr:`value`.
+    """
+
+    def __init__(self) -> None:
+        self.value: int | None = None
+
+    def _clear(self, x: Tensor, hook=None) -> Tensor:
+        self.value = None
+        return x
+
+    def _record(self, scores: Float[Tensor, "batch head query key"], hook=None) -> Tensor:
+        self.value = int(scores.shape[-1] - scores.shape[-2])
+        return scores
+
+    def hooks(self) -> list[tuple[str, Callable]]:
+        """``[(hook name, fn)]`` that keep :attr:`value` up to date, pass by pass."""
+        return [(PASS_START_HOOK, self._clear), (OFFSET_HOOK, self._record)]
+
+
 def _from_position(x: Float[Tensor, "batch pos d_model"], v: Tensor, start: int,
                    offset: int | None, name: str) -> Tensor:
     """``x`` with ``v`` added at the sequence positions ``>= start`` (this pass's columns are
@@ -198,11 +246,7 @@ def steering_hooks(
     else:
         v = steering_vector(torch.as_tensor(direction), alpha)
         per_point = {n: v for n in hook_points(_as_points(preset), bridge.cfg.n_layers)}
-    check_hook_names(bridge, list(per_point))
-    for name, v in per_point.items():
-        if v.shape[-1] != bridge.cfg.d_model:
-            raise ValueError(f"direction for {name} has dimension {v.shape[-1]}, the model's "
-                             f"d_model is {bridge.cfg.d_model}")
+    check_directions(bridge, per_point)
     offset = PassOffset() if isinstance(positions, int) else None
     hooks = [(n, _hook_fn(v, n, positions, lp, offset)) for n, v in per_point.items()]
     # The offset's hooks first: at a shared hook point they run before the steering hook.
@@ -248,3 +292,32 @@ def batched_steering_hooks(bridge, vectors: Float[Tensor, "D d_model"],
     names = hook_points(_as_points(hooks), bridge.cfg.n_layers)
     check_hook_names(bridge, names)
     return resolve_hooks(bridge, [(n, _position_hook(v, n)) for n in names] + _watch(bridge))
+
+
+@torch.inference_mode()
+def judge_under_steering(
+    bridge, dataset: Dataset, template: Template | None, vectors: Float[Tensor, "D d_model"],
+    hooks: Preset | Sequence[str], *, settings: HarvestSettings = HarvestSettings(),
+    vectors_per_pass: int | None = None, desc: str = "steered judge",
+) -> dict[str, np.ndarray | None]:
+    """``{"z", "ld_original", "ld_swapped"}`` per record and vector (``[record, D]``; the
+    swapped one None for statements), each vector added as given (not normalised) at branch
+    position ``j`` of the read-out token at every hook point of ``hooks`` (module doc); a zero
+    row is the unsteered judge."""
+    v = torch.as_tensor(vectors).detach().float()
+    if not torch.isfinite(v).all():  # before any prompt is built or run
+        raise DirectionError("steering vectors hold NaN or inf (a non-finite coefficient "
+                             "alpha, or direction); every vector must be finite")
+    chunk = int(vectors_per_pass or v.shape[0])
+
+    def logodds(pairs, vecs: Tensor, what: str) -> Float[np.ndarray, "pair D"]:
+        return logodds_per_branch(bridge, pairs, vecs,
+                                  lambda b: batched_steering_hooks(bridge, b, hooks), settings,
+                                  chunk, what)
+
+    ld_o = logodds(build_contrast_pairs(bridge.tokenizer, dataset, template), v, desc)
+    if dataset.kind != "comparison":
+        return {"z": ld_o, "ld_original": ld_o, "ld_swapped": None}
+    swapped = build_contrast_pairs(bridge.tokenizer, swapped_dataset(dataset), template)
+    ld_s = logodds(swapped, -v, f"{desc}, swapped")
+    return {"z": swap_calibrated_logodds(ld_o, ld_s), "ld_original": ld_o, "ld_swapped": ld_s}

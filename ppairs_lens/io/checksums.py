@@ -1,9 +1,6 @@
-"""Checksums of saved tensors (one sha256 per tensor, over its raw bytes) and of output files.
-
-Activation store shards (:mod:`ppairs_lens.activations.store`) and saved probes, sweeps and
-directions (:mod:`ppairs_lens.probes.persistence`) both record one per tensor when they write
-and compare it when they read, so a flipped byte is refused instead of loaded.
-"""
+"""Checksums of saved tensors (one sha256 per tensor, over its raw bytes) and of output files:
+store shards and saved probes record one per tensor when they write and compare it when they
+read, so a flipped byte is refused instead of loaded."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""Reading back a JSON file the package wrote: the wrong JSON type is refused by name.
-
-A file the package writes (saved probes' ``metadata.json``, configs, step records) can be
-edited or damaged by hand; :func:`read_json_object` and :func:`check_fields` turn that into
-one :class:`~ppairs_lens.errors.PPairsError` naming the file and the field, never an
-``AttributeError`` or ``KeyError`` from deep inside whoever reads it next.
+"""Reading back a JSON file the package wrote (saved probes' ``metadata.json``, configs, step
+records), which may have been edited or damaged by hand: :func:`read_json_object` and
+:func:`check_fields` refuse the wrong JSON type in one :class:`~ppairs_lens.errors.PPairsError`
+naming the file and the field, never an ``AttributeError`` or ``KeyError`` deep inside whoever
+reads it next.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Experiment bookkeeping: a config dataclass saved beside every result it produced.
-
-Like elk, each analysis is a declarative dataclass; its outputs (tables, figures) are written
-atomically into one folder together with ``<name>.config.json``, so any figure can be traced
-to the run that made it.
-"""
+"""Experiment bookkeeping: like elk, each analysis is a declarative config dataclass, saved
+as ``<name>.config.json`` beside the tables and figures it produced (all written atomically),
+so any figure can be traced to the run that made it."""
 
 from __future__ import annotations
 
@@ -26,12 +23,9 @@ from ppairs_lens.io.atomic import atomic_write_bytes, atomic_write_text
 
 def jsonable(obj: Any, *, keep_nan: bool = False) -> Any:
     """``obj`` as JSON data: dataclasses and dicts to dicts (string keys), tuples to lists,
-    paths to strings, numpy / torch scalars to Python numbers.
-
-    A float NaN becomes ``None`` (strict JSON has no NaN), unless ``keep_nan``: then it stays
-    and ``json`` writes it as ``NaN``, which Python reads back as NaN (for records only this
-    package reads, where a missing value must not turn into ``None``).
-    """
+    paths to strings, numpy / torch scalars to Python numbers. A float NaN becomes ``None``
+    (strict JSON has no NaN), unless ``keep_nan``: then ``json`` writes ``NaN``, which Python
+    reads back (for records only this package reads, where a missing value must stay NaN)."""
     if is_dataclass(obj) and not isinstance(obj, type):
         obj = asdict(obj)
     if isinstance(obj, dict):
@@ -88,11 +82,9 @@ def config_from_data(cls, data: dict):
         raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
     kw = {}
     for f in fields(cls):
-        kind = _record_type(hints.get(f.name))
-        nested = kind is not None
         if f.name in data:
-            v = data[f.name]
-            kw[f.name] = (config_from_data(kind, v) if nested and isinstance(v, dict)
+            v, kind = data[f.name], _record_type(hints.get(f.name))
+            kw[f.name] = (config_from_data(kind, v) if kind is not None and isinstance(v, dict)
                           else tuple(v) if isinstance(v, list) else v)
     return cls(**kw)
 
@@ -134,8 +126,8 @@ def run_environment() -> dict[str, Any]:
 
 
 def _cpu() -> dict[str, Any]:
-    """The processor as Linux names it, with its core count: two hosts whose numbers differ
-    at float noise are told apart by it (None where /proc/cpuinfo is absent)."""
+    """The processor as Linux names it (None without /proc/cpuinfo) and its core count: two
+    hosts whose numbers differ at float noise are told apart by it."""
     try:
         text = Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
     except OSError:
@@ -175,12 +167,11 @@ def save_config(out_dir: str | Path, name: str, config: Any) -> Path:
 
 def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -> list[Path]:
     """Save a matplotlib figure as PNG (README) and SVG (papers), each atomically, and its
-    caption (``ppairs_lens.io.plotting.caption``) as ``<name>.md`` beside them; a
-    ``preview`` (``--quick``, ``EvalSettings.quick``) saves the PNG only, as its SVG costs
-    ~0.5-1.5 s a figure and a preview's numbers go into no paper, and removes an SVG of that
-    name left by an earlier run (it would not match the PNG). SVG text stays text (the
-    package style's ``svg.fonttype``: editable, ~1.4x faster to save than glyphs drawn as
-    paths on a 1,000-label heatmap; a viewer without DejaVu Sans substitutes a font)."""
+    caption (``ppairs_lens.io.plotting.caption``) as ``<name>.md`` beside them. A ``preview``
+    (``--quick``) saves the PNG only (an SVG costs ~0.5-1.5 s a figure, and a preview's numbers
+    go into no paper) and removes an SVG of that name left by an earlier run. SVG text stays
+    text (``svg.fonttype``: editable, ~1.4x faster to save than glyphs drawn as paths on a
+    1,000-label heatmap; a viewer without DejaVu Sans substitutes a font)."""
     from matplotlib import rc_context
 
     from ppairs_lens.io.plotting import STYLE, figure_caption

@@ -2,16 +2,13 @@
 
 A study's steps pass records (frozen dataclasses), never loose dicts or strings. Each step's
 result is remembered as JSON (:class:`~ppairs_lens.io.step_cache.StepCache`):
-:func:`record_data` writes a record (nested records, numpy arrays, tuples, mappings) as JSON
-data, and :func:`record_from_data` rebuilds it from the type the step declares, so a reused
-step hands on the same record type, with the same numbers, as a fresh one
-(:meth:`ppairs_lens.io.study_runner.StudyRunner.step` reads the declared type from the step
-function's return annotation). Both directions are one `cattrs
-<https://catt.rs>`_ converter (:data:`CONVERTER`); what is ours is only what JSON lacks:
+:func:`record_data` writes a record as JSON data, and :func:`record_from_data` rebuilds it
+from the type the step declares (its return annotation), so a reused step hands on the same
+record type, with the same numbers, as a fresh one. Both directions are one `cattrs
+<https://catt.rs>`_ converter (:data:`CONVERTER`); ours is only what JSON lacks:
 
-* a table row's field that this row does not have holds :data:`ABSENT`, which
-  :func:`record_data` leaves out (so the row's data has the keys it had) and
-  :func:`record_from_data` restores from the field's default;
+* a table row's field that this row does not have holds :data:`ABSENT`, left out of the row's
+  data and restored from the field's default;
 * a field whose JSON key cannot be a Python name (``frac_abs_cos_above_0.7``) declares that
   key as ``field(metadata={JSON_KEY: "..."})``;
 * JSON's own values are kept as they are (an int where a float is declared becomes one, a NaN
@@ -19,9 +16,8 @@ function's return annotation). Both directions are one `cattrs
   a value of another type is refused, never coerced; numpy arrays are lists; a mapping's int
   keys, strings in JSON, are ints again.
 
-:class:`StepRows` is a step's table as such rows, which the step builds directly; its
-``table()`` is the step's CSV. Data that does not fit is refused in one line naming the
-field.
+:class:`StepRows` is a step's table as such rows; its ``table()`` is the step's CSV. Data
+that does not fit is refused in one line naming the field.
 """
 
 from __future__ import annotations
@@ -75,7 +71,6 @@ _PRIMITIVES = (str, int, float, bool)
 
 
 def _key(f) -> str:
-    """The JSON key of the dataclass field ``f``."""
     return f.metadata.get(JSON_KEY, f.name)
 
 
@@ -135,8 +130,6 @@ def _primitive(v: Any, types_: tuple[type, ...]) -> Any:
 
 def _converter() -> cattrs.Converter:
     c = cattrs.Converter(forbid_extra_keys=True)
-    # JSON's own values stay as written (an int where a float is declared becomes a float);
-    # a value of another type is refused, never coerced
     for t in (str, int, bool, float):
         c.register_structure_hook(t, lambda v, t: _primitive(v, (t,)))
     c.register_structure_hook_func(
@@ -188,8 +181,7 @@ CONVERTER = _converter()
 
 def record_data(obj: Any) -> Any:
     """``obj`` as JSON data: a record's fields by JSON key (those holding :data:`ABSENT` left
-    out), arrays as (nested) lists, tuples as lists, mapping keys as strings; a NaN stays a
-    NaN (the step cache writes it as ``NaN``)."""
+    out), arrays and tuples as lists, mapping keys as strings; a NaN stays a NaN."""
     return CONVERTER.unstructure(obj)
 
 
@@ -200,10 +192,9 @@ def is_record_type(hint: Any) -> bool:
 
 
 def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
-    """The value of type ``hint`` that :func:`record_data` wrote as ``data``: records rebuilt
-    field by field from their annotations, lists back to tuples or arrays where declared, a
-    field missing from the data at its default (:data:`ABSENT` for a column the row does not
-    have). Data that does not fit is refused in one line naming the field (``where``)."""
+    """The value of type ``hint`` that :func:`record_data` wrote as ``data`` (lists back to
+    tuples or arrays where declared, a missing field at its default); data that does not fit
+    is refused in one line naming the field (``where``)."""
     if hint is None or hint is Any or hint is object:
         return data
     try:
@@ -240,11 +231,10 @@ def _cell(text: str, hint: Any) -> Any:
 
 
 def rows_from_csv(row_type: type, path) -> list[dict]:
-    """A CSV table written from ``row_type`` records, as their data (each cell read as its
-    field's type by :func:`_cell`, :func:`record_from_data` then makes the records; a column
-    no row had, or an empty cell in a field the row may lack, is left out, so the record has
-    ABSENT there). A file that cannot be read, a column missing or a cell that does not fit is
-    refused in one line naming the file, row and field."""
+    """A CSV table written from ``row_type`` records, as their data for
+    :func:`record_from_data` (each cell read by :func:`_cell`; a column no row had, or an
+    empty cell in a field the row may lack, left out: ABSENT there). A file that cannot be
+    read, a column missing or a cell that does not fit is refused naming file, row and field."""
     import csv
 
     hints = typing.get_type_hints(row_type)
@@ -280,8 +270,7 @@ def _said(exc: BaseException, hint: Any) -> str:
 
 @dataclass(frozen=True)
 class StepRows:
-    """A step's table, its rows in order (each subclass declares ``rows`` with its row
-    record)."""
+    """A step's table, its rows in order (a subclass declares ``rows`` with its row record)."""
 
     rows: tuple = ()
 
@@ -297,9 +286,8 @@ class StepRows:
     @classmethod
     def read_csv(cls, path):
         """The record whose :meth:`table` was written to the CSV file ``path`` (by this
-        version: every column its row record requires is there), as :func:`rows_from_csv`
-        reads it. A table of one row record only: which record a row of several kinds was
-        cannot be told from its cells."""
+        version), as :func:`rows_from_csv` reads it; a table of one row record only (which
+        record a row of several kinds was cannot be told from its cells)."""
         if _is_union(cls.row_type()):
             raise PPairsError(f"{cls.__name__} holds rows of several kinds: its CSV cannot be "
                               "read back into them")

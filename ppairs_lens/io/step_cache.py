@@ -1,11 +1,9 @@
 """Where finished analysis steps are remembered, so a rerun or an interrupted run skips them.
 
-A step's record holds a key (a digest of everything the step depends on: its inputs, the
-fingerprints of the activation stores it reads, and the source code of the packages the
-caller names, e.g. this library and the analyses that use it) and its JSON result. A later
-run with the same key, whose output files are all still there, takes the result instead of
-recomputing; any change — a config field, a store's data, a line of code — recomputes the
-step.
+A step's record holds its JSON result and a key: a digest of everything the step depends on
+(its inputs, the fingerprints of the stores it reads, the source code of the packages the
+caller names). A later run with the same key, whose output files are all still there, takes
+the result; any change (a config field, a store's data, a line of code) recomputes the step.
 """
 
 from __future__ import annotations
@@ -35,10 +33,7 @@ def code_digest(*packages: str) -> str:
 
 
 class StepCache:
-    """Records of finished steps in ``folder`` (one JSON file per step name); a step's key
-    includes the source of ``code_packages``, so any code change there recomputes it (an
-    empty ``code_packages``: the step's inputs alone, e.g. the judges, keyed by the prompts
-    they run)."""
+    """Records of finished steps in ``folder``, one JSON file per step name."""
 
     def __init__(self, folder: str | Path, enabled: bool = True,
                  code_packages: Sequence[str] = ("ppairs_lens",)):

@@ -1,12 +1,11 @@
 """The runner of a study's steps: one output folder, timings, progress, reuse of finished steps.
 
-A study (the main job, ``analyses.replication.run``) is a list of steps. Each step's result
-is remembered in the output folder (:class:`ppairs_lens.io.step_cache.StepCache`) under a key
-of its inputs (config, store fingerprints) and the code, so an interrupted or repeated study
-redoes only what changed; the runner times every step and shows one progress bar for all.
-Each step's line gives its rate where the step says what it counts (``units``: pairs, prompts,
-directions x pairs), and :meth:`StudyRunner.close` prints every step's share of the run, so a
-log of a long run shows where its time went even when the run is cut off.
+A study (the main job, ``analyses.replication.run``) is a list of steps, each remembered in
+the output folder (:class:`ppairs_lens.io.step_cache.StepCache`) under a key of its inputs
+and the code, so an interrupted or repeated study redoes only what changed. Each step prints
+a line with its time and, where it says what it counts (``units``: pairs, prompts), its rate;
+:meth:`StudyRunner.close` prints every step's share, so the log of a long run shows where its
+time went even when the run is cut off.
 """
 
 from __future__ import annotations
@@ -84,10 +83,9 @@ class StudyRunner:
              units: Units = None, result_type: Any = None, **inputs: Any) -> Any:
         """``fn()``'s result, or the remembered one when ``inputs``, the code and every file
         of ``outputs`` (names inside ``out``) are as when it last finished. A step that
-        declares its result (``def fn() -> Record``, see :func:`declared_result`, or
-        ``result_type`` for a ``fn`` that cannot, a ``functools.partial``) is remembered as
-        :func:`~ppairs_lens.io.records.record_data` and handed on rebuilt as that type,
-        fresh or reused alike; an undeclared one is handed on as its JSON data."""
+        declares its result (``def fn() -> Record``, or ``result_type`` for a ``fn`` that
+        cannot, a ``functools.partial``) is handed on rebuilt as that type, fresh or reused
+        alike; an undeclared one as its JSON data."""
         t0 = time.perf_counter()
         hint = result_type if result_type is not None else declared_result(fn)
         run = fn if hint is None else (lambda: record_data(fn()))

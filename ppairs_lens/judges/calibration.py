@@ -2,10 +2,9 @@
 
 A prompted judge answers "... is Choice " with a next-token distribution. Its answer is read as
 the log-odds ``ld = logit(choice 1) - logit(choice 2)``
-(:func:`ppairs_lens.activations.few_logits.choice_logodds`, float64, with ``choice_columns``
-saying where each prompt's choices sit in the logits read: both live with the logits they read,
-so that a harvest computes the judge's answer too); P(choice 1)
-is ``sigmoid(ld)``, the softmax over the two choice logits alone (:func:`choice_probability`).
+(:func:`ppairs_lens.activations.few_logits.choice_logodds`, float64: it lives with the logits
+it reads, so that a harvest computes the judge's answer too); P(choice 1) is ``sigmoid(ld)``,
+the softmax over the two choice logits alone (:func:`choice_probability`).
 
 LLM judges favour one position, so a comparison is also asked with its items swapped. The two
 answers are combined in log-odds (:func:`swap_calibrated_logodds`):
@@ -32,8 +31,7 @@ from torch import Tensor
 from ppairs_lens.activations.few_logits import choice_logodds
 
 __all__ = ["LOGIT_EPS", "TIE_LOGODDS", "logit", "sigmoid", "swap_calibrated_logodds",
-           "swap_calibrate",
-           "swap_calibrated", "choice_probability", "judge_diagnostics"]
+           "swap_calibrate", "swap_calibrated", "choice_probability", "judge_diagnostics"]
 
 #: ``compare(a, b)`` = probability that item ``a`` is preferred over (is "more X" than) ``b``:
 #: what a judge gives and the sorts of :mod:`ppairs_lens.ranking` take.

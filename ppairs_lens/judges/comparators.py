@@ -2,38 +2,39 @@
 
 A PAIRS merge sort of ``n`` items asks about ``n log n`` pairs, one at a time, and which pairs
 it asks depends on earlier answers. So instead of harvesting every pair of a context up front
-(``n^2``), the comparators here build and run a pair's prompt when it is first asked for, and
-cache the answer per *ordered* pair (``(a, b)`` and ``(b, a)`` are different prompts):
-
-* :class:`ProbeComparator` - PPairS: harvest the contrast pair at one read-out and apply a
-  fitted probe; ``P(a preferred) = probe.predict_proba(acts)[:, 1]``. The activations are
-  kept too (``acts``).
-* :class:`ZeroShotComparator` - the prompted baseline: the model's own answer, the log-odds
-  of the "1" / "2" logits after "... is Choice ", position-calibrated by default (as
-  :func:`ppairs_lens.judges.zero_shot.zero_shot`).
-
-Both are callables ``compare(a, b) -> P(a preferred over b)`` on item ids, so they plug into
+(``n^2``), a comparator builds and runs a pair's prompt when it is first asked for, and caches
+the answer per *ordered* pair (``(a, b)`` and ``(b, a)`` are different prompts):
+:class:`ProbeComparator` applies a fitted probe to the pair's harvested read-out (PPairS),
+:class:`ZeroShotComparator` reads the model's own answer (the prompted baseline). Both are
+callables ``compare(a, b) -> P(a preferred over b)`` on item ids, so they plug into
 :func:`ppairs_lens.ranking.merge_sort.merge_sort`, ``beam_merge_sort`` and
 :func:`ppairs_lens.ranking.insertion.insertion_score` unchanged. ``calibrate=True`` asks both
-orders of each pair, in one batch, and combines them in log-odds, ``sigmoid((ld_ab - ld_ba) / 2)``
+orders of each pair, in one batch, and combines them in log-odds
 (:func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`).
 
 Cost (what analyses report): ``n_rows`` counts prompts run through the model, one per ordered
 pair (a harvest reads the prompt's two final tokens, "1" and "2", from one run of its prefix);
 ``n_tokens`` counts the tokens actually fed through the model, shared context included once.
-
-Speed: ``prefetch(pairs)`` evaluates any list of pairs in one batch, and
-:func:`ppairs_lens.judges.lockstep.run_lockstep` batches the comparisons of many sorts; the
-prompts run through a :class:`ppairs_lens.judges.context_cache.ContextKV`, which keeps each
-context's key-value cache across calls.
+Speed: ``prefetch(pairs)`` evaluates any list of pairs in one batch, and the prompts run
+through a :class:`ppairs_lens.judges.context_cache.ContextKV`, which keeps each context's
+key-value cache across calls. :func:`run_lockstep` runs many tasks (one sort per context, or one
+insertion per test item), each the unchanged function of :mod:`ppairs_lens.ranking`, in
+threads that block on the comparator; whenever every unfinished task is waiting for a
+comparison, all their pairs are evaluated in one batch. A round holds one pair per unfinished
+task, or the several pairs a task announces at once (``compare.prefetch(pairs)``: an insertion
+step's ``k`` references, known before any of them is compared, whose prompts then share the
+item's part in the batch); results are exactly those of running the tasks one by one. Not
+done: speculative prefetching of the comparisons a merge *might* ask next; within one merge
+the comparisons are inherently sequential.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
-from collections.abc import Hashable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -58,7 +59,11 @@ from ppairs_lens.judges.progress import MIN_ROWS, sort_comparisons_bound
 from ppairs_lens.models.hook_points import READOUT_PRESET, hook_points
 from ppairs_lens.models.loading import model_name
 
-__all__ = ["BatchComparator", "ProbeComparator", "ZeroShotComparator", "dataset_meta"]
+__all__ = ["BatchComparator", "ProbeComparator", "ZeroShotComparator", "dataset_meta",
+           "run_lockstep"]
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 def dataset_meta(meta: Dataset | Mapping[str, Any]) -> Dataset:
@@ -78,10 +83,7 @@ class BatchComparator:
     """``compare(a, b) -> P(a preferred over b)`` evaluated in batches, cached per ordered pair.
 
     Subclasses implement :meth:`_evaluate` (P(first item preferred) for a list of ordered
-    pairs, as presented), or :meth:`_evaluate_both` where they read log-odds directly. With
-    ``calibrate=True`` a call asks both orders (in one batch) and returns
-    ``sigmoid(swap_calibrated_logodds(ld(a, b), ld(b, a)))``, the one calibration rule of
-    :mod:`ppairs_lens.judges.calibration`.
+    pairs, as presented), or :meth:`_evaluate_both` where they read log-odds directly.
 
     Cost counters: ``n_rows`` prompts run (ordered pairs evaluated), ``n_batches`` model calls,
     ``n_calls`` comparisons asked, ``seconds`` spent evaluating. ``raw`` maps each evaluated
@@ -241,10 +243,9 @@ class ProbeComparator(_PromptComparator):
     the probe was fitted on.
     ``items`` maps item ids to :class:`ScoredItem` (text, context) or plain text (no
     context); two compared items must share their context. ``dataset_meta`` gives the
-    question (a :class:`Dataset` or a dict of aspect / item_name / context_name /
-    aspect_description). Only the probe's read-out is computed and kept: ``acts[(a, b)]`` is
-    the ``[2, d]`` activation of the ordered pair; the passes stop after its block (the
-    runner's ``stop_after_reads``, a :class:`ContextKV`'s default).
+    question (:func:`dataset_meta`). Only the probe's read-out is computed and kept:
+    ``acts[(a, b)]`` is the ``[2, d]`` activation of the ordered pair; the passes stop after
+    its block (the runner's ``stop_after_reads``, a :class:`ContextKV`'s default).
     """
 
     def __init__(self, bridge, probe, layer: int, items: Mapping[Hashable, ScoredItem | str],
@@ -271,8 +272,7 @@ class ProbeComparator(_PromptComparator):
             i = int(bad.nonzero()[0, 0])
             raise NonFiniteActivationError(f"non-finite activation at pair {cps[i].pair_id}, "
                                            f"read-out {self.hook}")
-        for k, a in zip(pairs, out):
-            self.acts[k] = a
+        self.acts.update(zip(pairs, out))
         meta = {}
         if getattr(self.probe, "layer_", None) is not None:
             meta["layer"] = self.layer
@@ -285,8 +285,7 @@ class ZeroShotComparator(_PromptComparator):
     """The prompted judge on demand: softmax of the two choice logits after "... is Choice ".
 
     Same prompts as :class:`ProbeComparator` and as :func:`ppairs_lens.judges.zero_shot.zero_shot`
-    (whose numbers it reproduces); position-calibrated in log-odds by default
-    (``calibrate=True``: both orders, two rows per comparison).
+    (whose numbers it reproduces); position-calibrated by default (two rows per comparison).
     """
 
     def __init__(self, bridge, items: Mapping[Hashable, ScoredItem | str],
@@ -309,3 +308,92 @@ class ZeroShotComparator(_PromptComparator):
                              [self._anchor(r) for r in recs], logit_ids=ids).logits[:, 0]
         ld = choice_logodds(lg, columns)
         return sigmoid(ld), ld
+
+
+class _Aborted(Exception):
+    """Raised inside a waiting task when the batch it waited for failed."""
+
+
+class _TaskCompare:
+    """One task's ``compare(a, b)``, and ``prefetch(pairs)``: pairs it will ask next, put in
+    the next round at once (it blocks until they are evaluated)."""
+
+    def __init__(self, ask: Callable[[list[tuple[Hashable, Hashable]]], None],
+                 comparator: BatchComparator, lock: threading.Condition):
+        self._ask = ask
+        self._comparator = comparator
+        self._lock = lock
+
+    def prefetch(self, pairs) -> None:
+        self._ask(list(pairs))
+
+    def __call__(self, a: Hashable, b: Hashable) -> float:
+        self._ask([(a, b)])
+        with self._lock:  # the comparator's counters are shared by every task
+            return self._comparator(a, b)
+
+
+def run_lockstep(tasks: Mapping[K, Callable[[Callable[[Hashable, Hashable], float]], T]],
+                 comparator: BatchComparator) -> dict[K, T]:
+    """Run ``tasks`` (each ``task(compare) -> result``) in lockstep, their comparisons batched
+    in ``comparator.prefetch``; returns ``{key: result}``. The first exception of a task (or
+    of a batch) is re-raised after all threads have stopped."""
+    cond = threading.Condition()
+    pending: dict[K, list[tuple[Hashable, Hashable]]] = {}
+    results: dict[K, T] = {}
+    errors: list[BaseException] = []
+    state = {"alive": len(tasks), "failed": False}
+
+    def make_compare(key: K) -> _TaskCompare:
+        def ask(pairs: list[tuple[Hashable, Hashable]]) -> None:
+            with cond:
+                if state["failed"]:
+                    raise _Aborted
+                todo = [p for p in pairs if not comparator.ready(*p)]
+                if todo:
+                    pending[key] = todo
+                    cond.notify_all()
+                    while key in pending:
+                        cond.wait()
+                    if state["failed"]:
+                        raise _Aborted
+        return _TaskCompare(ask, comparator, cond)
+
+    def worker(key: K, fn) -> None:
+        try:
+            results[key] = fn(make_compare(key))
+        except _Aborted:
+            pass
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            with cond:
+                errors.append(e)
+        finally:
+            with cond:
+                state["alive"] -= 1
+                cond.notify_all()
+
+    threads = [threading.Thread(target=worker, args=(k, f), daemon=True,
+                                name=f"lockstep-{i}") for i, (k, f) in enumerate(tasks.items())]
+    for t in threads:
+        t.start()
+    with cond:
+        while True:
+            cond.wait_for(lambda: len(pending) == state["alive"])
+            if state["alive"] == 0:
+                break
+            batch = list(dict.fromkeys(p for pairs in pending.values() for p in pairs))
+            try:
+                comparator.prefetch(batch)
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
+                state["failed"] = True
+                pending.clear()
+                cond.notify_all()
+                break
+            pending.clear()
+            cond.notify_all()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results

@@ -2,12 +2,7 @@
 
 A comparison or rating prompt is a chat header, a long shared context (an article, a story) and
 a short item part. :class:`ContextKV` keeps the key-value cache of each context's prefix across
-calls, so a prompt on a 500-token article costs only its own ~150 tokens, not the article again;
-:func:`context_anchor` gives the token ids of the part of a prompt to keep. Rows whose prompt
-does not start with their anchor fall back to
-:func:`ppairs_lens.activations.runner.run_branches` (same numbers). Used by the on-demand
-comparators (:mod:`ppairs_lens.judges.comparators`) and the scoring baselines
-(:mod:`ppairs_lens.judges.scoring`).
+calls, so a prompt on a 500-token article costs only its own ~150 tokens, not the article again.
 """
 
 from __future__ import annotations
@@ -68,11 +63,10 @@ class ContextKV:
     ``run_branches`` (sharing within the call only). Numbers equal an unbatched run of each
     full prompt (up to float error).
 
-    ``stop_after_reads`` (default): a run that reads only hook points of the first blocks
-    (a probe's read-out) runs those blocks alone
-    (:func:`ppairs_lens.activations.runner.read_depth`: the same numbers, in a fraction of
-    the time); each kept context cache is keyed by its depth too, so a deeper read never
-    continues a shallower cache.
+    ``stop_after_reads`` (default): a run that reads only hook points of the first blocks (a
+    probe's read-out) runs those blocks alone (:func:`ppairs_lens.activations.runner.read_depth`:
+    the same numbers, in a fraction of the time); each kept context cache is keyed by its
+    depth too, so a deeper read never continues a shallower cache.
 
     ``n_tokens`` counts tokens fed through the model; ``n_context_builds`` the anchors run.
     """

@@ -48,8 +48,7 @@ from ppairs_lens.judges.zero_shot import (
 from ppairs_lens.models.backend import backend_of
 
 __all__ = ["DEMO_GROUP", "Demo", "build_few_shot_pairs", "evaluate_few_shot", "few_shot",
-           "few_shot_prompts",
-           "record_group", "select_demos"]
+           "few_shot_prompts", "record_group", "select_demos"]
 
 #: The prefix-sharing group key of every few-shot row: one group, so the demonstrations (the
 #: prompt's common start) run once for all rows.
@@ -164,20 +163,11 @@ def few_shot_prompts(tokenizer, dataset: Dataset, demos: Sequence[Demo],
     return pairs
 
 
-def few_shot(
-    bridge,
-    dataset: Dataset,
-    train_dataset: Dataset,
-    template: Template | None = None,
-    *,
-    k: int = 4,
-    seed: int = 0,
-    demos: Sequence[Demo] | None = None,
-    calibrate: bool = True,
-    hooks: Sequence[Hook] = (),
-    final_hooks: Sequence[Hook] = (),
-    settings: HarvestSettings = HarvestSettings(),
-) -> ZeroShotResult:
+def few_shot(bridge, dataset: Dataset, train_dataset: Dataset, template: Template | None = None,
+             *, k: int = 4, seed: int = 0, demos: Sequence[Demo] | None = None,
+             calibrate: bool = True, hooks: Sequence[Hook] = (),
+             final_hooks: Sequence[Hook] = (), settings: HarvestSettings = HarvestSettings()
+             ) -> ZeroShotResult:
     """P(item 1 preferred) per record of ``dataset`` from the few-shot prompted judge.
 
     ``k`` demonstrations are drawn from ``train_dataset`` (:func:`select_demos`, ``seed``)

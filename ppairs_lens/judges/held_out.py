@@ -1,10 +1,10 @@
-"""The prompted judges on the held-out pairs a probe is scored on: zero-shot and few-shot.
+"""The judges on the held-out pairs a probe is scored on: prompted, and rating each item.
 
-A probe and a prompted judge are compared *paired*: on the same test pairs of the same split.
-:func:`judge_held_out` takes a store and the dataset it was harvested from, rebuilds the
-store's split (ties dropped, the same ``split_by`` / ``seed`` / ``test_size`` as
-:func:`ppairs_lens.evaluation.store_split.split_store`), and runs on its test pairs each judge
-form asked for (:data:`JUDGE_FORMS`)
+A probe and a judge are compared *paired*: on the same test pairs of the same split.
+:func:`judge_held_out` rebuilds a store's split from the dataset it was harvested from (ties
+dropped, the ``split_by`` / ``seed`` / ``test_size`` of
+:func:`ppairs_lens.evaluation.store_split.split_store`) and runs on its test pairs each prompted
+judge form asked for (:data:`JUDGE_FORMS`):
 
 * ``zero_shot``: the calibrated zero-shot judge
   (:func:`ppairs_lens.judges.zero_shot.evaluate_zero_shot`);
@@ -13,10 +13,17 @@ form asked for (:data:`JUDGE_FORMS`)
 
 Each form may be limited to a seeded subset of whole test contexts (``max_pairs``), and each
 finished form is remembered in ``cache_dir`` (a :class:`~ppairs_lens.io.step_cache.StepCache`
-keyed by :func:`judge_cache_key`: the model, the exact prompts the form runs, so the template
-text, records and demonstrations, the judged pair ids and the form's settings; not the code,
-so an unrelated change keeps finished judges), so a cut run redoes no finished judge. Each report keeps ``p_by_pair``
-(calibrated P(item 1) per pair id), which the layer sweep pairs with the probe's answers.
+keyed by :func:`judge_cache_key`: the model, the exact prompts the form runs, the judged pair
+ids and the form's settings; not the code, so an unrelated change keeps finished judges), so a
+cut run redoes no finished judge. Each report keeps ``p_by_pair`` (calibrated P(item 1) per
+pair id), which the layer sweep pairs with the probe's answers.
+
+Direct scoring and G-Eval (:func:`score_held_out_sets`) rate each held-out item (a summary
+within its article) once (:func:`ppairs_lens.judges.scoring.score_item_sets`: items of one
+context share its prefix, across a corpus's aspects too, and the contexts of many articles run
+in one pass); a comparison's answer is then the higher score (direct: the most likely score,
+equal scores count half; G-Eval: the probability-weighted score). Items are keyed
+``context_id/item_id``, so a ranking can read the scores of every item of a context.
 """
 
 from __future__ import annotations
@@ -28,10 +35,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
 from ppairs_lens.activations.prompts import ContrastPair, Template
+from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.records import TIE, Dataset
+from ppairs_lens.data.records import TIE, Dataset, ScoredItem
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.result_table import JUDGE_KEYS
@@ -39,12 +49,14 @@ from ppairs_lens.evaluation.splits import BUILTIN_TEST_SIZE
 from ppairs_lens.evaluation.store_split import split_records
 from ppairs_lens.io.step_cache import StepCache
 from ppairs_lens.judges.few_shot import evaluate_few_shot, few_shot_prompts, select_demos
+from ppairs_lens.judges.scoring import score_item_sets
 from ppairs_lens.judges.zero_shot import evaluate_zero_shot, judge_prompts
 
-__all__ = ["JUDGE_CACHE_VERSION", "JUDGE_FORMS", "HeldOutJudgeRun", "form_prompts",
-           "held_out_datasets", "held_out_judge_scores", "judge_cache", "judge_cache_dir",
-           "judge_cache_key", "judge_entry", "judge_every_pair", "judge_held_out",
-           "prompts_digest"]
+__all__ = ["JUDGE_CACHE_VERSION", "JUDGE_FORMS", "HeldOutJudgeRun", "HeldOutScores",
+           "form_prompts", "held_out_datasets", "held_out_items", "held_out_judge_scores",
+           "item_key", "judge_cache", "judge_cache_dir", "judge_cache_key", "judge_entry",
+           "judge_every_pair", "judge_held_out", "prompts_digest", "score_held_out",
+           "score_held_out_sets"]
 
 #: The prompted judge forms a held-out run can ask for, in the order they run (cheapest first).
 JUDGE_FORMS = ("zero_shot", "few_shot")
@@ -70,8 +82,8 @@ JUDGE_CACHE_VERSION = 2  # 2: calibrated answers within TIE_LOGODDS of a tie are
 
 
 def judge_cache(folder: str | Path) -> StepCache:
-    """The step cache finished judges are remembered in (:func:`judge_cache_dir`), keyed by
-    :func:`judge_cache_key` alone (no code digest)."""
+    """The step cache of finished judges, keyed by :func:`judge_cache_key` alone (no code
+    digest)."""
     return StepCache(folder, code_packages=())
 
 
@@ -90,19 +102,12 @@ def judge_cache_key(cache: StepCache, form: str, *, model: str,
                     prompts: Sequence[ContrastPair], records: Dataset,
                     max_pairs: int | None, k: int, seed: int) -> str:
     """The key a finished judge form is remembered under: the model, the prompts it runs
-    (:func:`prompts_digest`: template text, records, demonstrations, tokens), the form, the
-    judged pair ids, its settings (limit, demonstrations' number, seed) and
-    :data:`JUDGE_CACHE_VERSION`; not the code, so only a change in what is asked (or a
-    version bump) recomputes it."""
+    (:func:`prompts_digest`), the form, the judged pair ids, its settings (limit,
+    demonstrations' number, seed) and :data:`JUDGE_CACHE_VERSION`; not the code."""
     return cache.key(form, model=model, prompts=prompts_digest(prompts),
                      pair_ids=[r.pair_id for r in records.records], max_pairs=max_pairs,
                      k=k if form == "few_shot" else None, seed=seed,
                      version=JUDGE_CACHE_VERSION)
-
-
-def _slim(report: dict) -> dict:
-    """A judge report without its numpy array (the rest is JSON)."""
-    return {k: v for k, v in report.items() if k != "proba"}
 
 
 def form_prompts(tokenizer, form: str, train: Dataset, test: Dataset, template: Template, *,
@@ -117,14 +122,6 @@ def form_prompts(tokenizer, form: str, train: Dataset, test: Dataset, template: 
         demos = select_demos(train, part, k=k, seed=seed)
         return part, few_shot_prompts(tokenizer, part, demos, template)
     raise ValueError(f"unknown judge form {form!r}; known: {', '.join(JUDGE_FORMS)}")
-
-
-def _run_form(bridge, form: str, train: Dataset, test: Dataset, template: Template, *,
-              max_pairs: int | None, k: int, seed: int) -> dict:
-    part = subsample_by_context(test, max_pairs, seed)
-    if form == "zero_shot":
-        return _slim(evaluate_zero_shot(bridge, part, template))
-    return _slim(evaluate_few_shot(bridge, part, train, template, k=k, seed=seed))
 
 
 @dataclass(frozen=True)
@@ -151,24 +148,23 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
                    on_done: Callable[[str, HeldOutJudgeRun], None] | None = None
                    ) -> HeldOutJudgeRun:
     """The judges on the held-out pairs of ``store`` (:class:`HeldOutJudgeRun`).
-    ``forms``: which of :data:`JUDGE_FORMS` run (the others are None);
-    ``max_pairs``: per form, a seeded subset of whole contexts of the test pairs (the judge is
-    paired with the probe on those). ``cache_dir``: finished forms remembered there and reused. ``on_done(form, result)``
-    is called as each form finishes with the result so far, so a caller can write it at once."""
+    ``forms``: which of :data:`JUDGE_FORMS` run (the others are None); ``max_pairs``: per
+    form, a seeded subset of whole contexts of the test pairs (the judge is paired with the
+    probe on those); ``cache_dir``: finished forms remembered there and reused;
+    ``on_done(form, result)``: called as each form finishes with the result so far."""
     unknown = [f for f in forms if f not in JUDGE_FORMS]
     if unknown:
         raise ValueError(f"unknown judge form(s) {unknown}; known: {', '.join(JUDGE_FORMS)}")
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
-    split = {"test_size": test_size, "split_by": split_by, "seed": seed}
-    train, test, used = held_out_datasets(store, dataset, **split)
-    limits = dict(max_pairs or {})
+    train, test, used = held_out_datasets(store, dataset, test_size=test_size,
+                                          split_by=split_by, seed=seed)
     cache = None if cache_dir is None else judge_cache(cache_dir)
     out = HeldOutJudgeRun(used, len(test))
     for form in forms:
         if form == "few_shot" and not few_shot_k:
             continue
-        kw = {"max_pairs": limits.get(form), "k": few_shot_k, "seed": seed}
+        kw = {"max_pairs": (max_pairs or {}).get(form), "k": few_shot_k, "seed": seed}
         try:
             report, reused = _cached_form(bridge, store, form, form, train, test, template,
                                           cache, kw)
@@ -191,7 +187,12 @@ def _cached_form(bridge, store: ActivationStore, name: str, form: str, train: Da
     ``name`` and :func:`judge_cache_key` (its prompts built first: a few-shot judge without
     usable demonstrations raises :class:`DataError` before any model call)."""
     def run() -> dict:
-        return _run_form(bridge, form, train, test, template, **kw)
+        part = subsample_by_context(test, kw["max_pairs"], kw["seed"])
+        if form == "zero_shot":
+            report = evaluate_zero_shot(bridge, part, template)
+        else:
+            report = evaluate_few_shot(bridge, part, train, template, k=kw["k"], seed=kw["seed"])
+        return {k: v for k, v in report.items() if k != "proba"}  # no numpy array: JSON
     if cache is None:
         return run(), False
     part, prompts = form_prompts(bridge.tokenizer, form, train, test, template, **kw)
@@ -261,3 +262,62 @@ def held_out_judge_scores(bridge, store: ActivationStore, dataset: Dataset, *, s
                          max_pairs=max_pairs, cache_dir=judge_cache_dir(store))
     keys = set(JUDGE_KEYS.values())
     return {k: v for k, v in judge_entry(res).items() if k in keys}
+
+
+def item_key(context_id: str | None, item_id: str | None) -> str:
+    return f"{context_id}/{item_id}"
+
+
+def held_out_items(test: Dataset) -> dict[str, ScoredItem]:
+    """The items of ``test``'s comparisons (each once), with their gold scores."""
+    out: dict[str, ScoredItem] = {}
+    for r in test.records:
+        for iid, text, score in ((r.item1_id, r.item1, r.score1), (r.item2_id, r.item2, r.score2)):
+            k = item_key(r.context_id, iid)
+            out[k] = ScoredItem(k, text, score, r.context_id, r.context)
+    return out
+
+
+@dataclass(frozen=True)
+class HeldOutScores:
+    """Per item its direct and G-Eval score; per comparison P(item 1) from each."""
+
+    direct_scores: dict[str, float]
+    geval_scores: dict[str, float]
+    direct_p: dict[str, float]
+    geval_p: dict[str, float]
+    n_prompts: int
+
+    def p_by_pair(self) -> dict[str, dict[str, float]]:
+        """Under the keys the layer sweep reads (:data:`analyses.layer_sweep.JUDGES`)."""
+        return {"direct_p_by_pair": self.direct_p, "geval_p_by_pair": self.geval_p}
+
+
+def _pairwise(test: Dataset, scores: dict[str, float]) -> dict[str, float]:
+    return {r.pair_id: float(0.5 + 0.5 * np.sign(scores[item_key(r.context_id, r.item1_id)]
+                                                 - scores[item_key(r.context_id, r.item2_id)]))
+            for r in test.records}
+
+
+def score_held_out(bridge, test: Dataset,
+                   settings: HarvestSettings = HarvestSettings(batch_contexts=True)
+                   ) -> HeldOutScores:
+    """Rate every held-out item once; both forms of answer for every comparison.
+    ``settings``: how the prompts are batched (never the numbers, beyond float rounding)."""
+    return score_held_out_sets(bridge, {"test": test}, settings)["test"]
+
+
+def score_held_out_sets(bridge, tests: Mapping[str, Dataset],
+                        settings: HarvestSettings = HarvestSettings(batch_contexts=True)
+                        ) -> dict[str, HeldOutScores]:
+    """:func:`score_held_out` of several held-out sets in one pass (a corpus's aspects rate
+    the same summaries, so each article and summary runs once for all of them)."""
+    items = {n: held_out_items(t) for n, t in tests.items()}
+    scored = score_item_sets(bridge, [(items[n], t) for n, t in tests.items()],
+                             settings=settings)
+    out = {}
+    for (n, test), s in zip(tests.items(), scored):
+        direct, geval = s.as_dict("direct"), s.as_dict("geval")
+        out[n] = HeldOutScores(direct, geval, _pairwise(test, direct), _pairwise(test, geval),
+                               len(items[n]))
+    return out

@@ -25,7 +25,7 @@ from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.activations.prompts import build_contrast_pairs
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.direction_agreement import pc1_alignment
+from ppairs_lens.evaluation.cosine_verdict import pc1_alignment
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import ReadoutChoice, choose_readout
 from ppairs_lens.evaluation.store_split import training_split

@@ -4,19 +4,18 @@ A run's cost is the token positions the runner's prefix-sharing plan computes
 (:func:`ppairs_lens.activations.prefix_sharing.tokens_computed` of the very prompts each step
 builds: a harvest's pairs read at both final tokens, a judge form's prompts in both orders),
 times a time per token *measured* on this machine and model: a few of each step kind's own
-prompts are run and timed (after one untimed warm-up pass; the zero-shot judge takes the
+prompts are run and timed after one untimed warm-up pass (the zero-shot judge takes the
 harvest's time, its prompts being the harvest's), and what the timing cost is said. After each
-step, :meth:`RunEstimate.remaining` rescales what is left by how far the finished steps were off
-(a shared machine's load moves a time measured on a few prompts). Steps whose results are already on
-disk (a complete store, a remembered judge) cost nothing and are listed as such. Fitting probes
-and no-model baselines is not a model pass and is not in the estimate.
+step, :meth:`RunEstimate.remaining` rescales what is left by how far the finished steps were
+off (a shared machine's load moves a time measured on a few prompts). Steps whose results are
+on disk (a complete store, a remembered judge) cost nothing. Fitting probes and no-model
+baselines is not a model pass and is not in the estimate.
 
-A judge under an intervention (ablated or steered directions, each a branch of the read-out
-token, :func:`ppairs_lens.interventions.batched.logodds_per_branch`) is timed as it runs: its
-own prompts, its branch count and the hooks its planner gives (``final_hooks``: the same kind
-at the same points, zero rows: the same arithmetic). A pass of a kind that cannot be timed this way (a training step of a finetuned
-copy, a sort whose comparisons depend on the answers) is planned with its count and left out
-of the estimate by name (:meth:`PlannedStep.untimed`).
+A judge under an intervention (each direction a branch of the read-out token,
+:func:`ppairs_lens.interventions.batched.logodds_per_branch`) is timed on its own prompts,
+branch count and hooks (``final_hooks``: the same arithmetic). A pass that cannot be timed this
+way (a training step of a finetuned copy, a sort whose comparisons depend on the answers) is
+planned with its count and named as left out (:meth:`PlannedStep.untimed`).
 """
 
 from __future__ import annotations
@@ -97,11 +96,8 @@ def planned_tokens(prompts: Sequence[ContrastPair], *, harvest: bool = False,
     an intervention."""
     if not prompts:
         return 0
-    if harvest:
-        return tokens_computed(plan([p.prefix_ids for p in prompts],
-                                    [p.group for p in prompts]), 2)
-    return tokens_computed(plan([p.prefix_ids[:-1] for p in prompts],
-                                [p.group for p in prompts]), branches)
+    prefixes = [p.prefix_ids if harvest else p.prefix_ids[:-1] for p in prompts]
+    return tokens_computed(plan(prefixes, [p.group for p in prompts]), 2 if harvest else branches)
 
 
 def _run(bridge, step: PlannedStep, prompts: Sequence[ContrastPair], names) -> None:
@@ -137,8 +133,7 @@ class RunEstimate:
                 out.append(f"  {s.dataset:32s} {s.kind:14s} {s.count:5d} {s.unit}  "
                            "not estimated")
                 continue
-            state = ("on disk, reused" if s.done else
-                     f"~{self.step_seconds(s):.0f} s")
+            state = "on disk, reused" if s.done else f"~{self.step_seconds(s):.0f} s"
             reads = f" x {s.branches} read-outs" if s.branches > 1 else ""
             out.append(f"  {s.dataset:32s} {s.kind:14s} {len(s.prompts):5d} prompts{reads} "
                        f"{s.tokens:8d} tokens  {state}")
@@ -159,7 +154,6 @@ class RunEstimate:
         out.append(f"estimated model time: ~{self.seconds + self.timing_seconds:.0f} s ({how}"
                    "fitting probes and baselines not included)")
         return out
-
 
     def remaining(self, took: dict[tuple[str, str], float]) -> str:
         """The model time left after the steps in ``took`` (measured seconds), the estimate

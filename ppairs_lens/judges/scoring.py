@@ -11,11 +11,9 @@ the prompt ends, so the logits are the probabilities of the whole answer):
 * **G-Eval** (Liu et al. 2023) - the probability-weighted mean score ``sum_k k p(k)`` with
   ``p`` the softmax over the five score logits only.
 
-Both are read with a tie rule (:data:`SCORE_TIE`), so that the last bits of a float32 logit
-decide neither: score logits within it of the largest are a tie, answered by the lowest of
-those scores; the G-Eval scores of one context's items that chain within it (sorted, each
-within it of the one before) are one tie, all given the chain's smallest score. Two copies
-of one summary in an article (SummEval has them) then tie on every host.
+Both are read with a tie rule (:data:`SCORE_TIE`; G-Eval's :func:`chained_ties`), so that the
+last bits of a float32 logit decide neither: two copies of one summary in an article (SummEval
+has them) then tie on every host.
 
 The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
 :class:`ppairs_lens.judges.comparators.ZeroShotComparator`.
@@ -23,8 +21,8 @@ The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge
 Prompts run with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt minus its
 last token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
 its prefix, across several sets of items too (:func:`score_item_sets`: a corpus's aspects); or
-through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context
-across calls. ``n_rows`` = items scored (one prompt each).
+through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context across calls.
+``n_rows`` = items scored (one prompt each).
 """
 
 from __future__ import annotations

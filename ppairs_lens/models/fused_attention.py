@@ -3,15 +3,14 @@
 TransformerBridge (transformer-lens 4) recomputes each block's attention step by step, so that
 ``hook_attn_scores`` and ``hook_pattern`` can fire: it materialises every score, masks, takes
 the softmax and multiplies again. In the main job that eager path was a third of all CPU time
-(py-spy over ``make demo``: the two matmuls, the softmax and the mask), most of it for passes
-that read only the residual stream. :func:`use_fused_attention` gives each plain rotary
-attention block a forward that, where neither of those two hook points has a hook, computes
-the same output with ``torch.nn.functional.scaled_dot_product_attention`` (equal to float
-error; every other hook point on the path, ``hook_in``, ``hook_q/k/v``, ``hook_cos/sin``,
-``hook_rot_q/k``, ``hook_z`` and ``hook_out``, fires as before). A pass that hooks the scores
-or the pattern, training, a caller asking for attention weights, or an attention of any other
-shape (q/k norms, softcapping, sinks, gates, split inputs, sliding windows, partial rotary)
-runs the bridge's own forward.
+(py-spy over ``make demo``), most of it for passes that read only the residual stream.
+:func:`set_fused_attention` gives each plain rotary attention block a forward that, where
+neither of those two hook points has a hook, computes the same output with
+``torch.nn.functional.scaled_dot_product_attention`` (equal to float error; every other hook
+point on the path fires as before). A pass that hooks the scores or the pattern, training, a
+caller asking for attention weights, or an attention of any other shape (q/k norms,
+softcapping, sinks, gates, split inputs, sliding windows, partial rotary) runs the bridge's
+own forward.
 """
 
 from __future__ import annotations
@@ -121,10 +120,9 @@ def _fused_forward(self, *args: Any, **kwargs: Any):
 
 
 def set_fused_attention(bridge, enabled: bool = True) -> int:
-    """Give every eligible attention block of ``bridge`` the fused forward (see the module), or
-    with ``enabled=False`` its own eager forward back; returns how many blocks have the fused
-    one. Idempotent; a HookedTransformer is left as it is. ``load_model`` and ``tiny_model``
-    call it."""
+    """Give every eligible attention block of ``bridge`` the fused forward, or with
+    ``enabled=False`` its own eager forward back; returns how many blocks have the fused one.
+    Idempotent; a HookedTransformer is left as it is."""
     for module in bridge.modules():
         fused = module.__dict__.get("_ppairs_fused", False)
         if enabled and not fused and _eligible(module):

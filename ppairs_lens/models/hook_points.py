@@ -1,9 +1,6 @@
-"""Hook points: the TransformerLens hook names this package reads from and writes to.
-
-One place says which residual-stream points make up a read-out or an ablation preset, what a
+"""Hook points: which residual-stream points make up a read-out or an ablation preset, what a
 hook is (a ``(name, fn)`` pair as TransformerLens' ``hooks=`` takes it), and how an unknown
-name is refused (with the model's near-miss names, so a typo is fixed at once).
-"""
+name is refused (with the model's near-miss names, so a typo is fixed at once)."""
 
 from __future__ import annotations
 
@@ -20,22 +17,18 @@ Preset = Literal["paper", "full"]
 
 #: The embedding hook (an alias of ``embed.hook_out`` on the bridge).
 EMBED_HOOK = "hook_embed"
-#: FINAL_NORM_HOOK: the state after the final norm, gain included (HF's last hidden state),
-#: on both backends (see :mod:`ppairs_lens.models.backend`).
 PRESETS: tuple[str, ...] = ("paper", "full")
 #: The preset harvests store as read-outs: the paper's residual stream at every layer.
 READOUT_PRESET: Preset = "paper"
 
 
 def hook_points(preset: Preset | Sequence[str], n_layers: int) -> list[str]:
-    """The hook names of a preset, in forward order.
-
-    ``"paper"``: every ``blocks.{l}.hook_resid_post`` and ``ln_final.hook_out`` (the stored
-    read-outs, and where the paper ablates). ``"full"``: ``hook_embed``, every
-    ``blocks.{l}.hook_attn_out`` and ``blocks.{l}.hook_mlp_out``, and ``ln_final.hook_out``
-    (every write into the residual stream). An explicit list of names is returned as given
-    (duplicates dropped); :func:`check_hook_names` validates names against a model.
-    """
+    """The hook names of a preset, in forward order: ``"paper"``, every
+    ``blocks.{l}.hook_resid_post`` and ``ln_final.hook_out`` (the stored read-outs, and where
+    the paper ablates); ``"full"``, ``hook_embed``, every ``blocks.{l}.hook_attn_out`` and
+    ``hook_mlp_out``, and ``ln_final.hook_out`` (every write into the residual stream). An
+    explicit list of names is returned as given, duplicates dropped (not checked against a
+    model: :func:`check_hook_names`)."""
     if isinstance(preset, str):
         if preset == "paper":
             return [f"blocks.{l}.hook_resid_post" for l in range(n_layers)] + [FINAL_NORM_HOOK]

@@ -1,13 +1,12 @@
 """Loading a model as a classic TransformerLens ``HookedTransformer`` (TransformerLens 2.16-3.x).
 
-TransformerLens 4 keeps only ``TransformerBridge`` (see :mod:`ppairs_lens.models.loading`); users
-of SAELens and of HookedTransformer-based tooling stay on 3.x, where ``HookedTransformer`` only
-loads names from its own official list. This module builds a ``HookedTransformerConfig`` from
-any Hugging Face config of a supported architecture and fills it with TransformerLens' own
-weight conversion, so a local folder (the embedded SmolLM2 included) or an in-memory HF model
-loads offline. Weights are loaded raw (no norm folding, no centering), like the bridge's default
-mode, so directions fitted on one backend carry over to the other. It imports cleanly on
-TransformerLens 4, where every entry point raises :class:`ModelLoadError` instead.
+TransformerLens 4 keeps only ``TransformerBridge``; users of SAELens and other
+HookedTransformer-based tooling stay on 3.x, where ``HookedTransformer`` loads only names from
+its own official list. Here a ``HookedTransformerConfig`` is built from any HF config of a
+supported architecture and filled by TransformerLens' own weight conversion, so a local folder
+(the embedded SmolLM2 included) or an in-memory HF model loads offline. Weights are raw (no
+norm folding, no centering), as the bridge's by default, so directions carry over between the
+backends. On TransformerLens 4 every entry point raises :class:`ModelLoadError`.
 """
 
 from __future__ import annotations
@@ -75,12 +74,9 @@ def check_supported(hf_config: Any, architecture: str | None = None) -> str:
 
 
 def rope_fields(hf_config: Any) -> dict[str, Any]:
-    """Rotary fields of the config: the base, and Llama 3's NTK-by-parts scaling.
-
-    transformers 5 keeps ``rope_theta`` and the scaling in ``rope_parameters``; 4.x has a
-    top-level ``rope_theta`` and ``rope_scaling``. Other scalings (linear, yarn, dynamic) have
-    no HookedTransformer twin and are refused rather than silently dropped.
-    """
+    """Rotary fields of the config: the base, and Llama 3's NTK-by-parts scaling (transformers
+    5 keeps them in ``rope_parameters``, 4.x in ``rope_theta`` and ``rope_scaling``). Other
+    scalings (linear, yarn, dynamic) have no HookedTransformer twin: refused, not dropped."""
     params = getattr(hf_config, "rope_parameters", None) or getattr(hf_config, "rope_scaling",
                                                                      None) or {}
     theta = getattr(hf_config, "rope_theta", None) or params.get("rope_theta", 10000.0)
@@ -102,12 +98,9 @@ def rope_fields(hf_config: Any) -> dict[str, Any]:
 def hooked_config_from_hf(hf_config: Any, *, dtype: torch.dtype = torch.float32,
                           device: str | torch.device | None = None,
                           model_name: str = "custom", architecture: str | None = None):
-    """A ``HookedTransformerConfig`` equivalent to ``hf_config`` (Llama, Mistral or Qwen2).
-
-    Field choices follow TransformerLens' own ``convert_hf_model_config`` for the same
-    architecture, which only accepts official names or local folders. ``architecture``
-    overrides the config's (a model built in memory has none recorded).
-    """
+    """A ``HookedTransformerConfig`` equivalent to ``hf_config`` (Llama, Mistral or Qwen2), as
+    TransformerLens' own ``convert_hf_model_config`` (official names or folders only) would
+    make it. ``architecture`` overrides the config's (a model built in memory records none)."""
     hooked_transformer_class()  # the TransformerLens 4 message, before any other import
     from transformer_lens import HookedTransformerConfig
 
@@ -138,7 +131,6 @@ def hooked_config_from_hf(hf_config: Any, *, dtype: torch.dtype = torch.float32,
 
 
 def converter(arch: str) -> Callable[[Any, Any], dict[str, torch.Tensor]]:
-    """TransformerLens' weight conversion function for ``arch``."""
     from transformer_lens.pretrained import weight_conversions
 
     return getattr(weight_conversions, CONVERTERS[arch])
@@ -147,13 +139,10 @@ def converter(arch: str) -> Callable[[Any, Any], dict[str, torch.Tensor]]:
 def load_hooked(folder_or_hf_model: Any = None, tokenizer: Any = None, *,
                 dtype: torch.dtype = torch.float32, device: str | torch.device | None = None,
                 name: str | None = None):
-    """An eval-mode ``HookedTransformer`` with the weights of a folder or an HF model.
-
-    ``folder_or_hf_model``: None for the embedded SmolLM2, a local folder (or an HF id where a
-    hub is reachable), or a loaded ``*ForCausalLM`` object. ``tokenizer`` defaults to the
-    folder's; an HF object needs one. ``name`` is recorded as ``ppairs_model_name`` (default:
-    the folder as given, or the object's ``name_or_path``).
-    """
+    """An eval-mode ``HookedTransformer`` with the weights of ``folder_or_hf_model``: None for
+    the embedded SmolLM2, a local folder (or an HF id where a hub is reachable), or a loaded
+    ``*ForCausalLM`` object, which needs its ``tokenizer`` (a folder's is its own). ``name`` is
+    recorded as ``ppairs_model_name`` (default: the folder, or the object's ``name_or_path``)."""
     hooked_transformer = hooked_transformer_class()
     source = folder_or_hf_model
     if source is None:
@@ -188,10 +177,10 @@ def load_hf_model(source: str | Path, dtype: torch.dtype):
     text = str(source)
     if not local.exists() and (text.startswith((".", "/", "~")) or text.count("/") > 1):
         raise ModelLoadError(f"cannot load model {text!r}: no such folder {local}")
+    where = str(local) if local.exists() else text
     try:
-        check_supported(AutoConfig.from_pretrained(str(local) if local.exists() else text))
-        return AutoModelForCausalLM.from_pretrained(str(local) if local.exists() else text,
-                                                    dtype=dtype)
+        check_supported(AutoConfig.from_pretrained(where))
+        return AutoModelForCausalLM.from_pretrained(where, dtype=dtype)
     except (OSError, ValueError) as e:
         raise ModelLoadError(f"cannot load model {text!r}: "
                              f"{e.__class__.__name__}: {str(e).splitlines()[0]}") from e

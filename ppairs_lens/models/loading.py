@@ -1,8 +1,6 @@
-"""Loading a model: the embedded SmolLM2 default, or any HF id or local folder.
-
-A model is a TransformerLens ``TransformerBridge`` (the default backend), or with
-``backend="hooked"`` a classic ``HookedTransformer`` (transformer-lens<4,
-:mod:`ppairs_lens.models.hooked`); the rest of the package touches either only through hook
+"""Loading a model (the embedded SmolLM2 default, or any HF id or local folder) as a
+TransformerLens ``TransformerBridge``, or with ``backend="hooked"`` a ``HookedTransformer``
+(:mod:`ppairs_lens.models.hooked`); the rest of the package touches either only through hook
 names, ``run_with_cache`` and ``hooks`` (:mod:`ppairs_lens.models.backend` says what differs).
 """
 
@@ -36,16 +34,14 @@ def load_model(
 ):
     """The model a :class:`ModelSpec` describes; or, in the keyword form, ``name`` (None: the
     embedded SmolLM2, else an HF id or folder) with the spec's fields as keywords (``dtype``
-    float32 and ``backend="bridge"`` by default). A TransformerBridge, or with
-    ``backend="hooked"`` a HookedTransformer.
+    float32 and ``backend="bridge"`` by default).
 
     Multi-device placement (``device_map``, ``n_devices``, ``max_memory``, ``offload_folder``)
     passes through to TransformerBridge's accelerate-based loader. ``backend="hooked"`` gives
-    a HookedTransformer instead (Llama, Mistral and Qwen2 architectures; transformer-lens<4;
-    one device), with raw weights like the bridge's, so read-outs and directions carry over.
+    a HookedTransformer (Llama, Mistral and Qwen2 architectures; transformer-lens<4; one
+    device), with raw weights like the bridge's, so read-outs and directions carry over.
     ``fused_attention``: the bridge's attention blocks use the fused kernel while no hook reads
-    their scores or pattern (:mod:`ppairs_lens.models.fused_attention`; same numbers to float
-    error).
+    their scores or pattern (:mod:`ppairs_lens.models.fused_attention`; equal to float error).
     """
     keywords = {"dtype": dtype, "device": device, "device_map": device_map,
                 "max_memory": max_memory, "offload_folder": offload_folder, "backend": backend}
@@ -105,13 +101,10 @@ def _load(spec: ModelSpec, *, n_devices: int | None, fused_attention: bool):
 
 
 def _point_cfg_device_at_execution_device(bridge) -> None:
-    """Make ``cfg.device`` a real device when the embedding is offloaded to disk.
-
-    The bridge records the embedding weight's device as ``cfg.device``; accelerate leaves a
-    disk-offloaded weight on ``meta`` (a placeholder without data), and token tensors built
-    there cannot be copied anywhere. Accelerate runs that module on its hook's execution
-    device, so inputs belong there.
-    """
+    """Make ``cfg.device`` a real device when the embedding is offloaded to disk: the bridge
+    records the embedding weight's device there, accelerate leaves a disk-offloaded weight on
+    ``meta`` (no data: token tensors built there cannot be copied anywhere) and runs that
+    module on its hook's execution device, where the inputs belong."""
     if str(getattr(bridge.cfg, "device", "")) != "meta":
         return
     hf = bridge.original_model

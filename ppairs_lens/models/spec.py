@@ -1,9 +1,9 @@
 """``ModelSpec``: which model to load and how, as one frozen record.
 
-The CLI's model options, an experiment config's ``model`` field and each Ray worker's job
-all describe a model this way, and :func:`ppairs_lens.models.loading.load_model` takes it,
-so a model is described once and loaded one way wherever it is used (from Python, on a GPU,
-without the CLI: ``run_replication(ReplicationConfig(model=ModelSpec(..., device="cuda")))``).
+The CLI's model options, an experiment config's ``model`` field and each Ray worker's job all
+describe a model this way, and :func:`ppairs_lens.models.loading.load_model` takes it, so a
+model is loaded one way wherever it is used (from Python, on a GPU, without the CLI:
+``run_replication(ReplicationConfig(model=ModelSpec(..., device="cuda")))``).
 """
 
 from __future__ import annotations

@@ -28,11 +28,8 @@ def tiny_hf_model(tokenizer, seed: int = 0, *, n_layers: int = 2, d_model: int =
 
 
 def tiny_model(seed: int = 0, *, n_layers: int = 2, d_model: int = 64, tokenizer=None):
-    """A randomly initialised Llama-shaped bridge with the embedded tokenizer, for fast tests.
-
-    Same tokenizer and chat template as the default model, so prompts and contrast pairs are
-    realistic; weights are random (seeded), so it builds in well under a second.
-    """
+    """A randomly initialised (seeded) Llama-shaped bridge, built in well under a second, with
+    the default model's tokenizer and chat template, so prompts and contrast pairs are real."""
     from transformer_lens.model_bridge import TransformerBridge
 
     tok = tokenizer if tokenizer is not None else load_tokenizer()

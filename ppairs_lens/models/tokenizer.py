@@ -1,5 +1,4 @@
-"""The tokenizer of a model, on its own so that every loader can import it (no import circle
-between :mod:`ppairs_lens.models.loading` and :mod:`ppairs_lens.models.hooked`)."""
+"""A model's tokenizer, on its own so that every loader can import it (no import circle)."""
 
 from __future__ import annotations
 

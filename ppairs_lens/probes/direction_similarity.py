@@ -18,8 +18,7 @@ import numpy as np
 from jaxtyping import Float
 from scipy.special import gammaln
 
-__all__ = ["cosine", "cosine_pair_rows", "layer_cosine_table", "random_abs_cos",
-           "random_reference"]
+__all__ = ["cosine", "cosine_pair_rows", "layer_cosine_table", "random_reference"]
 
 
 def cosine(a: Float[np.ndarray, "*batch d"], b: Float[np.ndarray, "*batch d"]
@@ -29,18 +28,13 @@ def cosine(a: Float[np.ndarray, "*batch d"], b: Float[np.ndarray, "*batch d"]
         return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
 
-def random_abs_cos(d: int, n: int = 10_000, seed: int = 0) -> Float[np.ndarray, "n"]:
-    """|cos| of ``n`` pairs of independent uniformly random unit vectors in ``R^d``."""
+def random_reference(d: int, n: int = 10_000, seed: int = 0) -> dict:
+    """The random-direction null: |cos| of ``n`` pairs of independent uniformly random unit
+    vectors in ``R^d``, its mean (empirical and exact), 95th / 99th pct, and the ``samples``."""
     rng = np.random.default_rng(seed)
     u = rng.standard_normal((n, d))
     v = rng.standard_normal((n, d))
-    return np.abs((u * v).sum(1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)))
-
-
-def random_reference(d: int, n: int = 10_000, seed: int = 0) -> dict:
-    """Summary of the random-direction null: mean (empirical and exact), 95th / 99th pct,
-    and the ``samples`` themselves."""
-    a = random_abs_cos(d, n, seed)
+    a = np.abs((u * v).sum(1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)))
     # E|cos| = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)) ~ sqrt(2 / (pi d))
     exact = math.exp(gammaln(d / 2) - gammaln((d + 1) / 2)) / math.sqrt(math.pi)
     return {"d": d, "n": n, "mean": float(a.mean()), "mean_exact": exact,

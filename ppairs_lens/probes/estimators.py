@@ -1,25 +1,25 @@
 """Linear probes on contrast pairs, as scikit-learn-style estimators.
 
-Every probe sees one layer's activations ``[n, 2, d]`` (side 0 = prompt ending "... is
-Choice 1", side 1 = "... is Choice 2"), centres each side by the *training* side means and
-works on the differences ``(x0 - mu_pos) - (x1 - mu_neg)`` (see :mod:`ppairs_lens.probes.features`).
-A probe is a direction in the residual-stream basis plus a scalar map to a probability:
+Every probe sees one layer's activations ``[n, 2, d]`` (side 0 = prompt ending "... is Choice
+1", side 1 = "... is Choice 2"), centres each side by the *training* side means and works on
+the differences ``(x0 - mu_pos) - (x1 - mu_neg)`` (:mod:`ppairs_lens.probes.features`). A probe
+is a direction in the residual-stream basis plus a scalar map to a probability:
 
     P(item 1 preferred) = sigmoid(scale_ * <diff, direction_> + intercept_)
 
 ``coef_ = scale_ * direction_``. Three ways to get the direction:
 
-* :class:`SupervisedProbe` - L2 logistic regression, as in the paper: no intercept, balanced
-  class weights; scikit-learn's objective, solved by the sweep's Newton solver
-  (:mod:`ppairs_lens.probes.logistic`), on features scaled by their training RMS by default
-  (``standardize=True``: ``C`` means the same at every layer).
+* :class:`SupervisedProbe` - L2 logistic regression, as in the paper (no intercept, balanced
+  class weights), solved by the sweep's Newton solver (:mod:`ppairs_lens.probes.logistic`).
 * :class:`PCAProbe` - top principal component of the differences (unsupervised direction).
 * :class:`MassMeanProbe` - difference of the class means of the differences.
 
-For PCA and mass-mean the scale is a 1-D logistic regression of the training labels on the
-training projections (:mod:`ppairs_lens.probes.scaling`), so their probabilities are
-calibrated like the supervised probe's. Their ``sign_confidence_`` says how firmly the training labels
-choose the direction's sign (:mod:`ppairs_lens.probes.sign_confidence`).
+For PCA and mass-mean (PCA without a sign, too) :func:`orient_to_targets` flips the direction
+so that training projections correlate positively with "item 1 preferred", and the scale is a
+1-D logistic regression of the training labels on the training projections
+(:func:`fit_logistic_scale`), so their probabilities are calibrated like the supervised
+probe's. Their ``sign_confidence_`` says how firmly the training
+labels choose the direction's sign (:mod:`ppairs_lens.probes.sign_confidence`).
 
 Conventions (sklearn): the constructor only stores parameters; ``fit`` returns ``self``;
 fitted attributes end in ``_``; ``predict_proba`` columns follow ``classes_ = [2, 1]``, i.e.
@@ -44,23 +44,21 @@ from sklearn.exceptions import ConvergenceWarning
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.probes.batched_linalg import bmv_t
-from ppairs_lens.probes.ccs import fit_ccs_directions
-from ppairs_lens.probes.scaling import fit_logistic_scale, orient_to_targets
 from ppairs_lens.probes.features import (
     as_acts,
     contrast_features,
     labels_to_targets,
     side_means,
 )
-from ppairs_lens.probes.logistic import Solver, batched_logistic_regression
+from ppairs_lens.probes.logistic import Solver, batched_logistic_regression, bmv_t
 from ppairs_lens.probes.principal import top_principal_direction
 from ppairs_lens.probes.sign_confidence import N_SIGN_BOOT, sign_confidence
 
 __all__ = ["PROBE_KINDS", "ALL_PROBE_KINDS", "KINDS", "MIN_PER_CLASS", "DirectionBatch",
            "PairProbe", "ScaledDirectionProbe", "SupervisedProbe", "PCAProbe", "MassMeanProbe",
            "CCSProbe", "make_probe", "register", "is_degenerate", "class_mean_difference",
-           "check_classes"]
+           "ccs_loss", "fit_ccs_directions", "check_classes", "fit_logistic_scale",
+           "orient_to_targets"]
 
 #: Fewer training pairs than this in either class and a probe refuses to fit.
 MIN_PER_CLASS: int = 2
@@ -68,9 +66,7 @@ MIN_PER_CLASS: int = 2
 DEGENERATE_RTOL: float = 1e-9
 
 
-# --------------------------------------------------------------------------------------------
-# Batched maths shared with the sweep (leading axes = layers)
-# --------------------------------------------------------------------------------------------
+# -- batched maths shared with the sweep (leading axes = layers) -------------------------------
 
 def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"] | float
                   ) -> Tensor:
@@ -98,9 +94,88 @@ def class_mean_difference(diffs: Float[Tensor, "l n d"], y: Int[Tensor, "n"]
     return bmv_t(diffs, weights.expand(diffs.shape[0], -1))
 
 
-# --------------------------------------------------------------------------------------------
-# Input checks
-# --------------------------------------------------------------------------------------------
+def orient_to_targets(direction: Float[Tensor, "*b d"], diffs: Float[Tensor, "*b n d"],
+                      y: Float[Tensor, "n"]) -> tuple[Float[Tensor, "*b d"], Float[Tensor, "*b n"]]:
+    """Flip ``direction`` so the projections correlate positively with ``y`` (1 = item 1).
+
+    Returns the oriented direction and the training projections on it.
+    """
+    proj = (diffs @ direction.unsqueeze(-1)).squeeze(-1)
+    y = y.to(proj)
+    sign = torch.sign((proj * (y - y.mean())).sum(dim=-1))
+    sign = torch.where(sign == 0, torch.ones_like(sign), sign)
+    return direction * sign.unsqueeze(-1), proj * sign.unsqueeze(-1)
+
+
+def fit_logistic_scale(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"], *, lam: float = 1.0,
+                       n_iter: int = 90) -> Float[Tensor, "*b"]:
+    """Scale ``s`` of a 1-D logistic regression ``P(y=1) = sigmoid(s * proj)``, batched.
+
+    No intercept (the centred differences have mean zero, and swapping the two items negates
+    a difference, so a zero projection should mean 0.5) and no class weights (plain maximum
+    likelihood, so probabilities are calibrated). The projections are standardised first and
+    a weak ridge ``lam / 2 * s_std**2`` keeps ``s`` finite on separable data; it is negligible
+    against the n log-losses. The 1-D problem is convex, so the root of its derivative is found
+    by bisection: robust and identical for one layer or all. NaN where the projections are
+    constant (nothing to scale).
+    """
+    y = y.to(proj)
+    std = proj.std(dim=-1, correction=0)
+    ok = std > 0
+    z = proj / torch.where(ok, std, torch.ones_like(std)).unsqueeze(-1)
+    bound = z.abs().sum(dim=-1) / lam + 1.0   # derivative is > 0 at +bound and < 0 at -bound
+    lo, hi = -bound, bound
+    for _ in range(n_iter):
+        mid = 0.5 * (lo + hi)
+        grad = ((torch.sigmoid(mid.unsqueeze(-1) * z) - y) * z).sum(dim=-1) + lam * mid
+        up = grad > 0
+        hi = torch.where(up, mid, hi)
+        lo = torch.where(up, lo, mid)
+    scale = 0.5 * (lo + hi) / torch.where(ok, std, torch.ones_like(std))
+    return torch.where(ok, scale, torch.full_like(scale, float("nan")))
+
+
+def ccs_loss(p0: Tensor, p1: Tensor) -> Tensor:
+    """The CCS loss over the last axis (pairs): consistency plus confidence,
+    ``mean[(p0 - (1 - p1))^2] + mean[min(p0, p1)^2]``."""
+    return ((p0 - (1 - p1)) ** 2).mean(-1) + (torch.minimum(p0, p1) ** 2).mean(-1)
+
+
+def fit_ccs_directions(x0: Float[Tensor, "l n d"], x1: Float[Tensor, "l n d"], *,
+                       n_tries: int = 5, n_epochs: int = 400, lr: float = 1e-2,
+                       weight_decay: float = 0.0, seed: int = 0
+                       ) -> tuple[Float[Tensor, "l d"], Float[Tensor, "l"]]:
+    """``(w [l, d], loss [l])``: the best of ``n_tries`` CCS probes per layer on the centred
+    sides ``x0``, ``x1`` (``w`` not normalised, in the raw basis; float64)."""
+    with torch.inference_mode(False), torch.enable_grad():
+        x0 = x0.detach().clone().double()
+        x1 = x1.detach().clone().double()
+        l, _, d = x0.shape
+        rms = torch.cat([x0, x1], 1).pow(2).mean(dim=(1, 2)).sqrt().clamp_min(1e-30)
+        z0, z1 = x0 / rms[:, None, None], x1 / rms[:, None, None]
+        g = torch.Generator().manual_seed(int(seed))
+        w0 = torch.randn(n_tries, d, generator=g, dtype=torch.float64) / d ** 0.5
+        w = w0.to(x0.device).expand(l, -1, -1).clone().requires_grad_(True)
+        b = torch.zeros(l, n_tries, dtype=torch.float64, device=x0.device, requires_grad=True)
+        opt = torch.optim.Adam([w, b], lr=lr, weight_decay=weight_decay)
+
+        def losses() -> Tensor:
+            p0 = torch.sigmoid(z0 @ w.mT + b[:, None, :]).mT  # [l, tries, n]
+            p1 = torch.sigmoid(z1 @ w.mT + b[:, None, :]).mT
+            return ccs_loss(p0, p1)
+
+        for _ in range(n_epochs):
+            opt.zero_grad()
+            losses().sum().backward()
+            opt.step()
+        with torch.no_grad():
+            final = losses()
+            best = final.argmin(dim=1)
+            rows = torch.arange(l, device=x0.device)
+            return (w[rows, best] / rms[:, None]).detach(), final[rows, best].detach()
+
+
+# -- input checks ------------------------------------------------------------------------------
 
 def _finite_acts(acts: Any, what: str) -> Float[Tensor, "n 2 d"]:
     """One layer's activations as float64 ``[n, 2, d]`` on the CPU, refusing NaN / inf."""
@@ -128,9 +203,7 @@ def check_classes(y: Int[Tensor, "n"], min_per_class: int = MIN_PER_CLASS) -> No
             f"preferred (label 1) and {n0} with item 2 preferred (label 2)")
 
 
-# --------------------------------------------------------------------------------------------
-# Estimators
-# --------------------------------------------------------------------------------------------
+# -- estimators --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class DirectionBatch:
@@ -279,17 +352,14 @@ class SupervisedProbe(PairProbe):
 
     The objective of scikit-learn's ``LogisticRegression(C, fit_intercept=False,
     class_weight)``, solved to ``tol`` (relative gradient norm) by
-    :func:`ppairs_lens.probes.logistic.batched_logistic_regression`, the solver of
-    :func:`ppairs_lens.probes.sweep.fit_sweep`: with the same settings a probe fitted alone
-    equals the sweep's at that layer, and scikit-learn run to convergence. Defaults follow the
-    paper: no intercept (the centred differences are symmetric around 0) and balanced class
-    weights; an intercept is not supported. ``coef_`` is the weight vector, ``direction_`` it
-    normalised, ``scale_`` its norm, ``n_iter_`` the Newton steps taken. ``solver`` and
-    ``direct_max`` choose how each Newton step is solved (see the solver).
-    ``standardize`` (default True): fit on the features divided by their training root mean
-    square, so that ``C`` means the same at every layer; ``coef_`` / ``direction_`` are for
-    the raw features either way (see :mod:`ppairs_lens.probes.logistic`). With
-    ``standardize=False`` it is scikit-learn's estimator on the raw differences.
+    :func:`ppairs_lens.probes.logistic.batched_logistic_regression`, the sweep's solver: with
+    the same settings a probe fitted alone equals the sweep's at that layer, and scikit-learn
+    run to convergence. Defaults follow the paper: no intercept (the centred differences are
+    symmetric around 0; not supported) and balanced class weights. ``n_iter_``: the Newton
+    steps taken; ``solver`` / ``direct_max``: how each step is solved. ``standardize``
+    (default True): fit on the features divided by their training root mean square, so that
+    ``C`` means the same at every layer (``coef_`` / ``direction_`` are for the raw features
+    either way); ``standardize=False`` is scikit-learn's estimator on the raw differences.
     """
 
     kind = "supervised"
@@ -386,14 +456,14 @@ class ScaledDirectionProbe(PairProbe):
 class PCAProbe(ScaledDirectionProbe):
     """Top principal component of the centred differences (unsupervised direction).
 
-    The differences are not centred again before the decomposition: with the training side
-    means they already have mean zero exactly, so the top right-singular vector *is* the first
-    principal component. The component is only defined up to sign; the training labels pick
-    the sign (projections correlate positively with "item 1 preferred"). So the probe's
-    *direction* is label-free but its *accuracy* is not: without labels you would not know
-    which end of the axis is "more". Probabilities are ``sigmoid(scale_ * projection)`` with
-    ``scale_`` from a 1-D logistic regression on the training projections (calibrated); that
-    fit is monotone, so it never changes which side a pair is put on.
+    The differences are not centred again (they have mean zero exactly: see
+    :func:`~ppairs_lens.probes.principal.top_principal_direction`). The component is only
+    defined up to sign; the training labels pick the sign (projections correlate positively
+    with "item 1 preferred"). So the probe's *direction* is label-free but its *accuracy* is
+    not: without labels you would not know which end of the axis is "more". Probabilities are
+    ``sigmoid(scale_ * projection)`` with ``scale_`` from a 1-D logistic regression on the
+    training projections (calibrated); that fit is monotone, so it never changes which side a
+    pair is put on.
     """
 
     kind = "pca"
@@ -432,9 +502,17 @@ class MassMeanProbe(ScaledDirectionProbe):
 
 @register
 class CCSProbe(ScaledDirectionProbe):
-    """Contrast-consistent search (:mod:`ppairs_lens.probes.ccs`): a label-free direction from
-    the centred sides; as for PCA the labels only pick its sign and scale (``ccs_loss_``).
-    Gradient descent, so not in the default sweep (``fit_sweep`` takes it by name)."""
+    """Contrast-consistent search (CCS; Burns et al. 2023): a label-free direction from the
+    centred sides; as for PCA the labels only pick its sign and scale.
+
+    A linear probe ``p(x) = sigmoid(<x, w> + b)`` is trained so that the two sides of a pair
+    get complementary probabilities, ``p(x0) ~ 1 - p(x1)`` (consistency), without the
+    degenerate answer ``p = 0.5`` (confidence) (:func:`ccs_loss`, kept as ``ccs_loss_``). Each
+    side is centred by its training mean and the layer's features divided by their root mean
+    square, so one learning rate fits every layer (``w`` is returned in the raw basis);
+    ``n_tries`` seeded starts are trained with full-batch Adam for ``n_epochs`` steps and the
+    lowest loss kept (:func:`fit_ccs_directions`, layers a batch axis). Gradient descent, so
+    not in the default sweep (``fit_sweep`` takes it by name)."""
 
     kind = "ccs"
     label = "CCS (label-free)"
@@ -467,8 +545,7 @@ def make_probe(kind: str, **kw: Any) -> PairProbe:
     """An unfitted probe of ``kind`` (one of :data:`ALL_PROBE_KINDS`) with parameters ``kw``."""
     if kind not in KINDS:
         raise ProbeError(f"unknown probe kind {kind!r}; choose one of {ALL_PROBE_KINDS}")
-    cls = KINDS[kind]
     try:
-        return cls(**kw)
+        return KINDS[kind](**kw)
     except TypeError as e:
         raise ProbeError(f"bad parameters for a {kind!r} probe: {e}") from None

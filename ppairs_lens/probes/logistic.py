@@ -15,7 +15,9 @@ default). Each step solves ``(I + X^T diag(h) X) s = -g``:
 * ``min(n, d) > direct_max``: preconditioned conjugate gradients on Hessian-vector products
   (``newton-cg``), which needs no ``d x d`` or ``n x n`` matrix.
 
-A single-layer probe is a batch of one, so it and a sweep fit the same optimum.
+A single-layer probe is a batch of one, so it and a sweep fit the same optimum. Its batched
+linear algebra (axis 0 = layers, each independent) is here too: products, a Cholesky that adds
+jitter only when round-off breaks it, and PCG in which every layer stops at its own tolerance.
 
 *Standardisation* (``standardize=True``, the probes' default): each layer's features are
 divided by one number, their root mean square over pairs and features (on the training
@@ -39,11 +41,73 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.probes.batched_linalg import bmv, bmv_t, chol_apply, cholesky, pcg
 
-__all__ = ["Solver", "batched_logistic_regression", "feature_rms"]
+__all__ = ["Solver", "batched_logistic_regression", "bmv", "bmv_t", "chol_apply", "cholesky",
+           "feature_rms", "pcg"]
 
 Solver = Literal["auto", "newton", "newton-cg"]
+
+
+def bmv(x: Float[Tensor, "l n d"], w: Float[Tensor, "l d"]) -> Float[Tensor, "l n"]:
+    """``x @ w`` per layer (as row-vector products: 1.5-3x faster than bmm's gemv on CPU)."""
+    return (w.unsqueeze(1) @ x.mT).squeeze(1)
+
+
+def bmv_t(x: Float[Tensor, "l n d"], r: Float[Tensor, "l n"]) -> Float[Tensor, "l d"]:
+    """``x^T @ r`` per layer, without materialising a transposed copy of ``x``."""
+    return (r.unsqueeze(1) @ x).squeeze(1)
+
+
+def cholesky(a: Float[Tensor, "l m m"]) -> Float[Tensor, "l m m"]:
+    """Cholesky factor; the matrices are I + PSD, so failure only comes from round-off."""
+    chol, info = torch.linalg.cholesky_ex(a)
+    if bool((info != 0).any()):
+        jitter = 1e-10 * a.diagonal(dim1=-2, dim2=-1).mean(-1).clamp_min(1.0)
+        chol, info = torch.linalg.cholesky_ex(
+            a + jitter[:, None, None] * torch.eye(a.shape[-1], dtype=a.dtype, device=a.device))
+        if bool((info != 0).any()):
+            raise ProbeError("Newton system is not positive definite even with jitter: the "
+                             "activations are too large to solve in float64 (rescale them)")
+    return chol
+
+
+def chol_apply(factor: Float[Tensor, "l m m"], r: Float[Tensor, "l m"]) -> Float[Tensor, "l m"]:
+    """``(L L^T)^{-1} r`` by two triangular solves (much faster than batched cholesky_solve)."""
+    half = torch.linalg.solve_triangular(factor, r.unsqueeze(-1), upper=False)
+    return torch.linalg.solve_triangular(factor.mT, half, upper=True).squeeze(-1)
+
+
+def pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max_iter: int
+         ) -> tuple[Float[Tensor, "l d"], Bool[Tensor, "l"]]:
+    """Batched preconditioned CG for ``H x = b``, each layer stopping at its own tolerance.
+
+    ``apply_pinv(r)`` applies the inverse preconditioner. Returns ``(x, reached)``; CG
+    iterates from 0 are descent directions, so an unfinished ``x`` is still usable.
+    """
+    x = torch.zeros_like(b)
+    r = b.clone()
+    z = apply_pinv(r)
+    p = z.clone()
+    rz = (r * z).sum(-1)
+    target = rtol * b.norm(dim=-1)
+    active = r.norm(dim=-1) > target
+    for _ in range(max_iter):
+        if not bool(active.any()):
+            break
+        hp = hvp(p)
+        php = (p * hp).sum(-1)
+        alpha = torch.where(active, rz / torch.where(php > 0, php, torch.ones_like(php)),
+                            torch.zeros_like(php))
+        x = x + alpha[:, None] * p
+        r = r - alpha[:, None] * hp
+        z = apply_pinv(r)
+        rz_new = (r * z).sum(-1)
+        beta = torch.where(active, rz_new / torch.where(rz != 0, rz, torch.ones_like(rz)),
+                           torch.zeros_like(rz))
+        p = z + beta[:, None] * p
+        rz = rz_new
+        active = active & (r.norm(dim=-1) > target)
+    return x, ~active
 
 
 class _ActiveLayers:
@@ -215,14 +279,13 @@ def batched_logistic_regression(
     ||grad at 0||``; a layer leaves the batch when it converges. Returns ``(w, n_iter,
     converged)``. Computes in ``x``'s dtype and device (use float64).
 
-    Solvers: ``newton`` forms the Hessian (``d <= n``; ``d x d``) or uses Woodbury with the
-    kernel ``X X^T`` computed once (``n < d``; ``n x n``); ``newton-cg`` needs neither (PCG with
-    a Jacobi preconditioner on Hessian-vector products); ``auto`` picks ``newton`` when
-    ``min(n, d) <= direct_max``. In the ``d <= n`` case a factorised Hessian is reused as the
-    preconditioner of a few CG steps on later iterations (the weights ``p(1-p)`` change less
-    and less), and refreshed when ``reuse_cg_iter`` CG steps no longer suffice: forming the
-    Hessian costs ``2 n d^2`` per layer, a CG step ``4 n d``. ``kernel`` (``x @ x^T``, the
-    dual case) may be passed when the caller has it already (of the raw ``x``).
+    Solvers as in the module notes (``newton-cg``: PCG with a Jacobi preconditioner);
+    ``auto`` picks ``newton`` when ``min(n, d) <= direct_max``. In the ``d <= n`` case a
+    factorised Hessian is reused as the preconditioner of a few CG steps on later iterations
+    (the weights ``p(1-p)`` change less and less), and refreshed when ``reuse_cg_iter`` CG
+    steps no longer suffice: forming the Hessian costs ``2 n d^2`` per layer, a CG step
+    ``4 n d``. ``kernel`` (``x @ x^T`` of the raw ``x``, the dual case) may be passed when
+    the caller has it already.
 
     ``standardize``: fit on ``x / feature_rms(x)`` per layer (see the module notes) and return
     the weights for the raw ``x`` (``w_std / rms``); the tolerance applies to the standardised

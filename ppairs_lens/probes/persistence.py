@@ -1,4 +1,5 @@
-"""Saving and loading fitted probes, sweeps and directions: safetensors plus JSON metadata.
+"""Saving, loading and pushing to the Hub fitted probes, sweeps and directions: safetensors
+plus JSON metadata.
 
 Each object is a folder with two files:
 
@@ -19,11 +20,15 @@ store refuses another harvest, :mod:`ppairs_lens.activations.store`). A loaded p
 scores new activations with no refit; a loaded direction drives
 :func:`ppairs_lens.interventions.ablation.ablate` and
 :func:`ppairs_lens.interventions.steering.steer`.
+
+:func:`push_to_hub` uploads a saved folder, or an object saved now; the uploaded model card is
+the folder's, its metrics and license kept, with the loading snippet naming the repo id.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -40,13 +45,21 @@ from ppairs_lens.io.checksums import tensor_sha256
 from ppairs_lens.io.json_fields import array_of, check_fields, is_int, is_number, json_object
 from ppairs_lens.io.json_fields import optional
 from ppairs_lens.probes.estimators import PairProbe, make_probe
-from ppairs_lens.probes.hub import resolve_saved
-from ppairs_lens.probes.model_card import write_model_card
+from ppairs_lens.probes.hub import (
+    CARD,
+    DEFAULT_LICENSE,
+    commit_operations,
+    push_folder,
+    read_model_card,
+    render_card,
+    resolve_saved,
+    write_model_card,
+)
 from ppairs_lens.probes.sweep import SweepProbes
 
 __all__ = ["FORMAT_VERSION", "ProbeMetadata", "metadata_from_store", "check_metadata",
            "save_probe", "load_probe", "save_sweep", "load_sweep", "save_direction",
-           "load_direction", "read_metadata"]
+           "load_direction", "read_metadata", "hub_operations", "push_to_hub"]
 
 #: 2: ``sha256`` of every tensor in ``metadata.json`` (1: none).
 FORMAT_VERSION = 2
@@ -221,9 +234,7 @@ def _need(tensors: dict[str, Tensor], keys: Any, path: str | Path) -> None:
         raise ProbeError(f"{Path(path) / TENSORS} lacks tensor(s) {missing}")
 
 
-# --------------------------------------------------------------------------------------------
-# Single-layer probes
-# --------------------------------------------------------------------------------------------
+# -- single-layer probes -----------------------------------------------------------------------
 
 _PROBE_ARRAYS = ("mu_pos_", "mu_neg_", "coef_", "direction_")
 _PROBE_SCALARS = ("scale_", "intercept_", "n_iter_", "sign_confidence_", "layer_", "ccs_loss_")
@@ -282,9 +293,7 @@ def load_probe(path: str | Path, *, model: str | None = None, hook: str | None =
     return probe
 
 
-# --------------------------------------------------------------------------------------------
-# Sweeps
-# --------------------------------------------------------------------------------------------
+# -- sweeps ------------------------------------------------------------------------------------
 
 def save_sweep(sweep: SweepProbes, path: str | Path, *, hook_names: list[str] | None = None,
                split: str | None = None, **meta: Any) -> Path:
@@ -327,9 +336,7 @@ def load_sweep(path: str | Path, *, model: str | None = None,
         standardize=bool(meta.standardize), sign_confidence=group("sign_confidence"))
 
 
-# --------------------------------------------------------------------------------------------
-# Directions
-# --------------------------------------------------------------------------------------------
+# -- directions --------------------------------------------------------------------------------
 
 def save_direction(direction: Float[Tensor, "*k d_model"] | np.ndarray, path: str | Path, *,
                    hook: str | None = None, kind: str = "direction", **meta: Any) -> Path:
@@ -351,3 +358,53 @@ def load_direction(path: str | Path, *, model: str | None = None, hook: str | No
     t, meta = _read(path, "direction", {"model": model, "hook": hook, **expected})
     _need(t, ("direction",), path)
     return t["direction"], meta
+
+
+# -- the Hub -----------------------------------------------------------------------------------
+
+def hub_operations(folder: str | Path, repo_id: str, license: str | None = None) -> list:
+    """The commit :func:`push_to_hub` sends for saved ``folder`` to ``repo_id``: its files,
+    the model card re-rendered so that its snippet loads ``repo_id`` (``license``: instead of
+    the card's)."""
+    folder = Path(folder)
+    meta = read_metadata(folder)
+    front = read_model_card(folder) if (folder / CARD).is_file() else {}
+    metrics = (front.get("ppairs_lens") or {}).get("metrics") or []
+    card = render_card(meta, metrics=metrics, source=repo_id,
+                       license=license or front.get("license") or DEFAULT_LICENSE)
+    return commit_operations(folder, replace={CARD: card.encode("utf-8")})
+
+
+def _save(obj: Any, folder: Path, save_kw: dict) -> Path:
+    if isinstance(obj, SweepProbes):
+        return save_sweep(obj, folder, **save_kw)
+    if isinstance(obj, (Tensor, np.ndarray)):
+        return save_direction(obj, folder, **save_kw)
+    if hasattr(obj, "direction_") or hasattr(obj, "get_params"):
+        return save_probe(obj, folder, **save_kw)
+    raise ProbeError(f"push_to_hub takes a saved folder, a probe, a sweep or a direction, "
+                     f"not a {type(obj).__name__}")
+
+
+def push_to_hub(folder_or_object: Any, repo_id: str, *, license: str | None = None,
+                commit_message: str | None = None,
+                private: bool | None = None, revision: str | None = None,
+                token: str | None = None, api=None, **save_kw: Any):
+    """Upload a saved folder (or ``folder_or_object`` saved now, with ``save_kw``) to the Hub
+    model repository ``repo_id``; returns the ``CommitInfo``. ``license``: the card's license
+    field (default: the folder card's, else "other"). Load it back with
+    ``pl.load_probe(repo_id, ...)`` (or ``load_sweep`` / ``load_direction``)."""
+    if isinstance(folder_or_object, (str, Path)):
+        if save_kw:
+            raise ProbeError(f"{folder_or_object} is already saved; save keywords "
+                             f"{sorted(save_kw)} apply only to an object")
+        folder = Path(folder_or_object)
+        ops = hub_operations(folder, repo_id, license)
+        return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
+                           private=private, revision=revision, token=token, api=api)
+    with tempfile.TemporaryDirectory(prefix="ppairs-push-") as tmp:
+        folder = _save(folder_or_object, Path(tmp) / repo_id.split("/")[-1], save_kw)
+        ops = hub_operations(folder, repo_id, license)
+        # The operations read files by path: send them before the folder goes.
+        return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
+                           private=private, revision=revision, token=token, api=api)

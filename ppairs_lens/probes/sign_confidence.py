@@ -2,7 +2,7 @@
 
 The PCA probe's direction comes without labels; only its *sign* is chosen from them, by the
 sign of the training correlation between projections and "item 1 preferred"
-(:func:`ppairs_lens.probes.scaling.orient_to_targets`). Where that correlation is near zero
+(:func:`ppairs_lens.probes.estimators.orient_to_targets`). Where that correlation is near zero
 the sign is a coin flip, and a PCA curve can jump between ``acc`` and ``1 - acc`` from one
 layer to the next. :func:`sign_confidence` reports, per direction, the share of ``n_boot``
 bootstrap resamples of the training pairs (whole groups at a time when ``groups`` are given,

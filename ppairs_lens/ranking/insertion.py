@@ -71,11 +71,8 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
                     references: Mapping[L, Sequence[Hashable]], compare: Comparator, k: int = 5,
                     seed: int = 0,
                     return_trace: bool = False) -> L | tuple[L, InsertionTrace]:
-    """Give ``item`` a label by binary search over ordered labels (PPAIRS_INSERT, Appendix D).
-
-    Why: scoring a new item against a fixed labelled reference set costs
-    ``O(k log(#labels))`` comparisons instead of re-ranking everything, and yields a label on the
-    reference scale (e.g. ClimateX confidence ``low < medium < high < very high``).
+    """Give ``item`` a label by binary search over ordered labels (PPAIRS_INSERT, Appendix D):
+    ``O(k log(#labels))`` comparisons instead of re-ranking everything.
 
     ``labels_ordered`` runs from lowest to highest. Each step takes the middle label of the
     remaining range ``[lo, hi]`` (``mid = (lo + hi) // 2``), compares ``item`` with a random
@@ -83,8 +80,7 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
     if the mean of ``compare(item, ref)`` is ``> 0.5`` continues above ``mid``, else at or below
     it; it ends when one label is left. So an item exactly as preferred as the middle label's
     references (mean 0.5) stays at that label. References equal to ``item`` are skipped (for
-    leave-one-out scoring of labelled items). The subset draws come from
-    ``random.Random(seed)``, so results are reproducible.
+    leave-one-out scoring of labelled items). The subsets are drawn from ``random.Random(seed)``.
 
     Returns the label, or ``(label, InsertionTrace)`` when ``return_trace=True``.
     """

@@ -54,9 +54,7 @@ _LOG_FLOOR: float = 1e-12
 K = TypeVar("K", bound=Hashable)
 
 
-# --------------------------------------------------------------------------------------------
-# Comparators
-# --------------------------------------------------------------------------------------------
+# -- Comparators -----------------------------------------------------------------------------
 
 
 class CountingComparator:
@@ -89,9 +87,7 @@ class CountingComparator:
         return self.cache[key]
 
 
-# --------------------------------------------------------------------------------------------
-# Greedy merge sort
-# --------------------------------------------------------------------------------------------
+# -- Greedy merge sort -----------------------------------------------------------------------
 
 
 def _prob(compare: Comparator, a: Hashable, b: Hashable) -> float:
@@ -119,35 +115,24 @@ def merge_sort(items: Sequence[K], compare: Comparator, descending: bool = True)
     ``descending=True`` returns the most-preferred item first; ``descending=False`` returns the
     reverse of that same list. The input is not modified.
     """
-    return _finish(_greedy_sort(list(items), compare), descending)
+    return _finish(_sort(list(items), lambda left, right: _greedy_merge(left, right, compare)),
+                   descending)
 
 
-def _greedy_sort(items: list[K], compare: Comparator) -> list[K]:
+def _sort(items: list[K], merge: Callable[[list[K], list[K]], list[K]]) -> list[K]:
+    """Top-down merge sort: both halves sorted (left first), then ``merge(left, right)``."""
     if len(items) <= 1:
         return items
     mid = len(items) // 2
-    return _greedy_merge(_greedy_sort(items[:mid], compare), _greedy_sort(items[mid:], compare),
-                         compare)
+    return merge(_sort(items[:mid], merge), _sort(items[mid:], merge))
 
 
 def _greedy_merge(left: list[K], right: list[K], compare: Comparator) -> list[K]:
-    out: list[K] = []
-    i = j = 0
-    while i < len(left) and j < len(right):
-        if _prob(compare, left[i], right[j]) > 0.5:
-            out.append(left[i])
-            i += 1
-        else:
-            out.append(right[j])
-            j += 1
-    out.extend(left[i:])
-    out.extend(right[j:])
-    return out
+    moves = _greedy_moves(len(left), len(right), lambda i, j: _prob(compare, left[i], right[j]))
+    return _interleave(left, right, moves)
 
 
-# --------------------------------------------------------------------------------------------
-# Beam-search merge sort (PAIRS-beam)
-# --------------------------------------------------------------------------------------------
+# -- Beam-search merge sort (PAIRS-beam) -----------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -211,17 +196,8 @@ def beam_merge_sort(items: Sequence[K], compare: Comparator, beam_size: int = DE
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    return _finish(_beam_sort(list(items), compare, beam_size, uncertainty), descending)
-
-
-def _beam_sort(items: list[K], compare: Comparator, beam_size: int,
-               uncertainty: float) -> list[K]:
-    if len(items) <= 1:
-        return items
-    mid = len(items) // 2
-    left = _beam_sort(items[:mid], compare, beam_size, uncertainty)
-    right = _beam_sort(items[mid:], compare, beam_size, uncertainty)
-    return _beam_merge(left, right, compare, beam_size, uncertainty)
+    return _finish(_sort(list(items), lambda left, right: _beam_merge(
+        left, right, compare, beam_size, uncertainty)), descending)
 
 
 def _log(p: float) -> float:
