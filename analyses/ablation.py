@@ -1,16 +1,20 @@
 """Directional ablation: does the model *use* the probe direction? (paper Appendix B)
 
-Per dataset, probe directions (every kind, at the read-out chosen on a validation split of the
-training data, never the test split) are removed from the residual stream while the
+A probe direction that predicts the judgement does not show that the model uses it; removing it
+should move the model's own prompted judgement more than removing a direction that is not
+special. Per dataset, probe directions (every kind, at the read-out chosen on a validation split
+of the training data, never the test split) are removed from the residual stream while the
 swap-calibrated zero-shot judge answers the test records (at most ``max_eval_pairs``, whole
 contexts), **at the judge's read-out token only** (``positions="last"``; the probes are read at
 the contrast token, the judge decides at the token before: ``ablate(positions="all")`` is the
-check), all directions in one pass. Against: ``n_random`` isotropic and ``n_matched``
-variance-matched random directions (nulls) and the choice tokens' unembedding difference
-(positive control, in the same preset and at the read-out hook only). Measured in the judge's
-calibrated log-odds ``z``: effect = mean |z - z_base|, permutation p-values against each null
-(Holm over the run's probe tests), and Δaccuracy, ΔAUROC, Δlog-odds with paired CIs over leak
-groups, which the verdicts read. ``refit`` also rescores the probes on activations
+check), all directions in one pass. Against: ``n_random`` isotropic random directions and
+``n_matched`` drawn from the training contrasts' covariance (variance-matched nulls), and the
+choice tokens' unembedding difference as positive control, in the same preset (where removing it
+after the final norm forces z = 0 by construction) and at the probes' read-out hook only
+(``unembedding_at_readout``: can ablating at that depth move the judge at all?). Measured in the
+judge's calibrated log-odds ``z``: effect = mean |z - z_base|, permutation p-values against each
+null (Holm over the run's probe tests), and Δaccuracy, ΔAUROC, Δlog-odds with paired CIs over
+leak groups, which the verdicts read. ``refit`` also rescores the probes on activations
 re-harvested under each ablation.
 
 Outputs: ``ablation.csv`` (dataset x preset x condition), ``ablation_null.csv`` (every null
@@ -55,8 +59,11 @@ from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, held_out_records, split_store
 from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.interventions.batched import batched_rejection_hooks, judge_under_direction_sets
-from ppairs_lens.interventions.directions import (choice_unembedding_direction, null_directions,
-                                                  probe_directions)
+from ppairs_lens.interventions.directions import (
+    choice_unembedding_direction,
+    null_directions,
+    probe_directions,
+)
 from ppairs_lens.interventions.refit import refit_rows
 from ppairs_lens.io.outputs import load_config, save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
@@ -437,8 +444,8 @@ def plan_ablation(bridge, datasets: Sequence[Dataset], root, cfg: AblationConfig
                   template=None) -> list:
     """The model passes of :func:`run_ablation` before any runs (for its estimate): each
     store's harvest, then per dataset and preset the judge on its test records (both orders)
-    with every direction (at most) a branch of the read-out token, the read-out control
-    riding the first preset's pass."""
+    with every direction a branch of the read-out token (at most: a degenerate probe kind is
+    skipped), the read-out control riding the first preset's pass."""
     from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
     from ppairs_lens.judges.zero_shot import judge_prompts
 

@@ -21,11 +21,34 @@ from typing import ClassVar
 from simple_parsing.helpers import field
 
 from analyses.cli_args import (
-    CalibrationOption, DatasetOptions, DatasetsOptions, EvalOptions, HookOptions, JudgeOptions,
-    ModelOptions, OneLineParser, Options, SeedOption, SplitOptions, TemplateOption, check_args,
-    check_layer, config_option, finite_float, finite_number, flag, judges_option, kinds_option,
-    layer_option, load_model_from_args, max_pairs_option, null_option, option, positive_int,
-    seed_int)
+    CalibrationOption,
+    DatasetOptions,
+    DatasetsOptions,
+    EvalOptions,
+    HookOptions,
+    JudgeOptions,
+    ModelOptions,
+    OneLineParser,
+    Options,
+    SeedOption,
+    SplitOptions,
+    TemplateOption,
+    check_args,
+    check_layer,
+    config_option,
+    finite_float,
+    finite_number,
+    flag,
+    judges_option,
+    kinds_option,
+    layer_option,
+    load_model_from_args,
+    max_pairs_option,
+    null_option,
+    option,
+    positive_int,
+    seed_int,
+)
 from ppairs_lens.cpu_numerics import pin_cpu_numerics
 from ppairs_lens.errors import PPairsError
 
@@ -168,8 +191,11 @@ class Harvest(Command, TemplateOption, HookOptions, SeedOption, DatasetOptions, 
 
     def run(self) -> None:
         from ppairs_lens.activations.harvest import default_readouts, readout_names
-        from ppairs_lens.activations.pipeline import (default_store_path, harvest_dataset,
-                                                      parse_shard)
+        from ppairs_lens.activations.pipeline import (
+            default_store_path,
+            harvest_dataset,
+            parse_shard,
+        )
         from ppairs_lens.activations.prompts import default_template
         from ppairs_lens.activations.runner import HarvestSettings
         from ppairs_lens.data.specs import load_dataset_spec

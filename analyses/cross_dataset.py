@@ -44,8 +44,12 @@ from analyses.cross_dataset_plots import (
     plot_transfer,
     print_summary,
 )
-from ppairs_lens.activations.store import (ActivationStore, check_comparable, readout_index,
-                                           unique_names)
+from ppairs_lens.activations.store import (
+    ActivationStore,
+    check_comparable,
+    readout_index,
+    unique_names,
+)
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.cosine_verdict import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate

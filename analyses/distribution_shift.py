@@ -3,12 +3,12 @@
 Probes are fitted on LLMBar's clean subsets (Natural + Normal, their training half) at the
 read-out chosen on validation, then scored on the clean held-out half (in distribution) and on
 every other subset given (shifted: the main job passes the four Adversarial subsets, as the
-paper's Figure 4; any LLMBar-format file works), each on the held-out half of its own split,
-the pairs the prompted judge answered; the calibrated zero-shot judge on the same pairs. The
-claim: probes lose less than prompting when the data shifts. Each drop (in-distribution minus
-shifted accuracy) and the difference of drops (probe minus judge) has a 95% CI, resampling
-leak groups of both sets at once. Writes ``distribution_shift.csv`` and the config;
-``ppairs-lens shift`` runs :func:`run_shift_files` on the user's files.
+paper's Figure 4; any LLMBar-format file works), each on the held-out half of its own split, the
+pairs the prompted judge answered (its training half is never used); the calibrated zero-shot
+judge on the same pairs. The claim: probes lose less than prompting when the data shifts. Each
+drop (in-distribution minus shifted accuracy) and the difference of drops (probe minus judge)
+has a 95% CI, resampling leak groups of both sets at once. Writes ``distribution_shift.csv`` and
+the config; ``ppairs-lens shift`` runs :func:`run_shift_files` on the user's files.
 """
 
 from __future__ import annotations

@@ -34,8 +34,12 @@ from ppairs_lens.data.item_sampling import (
 from ppairs_lens.data.specs import spec_format, spec_limit
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
-from ppairs_lens.evaluation.level_agreement import (lexical_levels, majority_level,
-                                                    paired_with_published, slope_bias)
+from ppairs_lens.evaluation.level_agreement import (
+    lexical_levels,
+    majority_level,
+    paired_with_published,
+    slope_bias,
+)
 from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv

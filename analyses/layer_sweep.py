@@ -1,9 +1,10 @@
 """Layer sweep: how well each probe type reads the judgement at every layer (paper Figs 6-7).
 
-Per store: drop ties, split leak-free (``split_by="auto"``), fit every probe kind at every
-read-out on the training pairs and score the held-out pairs with bootstrap CIs over leak
-groups; beside them, on the same pairs, the no-model baselines ``memorisation`` and ``length``
-(fitted on train) and the judges and text baselines the caller measured (``judges``, a
+Per store: drop ties, split leak-free (``split_by="auto"``: whole groups, else items, else
+pairs), fit every probe kind at every read-out on the training pairs and score the held-out
+pairs with bootstrap CIs over leak groups; beside them, on the same pairs, the no-model
+baselines fitted on train, ``memorisation`` (training win rates of items) and ``length`` (the
+longer item wins), and the judges and text baselines the caller measured (``judges``, a
 :class:`PairScores`: an input, never part of the config). The layer is chosen by its accuracy
 on a leak-free validation split of the training pairs (``val_value``), never by the test score.
 

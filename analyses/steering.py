@@ -37,8 +37,11 @@ from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import held_out_records, split_store
 from ppairs_lens.interventions.directions import null_directions, probe_directions
-from ppairs_lens.interventions.steering import (batched_steering_hooks, check_alpha,
-                                                judge_under_steering)
+from ppairs_lens.interventions.steering import (
+    batched_steering_hooks,
+    check_alpha,
+    judge_under_steering,
+)
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
@@ -229,9 +232,10 @@ def plan_steering(bridge, datasets: Sequence[Dataset], root, cfg: SteeringConfig
                   template=None) -> list:
     """The model passes of :func:`run_steering` before any runs (for its estimate): each
     store's harvest, then per dataset the judge on its test records with the unsteered judge
-    and every alpha x direction a branch of the read-out token (at most), one pass per item
-    order. Timed at ``cfg.layer``'s read-out, else the last (the validation choice is not
-    known before the harvest; where a hook sits does not change what a pass computes)."""
+    and every alpha x direction a branch of the read-out token (at most: a degenerate probe
+    kind is skipped), one pass per item order. Timed at ``cfg.layer``'s read-out, else the
+    last (the validation choice is not known before the harvest; where a hook sits does not
+    change what a pass computes)."""
     from ppairs_lens.activations.harvest import readout_names
     from ppairs_lens.activations.prompts import build_contrast_pairs
     from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run

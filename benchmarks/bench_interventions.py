@@ -43,8 +43,11 @@ from ppairs_lens.data.specs import subsample_by_context
 from ppairs_lens.interventions.conditions import BASELINE, CONTROL
 from ppairs_lens.evaluation.store_split import split_store
 from ppairs_lens.interventions.batched import judge_under_directions
-from ppairs_lens.interventions.directions import (choice_unembedding_direction, null_directions,
-                                                  probe_directions)
+from ppairs_lens.interventions.directions import (
+    choice_unembedding_direction,
+    null_directions,
+    probe_directions,
+)
 from ppairs_lens.interventions.steering import judge_under_steering
 from ppairs_lens.models.loading import load_model
 

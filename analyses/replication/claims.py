@@ -25,18 +25,37 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from analyses.layer_sweep import SweepResult
-from analyses.replication.claim_families import (FAMILIES, MIN_SORTED_ITEMS, PROBES, SCOPES,
-                                                  Claim, Family, Scope)
+from analyses.replication.claim_families import (
+    FAMILIES,
+    MIN_SORTED_ITEMS,
+    PROBES,
+    SCOPES,
+    Claim,
+    Family,
+    Scope,
+)
 from analyses.replication.paper_claims import PAPER_READERS, our_paper_claims, paper_claims
 from ppairs_lens.evaluation.intervention_tests import permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from analyses.replication.study_claims import ablation_tests, cosine_claim
 from ppairs_lens.evaluation.verdicts import NOT_RUN as NOT_RUN_OUTCOME
-from ppairs_lens.evaluation.verdicts import (NO_SKILL, NOT_TESTABLE, NOT_TESTED, OUTSIDE_SCOPE,
-                                             ClaimTest, Difference, Outcome, Verdict,
-                                             all_but_one_test, beats_chance, claim_test,
-                                             decide_family, intersection_test, interval_note,
-                                             no_skill)
+from ppairs_lens.evaluation.verdicts import (
+    NO_SKILL,
+    NOT_TESTABLE,
+    NOT_TESTED,
+    OUTSIDE_SCOPE,
+    ClaimTest,
+    Difference,
+    Outcome,
+    Verdict,
+    all_but_one_test,
+    beats_chance,
+    claim_test,
+    decide_family,
+    intersection_test,
+    interval_note,
+    no_skill,
+)
 
 __all__ = ["CLAIMS", "FAMILIES", "Claim", "Family", "check_registry", "evaluate_claims",
            "verdicts_available"]

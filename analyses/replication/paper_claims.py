@@ -294,8 +294,8 @@ def _table1_kinds(c: Claim, s: dict, sweep: SweepResult):
     for rows in (rows_a, rows_b):
         if not isinstance(rows, list):
             return rows
-    src_a, src_b = ({r["train"]: r["group_diffs"] for r in _source_rows(rows, ds)}
-                    for rows in (rows_a, rows_b))
+    src_a, src_b = ({r["train"]: r["group_diffs"] for r in _source_rows(part, ds)}
+                    for part in (rows_a, rows_b))
     both = [t for t in src_a if t in src_b and len(src_a[t]) == len(src_b[t])]
     if not both:
         return Verdict(NOT_TESTED, "no other Table 1 dataset was a source of both kinds",

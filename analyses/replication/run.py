@@ -42,8 +42,13 @@ from analyses.distribution_shift import ShiftResult
 from ppairs_lens.activations.pipeline import ensure_stores
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
-from analyses.replication.sets import (ReplicationSizes, comparison_names, replication_datasets,
-                                       shifted_names, summeval_names)
+from analyses.replication.sets import (
+    ReplicationSizes,
+    comparison_names,
+    replication_datasets,
+    shifted_names,
+    summeval_names,
+)
 from ppairs_lens.data import BUILTIN_NAMES, builtin_dataset
 from analyses.replication.fetch import fetched_data_folder
 from ppairs_lens.data.specs import load_dataset_spec

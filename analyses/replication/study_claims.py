@@ -3,7 +3,7 @@
 The replication's claims registry (``analyses.replication.claims``) decides these two claims with them:
 
 * :func:`cosine_claim`: do the unsupervised directions agree across datasets? As the transfer
-  step decided it (:func:`ppairs_lens.evaluation.verdicts.cosine_agreement_verdict`).
+  step decided it (:func:`ppairs_lens.evaluation.cosine_verdict.cosine_agreement_verdict`).
 * :func:`ablation_tests`: does removing a probe direction leave the judgement unchanged? Per
   direction an equivalence test, over all of them the Holm-corrected permutation test
   (:func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`,
@@ -16,8 +16,11 @@ import math
 
 from ppairs_lens.interventions.conditions import BASELINE, CONTROL_AT_READOUT
 from ppairs_lens.evaluation.cosine_verdict import cosine_rule
-from ppairs_lens.evaluation.intervention_tests import (equivalence_test, judge_decides,
-                                                       permutation_union_test)
+from ppairs_lens.evaluation.intervention_tests import (
+    equivalence_test,
+    judge_decides,
+    permutation_union_test,
+)
 from ppairs_lens.evaluation.verdicts import NOT_TESTED, ClaimTest, Verdict
 
 __all__ = ["ACCURACY_MARGIN", "LOGODDS_MARGIN", "ablation_tests", "cosine_claim"]

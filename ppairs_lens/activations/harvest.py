@@ -33,10 +33,20 @@ from ppairs_lens.errors import DataError, HookError, PPairsError
 from ppairs_lens.activations.few_logits import choice_columns, choice_logodds
 from ppairs_lens.activations.prompts import ContrastPair
 from ppairs_lens.activations.runner import HarvestSettings, model_device, run_branches
-from ppairs_lens.models.backend import (backend_of, has_forward_hooks, hook_names,
-                                       readout_point, resolve_hooks)
-from ppairs_lens.models.hook_points import (PRESETS, READOUT_PRESET, Hook, check_hook_names,
-                                           hook_points)
+from ppairs_lens.models.backend import (
+    backend_of,
+    has_forward_hooks,
+    hook_names,
+    readout_point,
+    resolve_hooks,
+)
+from ppairs_lens.models.hook_points import (
+    PRESETS,
+    READOUT_PRESET,
+    Hook,
+    check_hook_names,
+    hook_points,
+)
 
 
 #: Tokens of the forward pass that measures hook shapes: more than 1 (so the position axis

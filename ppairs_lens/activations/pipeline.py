@@ -19,8 +19,12 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ppairs_lens.errors import StoreError
-from ppairs_lens.activations.harvest import (default_readouts, harvest_with_judge,
-                                             readout_names, readout_width)
+from ppairs_lens.activations.harvest import (
+    default_readouts,
+    harvest_with_judge,
+    readout_names,
+    readout_width,
+)
 from ppairs_lens.activations.runner import HarvestSettings
 from ppairs_lens.models.backend import model_dtype
 from ppairs_lens.models.loading import model_name

@@ -11,8 +11,15 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ppairs_lens.data.reading import (PathLike, check_width, choice, dataset_name, read_delimited,
-                                      text, warn)
+from ppairs_lens.data.reading import (
+    PathLike,
+    check_width,
+    choice,
+    dataset_name,
+    read_delimited,
+    text,
+    warn,
+)
 from ppairs_lens.data.records import ITEM1, ITEM2, Comparison, Dataset
 from ppairs_lens.errors import DataError
 

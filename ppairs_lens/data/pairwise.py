@@ -8,8 +8,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ppairs_lens.data.reading import (ITEM_LABELS, PathLike, choice, dataset_name, get, kind_of,
-                                      read_json_document, text)
+from ppairs_lens.data.reading import (
+    ITEM_LABELS,
+    PathLike,
+    choice,
+    dataset_name,
+    get,
+    kind_of,
+    read_json_document,
+    text,
+)
 from ppairs_lens.data.records import Comparison, Dataset
 from ppairs_lens.errors import DataError
 

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ppairs_lens.data.reading import (ITEM_LABELS, PathLike, choice, dataset_name, read_table,
-                                      text, unique_text)
+from ppairs_lens.data.reading import (
+    ITEM_LABELS,
+    PathLike,
+    choice,
+    dataset_name,
+    read_table,
+    text,
+    unique_text,
+)
 from ppairs_lens.data.records import Comparison, Dataset
 
 __all__ = ["load_story_cloze"]

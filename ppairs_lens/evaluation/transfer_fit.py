@@ -40,17 +40,26 @@ import numpy as np
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.errors import ProbeError
-from ppairs_lens.evaluation.baselines import (CROSS_IDS, Baseline, cross_dataset_memorisation,
-                                              memorisation_baseline, length_baseline)
+from ppairs_lens.evaluation.baselines import (
+    CROSS_IDS,
+    Baseline,
+    cross_dataset_memorisation,
+    memorisation_baseline,
+    length_baseline,
+)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.readout_choice import (VAL_SIZE, ReadoutChoice, add_kinds_at,
                                                    check_layer_setting, choose_readouts,
                                                    common_readout, split_half_directions)
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS, JUDGE_KEYS
-from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups,
-                                                covered_test_pairs, held_out_ci_counts,
-                                                split_store)
+from ppairs_lens.evaluation.store_split import (
+    StoreSplit,
+    bootstrap_groups,
+    covered_test_pairs,
+    held_out_ci_counts,
+    split_store,
+)
 from ppairs_lens.evaluation.sweep_scores import score_pairs
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.evaluation.verdicts import transfer_refusal
