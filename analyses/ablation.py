@@ -3,23 +3,19 @@
 A probe direction that predicts the judgement does not show that the model uses it; removing it
 should move the model's own prompted judgement more than removing a direction that is not
 special. Per dataset, probe directions (every kind, at the read-out chosen on a validation split
-of the training data, never the test split) are removed from the residual stream while the
-swap-calibrated zero-shot judge answers the test records (at most ``max_eval_pairs``, whole
-contexts), **at the judge's read-out token only** (``positions="last"``; the probes are read at
-the contrast token, the judge decides at the token before: ``ablate(positions="all")`` is the
-check), all directions in one pass. Against: ``n_random`` isotropic random directions and
-``n_matched`` drawn from the training contrasts' covariance (variance-matched nulls), and the
-choice tokens' unembedding difference as positive control, in the same preset (where removing it
-after the final norm forces z = 0 by construction) and at the probes' read-out hook only
-(``unembedding_at_readout``: can ablating at that depth move the judge at all?). Measured in the
-judge's calibrated log-odds ``z``: effect = mean |z - z_base|, permutation p-values against each
-null (Holm over the run's probe tests), and Δaccuracy, ΔAUROC, Δlog-odds with paired CIs over
-leak groups, which the verdicts read. ``refit`` also rescores the probes on activations
-re-harvested under each ablation.
+of the training data, never the test split) are removed while the swap-calibrated zero-shot judge answers the test records,
+**at the judge's read-out token only** (``positions="last"``; the probes are read at the
+contrast token, the judge decides at the token before: ``ablate(positions="all")`` is the
+check), all directions in one pass. Against: isotropic and variance-matched random directions
+(the nulls), and the choice tokens' unembedding difference as positive control, in the same
+preset and at the probes' read-out hook only. Effect = mean |z - z_base| in the judge's
+calibrated log-odds, permutation p-values against each null (Holm over the run's probe tests),
+and paired CIs over leak groups. ``refit`` rescores the probes on re-harvested activations.
 
 Outputs: ``ablation.csv`` (dataset x preset x condition), ``ablation_null.csv`` (every null
 direction's effect), ``ablation_z.csv`` (per-record log-odds), ``ablation_probe_refit.csv``
-(with ``refit``), ``ablation.config.json``, ``ablation.{png,svg}``.
+(with ``refit``), ``ablation.config.json``, ``ablation_run.json`` (what the run found:
+:class:`AblationRun`) and ``ablation.{png,svg}``.
 """
 
 from __future__ import annotations
@@ -40,30 +36,18 @@ from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.data.records import Dataset
 from ppairs_lens.data.specs import load_dataset_spec, subsample_by_context
 from ppairs_lens.errors import PPairsError
-from ppairs_lens.interventions.conditions import (
-    BASELINE,
-    CONTROL,
-    CONTROL_AT_READOUT,
-    MATCHED_NULL,
-    RANDOM_NULL,
-)
+from ppairs_lens.interventions.conditions import (BASELINE, CONTROL, CONTROL_AT_READOUT,
+                                                  MATCHED_NULL, RANDOM_NULL)
 from ppairs_lens.evaluation.judge_change import condition_change, judge_baseline, judge_change
 from ppairs_lens.evaluation.readout_choice import VAL_SIZE, choose_readout_index
-from ppairs_lens.evaluation.null_test import (
-    direction_effects,
-    null_test,
-    sign_accuracy,
-)
+from ppairs_lens.evaluation.null_test import direction_effects, null_test, sign_accuracy
 from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import StoreSplit, held_out_records, split_store
 from ppairs_lens.evaluation.verdicts import holm
 from ppairs_lens.interventions.batched import batched_rejection_hooks, judge_under_direction_sets
-from ppairs_lens.interventions.directions import (
-    choice_unembedding_direction,
-    null_directions,
-    probe_directions,
-)
+from ppairs_lens.interventions.directions import (choice_unembedding_direction, null_directions,
+                                                  probe_directions)
 from ppairs_lens.interventions.refit import refit_rows
 from ppairs_lens.io.outputs import load_config, save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
@@ -91,9 +75,9 @@ class AblationConfig:
     settings: EvalSettings = EvalSettings()  # seed, n_boot (CIs over leak groups), split
     val_size: float = VAL_SIZE  # share of training groups that choose the read-out
     C: float = 1.0
-    # |z| <= tie_tol is "no answer" (half credit): the float32 round-off of two equal choice
-    # logits (SmolLM2's positive control lands within ~2e-5 of 0, its logits being ~40); its
-    # unablated judge sits at mean |z| ~0.03, so do not make it coarse.
+    # |z| <= tie_tol is "no answer" (half credit): float32 round-off of two equal choice logits
+    # (SmolLM2's control lands within ~2e-5 of 0, its logits being ~40); its clean judge sits
+    # at mean |z| ~0.03, so do not make it coarse.
     tie_tol: float = 1e-4
     max_eval_pairs: int | None = 200  # test records run through the judge (whole contexts)
     directions_per_pass: int | None = None  # None: every direction in one run_branches call
@@ -130,8 +114,7 @@ class AblationRun:
 
 
 def choose_layer(sp: StoreSplit, cfg: AblationConfig) -> tuple[int, str]:
-    """The directions' read-out and how it was chosen: the ``layer_kind`` probe's read-out
-    choice, as the sweep and the transfer make it; never on the test split."""
+    """The directions' read-out and its rule: the ``layer_kind`` probe's validation choice."""
     return choose_readout_index(sp, cfg.layer_kind, layer=cfg.layer, seed=cfg.settings.seed,
                                 val_size=cfg.val_size, C=cfg.C)
 
@@ -155,7 +138,7 @@ def _direction_table(bridge, store, dataset, template, sp, layer, cfg, log):
 def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg,
                     sign_confidence: Callable[[str], float | None]
                     ) -> tuple[list[AblationRow], list[dict]]:
-    """Rows of ``ablation.csv`` for one preset, and of ``ablation_null.csv``
+    """Rows of ``ablation.csv`` and ``ablation_null.csv`` for one preset
     (``sign_confidence``: a probe kind's, by condition name)."""
     eff, margin = direction_effects(z[:, 0], z, y)
     acc = np.array([sign_accuracy(z[:, j], y, cfg.tie_tol) for j in range(z.shape[1])])
@@ -177,8 +160,8 @@ def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg,
                                               **cfg.settings.boot_kwargs(), tol=cfg.tie_tol))
         tests = {}
         for null, idx in null_idx.items():
-            # The permutation p-value says whether the probe beats the null; an "excess over
-            # the null median" CI that held the null directions fixed overstated it (gone).
+            # the permutation p-value says whether the probe beats the null; no "excess over
+            # the null median" CI: one that held the null directions fixed overstated it
             t = null_test(eff[j], eff[idx])
             tests |= {f"rank_{null}": t["rank"], f"n_{null}": t["n_null"], f"p_{null}": t["p"]}
         own = {"sign_confidence": sign_confidence(cond)} if kind == "probe" else {}
@@ -186,8 +169,7 @@ def _condition_rows(base: dict, names, kinds, r, z, ld_o, ld_s, y, groups, cfg,
                                    **change, **tests, **own}))
     for null, idx in null_idx.items():
         if idx:
-            e = eff[idx]
-            lo, med, hi = np.quantile(e, [0.025, 0.5, 0.975])
+            lo, med, hi = np.quantile(eff[idx], [0.025, 0.5, 0.975])
             rows.append(AblationRow(
                 **base, condition=null, kind="null", effect=float(med),
                 margin=float(np.median(margin[idx])), accuracy=float(acc[idx].mean()),
@@ -204,10 +186,9 @@ def ablate_store(bridge, store: ActivationStore, dataset: Dataset,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print,
                  run: AblationRun | None = None
                  ) -> tuple[list[AblationRow], list[dict], list[dict], list[dict]]:
-    """Rows of ``ablation.csv``, ``ablation_null.csv``, ``ablation_z.csv`` and
-    ``ablation_probe_refit.csv`` for one store. ``dataset``: the one the store was harvested
-    from (checked by fingerprint; the judge needs its text). ``run`` records the read-out,
-    split and timings found (the config is never written to)."""
+    """Rows of the four ablation tables for one store. ``dataset``: the one the store was
+    harvested from (checked by fingerprint; the judge needs its text). ``run`` records the
+    read-out, split and timings found (never the config)."""
     cfg = cfg or AblationConfig(stores=[str(store.path)])
     run = run if run is not None else AblationRun()
     check_store_matches(bridge, store, dataset)
@@ -388,8 +369,7 @@ class AblationRows(StepRows):
 def run_ablation(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
                  cfg: AblationConfig | None = None, *, log: Callable[[str], None] = print
                  ) -> AblationRows:
-    """Ablate on every (store, dataset); write the tables, figure and config to ``out``;
-    returns the rows of ``ablation.csv``."""
+    """Ablate on every (store, dataset); write the tables, figure and config to ``out``."""
     cfg = cfg or AblationConfig(stores=[str(s.path) for s, _ in items])
     run = AblationRun(model=model_name(bridge),
                       datasets=list(cfg.datasets) or [d.name for _, d in items])
@@ -428,8 +408,7 @@ PRESETS: dict[str, Preset] = {
 
 
 def replot(out: str | Path, model: str | None = None) -> list[Path]:
-    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record (a
-    missing column ``AblationRow`` requires is refused in one line naming the file)."""
+    """Redraw ``ablation.{png,svg}`` in ``out`` from its CSVs, config and run record."""
     from ppairs_lens.io.json_fields import read_json_object
 
     out = Path(out)
@@ -442,10 +421,9 @@ def replot(out: str | Path, model: str | None = None) -> list[Path]:
 
 def plan_ablation(bridge, datasets: Sequence[Dataset], root, cfg: AblationConfig,
                   template=None) -> list:
-    """The model passes of :func:`run_ablation` before any runs (for its estimate): each
-    store's harvest, then per dataset and preset the judge on its test records (both orders)
-    with every direction a branch of the read-out token (at most: a degenerate probe kind is
-    skipped), the read-out control riding the first preset's pass."""
+    """The model passes of :func:`run_ablation`, for its estimate: each store's harvest, then
+    per dataset and preset the judge on its test records with every direction a branch (at
+    most: a degenerate probe kind is skipped), the read-out control in the first preset's."""
     from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
     from ppairs_lens.judges.zero_shot import judge_prompts
 
@@ -466,8 +444,7 @@ def plan_ablation(bridge, datasets: Sequence[Dataset], root, cfg: AblationConfig
 
 
 def cli(args, bridge=None) -> None:
-    """``ppairs-lens ablate``; ``bridge``: the model (default: ``--model``, after the datasets).
-    Its plan and estimated model time are printed before the first harvest."""
+    """``ppairs-lens ablate``; ``bridge``: the model (default: ``--model``, after the datasets)."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.judges.run_estimate import announce
     from ppairs_lens.models.loading import load_model
@@ -485,6 +462,5 @@ def cli(args, bridge=None) -> None:
     items = [(ensure_store(bridge, ds, args.stores, template=args.template), ds)
              for ds in datasets]
     cfg = replace(cfg, stores=[str(st.path) for st, _ in items])
-    rows = run_ablation(bridge, items, args.out, cfg)
-    for line in summary_lines(rows.rows):
+    for line in summary_lines(run_ablation(bridge, items, args.out, cfg).rows):
         print(line)

@@ -1,6 +1,5 @@
 """Figure and printed summary of the directional ablation (:mod:`analyses.ablation`), and
-:func:`read_rows`, which reads the null directions' table back so the figure can be redrawn
-without the model."""
+:func:`read_rows`, which reads the null directions' table back for a redraw without the model."""
 
 from __future__ import annotations
 
@@ -11,13 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ppairs_lens.interventions.conditions import (
-    BASELINE,
-    CONTROL,
-    CONTROL_AT_READOUT,
-    MATCHED_NULL,
-    RANDOM_NULL,
-)
+from ppairs_lens.interventions.conditions import (BASELINE, CONTROL, CONTROL_AT_READOUT,
+                                                  MATCHED_NULL, RANDOM_NULL)
 from ppairs_lens.errors import DataError
 from ppairs_lens.io.plotting import caption, style
 from ppairs_lens.evaluation.predictors import colour, label
@@ -81,9 +75,7 @@ def _panel(ax, rows: Sequence, nulls: list[dict]) -> None:
 
 
 def plot_ablation(rows: Sequence, null_rows: list[dict], cfg, model: str):
-    """Per dataset (rows) and preset (columns): the distribution of the null directions'
-    effects (isotropic and variance-matched), each probe direction's effect with its
-    permutation p-values, and the positive control (``cfg``: the run's ``AblationConfig``)."""
+    """Per dataset (rows) and preset (columns): the nulls' effects, the probes', the control's."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(r.dataset for r in rows))
@@ -139,8 +131,7 @@ def plot_ablation(rows: Sequence, null_rows: list[dict], cfg, model: str):
 
 
 def summary_lines(rows: Sequence) -> list[str]:
-    """One line per (dataset, preset, condition): effect and margin in log-odds, accuracy of
-    sign(z), and for directions the permutation p-values against both nulls."""
+    """One line per (dataset, preset, condition): effect, margin, accuracy, p-values."""
     lines = []
     for r in rows:
         if r.kind == "null":
@@ -164,9 +155,8 @@ def _cell(v: str):
 
 
 def read_rows(path: str | Path) -> list[dict]:
-    """Rows of a written ablation CSV (the null directions' table), numbers as numbers (empty
-    cells as NaN); a cell that is no number where one belongs is refused naming the file, row
-    and column."""
+    """Rows of a written ablation CSV, numbers as numbers (empty cells as NaN); a cell that is
+    no number where one belongs is refused naming the file, row and column."""
     rows = []
     try:
         with open(path, newline="", encoding="utf-8") as f:

@@ -1,9 +1,7 @@
 """The ``ppairs-lens`` command line: one subcommand per job, each an options class (its
-fields are its options, :mod:`analyses.cli_args`) with the job it runs, a thin layer over the
-library; :data:`COMMANDS` is the registry.
-
-Every argument that can be checked without a model is checked before one loads (a
-command's ``check``); every command that runs a model loads it through
+fields are its options, :mod:`analyses.cli_args`) with the job it runs; :data:`COMMANDS` is
+the registry. Every argument that can be checked without a model is checked before one loads
+(a command's ``check``); every model loads through
 :func:`analyses.cli_args.load_model_from_args`, so ``--dtype``, ``--device``, ``--device-map``
 and ``--backend`` act everywhere.
 """
@@ -79,12 +77,12 @@ def _positions_arg(text: str) -> str | int:
 
 
 class Command:
-    """What every subcommand has beside its options (and their ``name``, its registry entry):
-    the checks before a model loads (``check``) and its job (``run``)."""
+    """What every subcommand has beside its options: the checks before a model loads
+    (``check``) and its job (``run``)."""
 
     def check(self) -> None:
-        """Every check that needs no model (:func:`check_args`); a command whose experiment
-        config refuses values adds it, so that is refused before the model loads too."""
+        """Every check that needs no model; a command whose experiment config refuses values
+        its options can hold builds that config here too."""
         check_args(self)
 
     def run(self) -> None:
@@ -161,8 +159,8 @@ class Generate(Command, ModelOptions):
     width: int = option(48, type=positive_int, help="column width")
 
     def check(self) -> None:
-        """Strengths in units of the activations' median norm are bounded before the model
-        loads; a raw strength once that norm is measured (``generate.cli``)."""
+        """Strengths in units of the median norm are bounded before the model loads; a raw
+        one once that norm is measured (``generate.cli``)."""
         from ppairs_lens.interventions.steering import check_alpha
 
         check_args(self)
@@ -228,7 +226,7 @@ def _check_layer_for(args, bridge) -> None:
 
 class Analysis(Command):
     """A command that runs an experiment module's ``cli(args, bridge)`` on the loaded model
-    (and, with ``--save-probes``, saves the probes of its stores with the same model)."""
+    (then ``--save-probes``)."""
 
     module: ClassVar[str]
 
@@ -243,8 +241,7 @@ class Analysis(Command):
 
 @dataclass(kw_only=True)
 class Experiment(CalibrationOption, DatasetsOptions, ModelOptions):
-    """The options every experiment command shares: the model, its datasets and the plan's
-    calibration."""
+    """The options every experiment command shares."""
 
     out: str = option("figures", help="folder for tables and figures")
 
@@ -285,8 +282,8 @@ class Sweep(Analysis, JudgeOptions, TemplateOption, HookOptions, SplitOptions, E
 
 
 def _save_probes(args, bridge) -> None:
-    """``--save-probes DIR``: each dataset's sweep, fitted on its training split (the stores
-    the analysis used, reopened), saved into ``DIR/<dataset>``."""
+    """``--save-probes DIR``: each dataset's sweep, fitted on its training split of the
+    stores the analysis used, saved into ``DIR/<dataset>``."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
@@ -393,8 +390,7 @@ class Rank(Command, EvalOptions, Experiment):
                                      "training pairs)")
 
     def run(self) -> None:
-        """PAIRS ranking on the comparison datasets, then insertion scoring on a ClimateX
-        file: two experiments, one model load."""
+        """PAIRS ranking, then insertion scoring: two experiments, one model load."""
         from analyses import insertion, ranking
 
         bridge = None
@@ -457,8 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """A warning as one line naming what it is about, never the library's source line; a
-    dependency's notice of its own deprecations, which a user cannot act on, is dropped."""
+    """A warning as one line, never the library's source line; a dependency's notice of its
+    own deprecations, which a user cannot act on, is dropped."""
     ours = any(part in str(filename) for part in ("ppairs_lens", "analyses"))
     if issubclass(category, (DeprecationWarning, FutureWarning)) and not ours:
         return

@@ -1,16 +1,15 @@
 """The ``ppairs-lens`` command's options, as dataclasses: a command's options class *is* its
-command line. simple-parsing builds each subcommand's parser from the fields (type, default,
-help), and the command reads the parsed instance by attribute, as its experiment's
-``cli(args, bridge)`` does. Each idea is one mixin here (the model, the datasets, the
-evaluation protocol, the judges...), declared once and composed by the commands in
+command line (simple-parsing builds each subcommand's parser from the fields), and the
+command reads the parsed instance by attribute. Each idea is one mixin here (the model, the
+datasets, the evaluation protocol, the judges...), composed by the commands in
 :mod:`analyses.cli`.
 
 Everything that can be checked without a model is checked before one loads, so a typo costs
 no model load: numbers while parsing (one-line errors, exit status 2), dataset specs and the
 template file by loading them (:func:`check_args`), and where an experiment's config refuses
 values its options can hold (transfer, steer, finetune), that config, built in the command's
-``check``. What needs the model (hook names, the range of ``--layer``) is checked right
-after it loads, before any harvest.
+``check``. What needs the model (hook names, the range of ``--layer``) is checked right after
+it loads, before any harvest.
 """
 
 from __future__ import annotations
@@ -89,9 +88,8 @@ class _DefaultsHelp(argparse.HelpFormatter):
 
 
 def option(default=None, help: str = "", **argparse_kw):
-    """One option: its default, its help and any argparse keyword (``type``, ``nargs``,
-    ``metavar``, ``choices``, ``action``, ``alias``); ``nargs=None`` by default, so an option
-    whose default is None still takes one value."""
+    """One option with any argparse keyword; ``nargs=None`` by default, so an option whose
+    default is None still takes one value."""
     kw = {"nargs": None, "required": False, **argparse_kw}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), help=help, **kw)
@@ -105,7 +103,6 @@ def config_option(default=None, help: str = "", **argparse_kw):
 
 
 def flag(help: str):
-    """An on/off option: absent False, given True."""
     return field(default=False, action="store_true", help=help)
 
 
@@ -131,8 +128,7 @@ def seed_int(text: str) -> int:
 
 
 def pair_limit(text: str) -> tuple[str | None, int]:
-    """``N`` (every dataset) or ``NAME=N`` (the dataset of that name): one ``--max-pairs``
-    entry."""
+    """One ``--max-pairs`` entry: ``N`` (every dataset) or ``NAME=N``."""
     name, sep, n = text.rpartition("=")
     if not sep:
         return None, positive_int(text)
@@ -172,7 +168,7 @@ def share(text: str) -> float:
 
 
 def template_file(text: str):
-    """``--template FILE`` -> the template (read and checked while parsing)."""
+    """``--template FILE``, read and checked while parsing."""
     from ppairs_lens.activations.prompts import load_template
 
     try:
@@ -192,7 +188,7 @@ def judge_limit(text: str) -> tuple[str, int]:
 
 def finite_number(text: str) -> float:
     """A finite number (``generate --alpha``: its bound depends on ``--raw-alpha``, checked
-    before the model loads where it can be, by the ``generate`` command's ``check``)."""
+    by the ``generate`` command's ``check``)."""
     try:
         value = float(text)
     except ValueError:
@@ -203,8 +199,8 @@ def finite_number(text: str) -> float:
 
 
 def finite_float(text: str) -> float:
-    """A steering strength (``--alphas``, ``--alpha``): a finite number (:func:`finite_number`)
-    within :data:`~ppairs_lens.interventions.steering.MAX_ALPHA` (``1e39`` overflows the
+    """A steering strength (``--alphas``): a finite number within
+    :data:`~ppairs_lens.interventions.steering.MAX_ALPHA` (``1e39`` overflows the
     activations)."""
     from ppairs_lens.interventions.steering import check_alpha
 
@@ -239,10 +235,9 @@ class Options:
         return next((n for n in FLAG_PRESETS if getattr(self, n, False)), DEMO)
 
     def config(self, cls, presets=None, **fixed):
-        """The experiment config ``cls(**fixed)`` these options ask for: with their protocol
-        (``settings``), at the preset they pick (``presets``: the experiment's ``PRESETS``),
-        then ``fixed`` and every config option given (:func:`config_option`; a list as a
-        tuple), which win over the preset."""
+        """The experiment config ``cls(**fixed)`` with these options' ``settings``, at their
+        preset (``presets``: the experiment's ``PRESETS``), then ``fixed`` and every config
+        option given (:func:`config_option`; a list as a tuple), which win over the preset."""
         names = {f.name for f in fields(cls)}
         cfg = cls(**{"settings": self.settings, **fixed} if "settings" in names else fixed)
         if presets is not None:
@@ -255,9 +250,8 @@ class Options:
 
     @property
     def settings(self):
-        """The one :class:`~ppairs_lens.evaluation.protocol.EvalSettings` of a command: the
-        built-ins' protocol at the preset the options pick (a preview's with ``--quick``),
-        then every option given."""
+        """The command's one :class:`~ppairs_lens.evaluation.protocol.EvalSettings`: the
+        built-ins' protocol at the options' preset, then every option given."""
         from ppairs_lens.evaluation.protocol import EvalSettings
 
         s = settings_at(EvalSettings(), self.preset)
@@ -372,8 +366,8 @@ class CalibrationOption(Options):
 
 
 def judges_option(default: tuple[str, ...] | None = None):
-    """``--judges``: which prompted judge forms run (``none``: no judge; ``none`` with a form
-    is refused by :func:`check_args`; default: ``default``, else every form)."""
+    """``--judges`` (default: ``default``, else every form; ``none`` with a form is refused
+    by :func:`check_args`)."""
     forms = tuple(JUDGE_FORMS)
     default = tuple(default or forms)
     return option(list(default), nargs="+", choices=[*forms, "none"], metavar="FORM",
@@ -415,9 +409,9 @@ DEFAULT_SHARED_DATA = "../shared/datasets"
 
 
 def check_args(args) -> None:
-    """Every check that needs no model: output folders (an existing file, or not writable),
-    ``run``'s presets and data folder, dataset specs (loaded), the template against each
-    dataset. A preview without ``--max-pairs`` caps the pairs here."""
+    """Every check that needs no model: output folders, ``run``'s presets and data folder,
+    dataset specs (loaded), the template against each dataset. A preview without
+    ``--max-pairs`` caps the pairs here."""
     from ppairs_lens.activations.prompts import check_template_fits
     from ppairs_lens.data.specs import PairLimits, load_dataset_spec
     from ppairs_lens.io.atomic import check_output_folder
@@ -503,8 +497,7 @@ def _check_shift_sets(train: list[str], test: list[str], loaded: dict) -> None:
 
 
 def _check_names(loaded: dict) -> None:
-    """Display names are unique in a run: two datasets under one name would be merged in every
-    table."""
+    """Display names are unique: two datasets under one name would merge in every table."""
     by_name: dict[str, str] = {}
     for spec, d in loaded.items():
         if d.name in by_name and by_name[d.name] != spec:

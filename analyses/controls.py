@@ -47,8 +47,7 @@ def _hits(split, labels_train: np.ndarray, layer: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ControlRow:
-    """One control: its statistic (a mean of per-pair differences), interval and the
-    differences per test group the claims test."""
+    """One control: a mean of per-pair differences, its interval, per-group differences."""
 
     control: str
     statement: str

@@ -37,19 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from analyses.cross_dataset_plots import (
-    plot_cosine,
-    plot_cosine_distribution,
-    plot_layer_cosine,
-    plot_transfer,
-    print_summary,
-)
-from ppairs_lens.activations.store import (
-    ActivationStore,
-    check_comparable,
-    readout_index,
-    unique_names,
-)
+from analyses.cross_dataset_plots import (plot_cosine, plot_cosine_distribution, plot_layer_cosine,
+                                          plot_transfer, print_summary)
+from ppairs_lens.activations.store import (ActivationStore, check_comparable, readout_index,
+                                           unique_names)
 from ppairs_lens.errors import PPairsError
 from ppairs_lens.evaluation.cosine_verdict import agreement_verdicts
 from ppairs_lens.evaluation.metrics import evaluate
@@ -59,21 +50,11 @@ from ppairs_lens.evaluation.readout_choice import layer_rule, layer_setting
 from ppairs_lens.evaluation.result_table import result_tables
 from ppairs_lens.evaluation.splits import SPLIT_MODES
 from ppairs_lens.evaluation.store_split import bootstrap_groups, held_out_ci_counts
-from ppairs_lens.evaluation.transfer_fit import (
-    CENTERINGS,
-    METRICS,
-    SINGLE_READOUT_KINDS,
-    FittedStore,
-    TransferConfig,
-    add_single_readout_kinds,
-    add_split_halves,
-    cosine_readout,
-    fit_store,
-    fit_stores,
-    swept_kinds,
-    transfer_comparisons,
-    transfer_proba,
-)
+from ppairs_lens.evaluation.transfer_fit import (CENTERINGS, METRICS, SINGLE_READOUT_KINDS,
+                                                 FittedStore, TransferConfig,
+                                                 add_single_readout_kinds, add_split_halves,
+                                                 cosine_readout, fit_store, fit_stores, swept_kinds,
+                                                 transfer_comparisons, transfer_proba)
 from ppairs_lens.evaluation.verdicts import transfer_refusal
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, JSON_KEY, Absent, record_data, record_from_data
@@ -99,8 +80,7 @@ class InDistributionAccuracy:
 
 @dataclass(frozen=True)
 class CosineAgreement:
-    """The directions' agreement verdict (a :class:`~ppairs_lens.evaluation.verdicts.Verdict`'s
-    fields) with each dataset's in-distribution accuracy at the cosine read-out."""
+    """The directions' agreement verdict with each dataset's in-distribution accuracy."""
 
     outcome: str
     reason: str
@@ -113,8 +93,7 @@ class CosineAgreement:
 
 @dataclass(frozen=True)
 class CosineSummary:
-    """One probe kind: mean |cos| between datasets against the random null, and its mean
-    transfer on and off the diagonal."""
+    """One probe kind: mean |cos| between datasets against the null; its mean transfer."""
 
     mean_abs_cos: float | None
     mean_cos: float | None
@@ -134,9 +113,8 @@ class CosineSummary:
 
 @dataclass(frozen=True, kw_only=True)
 class TransferRow:
-    """A probe trained on one dataset scored on another (or its own) at its source's
-    read-out (a row of ``transfer.csv``); an accuracy row carries its per-group differences
-    from chance (``group_diffs``, kept out of the CSV)."""
+    """A probe trained on one dataset scored on another (or its own) at its source's read-out;
+    an accuracy row carries its per-group differences from chance (kept out of the CSV)."""
 
     train: str
     test: str
@@ -169,9 +147,8 @@ _ROW_KEYS = ("f1", "accuracy")
 
 @dataclass(frozen=True)
 class TransferHeadline:
-    """What the main job keeps of a transfer run (``summary.json``'s ``transfer``): per kind
-    its cosine summary; F1 rows for the report's Table 1, accuracy rows with their group
-    differences (supervised and PCA) for Table 1's claims."""
+    """``summary.json``'s ``transfer``: per kind its cosine summary; F1 rows for the report's
+    Table 1, accuracy rows (supervised and PCA) with group differences for its claims."""
 
     per_kind: dict[str, CosineSummary]
     f1: tuple[TransferRow, ...]
@@ -179,8 +156,7 @@ class TransferHeadline:
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> TransferHeadline:
-        """The record :meth:`data` wrote; a section without ``f1``, ``accuracy`` or a row's
-        ``role`` is refused naming the field."""
+        """The record :meth:`data` wrote; a missing field is refused naming it."""
         return record_from_data(cls, {
             "per_kind": {k: v for k, v in data.items() if k not in _ROW_KEYS},
             **{k: data[k] for k in _ROW_KEYS if k in data}}, cls.__name__)
@@ -219,8 +195,7 @@ class TransferResult:
 
 
 def transfer_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[TransferRow]:
-    """(train, test, kind, center, metric) rows with value and 95% CI (bootstrap over the
-    target's leak groups), each probe at its source's read-out ``src.chosen[kind]``."""
+    """Every (train, test, kind, center, metric) row, CIs over the target's leak groups."""
     rule = layer_rule(cfg.layer)
     rows = []
     for src in fitted:
@@ -269,8 +244,8 @@ def cosine_matrix(fitted: list[FittedStore], cfg: TransferConfig
 
 
 def cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
-    """Cosine of every pair of (dataset, kind) directions and every split-half pair, at the
-    cosine read-out (:func:`ppairs_lens.probes.direction_similarity.cosine_pair_rows`)."""
+    """Cosines of every pair of (dataset, kind) directions and split halves, at the cosine
+    read-out."""
     li = cosine_readout(fitted, cfg)
     dirs = {(f.name, k): f.sweep.directions[k][li].numpy() for f in fitted for k in cfg.kinds}
     halves = {(f.name, k): ab for f in fitted for k, ab in f.halves.items()}
@@ -278,9 +253,9 @@ def cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
 
 
 def layer_cosine_rows(fitted: list[FittedStore], cfg: TransferConfig) -> list[dict]:
-    """Per-read-out cosines (adjacent read-outs, between kinds, between datasets), of the kinds
-    swept at every read-out (CCS is at one). The last step (last block -> final norm)
-    compares two bases (the norm rescales each coordinate)."""
+    """Per-read-out cosines (adjacent read-outs, between kinds, between datasets) of the kinds
+    swept at every read-out (CCS is at one); the last step (block -> final norm) compares two
+    bases (the norm rescales each coordinate)."""
     return layer_cosine_table({f.name: {k: f.sweep.directions[k].numpy()
                                         for k in swept_kinds(cfg)}
                                for f in fitted}, fitted[0].hook_names)
@@ -338,9 +313,9 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
 
     The result's ``rows`` hold the probes only, its ``comparisons`` every cell's baselines and
     judges. ``datasets`` (one per store, in order): the records the text baselines read (else
-    n/a); ``embedding`` / ``tokenizer``: the model's ``W_E`` and tokenizer (input-embedding
-    baseline); ``judges``: per dataset name, key -> {pair_id: P(item 1)} of each prompted judge
-    (inputs beside the config, never part of it)."""
+    n/a); ``embedding`` / ``tokenizer``: the model's ``W_E`` and tokenizer, for the
+    input-embedding baseline; ``judges``: per dataset name, key -> {pair_id: P(item 1)} of each
+    prompted judge (inputs beside the config, never part of it)."""
     cfg = cfg or TransferConfig(stores=[str(s.path) for s in stores])
     cfg.validate()
     check_comparable(stores)
@@ -355,16 +330,14 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
     layers = {f.name: dict(f.chosen) for f in fitted}
     splits = {f.name: f.split.split_used for f in fitted}
     t_rows = transfer_rows(fitted, cfg)
-    texts = None if datasets is None else dict(zip(names, datasets))
-    comp = transfer_comparisons(fitted, cfg, texts=texts, embedding=embedding,
-                                tokenizer=tokenizer, judges=judges)
+    comp = transfer_comparisons(fitted, cfg,
+                                texts=None if datasets is None else dict(zip(names, datasets)),
+                                embedding=embedding, tokenizer=tokenizer, judges=judges)
     c_rows = cosine_rows(fitted, cfg)
     l_rows = layer_cosine_rows(fitted, cfg)
     ref = random_reference(stores[0].d_model, cfg.n_random, cfg.settings.seed)
-    # the cosine claim, like-for-like nulls
-    agreements = agreement_verdicts([(f.name, f.split, f.sweep) for f in fitted], cfg.kinds,
-                                    li, **cfg.settings.boot_kwargs())
-    summary = summarize(t_rows, c_rows, ref, cfg, agreements)
+    summary = summarize(t_rows, c_rows, ref, cfg, agreement_verdicts(  # like-for-like nulls
+        [(f.name, f.split, f.sweep) for f in fitted], cfg.kinds, li, **cfg.settings.boot_kwargs()))
     ref_public = {k: v for k, v in ref.items() if k != "samples"}
     result = TransferResult(
         names=tuple(names), layer=li, hook=hook, layers=layers, split_by=splits,
@@ -399,11 +372,9 @@ def run_transfer(stores: list[ActivationStore], out: str | Path,
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens transfer``: the transfer matrix and cosines, and beside every transferred
-    probe the no-model baselines and the judge forms of ``--judges`` (limited by
-    ``--judge-max-pairs``, remembered beside the store as the sweep's are: a rerun redoes none)
-    on the same held-out pairs; the plan and its estimated model time first, one table per
-    (training, scored) cell last."""
+    """``ppairs-lens transfer``: beside every transferred probe the no-model baselines and the
+    judges of ``--judges`` (remembered beside the store, as the sweep's are) on the same
+    held-out pairs; one table per (training, scored) cell last."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec
@@ -433,8 +404,7 @@ def cli(args, bridge) -> None:
 
 
 def transfer_table_lines(res: TransferResult, cfg: TransferConfig) -> list[str]:
-    """One result table per (training -> scored dataset) cell: the training dataset's probes,
-    its baselines and every judge on the scored held-out pairs; refused cells with why."""
+    """One result table per (training -> scored) cell; refused cells with why."""
     comp = res.comparisons
     if comp is None:
         return []
@@ -443,8 +413,7 @@ def transfer_table_lines(res: TransferResult, cfg: TransferConfig) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Regenerate everything from existing stores (no model): ``python -m
-    analyses.cross_dataset STORE STORE ... --out DIR``."""
+    """Regenerate everything from existing stores (no model)."""
     p = argparse.ArgumentParser(prog="python -m analyses.cross_dataset", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stores", nargs="+", help="activation store folders (same model)")

@@ -1,7 +1,5 @@
-"""Figures of the cross-dataset analysis (:mod:`analyses.cross_dataset`): transfer heatmaps,
-cosine matrix and distribution, per-layer cosines; and its printed summary. ``cfg`` is the
-run's ``TransferConfig``; ``ref`` the random-direction null (with its ``samples``).
-"""
+"""Figures and printed summary of the cross-dataset analysis (:mod:`analyses.cross_dataset`).
+``cfg`` is the run's ``TransferConfig``; ``ref`` the random-direction null (with ``samples``)."""
 
 from __future__ import annotations
 
@@ -66,7 +64,6 @@ def plot_transfer(rows: list, names: list[str], cfg, model: str,
     import matplotlib.pyplot as plt
 
     hooks = {r.layer: r.hook for r in rows}
-
     # the headline centring on top, then the other(s), as transfer_rows wrote them
     centers = [cfg.center_target] + [c for c in dict.fromkeys(r.center for r in rows)
                                      if c != cfg.center_target]

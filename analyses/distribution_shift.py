@@ -1,14 +1,13 @@
 """Probes under distribution shift (paper Figure 4, Appendix C).
 
-Probes are fitted on LLMBar's clean subsets (Natural + Normal, their training half) at the
-read-out chosen on validation, then scored on the clean held-out half (in distribution) and on
-every other subset given (shifted: the main job passes the four Adversarial subsets, as the
-paper's Figure 4; any LLMBar-format file works), each on the held-out half of its own split, the
-pairs the prompted judge answered (its training half is never used); the calibrated zero-shot
-judge on the same pairs. The claim: probes lose less than prompting when the data shifts. Each
-drop (in-distribution minus shifted accuracy) and the difference of drops (probe minus judge)
-has a 95% CI, resampling leak groups of both sets at once. Writes ``distribution_shift.csv`` and
-the config; ``ppairs-lens shift`` runs :func:`run_shift_files` on the user's files.
+Probes are fitted on LLMBar's clean subsets (Natural + Normal, training half) at the read-out
+chosen on validation, then scored beside the calibrated zero-shot judge on the clean held-out
+half and on every other subset given (the main job passes the four Adversarial ones), each on
+the held-out half of its own split, the pairs the judge answered. The claim: probes lose less
+than prompting when the data shifts. Each drop (in-distribution minus shifted accuracy) and
+difference of drops (probe minus judge) has a 95% CI, resampling leak groups of both sets at
+once. :func:`run_shift` writes ``distribution_shift.csv`` and the config; ``ppairs-lens shift``
+runs :func:`run_shift_files` on the user's files (``shift.csv``, ``shift.{png,svg,md}``).
 """
 
 from __future__ import annotations
@@ -29,22 +28,14 @@ from ppairs_lens.evaluation.baselines import (cross_dataset_memorisation, memori
 from ppairs_lens.evaluation.protocol import PAPER_TEST_SIZE, EvalSettings
 from ppairs_lens.evaluation.published import citation, published
 from ppairs_lens.evaluation.readout_choice import choose_readouts
-from ppairs_lens.evaluation.shift import (
-    IN_DISTRIBUTION,
-    SHIFTED,
-    every_pair,
-    gap_verdict,
-    pooled_split,
-    scored_set,
-    shift_rows,
-)
+from ppairs_lens.evaluation.shift import (IN_DISTRIBUTION, SHIFTED, every_pair, gap_verdict,
+                                          pooled_split, scored_set, shift_rows)
 from ppairs_lens.evaluation.store_split import split_records, split_store, undecidable_at_size
 from ppairs_lens.evaluation.text_baselines import text_baselines
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, record_data, record_from_data
 from ppairs_lens.evaluation.result_table import JUDGE_KEYS
-from ppairs_lens.judges.held_out import (held_out_judge_scores, judge_cache_dir,
-                                         judge_every_pair)
+from ppairs_lens.judges.held_out import held_out_judge_scores, judge_cache_dir, judge_every_pair
 from ppairs_lens.probes.sweep import fit_sweep
 
 #: A judge form by the key of its per-pair probabilities.
@@ -79,8 +70,7 @@ class ShiftRow:
 
 @dataclass(frozen=True)
 class ShiftDrop:
-    """A method's drop (in distribution minus shifted), or a judge's drop minus a probe's
-    with its verdict."""
+    """A method's drop (in distribution minus shifted), or a judge's minus a probe's."""
 
     shifted: str
     method: str
@@ -124,6 +114,7 @@ def run_shift(source: ActivationStore, shifted: Sequence[ActivationStore],
     probes = {k: fit_sweep(sp.acts_train[:, :, [choice[k].index]], sp.labels_train, (k,),
                            groups=sp.groups_train, seed=cfg.settings.seed, C=cfg.C)
               for k in cfg.kinds}
+    # Only the test fields are kept: a shifted store's training activations are never used.
     sets = [(source.meta.dataset, "in distribution", sp.acts_test, sp.labels_test,
              sp.pairs_test, sp.groups_test)]
     for st in shifted:
@@ -161,8 +152,7 @@ class ShiftFilesRow(ShiftRow):
 
 @dataclass(frozen=True)
 class ShiftFilesResult:
-    """What ``run_shift_files`` found: accuracies (each probe's row names its read-out),
-    drops, and the baselines that could not be fitted (and why)."""
+    """Accuracies, drops, and the baselines that could not be fitted (and why)."""
 
     rows: tuple[ShiftFilesRow, ...]
     drops: tuple[ShiftDrop, ...]
@@ -192,8 +182,8 @@ def _records(dataset, pairs):
 
 
 def _train_side(train, stores, cfg: ShiftFilesConfig):
-    """The pooled split of the training files, their training records, held-out records and
-    each file's held-out pairs (in the pooled order)."""
+    """The training files' pooled split, training and held-out records, and each file's
+    held-out pairs (in the pooled order)."""
     split = cfg.settings.split_kwargs()
     splits = [split_store(s, **split) for s in stores]
     pooled = pooled_split(splits, " + ".join(s.meta.dataset for s in stores))
@@ -215,11 +205,10 @@ def check_one_kind(datasets) -> None:
 
 def run_shift_files(bridge, train, test, stores_train, stores_test, out,
                     cfg: ShiftFilesConfig) -> ShiftFilesResult:
-    """Probes fitted on the pooled training split of ``train`` (read-out chosen on its
-    validation split), every no-model baseline fitted on the same pairs, and the judge forms
-    of ``cfg.judges`` (the sweep's, remembered beside each store; few-shot demonstrations from
-    the training records), scored on the held-out pairs of ``train`` and on every pair of each
-    ``test`` dataset. Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
+    """Probes and every no-model baseline fitted on the pooled training split of ``train``,
+    and the judges of ``cfg.judges`` (few-shot demonstrations from the training records),
+    scored on the held-out pairs of ``train`` and on every pair of each ``test`` dataset.
+    Writes ``shift.csv``, ``shift.{png,svg,md}`` and the config."""
     check_one_kind([*train, *test])
     check_comparable([*stores_train, *stores_test])
     pooled, train_records, held_out, parts = _train_side(train, stores_train, cfg)
@@ -270,8 +259,8 @@ def run_shift_files(bridge, train, test, stores_train, stores_test, out,
     write_csv(f"{out}/shift.csv", [record_data(r) for r in res.rows]
               + [{"role": "drop", **record_data(d)} for d in res.drops])
     save_config(out, "shift", cfg)
-    fig = plot_shift(res.rows, stores_train[0].meta.model, cfg, notes)
-    save_figure(fig, out, "shift", preview=cfg.settings.quick)
+    save_figure(plot_shift(res.rows, stores_train[0].meta.model, cfg, notes), out, "shift",
+                preview=cfg.settings.quick)
     return res
 
 
@@ -298,8 +287,8 @@ def shift_lines(res: ShiftFilesResult, cfg: ShiftFilesConfig) -> list[str]:
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens shift --train SPEC... --test SPEC...``: :func:`run_shift_files` on the
-    user's files; the table is printed, ``shift.csv`` and the figure written to ``--out``."""
+    """``ppairs-lens shift --train SPEC... --test SPEC...``: :func:`run_shift_files`; the table
+    is printed, ``shift.csv`` and the figure written to ``--out``."""
     from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec

@@ -1,19 +1,17 @@
 """Probes against finetuning the judge on the same labels (the paper's Section 5.2, Fig. 3).
 
 On each store's held-out split five judges give P(item 1) on the same test pairs: the
-supervised and PCA probes (read-out chosen on a validation split of the training pairs), the
-model finetuned with LoRA and fully on exactly those training comparisons, both item orders (a
-copy of the weights; the model passed in is not changed), and the zero-shot judge (finetuned
-and prompted judges swap-calibrated). All see the same ``max_train`` training comparisons.
-``finetuning.csv``: per (dataset, method) accuracy with a CI over leak groups, the paired
-difference to the supervised probe, and the training cost (a probe's includes its harvest).
+supervised and PCA probes (read-out chosen on validation), the model finetuned with LoRA and
+fully on the same ``max_train`` training comparisons, both item orders (a copy of the weights),
+and the zero-shot judge (finetuned and prompted judges swap-calibrated). ``finetuning.csv``:
+accuracy with a CI over leak groups, the paired difference to the supervised probe, and the
+training cost (a probe's includes its harvest).
 
 The label curve (``finetuning_curve.csv``/``.png``) repeats probe, LoRA and full finetuning at
-growing label counts on the same test pairs: where, if anywhere, finetuning overtakes the
-probe. Label sets are nested (a seeded, stratified order per seed); a finetuned judge is
-trained once per (method, seed) through it and read after each size, its batches never
-crossing the smaller sizes, so the main comparison depends on ``curve_sizes`` only through
-its batch draw.
+growing, nested label counts (a seeded, stratified order per seed): where, if anywhere,
+finetuning overtakes the probe. A finetuned judge is trained once per (method, seed) and read
+after each size, its batches never crossing the smaller sizes, so the main comparison depends
+on ``curve_sizes`` only through its batch draw.
 """
 
 from __future__ import annotations
@@ -65,15 +63,15 @@ TUNED = ("lora", "full")
 class FinetuningConfig:
     """What the comparison and the label curve ran with (saved as ``finetuning.config.json``).
 
-    ``max_train``: training comparisons every method gets (None: the whole training side);
-    ``max_test``: test pairs every judge answers (a seeded subset, the same for all; None:
-    all); ``curve_sizes``: label counts of the curve (above the training side: all of it),
-    nested, for every seed of ``curve_seeds``; ``curve_sizes_full``: full finetuning's (None:
-    ``curve_sizes``), as its steps cost more; ``curve_methods``: who is trained at each.
-    The default is small: on the embedded 135M model (Story Cloze prompts, ~150 tokens, a
-    shared 2-core CPU) a training example cost 1-2 CPU-seconds; the curve costs about one run
-    on its largest size plus a test read per point (~0.45 s a pair there: most of the cost).
-    On a GPU raise ``max_train``, ``max_test`` and ``curve_sizes`` (e.g. 25, 50, 100, 200).
+    ``max_train``: training comparisons every method gets (None: all); ``max_test``: test
+    pairs every judge answers (a seeded subset, the same for all; None: all); ``curve_sizes``:
+    the curve's label counts (above the training side: all of it), nested, for every seed of
+    ``curve_seeds``; ``curve_sizes_full``: full finetuning's (None: ``curve_sizes``), as its
+    steps cost more; ``curve_methods``: who is trained at each. The default is small: on the
+    embedded 135M model (~150-token prompts, a shared 2-core CPU) a training example cost 1-2
+    CPU-seconds; the curve costs about one run on its largest size plus a test read per point
+    (~0.45 s a pair there: most of the cost). On a GPU raise ``max_train``, ``max_test`` and
+    ``curve_sizes`` (e.g. 25, 50, 100, 200).
     """
 
     settings: EvalSettings = EvalSettings()
@@ -102,9 +100,8 @@ class FinetuningConfig:
 
     def sizes_of(self, method: str) -> tuple[int, ...]:
         """The curve sizes ``method`` is scored at."""
-        if method == "full" and self.curve_sizes_full is not None:
-            return self.curve_sizes_full
-        return self.curve_sizes
+        full = method == "full" and self.curve_sizes_full is not None
+        return self.curve_sizes_full if full else self.curve_sizes
 
 
 #: How each preset differs from the defaults (``ppairs-lens finetune``'s demo): a quick run
@@ -124,8 +121,7 @@ class Scored:
 
 
 def harvest_cost(bridge, train: Dataset, template) -> Cost:
-    """Time and peak memory of harvesting ``train``'s contrast pairs (every read-out), the
-    part of a probe's cost that runs the model (the store already holds the result)."""
+    """Time and peak memory of harvesting ``train``: the model part of a probe's cost."""
     pairs = build_contrast_pairs(bridge.tokenizer, train, template)
     with measure(model_device(bridge)) as m:
         harvest_pairs(bridge, pairs)
@@ -135,10 +131,9 @@ def harvest_cost(bridge, train: Dataset, template) -> Cost:
 
 def probe_answers(sp: StoreSplit, kind: str, cfg: FinetuningConfig, seed: int,
                   harvest: Cost | None = None) -> Scored:
-    """A probe of ``kind`` fitted on ``sp``'s training pairs at the read-out ``choose_readout``
-    picks from them, P(item 1) on the test pairs. Its cost adds ``harvest`` to choosing the
-    read-out and fitting; the validation fit serves every kind at once (memoised), so the
-    first kind asked carries its time."""
+    """A probe of ``kind`` fitted on ``sp``'s training pairs, P(item 1) on the test pairs. Its
+    cost adds ``harvest`` to choosing the read-out and fitting; the validation fit serves every
+    kind at once (memoised), so the first kind asked carries its time."""
     with measure() as mf, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a fallback read-out: in selected_by
         choice = choose_readout(sp, kind, layer=cfg.layer, seed=seed, val_size=cfg.val_size,
@@ -156,8 +151,7 @@ def probe_answers(sp: StoreSplit, kind: str, cfg: FinetuningConfig, seed: int,
 def answers(sp: StoreSplit, bridge, test: Dataset, method: str, cfg: FinetuningConfig,
             seed: int, template, harvest: Cost | None = None,
             known_z: Mapping[str, float] | None = None) -> Scored:
-    """A probe's or the zero-shot judge's answers; the latter from ``known_z`` (its
-    calibrated log-odds by pair id) where it has them all."""
+    """A probe's or the zero-shot judge's answers (from ``known_z`` where it has them all)."""
     if method in PROBES:
         return probe_answers(sp, method, cfg, seed, harvest)
     ids = [r.pair_id for r in test.records]
@@ -187,8 +181,7 @@ def prepare_comparison(bridge, store: ActivationStore, dataset: Dataset, cfg: Fi
 
 
 def _test_keep(n_test: int, cfg: FinetuningConfig) -> np.ndarray | None:
-    """The test pairs every judge answers (sorted indices; a seeded ``max_test`` of them), or
-    None: all ``n_test``."""
+    """Sorted indices of a seeded ``max_test`` of the test pairs, or None: all of them."""
     if cfg.max_test is None or cfg.max_test >= n_test:
         return None
     return np.sort(np.random.default_rng(cfg.settings.seed).permutation(n_test)[:cfg.max_test])
@@ -252,18 +245,15 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
             curve = {pt.n_train: Scored(pt.result.p, pt.cost, pt.trainable_params,
                                         pt.summary(tune)) for pt in points}
             gc.collect()
-            for n, sc in curve.items():
-                cache[(method, n, seed)] = sc
+            cache.update({(method, n, seed): sc for n, sc in curve.items()})
             return cache[key]
         sub_sp, _ = _take(sp, train, order(seed)[:size])
         cache[key] = answers(sub_sp, bridge, test, method, cfg, seed, template, harvest,
                              known_z)
         return cache[key]
 
-    harvest = None
-    if any(m in PROBES for m in cfg.methods):
-        harvest = harvest_cost(bridge, _take(sp, train, order(cfg.settings.seed)[:n_main])[1],
-                               template)
+    harvest = (harvest_cost(bridge, _take(sp, train, order(cfg.settings.seed)[:n_main])[1],
+                            template) if any(m in PROBES for m in cfg.methods) else None)
     main = {m: run(m, n_main, cfg.settings.seed, harvest) for m in cfg.methods}
     rows = []
     for m, s in main.items():
@@ -289,16 +279,14 @@ def compare_store(bridge, store: ActivationStore, dataset: Dataset, cfg: Finetun
             loss_first=s.extra.get("loss_first"), loss_last=s.extra.get("loss_last"),
             split_used=sp.split_used, ci_unit=unit))
     curve = curve_rows(dataset.name, n_all, cfg, run, y, groups)
-    summary = {"split_used": sp.split_used, "ci_unit": unit, "n_train_available": n_all,
-               "n_train": n_main, "n_test": len(y),
-               "tuned": {m: s.extra for m, s in main.items() if m in TUNED}}
-    return rows, curve, summary
+    return rows, curve, {"split_used": sp.split_used, "ci_unit": unit,
+                         "n_train_available": n_all, "n_train": n_main, "n_test": len(y),
+                         "tuned": {m: s.extra for m, s in main.items() if m in TUNED}}
 
 
 @dataclass(frozen=True, kw_only=True)
 class FinetuningRow:
-    """One method's held-out accuracy beside the supervised probe's (when the supervised
-    probe is among the methods), and its cost."""
+    """One method's held-out accuracy beside the supervised probe's, and its cost."""
 
     dataset: str
     method: str
@@ -375,11 +363,8 @@ def run_finetuning(bridge, stores: list[tuple[ActivationStore, Dataset]], out: s
 
 def plan_finetuning(bridge, datasets: list[Dataset], root, cfg: FinetuningConfig,
                     template=None) -> list:
-    """The model passes of :func:`run_finetuning` before any runs (for its estimate): each
-    store's harvest; per dataset the probes' training harvest, the zero-shot judge on the
-    test pairs, and per finetuning method the comparisons its runs train on and the prompts
-    its copies answer (a copy runs on its own runner, whose rate the model's prompts do not
-    measure: planned by size, left out of the estimate)."""
+    """The model passes of :func:`run_finetuning`, for its estimate. A finetuned copy runs on
+    its own runner, whose rate the model's prompts do not measure: planned by size, untimed."""
     from ppairs_lens.activations.pair_info import pair_info
     from ppairs_lens.judges.run_estimate import (PlannedStep, plan_held_out_run,
                                                  planned_template)
@@ -418,8 +403,7 @@ def plan_finetuning(bridge, datasets: list[Dataset], root, cfg: FinetuningConfig
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens finetune`` on the model ``bridge`` (loaded by :mod:`analyses.cli`); its
-    plan and estimated model time are printed before the first harvest."""
+    """``ppairs-lens finetune`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data import BUILTIN_NAMES
     from ppairs_lens.data.specs import load_dataset_spec

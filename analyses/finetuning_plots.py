@@ -1,5 +1,4 @@
-"""Figures of the finetuning comparison: accuracy and training cost per method, and accuracy
-against the number of training labels."""
+"""Figures of the finetuning comparison: accuracy and cost per method, and the label curve."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ def _color(m: str) -> str:
 
 
 def plot_comparison(rows: Sequence, model: str, cfg):
-    """``rows``: the step's :class:`~analyses.finetuning.FinetuningRow` records. Left: held-out
-    accuracy per dataset and method (CI over leak groups). Right: training CPU time per
-    method (this process, all threads; steadier than wall time on a shared machine; log
-    scale; the zero-shot judge trains nothing)."""
+    """Left: held-out accuracy per dataset and method. Right: training CPU time per method
+    (this process, all threads: steadier than wall time on a shared machine)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -66,8 +63,7 @@ def plot_comparison(rows: Sequence, model: str, cfg):
 
 
 def plot_curve(curve: list[dict], rows: Sequence, model: str, cfg):
-    """Accuracy (mean over seeds, CI over leak groups) against training labels, one panel
-    per dataset; the zero-shot judge as a horizontal line."""
+    """Accuracy (mean over seeds) against training labels per dataset; zero-shot a line."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(r["dataset"] for r in curve)) or ["(none)"]

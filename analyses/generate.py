@@ -1,19 +1,18 @@
 """Steered generation, side by side: ``ppairs-lens generate --probe DIR --alpha A ... --prompt P``.
 
 A saved probe, sweep or direction (folder or Hub repo id) gives a unit direction and its hook
-point; each prompt is continued greedily (key-value cache on) with ``alpha`` times it added
-there, for each ``alpha``, beside a seeded random direction of the same norm: any push of that
-size changes the text, the question is whether the probe's changes it differently.
-``alpha = 0`` (unsteered) is always shown first. ``alpha`` is in units of the median activation
-norm at the hook over the prompts' tokens but the first (an outlier in most models), as
-``ppairs-lens steer`` measures its alphas; ``--raw-alpha`` adds ``alpha`` itself. For a sweep
-the read-out is ``--hook``, else the one its model card records as chosen for ``--kind``.
+point; each prompt is continued greedily with ``alpha`` times it added there, beside a seeded
+random direction of the same norm: any push of that size changes the text, the question is
+whether the probe's changes it differently. ``alpha`` is in units of the median activation norm
+at the hook over the prompts' tokens but the first (an outlier in most models), as ``ppairs-lens
+steer`` measures its alphas; ``--raw-alpha`` adds ``alpha`` itself.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,15 +87,11 @@ def steering_source(bridge, source: str, *, kind: str | None = None,
 
 def prompt_tokens(bridge, prompts: Sequence[str], chat: bool) -> list[Int[Tensor, "1 pos"]]:
     """Each prompt's tokens ``[1, pos]``: as the model's chat turn (``chat``) or plain text."""
-    out = []
-    for p in prompts:
-        if chat:
-            ids = bridge.tokenizer(chat_text(bridge.tokenizer, None, p),
-                                   add_special_tokens=False)["input_ids"]
-            out.append(torch.tensor([ids], dtype=torch.long))
-        else:
-            out.append(bridge.to_tokens(p).cpu())
-    return out
+    if not chat:
+        return [bridge.to_tokens(p).cpu() for p in prompts]
+    tok = bridge.tokenizer
+    return [torch.tensor([tok(chat_text(tok, None, p), add_special_tokens=False)["input_ids"]],
+                         dtype=torch.long) for p in prompts]
 
 
 @torch.no_grad()
@@ -124,19 +119,14 @@ def continuations(bridge, tokens: Int[Tensor, "1 pos"], direction: Tensor | None
     n = tokens.shape[1]
     pos = n - 1 if positions == "new" else positions
 
-    def run() -> str:
-        out = bridge.generate(tokens, max_new_tokens=max_new_tokens, do_sample=False,
-                              verbose=False, use_past_kv_cache=True)
+    def run(a: float) -> str:
+        with (nullcontext() if direction is None or a == 0
+              else steer(bridge, direction, float(a) * scale, [hook], positions=pos)):
+            out = bridge.generate(tokens, max_new_tokens=max_new_tokens, do_sample=False,
+                                  verbose=False, use_past_kv_cache=True)
         return bridge.tokenizer.decode(out[0, n:], skip_special_tokens=True)
 
-    texts = []
-    for a in alphas:
-        if direction is None or a == 0:
-            texts.append(run())
-            continue
-        with steer(bridge, direction, float(a) * scale, [hook], positions=pos):
-            texts.append(run())
-    return texts
+    return [run(a) for a in alphas]
 
 
 def side_by_side(alphas: Sequence[float], columns: dict[str, list[str]], width: int = 48

@@ -6,9 +6,8 @@ by binary search over the levels, comparing each with ``k`` reference statements
 level; the same with the model's zero-shot comparison. Per-level and overall accuracy, slope
 and bias (the ClimateX paper's: over the per-level mean predictions); each method is paired
 statement by statement with the ClimateX paper's own predictions (``published_predictions/``
-beside the data file; ``level`` "published paired"). Writes ``insertion.csv`` /
-``insertion_predictions.csv`` / ``insertion.config.json`` / ``insertion.{png,svg}``;
-``ppairs-lens rank`` runs it on a ClimateX file.
+beside the data file). Writes ``insertion.csv``, ``insertion_predictions.csv``, the config and
+``insertion.{png,svg}``; ``ppairs-lens rank`` runs it on a ClimateX file.
 """
 
 from __future__ import annotations
@@ -26,31 +25,20 @@ import numpy as np
 
 from ppairs_lens.data import CLIMATEX_LEVELS, load_climatex, read_climatex
 from ppairs_lens.data.climatex import published_prediction_sets
-from ppairs_lens.data.item_sampling import (
-    balanced_by_score,
-    stratified_by_score,
-    training_comparisons,
-)
+from ppairs_lens.data.item_sampling import (balanced_by_score, stratified_by_score,
+                                            training_comparisons)
 from ppairs_lens.data.specs import spec_format, spec_limit
 from ppairs_lens.errors import DataError
 from ppairs_lens.evaluation.bootstrap import mean_ci
-from ppairs_lens.evaluation.level_agreement import (
-    lexical_levels,
-    majority_level,
-    paired_with_published,
-    slope_bias,
-)
+from ppairs_lens.evaluation.level_agreement import (lexical_levels, majority_level,
+                                                    paired_with_published, slope_bias)
 from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.published import published
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.io.plotting import caption, style
-from ppairs_lens.judges.comparators import (
-    BatchComparator,
-    ProbeComparator,
-    ZeroShotComparator,
-)
-from ppairs_lens.judges.comparators import run_lockstep
+from ppairs_lens.judges.comparators import (BatchComparator, ProbeComparator, ZeroShotComparator,
+                                            run_lockstep)
 from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.models.loading import model_name
 from ppairs_lens.ranking.insertion import insertion_score
@@ -75,9 +63,8 @@ class InsertionConfig(ProbeJudgeConfig):
     max_train_pairs: int | None = 400  # comparisons among them used to fit the probe
     max_test: int | None = 40  # test statements, in the test split's level proportions
     k: int = 5  # references compared per binary-search step
-    # disjoint pairs of test statements of different levels on which each comparator's
-    # pairwise accuracy is measured (the thesis reports its probe's, 72.7%): its skill,
-    # shown before its tags are compared with anyone's
+    # disjoint pairs of test statements of different levels for each comparator's pairwise
+    # accuracy (the thesis reports its probe's, 72.7%): its skill, before its tags are compared
     pairwise_pairs: int = 60
     methods: tuple[str, ...] = INSERTION_METHODS
     # the ClimateX paper's per-statement predictions; None: published_predictions/ beside path
@@ -130,9 +117,8 @@ def train_insertion_probe(bridge, data: InsertionData, cfg: InsertionConfig):
 
 
 def place_statements(comp: BatchComparator, data: InsertionData, k: int, seed: int) -> dict:
-    """Every test statement placed by binary-search insertion (``k`` references a step), all
-    in lockstep: ``{id: (level, trace)}``. Each step's ``k`` comparisons go into one batch, so
-    a round runs each statement's part of the prompt once for its ``k`` references."""
+    """Every test statement placed by binary-search insertion, in lockstep: ``{id: (level,
+    trace)}``. A step's ``k`` comparisons are one batch, sharing the statement's prompt part."""
     def task(iid: str, j: int):
         return lambda cmp: insertion_score(iid, data.levels, data.references, cmp, k=k,
                                            seed=seed + j, return_trace=True)
@@ -160,8 +146,7 @@ def held_out_pairs(data: InsertionData, n: int, seed: int) -> list[tuple[str, st
 
 def pairwise_row(m: str, comp: BatchComparator, data: InsertionData, cfg: InsertionConfig
                  ) -> InsertionRow | None:
-    """Comparator ``m``'s accuracy on held-out pairs of test statements (``level``
-    "pairwise held-out"), or None when no such pair exists."""
+    """Comparator ``m``'s accuracy on held-out pairs of test statements (None: no pair)."""
     pairs = held_out_pairs(data, cfg.pairwise_pairs, cfg.settings.seed)
     if not pairs:
         return None
@@ -181,14 +166,12 @@ def insert_dataset(bridge, cfg: InsertionConfig
                    ) -> tuple[list[InsertionRow], list[dict], dict]:
     """Insertion-score ClimateX; returns (table rows, per-statement predictions, info)."""
     data = insertion_data(cfg)
-    all_items, train_items, test_items = data.all_items, data.train_items, data.test_items
-    meta, levels, references, flat, true = (data.meta, data.levels, data.references, data.flat,
-                                            data.true)
+    true, flat, meta = data.true, data.flat, data.meta
     settings = cfg.harvest_settings()
-    info: dict[str, Any] = {"model": model_name(bridge), "n_train": len(train_items),
-                            "n_test": len(test_items),
+    info: dict[str, Any] = {"model": model_name(bridge), "n_train": len(data.train_items),
+                            "n_test": len(data.test_items),
                             "train_levels": {CLIMATEX_LEVELS[lv]: len(v)
-                                             for lv, v in references.items()}}
+                                             for lv, v in data.references.items()}}
     unknown = set(cfg.methods) - set(INSERTION_METHODS)
     if unknown:
         raise ValueError(f"unknown insertion methods {sorted(unknown)}; choose from "
@@ -227,7 +210,7 @@ def insert_dataset(bridge, cfg: InsertionConfig
         cost = {"n_rows": comp.n_rows - r0, "n_comparisons": n_cmp, "seconds": round(secs, 2)}
         if m == "probe" and trained is not None:
             cost.update(trained.cost_columns())
-        for lv in levels:
+        for lv in data.levels:
             sel = y == lv
             acc = mean_ci(hit[sel], **cfg.settings.boot_kwargs()) if sel.any() else {
                 "value": math.nan, "lo": math.nan, "hi": math.nan}
@@ -250,14 +233,13 @@ def insert_dataset(bridge, cfg: InsertionConfig
         rows += [published_row(m, paired_with_published(tags, true, pub,
                                                         **cfg.settings.boot_kwargs()))
                  for pub in published_sets]
-    rows += _no_model_rows(all_items, train_items, test_items, hits, cfg)
+    rows += _no_model_rows(data.all_items, data.train_items, data.test_items, hits, cfg)
     return rows, preds, info
 
 
 def pc1_row(trained) -> InsertionRow:
-    """The probe's direction against the first principal component of its own training
-    differences (thesis Section 4.3.3, Appendix C.5): ``level`` "direction vs PC1", the
-    value in ``abs_cos`` (no accuracy), no interval."""
+    """The probe's |cos| with the first principal component of its own training differences
+    (thesis Section 4.3.3, Appendix C.5), in ``abs_cos``; no accuracy, no interval."""
     return InsertionRow(method="probe", label=f"{METHOD_LABELS['probe']}: |cos| of its "
                         "direction with PC1 of its training differences",
                         level="direction vs PC1", accuracy=math.nan,
@@ -267,9 +249,8 @@ def pc1_row(trained) -> InsertionRow:
 
 
 def published_row(method: str, d: dict) -> InsertionRow:
-    """A row of ``insertion.csv`` for ``method`` minus a published model on the same
-    statements (``level`` "published paired"; ``accuracy``/``lo``/``hi``: the paired
-    difference of hits)."""
+    """``method`` minus a published model on the same statements (``accuracy``/``lo``/``hi``:
+    the paired difference of hits)."""
     return InsertionRow(
         method=f"{method} - {d['versus']}",
         label=f"{METHOD_LABELS[method]} minus {d['versus']} (published predictions, same "
@@ -283,9 +264,8 @@ def published_row(method: str, d: dict) -> InsertionRow:
 
 def _no_model_rows(all_items, train_items, test_items, hits: dict[str, np.ndarray],
                    cfg: InsertionConfig) -> list[InsertionRow]:
-    """The majority level of the train split and a lexical tagger fitted on the probe's own
-    training statements, scored on the same test statements; each model method minus each
-    of them (paired: the difference of hits per statement, resampled together)."""
+    """The train split's majority level and a lexical tagger fitted on the probe's training
+    statements; each model method minus each (paired: the difference of hits per statement)."""
     y = np.array([int(i.score) for i in test_items])
     preds = {"majority": majority_level([int(i.score) for i in all_items if i.split == "train"],
                                         len(y)),
@@ -374,8 +354,7 @@ def plot_insertion(preds: list[dict], rows: Sequence[InsertionRow], model: str,
 @dataclass(frozen=True, kw_only=True)
 class InsertionRow:
     """One method's level accuracy (per level, overall, a difference, or paired with a
-    published model's predictions), or the probe's |cos| with PC1 (``abs_cos``, its
-    accuracy NaN); slope and bias are ``""`` where a row has none."""
+    published model's), or the probe's |cos| with PC1; ``""`` where a row has no value."""
 
     method: str
     label: str
@@ -414,8 +393,7 @@ class InsertionRows(StepRows):
 
 
 def run_insertion(bridge, cfg: InsertionConfig, out: str | Path) -> InsertionRows:
-    """Insertion-score ClimateX; writes insertion.csv, insertion_predictions.csv, config and
-    figure."""
+    """Insertion-score ClimateX; writes the tables, config and figure into ``out``."""
     out = Path(out)
     rows, preds, info = insert_dataset(bridge, cfg)
     result = InsertionRows(rows=tuple(rows))
@@ -458,8 +436,7 @@ def wants_model(args) -> bool:
 
 
 def cli(args, bridge=None) -> None:
-    """The ClimateX part of ``ppairs-lens rank``; nothing when there is no ClimateX file.
-    ``bridge``: an already loaded model (default: load ``--model``)."""
+    """The ClimateX part of ``ppairs-lens rank`` (``bridge`` default: load ``--model``)."""
     specs = _specs(args)
     if not specs:
         return

@@ -29,25 +29,15 @@ from ppairs_lens.evaluation.baselines import (length_balanced_accuracy, memorisa
                                               length_baseline)
 from ppairs_lens.evaluation.paired import paired_difference
 from ppairs_lens.evaluation.protocol import EvalSettings
-from ppairs_lens.evaluation.result_table import (JUDGE_KEYS, TEXT_BASELINE_KEYS,
-                                                  result_tables)
+from ppairs_lens.evaluation.result_table import JUDGE_KEYS, TEXT_BASELINE_KEYS, result_tables
 from ppairs_lens.evaluation.verdicts import Difference
 from ppairs_lens.io.json_fields import read_json_object
 from ppairs_lens.io.records import record_data, record_from_data, rows_from_csv
-from ppairs_lens.evaluation.readout_choice import (
-    VAL_REPEATS,
-    VAL_SIZE,
-    ReadoutChoice,
-    choose_readouts,
-)
-from ppairs_lens.evaluation.store_split import (
-    StoreSplit,
-    bootstrap_groups,
-    covered_test_pairs,
-    held_out_ci_counts,
-    split_store,
-    undecidable_at_size,
-)
+from ppairs_lens.evaluation.readout_choice import (VAL_REPEATS, VAL_SIZE, ReadoutChoice,
+                                                   choose_readouts)
+from ppairs_lens.evaluation.store_split import (StoreSplit, bootstrap_groups, covered_test_pairs,
+                                                held_out_ci_counts, split_store,
+                                                undecidable_at_size)
 from ppairs_lens.evaluation.sweep_scores import score_pairs_batch
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.probes.estimators import PROBE_KINDS
@@ -66,10 +56,10 @@ BASELINES = ("memorisation", "length")
 
 @dataclass(frozen=True)
 class PairScores:
-    """What a sweep scores beside its probes, measured before it by the caller: dataset ->
-    predictor kind (a key of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item
-    1)}. An input of :func:`run_sweep` (a study's step cache keys on it), never part of
-    :class:`SweepConfig`: a config says what a sweep ran with, not what other steps found."""
+    """What a sweep scores beside its probes, measured by the caller: dataset -> predictor
+    kind (a key of :data:`JUDGES` or :data:`TEXT_BASELINES`) -> {pair_id: P(item 1)}. An input
+    of :func:`run_sweep` (a study's step cache keys on it), never part of :class:`SweepConfig`:
+    a config says what a sweep ran with, not what others found."""
 
     by_dataset: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
 
@@ -79,17 +69,16 @@ class PairScores:
 
 
 def pair_scores(entries: Mapping[str, Mapping]) -> PairScores:
-    """The :class:`PairScores` among per-dataset entries keyed as the judges' reports key
-    them (``p_by_pair``, ``few_shot_p_by_pair``, ``lexical_p_by_pair`` ...), without
-    metrics, diagnostics or demonstrations."""
-    keys = {**JUDGES, **TEXT_BASELINES}
-    return PairScores({ds: {kind: dict(e[key]) for kind, key in keys.items() if e.get(key)}
-                       for ds, e in entries.items()})
+    """The :class:`PairScores` among per-dataset entries keyed as the judges' reports key them
+    (``p_by_pair``, ``few_shot_p_by_pair``, ``lexical_p_by_pair`` ...), without metrics,
+    diagnostics or demonstrations."""
+    return PairScores({ds: {kind: dict(e[key]) for kind, key in {**JUDGES, **TEXT_BASELINES}.items()
+                            if e.get(key)} for ds, e in entries.items()})
 
 
 @dataclass(frozen=True, kw_only=True)
 class SweepRow:
-    """One row of ``layer_sweep.csv``: a probe kind at one read-out, or a baseline or judge
+    """A row of ``layer_sweep.csv``: a probe kind at one read-out, or a baseline or judge
     (``layer = -1``), on one metric of the held-out pairs."""
 
     dataset: str
@@ -176,8 +165,7 @@ class SweepEntry:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What a sweep hands on: ``layer_sweep_summary.json`` (how read-outs were chosen, one
-    :class:`SweepEntry` per dataset and probe kind) and the rows of ``layer_sweep.csv``."""
+    """``layer_sweep_summary.json`` (a :class:`SweepEntry` per dataset, kind) and rows."""
 
     selection: str
     metric: str
@@ -211,8 +199,7 @@ class SweepResult:
 
 
 def read_sweep(folder: str | Path) -> SweepResult:
-    """The sweep a run wrote into ``folder`` (its summary and table), refused in one line
-    naming the file, row and field where they do not fit."""
+    """The sweep a run wrote into ``folder``; a misfit is refused naming file, row, field."""
     folder = Path(folder)
     path = folder / "layer_sweep_summary.json"
     return record_from_data(SweepResult, {
@@ -259,8 +246,7 @@ def _scored_batch(sp: StoreSplit, p: np.ndarray, idx: np.ndarray | None, cfg: Sw
 
 def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepConfig,
                 judges: PairScores | None = None) -> tuple[list[SweepRow], list[SweepEntry]]:
-    """``(rows, summary)`` of one split store: the CSV rows and the summary entries; the
-    judges and text baselines of ``judges`` scored on the test pairs they cover."""
+    """``(rows, summary entries)`` of one split store, ``judges`` on the pairs they cover."""
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize, "model_name": model}
     probes = fit_sweep(sp.acts_train, sp.labels_train, cfg.kinds, groups=sp.groups_train,
                        seed=cfg.settings.seed, **fit_kw)
@@ -269,8 +255,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
     proba = probes.predict_proba(sp.acts_test)
     sign_conf = getattr(probes, "sign_confidence", {}) or {}
     n_test = len(sp.labels_test)
-    # every (kind, layer) scored at once; a degenerate layer (no pair-specific signal,
-    # NaN) has nothing to score
+    # every (kind, layer) scored at once; a degenerate layer (NaN) has nothing to score
     cols = [(kind, li) for kind in cfg.kinds for li in range(len(hook_names))
             if not np.isnan(proba[kind][li]).any()]
     scored = dict(zip(cols, _scored_batch(
@@ -310,8 +295,7 @@ def sweep_split(sp: StoreSplit, hook_names: list[str], model: str, cfg: SweepCon
 def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
                      choice: dict[str, ReadoutChoice], others: dict, notes: dict
                      ) -> list[SweepEntry]:
-    """Per probe kind: the chosen read-out, its test accuracy, and paired differences
-    against every baseline and judge on the pairs both scored."""
+    """Per probe kind: chosen read-out, test accuracy, paired differences."""
     y = sp.labels_test
     g, ci_unit = bootstrap_groups(sp)
     boot = {"n_boot": cfg.settings.n_boot, "seed": cfg.settings.seed}
@@ -350,22 +334,19 @@ def _summary_entries(sp: StoreSplit, cfg: SweepConfig, proba: dict,
 
 def sweep_store(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None = None
                 ) -> list[SweepRow]:
-    """The table rows (dataset, kind, layer, metric, value, lo, hi, val_value, ...) of one
-    store."""
+    """The table rows of one store."""
     return _sweep_one(store, cfg, judges)[0]
 
 
 def _sweep_one(store: ActivationStore, cfg: SweepConfig, judges: PairScores | None
                ) -> tuple[list[SweepRow], list[SweepEntry]]:
-    sp = split_store(store, **cfg.settings.split_kwargs())
-    return sweep_split(sp, store.hook_names, store.meta.model, cfg, judges)
+    return sweep_split(split_store(store, **cfg.settings.split_kwargs()), store.hook_names,
+                       store.meta.model, cfg, judges)
 
 
 def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig | None = None,
               *, judges: PairScores | None = None) -> SweepResult:
-    """Sweep every store; write the table, summary, figure and config to ``out``.
-    ``judges``: the prompted judges' and text baselines' P(item 1) per dataset, scored beside
-    the probes (rows at ``layer = -1``, paired differences in the summary)."""
+    """Sweep every store, ``judges`` beside; write table, summary, figure and config."""
     cfg = cfg or SweepConfig(stores=[str(s.path) for s in stores])
     out = Path(out)
     rows, entries = [], []
@@ -386,16 +367,15 @@ def run_sweep(stores: list[ActivationStore], out: str | Path, cfg: SweepConfig |
     write_csv(out / "layer_sweep.csv", result.table())
     write_json(out / "layer_sweep_summary.json", result.summary())
     save_config(out, "layer_sweep", cfg)
-    fig = plot_sweep(result, cfg, stores[0].meta.model)
-    save_figure(fig, out, "layer_sweep", preview=cfg.settings.quick)
+    save_figure(plot_sweep(result, cfg, stores[0].meta.model), out, "layer_sweep",
+                preview=cfg.settings.quick)
     return result
 
 
 def cli(args, bridge) -> None:
-    """``ppairs-lens sweep``: the probes, every no-model baseline and the judge forms of
-    ``--judges`` (each limited by ``--judge-max-pairs``) on the same test pairs; the plan and
-    estimated model time first, one table per dataset last. Each judge is remembered beside
-    its store as it finishes (a rerun redoes none), its report written at once."""
+    """``ppairs-lens sweep``: the probes, every no-model baseline and the judges of
+    ``--judges`` on the same test pairs; each judge is remembered beside its store as it
+    finishes (a rerun redoes none), its report written at once."""
     import time
 
     from ppairs_lens.activations.pair_info import pair_info

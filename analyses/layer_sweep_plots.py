@@ -17,8 +17,8 @@ FLAT = {k: (colour(k), ls) for k, ls in (("memorisation", ":"), ("length", "-.")
 
 
 def _flat_lines(ax, rows, ds: str, metric: str, n_test) -> list[str]:
-    """Each judge and baseline as a line with its 95% interval as a band; returns the notes
-    on those scored on fewer pairs than the probes (their n, for the caption)."""
+    """Each judge and baseline as a line with its 95% interval as a band; returns notes on
+    those scored on fewer pairs than the probes."""
     notes = []
     for kind, (c, ls) in FLAT.items():
         r = next((r for r in rows if r.dataset == ds and r.kind == kind
@@ -36,12 +36,10 @@ def _flat_lines(ax, rows, ds: str, metric: str, n_test) -> list[str]:
 
 def _missing_note(entries) -> str:
     """Which baselines could not be drawn, and why (once per reason)."""
-    missing: dict[tuple[str, str], list[str]] = {}
+    missing: dict[tuple[str, str], dict[str, None]] = {}  # datasets, deduplicated in order
     for e in entries:
         for kind, why in e.unavailable.items():
-            ds = missing.setdefault((kind, why), [])
-            if e.dataset not in ds:
-                ds.append(e.dataset)
+            missing.setdefault((kind, why), {})[e.dataset] = None
     return "".join(f" Not shown: {kind} ({why}) for {', '.join(ds)}."
                    for (kind, why), ds in missing.items())
 

@@ -1,13 +1,12 @@
 """Probes against prompting and against baselines that could win (paper Figures 1, 2, 3).
 
 Read off the layer sweep's summary (same held-out pairs, paired, 95% CIs over leak groups):
-per dataset the supervised, PCA and mass-mean probes at their validation read-outs, the
-prompted judge in each fair form and ALLURE, and the no-model baselines fitted on train. Each
-probe is compared (paired CI of the difference) with comparators fixed before any test pair is
-read, never the best on the test pairs: the judge in the paper's form and every baseline ("beats
-the strongest baseline" is "beats every one"). The verdicts come from the claims registry
-(``analyses/replication/claims.py``). Writes ``probes_vs_prompting.csv`` (dataset x method),
-``..._claims.csv`` (dataset x comparison) and ``probes_vs_prompting.{png,svg}``.
+per dataset the probes at their validation read-outs, the prompted judge in each fair form and
+ALLURE, and the no-model baselines. Each probe is compared with comparators fixed before any
+test pair is read, never the best on the test pairs: the judge in the paper's form and every
+baseline ("beats the strongest baseline" is "beats every one"). The verdicts come from the
+claims registry (``analyses/replication/claims.py``). Writes ``probes_vs_prompting.csv``,
+``probes_vs_prompting_claims.csv`` and ``probes_vs_prompting.{png,svg}``.
 """
 
 from __future__ import annotations
@@ -51,9 +50,8 @@ def _balanced(entry, name: str) -> dict:
 
 def dataset_rows(sweep, dataset: str, judge: dict | None = None
                  ) -> tuple[list[PvPRow], list[dict]]:
-    """(method rows, claim rows) of one dataset of ``sweep`` (the layer sweep's
-    ``SweepResult``); ``judge``: its prompted judge's record (whose diagnostics say whether
-    it decides at all), where it has one."""
+    """(method rows, claim rows) of one dataset of ``sweep`` (a ``SweepResult``); ``judge``:
+    its prompted judge's record (whose diagnostics say whether it decides at all), if any."""
     share = ({"same_raw_answer_share": judge["diagnostics"].get("same_raw_answer_share")}
              if judge is not None else {})
     entries = {e.kind: e for e in sweep.entries if e.dataset == dataset}
@@ -129,8 +127,7 @@ class PvPRows(StepRows):
 
 def run_probes_vs_prompting(sweep, judges: dict[str, dict], out,
                             cfg: PvPConfig) -> PvPRows:
-    """Tables and figure from ``sweep`` (the layer sweep's ``SweepResult``); ``judges``: each
-    dataset's judge record (diagnostics: does the prompted judge decide at all?)."""
+    """Tables and figure from ``sweep``; ``judges``: each dataset's judge record."""
     rows, claims = [], []
     for name in cfg.datasets:
         r, c = dataset_rows(sweep, name, judges.get(name))

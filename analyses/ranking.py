@@ -6,14 +6,11 @@ each disjoint *evaluation* context's items are ranked by PPairS (merge sort driv
 probe, greedy and uncertainty-guided beam), PAIRS with the calibrated zero-shot comparison,
 direct scoring, G-Eval, and two no-model baselines fitted on the training contexts: item length
 (sign chosen there) and memorised win rates (unseen items tie). Training and evaluation
-contexts come from different leak groups (no template or recurring item on both sides); the
-probe's read-out is chosen on a validation split of the training pairs. Score: Spearman with
-the gold scores within each context of 3+ items (with 2 it is +-1), averaged with a bootstrap
-CI over contexts; ``n_rows`` counts prompts run through the model.
-
-Writes ``ranking.csv`` / ``ranking_contexts.csv`` / ``ranking.config.json`` /
-``ranking.{png,svg}``. ``ppairs-lens rank`` runs it on every dataset but a ClimateX file,
-which :mod:`analyses.insertion` scores.
+contexts come from different leak groups; the probe's read-out is chosen on a validation split
+of the training pairs. Score: Spearman with the gold scores within each context of 3+ items
+(with 2 it is +-1), averaged with a bootstrap CI over contexts; ``n_rows`` counts prompts run
+through the model. Writes ``ranking.csv``, ``ranking_contexts.csv``, the config and
+``ranking.{png,svg}``; ClimateX files are :mod:`analyses.insertion`'s.
 """
 
 from __future__ import annotations
@@ -36,33 +33,15 @@ from ppairs_lens.evaluation.metrics import spearman
 from ppairs_lens.presets import Preset
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
-from ppairs_lens.judges.comparators import (
-    BatchComparator,
-    ProbeComparator,
-    ZeroShotComparator,
-)
-from ppairs_lens.judges.comparators import run_lockstep
+from ppairs_lens.judges.comparators import (BatchComparator, ProbeComparator, ZeroShotComparator,
+                                            run_lockstep)
 from ppairs_lens.judges.probe_judge import ProbeJudgeConfig, train_probe
 from ppairs_lens.judges.scoring import score_items
 from ppairs_lens.models.loading import model_name
-from ppairs_lens.ranking.baselines import (
-    length_scores,
-    length_sign,
-    memorised_scores,
-    win_rates,
-)
-from ppairs_lens.ranking.context_split import (
-    MIN_RANK_ITEMS,
-    ContextSplit,
-    split_for_ranking,
-)
-from ppairs_lens.ranking.merge_sort import (
-    DEFAULT_BEAM_SIZE,
-    DEFAULT_UNCERTAINTY,
-    CountingComparator,
-    beam_merge_sort,
-    merge_sort,
-)
+from ppairs_lens.ranking.baselines import length_scores, length_sign, memorised_scores, win_rates
+from ppairs_lens.ranking.context_split import MIN_RANK_ITEMS, ContextSplit, split_for_ranking
+from ppairs_lens.ranking.merge_sort import (DEFAULT_BEAM_SIZE, DEFAULT_UNCERTAINTY,
+                                            CountingComparator, beam_merge_sort, merge_sort)
 
 __all__ = ["RANKING_METHODS", "RankingConfig", "RankingInputs", "RankingRow", "RankingRows",
            "cli", "figure_caption",
@@ -124,8 +103,7 @@ def _sort_all(comparator: BatchComparator, orders: Mapping[str, list[str]],
 @dataclass(frozen=True)
 class RankingInputs:
     """What a ranking run works on, fixed before any model runs: the contexts' split, the
-    evaluation items (``context::item`` keys, each context's items in a shuffled start
-    order) and the training comparisons the probe is harvested on."""
+    evaluation items (in a shuffled start order) and the probe's training comparisons."""
 
     split: ContextSplit
     groups: dict
@@ -142,8 +120,7 @@ def ranking_inputs(ds: Dataset, cfg: RankingConfig) -> RankingInputs:
                               max_items=cfg.max_items_per_context)
     rng = random.Random(cfg.settings.seed)
 
-    # Item ids need only be unique within a context (SummEval's "S8" is in every article):
-    # key them "context::item".
+    # ids are unique only within a context (SummEval's "S8" is in every article): "ctx::item"
     eval_items: dict[str, dict[str, ScoredItem]] = {}
     for c in split.eval:
         ids = sorted(groups[c])
@@ -159,8 +136,7 @@ def ranking_inputs(ds: Dataset, cfg: RankingConfig) -> RankingInputs:
 
 def _check_methods(cfg: RankingConfig) -> set[str]:
     want = set(cfg.methods)
-    unknown = want - set(RANKING_METHODS)
-    if unknown:
+    if unknown := want - set(RANKING_METHODS):
         raise ValueError(f"unknown ranking methods {sorted(unknown)}; choose from "
                          f"{RANKING_METHODS}")
     return want
@@ -306,19 +282,16 @@ def _sorting_methods(results: dict, family: str, comp: BatchComparator,
             continue
         ranked, counters, secs, spent = _sort_all(comp, orders, sorter)
         cfg.say(f"{m}: {spent} new rows, {secs:.0f}s")
-        results[m] = {
-            "pred": ranked,
-            "n_rows": sum(_presentations(c, comp.calibrate) for c in counters.values()),
-            "n_rows_spent": spent,
-            "n_comparisons": sum(c.unique_calls for c in counters.values()),
-            "seconds": secs,
-        }
+        results[m] = {"pred": ranked,
+                      "n_rows": sum(_presentations(c, comp.calibrate) for c in counters.values()),
+                      "n_rows_spent": spent,
+                      "n_comparisons": sum(c.unique_calls for c in counters.values()),
+                      "seconds": secs}
 
 
 @dataclass(frozen=True, kw_only=True)
 class RankingRow:
-    """One method's mean within-context Spearman on one dataset (CI over evaluation
-    contexts), what it cost, and for the probe's sorts its training cost."""
+    """One method's mean within-context Spearman on one dataset and what it cost."""
 
     dataset: str
     method: str
@@ -363,10 +336,11 @@ def run_ranking(bridge, cfgs: RankingConfig | Sequence[RankingConfig], out: str 
     result = RankingRows(rows=tuple(rows))
     write_csv(out / "ranking.csv", result.table())
     write_csv(out / "ranking_contexts.csv", ctx_rows)
-    splits = {i["dataset"]: i["split"]["description"] for i in infos}
-    save_config(out, "ranking", {"configs": cfgs, "splits": splits, "runs": infos})
-    fig = plot_ranking(result.rows, model_name(bridge), figure_caption(cfgs, infos))
-    save_figure(fig, out, "ranking", preview=all(c.settings.quick for c in cfgs))
+    save_config(out, "ranking", {
+        "configs": cfgs, "splits": {i["dataset"]: i["split"]["description"] for i in infos},
+        "runs": infos})
+    save_figure(plot_ranking(result.rows, model_name(bridge), figure_caption(cfgs, infos)), out,
+                "ranking", preview=all(c.settings.quick for c in cfgs))
     return result
 
 
@@ -414,10 +388,8 @@ def wants_model(args) -> bool:
 
 
 def plan_ranking(bridge, cfgs: Sequence[RankingConfig]) -> list:
-    """The model passes of :func:`run_ranking` before any runs (for its estimate): per
-    dataset the probe's training harvest, the merge sorts' comparisons (planned by a greedy
-    sort's most, untimed: how many a sort asks depends on the answers) and the direct scoring
-    of every item (planned by size)."""
+    """The model passes of :func:`run_ranking`, for its estimate; the merge sorts planned by
+    a greedy sort's most comparisons, untimed (how many a sort asks depends on the answers)."""
     from ppairs_lens.activations.prompts import build_contrast_pairs
     from ppairs_lens.judges.progress import sort_comparisons_bound
     from ppairs_lens.judges.run_estimate import PlannedStep
@@ -443,9 +415,7 @@ def plan_ranking(bridge, cfgs: Sequence[RankingConfig]) -> list:
 
 
 def cli(args, bridge=None) -> None:
-    """The ranking part of ``ppairs-lens rank`` (datasets: see :func:`_specs`). ``bridge``:
-    an already loaded model (default: load ``--model``). Its plan and estimated model time
-    are printed before the first model pass."""
+    """The ranking part of ``ppairs-lens rank`` (``bridge`` default: load ``--model``)."""
     from ppairs_lens.judges.run_estimate import announce
 
     specs = _specs(args)

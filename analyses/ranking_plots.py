@@ -23,8 +23,7 @@ def _family(method: str) -> str:
 
 
 def plot_ranking(rows: Sequence, model: str, caption_text: str):
-    """The figure of ``rows`` (:class:`~analyses.ranking.RankingRow` records); ``caption_text``
-    says how it was made (split, probe, bootstrap)."""
+    """The figure of ``rows`` (:class:`~analyses.ranking.RankingRow` records)."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(r.dataset for r in rows))

@@ -1,17 +1,18 @@
 """Steering dose-response: does *adding* the probe direction move the model's own judgement?
 
-The complement of :mod:`analyses.ablation`. Per dataset, with the read-out, probe directions
-(unit, "+" = item 1 preferred) and nulls chosen as the ablation chooses them (never on the test
-split): for each ``alpha``, ``alpha * norm_unit * r`` is added for every direction ``r`` at the
-read-out's hook, at the read-out token only, while the swap-calibrated zero-shot judge answers
-the test records (the swapped order gets ``-v``; all in one pass). ``norm_unit`` is the median
-norm of the read-out's activations on the training pairs, so an ``alpha`` is the same push on
-any model. Reported: per direction and alpha the mean change of the calibrated log-odds
-(``delta_z``) and the accuracy; per probe the least-squares slope of ``delta_z`` on ``alpha``
-and its one-sided permutation p-value among the nulls' slopes.
+The complement of :mod:`analyses.ablation`, with the read-out, probe directions (unit, "+" =
+item 1 preferred) and nulls chosen as it chooses them (never on the test split). For each
+``alpha``, ``alpha * norm_unit * r`` is added for every direction ``r`` at the read-out's hook,
+at the read-out token only, while the swap-calibrated zero-shot judge answers the test records
+(the swapped order gets ``-v``; all in one pass). ``norm_unit`` is the median norm of the
+read-out's activations on the training pairs, so an ``alpha`` is the same push on any model.
+Reported: per direction and alpha the mean change of the calibrated log-odds (``delta_z``) and
+the accuracy; per probe the least-squares slope of ``delta_z`` on ``alpha`` and its one-sided
+permutation p-value among the nulls' slopes.
 
 Outputs: ``steering.csv`` (dataset x condition x alpha; probes, the baseline and the nulls'
-median with their 2.5-97.5% band), ``steering.config.json`` and ``steering.{png,svg}``.
+median with their 2.5-97.5% band), ``steering.config.json``, ``steering_run.json`` (what the
+run found: :class:`SteeringRun`) and ``steering.{png,svg}``.
 """
 
 from __future__ import annotations
@@ -37,11 +38,8 @@ from ppairs_lens.presets import Preset
 from ppairs_lens.evaluation.protocol import EvalSettings
 from ppairs_lens.evaluation.store_split import held_out_records, split_store
 from ppairs_lens.interventions.directions import null_directions, probe_directions
-from ppairs_lens.interventions.steering import (
-    batched_steering_hooks,
-    check_alpha,
-    judge_under_steering,
-)
+from ppairs_lens.interventions.steering import (batched_steering_hooks, check_alpha,
+                                                judge_under_steering)
 from ppairs_lens.io.outputs import save_config, save_figure, write_csv, write_json
 from ppairs_lens.io.records import ABSENT, Absent, StepRows
 from ppairs_lens.models.loading import model_name
@@ -129,8 +127,8 @@ class SteeringRows(StepRows):
 def steer_store(bridge, store: ActivationStore, dataset: Dataset,
                 cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print,
                 run: SteeringRun | None = None) -> list[SteeringRow]:
-    """The rows of ``steering.csv`` for one store (``dataset``: the records it was harvested
-    from, checked by fingerprint); ``run`` records what was found (never the config)."""
+    """The rows of ``steering.csv`` for one store (``dataset``: its harvest's records, checked
+    by fingerprint); ``run`` records what was found (never the config)."""
     cfg = cfg or SteeringConfig(stores=[str(store.path)])
     run = run if run is not None else SteeringRun()
     check_store_matches(bridge, store, dataset)
@@ -204,8 +202,7 @@ def steer_store(bridge, store: ActivationStore, dataset: Dataset,
 def run_steering(bridge, items: Sequence[tuple[ActivationStore, Dataset]], out: str | Path,
                  cfg: SteeringConfig | None = None, *, log: Callable[[str], None] = print
                  ) -> SteeringRows:
-    """Steer on every (store, dataset); write ``steering.csv``, the figure and the config to
-    ``out``; returns the rows."""
+    """Steer on every (store, dataset); write the table, figure and config to ``out``."""
     cfg = cfg or SteeringConfig(stores=[str(s.path) for s, _ in items])
     run = SteeringRun(model=model_name(bridge),
                       datasets=list(cfg.datasets) or [d.name for _, d in items])
@@ -230,12 +227,9 @@ PRESETS: dict[str, Preset] = {
 
 def plan_steering(bridge, datasets: Sequence[Dataset], root, cfg: SteeringConfig,
                   template=None) -> list:
-    """The model passes of :func:`run_steering` before any runs (for its estimate): each
-    store's harvest, then per dataset the judge on its test records with the unsteered judge
-    and every alpha x direction a branch of the read-out token (at most: a degenerate probe
-    kind is skipped), one pass per item order. Timed at ``cfg.layer``'s read-out, else the
-    last (the validation choice is not known before the harvest; where a hook sits does not
-    change what a pass computes)."""
+    """The model passes of :func:`run_steering`, for its estimate: every alpha x direction a
+    branch, one pass per item order. Timed at ``cfg.layer``'s read-out, else the last (the
+    validation choice is not known before the harvest; where a hook sits changes no cost)."""
     from ppairs_lens.activations.harvest import readout_names
     from ppairs_lens.activations.prompts import build_contrast_pairs
     from ppairs_lens.judges.run_estimate import PlannedStep, held_out_part, plan_held_out_run
@@ -261,8 +255,7 @@ def plan_steering(bridge, datasets: Sequence[Dataset], root, cfg: SteeringConfig
 
 
 def cli(args, bridge=None) -> None:
-    """``ppairs-lens steer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`); its
-    plan and estimated model time are printed before the first harvest."""
+    """``ppairs-lens steer`` on the model ``bridge`` (loaded by :mod:`analyses.cli`)."""
     from ppairs_lens.activations.pipeline import ensure_store
     from ppairs_lens.data.specs import load_dataset_spec
     from ppairs_lens.judges.run_estimate import announce

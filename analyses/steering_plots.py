@@ -22,7 +22,7 @@ def _curve(rows: Sequence, cond: str, key: str) -> tuple[list[float], list[float
 
 
 def plot_steering(rows: Sequence, model: str):
-    """Two rows of panels (delta log-odds, accuracy), one column per dataset; ``rows``: the
+    """Delta log-odds over the nulls' bands, and accuracy; a column per dataset. ``rows``: the
     step's ``SteeringRow`` records."""
     import matplotlib.pyplot as plt
 

@@ -6,11 +6,10 @@ comparison) and PPAIRS (the supervised probe at the sweep's validation read-out)
 mean Spearman with the human scores after sorting each article's summaries (PAIRS and PPAIRS by
 the beam merge sort, beam 1000, uncertainty 0.6 as the thesis, over the comparisons already
 scored; direct and G-Eval by their scores). Every method is scored on the same articles
-(:func:`article_rho`: 3+ summaries whose human scores differ); one that ranks all summaries
+(3+ summaries whose human scores differ; :func:`article_rho`); one that ranks all summaries
 equal scores rho = 0, never a dropped article. Human ties are never asked; in the sorts they
-count p = 0.5 for every method. The thesis's NEWSROOM "CON" column is informativeness (as in
-the PPairS authors' code). Writes ``thesis_tables.csv``, ``thesis_tables.{png,svg}`` and the
-config.
+count p = 0.5. The thesis's NEWSROOM "CON" column is informativeness (as in the PPairS authors'
+code). Writes ``thesis_tables.csv``, ``thesis_tables.{png,svg}`` and the config.
 """
 
 from __future__ import annotations
@@ -98,8 +97,7 @@ def _per_article_of(items: dict[str, ScoredItem], scores: Mapping[str, float]
 
 
 def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dict[str, float]:
-    """The supervised probe's P(item 1) on the store's held-out pairs, fitted on its training
-    pairs at the read-out the sweep chose."""
+    """The supervised probe's P(item 1) on held-out pairs, at the read-out the sweep chose."""
     sp = split_store(store, **cfg.settings.split_kwargs())
     probe = SupervisedProbe(C=cfg.C).fit(sp.acts_train[:, :, layer], sp.labels_train)
     p = probe.predict_proba(sp.acts_test[:, :, layer])[:, 1]  # P(item 1)
@@ -109,23 +107,20 @@ def _probe_p(store: ActivationStore, layer: int, cfg: ThesisTablesConfig) -> dic
 def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, float],
                 scores: HeldOutScores, layer: int, cfg: ThesisTablesConfig
                 ) -> list[ThesisCell | ThesisDifference]:
-    """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store; ``scores``: the held-out
-    items' ratings."""
+    """Our rows of Tables 4.1 and 4.2 for one (dataset, aspect) store."""
     test = Dataset(**{**test.__dict__, "records": [r for r in test.records if r.label != TIE]})
     items = held_out_items(test)
-    direct, geval = scores.direct_scores, scores.geval_scores
     probe = _probe_p(store, layer, cfg)
     y = np.array(test.labels())
     groups = [r.context_id for r in test.records]
     pair_ps = {"direct": dict(scores.direct_p), "G-Eval": dict(scores.geval_p),
                "PAIRS": dict(judge_p), "PPAIRS": probe,
-               "direct scores": direct, "G-Eval scores": geval}
+               "direct scores": scores.direct_scores, "G-Eval scores": scores.geval_scores}
     dataset, aspect = thesis_cell(store.meta.dataset, store.meta.aspect)
     rows = _paired_rows(y, groups, test, pair_ps, items, cfg, dataset, aspect)
-    n_articles = len(_articles(items))
     base = {"dataset": dataset, "aspect": aspect,
             "thesis_column": THESIS_COLUMNS.get(aspect, aspect),
-            "model": "ours", "n_spearman_articles": n_articles,
+            "model": "ours", "n_spearman_articles": len(_articles(items)),
             "n_test_pairs": len(test), "n_test_articles": len(set(groups)),
             "n_items_per_article": round(len(items) / max(1, len(set(groups))), 1),
             "read_out": layer}
@@ -151,8 +146,7 @@ def thesis_rows(store: ActivationStore, test: Dataset, judge_p: Mapping[str, flo
 
 def _paired_rows(y, groups, test: Dataset, pair_ps: dict, items, cfg: ThesisTablesConfig,
                  dataset: str, aspect: str) -> list[ThesisDifference]:
-    """PPAIRS minus each other method: pairwise accuracy on the same held-out pairs (paired
-    CI over articles) and Spearman on the same articles (CI over articles)."""
+    """PPAIRS minus each other method: pairwise accuracy and Spearman, CIs over articles."""
     rows = []
     ids = [i for i, r in enumerate(test.records)
            if all(r.pair_id in pair_ps[m] for m in METHODS)]

@@ -20,8 +20,7 @@ def cache_root() -> Path:
 
 
 def writable_cache_root() -> Path:
-    """:func:`cache_root`, checked before work is done to fill it: a path that is a file (or
-    has a file on its way) is refused in one line naming it and the variable that moves it."""
+    """:func:`cache_root`, refused before any work where a file is on its way."""
     from ppairs_lens.errors import PPairsError
 
     root = cache_root()

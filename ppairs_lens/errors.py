@@ -8,11 +8,8 @@ class PPairsError(Exception):
 
 
 class DataError(PPairsError, ValueError):
-    """A dataset file (or an in-memory record) is malformed.
-
-    The message names the file, the 1-based row (line for JSONL/CSV/TSV, list index + 1 for
-    JSON) and the field, so the user can open the file and fix it.
-    """
+    """A dataset file (or an in-memory record) is malformed; the message names the file, the
+    1-based row (line, or list index + 1 for JSON) and the field."""
 
     def __init__(self, problem: str, *, file: str | None = None, row: int | None = None,
                  field: str | None = None):

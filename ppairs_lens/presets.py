@@ -1,15 +1,9 @@
 """Presets as data: how an experiment's ``quick`` and ``full`` runs differ from its defaults.
 
-* each experiment's config declares its presets beside its fields, as ``PRESETS``: a preset's
-  name -> a :class:`Preset` listing only the fields it changes, so no size is written twice.
-  The config's own defaults are the ``demo`` preset (``make demo``, a command without
-  ``--quick`` or ``--full``);
-* :data:`PREVIEWS` says which presets are previews and what a preview does to every command
-  beside its experiment's changes (fewer bootstrap resamples, figures as PNG only and, where
-  a command names its datasets and no ``--max-pairs`` says otherwise, fewer pairs).
-
-The command line applies a preset (``--quick``, ``--full``) with :func:`at_preset` before the
-options a user gave, which win; a preset an experiment does not declare is refused.
+Each experiment's config declares ``PRESETS``: a preset's name -> a :class:`Preset` listing
+only the fields it changes, so no size is written twice; the config's own defaults are
+``demo``. :data:`PREVIEWS` says what a preview does to every command besides. The command line
+applies a preset with :func:`at_preset` before the user's options, which win.
 """
 
 from __future__ import annotations
@@ -32,46 +26,39 @@ DEMO = "demo"
 
 @dataclass(frozen=True)
 class Preview:
-    """What a preview preset does to every command: at most ``n_boot`` bootstrap resamples
-    and figures as PNG only (the protocol's ``quick``), and at most ``max_pairs`` pairs of
-    each dataset a command names (whole contexts, seeded) unless ``--max-pairs`` says."""
+    """A preview: at most ``n_boot`` bootstrap resamples, figures as PNG only, and at most
+    ``max_pairs`` pairs of each named dataset (whole contexts, seeded) unless ``--max-pairs``."""
 
     n_boot: int = 100
     max_pairs: int = 80
 
     def settings(self, s: EvalSettings) -> EvalSettings:
-        """``s`` as a preview's protocol; one already a preview's is returned as it is (an
-        explicit ``--n-boot`` given with ``--quick`` stays)."""
+        """``s`` as a preview's protocol (an explicit ``--n-boot`` with ``--quick`` stays)."""
         if s.quick:
             return s
         return replace(s, n_boot=min(s.n_boot, self.n_boot), quick=True)
 
 
-#: The presets that are previews: a quick run is one (a preview, and what the tests run).
 PREVIEWS: dict[str, Preview] = {"quick": Preview()}
 
 
 def settings_at(s: EvalSettings, name: str) -> EvalSettings:
-    """The protocol ``s`` at the preset ``name``: a preview's where it is one."""
     return PREVIEWS[name].settings(s) if name in PREVIEWS else s
 
 
 def max_pairs_at(name: str) -> int | None:
-    """Pairs per dataset at the preset ``name`` where a command names its datasets and no
-    ``--max-pairs`` says otherwise (None: every pair)."""
+    """Pairs per named dataset at the preset ``name`` (None: every pair)."""
     return PREVIEWS[name].max_pairs if name in PREVIEWS else None
 
 
 @dataclass(frozen=True)
 class Preset:
-    """How one preset differs from its config's defaults. ``changes``: field name -> value; for
-    a field that is itself a dataclass (the replication's ``sizes``, each step's config), a
-    mapping of that record's fields to change."""
+    """How one preset differs from its config's defaults: field name -> value, or for a
+    dataclass field a mapping of its fields to change."""
 
     changes: Mapping[str, Any] = field(default_factory=dict)
 
     def apply(self, cfg):
-        """``cfg`` with this preset's changes (a copy; ``cfg`` is left as it is)."""
         names = {f.name for f in fields(cfg)}
         unknown = sorted(set(self.changes) - names)
         if unknown:
@@ -86,9 +73,8 @@ class Preset:
 
 
 def at_preset(cfg, presets: Mapping[str, Preset], name: str):
-    """``cfg`` at the preset ``name`` of ``presets`` (an experiment's ``PRESETS``), its
-    protocol (``settings``) a preview's where the preset is one; ``demo`` is ``cfg`` itself
-    unless declared. A preset the experiment lacks is refused naming the ones it has."""
+    """``cfg`` at the preset ``name`` of ``presets`` (``demo``: ``cfg`` itself unless declared);
+    a preset the experiment lacks is refused naming the ones it has."""
     if name not in PRESET_NAMES:
         raise PPairsError(f"unknown preset {name!r}: choose one of {', '.join(PRESET_NAMES)}")
     if name == DEMO and name not in presets:

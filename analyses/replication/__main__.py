@@ -12,7 +12,7 @@ ap = argparse.ArgumentParser(prog="python -m analyses.replication", description=
 ap.add_argument("figures", nargs="?", default="figures")
 fig_arg = ap.parse_args().figures
 # A folder the run did not write, or wrote at another version, is the user's to fix: one
-# line naming the file or field, as the CLI says it, never a traceback.
+# line naming the file or field, never a traceback.
 try:
     refresh(fig_arg)
 except PPairsError as e:

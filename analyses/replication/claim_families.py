@@ -1,13 +1,11 @@
-"""The families of claims and the records the registry (``analyses/replication/claims.py``) is made of.
+"""The families of claims and the records the claims registry is made of.
 
 A :class:`Family` gives its claims' rule (beats, unchanged, changes), its smallest effect of
 interest δ with the reason for it, the bound of one group's difference (what the margin test
-needs), and whether it holds the seeds' claims or our own further questions (``ours``: decided
-on any model, reported apart, never counted as the seeds'). Holm runs within a family.
-
-A :class:`Scope` is the models a published claim was made for: a run on another model reports
-the claim's statistic with the verdict *outside the claim's scope*. Model names match by their
-letters and digits (``meta-llama/Llama-3.1-70B-Instruct`` contains ``llama3170b``).
+needs), and whether it holds our own further questions (``ours``: decided on any model,
+reported apart, never counted as the seeds'). Holm runs within a family. A :class:`Scope` is
+the models a published claim was made for: a run on another model reports the claim's
+statistic with the verdict *outside the claim's scope*.
 """
 
 from __future__ import annotations
@@ -15,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FAMILIES", "MIN_SORTED_ITEMS", "PROBES", "SCOPES", "Claim", "Family", "Scope", "model_key"]
+__all__ = ["FAMILIES", "MIN_SORTED_ITEMS", "PROBES", "SCOPES", "Claim", "Family", "Scope",
+           "model_key"]
 
 #: The probe kinds the claims name, with their names in the report.
 PROBES = {"supervised": "supervised probe", "pca": "unsupervised (PCA) probe"}
@@ -29,8 +28,8 @@ def model_key(name: str) -> str:
 
 @dataclass(frozen=True)
 class Scope:
-    """The models a published claim was made for: ``models`` as the source names them,
-    ``keys`` what a run's model name must contain (:func:`model_key`) to be one of them."""
+    """``models`` as the source names them, ``keys`` what a run's model name must contain
+    (:func:`model_key`) to be one of them."""
 
     models: str
     keys: tuple[str, ...]
@@ -65,8 +64,7 @@ SCOPES: dict[str, Scope] = {
 
 @dataclass(frozen=True)
 class Family:
-    """Claims decided by one rule, with one δ, Holm-corrected together; ``bound``: the largest
-    absolute group difference of its statistic; ``ours``: our own questions, not the seeds'."""
+    """``bound``: the largest absolute group difference of its statistic."""
 
     name: str
     kind: str                 # beats | unchanged | changes
@@ -158,20 +156,18 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 )}
 
 
-#: Thesis Table 4.2 sorts each article's summaries and takes Spearman against the humans.
-#: The thesis does not say how many summaries each article sorts (SummEval's file has 16,
-#: NEWSROOM's 7). A Spearman over a few summaries is another statistic (over 3 it is only ±0.5 or ±1, and
-#: a sort of 3 is nearly the pairwise accuracy of Table 4.1), so a claim on it is tested only
-#: where every article sorts at least this many.
+#: Thesis Table 4.2 takes Spearman against the humans over each article's sorted summaries,
+#: without saying how many (SummEval's file has 16, NEWSROOM's 7). A Spearman over a few is
+#: another statistic (over 3 it is only ±0.5 or ±1, nearly Table 4.1's pairwise accuracy), so
+#: a claim on it is tested only where every article sorts at least this many.
 MIN_SORTED_ITEMS: int = 7
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim (module doc): ``source`` its document and place, ``scope`` the models it was
-    made for (None for our own questions: any model), ``read`` its reader in the registry's
-    ``READERS``, ``args`` what that reader is given, ``step`` the run's step that computes
-    it (a preset without that step: *not run in this preset*)."""
+    """One claim: ``source`` its document and place, ``comparison`` ``(dataset, A, B,
+    statistic)``, ``scope`` None for our own questions (any model), ``read`` its reader in the
+    registry's ``READERS`` (given ``args``), ``step`` the run's step that computes it."""
 
     id: str
     source: str

@@ -1,20 +1,15 @@
-"""The claims registry: each claim the seeds make once, cited to its place and scoped to the
-models it was made for, beside our own further questions (families marked ours), and their
-verdicts.
+"""The claims registry: each claim the seeds make once, cited to its place in
+``../shared/seeds`` and scoped to the models it was made for, beside our own further
+questions (families marked ours), and their verdicts.
 
-A :class:`Claim` is a frozen record: id, source (file and place in ``../shared/seeds``),
-statement, family, the statistic that decides it, the datasets and sizes it needs, its
-comparison ``(dataset, A, B, statistic)`` and the models it was made for (``scope``). No two
-claims compare the same data (:func:`check_registry`, synonyms of one predictor made one:
-PPAIRS is the supervised probe, PAIRS the zero-shot judge). Holm runs within each family over
-the claims this run could decide. Comparators are fixed before any test pair is read;
-"the strongest baseline" is *every* no-model baseline (intersection-union test).
-:func:`evaluate_claims` gives the rows, the families and the power table (main job, refresh):
-a seed claim whose scope does not cover the run's model is *outside the claim's scope* (our
-statistic and interval reported, no verdict); a step the preset does not run is *not run in
-this preset*. A reader gives a difference, a claim test (its p-values) or a *not tested*
-verdict, never a verdict decided alone (refused). The paper's Table 1 and Appendix A claims
-and their readers: :mod:`analyses.replication.paper_claims`.
+No two claims compare the same data (:func:`check_registry`; synonyms of one predictor made
+one: PPAIRS is the supervised probe, PAIRS the zero-shot judge). Holm runs within each family
+over the claims this run could decide. Comparators are fixed before any test pair is read;
+"the strongest baseline" is *every* no-model baseline (intersection-union test). A seed claim
+whose scope does not cover the run's model is *outside the claim's scope* (our statistic,
+no verdict); a step the preset does not run is *not run in this preset*. A reader gives a
+difference, a claim test or a *not tested* verdict, never a verdict decided alone (refused).
+The paper's Table 1, Appendix A and Section 5 claims: :mod:`analyses.replication.paper_claims`.
 """
 
 from __future__ import annotations
@@ -38,11 +33,11 @@ from analyses.replication.paper_claims import PAPER_READERS, our_paper_claims, p
 from ppairs_lens.evaluation.intervention_tests import permutation_union_test
 from ppairs_lens.evaluation.result_table import BASELINE_KINDS
 from analyses.replication.study_claims import ablation_tests, cosine_claim
-from ppairs_lens.evaluation.verdicts import NOT_RUN as NOT_RUN_OUTCOME
 from ppairs_lens.evaluation.verdicts import (
     NO_SKILL,
     NOT_TESTABLE,
     NOT_TESTED,
+    NOT_RUN as NOT_RUN_OUTCOME,
     OUTSIDE_SCOPE,
     ClaimTest,
     Difference,
@@ -269,8 +264,7 @@ def _controls() -> list[Claim]:
 
 
 def _our_registry() -> list[Claim]:
-    """Our own further questions (families marked ours): decided on any model; the controls
-    first."""
+    """Our own further questions (families marked ours), the controls first."""
     out: list[Claim] = _controls()
     acc = "held-out pairwise accuracy, A minus B on the same pairs (paired, per test group)"
     for ds in BASELINE_DATASETS:
@@ -744,12 +738,10 @@ def verdicts_available(model: str, rows: list[dict] | None = None) -> list[str]:
 
 
 def evaluate_claims(summary: Mapping, sweep: SweepResult | None) -> dict:
-    """``{"claims": [...], "families": [...], "power": [...], "verdict_counts": {...},
-    "verdicts_available": [...]}`` for :data:`CLAIMS` on a replication's summary (its
-    ``model``, ``thesis_tables``, ``finetuning``, ``insertion``, ``shift``, ``ablation``,
-    ``steering``, ``transfer``, ``judges``) and its layer sweep's summary (``entries`` with
-    their paired differences). Seed claims whose scope does not cover ``model`` are outside
-    the claim's scope and do not enter Holm."""
+    """``{"claims", "power", "families", "verdicts_available", "verdict_counts"}`` for
+    :data:`CLAIMS` on a replication's summary and its layer sweep (``entries`` with their
+    paired differences). Seed claims whose scope does not cover the summary's ``model`` are
+    outside the claim's scope and do not enter Holm."""
     model = str(summary.get("model") or "")
     sweep = sweep or SweepResult(selection="", metric="accuracy", ci="", entries=())
     got = {c.id: READERS[c.read](c, dict(summary), sweep) for c in CLAIMS}

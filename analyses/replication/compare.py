@@ -1,15 +1,13 @@
 """Two runs' ``summary.json`` side by side: do they give the same decisions and values?
 
-``python -m analyses.replication.compare A/summary.json B/summary.json [--tol 1e-6]`` walks
-both files together and prints every value that differs: a number by more than ``tol``
-(absolute, or relative to the larger magnitude), any other value (a verdict, a reason, a
-list's length) at all. What a run records about its host and its clock is left out
-(:data:`HOST_KEYS`), and so are the outputs' hashes, since figures embed their renderer's
-bytes. Exit status 0 when nothing differs, 1 otherwise: a check two clones, two hosts or two
-thread counts can run. It ends with the claims whose outcome differs (the decisions, apart
-from the values) and each run's processor and MKL setting: MKL honours a named code branch
-(``MKL_CBWR=AVX2``) on Intel processors only and runs its own choice on others, so two hosts
-of different vendors differ in float32 noise whatever the setting (:mod:`ppairs_lens.cpu_numerics`).
+``python -m analyses.replication.compare A/summary.json B/summary.json [--tol 1e-6]`` prints
+every value that differs: a number by more than ``tol`` (absolute, or relative to the larger
+magnitude), any other value at all; the host, the clock (:data:`HOST_KEYS`) and the outputs'
+hashes (figures embed their renderer's bytes) are left out. Exit status 1 where anything
+differs. It ends with the claims whose outcome differs and each run's processor and MKL
+setting: MKL honours a named code branch (``MKL_CBWR=AVX2``) on Intel processors only, so two
+hosts of different vendors differ in float32 noise whatever the setting
+(:mod:`ppairs_lens.cpu_numerics`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The main job's one config, :class:`ReplicationConfig`, and its presets as data.
 
-:data:`PRESETS` declares how ``quick`` (a preview, and what the tests run) and ``full`` (the
-papers' groups, for a GPU) differ from the defaults, which are the ``demo`` (``make demo``,
-whose numbers are in ``figures/``); :data:`BUILTINS` is the other choice of datasets, the
-generated built-ins in place of the seed experiments' files (``--builtins``, or a clone
-without the data). :func:`analyses.replication.run.run_replication` runs any of them.
+:data:`PRESETS`: how ``quick`` (a preview, and what the tests run) and ``full`` (the papers'
+groups, for a GPU) differ from the defaults, the ``demo`` (``make demo``, whose numbers are in
+``figures/``); :data:`BUILTINS`: the generated built-ins in place of the seed experiments'
+files (``--builtins``, or a clone without the data).
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ from analyses.probes_vs_prompting import PvPConfig
 from analyses.steering import SteeringConfig
 from analyses.thesis_tables import ThesisTablesConfig
 from ppairs_lens.evaluation.transfer_fit import TransferConfig
-from ppairs_lens.judges.study import AllureConfig
-from ppairs_lens.judges.study import JudgeStudySettings
+from ppairs_lens.judges.study import AllureConfig, JudgeStudySettings
 from ppairs_lens.models.spec import ModelSpec
 from ppairs_lens.probes.estimators import ALL_PROBE_KINDS
 
@@ -35,14 +33,12 @@ __all__ = ["BUILTINS", "HOLM_NULLS", "PRESETS", "ReplicationConfig", "replicatio
 
 @dataclass(frozen=True)
 class ReplicationConfig:
-    """The main job; saved as ``replication.config.json`` beside the outputs. Its defaults
-    are the ``demo`` preset; :data:`PRESETS` says how ``quick`` and ``full`` differ."""
+    """The main job; saved as ``replication.config.json`` beside the outputs."""
 
     model: ModelSpec = ModelSpec()  # default: embedded SmolLM2 on the CPU; a name also loads
     shared_data: str = "../shared/datasets"
-    # None: the seed experiments' files in shared_data, at ``sizes``. Else these datasets
-    # (built-in names, paths, path:aspect) in their place, each at most ``max_pairs`` pairs
-    # (None: a built-in's own size, a file's every pair): BUILTINS, the generated examples
+    # None: the seed experiments' files in shared_data, at ``sizes``; else these datasets
+    # (BUILTINS, paths, path:aspect) instead, each at most ``max_pairs`` pairs (None: all)
     datasets: tuple[str, ...] | None = None
     max_pairs: int | None = None
     extra: list[str] = field(default_factory=list)  # further files (Figure 2 and transfer)
@@ -51,14 +47,12 @@ class ReplicationConfig:
     sizes: ReplicationSizes = ReplicationSizes()
     # One protocol, the same object in every step; the paper fits and tests on random halves.
     settings: EvalSettings = EvalSettings(test_size=PAPER_TEST_SIZE)
-    # Each step's own config, nested: the sizes the main job runs it at are written here and
-    # in PRESETS, once; where it reads (stores, files) and its protocol (``settings``, the
-    # study's own object) are the run's, set when the step is built (run.step_configs).
-    # The prompted judges: 6 training comparisons fit the threshold. ALLURE's pool costs
-    # nothing (its zero-shot answers are the training sample's); its held-out pairs are asked
-    # again after the demonstrations (a form scored on a subset: shown, never the best form a
-    # claim is tested against): in the demo one demonstration and 2 pairs a dataset, as its
-    # prompts (an article or story twice over) are the judges' costliest
+    # Each step's own config, nested: its sizes written here and in PRESETS, once; where it
+    # reads and its protocol are the run's, set when the step is built (run.step_configs).
+    # The judges: 6 training comparisons fit the threshold. ALLURE's pool costs nothing (its
+    # zero-shot answers are the training sample's); its held-out pairs are asked again after
+    # the demonstrations (a form on a subset: shown, never a claim's comparator), in the demo
+    # one demonstration and 2 pairs a dataset, as its prompts are the judges' costliest
     judges: JudgeStudySettings = field(default_factory=lambda: JudgeStudySettings(
         train_pairs=6, allure=AllureConfig(per_round=1, pool=6, test_pairs=2)))
     sweep: SweepConfig = field(default_factory=SweepConfig)
@@ -69,39 +63,36 @@ class ReplicationConfig:
     transfer: TransferConfig = field(default_factory=lambda: TransferConfig(
         kinds=ALL_PROBE_KINDS))
     shift: ShiftConfig = field(default_factory=ShiftConfig)
-    # Probes against LoRA and full finetuning on the same labels (paper Section 5.2): short
-    # prompts, as a training example costs ~3-6 CPU-seconds here; one set in the demo (--full
-    # runs three). Its cost is reading the test pairs (~0.45 s a pair, both orders, per read),
-    # so the demo tests on 20 of the 50 held-out ROCStories pairs, a preview: differences of
-    # 0.02-0.05 between near-chance methods need hundreds of groups to decide. It reads each
-    # finetuned judge once; the zero-shot judge's answers are the judges step's. The label
-    # curve is one training run per method through nested label sets, a test read per point:
-    # a preview has one point, the comparison's 8 labels (--full: 25 to 200)
+    # Probes against LoRA and full finetuning (paper Section 5.2): short prompts, as a
+    # training example costs ~3-6 CPU-seconds; one set in the demo (--full: three). Reading
+    # the test pairs costs most (~0.45 s a pair, both orders), so the demo tests on 20 of the
+    # 50 held-out ROCStories pairs, a preview: differences of 0.02-0.05 between near-chance
+    # methods need hundreds of groups. The zero-shot judge's answers are the judges step's.
+    # The label curve (nested label sets, a test read per point) has one point in a preview,
+    # the comparison's 8 labels (--full: 25 to 200)
     finetune_datasets: tuple[str, ...] = ("rocstories",)
     finetuning: FinetuningConfig = field(default_factory=lambda: FinetuningConfig(
         max_train=8, max_test=20, curve_sizes=(8,)))
     # The ablation and the steering run on this dataset.
     ablation_dataset: str = "mt-bench"
-    # 20 + 20 nulls: Holm over three directions needs 60 + 60 (1/61 < 0.05/3; --full has 100),
+    # 20 + 20 nulls: Holm over three directions needs 60 + 60 (1/61 < 0.05/3; --full 100),
     # but the demo's MT-Bench judge gives the same raw answer on every pair, so no ablation
-    # claim is tested at its size whatever the nulls or pairs; the step shows the design and
-    # says so. 12 held-out pairs, not 20: the one pass over their long prompts is most of the
-    # step's time (a null adds ~0.3 s at 20 pairs, the pairs ~2 s each), 12 keep it <= 35 s
+    # claim is tested at its size; the step shows the design and says so. 12 held-out pairs:
+    # the pass over their long prompts is most of its time (~2 s a pair, ~0.3 s a null at
+    # 20 pairs); 12 keep it <= 35 s
     ablation: AblationConfig = field(default_factory=lambda: AblationConfig(
         n_random=20, n_matched=20, max_eval_pairs=12))
     # random and variance-matched directions each: Holm needs 60 (--full); the demo shows
     # the design at two doses (x the read-out's norm) on 4 pairs, decides nothing
     steering: SteeringConfig = field(default_factory=lambda: SteeringConfig(
         n_random=4, n_matched=4, alphas=(-1.0, 1.0), max_eval_pairs=4))
-    # all 300 test statements, so every one is paired with the ClimateX paper's own GPT-4 and
-    # GPT-3.5 predictions (the claims' power is in statements). The step is compute-bound:
-    # probe training (~36 s) plus placement, whose tokens grow with k (the statement's ~51
-    # shared by its k comparisons, ~97 each of their own; 2 rounds of 4 levels): at k=4,
-    # ~0.77 s a statement, 300 take ~265 s; at k=2 ~0.43 s, ~165 s. The demo compares with 2
-    # references a step (the thesis 10, --full 10) to place all 300 within its 20 minutes,
-    # trains on 60 labelled statements (balanced over the levels) and 120 of their pairs, runs
-    # the probe alone (with zero_shot: twice the time), and shows its skill first: pairwise
-    # accuracy on 60 disjoint held-out pairs of test statements
+    # all 300 test statements, each paired with the ClimateX paper's own GPT-4 and GPT-3.5
+    # predictions (the claims' power is in statements). Probe training (~36 s) plus placement,
+    # whose tokens grow with k (~51 shared, ~97 per comparison; 2 rounds of 4 levels): k=4
+    # takes ~265 s for 300, k=2 ~165 s. So the demo compares with 2 references a step (the
+    # thesis and --full 10), to place all 300 within its 20 minutes, trains on 60 labelled statements (balanced) and 120 of their
+    # pairs, runs the probe alone (zero_shot doubles the time), and shows its skill first on
+    # 60 disjoint held-out pairs of test statements
     insertion: InsertionConfig = field(default_factory=lambda: InsertionConfig(
         max_test=300, k=2, n_train=60, max_train_pairs=120, pairwise_pairs=60,
         methods=("probe",)))
@@ -110,10 +101,9 @@ class ReplicationConfig:
     controls: ControlsConfig = field(default_factory=lambda: ControlsConfig(n_pairs=160))
 
     def __post_init__(self):
-        # frozen, so that the protocol set here on every step stays the study's: a changed
-        # config is a new one (dataclasses.replace), made through this again
+        # frozen, so the protocol set here on every step stays the study's (and its saved
+        # config says so): a changed config is a new one, made through this again
         object.__setattr__(self, "model", ModelSpec.coerce(self.model))
-        # every step runs under the study's one protocol, and its saved config says so
         for f in fields(self):
             step = getattr(self, f.name)
             if is_dataclass(step) and "settings" in {g.name for g in fields(step)}:
@@ -128,16 +118,13 @@ HOLM_NULLS = 100
 #: How each preset differs from the defaults (the demo's); each size is written once.
 PRESETS: dict[str, Preset] = {
     # A preview in under 3 minutes (and what the tests run). Every step runs; the model's
-    # passes over long prompts are what a preview costs, so the judges' thresholds are fitted
-    # on 3 training comparisons, ALLURE adds one demonstration, MT-Bench's ablation and
-    # steering ask 2 pairs (4 + 4 and 2 + 2 null directions), finetuning is scored on 4 pairs,
-    # ClimateX's probe trains on 16 comparisons and places 4 statements, and figures are PNG
-    # only. At these sizes few claims have the groups a test needs: most verdicts are "not
+    # passes over long prompts are what a preview costs, so each step asks a few pairs and
+    # figures are PNG only. Few claims have the groups a test needs: most verdicts are "not
     # tested at this size".
     "quick": Preset(changes={
         # Long items are most of a preview's tokens: HANNA's stories (~740 tokens a pair, and
         # 6 contexts at least before both halves hold both labels) are left out, MT-Bench and
-        # LLMBar cut hardest; every experiment still runs, each dataset with 2+ groups a side
+        # LLMBar cut hardest; each dataset keeps 2+ groups a side
         "sizes": {"summeval_contexts": 6, "summeval_aspects": ("coherence",),
                   "hanna_contexts": 0, "story_cloze_pairs": 16, "mctaco_pairs": 16,
                   "mctaco_per_question": None, "caters_stories": 8,
@@ -155,19 +142,13 @@ PRESETS: dict[str, Preset] = {
         "controls": {"n_pairs": 80}}),
     # The papers' groups on a GPU, sized to decide and to end inside one 9-minute call. A
     # claim's power comes from its groups (articles, stories, questions), not from the pairs
-    # inside a group, so every group the files hold is kept, each with fewer items: SummEval's
-    # 100 articles x 10 of their 16 summaries (45 pairs an article, not 120; 50 articles a
-    # held-out half, each still sorted from its own pairs) and HANNA's 96 stories x 5 of their
-    # 11 systems' (10 pairs a story, not 55: its ~740-token pairs share no prefix). NEWSROOM
-    # (60 articles x all 7 summaries, four aspects) and the short sets are the papers' own.
-    # ALLURE (a form shown, never a claim's comparator) picks its demonstrations from the
-    # zero-shot answers on 100 pool pairs (one round: no extra pass; a second round re-asks the
-    # pool with demonstrations, ~50 s of an H200 at these sizes) and answers 100 held-out pairs
-    # a dataset; the ablation judges all 100 MT-Bench held-out pairs under
-    # 100 + 100 nulls, the steering 50 of them under 60 + 60 nulls (Holm's least) at four
-    # doses; finetuning runs on the three short or mid-length sets with 200 labels through its
-    # label curve and 200 test pairs; ClimateX places all 300 test statements, probe and
-    # zero-shot.
+    # inside one, so every group the files hold is kept, each with fewer items: SummEval's
+    # 10 of 16 summaries (45 pairs an article, not 120; each held-out article still sorted
+    # from its own pairs), HANNA's 5 of 11 systems (10 pairs a story, not 55: its ~740-token
+    # pairs share no prefix). NEWSROOM and the short sets are the papers' own. ALLURE runs one
+    # round (no extra pass; a second would re-ask the pool with demonstrations, ~50 s of an
+    # H200); the steering's 60 + 60 nulls are Holm's least; finetuning runs on the three short
+    # or mid-length sets.
     "full": Preset(changes={
         "sizes": {"summeval_contexts": 100, "summeval_items": 10, "hanna_contexts": 96,
                   "hanna_items": 5, "story_cloze_pairs": 1871, "mctaco_pairs": 5000,
@@ -189,10 +170,9 @@ PRESETS: dict[str, Preset] = {
                       "methods": ("probe", "zero_shot")}}),
 }
 
-#: The built-ins in place of the seed experiments' files: generated datasets that are
-#: lexically solvable, kept as examples and for fast tests; the ablation and steering run on
-#: one of them. ``quick`` and the demo apply; ``full`` (the papers' sizes) has nothing to size
-#: here, and the command line refuses it with the built-ins.
+#: The built-ins in place of the seed experiments' files: lexically solvable generated
+#: datasets, kept as examples and for fast tests. ``full`` has nothing to size here, and the
+#: command line refuses it with the built-ins.
 BUILTINS: dict[str, object] = {"datasets": tuple(BUILTIN_NAMES),
                                "ablation_dataset": "larger_number"}
 

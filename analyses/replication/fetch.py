@@ -1,12 +1,11 @@
 """Downloading the replication's data files from their public sources, verified.
 
-:func:`fetch_datasets` lays the files of :data:`~analyses.replication.provenance.PROVENANCE` out
-as in ``../shared/datasets`` (into the package cache by default), so the folder it fills
-stands in for that one. Each file is streamed into ``<file>.part``, its SHA-256 checked, and
-only then renamed onto its place: a reader finds a verified file or none, never half of one
-or a wrong one. A cut connection resumes from the bytes already in ``.part`` (an HTTP
-``Range`` request), in the same call or the next one; a file already present and verified is
-left as it is. Downloads go through the standard library (``urllib``).
+:func:`fetch_datasets` lays the files of :data:`~analyses.replication.provenance.PROVENANCE`
+out as in ``../shared/datasets`` (into the package cache by default). Each file is streamed
+into ``<file>.part``, its SHA-256 checked, and only then renamed onto its place: a reader
+finds a verified file or none, never half of one or a wrong one. A cut connection resumes
+from the bytes already in ``.part`` (an HTTP ``Range`` request), in the same call or the
+next one.
 """
 
 from __future__ import annotations
@@ -46,8 +45,8 @@ def default_data_dir() -> Path:
 
 @dataclass(frozen=True)
 class FetchReport:
-    """What a fetch did: the folder, the files downloaded now, those already there and
-    verified, and the files left out with the reason for each."""
+    """What a fetch did: ``present`` the files already there and verified, ``skipped`` those
+    left out with the reason for each."""
 
     root: Path
     fetched: tuple[str, ...]
@@ -60,9 +59,9 @@ def fetch_datasets(to: str | Path | None = None, *, files: Iterable[SourceFile] 
                    log: Callable[[str], None] = print, max_requests: int = MAX_REQUESTS,
                    timeout: float = TIMEOUT_S) -> FetchReport:
     """Every file of ``files`` (default: the provenance table) into ``to`` (default:
-    :func:`default_data_dir`), each verified; the files of ``not_fetched`` are named with
-    their reason. ``base``: the raw-file server (default ``$PPAIRS_LENS_DATA_MIRROR``, else
-    GitHub's). Raises :class:`FetchError` (one line) at the first file that cannot be had."""
+    :func:`default_data_dir`), each verified; ``base``: the raw-file server (default
+    :func:`~analyses.replication.provenance.data_base`). Raises :class:`FetchError` (one
+    line) at the first file that cannot be had."""
     root = Path(to).expanduser() if to is not None else default_data_dir()
     if root.exists() and not root.is_dir():
         raise FetchError(f"{root} is an existing file, not a folder; name a folder")
@@ -185,7 +184,7 @@ def _one_request(src: SourceFile, part: Path, url: str, timeout: float,
 
 
 def _stream(resp, f) -> tuple[int, BaseException | None]:
-    """Copy the body into ``f``; the bytes copied, and the network error that cut it (if)."""
+    """Copy the body into ``f``: the bytes copied, and the network error that cut it."""
     got = 0
     while True:
         try:

@@ -1,12 +1,10 @@
-"""The replication's ``summary.json`` and the report written from it (``REPORT.md``), claim by claim.
+"""The replication's ``summary.json`` and the report written from it (``REPORT.md``).
 
-Every number here is read from the experiments' outputs (the same values their CSVs in
-``figures/`` hold); the claims, their families (rule, δ, why) and the power table come from the
-claims registry (``analyses/replication/claims.py``), which the main job runs on this summary: holds,
-fails, inconclusive, or not tested at this size (with the size that would test it).
+Every number here is read from the experiments' outputs (the values their CSVs in ``figures/``
+hold); the claims, their families and the power table come from the claims registry.
 ``python -m analyses.replication.findings [figures] [REPORT.md]`` rewrites ``REPORT.md`` from
-``figures/summary.json`` (``make demo`` does after the run); ``tests/test_replication_findings.py``
-checks they agree.
+``figures/summary.json`` (``make demo`` does after the run);
+``tests/test_replication_findings.py`` checks they agree.
 """
 
 from __future__ import annotations
@@ -58,25 +56,19 @@ def _ci(r: dict, fmt: str = ".3f") -> str:
 def _finetuning_table(rows: list[dict]) -> list[str]:
     if not rows:
         return []
-    out = ["| dataset | method | training labels | accuracy [95% CI] | wall s | trainable "
-           "parameters | peak MB |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['dataset']} | {r['method']} | {r['n_train']} | {_ci(r)} | "
-                   f"{_f(r.get('train_seconds'), '.1f')} | {r.get('trainable_params') or 0:,} | "
-                   f"{_f(r.get('peak_mb'), '.0f')} |")
-    return out
+    return ["| dataset | method | training labels | accuracy [95% CI] | wall s | trainable "
+            "parameters | peak MB |", "|---|---|---|---|---|---|---|"] + [
+        f"| {r['dataset']} | {r['method']} | {r['n_train']} | {_ci(r)} | "
+        f"{_f(r.get('train_seconds'), '.1f')} | {r.get('trainable_params') or 0:,} | "
+        f"{_f(r.get('peak_mb'), '.0f')} |" for r in rows]
 
 
 def replication_summary(*, model: str, timings: dict, reused: list, cfg, datasets: dict,
                         judges: dict, sections: Mapping[str, Any],
                         environment: dict | None = None) -> dict:
-    """The run's numbers: ``sections``, each step's section by its key in ``summary.json``
-    (its record's JSON data: ``probes_vs_prompting``, ``thesis_tables``, ``transfer``,
-    ``shift``, ``ablation``, ``steering``, ``finetuning``, ``insertion``, ``controls``);
-    ``environment``: versions, threads and CPU, by default this process's. The claims
-    (``claims``, ``families``, ``power``, ``verdict_counts``) are added by the main job from
-    the claims registry (``analyses.replication.claims.evaluate_claims``) on this summary and
-    the sweep's."""
+    """The run's numbers: ``sections``, each step's record's data by its key in
+    ``summary.json``; ``environment``: versions, threads and CPU, by default this process's.
+    The main job adds the claims (``analyses.replication.claims.evaluate_claims``)."""
     return jsonable({
         # the built-ins' run (cfg.datasets named) has no published claim to report
         "kind": "replication" if getattr(cfg, "datasets", None) is None else "builtins",
@@ -158,8 +150,8 @@ def f1_cell(row: dict | None) -> str:
 
 
 def _transfer_table(transfer: dict | None) -> list[str]:
-    """Paper Table 1 beside ours: F1 of a probe trained on one dataset (columns) and scored on
-    another (rows), supervised / unsupervised."""
+    """Paper Table 1 beside ours: F1 of a probe trained on a column's dataset and scored on a
+    row's."""
     rows = (transfer or {}).get("f1", [])
     ours = {(r["test"], r["train"], r["kind"]): r for r in rows}
     names = [n for n in PAPER_NAMES if any(k[0] == n for k in ours)]
@@ -375,10 +367,9 @@ def _controls_lines(s: dict) -> list[str]:
            "rules as every claim; they show that each verdict can hold and can fail):", "",
            "| control | ours [95% CI] | test | expected | verdict | as expected |",
            "|---|---|---|---|---|---|"]
-    for c in controls:
-        out.append(f"| {_cell(c['statement'])} | {_ci(c, '+.3f')} | "
-                   f"{_cell(c.get('method') or '—')} | {' or '.join(c['expected'])} | "
-                   f"**{c['outcome']}** | {'yes' if c['as_expected'] else '**no**'} |")
+    out += [f"| {_cell(c['statement'])} | {_ci(c, '+.3f')} | {_cell(c.get('method') or '—')} "
+            f"| {' or '.join(c['expected'])} | **{c['outcome']}** | "
+            f"{'yes' if c['as_expected'] else '**no**'} |" for c in controls]
     return out + [""]
 
 
@@ -413,8 +404,7 @@ def unskilled_comparators(s: dict, ours: list[dict]) -> list[str]:
 
 
 def _claims_lines(s: dict) -> list[str]:
-    """The registry's families (rule, δ, why), each claim's verdict (the seeds' claims, then
-    ours apart), the power table."""
+    """The families, each claim's verdict (the seeds', then ours apart), the power table."""
     if not s.get("claims"):
         return ["No claims were decided (this summary has no claims registry output)."]
     seeds = [c for c in s["claims"] if not c.get("ours")]
@@ -425,9 +415,8 @@ def _claims_lines(s: dict) -> list[str]:
            "differences; where only an interval is recorded, its normal approximation over "
            "20+ groups; each row says which):", "",
            "| family | ours | rule | δ | why this δ | claims |", "|---|---|---|---|---|---|"]
-    for f in s["families"]:
-        out.append(f"| {f['name']} | {'yes' if f.get('ours') else '—'} | {f['kind']} | "
-                   f"{_f(f.get('delta'), 'g')} | {f['why']} | {f['claims']} |")
+    out += [f"| {f['name']} | {'yes' if f.get('ours') else '—'} | {f['kind']} | "
+            f"{_f(f.get('delta'), 'g')} | {f['why']} | {f['claims']} |" for f in s["families"]]
     out += ["", "**The seeds' claims** (each once, cited to its place; ours = the statistic "
             "with its 95% CI, † over fewer than 20 groups; `figures/summary.json` holds each "
             "one's numbers):", "", *_claim_table(seeds), "", _counts(seeds) + ".", "",
@@ -439,11 +428,10 @@ def _claims_lines(s: dict) -> list[str]:
             "nothing was measured or the test counts null draws):",
             "", "| claim | verdict | pairs | groups | groups to decide | pairs to decide | "
             "a test needs |", "|---|---|---|---|---|---|---|"]
-    for p in s["power"]:
-        out.append(f"| {p['id']} | {p['outcome']} | {p.get('n_pairs') or '—'} | "
-                   f"{p.get('n_groups') or '—'} | {p.get('groups_to_decide') or '—'} | "
-                   f"{p.get('pairs_to_decide') or '—'} | {p.get('needed') or '—'} |")
-    return out
+    return out + [f"| {p['id']} | {p['outcome']} | {p.get('n_pairs') or '—'} | "
+                  f"{p.get('n_groups') or '—'} | {p.get('groups_to_decide') or '—'} | "
+                  f"{p.get('pairs_to_decide') or '—'} | {p.get('needed') or '—'} |"
+                  for p in s["power"]]
 
 
 def report_markdown(s: dict) -> str:

@@ -1,44 +1,53 @@
-"""The paper's Table 1 (transfer), Appendix A (layer), Section 5.2 (two tasks) and Section 5.4
-(drops) claims of the claims registry (``analyses/replication/claims.py``): their records and
-the readers that turn a run's rows into the statistic each is decided on.
+"""The paper's Table 1, Appendix A, Section 5.2 and Section 5.4 claims of the claims registry
+(``analyses/replication/claims.py``), with its Figure 2, Appendix C and cost claims: their
+records and the readers that turn a run's rows into the statistic each is decided on.
 
-* **Table 1** (the paper's claims for Llama 3.1 70B), per evaluated dataset, probes trained on
-  each *other* Table 1 dataset, scored on the evaluated dataset's held-out pairs (the transfer
-  step's headline centring): ``table1.<kind>-transfers.<dataset>``: the transferred probes
-  beat chance (accuracy minus 0.5, averaged over the sources, per test group);
-  ``table1.pca-transfers-better.<dataset>``: transferred unsupervised probes beat transferred
-  supervised ones (the paper: slightly); ours, ``ours.table1.pca-as-in-domain.<dataset>``: the
-  transferred unsupervised probes score as the dataset's own (equivalence within ±δ; Table 1
-  has no in-domain cells, so the paper does not say). Decided on accuracy, not the paper's F1:
-  F1 is no mean over groups, and the sign-flip test needs one difference per group (the
-  transfer step records them: ``group_diffs``; a run whose transfer step did not leaves these
-  claims not tested). ``table1.pca-reaches-0.95`` (Section 5.3): "in several cases" at or
-  above 0.95 names no count; read at its least (:func:`_several_cells`).
+* **Table 1** (Llama 3.1 70B): probes trained on each *other* Table 1 dataset, scored on the
+  evaluated dataset's held-out pairs (the transfer step's headline centring). Decided on
+  accuracy, not the paper's F1: F1 is no mean over groups, and the sign-flip test needs one
+  difference per group (the transfer step's ``group_diffs``; a run without them leaves these
+  claims not tested).
+
+  - ``table1.<kind>-transfers.<ds>``: beat chance (accuracy minus 0.5, averaged over the
+    sources, per test group);
+  - ``table1.pca-transfers-better.<ds>``: unsupervised above supervised (the paper: slightly);
+  - ``ours.table1.pca-as-in-domain.<ds>``: unsupervised scores as the dataset's own
+    (equivalence within ±δ; Table 1 has no in-domain cells, so the paper does not say);
+  - ``table1.pca-reaches-0.95`` (Section 5.3): "in several cases" names no count: read at its
+    least (:func:`_several_cells`).
+
 * **Appendix A** (Gemma 2 and Llama 3.1, MT-Bench only), over the layer sweep's per-layer
-  accuracies (one read-out per row, its own 95% interval over the test groups), where they
-  rest on 20+ groups: ``appendixA.supervised-plateau``: the supervised probe's mean accuracy
-  over the layers deeper than 50% depth minus its accuracy at 50% depth, equivalent to 0
-  within ±δ; ``appendixA.pca-jump``: the unsupervised probe's mean accuracy over the layers
-  deeper than 50% depth minus its mean over the first 10% of the layers, above 0 (fails below
-  +δ). The layers' accuracies are on the same pairs, so correlated, and no paired interval is
-  recorded: the difference's standard error is bounded by the sum of the two sides' (the
-  standard deviation of a sum never exceeds the sum of the standard deviations, whatever the
-  correlation), a conservative interval; datasets are independent, so their standard errors
-  add in quadrature in the mean over datasets. ``appendixA.<kind>-second-half`` (both kinds
-  score better over the second half of the layers than over the first) and
-  ``appendixA.<kind>-last-layer`` (the last layer scores as the other layers deeper than 50%
-  depth: "at its best through the last layer") use the same interval;
-  ``appendixA.pca-jump-earlier-in-larger`` compares sizes of one family, which one run of one
-  model cannot: it is registered and never tested here.
-* **Section 5.2** (Figure 3), contrasts of the two tasks, text quality (NEWSROOM, SummEval,
-  HANNA) against common sense (ROCStories, MCTACO, CaTeRS): ``fig3.pca-vs-<lora|full>.<ds>``
-  on each text-quality dataset (finetuning trails the unsupervised probe too);
-  ``fig3.gain-larger-on-text-quality`` (supervised minus unsupervised is larger on text
-  quality) and ``fig3.finetuning-closer-on-common-sense.<lora|full>`` (supervised minus
-  finetuning is larger on text quality), each task's value its corpora's mean
-  (:func:`_task_mean`).
+  accuracies (each its own 95% interval over the test groups) resting on 20+ groups;
+  "deeper": deeper than 50% depth.
+
+  - ``appendixA.supervised-plateau``: mean over the deeper layers minus the accuracy at 50%
+    depth, equivalent to 0 within ±δ;
+  - ``appendixA.pca-jump``: mean over the deeper layers minus mean over the first 10% of the
+    layers, above 0 (fails below +δ);
+  - ``appendixA.<kind>-second-half``: the second half of the layers above the first;
+  - ``appendixA.<kind>-last-layer``: the last block no worse than the other deeper layers ("at
+    its best through the last layer"; non-inferiority: the difference plus δ);
+  - ``appendixA.pca-jump-earlier-in-larger``: needs several sizes of one family, so it is
+    registered and never tested here.
+
+  The layers' accuracies are on the same pairs, so correlated, and no paired interval is
+  recorded: the difference's standard error is bounded by the sum of the two sides' (the SD
+  of a sum never exceeds the sum of the SDs, whatever the correlation), a conservative
+  interval; datasets are independent, so their SEs add in quadrature in the mean over them.
+
+* **Section 5.2** (Figure 3): text quality (NEWSROOM, SummEval, HANNA) against common sense
+  (ROCStories, MCTACO, CaTeRS), each task's value its corpora's mean (:func:`_task_mean`).
+
+  - ``fig3.pca-vs-<lora|full>.<ds>``, per text-quality dataset: finetuning trails PCA too;
+  - ``fig3.gain-larger-on-text-quality``: supervised minus PCA larger on text quality;
+  - ``fig3.finetuning-closer-on-common-sense.<lora|full>``: supervised minus finetuning
+    larger on text quality.
+
 * **Section 5.4** (Figure 4): ``fig4.every-method-drops``: each method (both probes and
   prompting) scores lower on the shifted sets than in distribution (:func:`_every_drop`).
+* **Section 5.1** (Figure 2): ``fig2.pca-vs-<direct|g-eval>.<ds>`` (PCA beats each other
+  prompting method) and ``fig2.qwen-0.5b-exception``; ``appendixC.clearest-on-gemma-2-2b``
+  and ``sec5.cost-as-prompting`` need several models or matched hardware: never tested here.
 """
 
 from __future__ import annotations
@@ -76,7 +85,7 @@ HELD_OUT = "held-out pairs of the evaluated dataset; one difference per test gro
 
 
 def paper_claims(scopes: Mapping[str, Scope]) -> list[Claim]:
-    """Table 1's and Appendix A's claims of the paper (module doc), with their scopes."""
+    """The paper's claims (module doc), with their scopes."""
     out: list[Claim] = []
     acc = "held-out pairwise accuracy, per test group, averaged over the other Table 1 datasets"
     where = "paper 001_169fa5e1b2d8aaa4.txt"
@@ -425,11 +434,8 @@ def _needs_models(c: Claim, s: dict, sweep: SweepResult):
 
 def _several_cells(c: Claim, s: dict, sweep: SweepResult):
     """Table 1's "in several cases at or above 0.95", read as 2 or more transferred cells
-    (:data:`SEVERAL`): each cell's tests above 0.95 and below it on its group differences
-    (:func:`~ppairs_lens.evaluation.sign_flip.margin_test`), then
-    :func:`~ppairs_lens.evaluation.verdicts.at_least_test` over the cells (Holm over them);
-    only once the kind shows skill in distribution on 2+ datasets (a level is compared after
-    skill)."""
+    (:data:`SEVERAL`, :func:`cells_at_level_test`); only once the kind shows skill in
+    distribution on 2+ datasets (a level is compared after skill)."""
     kind, level = c.args[0], 0.95
     rows = [r for r in ((s.get("transfer") or {}).get("accuracy") or [])
             if r.get("kind") == kind and not r.get("refused") and r.get("value") is not None
@@ -437,14 +443,12 @@ def _several_cells(c: Claim, s: dict, sweep: SweepResult):
     cells = [r for r in rows if r["train"] != r["test"]]
     if not cells:
         return None
-    skilled = [r["train"] for r in rows
-               if r["train"] == r["test"]
+    skilled = [r["train"] for r in rows if r["train"] == r["test"]
                and beats_chance(r.get("lo"), n_groups=r.get("n_groups"))]
     if len(skilled) < SEVERAL:
         return Verdict(NOT_TESTED, f"{len(skilled)} dataset(s) where the {kind} probe beats "
                        f"chance in distribution (over 2+ test groups); a level of {level} is "
-                       f"compared after skill "
-                       f"on {SEVERAL}+", method="precondition",
+                       f"compared after skill on {SEVERAL}+", method="precondition",
                        needed=f"{SEVERAL}+ datasets with skill in distribution")
     fam = FAMILIES[c.family]
     return cells_at_level_test(cells, level, SEVERAL, kind=fam.kind, delta=fam.delta)
@@ -461,27 +465,24 @@ def cells_at_level_test(cells: list[dict], level: float, k: int, *, kind: str, d
     5% in a simulation of five cells at 0.95). The value is the mean of the groups'
     accuracies minus the level (what the tests test), not the pooled accuracy. The p's are
     doubled, as every "beats" claim's, to be read against the two-sided level."""
-    above, below = [], []
+    tests = []      # each cell's one test holds both sides' p
     for r in cells:
         g = [x for x in r.get("group_diffs") or () if math.isfinite(x)]
         if len(g) < 2:
-            none = Verdict(NOT_TESTED, f"{r['train']} -> {r['test']}: no group differences",
-                           method="none", needed="group differences per cell")
-            above.append(none)
-            below.append(none)
+            tests.append(Verdict(NOT_TESTED, f"{r['train']} -> {r['test']}: no group "
+                                 "differences", method="none",
+                                 needed="group differences per cell"))
             continue
         p = {alt: min(1.0, 2 * betting_p(g, level - 0.5, alt, 0.5)) for alt in ("greater", "less")}
         best = {alt: min(1.0, 2 * betting_p(np.full(len(g), 0.5 if alt == "greater" else -0.5),
                                             level - 0.5, alt, 0.5))
                 for alt in ("greater", "less")}
-        ct = ClaimTest(kind, delta, p["greater"], p["less"], min(best.values()),
-                       f"betting tests on {len(g)} group differences at {level}",
-                       float(np.mean(g)) + 0.5 - level, float(np.std(g, ddof=1)), len(g),
-                       r.get("n"), smallest_p_holds=best["greater"],
-                       smallest_p_fails=best["less"])
-        above.append(ct)
-        below.append(ct)
-    return at_least_test(above, below, k)
+        tests.append(ClaimTest(kind, delta, p["greater"], p["less"], min(best.values()),
+                               f"betting tests on {len(g)} group differences at {level}",
+                               float(np.mean(g)) + 0.5 - level, float(np.std(g, ddof=1)),
+                               len(g), r.get("n"), smallest_p_holds=best["greater"],
+                               smallest_p_fails=best["less"]))
+    return at_least_test(tests, tests, k)
 
 
 # ------------------------------------------------------------------ Section 5.2: two tasks

@@ -1,11 +1,9 @@
 """Where each file of the replication comes from: repository, pinned commit, path there and
 the SHA-256 of the exact bytes (typed from the provenance table of ``../shared/datasets``'s
-README), and the raw-file URL of each.
-
-The files are laid out as in ``../shared/datasets`` (``SourceFile.file``), so a fetched folder
-can stand in for it wherever a data folder is taken. Files that folder holds but this table
-does not (:data:`NOT_FETCHED`) have no pinned public source and hash, and none of them is read
-by the replication.
+README), laid out as in that folder (``SourceFile.file``), so a fetched folder can stand in
+for it wherever a data folder is taken. Files that folder holds but this table does not
+(:data:`NOT_FETCHED`) have no pinned public source and hash, and the replication reads none
+of them.
 """
 
 from __future__ import annotations

@@ -2,21 +2,27 @@
 (:class:`~analyses.replication.config.ReplicationConfig`): the seed experiments of the thesis
 and the paper on their own data, or the same steps on the generated built-ins.
 
-With ``../shared/datasets`` (or ``--shared-data``) present, ``ppairs-lens run`` (what ``make
-demo`` runs) harvests every dataset on one model (SummEval and NEWSROOM x their aspects,
-HANNA, ROCStories, MC-TACO, MT-Bench, LLMBar Natural + Normal and its Adversarial subsets,
+On one model (``ppairs-lens run``, what ``make demo`` runs) it harvests every dataset
+(``../shared/datasets`` or ``--shared-data``: SummEval and NEWSROOM x their aspects, HANNA,
+ROCStories, MC-TACO, CaTeRS, MT-Bench, LLMBar Natural + Normal and its Adversarial subsets; and
 ``--extra`` files), asks the prompted judges every held-out pair in every fair form (and
 ALLURE), fits the no-model baselines on train (length, memorisation, lexical, input
 embeddings) and sweeps every probe kind at every read-out (paper Appendix A); then the table
-steps (:mod:`analyses.replication.steps`): probes against prompting and baselines (paper
-Figures 1-3), thesis Tables 4.1 and 4.2, transfer and cosines (paper Table 1, Figure 5),
-LLMBar's shift (Figure 4: trained on Natural + Normal, tested on each Adversarial subset),
-LoRA and full finetuning (Section 5.2), ablation (Table 2) and steering on MT-Bench, ClimateX
-insertion (thesis Table 4.4, the ClimateX paper), and the controls with known answers
-(:mod:`analyses.controls`, reported first); then ``summary.json``, from which ``REPORT.md`` is
+steps (:mod:`analyses.replication.steps`), which map to the papers as follows:
+
+* probes against prompting and the baselines: paper Figures 1-3;
+* thesis tables: thesis Tables 4.1 and 4.2;
+* transfer and cosines: paper Table 1 and Figure 5;
+* LLMBar's shift: Figure 4 (trained on Natural + Normal, tested on each Adversarial subset);
+* LoRA and full finetuning: Section 5.2;
+* ablation (Table 2) and steering, on MT-Bench;
+* ClimateX insertion: thesis Table 4.4 (and the ClimateX paper);
+* the controls with known answers (:mod:`analyses.controls`): run last, reported first.
+
+Then the claims registry on their records, and ``summary.json``, from which ``REPORT.md`` is
 written (:mod:`analyses.replication.findings`), the published numbers beside ours. Sizes: the
-config's presets (:data:`~analyses.replication.config.PRESETS`, ``--quick`` / ``--full``).
-With the built-ins (:data:`~analyses.replication.config.BUILTINS`: ``--builtins``, or no data
+config's presets (:data:`~analyses.replication.config.PRESETS`, ``--quick`` / ``--full``). On
+the built-ins (:data:`~analyses.replication.config.BUILTINS`: ``--builtins``, or no data
 folder) the same steps run on generated datasets; those that need a seed experiment's file
 (thesis tables, Figure 4's shift, finetuning, insertion) have nothing to do, and no published
 claim is tested.
@@ -81,10 +87,9 @@ def _output_hashes(fig: Path) -> dict[str, str]:
 
 def _decide(out: Path, sweep: SweepResult, records: dict, kinds: dict[str, type], hashes: dict,
             **facts) -> dict:
-    """``summary.json`` from the steps' ``records`` (by section, each of ``kinds``: None for a
-    step with nothing to do), the run's ``facts`` and the claims the registry decides on
-    them; written to ``out`` and returned. The run and its re-decision (:func:`refresh`) both
-    end here."""
+    """``summary.json`` from the steps' ``records`` (by section of ``kinds``), the run's
+    ``facts`` and the claims decided on them, written to ``out``: the run and :func:`refresh`
+    both end here."""
     summary = replication_summary(**facts, sections={
         k: None if records.get(k) is None else records[k].data() for k in kinds})
     summary.update(evaluate_claims(summary, sweep))        # the claims registry decides
@@ -94,8 +99,7 @@ def _decide(out: Path, sweep: SweepResult, records: dict, kinds: dict[str, type]
 
 
 def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
-    """The seed experiments' files at ``cfg.sizes``, or the datasets ``cfg.datasets`` names
-    (the built-ins), then the ``extra`` files."""
+    """The seed experiments' files at ``cfg.sizes``, or ``cfg.datasets``; then ``extra``."""
     if cfg.datasets is None:
         out = replication_datasets(cfg.shared_data, cfg.sizes, seed=cfg.settings.seed, log=log)
     else:
@@ -113,9 +117,8 @@ def _datasets(cfg: ReplicationConfig, log) -> dict[str, Dataset]:
 
 def step_configs(cfg: ReplicationConfig, paths: dict[str, str], kinds: dict[str, str]
                  ) -> dict:
-    """Each step's config: the one ``cfg`` nests (under the study's own ``settings``, so no
-    step splits or resamples differently), told where it reads (``paths``: dataset name ->
-    store path, ``kinds``: name -> record kind)."""
+    """Each step's config, the one ``cfg`` nests, told where it reads (``paths``: dataset
+    name -> store path, ``kinds``: name -> record kind)."""
     names = list(paths)
     abl = [paths[cfg.ablation_dataset]] if cfg.ablation_dataset in paths else []
     climatex = Path(cfg.shared_data) / "climatex" / "ipcc_statements_dataset.tsv"
@@ -185,10 +188,8 @@ def plan_replication(bridge, cfg: ReplicationConfig, ds: list[Dataset],
 def run_replication(cfg: ReplicationConfig, *, reuse: bool = True, bridge=None,
                     calibrate: bool = True, steps: tuple[TableStep, ...] = TABLE_STEPS
                     ) -> dict | None:
-    """The replication; None (with a printed reason) when no replication data is found. Its
-    plan and estimated model time are printed before the harvest (``calibrate`` False:
-    ``--no-calibration``, only remembered rates). ``steps``: the table steps after the sweep
-    (:data:`~analyses.replication.steps.TABLE_STEPS`; a new one is appended there)."""
+    """The replication; None when no replication data is found. Its plan and estimated model
+    time are printed before the harvest (``calibrate`` False: only remembered rates)."""
     log = tqdm.write
     datasets = _datasets(cfg, log)
     if not datasets:
@@ -321,11 +322,9 @@ def refresh(figures: str | Path = "figures", steps: tuple[TableStep, ...] = TABL
 
 
 def cli(args, bridge=None) -> None:
-    """``ppairs-lens run`` (what ``make demo`` runs): the main job at the preset the options
-    pick, on the seed experiments' data where ``--shared-data`` exists (not given and
-    ``../shared/datasets`` absent: fetched into the cache first), else, or with ``--builtins``
-    or ``--datasets``, on the built-ins (:data:`BUILTINS`, plus any ``--datasets`` files);
-    ``bridge``: the loaded model."""
+    """``ppairs-lens run``: the main job at the options' preset, on the seed experiments'
+    data where ``--shared-data`` exists (the default absent: fetched into the cache first),
+    else, or with ``--builtins`` or ``--datasets``, on the built-ins."""
     builtins = getattr(args, "builtins", False) or bool(args.datasets)
     if (not builtins and not Path(args.shared_data).is_dir()
             and not getattr(args, "shared_data_given", False)):

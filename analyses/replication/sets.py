@@ -2,12 +2,11 @@
 
 The thesis and the paper judge text against human ratings: SummEval and NEWSROOM (four
 aspects each), HANNA, ROCStories (Story Cloze), MC-TACO, MT-Bench, LLMBar (Natural + Normal,
-and the four Adversarial subsets of the paper's Figure 4), CaTeRS and ClimateX.
-:func:`replication_datasets` loads each one that is present, at the sizes of a
-:class:`ReplicationSizes` (seeded, leak groups kept whole), and says why any is skipped.
-
-Scored-items sets (SummEval, NEWSROOM, HANNA) are drawn as ``items_per_context`` items of each of
-``n_contexts`` contexts with *every* pair among them, so a held-out context can be sorted
+and the four Adversarial subsets of the paper's Figure 4), CaTeRS and ClimateX (read by the
+insertion step, not here). :func:`replication_datasets` loads each other dataset present at the sizes of a
+:class:`ReplicationSizes` (seeded, leak groups kept whole) and says why any is skipped.
+Scored-items sets (SummEval, NEWSROOM, HANNA) are drawn as ``items_per_context`` items of each
+of ``n_contexts`` contexts with *every* pair among them, so a held-out context can be sorted
 (merge sort) from the pairs already scored, with no extra model call.
 """
 
@@ -40,52 +39,46 @@ ADVERSARIAL_SUBSETS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ReplicationSizes:
-    """How much of each dataset a run reads (printed in every caption). The defaults are the
-    demo's; the main job's presets (``analyses.replication.config.PRESETS``) say how
-    ``quick`` and ``full`` differ."""
+    """How much of each dataset a run reads (printed in every caption); the defaults are the
+    demo's (``analyses.replication.config.PRESETS``: ``quick`` and ``full``)."""
 
     # 24 articles: a held-out half of 12 on each aspect. The thesis's comparisons at effects
     # of 0.2-0.4 need 15-30 groups; the demo's 20 minutes hold 24 beside the 300 ClimateX
-    # statements that decide its claims (--full reads 100). 3 of each article's 16 summaries,
-    # drawn at random (the same for every aspect) with every pair among them: a draw that
-    # picked summaries to avoid tied scores would test on wider, easier gaps than SummEval's
+    # statements. 3 of each article's 16 summaries, drawn at random (the same for every
+    # aspect): a draw avoiding tied scores would test on wider, easier gaps than SummEval's
     # (the article is most of the cost; Table 4.2 needs 7+ sorted, --full's 10)
     summeval_contexts: int = 24
     summeval_items: int = 3
     summeval_aspects: tuple[str, ...] = SUMMEVAL_ASPECTS
     # NEWSROOM's articles are long (~1,000 tokens, some 3,500): a preview of 2 articles (one
-    # a side) with all 7 summaries (every pair, so Table 4.2 sorts 7 as the thesis does), one
-    # aspect; nothing is decided at this size
+    # a side), all 7 summaries (Table 4.2 sorts 7, as the thesis), one aspect; decides nothing
     newsroom_contexts: int = 2
     newsroom_items: int = 7
     newsroom_aspects: tuple[str, ...] = ("coherence",)
     hanna_contexts: int = 8  # stories are long (~740 tokens a pair): 8 keep both labels a side
     hanna_items: int = 3
     hanna_aspect: str = "coherence"
-    # short pairs, each story its own group: 100 give 50 held-out groups. Its claims compare
-    # methods that are all near chance here (differences of 0.00-0.05), which would need
-    # 400+ groups, so the demo spends its time on SummEval's larger differences
+    # short pairs, each story a group: 100 give 50 held-out groups. Its methods are all near
+    # chance here (differences of 0.00-0.05 would need 400+ groups): the demo spends its
+    # time on SummEval's larger differences
     story_cloze_pairs: int = 100
     # one pair from each of 160 questions: 105 sentences (the leak groups; 143 in the file),
     # 52 a held-out half; a question's pairs taken whole gave 28 sentences for 80 pairs
     mctaco_pairs: int = 160
     mctaco_per_question: int | None = 1  # None: a question's pairs whole
-    # CaTeRS (the paper's sixth set): stories of the train split (dev and test stay unread),
-    # each its own group; 40 stories give 20 held-out groups, 3 of a story's 10 pairs each
-    # (short pairs; the story is the shared prefix)
+    # CaTeRS: stories of the train split (dev and test stay unread), each a group; 40 give
+    # 20 held-out groups, 3 of a story's 10 short pairs each (the story the shared prefix)
     caters_stories: int = 40
     caters_per_story: int | None = 3  # None: all 10 pairs of a story
-    # long answers (~540 tokens a pair, no prefix shared across pairs): one pair from each of
-    # 52 questions (of 75) gives 26 held-out groups, the size the power table asks for
-    # (a question's pairs taken whole gave 10)
+    # long answers (~540 tokens a pair, no shared prefix): one pair from each of 52 questions
+    # (of 75) gives 26 held-out groups, the power table's size (whole questions gave 10)
     mt_bench_pairs: int = 52
     mt_bench_per_question: int | None = 1  # None: a question's pairs whole
     llmbar_pairs: int | None = 60  # Natural + Normal (None: all 159)
-    # Figure 4's shifted sets: these Adversarial subsets (ADVERSARIAL_SUBSETS' folders), each
-    # at this many pairs (None: all of it, 134 / 92 / 47 / 46); 12 is the fewest at which
-    # every subset's halves hold 2+ pairs of each label at seed 0 (10 leaves GPTInst one).
-    # The demo previews the two with the shortest pairs (GPTInst's and Manual's are 2-4x
-    # longer); --full tests all four
+    # Figure 4's shifted sets (ADVERSARIAL_SUBSETS' folders), each at this many pairs (None:
+    # all, 134 / 92 / 47 / 46); 12 is the fewest at which every subset's halves hold 2+ pairs
+    # of each label at seed 0 (10 leaves GPTInst one). The demo previews the two with the
+    # shortest pairs (GPTInst's and Manual's are 2-4x longer)
     llmbar_adversarial: tuple[str, ...] = ("Adversarial_Neighbor", "Adversarial_GPTOut")
     llmbar_adversarial_pairs: int | None = 12
 

@@ -1,11 +1,9 @@
-"""The main job's table steps, each one :class:`TableStep` (its name, the ``summary.json``
-section its record fills, the files it writes, its work on the run's :class:`StepContext`),
-run in order after the layer sweep by :func:`analyses.replication.run.run_replication`, each
-through the step cache (remembered under the run's config, the model and the stores'
-fingerprints, plus what :attr:`TableStep.key` adds). A step added to the main job is one
-:class:`TableStep` (its work a function ``def run(ctx) -> Record`` declaring the record it
-hands on) appended to :data:`TABLE_STEPS`; ``docs/architecture.md`` shows one, and
-``tests/test_table_steps.py`` runs it on the tiny model.
+"""The main job's table steps, run in order after the layer sweep, each through the step cache
+(remembered under the run's config, the model and the stores' fingerprints, plus what
+:attr:`TableStep.key` adds). A step added to the main job is one :class:`TableStep` (its work
+a function ``def run(ctx) -> Record`` declaring the record it hands on) appended to
+:data:`TABLE_STEPS`; ``docs/architecture.md`` shows one, and ``tests/test_table_steps.py`` runs
+it on the tiny model.
 """
 
 from __future__ import annotations
@@ -41,10 +39,9 @@ __all__ = ["StepContext", "TABLE_STEPS", "TableStep", "sections"]
 
 @dataclass(frozen=True)
 class StepContext:
-    """What the table steps read: the model, the run's config and output folder, the datasets
-    and the stores that fit the split (by name), the prompted judges and the direct / G-Eval
-    ratings on their held-out pairs, the layer sweep, and each step's config
-    (:func:`analyses.replication.run.step_configs`, by step name)."""
+    """What the table steps read: ``stores`` those that fit the split, by dataset name;
+    ``ratings`` the direct / G-Eval ratings; ``configs`` each step's config by step name
+    (:func:`analyses.replication.run.step_configs`)."""
 
     bridge: Any  # the model: a TransformerBridge or a HookedTransformer
     cfg: ReplicationConfig
@@ -63,19 +60,18 @@ class StepContext:
         return list(self.stores)
 
     def held_out(self, name: str) -> Dataset:
-        """The held-out records of dataset ``name`` (the study's split)."""
         return held_out_datasets(self.stores[name], self.datasets[name],
                                  **self.cfg.settings.split_kwargs())[1]
 
 
 @dataclass(frozen=True)
 class TableStep:
-    """One step after the sweep. ``run(ctx)`` does its work, writes its files into ``ctx.out``
-    and returns its record (declared by ``run``'s return annotation: the step cache rebuilds
-    that type); ``section``: its key in ``summary.json`` (None: the step hands on nothing the
-    summary keeps); ``outputs``: files whose absence makes a remembered step run again;
-    ``key``: further inputs it is remembered under; ``on_stores``: whether the run's stores
-    are among them; ``units``: what it counts, for its rate."""
+    """One step after the sweep. ``run(ctx)`` writes its files into ``ctx.out`` and returns
+    its record (declared by its return annotation: the step cache rebuilds that type);
+    ``section``: its key in ``summary.json`` (None: nothing the summary keeps); ``outputs``:
+    files whose absence makes a remembered step run again; ``key``: further inputs it is
+    remembered under; ``on_stores``: whether the run's stores are among them; ``units``: what
+    it counts, for its rate."""
 
     name: str
     section: str | None
@@ -181,8 +177,7 @@ def _ablation_units(ctx: StepContext) -> Units:
     return (a.n_random + a.n_matched) * a.max_eval_pairs, "nulls x pairs"
 
 
-#: The main job's steps after the sweep, in order (``summary.json`` keeps their sections in
-#: this order).
+#: The main job's steps after the sweep, in order (``summary.json``'s sections too).
 TABLE_STEPS: tuple[TableStep, ...] = (
     TableStep("probes vs prompting", "probes_vs_prompting", _probes_vs_prompting,
               ("probes_vs_prompting.csv",), key=lambda ctx: {"sweep": ctx.sweep}),

@@ -1,13 +1,6 @@
-"""The study-level claims drawn from an experiment's rows by the verdict tests.
-
-The replication's claims registry (``analyses.replication.claims``) decides these two claims with them:
-
-* :func:`cosine_claim`: do the unsupervised directions agree across datasets? As the transfer
-  step decided it (:func:`ppairs_lens.evaluation.cosine_verdict.cosine_agreement_verdict`).
-* :func:`ablation_tests`: does removing a probe direction leave the judgement unchanged? Per
-  direction an equivalence test, over all of them the Holm-corrected permutation test
-  (:func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`,
-  :func:`~ppairs_lens.evaluation.intervention_tests.permutation_union_test`).
+"""Two study-level claims of the claims registry drawn from an experiment's rows: do the
+directions agree across datasets (:func:`cosine_claim`), and does removing a probe direction
+leave the judgement unchanged (:func:`ablation_tests`)?
 """
 
 from __future__ import annotations
@@ -35,8 +28,7 @@ def _nan(x) -> bool:
 
 def cosine_claim(transfer: dict | None, kind: str = "pca") -> dict | None:
     """The ``kind`` directions' agreement (Figure 5: PCA, and supervised in its other half),
-    as the transfer step decided it
-    (:func:`ppairs_lens.evaluation.cosine_verdict.cosine_agreement_verdict`)."""
+    as the transfer step decided it (:mod:`ppairs_lens.evaluation.cosine_verdict`)."""
     per_kind = (transfer or {}).get("per_kind", transfer or {})  # transfer_summary.json or the section
     pk = per_kind.get(kind)
     if not pk:
@@ -65,12 +57,9 @@ def _probe_conditions(ablation: list[dict]) -> tuple[list[dict], dict]:
 
 
 def ablation_tests(ablation: list[dict]) -> dict | None:
-    """The registry's claim tests of the ablation (paper Table 2), to enter their families'
-    Holm: per probe condition the "unchanged" test
-    (:func:`~ppairs_lens.evaluation.intervention_tests.equivalence_test`), and under
-    ``"changes"`` the "changes more than null directions" test over all of them
-    (:func:`~ppairs_lens.evaluation.intervention_tests.permutation_union_test`); None when
-    the run has no ablation."""
+    """The ablation's claim tests (paper Table 2), to enter their families' Holm: per probe
+    condition the "unchanged" equivalence test, and under ``"changes"`` the "changes more
+    than null directions" permutation test over all of them; None without an ablation."""
     probes, by = _probe_conditions(ablation)
     if not probes:
         return None

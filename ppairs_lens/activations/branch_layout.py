@@ -1,12 +1,10 @@
 """The columns of a fused read pass: a row's tail, then its branch tokens, in one sequence.
 
-:func:`ppairs_lens.activations.prefix_sharing.read_branches` runs each row's remaining prompt
-tokens (its tail) and its branch tokens (each read alone) in one pass over the row's cached
-prefix. :func:`fused_inputs` lays that pass out (ids, a 4-D mask, explicit positions) so that
-every real token sees exactly what it would unpadded, and each branch token not its siblings.
-With ``logits_at_end`` tails are left-padded, so every row's last prompt token sits just
-before its branches and its next-token logits (a prompted judge's answer) are read in the
-same pass: :func:`split_end` then keeps the branches' activations and that column's logits.
+:func:`fused_inputs` lays out the pass of
+:func:`ppairs_lens.activations.prefix_sharing.read_branches` (ids, a 4-D mask, explicit
+positions) so every real token sees exactly what it would unpadded, and each branch token not
+its siblings. With ``logits_at_end`` tails are left-padded, so each row's last prompt token sits
+just before its branches; :func:`split_end` separates that column's logits.
 """
 
 from __future__ import annotations
@@ -25,16 +23,14 @@ def fused_inputs(tails: Sequence[Sequence[int]], tokens: Sequence[Sequence[int]]
                  logits_at_end: bool = False
                  ) -> tuple[Int[Tensor, "row col"], Bool[Tensor, "row 1 col key"],
                             Int[Tensor, "row col"], Int[Tensor, " row"]]:
-    """``(ids, mask, pos, tail lengths)`` of the pass that runs ``tails[r]`` then each of
-    ``tokens[r]`` after row ``r``'s cached prefix (``prev``: its keys' 2-D mask, ``pos0``: its
-    next position), on ``prev``'s device.
+    """``(ids, mask, pos, tail lengths)`` of the pass running ``tails[r]`` then each of
+    ``tokens[r]`` after row ``r``'s cached prefix (``prev``: its 2-D mask, ``pos0``: its next
+    position).
 
-    Each tail token sees the row's prefix and the real tail up to itself; each branch token
-    the prefix, the real tail and itself, at the position right after the real tail. No real
-    query sees a padding key, and no padding query sees nothing (right padding: the real tail
-    before it; left padding: itself). ``logits_at_end``: the tails are left-padded in a block
-    at least one column wide, whose last column holds each row's last prompt token (padding
-    where a tail is empty: that token is in the cache).
+    Each branch token sees the prefix, the real tail and itself, at the position after the
+    tail. No real query sees a padding key, and no padding query sees nothing (right padding:
+    the tail before it; left padding: itself). ``logits_at_end``: the left-padded block is at
+    least one column wide (padding where a tail is empty: its last token is in the cache).
     """
     dev = prev.device
     nb = len(tokens[0])
@@ -63,9 +59,8 @@ def fused_inputs(tails: Sequence[Sequence[int]], tokens: Sequence[Sequence[int]]
 
 def split_end(acts: Tensor | None, logits: Tensor | None, lens: Int[Tensor, " row"]
               ) -> tuple[Tensor | None, Tensor | None]:
-    """A ``logits_at_end`` pass's reads (rows x (end column, branches) first) -> the
-    branches' activations (rows x branches first) and the end column's logits ``[row, n_ids]``,
-    NaN for a row whose tail is empty (its last prompt token ran in an earlier pass)."""
+    """A ``logits_at_end`` pass's reads -> the branches' activations and the end column's
+    logits ``[row, n_ids]``, NaN where a tail is empty (its last token ran earlier)."""
     n = len(lens)
     if acts is not None:
         acts = acts.unflatten(0, (n, -1))[:, 1:].flatten(0, 1)

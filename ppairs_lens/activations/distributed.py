@@ -1,11 +1,9 @@
 """Harvest one store with several workers of a Ray cluster (``pip install 'ppairs-lens[ray]'``).
 
-A harvest splits into shard specs ``i/n`` (store shards ``k`` with ``k % n == i``) that fill
-one folder without colliding, as a SLURM array's processes do; here they run as Ray tasks, so
-one call spreads a harvest over a cluster's GPUs (or a laptop's cores) and returns when the
-store is complete. Each task loads its own model; only the dataset and settings travel between
-processes, and the activations go straight to the store. Ray is imported only inside
-:func:`harvest_with_ray`: the base package never needs it.
+Shard specs ``i/n`` fill one folder without colliding, as a SLURM array's processes do; here
+they run as Ray tasks. Each task loads its own model; only the dataset and settings travel,
+and the activations go straight to the store. Ray is imported only inside
+:func:`harvest_with_ray`.
 """
 
 from __future__ import annotations
@@ -24,16 +22,14 @@ from ppairs_lens.data.records import Dataset
 from ppairs_lens.activations.store import ActivationStore
 from ppairs_lens.models.spec import ModelSpec
 
-#: ``ModelSpec`` is exported here too, beside the function that takes it.
 __all__ = ["ModelSpec", "WorkerReport", "harvest_shard_spec", "harvest_with_ray"]
 
 
 @dataclass(frozen=True)
 class WorkerReport:
-    """What one worker did: its shard spec, the store shards it wrote, and how long it took.
-    ``torch_threads``: Ray gives a task as many threads as CPUs it asked for, and another
-    thread count sums matrix products in another order (last bits, ~1e-7 relative in float32).
-    """
+    """What one worker did. ``torch_threads``: Ray gives a task as many threads as CPUs it
+    asked for, and another thread count sums matrix products in another order (last bits,
+    ~1e-7 relative in float32)."""
 
     shard: tuple[int, int]
     shards_written: tuple[int, ...]
@@ -45,8 +41,7 @@ class WorkerReport:
 def harvest_shard_spec(model: ModelSpec, dataset: Dataset, out: str, shard: tuple[int, int], *,
                        template: Template | None, shard_size: int, settings: HarvestSettings
                        ) -> WorkerReport:
-    """One worker's job: load the model, harvest shard spec ``shard`` into the store at ``out``
-    (a plain function that Ray wraps in a task, so it can be run by hand to debug a worker)."""
+    """One worker's job (a plain function Ray wraps in a task, so it can be run by hand)."""
     from ppairs_lens.activations.pipeline import harvest_dataset
     from ppairs_lens.models.loading import load_model
 
@@ -80,17 +75,14 @@ def harvest_with_ray(
     shard_size: int = 256,
     settings: HarvestSettings = HarvestSettings(),
 ) -> tuple[ActivationStore, list[WorkerReport]]:
-    """Harvest ``dataset`` into the store at ``out`` with ``n_workers`` Ray tasks, shard specs
-    ``0/n_workers`` .. ``n_workers-1/n_workers``; returns the complete store and what each
-    worker did.
+    """Harvest ``dataset`` into the store at ``out`` with ``n_workers`` Ray tasks, one shard
+    spec each; returns the complete store and what each worker did.
 
-    ``model`` is a name or folder (loaded like ``load_model(model)``) or a :class:`ModelSpec`.
-    ``dataset`` is a Dataset or a spec as the CLI takes it (built-in name, path, path:aspect),
-    resolved here, once, so every worker harvests the same pairs. ``out`` must be on a file
-    system every worker sees. With ``address`` (``"auto"``, ``"ray://host:10001"``) the tasks
-    run on that cluster, else on a local one with ``n_workers`` CPUs, stopped afterwards (an
-    initialised Ray is used as it is). Re-running resumes, as does a task Ray retries after
-    its worker died (the dead worker's shard lock goes with its process).
+    ``dataset`` (a Dataset or a CLI spec) is resolved here, once, so every worker harvests the
+    same pairs; ``out`` must be on a file system every worker sees. With ``address``
+    (``"auto"``, ``"ray://host:10001"``) the tasks run on that cluster, else on a local one,
+    stopped afterwards. Re-running resumes, as does a task Ray retries after its worker died
+    (the dead worker's shard lock goes with its process).
     """
     try:
         import ray
@@ -104,8 +96,7 @@ def harvest_with_ray(
     if not isinstance(dataset, Dataset):
         data = load_dataset_spec(dataset, max_pairs=max_pairs)
     elif max_pairs is None:
-        # as given: drawing again would forget the whole dataset a limit drew it from, and
-        # with it the store that whole dataset shares with every limit
+        # as given: drawing again would forget the whole dataset (and store) a limit drew from
         data = dataset
     else:
         data = redraw(dataset, max_pairs)

@@ -1,14 +1,12 @@
 """Next-token logits of a few token ids, without the model's full-vocabulary unembedding.
 
-A judge or an ablation reads the logits of two or three token ids at many branch positions,
-where the HF model would project every read position onto the whole vocabulary (49152 x 576
-on SmolLM2: about a quarter of a branch pass). Where the model's logits are exactly
-``lm_head(last hidden state)``, the bridge is asked for none (an empty ``logits_to_keep``)
-and the few columns are projected here from ``ln_final.hook_out``, that last hidden state.
+A judge or an ablation reads the logits of two or three token ids at many positions, where the
+HF model would project each onto the whole vocabulary (49152 x 576 on SmolLM2: about a quarter
+of a branch pass). Where the logits are exactly ``lm_head(last hidden state)``, the bridge is
+asked for none and the few columns are projected here from ``ln_final.hook_out``.
 
-A judge's answer is the log-odds of its two choice tokens (:func:`choice_logodds`, float64,
-at :func:`choice_columns` of the logits read), here so that a harvest (which reads those
-logits at each pair's last prompt token) computes it exactly as the judges do.
+:func:`choice_logodds` is here so that a harvest computes a judge's answer exactly as the
+judges do.
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ PLAIN_UNEMBEDDING_MODELS = frozenset(
 
 
 def plain_unembedding(bridge) -> bool:
-    """Whether ``bridge``'s logits are a linear map of ``ln_final.hook_out`` that
-    :func:`project_logits` computes: a listed HF model, a linear unembedding with its weights
-    on a device (not offloaded), and the final norm's hook seeing the tensor unconverted."""
+    """Whether :func:`project_logits` computes ``bridge``'s logits: a listed HF model, a linear
+    unembedding not offloaded, and the final norm's hook seeing the tensor unconverted."""
     hf = getattr(bridge, "original_model", None)
     linear = getattr(getattr(bridge, "unembed", None), "original_component", None)
     point = getattr(bridge, "hook_dict", {}).get(FINAL_NORM_HOOK)
@@ -51,16 +48,14 @@ def unembedding_hooked(bridge) -> bool:
 
 
 def no_logits() -> Tensor:
-    """A ``logits_to_keep`` that keeps no position: the model projects nothing. (On the CPU:
-    torch takes CPU indices for a tensor on any device, and on a model split across devices
-    the last hidden state is not where the token ids are.)"""
+    """A ``logits_to_keep`` that keeps no position. On the CPU: torch takes CPU indices for a
+    tensor on any device, and on a split model the last hidden state is not where the ids are."""
     return torch.empty(0, dtype=torch.long)
 
 
 def project_logits(bridge, x: Float[Tensor, "*rows d_model"],
                    ids: Sequence[int]) -> Float[Tensor, "*rows n_ids"]:
-    """The logits of token ``ids`` at final-norm outputs ``x``: ``x @ W_U[:, ids] + b_U[ids]``
-    with the weights the model's unembedding runs, in float32, on ``x``'s device."""
+    """``x @ W_U[:, ids] + b_U[ids]`` with the unembedding's weights, in float32."""
     linear = bridge.unembed.original_component
     idx = torch.as_tensor(list(ids), dtype=torch.long, device=linear.weight.device)
     w = linear.weight[idx].to(x.device, torch.float32)
@@ -71,8 +66,7 @@ def project_logits(bridge, x: Float[Tensor, "*rows d_model"],
 
 
 def choice_columns(final_ids: Sequence[tuple[int, int]]) -> tuple[list[int], Int[Tensor, "pair 2"]]:
-    """The token ids to read logits of (one list for every row of a batch: the union of all
-    prompts' choices, sorted), and ``columns[i]``, prompt ``i``'s two choices in it."""
+    """The sorted union of all prompts' choice ids, and ``columns[i]``: prompt ``i``'s two."""
     ids = sorted({t for pair in final_ids for t in pair})
     col = {t: i for i, t in enumerate(ids)}
     return ids, torch.tensor([[col[a], col[b]] for a, b in final_ids], dtype=torch.long)

@@ -1,20 +1,16 @@
 """Where activations are computed: the residual stream at the contrasting token, every layer.
 
-The two prompts of a contrast pair differ only in their final token, and pairs that share a
-context share a long token prefix: :func:`harvest_pairs` hands the prefixes and the two final
-tokens to :func:`ppairs_lens.activations.runner.run_branches`, which runs each shared prefix
-once and reads both final tokens in one pass. The values equal an unbatched, unpadded run of
-each full prompt (:func:`reference_activations`, which they are tested against). A pair's
-prompt up to its final token is also the prompted judge's (items in their order):
-:func:`harvest_with_judge` reads that judge's answer there in the same passes, for the store
-to keep (the judges then run only the swapped order).
+The two prompts of a contrast pair differ only in their final token:
+:func:`ppairs_lens.activations.runner.run_branches` runs each shared prefix once and reads both
+final tokens in one pass, equal to an unbatched run of each full prompt
+(:func:`reference_activations`, tested against). A pair's prompt up to its final token is also
+the prompted judge's: :func:`harvest_with_judge` reads that answer in the same passes.
 
-A read-out is any hook point that gives one vector per token (``[batch, position, width]``):
-the residual stream, attention and MLP outputs, the final norm, an SAE's latents on a
-``HookedSAETransformer``. Users name them exactly, by preset (``"paper"``, ``"full"``) or by
-glob pattern (``"blocks.*.hook_resid_pre"``, expanded against the model's hook names). One
-short forward pass puts the names in forward order and measures each one's shape, so a hook
-that cannot be stored (attention patterns, per-head values) is refused before a harvest.
+A read-out is any hook point giving one vector per token (``[batch, position, width]``: the
+residual stream, attention and MLP outputs, an SAE's latents on a ``HookedSAETransformer``), named
+exactly, by preset (``"paper"``, ``"full"``) or by glob (``"blocks.*.hook_resid_pre"``). One
+short forward pass orders the names and measures their shapes, so a hook that cannot be stored
+(attention patterns, per-head values) is refused before a harvest.
 """
 
 from __future__ import annotations
@@ -69,8 +65,8 @@ def default_readouts(model) -> list[str]:
 
 
 def expand_readout_names(model, names: str | Sequence[str]) -> list[str]:
-    """Exact names for ``names`` (exact hook names, preset names, glob patterns; a single
-    string is one of these), duplicates dropped, unknown names refused with near misses."""
+    """Exact names for ``names`` (hook names, presets, globs), duplicates dropped, unknown
+    names refused with near misses."""
     specs = [names] if isinstance(names, str) else list(names)
     if not specs or not all(isinstance(s, str) and s for s in specs):
         raise HookError(f"read-outs must be hook names, presets {PRESETS} or glob patterns, "
@@ -100,8 +96,8 @@ def expand_readout_names(model, names: str | Sequence[str]) -> list[str]:
 @torch.inference_mode()
 def resolve_readouts(model, names: str | Sequence[str] | None, device: torch.device
                      ) -> Readouts:
-    """``names`` (None: :func:`default_readouts`) as exact hook names in forward order, each
-    checked to give one vector per token, all of one width (a harvest stacks them)."""
+    """``names`` as exact hook names in forward order, each checked to give one vector per
+    token, all of one width (a harvest stacks them)."""
     exact = default_readouts(model) if names is None else expand_readout_names(model, names)
     shapes: dict[str, tuple[int, ...]] = {}  # filled as hooks fire: forward order
 
@@ -139,8 +135,7 @@ class NonFiniteActivationError(PPairsError, FloatingPointError):
 
 
 def check_context_length(bridge, pair_ids: Sequence[str], prefixes) -> None:
-    """Refuse (:class:`DataError`) a prompt, prefix plus one token, longer than the model's
-    context, naming its pair; a model without ``cfg.n_ctx`` is not checked."""
+    """Refuse a prompt (prefix plus one token) longer than ``cfg.n_ctx``, naming its pair."""
     backend_of(bridge)  # first: an object that is no TransformerLens model gets a clear error
     n_ctx = getattr(bridge.cfg, "n_ctx", None)
     if not n_ctx:
@@ -164,20 +159,16 @@ def harvest_pairs(
     names: str | Sequence[str] | None = None,
 ) -> Float[Tensor, "pair side readout d_model"]:
     """Residual stream at the final token of both prompts of each pair, for every layer:
-    ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype`` (index
-    ``n_layers``: the final norm's output). ``names`` reads other hook points instead (exact
-    names, presets, glob patterns such as ``"blocks.*.hook_resid_pre"``:
-    :func:`resolve_readouts`), in forward order along axis 2.
-    ``progress`` takes the number of pairs just finished. ``hooks``/``final_hooks`` (e.g.
-    ablations) act as in :func:`ppairs_lens.activations.runner.run_branches`.
+    ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU (index ``n_layers``: the final norm's
+    output), or the read-outs ``names`` in forward order. ``hooks``/``final_hooks`` act as in
+    :func:`ppairs_lens.activations.runner.run_branches`.
     """
     return _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, False).acts
 
 
 @dataclass(frozen=True)
 class Harvested:
-    """A plain harvest's activations, and the zero-shot judge's answer to each pair's prompt
-    read in the same passes: ``judge_logodds[i]`` = logit(choice 1) - logit(choice 2) at pair
+    """Activations, and ``judge_logodds[i]`` = logit(choice 1) - logit(choice 2) at pair
     ``i``'s last prompt token, float64 (None on a backend that cannot read there)."""
 
     acts: Float[Tensor, "pair side readout d_model"]
@@ -189,11 +180,9 @@ def harvest_with_judge(bridge, pairs: Sequence[ContrastPair],
                        settings: HarvestSettings = HarvestSettings(),
                        progress: Callable[[int], None] | None = None, *,
                        names: str | Sequence[str] | None = None) -> Harvested:
-    """:func:`harvest_pairs` without hooks (what a store keeps), plus the judge's log-odds: a
-    pair's prompt up to its last token is exactly the zero-shot judge's in the items' order,
-    so the harvest reads the two choice tokens' logits there too (a few columns more per
-    pass). Only a plain harvest gives them: under a caller's ablation or steering hooks they
-    would not be the judge's (``judge_logodds`` is then None)."""
+    """:func:`harvest_pairs` without hooks, plus the zero-shot judge's log-odds read at the
+    prompt's last token (a few columns more per pass). Under a caller's ablation or steering
+    hooks they would not be the judge's: ``judge_logodds`` is then None."""
     return _harvest(bridge, pairs, settings, progress, (), (), names,
                     not has_forward_hooks(bridge))
 
@@ -219,8 +208,7 @@ def _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, judge
 
 
 def readout_names(bridge, names: str | Sequence[str] | None) -> list[str]:
-    """The exact hook names a harvest of ``names`` reads (None: every block's resid_post and
-    the final norm), refused unless each is one vector per token, all of one width."""
+    """The exact hook names a harvest of ``names`` reads (None: :func:`default_readouts`)."""
     if names is None:
         return default_readouts(bridge)
     return resolve_readouts(bridge, names, model_device(bridge)).names
@@ -237,8 +225,7 @@ def readout_width(bridge, names: str | Sequence[str] | None) -> int:
 def reference_activations(bridge, prompt_ids: Sequence[int],
                           names: str | Sequence[str] | None = None
                           ) -> Float[Tensor, "readout d_model"]:
-    """The straightforward computation: one unpadded prompt, all read-outs (``names`` as in
-    :func:`harvest_pairs`) at its last token."""
+    """The straightforward computation: one unpadded prompt's read-outs at its last token."""
     names = readout_names(bridge, names)
     # On a HookedTransformer ``ln_final.hook_out`` is read at another point through a map.
     points = {n: readout_point(bridge, n) for n in names}

@@ -1,21 +1,18 @@
 """The forward steps of a harvest on a ``HookedTransformer`` (TransformerLens < 4).
 
 :mod:`ppairs_lens.activations.prefix_sharing` runs a plan through two callables (``Forward``,
-``Read``) over a key-value cache it can gather rows of; the bridge's are
-:func:`ppairs_lens.activations.runner.bridge_steps`. A HookedTransformer's differ:
+``Read``); the bridge's are :func:`ppairs_lens.activations.runner.bridge_steps`. Here:
 
 - the cache is TransformerLens' own, held between passes as :class:`HookedKV`; the rows of a
   batch-1 context are views of it (``expand``), copied only when a pass extends them;
-- positions are derived from the 2-D attention mask (``cumsum - 1``), which equals the
-  explicit positions prefix sharing computes for every real token (padding columns are masked
-  as keys, so their own positions do not matter);
-- there is no 4-D mask, so for a tail and its branch tokens in one pass, each branch seeing
-  the prompt but not its siblings, at one position: the 2-D mask keeps the first branch
-  column and masks the others as keys (a masked column adds nothing to the cumsum), and a
-  hook on ``blocks.{l}.attn.hook_attn_scores`` (before the softmax) masks the first branch
-  from the other branch queries and puts back each masked branch's score with itself,
-  through the layer's own ``calculate_attention_scores`` (same scale, grouped heads, soft
-  cap) on ``q``/``k`` read at ``hook_rot_q``/``hook_rot_k``.
+- positions come from the 2-D attention mask (``cumsum - 1``), equal to prefix sharing's
+  explicit positions for every real token (padding columns are masked as keys);
+- there is no 4-D mask, so for a tail and its branch tokens in one pass (each branch seeing
+  the prompt but not its siblings, at one position) the 2-D mask keeps the first branch column
+  and masks the others (adding nothing to the cumsum), and a hook on
+  ``blocks.{l}.attn.hook_attn_scores`` (before the softmax) masks the first branch from the
+  other branch queries and puts back each masked branch's score with itself, through the
+  layer's own ``calculate_attention_scores`` on ``q``/``k`` read at ``hook_rot_q``/``hook_rot_k``.
 
 That is exact where a score is ``q . k`` after rotary positions and nothing else
 (:func:`branch_fusable`); other models (ALiBi, relative biases, log-n scaling, no rotary
@@ -51,11 +48,9 @@ class KVLayer:
 
 
 class HookedKV:
-    """A HookedTransformer key-value cache in the form prefix sharing handles
-    (``layers[i].keys``, ``batch_select_indices``). Like HF's ``DynamicCache`` layers, the
-    layers rebind (never write into) their tensors, so a shallow copy of the cache and of each
-    layer, then ``batch_select_indices``, is an independent cache. The attention mask is not
-    kept here: each pass is given it."""
+    """A HookedTransformer key-value cache in the form prefix sharing handles. Like HF's
+    ``DynamicCache`` layers, the layers rebind (never write into) their tensors, so shallow
+    copies, then ``batch_select_indices``, are an independent cache."""
 
     def __init__(self, layers: list[KVLayer]):
         self.layers = layers
@@ -74,8 +69,7 @@ class HookedKV:
 
 
 def tl_cache(model, cache: HookedKV | None, seen: Tensor, *, frozen: bool):
-    """TransformerLens' cache holding ``cache`` (None: an empty one) whose columns have the
-    2-D attention mask ``seen`` (``[row, cached]``)."""
+    """TransformerLens' cache holding ``cache`` (None: an empty one), columns masked ``seen``."""
     from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
     from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
 
@@ -104,8 +98,8 @@ def check_window(model, mask: Tensor) -> None:
 
 
 def branch_fusable(model) -> bool:
-    """Whether a score on this model is ``calculate_attention_scores(rot q, rot k)`` plus
-    masks only (rotary positions, no ALiBi / relative bias / log-n query scaling)."""
+    """Whether a score is ``calculate_attention_scores(rot q, rot k)`` plus masks only (rotary
+    positions; no ALiBi, relative bias or log-n query scaling)."""
     cfg = model.cfg
     return (cfg.positional_embedding_type == "rotary"
             and not getattr(cfg, "use_logn_attn", False)
@@ -113,8 +107,8 @@ def branch_fusable(model) -> bool:
 
 
 def branch_mask_hooks(model, n_branch: int) -> list[Hook]:
-    """Hooks that hide the last ``n_branch`` columns of a pass from each other (see the
-    module's docstring; the 2-D mask must keep the first of them and mask the rest)."""
+    """Hooks that hide the last ``n_branch`` columns of a pass from each other (the 2-D mask
+    keeps the first of them and masks the rest)."""
     if n_branch < 2:
         return []
     hooks: list[Hook] = []
@@ -152,16 +146,9 @@ def apart(attn, seen: dict[str, Tensor], n: int) -> Callable:
     return hook
 
 
-def branch_columns_mask(rows: int, n_branch: int, like: Tensor) -> Tensor:
-    """The 2-D mask of ``n_branch`` branch columns: the first kept, the others masked."""
-    out = torch.zeros(rows, n_branch, dtype=like.dtype, device=like.device)
-    out[:, 0] = 1
-    return out
-
-
 def hooked_plain_unembedding(model) -> bool:
-    """Whether the logits are ``final norm output @ W_U + b_U`` with nothing after (no soft
-    cap) and no hook on the unembedding, so a few columns may be projected here."""
+    """Whether the logits are ``final norm output @ W_U + b_U`` (no soft cap, no hook on the
+    unembedding), so a few columns may be projected."""
     from transformer_lens.hook_points import HookPoint
 
     cap = getattr(model.cfg, "output_logits_soft_cap", 0.0) or 0.0
@@ -172,8 +159,8 @@ def hooked_plain_unembedding(model) -> bool:
 
 def project_hooked_logits(model, x: Float[Tensor, "*rows d_model"],
                           ids: Sequence[int]) -> Float[Tensor, "*rows n_ids"]:
-    """Logits of token ``ids`` at final-norm outputs ``x`` (what the unembedding reads):
-    without the unembedding's full-vocabulary product (and its transposed weight copy)."""
+    """Logits of token ``ids`` at final-norm outputs ``x``, without the full-vocabulary
+    product (and its transposed weight copy)."""
     idx = torch.as_tensor(list(ids), dtype=torch.long, device=model.unembed.W_U.device)
     w = model.unembed.W_U[:, idx].to(x.device, torch.float32)
     b = model.unembed.b_U[idx].to(x.device, torch.float32)
@@ -182,10 +169,9 @@ def project_hooked_logits(model, x: Float[Tensor, "*rows d_model"],
 
 def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[tuple[str, Callable]] = ()) -> tuple[Forward, Read]:
-    """A HookedTransformer as prefix sharing runs it (see :func:`ppairs_lens.activations.
-    runner.bridge_steps` for the contract): read-outs ``names`` (``ln_final.hook_out`` is the
-    after-gain state) and next-token ``logit_ids`` at the branch tokens, with ``final_hooks``
-    on the branch passes only."""
+    """A HookedTransformer's steps, with the contract of
+    :func:`ppairs_lens.activations.runner.bridge_steps` (``ln_final.hook_out`` is the
+    after-gain state)."""
     names = list(names)
     points = [readout_point(model, n) for n in names]
     final_hooks = resolve_hooks(model, final_hooks)
@@ -202,9 +188,9 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
 
     def branch_pass(tokens, cache, seen, new_mask, frozen: bool, n_read: int = 1,
                     extra: Sequence[tuple[str, Callable]] = (), project: bool = False):
-        """``tokens`` after ``cache`` (whose columns have the mask ``seen``), the branch steps'
-        hooks on, read at the last ``n_read`` columns; also the cache TransformerLens filled.
-        ``project``: the logits of ``logit_ids`` from the final norm, the model computes none."""
+        """``tokens`` after ``cache`` (columns masked ``seen``) under the branch hooks, read at
+        the last ``n_read`` columns; also the filled cache. ``project``: logits from the final
+        norm (the model computes none)."""
         grabbed: dict[str, Tensor] = {}
 
         def grabber(name, to_readout):
@@ -231,14 +217,15 @@ def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | No
         return acts, lg, kv
 
     def fused_read(ids, cache, seen, c, width, n_read):
-        """Tail and every branch token in one pass (the module's docstring). Logits: projected
-        from the final norm where the unembedding is plain; else the tail runs first, so that
-        the model computes them at the branches only."""
+        """Tail and every branch token in one pass. Logits are projected from the final norm
+        where the unembedding is plain; else the tail runs first, so the model computes them
+        at the branches only."""
         project = logit_ids is not None and hooked_plain_unembedding(model)
         if width and logit_ids is not None and not project:
             cache = forward(ids[:, :width], cache, seen, None)
             ids, c, width = ids[:, width:], c + width, 0
-        branch_cols = branch_columns_mask(ids.shape[0], n_read, seen)
+        branch_cols = torch.zeros(ids.shape[0], n_read, dtype=seen.dtype, device=seen.device)
+        branch_cols[:, 0] = 1  # the first branch column kept, the others masked
         acts, lg, _ = branch_pass(ids, cache, seen[:, :c],
                                   torch.cat([seen[:, c:], branch_cols], 1), frozen=False,
                                   n_read=n_read, extra=branch_mask_hooks(model, n_read),

@@ -3,8 +3,9 @@
 A dataset drawn by a seeded pair limit (``sampled_from``) is stored as the whole dataset in the
 limit's order, harvested as far as the limit reaches, and read as a view of its own pairs: a
 smaller limit later reads what a larger one harvested, a larger one harvests only what it adds.
-Every shard also keeps the prompted judge's log-odds on its pairs' prompts, read in the
-harvest's own passes, so the judges need not run those prompts again."""
+Each shard also keeps the prompted judge's log-odds, read in the harvest's own passes, so the
+judges need not run those prompts again.
+"""
 
 from __future__ import annotations
 
@@ -48,8 +49,7 @@ def _slug(text: str) -> str:
 
 def stored_rows(dataset: Dataset) -> tuple[Dataset, list[int] | None]:
     """``(the dataset a store holds, the positions of dataset's records in it)``: a limit's
-    whole dataset (``sampled_from``) when every record is the one at its pair id there, else
-    the dataset itself (rows None: all of it, in order)."""
+    whole dataset when every record is the one at its pair id there, else (dataset, None)."""
     if dataset.sampled_from is None:
         return dataset, None
     whole = dataset.sampled_from.whole
@@ -69,7 +69,6 @@ def read_as(store: ActivationStore, dataset: Dataset) -> ActivationStore:
 
 def _as_dataset(store: ActivationStore, dataset: Dataset, rows: list[int] | None
                 ) -> ActivationStore:
-    """The store read as ``dataset``: a view of its rows, or the store itself."""
     if rows is None:
         return store
     return store.view(rows, dataset=dataset.name, dataset_fingerprint=dataset.fingerprint())
@@ -77,9 +76,8 @@ def _as_dataset(store: ActivationStore, dataset: Dataset, rows: list[int] | None
 
 def default_store_path(root: str | Path, model: str, dataset: Dataset, template: Template,
                        hook_names: Sequence[str] | None = None) -> Path:
-    """``root/<model>/<dataset>-<fingerprint>-<template hash>``: one folder per harvest (a
-    limit's whole dataset, :func:`stored_rows`); read-outs other than the default
-    (``hook_names``) add ``-h<hash of the names>``."""
+    """``root/<model>/<dataset>-<fingerprint>-<template hash>`` (a limit's whole dataset);
+    read-outs other than the default (``hook_names``) add ``-h<hash of the names>``."""
     dataset = stored_rows(dataset)[0]
     folder = f"{_slug(dataset.name)}-{dataset.fingerprint()[:8]}-{template_hash(template)[:8]}"
     if hook_names is not None:
@@ -99,8 +97,7 @@ def parse_shard(spec: str | None) -> tuple[int, int]:
 
 @dataclass
 class _Prepared:
-    """A harvest's store (the whole dataset's), the rows the dataset reads, its contrast
-    pairs, and the held lock of its shard spec."""
+    """A harvest's store, the rows the dataset reads, and the held lock of its shard spec."""
 
     store: ActivationStore
     dataset: Dataset
@@ -113,8 +110,7 @@ class _Prepared:
         return _as_dataset(self.store, self.dataset, self.rows)
 
     def todo(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[int, int, int]]:
-        """``(shard, first pair to compute, stop)`` for each shard of the spec this dataset
-        still needs."""
+        """``(shard, first pair to compute, stop)`` per shard of the spec still needed."""
         i, n = shard
         need = self.view()
         out = []
@@ -124,16 +120,12 @@ class _Prepared:
                 out.append((k, self.store.written_stop(k) or start, stop))
         return out
 
-    def pairs(self, start: int, stop: int) -> list:
-        return self.built[start:stop]
-
 
 def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | None,
               shard_size: int, settings: HarvestSettings, names, shard: tuple[int, int] = (0, 1)
               ) -> _Prepared:
-    """The store created or reopened for ``dataset`` (its whole dataset's, where a limit drew
-    it), holding the lock of this shard spec: two harvests of one spec at once are refused,
-    not interleaved."""
+    """The store created or reopened for ``dataset``, holding the lock of this shard spec: two
+    harvests of one spec at once are refused, not interleaved."""
     template = template or default_template(dataset)
     whole, rows = stored_rows(dataset)
     need = len(whole) if rows is None else max(rows, default=-1) + 1
@@ -151,7 +143,6 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
         template_hash=template_hash(template),
         hook_names=tuple(hooks),
         n_layers=bridge.cfg.n_layers,
-        # The stored vectors' width: d_model, or an SAE's d_sae (any size); one per read-out.
         d_model=(width := readout_width(bridge, names)),
         readout_widths=(width,) * len(hooks),
         dtype=str(settings.out_dtype).removeprefix("torch."),
@@ -176,7 +167,6 @@ def _prepared(bridge, dataset: Dataset, out: str | Path, template: Template | No
     except BaseException:
         lock.release()
         raise
-    # default read-outs: no names passed, so the store's harvest reads the model's defaults
     return _Prepared(store, dataset, rows, built, {} if names is None else {"names": hooks},
                      lock)
 
@@ -193,51 +183,36 @@ def harvest_dataset(
     progress: bool = True,
     names: str | Sequence[str] | None = None,
 ) -> ActivationStore:
-    """Harvest ``dataset`` into the store at ``out`` and return it (activations, and the
-    prompted judge's log-odds on each pair's prompt: :meth:`ActivationStore.judge_logodds`).
+    """Harvest ``dataset`` (activations and the judge's log-odds) into the store at ``out``.
     ``names``: the read-outs (exact hook names, presets, glob patterns; default every block's
-    resid_post and the final norm), recorded as exact names in forward order.
+    resid_post and the final norm).
 
-    Complete shards are skipped, so a killed harvest resumes where it stopped; a dataset drawn
-    by a pair limit shares its whole dataset's store (:func:`stored_rows`) and is returned as a
-    view of its own pairs. ``shard=(i, n)`` does only the store shards ``k`` with
-    ``k % n == i``: n processes (a SLURM array, a shell loop) fill one store without
-    collisions; two harvests of one shard spec at once are refused by a lock.
+    Complete shards are skipped, so a killed harvest resumes where it stopped. ``shard=(i, n)``
+    does only the shards ``k`` with ``k % n == i``: n processes (a SLURM array, a shell loop)
+    fill one store without collisions.
     """
-    prep = _prepared(bridge, dataset, out, template, shard_size, settings, names, shard)
-    try:
-        todo = prep.todo(shard)
-        bar = tqdm(total=sum(b - a for _, a, b in todo), desc=f"harvest {dataset.name}",
-                   unit="pair", disable=not progress)
-        for k, start, stop in todo:
-            got = harvest_with_judge(bridge, prep.pairs(start, stop), settings,
-                                     progress=bar.update, **prep.named)
-            prep.store.write_shard(k, got.acts, got.judge_logodds, start=start)
-        bar.close()
-    finally:
-        prep.lock.release()
-    return prep.view()
+    return harvest_together(bridge, [(dataset, out, template)], shard_size=shard_size,
+                            shard=shard, settings=settings, progress=progress, names=names)[0]
 
 
 def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template | None]], *,
-                     shard_size: int = 256, settings: HarvestSettings = HarvestSettings(),
-                     progress: bool = True, names: str | Sequence[str] | None = None
-                     ) -> list[ActivationStore]:
-    """Harvest several ``(dataset, store folder, template)`` at once, shard by shard: shard
-    ``k`` of every store runs in one pass, so prompts that share a context across datasets
-    (one article asked about four aspects) compute it once. Each store stays resumable per
-    shard, exactly as :func:`harvest_dataset` leaves it."""
+                     shard_size: int = 256, shard: tuple[int, int] = (0, 1),
+                     settings: HarvestSettings = HarvestSettings(), progress: bool = True,
+                     names: str | Sequence[str] | None = None) -> list[ActivationStore]:
+    """Harvest several ``(dataset, store folder, template)`` at once: shard ``k`` of every store
+    runs in one pass, so a context shared across datasets (one article asked about four
+    aspects) runs once. Each store stays resumable per shard."""
     prepared: list[_Prepared] = []
     try:
         for d, out, t in jobs:
-            prepared.append(_prepared(bridge, d, out, t, shard_size, settings, names))
-        todo = [{k: (a, b) for k, a, b in p.todo()} for p in prepared]
+            prepared.append(_prepared(bridge, d, out, t, shard_size, settings, names, shard))
+        todo = [{k: (a, b) for k, a, b in p.todo(shard)} for p in prepared]
         total = sum(b - a for t in todo for a, b in t.values())
         label = jobs[0][0].name if len(jobs) == 1 else f"{len(jobs)} datasets"
         bar = tqdm(total=total, desc=f"harvest {label}", unit="pair", disable=not progress)
         named = prepared[0].named
         for k in sorted({k for t in todo for k in t}):
-            parts = [(p, t[k][0], p.pairs(*t[k]))
+            parts = [(p, t[k][0], p.built[slice(*t[k])])
                      for p, t in zip(prepared, todo) if k in t]
             got = harvest_with_judge(bridge, [x for _, _, ps in parts for x in ps], settings,
                                      progress=bar.update, **named)
@@ -257,20 +232,10 @@ def harvest_together(bridge, jobs: Sequence[tuple[Dataset, str | Path, Template 
 def ensure_stores(bridge, datasets: Sequence[Dataset], root: str | Path, *,
                   settings: HarvestSettings = HarvestSettings(), progress: bool = True
                   ) -> list[ActivationStore]:
-    """:func:`ensure_store` for several datasets (default template and read-outs); incomplete
-    ones read from the same file are harvested together (:func:`harvest_together`), so their
-    shared contexts run once."""
-    paths = [default_store_path(root, model_name(bridge), d, default_template(d))
-             for d in datasets]
-    out: list[ActivationStore | None] = []
-    for d, p in zip(datasets, paths):
-        done = None
-        if (p / "metadata.json").exists():
-            s = _as_dataset(ActivationStore.open(p, whole=True), d, stored_rows(d)[1])
-            if s.complete and s.meta.model == model_name(bridge) \
-                    and s.hook_names == default_readouts(bridge):
-                done = s
-        out.append(done)
+    """:func:`ensure_store` for several datasets (default template and read-outs)."""
+    found = [finished_store(bridge, d, root) for d in datasets]
+    paths = [p for p, _ in found]
+    out: list[ActivationStore | None] = [s for _, s in found]
     # Datasets read from one file (SummEval's four aspects) share their contexts: harvest
     # them together; the others one by one, so an interruption loses one file's shard only.
     by_source: dict[str, list[int]] = {}
@@ -289,14 +254,13 @@ def finished_store(bridge, dataset: Dataset, root: str | Path, *,
                    template: Template | None = None, names: str | Sequence[str] | None = None
                    ) -> tuple[Path, ActivationStore | None]:
     """``(path, store)``: where :func:`ensure_store` keeps ``dataset``'s store, and the store
-    when it is already complete for this model and read-outs (else None: it would harvest)."""
+    when it is complete for this model and read-outs (else None)."""
     template = template or default_template(dataset)
     hooks = readout_names(bridge, names)
     path = default_store_path(root, model_name(bridge), dataset, template,
                               None if hooks == default_readouts(bridge) else hooks)
     if (path / "metadata.json").exists():
-        store = _as_dataset(ActivationStore.open(path, whole=True), dataset,
-                            stored_rows(dataset)[1])
+        store = read_as(ActivationStore.open(path, whole=True), dataset)
         if (store.complete and store.meta.model == model_name(bridge)
                 and store.hook_names == hooks):
             return path, store
@@ -306,8 +270,7 @@ def finished_store(bridge, dataset: Dataset, root: str | Path, *,
 def pending_records(bridge, dataset: Dataset, root: str | Path, *,
                     template: Template | None = None, names: str | Sequence[str] | None = None
                     ) -> list[int]:
-    """Positions of ``dataset``'s records that :func:`ensure_store` would still harvest (none
-    once its store is complete; those past what another limit harvested otherwise)."""
+    """Positions of ``dataset``'s records that :func:`ensure_store` would still harvest."""
     template = template or default_template(dataset)
     hooks = readout_names(bridge, names)
     path = default_store_path(root, model_name(bridge), dataset, template,
@@ -335,8 +298,7 @@ def ensure_store(
     names: str | Sequence[str] | None = None,
 ) -> ActivationStore:
     """The store of ``dataset`` under ``root``: opened if complete, else harvested or resumed.
-    ``names`` as in :func:`harvest_dataset`; read-outs other than the default get a folder of
-    their own, and a store is reused only if it holds exactly these read-outs."""
+    A store is reused only if it holds exactly these read-outs (``names``)."""
     template = template or default_template(dataset)
     hooks = readout_names(bridge, names)
     default = hooks == default_readouts(bridge)
@@ -362,8 +324,7 @@ def store_template(store: ActivationStore) -> Template:
 
 
 def check_store_matches(bridge, store: ActivationStore, dataset: Dataset) -> None:
-    """Refuse a store not harvested from ``dataset``'s records with ``bridge``'s model (an
-    analysis that re-runs the model on the records needs both to be the store's)."""
+    """Refuse a store not harvested from ``dataset``'s records with ``bridge``'s model."""
     if store.meta.model != model_name(bridge):
         raise StoreError(f"{store.path} was harvested with model {store.meta.model!r}, but "
                          f"the model given is {model_name(bridge)!r}")

@@ -1,24 +1,19 @@
 """Where shared prompt prefixes are planned and run once: a two-level prefix tree.
 
-Prompts of a PPairS study share a lot: all pairs of an article's summaries share the article;
-all pairs whose *first* item is the same summary share that summary too; the two sides of a
-pair share everything but the final token. Running each shared part once computes only the
-tokens strictly needed:
+Pairs of an article's summaries share the article, pairs with the same *first* item share that
+too, and a pair's two sides share all but the final token. Each shared part runs once:
 
-* **group context** — the common prefix of a group of rows (an article with its pairs), run
-  once with batch 1;
-* **shared middle** — within a group, rows whose prompts go on identically for at least
-  ``min_shared`` more tokens (same first item) form a subgroup whose middle runs once;
+* **group context** — the common prefix of a group of rows, run once with batch 1;
+* **shared middle** — rows of a group that go on identically for at least ``min_shared`` more
+  tokens (same first item) form a subgroup whose middle runs once;
 * **tail** — each row's remaining tokens;
-* **branches** — the tokens read out (a contrast pair's two final tokens), each alone, in the
-  same forward pass as the row's tail (on request also the logits at the row's last prompt
-  token, the prompted judge's answer: ``logits_at_end``).
+* **branches** — the tokens read out, each alone, in the same pass as the row's tail (on
+  request also the logits at the row's last prompt token: ``logits_at_end``).
 
-:func:`plan` computes that tree from token ids alone, and :func:`run_rows` executes it over
-any model through two callables, so the harvester and the benchmarks' bare HF limit run the
-same schedule. Caches are *gathered* per row (new tensors: the parent cache stays valid for
-its other children), new tokens right-padded, the padding masked and positions explicit, so
-every row sees exactly the keys and positions of its own unpadded prompt.
+:func:`plan` builds that tree from token ids alone and :func:`run_rows` executes it over any
+model through two callables, so the harvester and the benchmarks' bare HF limit run the same
+schedule. Caches are *gathered* per row (the parent's stays valid for its other children), new
+tokens right-padded and masked, positions explicit: every row sees exactly its unpadded prompt.
 """
 
 from __future__ import annotations
@@ -72,9 +67,8 @@ def _lcp(a: Sequence[int], b: Sequence[int], start: int = 0) -> int:
 
 def share_groups(prefixes: Sequence[Sequence[int]], keys: Sequence[str], share: bool
                  ) -> Iterator[tuple[list[int], int]]:
-    """(row indices, context length) for each group of rows sharing a context; rows of small
-    groups (one story with one pair) are pooled into one group sharing the template's common
-    prefix, so they batch together."""
+    """(row indices, context length) per group of rows sharing a context; small groups are
+    pooled into one group sharing the template's common prefix, so they batch together."""
     if not share:
         for i, p in enumerate(prefixes):
             yield [i], len(p)
@@ -95,11 +89,10 @@ def _best_runs(lcp: Sequence[int], lo: int, hi: int, min_shared: int, depth: int
                ) -> tuple[int, list[tuple[int, int, int]]]:
     """Best split of sorted rows ``lo:hi`` into runs sharing a middle part.
 
-    ``lcp[k]`` is how many tokens rows ``k`` and ``k + 1`` share beyond the context. A run
-    ``(a, b, m)`` shares ``m = min(lcp[a:b-1])`` tokens and saves ``(b - a - 1) * m``. Either
-    the whole range is one run, or it splits where its neighbours share least and each part
-    is split best in turn (the LCP-interval tree); whichever saves more tokens.
-    """
+    ``lcp[k]``: tokens rows ``k`` and ``k + 1`` share beyond the context. A run ``(a, b, m)``
+    shares ``m = min(lcp[a:b-1])`` tokens and saves ``(b - a - 1) * m``. The whole range is one
+    run, or splits where neighbours share least, each part split best in turn (the LCP-interval
+    tree); whichever saves more."""
     if hi - lo == 1:
         return 0, [(lo, hi, 0)]
     m = min(lcp[lo:hi - 1])
@@ -118,11 +111,10 @@ def _best_runs(lcp: Sequence[int], lo: int, hi: int, min_shared: int, depth: int
 def subgroups(prefixes: Sequence[Sequence[int]], idx: Sequence[int], c: int,
               min_shared: int = MIN_SHARED, min_saving: float = MIN_SAVING
               ) -> tuple[SubGroup, ...]:
-    """Split rows (which agree on their first ``c`` tokens) into subgroups: sorted by their
-    tokens, runs of rows sharing at least ``min_shared`` tokens beyond ``c`` are chosen to
-    save the most tokens (:func:`_best_runs`), one subgroup each, other rows alone. That tree
-    is used when it runs at least ``min_saving`` fewer tokens than the flat plan (every row's
-    remainder whole: subgroups of one, all ``mid``)."""
+    """Split rows (agreeing on their first ``c`` tokens) into subgroups: sorted, the runs
+    sharing at least ``min_shared`` more tokens that save the most (:func:`_best_runs`), other
+    rows alone; used only when it runs ``min_saving`` fewer tokens than the flat plan (each
+    row's remainder whole, as ``mid``)."""
     order = sorted(idx, key=lambda i: tuple(prefixes[i][c:]))
     flat = tuple(SubGroup(tuple(prefixes[i][c:]), (i,), ((),)) for i in order)
     lcp = [_lcp(prefixes[a], prefixes[b], c) - c for a, b in zip(order, order[1:])]
@@ -164,10 +156,9 @@ def plan(prefixes: Sequence[Sequence[int]], groups: Sequence[str], *, share: boo
 
 
 def end_in_tails(plans: Sequence[GroupPlan]) -> list[GroupPlan]:
-    """``plans`` with every row's last prompt token in its tail, where ``logits_at_end`` reads
-    it: where a row's prompt ends in its group's context (run alone) or in its shared middle
-    (the flat plan's rows), that part's last token moves down into what follows it. The same
-    prompts and tokens run; only where one token is computed changes."""
+    """``plans`` with every row's last prompt token moved into its tail, where
+    ``logits_at_end`` reads it (out of a context run alone, or a flat plan's ``mid``); the
+    same tokens run."""
     out = []
     for g in plans:
         ctx, subs = g.context, list(g.subgroups)
@@ -187,10 +178,6 @@ def tokens_computed(plans: Sequence[GroupPlan], n_branch: int) -> int:
                                     for s in g.subgroups) for g in plans)
 
 
-# --------------------------------------------------------------------------------------------
-# Execution over any model with an HF-style key-value cache
-# --------------------------------------------------------------------------------------------
-
 #: ``forward(ids, cache, mask, pos) -> cache``: run ``ids`` after ``cache`` (None: nothing
 #: before), with the 2-D attention mask over cache + ids and explicit positions.
 Forward = Callable[[Tensor, Any, Tensor, Tensor], Any]
@@ -202,9 +189,8 @@ Read = Callable[[Tensor, Any, Tensor, Tensor, int], tuple[Tensor | None, Tensor 
 
 @dataclass
 class PrefixState:
-    """Cached prefixes, one per row: key-value cache, attention mask, next position.
-    ``select`` (when set) picks this state's rows out of ``cache``'s batch: selections are
-    composed lazily and the cache is gathered only right before a forward pass needs it."""
+    """Cached prefixes, one per row. ``select`` (when set) picks this state's rows out of
+    ``cache``'s batch lazily: the cache is gathered only right before a pass needs it."""
 
     cache: Any
     mask: Int[Tensor, "row seq"]
@@ -218,9 +204,8 @@ class PrefixState:
 
 
 def _gather_cache(cache, index: Tensor):
-    """A cache holding rows ``index`` of ``cache`` (new tensors: ``cache`` stays valid). HF's
-    ``DynamicCache`` layers rebind (never write into) their tensors on update, so a shallow
-    copy of the cache and of each layer, then an index, is a full independent copy."""
+    """Rows ``index`` of ``cache`` as new tensors. HF's ``DynamicCache`` layers rebind (never
+    write into) their tensors on update, so shallow copies, then an index, are independent."""
     if cache is None:
         return None
     new = copy.copy(cache)
@@ -240,18 +225,15 @@ def _padded(tokens: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor, li
 
 
 def _select(state: PrefixState, rows: Sequence[int]) -> tuple[Tensor, Tensor]:
-    """``(index into state, index into its cache)`` of rows ``rows`` of ``state``."""
+    """``(index into state, index into its cache)`` of ``rows``."""
     index = torch.tensor(list(rows), dtype=torch.long, device=state.mask.device)
     return index, (index if state.select is None else state.select[index])
 
 
 def _cache_for_forward(state: PrefixState, select: Tensor, consume: bool):
-    """The cache a forward pass may extend: a gathered copy, unless the caller gives ``state``
-    up (``consume``), ``state`` owns its cache and the rows are the cache's own, in order.
-
-    A lazily selected state (``select`` set) shares its parent's cache, which serves the
-    parent's other children: it never hands that cache over, even when the selection is the
-    identity (one row of a batch-1 context)."""
+    """A gathered copy of the cache, unless ``consume`` and ``state`` owns it with these rows
+    in order. A lazily selected state shares its parent's cache (serving the parent's other
+    children), so it never hands it over, even for an identity selection."""
     cache = state.cache
     if consume and cache is not None and state.select is None:
         n = cache.layers[0].keys.shape[0] if cache.layers and cache.layers[0].keys is not None \
@@ -263,9 +245,8 @@ def _cache_for_forward(state: PrefixState, select: Tensor, consume: bool):
 
 def extend(state: PrefixState, parents: Sequence[int], tokens: Sequence[Sequence[int]],
            forward: Forward, consume: bool = False) -> PrefixState:
-    """Rows ``parents`` of ``state`` extended by ``tokens`` (right-padded; a forward pass
-    unless all are empty); ``consume``: ``state`` is not used afterwards, so its cache may be
-    extended in place."""
+    """Rows ``parents`` of ``state`` extended by ``tokens``; ``consume``: ``state`` is not used
+    afterwards, so its cache may be extended in place."""
     index, select = _select(state, parents)
     mask, pos0 = state.mask[index], state.next_pos[index]
     if max(len(t) for t in tokens) == 0:
@@ -284,15 +265,13 @@ def read_branches(state: PrefixState, rows: Sequence[int], tokens: Sequence[Sequ
                   tails: Sequence[Sequence[int]] | None = None, logits_at_end: bool = False
                   ) -> tuple[Tensor | None, Tensor | None]:
     """Read the model at each of ``tokens[k]`` appended, alone, to row ``rows[k]`` of
-    ``state`` (after ``tails[k]``, when given, in the same forward pass).
+    ``state`` (after ``tails[k]``, when given, in the same pass).
 
-    A row's sequence is its tail (right-padded), then its branch tokens, under a 4-D mask that
-    gives every token what it would see unpadded and hides the branches from each other
-    (:func:`ppairs_lens.activations.branch_layout.fused_inputs`). (Repeating the cache once
-    per branch would copy it, far costlier than these few tokens; a pass of its own for the
-    tail would read every weight once more.) ``logits_at_end``: tails are left-padded, so each
-    row's last prompt token sits just before its branches, and the read also gives the logits
-    there, ``[row, n_ids]`` (NaN where the tail is empty).
+    Tail then branches, under a 4-D mask that hides the branches from each other
+    (:func:`ppairs_lens.activations.branch_layout.fused_inputs`): repeating the cache per
+    branch would copy it, and a pass of its own for the tail would read every weight again.
+    ``logits_at_end``: tails are left-padded and the logits at each row's last prompt token
+    come back too, ``[row, n_ids]`` (NaN where the tail is empty).
     """
     index, select = _select(state, rows)
     cache = _cache_for_forward(state, select, consume)
@@ -316,17 +295,13 @@ def run_rows(
     logits_at_end: bool = False,
     roots: Sequence[int] | None = None,
 ) -> None:
-    """Run ``subs`` (rows continuing a cached prefix in ``start``: row ``roots[k]`` for
-    ``subs[k]``, row 0 when not given) and their branches.
+    """Run ``subs`` (continuing row ``roots[k]`` of ``start``, else row 0) and their branches.
 
-    ``emit(rows, acts, logits)`` receives each finished part: ``acts``/``logits`` have
-    ``len(rows) * n_branch`` rows, each row's branches together. Work is depth-first: the
-    shared middles of a chunk of subgroups, then their rows' tails in parts, each of about
-    ``token_budget`` cached tokens, so memory does not grow with the number of rows. ``fuse``:
-    a part's tails and branch tokens go in one pass; otherwise the tails run in a pass of their
-    own and ``read`` sees only the branch tokens (for hooks meant for those alone).
-    ``logits_at_end`` (fused only): ``logits`` are read at each row's last prompt token
-    instead, one row each (:func:`read_branches`).
+    ``emit(rows, acts, logits)`` gets each finished part, ``len(rows) * n_branch`` rows. Work
+    is depth-first (a chunk's shared middles, then its tails in parts of about
+    ``token_budget`` cached tokens), so memory does not grow with the rows. Without ``fuse``
+    the tails run in a pass of their own and ``read`` sees only the branch tokens (for hooks
+    meant for those alone). ``logits_at_end`` (fused only): see :func:`read_branches`.
     """
     if logits_at_end and not fuse:
         raise ValueError("logits at the prompts' end are read in the fused pass only")
@@ -342,10 +317,8 @@ def run_rows(
     while k < len(subs):
         k0 = k
         width = base + len(subs[k].mid) + n_branch
-        # A chunk is sized by its middle step (one row per subgroup): batching several
-        # middles amortises a forward pass's fixed cost (every weight read once) and the
-        # tails are run in parts of their own size anyway. Subgroups of one row (empty
-        # middles) all go in one chunk: they need no middle step.
+        # Sized by its middle step (one row per subgroup): batching middles amortises a pass's
+        # fixed cost; tails run in parts of their own. Empty middles all share one chunk.
         chunk = [subs[k]]
         k += 1
         while k < len(subs) and (bool(subs[k].mid) == bool(chunk[0].mid)) and (

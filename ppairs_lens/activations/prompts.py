@@ -1,16 +1,12 @@
 """Prompt templates that turn records into contrast pairs of token ids.
 
-A contrast pair is two prompts that are identical except for their final token ("... is Choice
-1" vs "... is Choice 2", or "... is True" vs "... is False"). We check that at the token level,
-because a tokenizer that merges the final token with what precedes it would silently give two
-prompts that differ in more than the choice.
+A contrast pair is two prompts identical except for their final token ("... is Choice 1" vs
+"... is Choice 2"). That is checked on the tokens: a tokenizer that merges the final token with
+what precedes it would silently give prompts differing in more than the choice.
 
-A template file (``ppairs-lens ... --template FILE``, :func:`load_template`) is one JSON
-object: ``"kind"`` (``"comparison"`` or ``"statement"``) and any fields of
-:class:`ComparisonTemplate` / :class:`StatementTemplate` to change (the rest keep their
-defaults), e.g. ``{"kind": "comparison", "assistant": "The {comparative} {item} is Choice ",
-"choices": ["1", "2"]}``. It is the ``"template"`` entry of a store's ``metadata.json``, so a
-store's template can be copied into a file as it is.
+A template file (``--template FILE``, :func:`load_template`) is one JSON object: ``"kind"``
+(``"comparison"`` or ``"statement"``) and any fields to change, e.g. ``{"kind": "comparison",
+"choices": ["1", "2"]}``: the ``"template"`` entry of a store's ``metadata.json`` as it is.
 """
 
 from __future__ import annotations
@@ -43,9 +39,8 @@ ASPECT_DESCRIPTIONS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ContrastPair:
-    """Token ids of one contrast pair: ``prefix_ids + [final_ids[0]]`` vs ``+ [final_ids[1]]``.
-    Side 0 is the prompt that names item 1 (or "True"); ``label`` is 1, 2 or 0 (tie).
-    ``group`` marks pairs that share a context, so the harvester can run it once."""
+    """``prefix_ids + [final_ids[0]]`` (item 1, or "True") vs ``+ [final_ids[1]]``; ``label``
+    1, 2 or 0 (tie); ``group`` marks pairs sharing a context, run once."""
 
     pair_id: str
     prefix_ids: tuple[int, ...]
@@ -63,8 +58,7 @@ def comparative(aspect: str) -> str:
 
 
 class TemplateBase:
-    """What every prompt template shares: :meth:`describe`, its kind and fields as a dict (saved
-    in a store's metadata and hashed by :func:`template_hash`)."""
+    """:meth:`describe`: kind and fields (saved in a store's metadata, hashed)."""
 
     kind: ClassVar[str]
 
@@ -73,8 +67,8 @@ class TemplateBase:
 
 
 class ChatTemplate(Protocol):
-    """A question as a chat user turn plus an assistant prefix, as :func:`render_chat` fills it:
-    :class:`ComparisonTemplate`, or :class:`ppairs_lens.judges.scoring.ScoreTemplate`."""
+    """What :func:`render_chat` fills: :class:`ComparisonTemplate`, or
+    :class:`ppairs_lens.judges.scoring.ScoreTemplate`."""
 
     user: str
     context_block: str
@@ -85,9 +79,8 @@ class ChatTemplate(Protocol):
 
 @dataclass(frozen=True)
 class ComparisonTemplate(TemplateBase):
-    """The paper's comparison prompt as a chat user turn, asking which item is more <aspect>,
-    plus an assistant prefix after which the final token is the choice. Fields in braces are
-    filled from the dataset and record."""
+    """The paper's comparison prompt: which item is more <aspect>, then an assistant prefix
+    after which the final token is the choice."""
 
     user: str = ("{context_block}{Item} Choice 1:\n{item1}\n\n{Item} Choice 2:\n{item2}\n\n"
                  "Which {item} is {comparative}?{description} Answers must be a single choice.")
@@ -123,23 +116,14 @@ def default_template(dataset: Dataset) -> Template:
 
 
 def chat_text(tokenizer, system: str | None, user: str) -> str:
-    """The chat prompt text of one user turn (after an optional system turn), ending where the
-    assistant's answer starts; the user text itself for a tokenizer without a chat template."""
-    messages = ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": user}]
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return user + "\n"  # a base model without a chat template gets the plain text
+    """The chat prompt text of one user turn, ending where the assistant's answer starts."""
+    return chat_turns_text(tokenizer, system, (), user)
 
 
 def chat_turns_text(tokenizer, system: str | None, turns: Sequence[tuple[str, str]],
                     user: str) -> str:
-    """The chat prompt text of earlier ``(user, assistant)`` turns (few-shot demonstrations as
-    a conversation) and then one user turn, ending where the assistant's answer starts; for a
-    tokenizer without a chat template, each earlier question and its answer, then the question.
-    """
-    if not turns:
-        return chat_text(tokenizer, system, user)
+    """Earlier ``(user, assistant)`` turns (few-shot demonstrations), then one user turn, ending
+    where the assistant's answer starts; plain text without a chat template (a base model)."""
     messages = [{"role": "system", "content": system}] if system else []
     for u, a in turns:
         messages += [{"role": "user", "content": u}, {"role": "assistant", "content": a}]
@@ -151,11 +135,9 @@ def chat_turns_text(tokenizer, system: str | None, turns: Sequence[tuple[str, st
 
 def render_chat(template: ChatTemplate, dataset: Dataset, context: str | None,
                 **items: str) -> tuple[str, str, str]:
-    """The user turn, the assistant prefix and the context block (what every prompt of one
-    context shares: the context, else the instruction header) of one prompt. Fields in braces
-    come from ``dataset``'s question (``item``, ``Item``, ``aspect``, ``comparative``,
-    ``context_name``, ``description``) and from ``items`` (``item1`` / ``item2`` of a
-    comparison, ``item_text`` of a rated item)."""
+    """The user turn, assistant prefix and context block (what the prompts of one context
+    share) of one prompt. Braces are filled from ``dataset`` (``item``, ``Item``, ``aspect``,
+    ``comparative``, ``context_name``, ``description``) and ``items``."""
     item = dataset.item_name
     desc = ""
     if template.include_description:
@@ -193,10 +175,9 @@ TOKENIZE_CHUNK = 3072
 
 def split_finals(tokenizer, prefix_texts: Sequence[str], choices: tuple[str, str],
                  name: str | Callable[[int], str]) -> list[tuple[list[int], tuple[int, int]]]:
-    """``prefix_text + choice`` for both ``choices``, for every text -> (shared prefix ids, the
-    two final ids), refused (:class:`TemplateError`, starting with ``name``, or ``name(i)`` for
-    text ``i``) unless the two prompts differ in their final token only and the prefix alone
-    tokenizes as the prompts' shared part. The tokenizations go in batched calls: one call per
+    """``prefix_text + choice`` for both ``choices`` -> (shared prefix ids, the two final ids),
+    refused (the error starting ``name``, or ``name(i)``) unless the prompts differ in their
+    final token only and the prefix alone tokenizes as their shared part. Batched: one call per
     text kept an H100 idle ~250 s before a harvest of SummEval's 48,000 pairs."""
     out: list[tuple[list[int], tuple[int, int]]] = []
     for at in range(0, len(prefix_texts), TOKENIZE_CHUNK):
@@ -248,7 +229,6 @@ TEMPLATE_KINDS: dict[str, type] = {"comparison": ComparisonTemplate,
 
 
 def _checked(kind: str, name: str, value, default, where: str):
-    """``value`` for field ``name``, refused unless it has the field's type."""
     if name == "choices":
         if (isinstance(value, (list, tuple)) and len(value) == 2
                 and all(isinstance(c, str) and c for c in value) and value[0] != value[1]):
@@ -265,8 +245,7 @@ def _checked(kind: str, name: str, value, default, where: str):
 
 
 def template_from_dict(desc: dict, where: str = "template") -> Template:
-    """A template from its fields (``kind`` plus any fields to change); ``where`` starts every
-    error (a file name, say)."""
+    """A template from ``kind`` plus any fields to change; ``where`` starts every error."""
     if not isinstance(desc, dict):
         raise TemplateError(f"{where}: expected a JSON object of template fields, got "
                             f"{type(desc).__name__}")
@@ -285,7 +264,6 @@ def template_from_dict(desc: dict, where: str = "template") -> Template:
 
 
 def load_template(path: str | Path) -> Template:
-    """The template in the JSON file ``path`` (format: see the module docstring)."""
     path = Path(path)
     where = f"template file {path}"
     try:
@@ -301,9 +279,8 @@ def load_template(path: str | Path) -> Template:
 
 
 def check_template_fits(template: Template, dataset: Dataset, tokenizer=None) -> None:
-    """Refuse a template of the wrong kind for ``dataset``, or one whose fields name
-    placeholders that the dataset's records do not fill (tried on its first record); with a
-    ``tokenizer``, also one whose two prompts do not differ in their final token only."""
+    """Refuse a template of the wrong kind, or naming placeholders the records do not fill
+    (tried on the first); with a ``tokenizer``, also a contrast that is not one final token."""
     name = type(template).__name__
     if (dataset.kind == "statement") != isinstance(template, StatementTemplate):
         raise TemplateError(f"{name} does not fit the {dataset.kind} dataset {dataset.name}: "

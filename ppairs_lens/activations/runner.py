@@ -1,24 +1,17 @@
 """Where a model is run: prompts read at their branch tokens, shared prefixes run once.
 
 The harvest, the judges and the interventions all run their prompts through
-:func:`run_branches` (:func:`model_device` says where token ids go, for finetuning too), as
-what they run has the same shape and the same waste to avoid:
+:func:`run_branches`, as they share a shape and the waste to avoid:
 
-- shared prefixes: a group's common prefix (an article with its 16 summaries) runs once and
-  keeps its key-value cache, what rows of a group share beyond it (the same first item) once
-  per subgroup, then each row's remainder in padded, length-sorted batches
-  (:mod:`ppairs_lens.activations.prefix_sharing`);
-- a token budget by device: batches of rows x (context + new tokens), small on a CPU (the
-  bridge's attention materialises its scores), large on a GPU (a pass costs little per token,
-  much per pass), capped by free GPU memory (:class:`HarvestSettings`);
-- reads at branch tokens (a contrast pair's two final tokens; a judge's last prompt token,
-  once per intervention), each seeing the prompt but not its siblings, in the same pass as
-  the row's remainder; or the logits at each row's last prompt token (``logits_at="end"``),
-  so a harvest gives the prompted judge's answer without running its prompt again.
+- shared prefixes run once (:mod:`ppairs_lens.activations.prefix_sharing`);
+- a token budget by device: small on a CPU (the bridge's attention materialises its scores),
+  large on a GPU (a pass costs little per token, much per pass), capped by free GPU memory;
+- reads at branch tokens, each seeing the prompt but not its siblings, in the same pass as the
+  row's remainder; or the logits at each row's last prompt token (``logits_at="end"``), so a
+  harvest gives the prompted judge's answer without running its prompt again.
 
 Positions are explicit and padding is masked from lengths (never from token ids: the pad
-token is also the end-of-turn token), so what is read equals an unbatched, unpadded run of
-each full prompt.
+token is also the end-of-turn token), so what is read equals an unbatched, unpadded run.
 """
 
 from __future__ import annotations
@@ -72,9 +65,8 @@ DEFAULT_TOKEN_BUDGET = 4096
 #: Python hooks). Measured on an H100 (SmolLM2-135M architecture, 960 SummEval pairs): 4096
 #: took 20.8 s, 16384 5.6 s, 65536 4.2 s.
 GPU_TOKEN_BUDGET = 65536
-#: ... capped so that a pass's key-value cache (rows x cached tokens) stays under this share
-#: of the GPU memory free when the harvest starts (a part's cache is a gathered copy of its
-#: parent's, and attention scores come on top).
+#: ... capped so a pass's key-value cache stays under this share of the GPU memory free at the
+#: start (a part's cache is a gathered copy of its parent's; attention scores come on top).
 GPU_MEMORY_SHARE = 0.2
 
 
@@ -95,12 +87,10 @@ def default_token_budget(model, device: torch.device) -> int:
 class HarvestSettings:
     """How a harvest batches its work; none of these change the numbers stored."""
 
-    # rows x (context + suffix) tokens per pass; None: by device (default_token_budget)
-    token_budget: int | None = None
+    token_budget: int | None = None  # rows x (context + suffix) tokens per pass; None: by device
     share_prefixes: bool = True  # False runs each pair's whole prefix (a reference path)
     out_dtype: torch.dtype = torch.float32
-    # True: the contexts of many groups in one pass, their rows together (many small groups,
-    # as in direct scoring: :func:`run_plan`)
+    # True: the contexts of many small groups in one pass (direct scoring: :func:`run_plan`)
     batch_contexts: bool = False
 
     def __post_init__(self):
@@ -114,10 +104,9 @@ class HarvestSettings:
 
 
 def model_device(model) -> torch.device:
-    """Where token ids go: the device of the input embedding's weights (a HookedTransformer's
-    embedding too). Not ``cfg.device`` alone: a bridge booted around an existing HF model
-    records the best available device there (cuda on a GPU machine) wherever the weights are.
-    A disk-offloaded embedding sits on 'meta', which holds no data: then ``cfg.device``, which
+    """Where token ids go: the input embedding's device. Not ``cfg.device`` alone: a bridge
+    booted around an HF model records the best available device there wherever the weights
+    are. A disk-offloaded embedding is on 'meta': then ``cfg.device``, which
     :func:`ppairs_lens.models.loading.load_model` points at accelerate's execution device."""
     if backend_of(model) == "hooked":
         return hooked_device(model)
@@ -131,8 +120,7 @@ def model_device(model) -> torch.device:
 
 @dataclass
 class BranchOutputs:
-    """What :func:`run_branches` read at each branch token, or with ``logits_at="end"`` at
-    each row's last prompt token (``end_logits``; None where the run cannot read there)."""
+    """What :func:`run_branches` read (``end_logits``: with ``logits_at="end"``)."""
 
     acts: Float[Tensor, "row branch readout d_model"] | None
     logits: Float[Tensor, "row branch n_ids"] | None
@@ -161,12 +149,10 @@ _BLOCK_NAME = re.compile(r"^blocks\.(\d+)\.")
 
 def read_depth(model, names: Sequence[str], logit_ids: Sequence[int] | None = None,
                final_hooks: Sequence[Hook] = ()) -> int | None:
-    """How many blocks a pass must run to read ``names``: one past the deepest block a name
-    is in; None where the whole model must run (logits read, ``final_hooks``, a name outside
-    the blocks, the last block read, or a HookedTransformer, whose steps always run it all).
-    A block's output depends on the blocks up to it alone (at its position and the earlier
-    ones, whose keys and values a cache holds), so a pass that stops after it reads the same
-    numbers; the cache it leaves serves passes of the same depth or less."""
+    """Blocks a pass must run to read ``names``: one past the deepest named block; None where
+    the whole model must run (logits, ``final_hooks``, a name outside the blocks, the last
+    block, a HookedTransformer). A block's output depends on the blocks up to it alone, so a
+    pass stopped after it reads the same numbers, and its cache serves passes as shallow."""
     if logit_ids is not None or final_hooks or not names or backend_of(model) == "hooked":
         return None
     blocks = [_BLOCK_NAME.match(n) for n in names]
@@ -179,12 +165,10 @@ def read_depth(model, names: Sequence[str], logit_ids: Sequence[int] | None = No
 def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[Hook] = (), depth: int | None = None
                  ) -> tuple[Forward, Read]:
-    """The bridge as :mod:`ppairs_lens.activations.prefix_sharing` runs it: a lean forward
-    that keeps only the key-value cache, and a read-out of hook points ``names`` / next-token
-    ``logit_ids`` at the last columns of a pass, with ``final_hooks`` on that pass. Where the
-    unembedding is plain (:mod:`ppairs_lens.activations.few_logits`) and unhooked, the model
-    computes no logits: ``logit_ids`` are projected from ``ln_final.hook_out``. ``depth``
-    (:func:`read_depth`): every pass stops before block ``depth`` (``stop_at_layer``)."""
+    """The bridge's :mod:`~ppairs_lens.activations.prefix_sharing` steps: a forward keeping
+    only the cache, and a read of ``names`` / ``logit_ids`` at a pass's last columns under
+    ``final_hooks``. A plain, unhooked unembedding computes no logits: ``logit_ids`` are
+    projected from ``ln_final.hook_out``. Every pass stops before block ``depth``."""
     names = list(names)
     plain = plain_unembedding(bridge)
     final_key = "final norm, for logits"  # its own key: names may hold ln_final.hook_out too
@@ -246,17 +230,15 @@ def bridge_steps(bridge, names: Sequence[str] = (), logit_ids: Sequence[int] | N
 def model_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                 final_hooks: Sequence[Hook] = (), depth: int | None = None
                 ) -> tuple[Forward, Read]:
-    """:func:`bridge_steps`, or for a HookedTransformer :func:`~ppairs_lens.activations.
-    hooked_steps.hooked_steps` (same contract; always the whole model, without ``depth``)."""
+    """:func:`bridge_steps`, or a HookedTransformer's (always the whole model)."""
     if backend_of(model) == "hooked":
         return hooked_steps(model, names, logit_ids, final_hooks)
     return bridge_steps(model, names, logit_ids, final_hooks, depth)
 
 
 def context_chunks(plans: Sequence[GroupPlan], token_budget: int) -> list[list[int]]:
-    """Indices of ``plans`` whose context is not empty (a row of nothing but padding would be
-    a query that sees no key), longest context first, in chunks whose padded size (rows x
-    longest context) fits ``token_budget`` (one at least)."""
+    """Indices of ``plans`` with a context (a row of only padding would see no key), longest
+    first, in chunks whose padded size fits ``token_budget`` (one at least)."""
     order = sorted((i for i, g in enumerate(plans) if g.context),
                    key=lambda i: -len(plans[i].context))
     chunks: list[list[int]] = []
@@ -272,16 +254,13 @@ def run_plan(plans: Sequence[GroupPlan], branches: Sequence[Sequence[int]], forw
              read: Read, emit: Callable[[list[int], Tensor | None, Tensor | None], None], *,
              token_budget: int, device: torch.device, fuse: bool = True,
              logits_at_end: bool = False, batch_contexts: bool = False) -> None:
-    """Execute a whole plan: each group's context once (batch 1), then
-    :func:`~ppairs_lens.activations.prefix_sharing.run_rows` from it (``logits_at_end``: on
-    :func:`~ppairs_lens.activations.prefix_sharing.end_in_tails` of the plan).
+    """Each group's context once (batch 1), then
+    :func:`~ppairs_lens.activations.prefix_sharing.run_rows` from it.
 
-    That is two passes a group at least: where groups are many and small (direct scoring and
-    G-Eval: an article with its ten summaries), those passes are most of the cost on a GPU.
-    ``batch_contexts`` runs as many groups' contexts as the token budget holds in one
-    right-padded pass (:func:`context_chunks`), then all their rows from that one cache. Every
-    row still sees exactly its own context's keys at its own positions, so the numbers equal
-    the per-group run's up to float rounding."""
+    That is two passes a group at least: with many small groups (direct scoring, G-Eval) those
+    are most of a GPU's cost. ``batch_contexts`` runs as many contexts as the budget holds in
+    one right-padded pass, then all their rows from that cache; each row still sees exactly its
+    own context, so the numbers equal the per-group run's up to float rounding."""
     plans = end_in_tails(plans) if logits_at_end else list(plans)
     kw = dict(token_budget=token_budget, fuse=fuse, logits_at_end=logits_at_end)
     chunks = context_chunks(plans, token_budget) if batch_contexts else []
@@ -315,24 +294,18 @@ def run_branches(
     stop_after_reads: bool = False,
 ) -> BranchOutputs:
     """For each row, run ``prefix`` once and read the model at each token of ``branches[row]``
-    appended to it (each branch alone, all from the same prefix cache); prefixes shared by the
-    rows of one ``groups`` key, and further within a group, run once.
+    appended to it alone; prefixes shared within a ``groups`` key run once.
 
-    ``names`` are hook points read at the branch token (residual-like, ``[batch, pos, ...]``);
-    ``logit_ids`` selects next-token logits read there. ``hooks`` act on every forward pass;
-    ``final_hooks`` only on the branch step, whose sequence is then the row's branch tokens
-    alone, each at the read-out position (without them the branch tokens share a pass with the
-    rest of their row's prompt: one pass fewer per part).
+    ``names`` are hook points read at the branch token, ``logit_ids`` the next-token logits
+    there. ``hooks`` act on every pass; ``final_hooks`` only on the branch step, which then
+    holds the branch tokens alone (otherwise they share their row's tail pass).
 
     ``logits_at="end"`` reads ``logit_ids`` at each row's last prefix token instead
-    (``end_logits``: a harvest's prompt there is a judge's), in that same fused pass with the
-    tails left-padded and each row's last token moved out of any shared part
-    (:func:`~ppairs_lens.activations.prefix_sharing.end_in_tails`). Where there is no such
-    pass (``final_hooks``) or its layout is not a bridge's (a HookedTransformer hides the last
-    columns from each other as branches) ``end_logits`` is None, never wrong numbers.
+    (``end_logits``), in that fused pass. Where there is no such pass (``final_hooks``) or its
+    layout is not a bridge's (a HookedTransformer), ``end_logits`` is None, never wrong.
 
-    ``stop_after_reads``: every pass stops after the deepest block ``names`` read
-    (:func:`read_depth`; the same numbers), so ``hooks`` on later blocks do not run.
+    ``stop_after_reads``: passes stop after the deepest block read (:func:`read_depth`), so
+    ``hooks`` on later blocks do not run.
     """
     n_branch = len(branches[0])
     if any(len(b) != n_branch for b in branches):

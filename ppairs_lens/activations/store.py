@@ -10,26 +10,14 @@ Layout::
                                        read the prompted judge's answer
       shards/shard-00003.json          written last: pair range and a sha256 per tensor
 
-A shard counts only once its sidecar JSON exists; both files are written to a temporary name
-and renamed, so a crash never leaves a half shard that is read later, and a restarted harvest
-redoes only the missing shards. Per-tensor checksums let a reader verify exactly the layers it
-reads, without reading the whole store.
+A shard counts only once its sidecar exists (both files written atomically), so a crash never
+leaves a half shard and a restarted harvest redoes only the missing ones. Per-tensor checksums
+let a reader verify exactly the layers it reads.
 
-Shard ``k`` holds pairs ``k * shard_size`` up to the next shard's first, or fewer: a store of a
-seeded order of a dataset (:func:`ppairs_lens.data.specs.subsample_by_context`) is harvested
-only as far as the largest pair limit asked of it, and a larger limit later extends its last
-shard (rewritten whole: it stops counting until the new one is written). A limit reads the
-store as a *view* (:meth:`ActivationStore.view`): its own pairs, in its own order, under its
-own dataset name, so every limit of one dataset shares one store and no pair is computed twice.
-
-``judge_logodds`` is the zero-shot judge's log-odds on each pair's prompt (items in their
-order), read by the harvest at the prompt's last token: the judges take it from here instead
-of running that prompt again. A store harvested by a backend that cannot read it (a
-HookedTransformer) lacks it (:meth:`ActivationStore.judge_logodds` is None).
-
-Several stores read together (one per dataset, a cross-dataset analysis) compare their probes
-and directions only when they share a model, ``d_model`` and read-outs
-(:func:`check_comparable`).
+A store of a seeded order of a dataset (:func:`ppairs_lens.data.specs.subsample_by_context`) is
+harvested only as far as the largest pair limit asked of it (a larger one extends the last
+shard); each limit reads it as a *view* (:meth:`ActivationStore.view`), so no pair is computed
+twice. ``judge_logodds`` spares the judges running the prompt again.
 """
 
 from __future__ import annotations
@@ -59,7 +47,6 @@ __all__ = ["ActivationStore", "IDENTITY_FIELDS", "check_comparable", "readout_in
            "unique_names"]
 
 
-#: The shard tensor holding the judge's log-odds per pair (float64).
 JUDGE_KEY = "judge_logodds"
 
 _WHOLE = (lambda v: is_int(v) and v >= 0, "a whole number >= 0")
@@ -94,12 +81,10 @@ class ActivationStore:
         self._stored = stored or meta
         self._rows = None if rows is None else np.asarray(rows, dtype=np.int64)
 
-    # ---- creation and opening -------------------------------------------------------------
     @classmethod
     def create(cls, path: str | Path, meta: StoreMeta, pairs: Sequence[PairInfo]
                ) -> ActivationStore:
-        """Start a store, or reopen one whose identity fields all match ``meta`` (another
-        model's, template's or dataset's is refused with the fields that differ)."""
+        """Start a store, or reopen one whose identity fields all match ``meta``."""
         path = Path(path)
         # Through JSON (tuples become lists): compared as a reader of metadata.json sees it.
         want = json.loads(json.dumps(replace(meta, n_pairs=len(pairs)).to_json()))
@@ -122,10 +107,26 @@ class ActivationStore:
 
     @classmethod
     def open(cls, path: str | Path, *, whole: bool = False) -> ActivationStore:
-        """The store at ``path``; one holding a whole dataset in a pair limit's order
-        (``meta.sampling``) opens as the pairs harvested so far (:meth:`harvested`), unless
-        ``whole``."""
-        store = cls._open(Path(path))
+        """The store at ``path``; one in a pair limit's order (``meta.sampling``) opens as the
+        pairs harvested so far (:meth:`harvested`), unless ``whole``."""
+        path = Path(path)
+        mfile = path / "metadata.json"
+        if not mfile.is_file():
+            raise StoreError(f"{path} is not an activation store (no metadata.json)")
+        try:
+            text = mfile.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreError(f"{mfile} is corrupt: {e}") from e
+        meta = json_object(text, mfile, StoreError)
+        missing = [k for k in REQUIRED_FIELDS if k not in meta]
+        if missing:
+            raise StoreError(f"{mfile} lacks fields {missing}")
+        check_fields(meta, _META_TYPES, mfile, StoreError)
+        order = (meta.get("sampling") or {}).get("file_order")
+        if meta.get("sampling") is not None and sorted(order or []) != list(range(meta["n_pairs"])):
+            raise StoreError(f"{mfile}: field 'sampling.file_order' must list each of the "
+                             f"{meta['n_pairs']} pairs' places once")
+        store = cls(path, StoreMeta.from_json(meta))
         if whole or store.meta.sampling is None:
             return store
         return store.harvested()
@@ -148,31 +149,9 @@ class ActivationStore:
         return self.view(rows, dataset=name,
                          dataset_fingerprint=f"{self._stored.dataset_fingerprint}:{n}")
 
-    @classmethod
-    def _open(cls, path: Path) -> ActivationStore:
-        mfile = path / "metadata.json"
-        if not mfile.is_file():
-            raise StoreError(f"{path} is not an activation store (no metadata.json)")
-        try:
-            text = mfile.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise StoreError(f"{mfile} is corrupt: {e}") from e
-        meta = json_object(text, mfile, StoreError)
-        missing = [k for k in REQUIRED_FIELDS if k not in meta]
-        if missing:
-            raise StoreError(f"{mfile} lacks fields {missing}")
-        check_fields(meta, _META_TYPES, mfile, StoreError)
-        order = (meta.get("sampling") or {}).get("file_order")
-        if meta.get("sampling") is not None and sorted(order or []) != list(range(meta["n_pairs"])):
-            raise StoreError(f"{mfile}: field 'sampling.file_order' must list each of the "
-                             f"{meta['n_pairs']} pairs' places once")
-        return cls(path, StoreMeta.from_json(meta))
-
     def view(self, rows: Sequence[int], *, dataset: str, dataset_fingerprint: str
              ) -> ActivationStore:
-        """The pairs at positions ``rows`` of this store (in that order) as a store of their
-        own, named ``dataset`` (a pair limit of the stored dataset), complete once those pairs
-        are harvested."""
+        """The pairs at positions ``rows`` (in that order) as a store named ``dataset``."""
         rows = np.asarray(rows, dtype=np.int64)
         n = int(self._stored.n_pairs)
         if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= n)) \
@@ -186,7 +165,6 @@ class ActivationStore:
     def is_view(self) -> bool:
         return self._rows is not None
 
-    # ---- shape and per-pair information ------------------------------------------------------
     @property
     def n_pairs(self) -> int:
         return int(self.meta.n_pairs)
@@ -236,7 +214,6 @@ class ActivationStore:
     def labels(self) -> Int[Tensor, " pair"]:
         return torch.tensor([p.label for p in self.pairs()], dtype=torch.long)
 
-    # ---- shards -----------------------------------------------------------------------------
     @property
     def n_shards(self) -> int:
         """Shards this store reads (a view: those up to its last pair)."""
@@ -289,9 +266,7 @@ class ActivationStore:
         return not self.missing_shards()
 
     def pairs_written_since(self, t: float) -> int:
-        """Pairs computed into shards finished at or after ``t`` (``time.time()``): what a
-        harvest that started then computed, not reused (an extended shard: the pairs it
-        gained)."""
+        """Pairs computed (not reused) into shards finished at or after ``t`` (``time.time()``)."""
         total = 0
         for i in range(self.n_shards):
             side_path = self._shard_paths(i)[1]
@@ -302,11 +277,9 @@ class ActivationStore:
         return total
 
     def fingerprint(self) -> str:
-        """A digest of what the store holds: its metadata, pairs and every shard's sidecar
-        (which carries the sha256 of each tensor), so equal fingerprints mean equal data. A
-        view that ends inside a shard digests that shard's rows it reads, not its sidecar: a
-        larger limit that extends the shard later changes the sidecar, never those rows, and
-        the view's fingerprint (the key of every step cached on it) stays."""
+        """A digest of the metadata, pairs and shard sidecars (which carry each tensor's sha256).
+        A view ending inside a shard digests the rows it reads instead of that sidecar, so a
+        later extension of the shard keeps the view's fingerprint (the key of its cached steps)."""
         h = hashlib.sha256()
         shards = [i for i in range(self.n_shards) if self.needed_range(i)[1] > self.shard_range(i)[0]]
         for f in [self.path / "metadata.json", self.path / "pairs.jsonl"]:
@@ -330,8 +303,7 @@ class ActivationStore:
     def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"],
                     judge_logodds: Float[np.ndarray, " pair"] | None = None, *,
                     start: int | None = None) -> None:
-        """Shard ``i``'s activations (and the judge's log-odds) from stored pair ``start`` on;
-        a ``start`` past the shard's first pair extends it (it must hold the pairs before)."""
+        """Shard ``i`` from stored pair ``start`` on; a later ``start`` extends the shard."""
         first, last = self.shard_range(i)
         start = first if start is None else start
         stop = start + len(acts)
@@ -363,8 +335,7 @@ class ActivationStore:
 
     def _extended(self, i: int, start: int, acts: Tensor, judge_logodds
                   ) -> tuple[Tensor, np.ndarray | None]:
-        """Shard ``i``'s written pairs followed by ``acts`` (and their log-odds; NaN where
-        only one part has them)."""
+        """Shard ``i``'s written pairs, then ``acts`` (log-odds NaN where a part lacks them)."""
         side = self._sidecar(i)
         if side is None or int(side["stop"]) != start:
             have = "nothing" if side is None else f"pairs up to {int(side['stop']) - 1}"
@@ -383,8 +354,8 @@ class ActivationStore:
         return acts, np.concatenate([before, after])
 
     def judge_logodds(self, verify: bool = True) -> Float[np.ndarray, " pair"] | None:
-        """The zero-shot judge's log-odds per pair (float64; NaN where the harvest could not
-        read it, as in a shard a HookedTransformer wrote), or None when no shard has them."""
+        """The zero-shot judge's log-odds per pair (float64; NaN where a shard lacks them), or
+        None when no shard has them."""
         self._check_complete()
         out, kept = np.full(self._needed, np.nan), False
         for i in range(self.n_shards):
@@ -439,9 +410,8 @@ class ActivationStore:
         dtype: torch.dtype = torch.float32,
         verify: bool = True,
     ) -> Float[Tensor, "pair side layer d_model"]:
-        """Activations ``[n_pairs, 2, len(layers), d_model]``; only the asked layers are read.
-        ``layers`` indexes read-outs (negative counts from the end: -1 is the final norm's
-        output, -2 the last block's resid_post); an int returns ``[n_pairs, 2, d_model]``."""
+        """Activations ``[n_pairs, 2, len(layers), d_model]`` (an int: ``[n_pairs, 2, d_model]``);
+        -1 is the final norm's output, -2 the last block's resid_post."""
         single = isinstance(layers, int)
         idx = list(range(self.n_readouts)) if layers is None else ([layers] if single else list(layers))
         idx = [l % self.n_readouts if -self.n_readouts <= l < self.n_readouts else l for l in idx]
@@ -461,8 +431,7 @@ class ActivationStore:
 
 
 def check_comparable(stores: Sequence[ActivationStore]) -> None:
-    """Refuse fewer than two stores, or stores not of one model, one d_model and the same
-    read-outs."""
+    """Refuse fewer than two stores, or stores of different models, d_model or read-outs."""
     if len(stores) < 2:
         raise StoreError(f"cross-dataset transfer needs at least 2 stores, got {len(stores)}")
     first = stores[0]

@@ -1,9 +1,5 @@
-"""Contrast pairs from the user's own prompt texts (chat formatting included, if wanted):
-``prompt + choice`` for two choices, where the built-in path renders records through a
-template. The two sides must differ in their final token only, checked at the token level as
-for the built-in prompts (:func:`ppairs_lens.activations.prompts.split_finals`), with the
-failing prompt named.
-"""
+"""Contrast pairs from the user's own prompt texts: ``prompt + choice`` for two choices, checked
+to differ in their final token only (:func:`ppairs_lens.activations.prompts.split_finals`)."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ TEXT_GROUP = "__texts__"
 
 def text_pairs(tokenizer, prompts: Sequence[str], choices: tuple[str, str] = ("1", "2")
                ) -> list[ContrastPair]:
-    """One contrast pair per prompt: ``prompt + choices[0]`` (side 0) vs ``prompt + choices[1]``,
-    its pair id the prompt's index (``"0"``, ``"1"``, ...), its label 0 (none given)."""
+    """One contrast pair per prompt, its pair id the prompt's index, its label 0 (none given)."""
     if isinstance(prompts, str):
         raise TemplateError("prompts must be a list of prompt texts, not one string")
     if len(choices) != 2 or not all(isinstance(c, str) and c for c in choices) \
@@ -61,19 +56,16 @@ def harvest_texts(
     settings: HarvestSettings = HarvestSettings(),
     progress: Callable[[int], None] | None = None,
 ) -> Float[Tensor, "prompt side readout d_model"]:
-    """Activations ``[len(prompts), 2, n_readouts, d_model]`` at the final token of
-    ``prompt + choices[0]`` (side 0) and ``prompt + choices[1]`` (side 1), ``names`` as in
-    :func:`ppairs_lens.activations.harvest.harvest_pairs`. Prompts are used as given: apply a
-    chat template first if the model expects one.
-    """
+    """Activations at the final token of ``prompt + choices[0]`` (side 0) and ``+ choices[1]``
+    (``names`` as in :func:`~ppairs_lens.activations.harvest.harvest_pairs`). Prompts are used
+    as given: apply a chat template first if the model expects one."""
     pairs = text_pairs(model.tokenizer, prompts, choices)
     return harvest_pairs(model, pairs, settings, progress, names=names)
 
 
 @dataclass(frozen=True)
 class LabelledTexts:
-    """Activations of labelled prompt texts, ready for ``fit_sweep(acts, labels,
-    groups=groups)`` and for leak-free splits by ``groups``."""
+    """Labelled prompt texts' activations, for ``fit_sweep(acts, labels, groups=groups)``."""
 
     acts: Float[Tensor, "prompt side readout d_model"]
     labels: Int[Tensor, " prompt"]  # 1: choices[0] is right, 2: choices[1] is
@@ -95,9 +87,8 @@ def harvest_labelled_texts(
     settings: HarvestSettings = HarvestSettings(),
     progress: Callable[[int], None] | None = None,
 ) -> LabelledTexts:
-    """:func:`harvest_texts` with a label per prompt (1 / True: ``choices[0]`` is the right
-    continuation, 2 / False: ``choices[1]``) and an optional leak group per prompt; lengths
-    and values are checked before the model runs (errors name the row)."""
+    """:func:`harvest_texts` with a label (1 / True: ``choices[0]`` is right, 2 / False) and an
+    optional leak group per prompt, checked before the model runs."""
     if len(labels) != len(prompts):
         raise DataError(f"{len(labels)} labels for {len(prompts)} prompts", file="<labels>")
     if groups is not None and len(groups) != len(prompts):

@@ -1,9 +1,7 @@
-"""Dataset loading: one loader per file format, plus built-in generated datasets.
+"""Dataset loading: one module per file format, plus built-in generated datasets.
 
-Each format has its own module (``scored_items``, ``pairwise``, ``story_cloze``, ``mctaco``,
-``true_false``, ``climatex``, ``caters``), all reading files and checking values through
-``reading`` so that a malformed file is reported at its (file, row, field); ``formats`` tells
-formats apart and dispatches ``load_dataset``. The names below are the package's public surface.
+Every loader reads and checks values through ``reading``, so a malformed file is reported at
+its (file, row, field); ``formats`` tells formats apart and dispatches ``load_dataset``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Small comparison datasets generated in code: no download, same records for the same seed.
+"""Small comparison datasets generated in code, so the whole pipeline runs on a fresh clone on
+tasks whose answers are certain. Each generator takes ``(seed, n=None)`` with its own
+``random.Random(seed)``; labels are exactly balanced so predicting one position scores chance.
 
-They exist so the whole pipeline (prompts, harvesting, probes, ranking) can be run and tested
-on a fresh clone without the real data, on tasks whose answers are certain. Each generator
-takes ``(seed, n=None)`` and uses its own ``random.Random(seed)``; labels are exactly balanced
-(half label 1, half label 2) so a probe cannot score well by predicting one position.
-
-Every record carries a ``group_id``, the unit a split keeps on one side, chosen so that
-held-out pairs use items (and, for ``story_sentiment``, sentence templates) never seen in
-training: numbers and words are partitioned into disjoint blocks and each pair is drawn inside
-one block; a capital's statements are grouped by country; story sentences come from one of six
-template pools. Without this a lookup of each item's training win rate, with no model at all,
-scores far above chance on the test pairs.
+Every record's ``group_id`` (number or word block, country, template pool) makes held-out
+pairs use items never seen in training: without it a lookup of each item's training win rate,
+with no model at all, scores far above chance on the test pairs.
 """
 
 from __future__ import annotations
@@ -48,8 +42,7 @@ def _check_n(name: str, n: int, most: int) -> None:
 def _oriented(pair_id: str, better: tuple[str, str, float], worse: tuple[str, str, float],
               label: int, context: str | None = None, context_id: str | None = None,
               group_id: str | None = None) -> Comparison:
-    """A comparison with the better item placed where ``label`` says; items are
-    (id, text, score)."""
+    """The better item placed where ``label`` says; items are (id, text, score)."""
     first, second = (better, worse) if label == ITEM1 else (worse, better)
     return Comparison(pair_id=pair_id, item1=first[1], item2=second[1], label=label,
                       context=context, context_id=context_id, item1_id=first[0],
@@ -78,8 +71,7 @@ def _block_capacity(blocks: Sequence[Sequence[T]]) -> int:
 
 def _pairs_in_blocks(blocks: Sequence[Sequence[T]], n: int,
                      rng: random.Random) -> list[tuple[int, T, T]]:
-    """``n`` distinct pairs (block, a, b), each inside one block, spread evenly over the
-    blocks (rounds over the blocks in a seeded order), so no item pairs across blocks."""
+    """``n`` distinct pairs (block, a, b) inside blocks, dealt in seeded rounds over them."""
     free = []
     for block in blocks:
         pairs = [(i, j) for i in range(len(block)) for j in range(i + 1, len(block))]
@@ -95,11 +87,7 @@ def _pairs_in_blocks(blocks: Sequence[Sequence[T]], n: int,
 
 
 def larger_number(seed: int = 0, n: int | None = None, n_blocks: int = 40) -> Dataset:
-    """Which of two integers (1-999) is larger: the simplest ordinal comparison.
-
-    The numbers are dealt into ``n_blocks`` disjoint random blocks and each pair is drawn
-    inside one block (``group_id`` = the block), so a split by group tests on unseen numbers.
-    """
+    """Which of two integers (1-999) is larger, pairs drawn inside ``n_blocks`` number blocks."""
     n = 400 if n is None else n
     rng = random.Random(seed)
     blocks = _blocks(range(1, 1000), n_blocks, rng)
@@ -139,9 +127,7 @@ CAPITALS: tuple[tuple[str, str], ...] = (
 
 def capital_true(seed: int = 0, n: int | None = None) -> Dataset:
     """Which of two statements about a country's capital is true (the other names another
-    country's capital). Records of one country share a ``context_id`` (and no context
-    text) and ``group_id`` (the country), so a split keeps all of a country's statements
-    on one side."""
+    country's capital); a country's records share a ``context_id`` and ``group_id``."""
     n = 240 if n is None else n
     _check_n("capital_true", n, len(CAPITALS) * (len(CAPITALS) - 1))
     rng = random.Random(seed)
@@ -189,13 +175,8 @@ willow
 
 
 def alphabetical(seed: int = 0, n: int | None = None, block_size: int = 10) -> Dataset:
-    """Which of two common words comes first in alphabetical order: an ordering the model
-    knows but that no surface feature (length, frequency) gives away.
-
-    The words are dealt into disjoint random blocks of about ``block_size`` and each pair is
-    drawn inside one block (``group_id`` = the block), so a split by group tests on unseen
-    words.
-    """
+    """Which of two common words comes first alphabetically: an ordering the model knows but
+    no surface feature (length, frequency) gives away; pairs drawn inside word blocks."""
     n = 300 if n is None else n
     words = sorted(set(WORDS))
     rng = random.Random(seed)
@@ -263,13 +244,10 @@ _PER_PASSAGE = 4  # sentences per passage -> 6 pairs sharing the passage
 def story_sentiment(seed: int = 0, n: int | None = None) -> Dataset:
     """Which of two sentences about a short passage is more positive.
 
-    Each passage comes with four sentences of different sentiment levels, giving six
-    comparisons that share the passage as context: the case the harvester's prefix sharing
-    and ranking within contexts are built for. A sentence's ``item_id`` is its template
-    (``"feel:<level>:<template>"``, the same whatever the name in it), and every passage draws
-    its sentences from one of six template pools (pool k: template k of each level; passages
-    are spread evenly over pools). ``group_id`` is the pool, so a split by group holds out
-    whole pools: test sentences come from templates never seen in training.
+    Each passage has four sentences of different levels, six comparisons sharing it as context
+    (what prefix sharing and ranking within contexts are built for). ``item_id`` is the
+    template (``"feel:<level>:<template>"``); each passage draws from one of six template pools
+    (passages spread evenly), and ``group_id`` is the pool, so test templates are unseen.
     """
     n = 360 if n is None else n
     n_pairs = _PER_PASSAGE * (_PER_PASSAGE - 1) // 2

@@ -1,15 +1,11 @@
 """CaTeRS stories as temporal-order comparisons: which of two statements comes first.
 
-A CaTeRS ``.txt`` file holds five-sentence stories, one sentence a line, each story closed by
-a line ``***``. The paper (PPairS, Appendix E.2) shows a story's statements unordered and asks
-of two of them "which statement appears before the other?"; the label is the story's own
-sentence order, so no annotation is needed. :func:`load_caters` builds those comparisons from
-a file, a folder, a list of files or a split (train 200 stories / dev 60 / test 20).
-
-Each story is one context (its sentences in one seeded shuffled order, shared by all its
-pairs, so the harvester runs it once) and one leak group, so a split never tests on a story
-it trained on. The ``.ann`` brat files carry event-level BEFORE / OVERLAPS / CAUSE relations,
-a finer variant; :func:`read_caters_ann` parses them, but the labels here do not use them.
+A CaTeRS ``.txt`` file holds five-sentence stories, one sentence a line, each closed by a line
+``***``. As in PPairS Appendix E.2 a story's statements are shown unordered and the label is
+the story's own sentence order (no annotation needed). Splits: train 200 stories / dev 60 /
+test 20. Each story is one context (one seeded shuffled order, so the harvester runs it once)
+and one leak group. The ``.ann`` brat files' event relations (:func:`read_caters_ann`) are a
+finer variant the labels here do not use.
 """
 
 from __future__ import annotations
@@ -39,8 +35,8 @@ _SEPARATOR = "***"
 
 @dataclass(frozen=True)
 class CatersStory:
-    """One story: ``sentences`` in their true order; ``story_id`` is ``<file stem>/<index>``
-    (1-based), ``line`` the file line of its first sentence."""
+    """``sentences`` in true order; ``story_id`` ``<file stem>/<1-based index>``; ``line`` the
+    file line of the first sentence."""
 
     story_id: str
     sentences: tuple[str, ...]
@@ -59,13 +55,9 @@ def _read_text(p: Path) -> str:
 
 
 def read_caters_stories(path: PathLike) -> list[CatersStory]:
-    """The stories of one ``.txt`` file, in file order.
-
-    Blank lines and surrounding whitespace are ignored, as is a missing ``***`` after the
-    last story. A story without exactly five sentences is a :class:`DataError` naming the
-    file, the story's index and its first line: a merged or split story would shift every
-    later story's order silently.
-    """
+    """The stories of one ``.txt`` file, in file order (blank lines and a missing final ``***``
+    ignored). A story without five sentences is an error: a merged or split story would
+    silently shift every later story's order."""
     p = Path(path)
     file = str(p)
     stories: list[CatersStory] = []
@@ -99,15 +91,14 @@ def caters_comparisons(stories: Sequence[CatersStory], *,
                        pairs: Literal["all", "adjacent"] = "all",
                        max_pairs_per_story: int | None = None, seed: int = 0
                        ) -> list[Comparison]:
-    """Which of two sentences of a story comes first, for pairs of each story's sentences.
+    """Which of two sentences of a story comes first.
 
-    ``pairs="all"`` takes the 10 pairs of a five-sentence story, ``"adjacent"`` the 4 of
-    neighbouring sentences (the hardest: closest in time); ``max_pairs_per_story`` keeps a
-    seeded sample of them. Item 1 is the earlier sentence in exactly half of a story's pairs
-    (a seeded draw; the odd one out a coin), so neither the label nor "item 1 first" can be
-    learnt per story. ``score`` is ``5 - position`` (higher: earlier), so a ranking within a
-    context sorts the story back into order. Every random draw is seeded by ``seed`` and the
-    story id, so a story's pairs do not change when other stories are added or dropped.
+    ``pairs="all"``: the 10 pairs of a story; ``"adjacent"``: the 4 of neighbouring sentences
+    (the hardest); ``max_pairs_per_story`` keeps a seeded sample. Item 1 is the earlier one in
+    exactly half of a story's pairs (odd one out a coin), so neither the label nor "item 1
+    first" can be learnt per story. ``score`` is ``5 - position``, so a ranking within a
+    context sorts the story back. Draws are seeded by ``seed`` and the story id, so a story's
+    pairs do not change when other stories are added or dropped.
     """
     if pairs not in ("all", "adjacent"):
         raise DataError(f"pairs must be 'all' or 'adjacent', got {pairs!r}", field="pairs")
@@ -119,8 +110,7 @@ def caters_comparisons(stories: Sequence[CatersStory], *,
         sid, sents = story.story_id, story.sentences
         rng = random.Random(f"{seed}:{sid}")
         order = list(range(len(sents)))
-        # the shown order must not be the true one, which would give every label away
-        # (1 in 120 shuffles of five)
+        # the shown order must not be the true one (1 in 120 shuffles), giving labels away
         while order == sorted(order):
             rng.shuffle(order)
         context = "\n".join(f"- {sents[k]}" for k in order)
@@ -170,14 +160,9 @@ def load_caters(path: PathLike | Sequence[PathLike], *, split: str | None = None
                 name: str | None = None, pairs: Literal["all", "adjacent"] = "all",
                 max_pairs_per_story: int | None = None, max_stories: int | None = None,
                 seed: int = 0) -> Dataset:
-    """CaTeRS temporal-order comparisons from ``.txt`` files.
-
-    ``path`` is a file, a folder of ``.txt`` files, or a list of files; with ``split``
-    ("train", "dev", "test") it is the CaTeRS folder (or the data folder above it) and the
-    split's files are read. ``max_stories`` keeps a seeded sample of the stories (file order
-    kept), drawn before the pairs, so whole stories go. The other options are those of
-    :func:`caters_comparisons`.
-    """
+    """CaTeRS comparisons from a file, a folder of ``.txt`` files or a list of files; with
+    ``split``, from that split under the CaTeRS folder (or the data folder above it).
+    ``max_stories`` keeps a seeded sample of whole stories (file order kept)."""
     if split is not None:
         files = _split_files(Path(path), split)
     elif isinstance(path, (str, Path)) or not isinstance(path, Sequence):
@@ -215,8 +200,8 @@ def load_caters(path: PathLike | Sequence[PathLike], *, split: str | None = None
 
 @dataclass(frozen=True)
 class CatersAnnotations:
-    """A brat ``.ann`` file: ``events`` id -> (character spans into the ``.txt``, text) and
-    ``relations`` as (id, type, arg1 event, arg2 event), e.g. ("R1", "BEFORE", "T2", "T3")."""
+    """A brat ``.ann`` file: ``events`` id -> (character spans into the ``.txt``, text);
+    ``relations`` (id, type, arg1, arg2), e.g. ("R1", "BEFORE", "T2", "T3")."""
 
     events: dict[str, tuple[tuple[tuple[int, int], ...], str]]
     relations: list[tuple[str, str, str, str]]
@@ -227,9 +212,8 @@ _RELATION = re.compile(r"^(R\d+)\t(\w+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
 
 
 def read_caters_ann(path: PathLike) -> CatersAnnotations:
-    """Events and relations of a ``.ann`` file; a span may be discontinuous ("624 627;634
-    644"). Other brat lines (notes, attributes) are skipped; a malformed T/R line is an
-    error at its line."""
+    """Events and relations of a ``.ann`` file (spans may be discontinuous: "624 627;634 644");
+    other brat lines are skipped, a malformed T/R line is an error at its line."""
     p = Path(path)
     events: dict[str, tuple[tuple[tuple[int, int], ...], str]] = {}
     relations: list[tuple[str, str, str, str]] = []

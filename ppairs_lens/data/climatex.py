@@ -1,14 +1,11 @@
 """ClimateX TSV files: IPCC statements with their authors' confidence, compared pairwise.
 
-A header row names ``statement_idx``, ``statement``, ``confidence`` (low .. very high),
-``score`` (0-3) and ``split`` among other columns; statements stand alone (no context), so
-any two of a split can be compared.
-
-The ClimateX paper's own per-statement predictions on its 300-statement test split sit in
-``../shared/datasets/climatex/published_predictions/``, one CSV per (model, setting), named
-``<model>_<setting>.csv`` (``gpt-4_few-shot.csv``): the dataset's columns plus
-``prediction``, a level name or the model's unparsed text (``idk``). Our insertion tags are
-paired with these statement by statement (:mod:`ppairs_lens.evaluation.level_agreement`).
+Columns include ``statement_idx``, ``statement``, ``confidence`` (low .. very high), ``score``
+(0-3) and ``split``. Statements stand alone (no context), so any two of a split can be
+compared. The ClimateX paper's own predictions on its 300-statement test split sit in
+``../shared/datasets/climatex/published_predictions/<model>_<setting>.csv``: the dataset's
+columns plus ``prediction``, a level name or the model's unparsed text (``idk``), paired with
+our insertion tags by :mod:`ppairs_lens.evaluation.level_agreement`.
 """
 
 from __future__ import annotations
@@ -32,11 +29,8 @@ _CLIMATEX_COLUMNS = ("statement_idx", "statement", "confidence", "score", "split
 
 
 def read_climatex(path: PathLike) -> list[ScoredItem]:
-    """IPCC statements with their expert confidence as a score 0-3 (low .. very high).
-
-    ``confidence`` and ``score`` say the same thing twice; a disagreement means a corrupted
-    row, so it is an error rather than a silent pick of one.
-    """
+    """IPCC statements with their expert confidence as a score 0-3 (low .. very high);
+    ``confidence`` disagreeing with ``score`` means a corrupted row, so it is an error."""
     p = Path(path)
     file = str(p)
     _, rows = read_table(p, _CLIMATEX_COLUMNS, delimiter="\t", quoted=False)
@@ -65,13 +59,11 @@ def read_climatex(path: PathLike) -> list[ScoredItem]:
 def load_climatex(path: PathLike, split: str | None = "train", max_items: int | None = None,
                   seed: int = 0, *, max_pairs: int | None = 5000, swap_seed: int | None = 0,
                   name: str | None = None) -> Dataset:
-    """Comparisons "which statement has the higher confidence" among ClimateX statements.
+    """Comparisons "which statement has the higher confidence" (ties kept).
 
-    ``split=None`` uses all rows. ``max_items`` first draws that many statements (seeded).
-    All pairs of the train split would be ~30 million, so when the statements give more than
-    ``max_pairs`` pairs, ``max_pairs`` distinct pairs are drawn at random (seeded); pass
-    ``max_pairs=None`` for every pair. Equal confidences are ties (kept, as elsewhere).
-    """
+    ``split=None`` uses all rows; ``max_items`` first draws that many statements (seeded). All
+    pairs of the train split would be ~30 million, so beyond ``max_pairs`` that many distinct
+    pairs are drawn (seeded); ``max_pairs=None``: every pair."""
     p = Path(path)
     file = str(p)
     items = read_climatex(p)
@@ -128,8 +120,7 @@ class PublishedPredictions:
 
 
 def read_published_predictions(path: PathLike) -> PublishedPredictions:
-    """One ``<model>_<setting>.csv`` file; a row without a statement id or with a repeated one
-    is an error naming the file and row."""
+    """One ``<model>_<setting>.csv`` file; a missing or repeated statement id is an error."""
     p = Path(path)
     file = str(p)
     stem = p.stem
@@ -151,5 +142,4 @@ def read_published_predictions(path: PathLike) -> PublishedPredictions:
 def published_prediction_sets(folder: PathLike) -> list[PublishedPredictions]:
     """Every prediction file in ``folder``, in name order; [] when the folder is absent."""
     d = Path(folder)
-    return [read_published_predictions(f) for f in sorted(d.glob("*.csv"))] if d.is_dir() \
-        else []
+    return [read_published_predictions(f) for f in sorted(d.glob("*.csv"))] if d.is_dir() else []

@@ -1,9 +1,5 @@
-"""The dataset formats PPairS reads, telling which one a file is in, and loading any of them.
-
-:data:`FORMATS` describes each format in a line; :func:`sniff_format` picks one from a
-file's extension and first line; :func:`load_dataset` loads a built-in by name or a file (or
-the one data file in a folder) with the format's loader.
-"""
+"""The dataset formats PPairS reads: which one a file is in (:func:`sniff_format`, from its
+extension and first line), and loading a built-in or any file (:func:`load_dataset`)."""
 
 from __future__ import annotations
 
@@ -48,7 +44,6 @@ FORMATS: dict[str, str] = {
     "builtin": "generated in code, no file: " + ", ".join(BUILTIN),
 }
 
-#: The loader of each file format; ``load_dataset`` passes it the path and keywords.
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     "scored-items": load_scored_items,
     "pairwise": load_pairwise_json,
@@ -62,8 +57,7 @@ _DATA_SUFFIXES = {".jsonl", ".ndjson", ".json", ".csv", ".tsv"}
 
 
 def _first_line(path: Path) -> str:
-    """The first non-blank line, leniently decoded: enough to sniff a format; the loader
-    then reports any bad byte precisely."""
+    """The first non-blank line, leniently decoded (the loader reports bad bytes precisely)."""
     try:
         with path.open("rb") as f:
             for raw in f:
@@ -101,8 +95,7 @@ def sniff_format(path: PathLike) -> str:
         if len(columns) == len(MCTACO_COLUMNS):
             return "mctaco"
         if suffix == ".txt" and len(columns) == 1:
-            # a CaTeRS story's first sentence: one column, no tab
-            return "caters"
+            return "caters"  # a CaTeRS story's first sentence
         raise DataError(f"unknown TSV format ({len(columns)} columns); expected ClimateX (a "
                         "header with statement, confidence, score, split), MC-TACO (5 "
                         "columns, no header) or CaTeRS (.txt, one sentence a line)", file=file,
@@ -134,12 +127,9 @@ def _resolve_path(spec: str) -> Path:
 
 
 def load_dataset(spec: PathLike, **kw: Any) -> Dataset:
-    """Load a built-in dataset by name, or a file in any of the :data:`FORMATS`.
-
-    Keyword arguments go to the format's loader (``aspect=`` for scored items; ``seed``,
-    ``n`` for built-ins). A scored-items file without ``aspect`` is an error that lists the
-    aspects the file has.
-    """
+    """Load a built-in dataset by name, or a file (or a folder's one data file) in any of the
+    :data:`FORMATS`; keywords go to the format's loader (``aspect=`` for scored items, which
+    an error lists when it is missing)."""
     text = os.fspath(spec)
     if text in BUILTIN and not Path(text).exists():
         return builtin_dataset(text, **kw)

@@ -1,10 +1,9 @@
 """Hugging Face ``datasets.Dataset`` objects (or any sequence of dict rows) as records.
 
-:func:`comparisons_from_hf` / :func:`statements_from_hf` (and ``Dataset.from_hf``) read the
-named columns of each row through the file loaders' checks (:mod:`ppairs_lens.data.reading`),
-so a bad value is reported at its row (1-based) and column, e.g. ``file <hf imdb>, row 7,
-field 'label': label must be 1 or 2``. Needs no import of ``datasets``: anything with
-``column_names`` (optional), ``len`` and integer indexing to a dict works.
+The named columns of each row go through the file loaders' checks, so a bad value is reported
+at its 1-based row and column (``file <hf imdb>, row 7, field 'label': ...``). ``datasets`` is
+not imported: anything with ``len``, integer indexing to a dict and optionally
+``column_names`` works.
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ def _optional_id(row: Mapping, col: str | None, src: str, r: int) -> str | None:
 
 def hf_label(value: Any, allowed: dict[str, Any], mapping: Mapping | None, src: str, r: int,
              col: str, what: str) -> Any:
-    """A label through ``mapping`` (e.g. ``{0: 1, 1: 2}``) when given, else through
-    ``allowed`` as the file loaders read it; errors at (row, column)."""
+    """A label through ``mapping`` (e.g. ``{0: 1, 1: 2}``) if given, then ``allowed``."""
     if mapping is not None:
         if value not in mapping:
             raise DataError(f"label {value!r} is not in label_map {dict(mapping)}", file=src,
@@ -122,10 +120,8 @@ def statements_from_hf(ds: Any, *, statement: str, label: str = "label",
 
 def from_hf(cls, ds: Any, *, item1: str | None = None, item2: str | None = None,
             statement: str | None = None, label: str = "label", **kw: Any) -> Dataset:
-    """Records from a Hugging Face ``datasets.Dataset``'s columns: comparisons (``item1=``,
-    ``item2=``, ``label=``, optional ``context=``, ``group=``, ``id=``, ``label_map=``) or
-    statements (``statement=``, ``label=``, ...); every value checked, errors at (row,
-    column)."""
+    """Comparisons (``item1=``, ``item2=``, ...: :func:`comparisons_from_hf`) or statements
+    (``statement=``, ...: :func:`statements_from_hf`) from a Hugging Face dataset's columns."""
     if statement is not None:
         if item1 is not None or item2 is not None:
             raise TypeError("pass statement= or item1=/item2=, not both")
@@ -135,6 +131,5 @@ def from_hf(cls, ds: Any, *, item1: str | None = None, item2: str | None = None,
     return comparisons_from_hf(ds, item1=item1, item2=item2, label=label, **kw)
 
 
-# ``Dataset.from_hf``: defined here, where the field checks are (records.py imports nothing
-# from the loaders); ppairs_lens.data imports this module, so every Dataset has it.
+# Defined here, by the field checks (records.py imports no loader); ppairs_lens.data imports it.
 Dataset.from_hf = classmethod(from_hf)

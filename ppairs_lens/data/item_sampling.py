@@ -1,10 +1,5 @@
-"""Drawing scored items and comparisons among them for probe-vs-prompting runs.
-
-Ranking and insertion scoring work on scored items (an item's text and gold score, within a
-context): :func:`items_by_context` recovers them from a comparison dataset,
-:func:`training_comparisons` draws a seeded training set of comparisons among some of them,
-and :func:`balanced_by_score` a seeded sample spread evenly over the score levels.
-"""
+"""Scored items (text and gold score, within a context) for ranking and insertion scoring:
+recovered from a comparison dataset, sampled by score level, and compared for training."""
 
 from __future__ import annotations
 
@@ -36,9 +31,8 @@ def items_by_context(dataset: Dataset) -> dict[str, dict[str, ScoredItem]]:
 
 def training_comparisons(meta: Dataset, items: Sequence[ScoredItem], max_pairs: int | None,
                          seed: int) -> Dataset:
-    """Training comparisons among ``items`` within each context (``meta``'s template fields,
-    name ``<name>:train``): ties dropped, then at most ``max_pairs`` per context drawn at
-    random (seeded)."""
+    """Comparisons among ``items`` within each context (``meta``'s fields, name
+    ``<name>:train``), ties dropped, at most ``max_pairs`` per context (seeded)."""
     recs = [r for r in comparisons_within_contexts(items, swap_seed=seed) if r.label != TIE]
     if max_pairs is not None:
         by: dict[str | None, list[Comparison]] = {}
@@ -79,8 +73,7 @@ def stratified_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.
 
 def balanced_by_score(items: Sequence[ScoredItem], n: int | None, rng: random.Random
                       ) -> list[ScoredItem]:
-    """``n`` items spread evenly over the score levels (round robin over shuffled levels);
-    ``None``: all of them, level by level."""
+    """``n`` items dealt round robin over the shuffled score levels; ``None``: all, by level."""
     by = _shuffled_levels(items, rng)
     if n is None:
         return [it for lv in sorted(by) for it in by[lv]]

@@ -34,12 +34,11 @@ def load_mctaco(path: PathLike, *, name: str | None = None, max_pairs_per_questi
                 seed: int = 0) -> Dataset:
     """Plausible vs implausible answers to one temporal question about a sentence.
 
-    Each question has a few "yes" and more "no" answers; all yes x no pairs would weigh
-    questions by answer count, so at most ``max_pairs_per_question`` pairs are drawn per
-    question (seeded). Which answer is item 1 is a seeded coin per pair, balancing labels.
-    Questions with only yes or only no answers give no pairs (a warning with counts).
-    The context is the (sentence, question); the ``group_id`` is the sentence, which several
-    questions share, so a split never tests on a passage seen in training.
+    All yes x no pairs would weigh questions by answer count, so at most
+    ``max_pairs_per_question`` are drawn per question (seeded); item 1 is a seeded coin per
+    pair, balancing labels. One-sided questions give no pairs (a warning). The context is
+    (sentence, question); the ``group_id`` is the sentence, which several questions share, so a
+    split never tests on a passage seen in training.
     """
     if max_pairs_per_question < 1:
         raise DataError(f"max_pairs_per_question must be at least 1, got "

@@ -1,16 +1,13 @@
 """NEWSROOM's human evaluation (thesis Tables 4.1 / 4.2): its aspects and its articles' HTML.
 
-The file (``newsroom/newsroom.jsonl``, 60 articles x 7 summaries) is a scored-items file like
-SummEval's, read by :func:`ppairs_lens.data.scored_items.load_scored_items`; two things differ:
+``newsroom/newsroom.jsonl`` (60 articles x 7 summaries) is a scored-items file like SummEval's,
+except that:
 
-* its aspects are NEWSROOM's own (Grusky et al. 2018): coherence, fluency, informativeness and
-  relevance, where relevance asks whether the summary's details agree with the article (not
-  SummEval's "selects the important content"); the thesis's "CON" column for NEWSROOM is
-  informativeness, as in the PPairS authors' code;
-* the articles keep the scraped HTML: paragraphs as ``<p>...</p>`` and entities such as
-  ``&quot;`` / ``&#x27;``. :func:`clean_html` turns a paragraph break into a blank line, drops
-  any other tag, then decodes the entities (in that order, so an escaped ``&lt;b&gt;`` stays
-  the text ``<b>``), and collapses runs of spaces, so the prompt holds the text a reader saw.
+* its aspects are NEWSROOM's own (Grusky et al. 2018); relevance asks whether the summary's
+  details agree with the article (not SummEval's "selects the important content"), and the
+  thesis's "CON" column is informativeness, as in the PPairS authors' code;
+* the articles keep the scraped HTML. :func:`clean_html` drops tags before decoding entities,
+  so an escaped ``&lt;b&gt;`` stays the text ``<b>``: the prompt holds what a reader saw.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ _BLANKS = re.compile(r"\s*\n\s*\n\s*")
 
 def clean_html(text: str) -> str:
     """``text`` without HTML: paragraph breaks as blank lines, other tags dropped, entities
-    decoded, spaces collapsed."""
+    decoded (after the tags), spaces collapsed."""
     out = _TAG.sub("", _BREAK.sub("\n\n", text))
     out = _SPACES.sub(" ", html.unescape(out))
     return _BLANKS.sub("\n\n", out).strip()
@@ -53,8 +50,8 @@ def _clean(r: Comparison) -> Comparison:
 
 
 def newsroom_dataset(dataset: Dataset, aspect: str) -> Dataset:
-    """A NEWSROOM comparison dataset (as loaded for ``aspect``) with its texts cleaned and
-    NEWSROOM's own adjective and definition for the aspect."""
+    """``dataset`` (loaded for ``aspect``) with its texts cleaned and NEWSROOM's own adjective
+    and definition for the aspect."""
     adjective, definition = NEWSROOM_ASPECTS.get(aspect, (dataset.aspect, None))
     return replace(dataset, records=[_clean(r) for r in dataset.records], aspect=adjective,
                    aspect_description=definition or dataset.aspect_description,

@@ -24,21 +24,15 @@ from ppairs_lens.errors import DataError
 __all__ = ["load_pairwise_json"]
 
 
-def _short_hash(value: str) -> str:
-    """A stable short id for an instruction, shared by all pairs that answer it."""
-    return hashlib.sha1(value.encode()).hexdigest()[:10]
-
-
 def load_pairwise_json(path: PathLike, *, name: str | None = None, aspect: str = "helpful",
                        aspect_description: str | None = (
                            "follows the instruction precisely and answers it honestly and "
                            "helpfully")) -> Dataset:
     """Comparisons from a JSON list of ``{input, output_1, output_2, label}``.
 
-    The instruction is the context; records with the same instruction share a context id
-    (MT-Bench has several pairs per question), so splits keep them together and the
-    harvester runs the instruction once. Rows in errors are list positions (1-based), except
-    for JSON syntax errors, which can only be placed at a line.
+    Records with the same instruction (the context) share a context id (MT-Bench has several
+    pairs per question), so splits keep them together and the harvester runs it once. Rows in
+    errors are 1-based list positions, except JSON syntax errors, placed at a line.
     """
     p = Path(path)
     file = str(p)
@@ -63,8 +57,9 @@ def load_pairwise_json(path: PathLike, *, name: str | None = None, aspect: str =
             raise DataError(f"duplicate comparison: same input and outputs as row {seen[key]}",
                             file=file, row=row, field="input")
         seen[key] = row
+        ctx_id = f"in-{hashlib.sha1(instruction.encode()).hexdigest()[:10]}"
         records.append(Comparison(pair_id=f"row{row}", item1=out1, item2=out2, label=label,
-                                  context=instruction, context_id=f"in-{_short_hash(instruction)}",
+                                  context=instruction, context_id=ctx_id,
                                   item1_id=f"row{row}/1", item2_id=f"row{row}/2"))
     return Dataset(name=name or dataset_name(p), kind="comparison", records=records,
                    aspect=aspect, item_name="output", context_name="instruction",

@@ -1,14 +1,11 @@
 """Reading a data file into rows, with every problem placed at (file, row, field).
 
-Bytes are decoded as UTF-8 one line at a time, then parsed as JSON, JSONL or delimited text
-(CSV/TSV). Every problem is a :class:`DataError` naming the file, the 1-based row (line for
-JSONL/CSV/TSV, list index + 1 for a JSON list) and, where it can be told, the field, so the
-user can open the file at that spot; no raw ``KeyError``/``ValueError``/``JSONDecodeError``
-leaks out. Oddities that leave the rest of a file usable (a context with a single item, a
-repeated statement) are a :class:`DataWarning` instead. What the rows mean is left to the
-format loaders, which pass each value of a row through the checks at the end of this module
-(required text, present keys, labels, unique ids): each returns the value in the form the
-records want or raises a :class:`DataError` at the value's (file, row, field).
+Bytes are decoded as UTF-8 one line at a time, then parsed as JSON, JSONL or CSV/TSV. Every
+problem is a :class:`DataError` naming the file, the 1-based row (line, or JSON list index + 1)
+and where it can be told the field, so the user can open the file at that spot; no raw
+``KeyError``/``ValueError``/``JSONDecodeError`` leaks out. Oddities that leave the file usable
+are a :class:`DataWarning`. The format loaders pass each value through the checks at the end
+of this module, which return it in the records' form or raise at its (file, row, field).
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ class DataWarning(UserWarning):
 
 
 def warn(message: str) -> None:
-    """Emit a :class:`DataWarning` attributed to the caller of the loader that found it."""
+    """A :class:`DataWarning` attributed to the caller of the loader that found it."""
     warnings.warn(message, DataWarning, stacklevel=3)
 
 
@@ -74,7 +71,7 @@ def _jsonl_field_at(raw: bytes, pos: int, _previous: Sequence[str]) -> str | Non
 
 def _delimited_field_at(delimiter: str, columns: Sequence[str] | None,
                         quoted: bool) -> _FieldAt:
-    """Map a byte offset to a column name, from the header (line 1) or fixed ``columns``."""
+    """A byte offset's column name, from the header (line 1) or fixed ``columns``."""
     def field_at(raw: bytes, pos: int, previous: Sequence[str]) -> str | None:
         names = columns
         if names is None:
@@ -128,11 +125,8 @@ def _bad_utf8(raw: bytes, pos: int) -> str:
 
 
 def _read_lines(path: Path, field_at: _FieldAt | None = None) -> list[str]:
-    """Decode the file one line at a time so a bad byte is reported at its line and field.
-
-    UTF-8 never uses the newline byte inside a multi-byte character, so splitting the raw
-    bytes on newlines first is safe. A leading byte-order mark is dropped.
-    """
+    """The file decoded line by line, so a bad byte is reported at its line and field (UTF-8
+    never uses the newline byte inside a character); a leading byte-order mark dropped."""
     lines: list[str] = []
     for lineno, raw in enumerate(_split_lines(_read_bytes(path)), 1):
         try:
@@ -162,8 +156,7 @@ def _with_bad_bytes(value: Any) -> bool:
 
 
 def read_json_document(path: Path) -> Any:
-    """Parse a whole JSON file. A bad byte inside a list element is reported at that
-    element's position (the row of a JSON list) and key, not just at a line."""
+    """A whole JSON file; a bad byte in a list element is reported at its row and key."""
     file = str(path)
     data = _read_bytes(path)
     try:
@@ -192,8 +185,7 @@ def read_json_document(path: Path) -> Any:
 
 
 class _DuplicateKey(Exception):
-    """Raised inside json parsing: an object has the same key twice (the last would win);
-    ``args[0]`` is the key."""
+    """An object has the key ``args[0]`` twice (the last would silently win)."""
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -240,10 +232,9 @@ def read_delimited(path: Path, *, delimiter: str, quoted: bool,
                     columns: Sequence[str] | None = None) -> list[tuple[int, list[str]]]:
     """(first line of the record, values) for each non-blank record.
 
-    ``quoted`` uses the csv module (fields may be quoted and span lines); otherwise lines are
-    split on the delimiter as they are (TSV files here are not quoted, and their text contains
-    stray quote characters). ``columns`` names the fields of a headerless file for error
-    messages.
+    ``quoted`` uses the csv module (quoted fields may span lines); otherwise lines are split
+    as they are (TSV files here are not quoted and contain stray quote characters).
+    ``columns`` names a headerless file's fields in errors.
     """
     file = str(path)
     lines = _read_lines(path, _delimited_field_at(delimiter, columns, quoted))
@@ -270,11 +261,8 @@ def read_delimited(path: Path, *, delimiter: str, quoted: bool,
 
 def read_table(path: Path, required: Sequence[str], *, delimiter: str = ",",
                 quoted: bool = True) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """Header plus one dict per data row; checks required columns and each row's width.
-
-    Extra columns in the header are fine (ignored by the caller); a row with fewer or more
-    values than the header is an error, because its values would land in the wrong columns.
-    """
+    """Header plus one dict per data row; required columns and each row's width checked
+    (extra columns are fine)."""
     file = str(path)
     records = read_delimited(path, delimiter=delimiter, quoted=quoted)
     if not records:
@@ -291,11 +279,9 @@ def read_table(path: Path, required: Sequence[str], *, delimiter: str = ",",
                         field=repeated[0])
     if len(records) < 2:
         raise DataError("no data rows after the header", file=file, row=header_line + 1)
-    rows: list[tuple[int, dict[str, str]]] = []
     for row, values in records[1:]:
         check_width(values, header, file, row)
-        rows.append((row, dict(zip(header, values))))
-    return header, rows
+    return header, [(row, dict(zip(header, values))) for row, values in records[1:]]
 
 
 def check_width(values: Sequence[str], columns: Sequence[str], file: str, row: int) -> None:

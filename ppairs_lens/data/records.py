@@ -17,15 +17,12 @@ TIE: int = 0
 class Comparison:
     """One pairwise comparison: which of ``item1`` / ``item2`` is more <aspect>.
 
-    ``label`` is 1 (item 1 more), 2 (item 2 more) or 0 (tie; ties are kept in datasets but left
-    out of probe fitting and scoring). ``context`` is the optional shared text both items refer
-    to (an article, a story prompt, an instruction); comparisons with the same ``context_id``
-    share it, which splits and the harvester's prefix sharing rely on. ``score1``/``score2`` are
-    gold scores where the data has them (scored-items datasets), used by ranking analyses.
-    ``group_id`` is the leak unit: comparisons with the same group_id stay on one side of
-    every split (a block of numbers, a template pool); None means "the context, else the
-    pair itself" (:meth:`Dataset.group_ids`). It is the last field, so positional use of the
-    others keeps working.
+    ``label`` is 1 (item 1 more <aspect>), 2 (item 2 more) or 0 (tie: kept in datasets, left
+    out of probe fitting and scoring).
+    ``context`` is the optional text both items refer to; comparisons with one ``context_id``
+    share it (splits and prefix sharing rely on that). ``score1``/``score2`` are gold scores
+    where the data has them (for ranking). ``group_id`` is the leak unit kept on one side of
+    every split (None: :meth:`Dataset.group_ids`); it is last, so positional use keeps working.
     """
 
     pair_id: str
@@ -45,9 +42,8 @@ class Comparison:
 class Statement:
     """A single statement with a truth label; becomes a contrast pair True vs False.
 
-    ``group_id`` is the statement's subject (a city, a number): statements about one subject
-    stay on one side of every split, so a true and a false statement about Paris are never
-    split between train and test. None: the context, else the statement itself.
+    ``group_id`` is its subject (a city, a number), so a true and a false statement about Paris
+    are never split between train and test (None: the context, else the statement itself).
     """
 
     pair_id: str
@@ -59,11 +55,8 @@ class Statement:
 
 @dataclass(frozen=True)
 class ScoredItem:
-    """One item with a gold score (SummEval summary, HANNA story, ClimateX statement).
-
-    Items with the same ``context_id`` are compared with each other; ``context`` is the shared
-    text (article, story prompt) or None when items stand alone (ClimateX).
-    """
+    """One item with a gold score (SummEval summary, HANNA story, ClimateX statement);
+    items of one ``context_id`` are compared, ``context`` None when they stand alone."""
 
     item_id: str
     text: str
@@ -78,9 +71,8 @@ Record = Comparison | Statement
 
 @dataclass(frozen=True)
 class Sampled:
-    """The whole a seeded pair limit draws from: ``whole``'s records in the order whose
-    prefixes every limit takes (contexts in the seed's order), ``file_order`` each one's
-    place in the file's order among them (a limit keeps its records in that order)."""
+    """What a seeded pair limit draws from: ``whole``'s records in the order whose prefixes
+    every limit takes, ``file_order`` each one's place among them in the file's order."""
 
     whole: Dataset
     file_order: tuple[int, ...]
@@ -92,11 +84,10 @@ class Sampled:
 class Dataset:
     """A named list of records of one kind, plus what the comparison asks about.
 
-    ``aspect`` is the adjective of the question ("more coherent", "larger"), ``item_name`` what
-    an item is ("summary", "number"), ``context_name`` what the shared context is ("article"),
-    ``aspect_description`` an optional definition (as in the paper's appendix).
-    ``Dataset.from_hf(ds, ...)`` reads a Hugging Face dataset (defined in
-    :mod:`ppairs_lens.data.hf`, which imports this module).
+    ``aspect`` is the question's adjective ("coherent"), ``item_name`` what an item is
+    ("summary"), ``context_name`` the shared context ("article"), ``aspect_description`` an
+    optional definition (as in the paper's appendix). ``Dataset.from_hf`` is defined in
+    :mod:`ppairs_lens.data.hf`.
     """
 
     name: str
@@ -108,8 +99,7 @@ class Dataset:
     aspect_description: str | None = None
     source: str | None = None
     extra: dict = field(default_factory=dict)
-    #: Where a seeded pair limit drew this dataset from (:func:`ppairs_lens.data.specs.
-    #: subsample_by_context`): the activation store of that whole serves every limit of it.
+    #: Where a seeded pair limit drew this dataset from: that whole's store serves every limit.
     sampled_from: Sampled | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:

@@ -1,15 +1,11 @@
 """Scored-items files (SummEval, HANNA): items with a gold score, compared within contexts.
 
-Each JSONL line is one item (a summary, a story) with numeric aspect scores and, usually, the
-context it belongs to (an article, a story prompt). A dataset is built from every pair of
-items sharing a context, labelled by the higher score on the chosen aspect; the same pairing
-serves any list of :class:`ScoredItem` (ClimateX too).
-
-SummEval, HANNA and files of the same shape name their fields differently (``article_id`` /
-``article`` / ``summary`` vs ``prompt`` / ``story``), so the fields are detected from how the
-values behave (:func:`detect_scored_fields`): which ``*_id`` repeats, which text it fixes,
-which keys are numeric. Explicit field names override detection; where it cannot decide, the
-error says which argument to pass.
+Each JSONL line is one item with numeric aspect scores and usually its context (an article, a
+story prompt); every pair of items sharing a context is labelled by the higher score (the same
+pairing serves any :class:`ScoredItem` list, ClimateX too). Files name their fields
+differently (``article_id`` / ``summary`` vs ``prompt`` / ``story``), so fields are detected
+from how values behave (:func:`detect_scored_fields`); explicit names override detection, and
+where it cannot decide the error says which argument to pass.
 """
 
 from __future__ import annotations
@@ -82,13 +78,12 @@ def detect_scored_fields(rows: Sequence[tuple[int, dict[str, Any]]], file: str, 
                          aspect: str | None, context_field: str | None,
                          context_id_field: str | None, item_field: str | None,
                          item_id_field: str | None) -> ScoredFields:
-    """Work out which keys are the ids, the texts and the aspects.
+    """Which keys are the ids, the texts and the aspects.
 
     The context id is the ``*_id`` key whose values repeat and which determines a text field
-    (SummEval's ``summary_id`` repeats too, S0-S15 in every article, but the summary text is
-    not fixed by it, whereas the article is fixed by ``article_id``). Texts are matched to ids
-    by name first (``article_id`` -> ``article``), then by behaviour. Explicit field arguments
-    override detection.
+    (SummEval's ``summary_id`` repeats too, S0-S15 in every article, but does not fix the
+    summary text). Texts are matched to ids by name first (``article_id`` -> ``article``),
+    then by behaviour.
     """
     keys = _majority_keys(rows)
     first_row = rows[0][0]
@@ -253,37 +248,26 @@ def _read_scored(path: PathLike, aspect: str, *, context_field: str | None,
 def read_scored_items(path: PathLike, aspect: str, *, context_field: str | None = None,
                       context_id_field: str | None = None, item_field: str | None = None,
                       item_id_field: str | None = None) -> list[ScoredItem]:
-    """Items with their gold ``aspect`` score from a scored-items JSONL file.
-
-    Field names are detected (see ``detect_scored_fields``) so files of the same shape with
-    other names load unchanged; pass them explicitly when detection cannot decide. A file
-    without a repeating ``*_id`` key has no contexts: all its items form one group.
-    """
-    items, _, _ = _read_scored(path, aspect, context_field=context_field,
-                               context_id_field=context_id_field, item_field=item_field,
-                               item_id_field=item_id_field)
-    return items
+    """Items with their gold ``aspect`` score from a scored-items JSONL file (fields detected);
+    a file without a repeating ``*_id`` key has no contexts: its items form one group."""
+    return _read_scored(path, aspect, context_field=context_field,
+                        context_id_field=context_id_field, item_field=item_field,
+                        item_id_field=item_id_field)[0]
 
 
 def comparisons_within_contexts(items: Iterable[ScoredItem], *,
                                 max_pairs_per_context: int | None = None, seed: int = 0,
                                 swap_seed: int | None = 0, source: str | None = None,
                                 score_field: str | None = None) -> list[Comparison]:
-    """Every unordered pair of items sharing a context, labelled by the higher score.
+    """Every unordered pair of items sharing a context, labelled by the higher score (or TIE).
 
-    Pairs are (i, j) with i before j in input order, ``pair_id`` ``"{context_id}:{id_i}|{id_j}"``
-    (just ``"{id_i}|{id_j}"`` without context); the id names the unordered pair and does not
-    change with the swap. Equal scores give ``TIE``.
-
-    ``swap_seed`` (default 0): each pair's order is flipped by a coin fixed by (swap_seed,
-    pair_id), so label 1 and 2 are about equally common whatever order the file lists items
-    in (a file sorted by score would otherwise give only one label, which a probe can learn
-    as a position bias). ``None`` keeps file order. ``max_pairs_per_context`` keeps a random
-    (``seed``-fixed) subset of each context's pairs, in their original order.
-
-    ``source``/``score_field`` only name the file and field in errors. Contexts with one item
-    give no pairs (a :class:`DataWarning` with counts); no context with two items, or only
-    ties, is a :class:`DataError`.
+    ``pair_id`` ``"{context_id}:{id_i}|{id_j}"`` (i before j in input order; no ``context_id:``
+    without context) names the unordered pair, whatever the swap. ``swap_seed``: each pair is
+    flipped by a coin fixed by (swap_seed, pair_id), so labels 1 and 2 are about equally common
+    however the file is ordered (one sorted by score would give one label, learnable as a
+    position bias); ``None`` keeps file order. ``max_pairs_per_context`` keeps a seeded subset
+    of each context's pairs, in order. ``source``/``score_field`` name the file and field in
+    errors. Single-item contexts warn; no context of two, or only ties, is an error.
     """
     if max_pairs_per_context is not None and max_pairs_per_context < 1:
         raise DataError(f"max_pairs_per_context must be at least 1, got {max_pairs_per_context}",
@@ -327,14 +311,13 @@ def comparisons_within_contexts(items: Iterable[ScoredItem], *,
 
 
 def _coin(seed: int, key: str) -> bool:
-    """A fair coin fixed by (seed, key): the same pair flips the same way whatever else
-    is in the dataset, so sub-sampling does not reshuffle orientations."""
+    """A fair coin fixed by (seed, key), so sub-sampling does not reshuffle orientations."""
     return bool(hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=1).digest()[0] & 1)
 
 
 def _compare(a: ScoredItem, b: ScoredItem, pair_id: str, context_id: str | None,
              context: str | None, swap_seed: int | None) -> Comparison:
-    """One comparison of two scored items, flipped by the (swap_seed, pair_id) coin."""
+    """Two scored items compared, flipped by the (swap_seed, pair_id) coin."""
     if swap_seed is not None and _coin(swap_seed, pair_id):
         a, b = b, a
     label = ITEM1 if a.score > b.score else ITEM2 if b.score > a.score else TIE
@@ -345,8 +328,7 @@ def _compare(a: ScoredItem, b: ScoredItem, pair_id: str, context_id: str | None,
 
 def comparisons_of_pairs(items: Sequence[ScoredItem], pairs: Sequence[tuple[int, int]],
                          swap_seed: int | None, source: str | None) -> list[Comparison]:
-    """Comparisons for chosen index pairs of context-free items (same rules as within
-    contexts); for when all pairs would be too many to list first."""
+    """Comparisons for chosen index pairs of context-free items, when all would be too many."""
     out = [_compare(items[i], items[j], f"{items[i].item_id}|{items[j].item_id}", None, None,
                     swap_seed) for i, j in pairs]
     if all(c.label == TIE for c in out):
@@ -395,12 +377,8 @@ def load_scored_items(path: PathLike, aspect: str, *, name: str | None = None,
                       item_field: str | None = None, item_id_field: str | None = None,
                       max_pairs_per_context: int | None = None, seed: int = 0,
                       swap_seed: int | None = 0) -> Dataset:
-    """A comparison dataset from a scored-items JSONL file: pairs within each context.
-
-    See :func:`comparisons_within_contexts` for pairing, ties and the order swap; the
-    dataset's ``aspect`` is the adjective ("coherent") and ``aspect_description`` the
-    definition for the known SummEval/HANNA aspects.
-    """
+    """Comparisons within each context of a scored-items file (:func:`comparisons_within_contexts`);
+    ``aspect`` the adjective ("coherent"), with the definition of known SummEval/HANNA aspects."""
     p = Path(path)
     items, fields, key = _read_scored(p, aspect, context_field=context_field,
                                       context_id_field=context_id_field, item_field=item_field,

@@ -24,25 +24,21 @@ def parse_spec(spec: str) -> tuple[str, dict]:
 
 
 def spec_format(spec: str) -> str | None:
-    """The file format (a ``FORMATS`` key) of the file a spec names; None for anything else
-    (a built-in name)."""
+    """The ``FORMATS`` key of the file a spec names; None for a built-in name."""
     path = Path(parse_spec(display_name(spec)[0])[0])
     return sniff_format(path) if path.is_file() else None
 
 
 def subsample_by_context(dataset: Dataset, max_pairs: int | None, seed: int = 0, *,
                          per_context: int | None = None) -> Dataset:
-    """At most ``max_pairs`` records, taking contexts in a seeded random order; each context
-    whole, or (``per_context``) a seeded sample of at most that many of its records. The
-    records keep the dataset's order.
+    """At most ``max_pairs`` records (in the dataset's order), taking contexts in a seeded
+    order, each whole or (``per_context``) a seeded sample of at most that many records.
 
     Contexts are the leak groups a split keeps apart, so a claim's power grows with their
-    number: where pairs within a context cost as much as pairs across contexts (MT-Bench's
-    answers share no prefix), ``per_context`` spends a fixed budget on more of them.
-
-    Every limit takes a prefix of one sequence (the contexts in the seed's order), kept as
-    ``sampled_from`` (:class:`~ppairs_lens.data.records.Sampled`): a smaller limit reads pairs
-    a larger one harvested, and a larger one harvests only the pairs it adds.
+    number: where pairs within a context cost as much as across (MT-Bench's answers share no
+    prefix), ``per_context`` spends a fixed budget on more of them. Every limit takes a prefix
+    of one sequence, kept as ``sampled_from``: a smaller limit reads pairs a larger one
+    harvested, and a larger one harvests only the pairs it adds.
     """
     if per_context is not None and per_context < 1:
         raise ValueError(f"per_context must be at least 1, got {per_context}")
@@ -93,8 +89,7 @@ def display_name(spec: str) -> tuple[str, str | None]:
 
 @dataclass(frozen=True)
 class PairLimits:
-    """Pair limits by dataset: ``default`` for every dataset, ``named`` for those of a name
-    (the ``@Name`` a spec gives, else the name its file loads under). ``--max-pairs 60
+    """Pair limits by dataset name (a spec's ``@Name``, else its file's): ``--max-pairs 60
     LLMBar=200`` is ``PairLimits(60, (("LLMBar", 200),))``."""
 
     default: int | None = None
@@ -122,10 +117,9 @@ class PairLimits:
 
 def load_dataset_spec(spec: str, *, max_pairs: int | PairLimits | None = None, seed: int = 0
                       ) -> Dataset:
-    """The dataset a spec names, at most ``max_pairs`` pairs (whole contexts, seeded; a
-    :class:`PairLimits` picks the limit by the dataset's name); a ``@Name`` suffix names it
-    in tables and figures (its store's folder keeps the file's name: every limit and name of
-    one file shares it)."""
+    """The dataset a spec names, at most ``max_pairs`` pairs (whole contexts, seeded); a
+    ``@Name`` names it in tables and figures (its store keeps the file's name, shared by every
+    limit and name of one file)."""
     spec, name = display_name(spec)
     path, kw = parse_spec(spec)
     loaded = load_dataset(path, **kw)
@@ -136,9 +130,8 @@ def load_dataset_spec(spec: str, *, max_pairs: int | PairLimits | None = None, s
 
 
 def limit_names(spec: str, dataset: Dataset) -> tuple[str, ...]:
-    """The names a :class:`PairLimits` entry matches for the dataset ``spec`` names
-    (``dataset``: what :func:`load_dataset_spec` returned for it), in the order the limit is
-    looked up: its ``@Name`` if the spec gives one, then the name its file loads under."""
+    """The names a :class:`PairLimits` entry matches for ``spec``'s dataset (as
+    :func:`load_dataset_spec` returned it), in lookup order: ``@Name``, then its file's."""
     at = display_name(spec)[1]
     whole = dataset.sampled_from
     file_name = whole.whole.name if whole is not None else None if at else dataset.name

@@ -1,8 +1,7 @@
 """Story Cloze CSV files: which of two endings fits a four-sentence story.
 
 Columns ``InputStoryid``, ``InputSentence1``-``4``, ``RandomFifthSentenceQuiz1``/``2`` and
-``AnswerRightEnding`` (1 or 2); the story is the context both endings continue.
-"""
+``AnswerRightEnding`` (1 or 2); the story is the context both endings continue."""
 
 from __future__ import annotations
 

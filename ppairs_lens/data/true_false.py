@@ -1,11 +1,10 @@
 """True/false statement CSV files (Geometry of Truth): single statements with a truth label.
 
 Columns ``statement`` and ``label`` (1/true or 0/false); extra columns are ignored, except the
-statement's subject, which becomes its ``group_id`` so that splits keep every statement about
-one subject on one side (the true and the false statement about a city must not be split
-between train and test). The subject is the first of these columns the file has: ``city``
-(cities, neg_cities), ``n1`` (larger_than, smaller_than), ``subject``, ``group``. A file with
-none of them groups only repeated statements, and says so in ``extra["group_by"]``.
+statement's subject, which becomes its ``group_id`` so that the true and the false statement
+about a city are never split between train and test: the first of ``city`` (cities,
+neg_cities), ``n1`` (larger_than, smaller_than), ``subject``, ``group`` the file has. A file
+with none groups only repeated statements (``extra["group_by"]``).
 """
 
 from __future__ import annotations
@@ -26,11 +25,8 @@ SUBJECT_COLUMNS: tuple[str, ...] = ("city", "n1", "subject", "group")
 
 
 def load_true_false_csv(path: PathLike, *, name: str | None = None) -> Dataset:
-    """Single statements with a truth label, grouped by subject where a column names it.
-
-    The same statement twice with the same label is kept (with a warning, and both copies in
-    one group); with opposite labels it is an error, since one of them must be wrong.
-    """
+    """Statements with a truth label; a repeat is kept (warned, one group) with the same label,
+    an error with the opposite one, since one of them must be wrong."""
     p = Path(path)
     file = str(p)
     header, rows = read_table(p, ("statement", "label"))

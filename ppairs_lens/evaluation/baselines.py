@@ -2,24 +2,20 @@
 
 A probe that scores 0.78 means little if looking up each word's training win rate also scores
 0.78, or if "the longer summary wins" does. These baselines read nothing but the store's pairs
-(:class:`~ppairs_lens.activations.pair_info.PairInfo`: ids, labels, text lengths) and return
-P(item 1) for every test pair, so they are scored by exactly the code (metrics, grouped
-bootstrap CIs, paired differences) that scores a probe.
+(ids, labels, text lengths) and return P(item 1) for every test pair, so they are scored by
+exactly the code that scores a probe.
 
-* :func:`memorisation_baseline`: each item id's win rate on the training pairs; P(item 1) =
-  0.5 + (rate1 - rate2) / 2, unseen items at the prior 0.5 (its leave-one-out training
-  accuracy is reported). For true/false statements (no item ids) the key is the leak group (the
-  subject): its share of true statements in training.
+* :func:`memorisation_baseline`: each item id's training win rate; P(item 1) =
+  0.5 + (rate1 - rate2) / 2, unseen items at the prior 0.5. For true/false statements (no
+  item ids) the key is the leak group (the subject): its share of true statements in training.
 * :func:`length_baseline`: the longer item (or statement: than the training median) wins,
   with the sign that fits training better.
 
 In SummEval, NEWSROOM and HANNA the item id *is* the producing system (``S0``..``S15`` recur
-in every article), so the item key already is the system key there: the lookup is a system
-identity baseline, and says so (:func:`ids_recur_across_contexts`).
-
-:func:`length_balanced_accuracy`: accuracy on the pairs whose two items are within 10% of each
-other's length (where "the longer one wins" has nothing to read), reported only where there
-are at least :data:`MIN_BALANCED_PAIRS` such pairs.
+in every article): there the lookup is a system identity baseline, and says so
+(:func:`ids_recur_across_contexts`). :func:`length_balanced_accuracy` scores only the pairs
+whose items are within 10% of each other's length, where "the longer one wins" has nothing to
+read.
 """
 
 from __future__ import annotations
@@ -44,8 +40,7 @@ LENGTH_TOLERANCE = 0.1
 #: Fewest length-balanced pairs an accuracy on them is reported over.
 MIN_BALANCED_PAIRS = 30
 
-#: Candidate memorisation keys of comparison pairs: name -> (field of item 1, field of item 2).
-#: Only fields of a store's pairs (:class:`~ppairs_lens.activations.pair_info.PairInfo`).
+#: Candidate memorisation keys: name -> (field of item 1, field of item 2) of a store's pairs.
 MEMO_KEYS: dict[str, tuple[str, str]] = {"item_id": ("item1_id", "item2_id")}
 
 
@@ -82,8 +77,8 @@ def _win_counts(keys: list[tuple], y: np.ndarray) -> tuple[dict, dict]:
 
 
 def _rate(wins: dict, seen: dict, k, drop: float | None = None) -> float:
-    """Win rate of key ``k`` (the prior 0.5 when unseen); ``drop``: leave out one comparison
-    that ``k`` won (1) or lost (0), so a key seen once says nothing about its own pair."""
+    """Win rate of ``k`` (0.5 unseen); ``drop``: leave out one comparison ``k`` won (1) or lost
+    (0), so a key seen once says nothing about its own pair."""
     n = seen.get(k, 0) - (drop is not None)
     return (wins.get(k, 0.0) - (drop or 0.0)) / n if n > 0 else 0.5
 
@@ -92,17 +87,9 @@ def _pair_p(keys: list[tuple], wins: dict, seen: dict) -> np.ndarray:
     return np.array([0.5 + (_rate(wins, seen, a) - _rate(wins, seen, b)) / 2 for a, b in keys])
 
 
-def _loo_accuracy(keys: list[tuple], y: np.ndarray, wins: dict, seen: dict) -> float:
-    """Training accuracy with each pair left out of its own items' rates: an in-sample
-    lookup of ids that never recur would score 1.0 and always be chosen."""
-    p = np.array([0.5 + (_rate(wins, seen, a, float(t)) - _rate(wins, seen, b, 1.0 - float(t)))
-                  / 2 for (a, b), t in zip(keys, y)])
-    return accuracy(y, p)
-
-
 def _nothing_recurs(key: str) -> Baseline:
-    """Memorisation where no held-out pair's key was seen in training: every answer would be
-    the prior 0.5, a constant that is no baseline (shown as n/a, with this reason)."""
+    """No held-out pair's key was seen in training: every answer would be the prior 0.5, a
+    constant that is no baseline."""
     return Baseline("memorisation", None, "", reason=f"no {key} of a held-out pair occurs in "
                     "training: nothing to memorise")
 
@@ -127,7 +114,11 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
             continue
         k_tr = [(getattr(p, f1), getattr(p, f2)) for p in pairs_train]
         wins, seen = _win_counts(k_tr, y)
-        acc = _loo_accuracy(k_tr, y, wins, seen)
+        # each pair left out of its own items' rates: an in-sample lookup of ids that never
+        # recur would score 1.0 and always be chosen
+        acc = accuracy(y, np.array([0.5 + (_rate(wins, seen, a, float(t))
+                                           - _rate(wins, seen, b, 1.0 - float(t))) / 2
+                                    for (a, b), t in zip(k_tr, y)]))
         if best is None or acc > best[0]:
             best = (acc, name, _pair_p([(getattr(p, f1), getattr(p, f2)) for p in pairs_test],
                                             wins, seen))
@@ -146,9 +137,8 @@ def memorisation_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequenc
 
 
 def ids_recur_across_contexts(pairs: Sequence[PairInfo]) -> bool:
-    """Whether contexts hold several items each (3 or more ids) and some item id appears in
-    two or more contexts (SummEval's ``S0``..``S15`` in every article): then the id names
-    the item's producer, not the item."""
+    """Whether contexts hold 3+ items and some item id appears in 2+ contexts (SummEval's
+    ``S0``..``S15``): then the id names the item's producer, not the item."""
     where: dict = {}
     items: dict = {}
     for p in pairs:
@@ -167,10 +157,9 @@ CROSS_IDS = ("item ids of two datasets name the same item only where they name a
 
 def cross_dataset_memorisation(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
                                pairs_test: Sequence[PairInfo]) -> Baseline:
-    """:func:`memorisation_baseline` fitted on one dataset and looked up on another. An id
-    names the same thing in two datasets only where it names a producing system (ids that
-    recur across contexts in both, SummEval's ``S0``..``S15``); ids such as a file's row
-    numbers would match unrelated items, so there it is unavailable (:data:`CROSS_IDS`)."""
+    """:func:`memorisation_baseline` fitted on one dataset and looked up on another, only where
+    ids recur across contexts in both (they name a system); ids such as a file's row numbers
+    would match unrelated items."""
     if not (ids_recur_across_contexts(pairs_train) and ids_recur_across_contexts(pairs_test)):
         return Baseline("memorisation", None, "", reason=CROSS_IDS)
     return memorisation_baseline(pairs_train, labels_train, pairs_test)
@@ -178,8 +167,8 @@ def cross_dataset_memorisation(pairs_train: Sequence[PairInfo], labels_train: Se
 
 def length_balanced(pairs: Sequence[PairInfo],
                     tolerance: float = LENGTH_TOLERANCE) -> np.ndarray:
-    """Mask of the pairs whose two items' lengths differ by at most ``tolerance`` of the
-    longer (False where a length is missing, and for statements)."""
+    """Mask of the pairs whose items' lengths differ by at most ``tolerance`` of the longer
+    (False where a length is missing, and for statements)."""
     lengths = [(p.len1, p.len2) for p in pairs]
     return np.array([a is not None and b is not None and max(a, b) > 0
                      and abs(float(a) - float(b)) <= tolerance * max(float(a), float(b))
@@ -208,8 +197,8 @@ def _lengths(pairs: Sequence[PairInfo], statements: bool, median: float) -> np.n
 
 def length_baseline(pairs_train: Sequence[PairInfo], labels_train: Sequence[int],
                      pairs_test: Sequence[PairInfo]) -> Baseline:
-    """Length decides: item 1 when it is longer (statements: true when longer than the
-    training median), or the reverse when that fits the training pairs better."""
+    """Item 1 wins when longer (statements: true when longer than the training median), or
+    the reverse when that fits the training pairs better."""
     y = _check(pairs_train, np.asarray(labels_train))
     both = (*pairs_train, *pairs_test)
     if any(p.len1 is None for p in both):

@@ -2,21 +2,17 @@
 
 Records that share a leak group (a context, an item block, a template pool) are not
 independent, so a resample draws whole *groups* with replacement (as many draws as groups;
-records when no groups are given). A resample is a vector of multiplicities ``w`` (how often
-each record was drawn), and a statistic is a function of the weights matrix ``[b, n]``
-returning one value per resample, so all resamples cost one matrix product. Two statistics
-scored on the same call (:func:`intervals`) see the *same* resamples: that is what makes a
-paired difference's interval the interval of the difference. A draw is kept as
-:class:`Resamples` (each group's multiplicity per resample), so it serves any number of
-statistics: :func:`batch_intervals` scores statistics of many columns at once (a sweep's every
-layer and probe kind, through the groups' sums rather than a ``[b, n]`` matrix per layer), and
-:func:`intervals` is its batch of one.
+records when no groups are given). A statistic maps the weights matrix ``[b, n]`` (how often
+each record was drawn) to one value per resample, so all resamples cost one matrix product.
+Statistics scored on the same call see the *same* resamples: that is what makes a paired
+difference's interval the interval of the difference. A draw is kept as :class:`Resamples`,
+so it serves any number of statistics (:func:`batch_intervals`: a sweep's every layer and
+probe kind through the groups' sums, not a ``[b, n]`` matrix per layer).
 
-The rules, written once: :data:`N_BOOT` resamples by default; a 95% percentile interval;
-resamples where a statistic is undefined (NaN) are skipped and counted (``n_boot_used``);
-an interval over fewer than :data:`MIN_BOOTSTRAP_GROUPS` distinct groups carries
-``ci_counts: False`` (with few groups, a resample of them says little: such a CI is shown,
-with its caption, but a claim must not count it).
+The rules, written once: a 95% percentile interval; resamples where a statistic is undefined
+(NaN) are skipped and counted (``n_boot_used``); an interval over fewer than
+:data:`MIN_BOOTSTRAP_GROUPS` distinct groups carries ``ci_counts: False`` (a resample of few
+groups says little: such a CI is shown, with its caption, but a claim must not count it).
 """
 
 from __future__ import annotations
@@ -60,10 +56,9 @@ def _codes(n: int, groups: Sequence[Hashable] | None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Resamples:
-    """``n_boot`` resamples of ``n`` records, as the multiplicity of each *group* in each
-    resample (``counts[b, g]``) and each record's group (``codes[i]``): a record's weight in
-    resample ``b`` is ``counts[b, codes[i]]``. Drawn once (:func:`draw_resamples`), they serve
-    any number of statistics of the same records (a sweep's every layer and probe kind)."""
+    """``n_boot`` resamples as the multiplicity of each *group* in each resample
+    (``counts[b, g]``) and each record's group (``codes[i]``): a record's weight in resample
+    ``b`` is ``counts[b, codes[i]]``."""
 
     counts: Float[np.ndarray, "b g"]
     codes: Int[np.ndarray, " n"]
@@ -77,11 +72,10 @@ class Resamples:
         return self.counts.shape[1]
 
     def weights(self) -> Float[np.ndarray, "b n"]:
-        """Multiplicity of each record in each resample."""
         return self.counts[:, self.codes]
 
     def group_sums(self, x: Float[np.ndarray, "n *k"]) -> Float[np.ndarray, "g *k"]:
-        """Sums of ``x`` (per record, one column per statistic) within each group."""
+        """Sums of ``x`` (per record, a column per statistic) within each group."""
         order = np.argsort(self.codes, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(self.codes[order]) != 0])
         return np.add.reduceat(np.asarray(x, dtype=float)[order], starts, axis=0)
@@ -95,9 +89,8 @@ class Resamples:
 
 def draw_resamples(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BOOT,
                    seed: int = 0) -> Resamples:
-    """The :class:`Resamples` of ``n`` records: whole groups drawn with replacement (as many
-    draws as groups), or records when ``groups`` is None. The only place in the package that
-    draws bootstrap resamples."""
+    """The :class:`Resamples` of ``n`` records: the only place in the package that draws
+    bootstrap resamples."""
     if n_boot < 1:
         raise ProbeError(f"n_boot must be at least 1, got {n_boot}")
     codes = _codes(n, groups)
@@ -111,8 +104,7 @@ def draw_resamples(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BO
 
 def resample_weights(n: int, groups: Sequence[Hashable] | None, n_boot: int = N_BOOT,
                      seed: int = 0) -> Float[np.ndarray, "b n"]:
-    """Multiplicity of each of ``n`` records in each of ``n_boot`` resamples
-    (:func:`draw_resamples`' weights)."""
+    """:func:`draw_resamples`' weights ``[n_boot, n]``."""
     return draw_resamples(n, groups, n_boot, seed).weights()
 
 
@@ -128,10 +120,9 @@ def _interval(value: float, stats: np.ndarray, n_groups: int, alpha: float) -> I
 def batch_intervals(stats: Mapping[str, BatchStatistic], resamples: Resamples,
                     values: Mapping[str, Sequence[float]], *, alpha: float = ALPHA
                     ) -> list[dict[str, Interval]]:
-    """One ``{name: Interval}`` per column of several batched statistics of the same records
-    (columns: e.g. a sweep's layers), all on the same ``resamples``. ``stats[name](r)`` maps
-    the :class:`Resamples` to ``[b, k]``; ``values[name]`` gives the ``k`` values on all
-    records."""
+    """One ``{name: Interval}`` per column (e.g. a sweep's layer) of several batched statistics,
+    all on the same ``resamples``: ``stats[name](r)`` gives ``[b, k]``, ``values[name]`` the
+    ``k`` values on all records."""
     if not 0.0 < alpha < 1.0:
         raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
     out: list[dict[str, Interval]] = []
@@ -152,11 +143,10 @@ def intervals(stats: Mapping[str, Statistic], n: int, groups: Sequence[Hashable]
               *, values: Mapping[str, float] | None = None, n_boot: int = N_BOOT,
               seed: int = 0, alpha: float = ALPHA,
               resamples: Resamples | None = None) -> dict[str, Interval]:
-    """``{name: Interval}`` of several statistics of the same ``n`` records, all on the same
-    resamples (so differences of them are paired): :func:`batch_intervals` with one column.
-    ``stats[name](w)`` maps weights ``[b, n]`` to ``[b]``; the value is the statistic on all
-    records (unit weights) unless ``values`` gives it (an exact form, e.g. with undefined
-    cases handled). ``resamples``: ones already drawn for these records, reused."""
+    """``{name: Interval}`` of several statistics of the same ``n`` records on the same
+    resamples (so differences of them are paired). ``stats[name](w)`` maps weights ``[b, n]``
+    to ``[b]``; the value is the statistic on unit weights unless ``values`` gives it (an exact
+    form, e.g. with undefined cases handled). ``resamples``: already drawn, reused."""
     if not 0.0 < alpha < 1.0:
         raise ProbeError(f"alpha must be in (0, 1), got {alpha}")
     if n == 0:
@@ -189,8 +179,7 @@ def bootstrap(stat: Statistic, n: int, groups: Sequence[Hashable] | None = None,
 def mean_ci(values: Sequence[float], groups: Sequence[Hashable] | None = None, *,
             n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA,
             resamples: Resamples | None = None) -> Interval:
-    """The mean of ``values`` (e.g. one score per context) with its interval, resampling
-    ``groups`` (one per value; None: the values themselves; ``resamples``: already drawn)."""
+    """The mean of ``values`` with its interval, resampling ``groups`` (None: the values)."""
     v = np.asarray(values, dtype=float)
     return bootstrap(lambda w: (w @ v) / w.sum(axis=1), len(v), groups, n_boot=n_boot,
                      seed=seed, alpha=alpha, resamples=resamples)

@@ -1,23 +1,16 @@
 """The verdict on "probe directions agree across datasets" (paper Figure 5).
 
 The statistic is the mean |cos| over every pair of the directions of probes that beat chance
-in distribution; it is compared with the *same* statistic (same number of directions, so same
-number of pairs) under two nulls: isotropic random unit vectors
-(:func:`isotropic_mean_abs_cos`) and random vectors drawn from each dataset's own training
-contrast covariance (:func:`covariance_mean_abs_cos`), since the residual stream is
-anisotropic. The transfer step's own verdict holds when the statistic beats both nulls; not
-beating them is no evidence of disagreement, so that is *inconclusive*, never *fails*. For the
-claims registry (paper Figure 5, which can fail) the evidence also carries a percentile
-interval on the statistic from resampling the datasets (:func:`dataset_bootstrap_cis`) and the
-nulls' means: the claims are decided on mean |cos| minus its null's mean, one dataset a group.
-
-:func:`agreement_verdicts` decides it per probe kind at one read-out ``li``: each dataset's
-direction there, its in-distribution held-out accuracy (CI over the split's bootstrap unit),
-and its training contrast differences centred within each label (the covariance null: the
-stream's own spread of contrasts, less the label signal itself, which would otherwise hand
-the null the very direction being tested). Only probes that work in distribution (CI lower
-end above chance) count: directions of probes that do not work say nothing about whether the
-model's representations agree.
+in distribution (directions of probes that do not work say nothing about whether the model's
+representations agree). It is compared with the *same* statistic (as many directions) under
+two nulls: isotropic random unit vectors, and random vectors drawn from each dataset's own
+training contrast covariance, since the residual stream is anisotropic. That covariance is of
+the contrasts centred within each label: the label signal would otherwise hand the null the
+very direction being tested. The transfer step's verdict holds when the statistic beats both
+nulls; not beating them is no evidence of disagreement, so that is *inconclusive*, never
+*fails*. For the claims registry (paper Figure 5, which can fail) the evidence also carries a
+percentile interval from resampling the datasets and the nulls' means: those claims are
+decided on mean |cos| minus its null's mean, one dataset a group.
 """
 
 from __future__ import annotations
@@ -46,9 +39,8 @@ def mean_abs_pairwise_cos(directions: Float[np.ndarray, "m d"]) -> float:
     """Mean |cos| over every unordered pair of rows."""
     u = np.asarray(directions, dtype=float)
     u = u / np.linalg.norm(u, axis=1, keepdims=True)
-    c = u @ u.T
     i, j = np.triu_indices(len(u), k=1)
-    return float(np.abs(c[i, j]).mean())
+    return float(np.abs((u @ u.T)[i, j]).mean())
 
 
 def median_abs_pairwise_cos(directions: Float[np.ndarray, "m d"]) -> float:
@@ -68,8 +60,7 @@ def _pairwise_stat(u: Float[np.ndarray, "s m d"]) -> Float[np.ndarray, "s"]:
 
 def isotropic_mean_abs_cos(m: int, d: int, n_sim: int = 2000, seed: int = 0
                            ) -> Float[np.ndarray, "n_sim"]:
-    """The statistic under the isotropic null: mean |cos| over all pairs of ``m`` independent
-    uniform unit vectors in ``R^d``, ``n_sim`` times (seeded)."""
+    """The statistic for ``m`` independent uniform unit vectors in ``R^d``, ``n_sim`` times."""
     rng = np.random.default_rng(seed)
     out = [_pairwise_stat(rng.standard_normal((min(500, n_sim - s), m, d)))
            for s in range(0, n_sim, 500)]
@@ -78,27 +69,23 @@ def isotropic_mean_abs_cos(m: int, d: int, n_sim: int = 2000, seed: int = 0
 
 def covariance_mean_abs_cos(features: Sequence[Float[np.ndarray, "n d"]], n_sim: int = 2000,
                             seed: int = 0) -> Float[np.ndarray, "n_sim"]:
-    """The statistic under the residual stream's own geometry: direction ``i`` is ``g' X_i``
-    (``g ~ N(0, I)``, ``X_i`` the centred training contrast differences of dataset ``i``, so
-    its covariance is ``X_i' X_i``), normalised; mean |cos| over all pairs, ``n_sim`` times."""
+    """The statistic under the residual stream's own geometry, ``n_sim`` times: direction ``i``
+    is ``g' X_i`` (``g ~ N(0, I)``, ``X_i`` dataset ``i``'s centred training contrasts, so its
+    covariance is ``X_i' X_i``)."""
     rng = np.random.default_rng(seed)
     xs = [np.asarray(x, dtype=float) - np.asarray(x, dtype=float).mean(0) for x in features]
-    out = []
-    for s in range(0, n_sim, 500):
-        b = min(500, n_sim - s)
-        out.append(_pairwise_stat(np.stack([rng.standard_normal((b, len(x))) @ x for x in xs],
-                                           axis=1)))
+    out = [_pairwise_stat(np.stack([rng.standard_normal((min(500, n_sim - s), len(x))) @ x
+                                    for x in xs], axis=1))
+           for s in range(0, n_sim, 500)]
     return np.concatenate(out)
 
 
 def dataset_bootstrap_cis(directions: Float[np.ndarray, "m d"], n_boot: int = 2000,
                           seed: int = 0) -> dict[str, tuple[float, float]]:
-    """95% percentile intervals on the mean and the median |cos| over pairs, on one set of
-    resamples of the datasets (the unit: each gives one direction;
-    :func:`ppairs_lens.evaluation.bootstrap.intervals`): a resample's pairs are those of two
-    draws of *different* datasets, each pair weighted by how often both were drawn, so a
-    direction is never counted against itself. Below 20 datasets the intervals are shown but
-    decide nothing (and with 2 they are of zero width half the time)."""
+    """95% percentile intervals on the mean and median |cos| over pairs, resampling the
+    datasets: a resample's pairs are those of two draws of *different* datasets, each weighted
+    by how often both were drawn, so a direction is never counted against itself. Below 20
+    datasets they decide nothing (and with 2 they are of zero width half the time)."""
     u = np.asarray(directions, dtype=float)
     u = u / np.linalg.norm(u, axis=1, keepdims=True)
     c = np.abs(u @ u.T)
@@ -151,11 +138,10 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
                              seed: int = 0, alpha: float = 0.01, chance: float = 0.5
                              ) -> Verdict:
     """Do the directions of probes that work agree across datasets (module doc)?
-    ``directions[i]`` is dataset ``i``'s probe direction, ``accuracy_lo[i]`` the lower end of
-    its in-distribution held-out accuracy CI (``accuracy_groups[i]`` the test groups it rests
-    on: one group's shows no skill), ``features[i]`` its training contrast differences at the
-    same read-out (the covariance null; None: isotropic only, and then the claim cannot hold).
-    Not tested with fewer than 2 probes above chance."""
+    ``accuracy_lo[i]``: the lower end of dataset ``i``'s in-distribution accuracy CI (over
+    ``accuracy_groups[i]`` test groups); ``features[i]``: its training contrast differences at
+    the same read-out (the covariance null; None: the claim cannot hold). Not tested with
+    fewer than 2 probes above chance."""
     names = list(names or [str(i) for i in range(len(directions))])
     groups = (list(accuracy_groups) if accuracy_groups is not None
               else [None] * len(accuracy_lo))
@@ -205,8 +191,8 @@ def cosine_agreement_verdict(directions: Sequence[Float[np.ndarray, "d"]],
 
 def in_distribution_accuracy(split: StoreSplit, sweep: SweepProbes, kind: str, li: int, *,
                              n_boot: int, seed: int) -> dict[str, float] | None:
-    """``{value, lo, hi}``: held-out accuracy of ``kind``'s probe at read-out ``li`` on its own
-    test split (None where the probe is degenerate there)."""
+    """``{value, lo, hi, n_groups}``: held-out accuracy of ``kind``'s probe at read-out ``li``
+    on its own test split (None where the probe is degenerate)."""
     if bool(sweep.degenerate[kind][li]):
         return None
     p = sweep.to_probe(kind, li).predict_proba(split.acts_test[:, :, li])[:, 1]
@@ -228,8 +214,8 @@ def _within_label(split: StoreSplit, li: int) -> np.ndarray:
 def agreement_verdicts(stores: Sequence[tuple[str, StoreSplit, SweepProbes]],
                        kinds: Sequence[str], li: int, *, n_boot: int, seed: int,
                        n_sim: int = 2000, alpha: float = 0.01) -> dict[str, dict]:
-    """Per kind: the agreement verdict (``Verdict.as_dict()``) at read-out ``li`` over
-    ``(name, split, sweep)`` of every dataset, with ``in_distribution`` accuracies."""
+    """Per kind: the agreement verdict at read-out ``li`` over every dataset's
+    ``(name, split, sweep)``, with ``in_distribution`` accuracies."""
     out = {}
     for kind in kinds:
         accs = {n: in_distribution_accuracy(sp, sw, kind, li, n_boot=n_boot, seed=seed)
@@ -248,11 +234,10 @@ def agreement_verdicts(stores: Sequence[tuple[str, StoreSplit, SweepProbes]],
 def pc1_alignment(acts: Float[Tensor, "n 2 layer d"], labels: Sequence[int], layer: int, *,
                   kind: str, seed: int = 0) -> float:
     """``|cos|`` between ``kind``'s direction and the first principal component of the same
-    pairs' centred differences at read-out ``layer`` (thesis Section 4.3.3: the probe lies
-    close to PC1), both fitted on all of them. A value, not an estimate with an interval: a
-    direction refitted on a few hundred comparisons that share their items has a cosine
-    biased away from the population's, and this package has no interval of known coverage
-    for such a statistic, so it gives none."""
+    pairs' centred differences at ``layer``, both fitted on all of them (thesis Section 4.3.3:
+    the probe lies close to PC1). A value, not an estimate with an interval: a direction
+    refitted on a few hundred comparisons that share their items has a cosine biased away from
+    the population's, and no interval of known coverage exists here for such a statistic."""
     kinds = tuple(dict.fromkeys((kind, "pca")))
     sw = fit_sweep(acts[:, :, layer:layer + 1], np.asarray(labels), kinds=kinds,
                    n_sign_boot=1, seed=seed)

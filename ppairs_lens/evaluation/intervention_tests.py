@@ -2,27 +2,23 @@
 
 * :func:`judge_decides`: a precondition of every such claim: the unablated judge must decide.
 * :func:`ablation_changes_verdict`: the step's own verdict on "removing (adding) the direction
-  changes the judgement", a "changes" claim: Holm-corrected permutation p-values against null
-  directions hold it; only equivalence fails it; not tested when even the smallest reachable
-  p (``1 / (n_null + 1)``) cannot pass Holm's first threshold.
+  changes the judgement": Holm-corrected permutation p-values against null directions hold
+  it; only equivalence fails it.
 
-The claim tests below are p-values that enter their family's Holm
-(:func:`~ppairs_lens.evaluation.verdicts.decide_family`) rather than verdicts decided alone.
+The claim tests below give p-values that enter their family's Holm
+(:func:`~ppairs_lens.evaluation.verdicts.decide_family`):
 
 * :func:`equivalence_test`: "removing the direction leaves the judgement unchanged" (paper
   Table 2). Per statistic (ΔF1 or Δaccuracy, and the Δlog-odds margin) the two one-sided
-  p-values against ``±margin`` from the run's own paired 90% interval (the interval the TOST
-  reads; ``p`` by its normal approximation, :func:`~ppairs_lens.evaluation.verdicts.interval_p`,
-  so ``p < ALPHA`` exactly where that interval lies inside the margin for a symmetric
-  interval); a statistic's TOST p is the larger of its two, the claim's the larger over the
-  statistics (intersection-union: both must be equivalent). "A change is shown" (fails) is
-  each statistic's two-sided p against 0 from its 95% interval, Bonferroni over the
-  statistics. The interval counts only over 20+ groups (else not tested); a judge that does
-  not decide or a positive control that does not move it leaves the claim not tested.
-* :func:`permutation_union_test`: "removing (adding) a probe direction changes the judgement
-  more than null directions", over ``m`` directions: holds when any direction does, so the
-  claim's p is Bonferroni's ``m min p`` (its smallest reachable ``m / (n_null + 1)``); fails
-  only by equivalence of every direction (the largest of their TOST p's), else cannot fail.
+  p-values against ``±margin`` from the run's paired 90% interval, by its normal
+  approximation (so ``p < ALPHA`` exactly where a symmetric interval lies inside the margin);
+  the claim's TOST p is the largest over both sides and the statistics (intersection-union:
+  all must be equivalent). "A change is shown" is each statistic's two-sided p against 0 from
+  its 95% interval, Bonferroni over the statistics. Not tested under 20 groups.
+* :func:`permutation_union_test`: "a probe direction changes the judgement more than null
+  directions", over ``m`` directions: holds when any does (Bonferroni's ``m min p``, its
+  smallest reachable ``m / (n_null + 1)``); fails only by equivalence of every direction (the
+  largest of their TOST p's), else cannot fail.
 """
 
 from __future__ import annotations
@@ -58,9 +54,8 @@ NAN = float("nan")
 def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
                   chance: float = 0.5, max_same: float = 0.95, n_groups: int | None = None
                   ) -> tuple[bool, str]:
-    """``(decides, reason)``: the unablated judge's accuracy CI is above chance and it does not
-    give one raw answer (the same position, or the same "True"/"False") on ``max_same`` of
-    the records."""
+    """``(decides, reason)``: the judge's accuracy CI is above chance and it does not give one
+    raw answer (the same position, or the same "True"/"False") on ``max_same`` of records."""
     if same_answer_share is not None and np.isfinite(same_answer_share) \
             and same_answer_share >= max_same:
         return False, (f"the judge does not decide: it gives the same raw answer on "
@@ -74,10 +69,8 @@ def judge_decides(accuracy_lo: float | None, same_answer_share: float | None, *,
 def ablation_changes_verdict(p_values: Sequence[float], n_null: int, alpha: float = ALPHA,
                              names: Sequence[str] | None = None,
                              equivalent: Sequence[bool] | None = None) -> Verdict:
-    """"Removing (or adding) these directions changes the judgement" (module doc): holds for
-    the directions whose Holm-adjusted permutation p (over all ``p_values``, one family) is
-    below ``alpha``; fails only when equivalence within the margin is shown for every
-    direction (``equivalent``, e.g. by :func:`equivalence_test`); not tested when
+    """"Removing (or adding) these directions changes the judgement" (module doc); fails only
+    when equivalence is shown for every direction (``equivalent``); not tested when
     ``1 / (n_null + 1)`` cannot pass Holm's first threshold ``alpha / m``."""
     p = np.asarray(p_values, dtype=float)
     m = int(np.isfinite(p).sum())
@@ -121,8 +114,8 @@ def equivalence_test(row: Mapping[str, Any], *, margins: Mapping[str, float],
                      kind: str = "unchanged") -> ClaimTest | Verdict:
     """The "unchanged" claim test of one ablation row (module doc). ``margins`` maps each
     statistic's name in the row (``"f1"``, ``"accuracy"``, ``"logodds"``) to its equivalence
-    margin; the first is the claim's own (its value, SD and δ). ``precondition``: why the
-    claim cannot be tested (a judge that does not decide, a control that does not move it)."""
+    margin; the first is the claim's own (its value, SD and δ). ``precondition``: why the claim
+    cannot be tested (a judge that does not decide, a control that does not move it)."""
     method = (f"TOST on the paired 90% intervals of {' and '.join('Δ' + n for n in margins)} "
               "(p by their normal approximation); a change by the 95% intervals, Bonferroni")
     if precondition:
@@ -163,10 +156,8 @@ def permutation_union_test(p_values: Sequence[float], n_null: int, *, delta: flo
                            value: float, names: Sequence[str] = (),
                            p_equivalent: Sequence[float] | None = None,
                            what: str = "null directions") -> ClaimTest | Verdict:
-    """"Some of these directions change the judgement more than the null" as one "changes"
-    claim test (module doc): ``p_values`` one permutation p per direction against ``n_null``
-    null draws; ``p_equivalent`` each direction's equivalence (TOST) p where one exists (the
-    claim fails only when all are equivalent); ``value`` the effect to print."""
+    """"Some of these directions change the judgement more than the null" (module doc):
+    ``p_equivalent`` each direction's TOST p where one exists; ``value`` the effect to print."""
     ps = [p for p in (finite_float(x) for x in p_values) if p is not None]
     method = f"permutation test against {n_null} {what}, Bonferroni over {len(ps)} directions"
     if not ps:

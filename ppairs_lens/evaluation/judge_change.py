@@ -1,13 +1,11 @@
 """How much an intervention changes a judge's answers, with paired CIs over leak groups.
 
-The judge's answer per record is its calibrated log-odds ``z`` that item 1 is preferred. For
-one condition against the unablated baseline, on the same records: ΔF1 (macro, the statistic
-the paper's Table 2 publishes), Δaccuracy and ΔAUROC
-(:func:`ppairs_lens.evaluation.paired.paired_difference`, groups resampled jointly) and the
-Δlog-odds margin, the mean signed change of ``z`` towards the gold item; each with a 95% CI
-and the 90% CI that an equivalence test (two one-sided tests at 5%) reads
-(:func:`ppairs_lens.evaluation.intervention_tests.equivalence_test`). :func:`judge_baseline`
-says whether the unablated judge decides at all.
+For one condition against the unablated baseline, on the same records (``z``: the judge's
+calibrated log-odds that item 1 is preferred): ΔF1 (macro, the statistic the paper's Table 2
+publishes), Δaccuracy and ΔAUROC (paired, groups resampled jointly) and the Δlog-odds margin,
+the mean signed change of ``z`` towards the gold item; each with a 95% CI and the 90% CI that
+an equivalence test (TOST at 5%) reads. :func:`judge_baseline` says whether the unablated
+judge decides at all.
 """
 
 from __future__ import annotations
@@ -31,19 +29,13 @@ def proba_from_logodds(z: Float[np.ndarray, "n"], tol: float = 0.0) -> Float[np.
     return np.where(np.abs(z) <= tol, 0.5, 1.0 / (1.0 + np.exp(-z)))
 
 
-def _mean_ci(v: np.ndarray, groups: Sequence[Hashable], n_boot: int, seed: int,
-             alpha: float) -> tuple[float, float]:
-    ci = mean_ci(v, groups, n_boot=n_boot, seed=seed, alpha=alpha)
-    return ci["lo"], ci["hi"]
-
-
 def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
                  z_cond: Float[np.ndarray, "n"], groups: Sequence[Hashable], *, n_boot: int,
                  seed: int, tol: float = 0.0, alpha: float = 0.05) -> dict[str, float]:
-    """ΔF1 (macro), Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base``
-    (``y``: 1 where item 1 is gold, else 0), each ``value`` with ``_lo``/``_hi``
-    (``1 - alpha``) and ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``:
-    whether the CIs resample enough leak groups to count toward a claim."""
+    """ΔF1, Δaccuracy, ΔAUROC and Δlog-odds margin of ``z_cond`` minus ``z_base`` (``y``: 1
+    where item 1 is gold, else 0; not 1/2), each with ``_lo``/``_hi`` (``1 - alpha``) and
+    ``_tost_lo``/``_tost_hi`` (``1 - 2 alpha``); ``delta_ci_counts``: whether the CIs resample
+    enough groups to count toward a claim."""
     y = np.asarray(y)
     pa, pb = proba_from_logodds(z_cond, tol), proba_from_logodds(z_base, tol)
     out: dict[str, float] = {}
@@ -57,10 +49,9 @@ def judge_change(y: Float[np.ndarray, "n"], z_base: Float[np.ndarray, "n"],
             out[f"delta_{metric}{tag}_lo"], out[f"delta_{metric}{tag}_hi"] = d["lo"], d["hi"]
     signed = np.where(y == 1, 1.0, -1.0) * (np.asarray(z_cond, float) - np.asarray(z_base, float))
     out["delta_logodds"] = float(signed.mean())
-    out["delta_logodds_lo"], out["delta_logodds_hi"] = _mean_ci(signed, groups, n_boot, seed,
-                                                                alpha)
-    out["delta_logodds_tost_lo"], out["delta_logodds_tost_hi"] = _mean_ci(
-        signed, groups, n_boot, seed, 2 * alpha)
+    for a, tag in ((alpha, ""), (2 * alpha, "_tost")):
+        ci = mean_ci(signed, groups, n_boot=n_boot, seed=seed, alpha=a)
+        out[f"delta_logodds{tag}_lo"], out[f"delta_logodds{tag}_hi"] = ci["lo"], ci["hi"]
     return out
 
 
@@ -68,9 +59,9 @@ def judge_baseline(y: Float[np.ndarray, "n"], z: Float[np.ndarray, "n"],
                    ld_original: Float[np.ndarray, "n"], ld_swapped: Float[np.ndarray, "n"] | None,
                    groups: Sequence[Hashable], *, n_boot: int, seed: int, tol: float = 0.0
                    ) -> dict[str, float]:
-    """The unablated judge: macro F1, accuracy and AUROC with CIs, and ``same_answer_share``:
-    the share of records answered with the same raw answer whatever the items (comparisons:
-    the same position in both orders; statements: the majority answer, "True" or "False")."""
+    """The unablated judge's F1, accuracy and AUROC with CIs, and ``same_answer_share``: the
+    share of records given the same raw answer whatever the items (comparisons: the same
+    position in both orders; statements: the majority answer)."""
     ev = evaluate_targets(np.asarray(y), proba_from_logodds(z, tol), groups=groups,
                           n_boot=n_boot, seed=seed)
     ld_o = np.asarray(ld_original, dtype=float)

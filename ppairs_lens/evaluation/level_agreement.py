@@ -1,21 +1,16 @@
 """Ordered-level taggers (ClimateX): no-model baselines, scored as the ClimateX paper scores
 them, and paired.
 
-Insertion scoring puts each held-out statement on a scale (low < medium < high < very high)
-from the model's comparisons. Two predictors that use no model stand beside it, fitted on
-training statements only:
+Insertion scoring puts each held-out statement on a scale (low < medium < high < very high).
+Two predictors that use no model stand beside it, fitted on training statements only:
+:func:`majority_level` (the prior a tagger that reads nothing would answer) and
+:func:`lexical_levels` (IPCC authors' wording, "likely", "may", could carry the confidence
+without any model).
 
-* :func:`majority_level`: the most frequent level of the training split (the prior a tagger
-  that reads nothing would answer);
-* :func:`lexical_levels`: TF-IDF (word 1-2 grams) multinomial logistic regression on the same
-  labelled training statements the probe learns from; IPCC authors' wording ("likely", "may")
-  could carry the confidence without any model.
-
-:func:`slope_bias` is the paper's slope and bias; :func:`paired_with_published` sets our tags
-beside a published model's on the *same* test statements: each one's accuracy there, the
-paired difference of hits with a CI over statements (one resample scores both), and both
-slopes and biases. A published answer that names no level (``idk``) counts as a miss, as in
-the paper's own ``correct`` column, and is left out of its slope and bias.
+:func:`paired_with_published` sets our tags beside a published model's on the *same* test
+statements (paired difference of hits, one resample scores both). A published answer that
+names no level (``idk``) counts as a miss, as in the paper's own ``correct`` column, and is
+left out of its slope and bias.
 """
 
 from __future__ import annotations
@@ -44,7 +39,8 @@ def majority_level(train_levels: Sequence[int], n_test: int) -> np.ndarray:
 
 def lexical_levels(train_texts: Sequence[str], train_levels: Sequence[int],
                    test_texts: Sequence[str], *, C: float = 1.0, seed: int = 0) -> np.ndarray:
-    """Levels predicted from the statements' words (fitted on the training statements)."""
+    """Levels by TF-IDF (word 1-2 grams) multinomial logistic regression on the same labelled
+    training statements the probe learns from."""
     vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
     x = vec.fit_transform(list(train_texts))
     clf = LogisticRegression(C=C, max_iter=2000, random_state=seed)
@@ -62,8 +58,7 @@ def slope_bias(pred_levels: Sequence[float], true_levels: Sequence[float]) -> tu
     a test split with 50 / 100 / 100 / 50 statements per level gives what the paper printed:
     the paper's own GPT-4 predictions give exactly its slopes 0.223 / 0.323 and biases 0.042 /
     0.083 this way (a line through every statement gives 0.231 / 0.336 and 0.063 / 0.103).
-    With as many statements per level both ways agree. Levels are numbers (indices 0..3);
-    slope is ``nan`` with fewer than two true levels.
+    Levels are numbers (indices 0..3); slope is ``nan`` with fewer than two true levels.
     """
     p = np.asarray(pred_levels, dtype=float)
     t = np.asarray(true_levels, dtype=float)
@@ -83,9 +78,8 @@ def slope_bias(pred_levels: Sequence[float], true_levels: Sequence[float]) -> tu
 def paired_with_published(ours: Mapping[str, int], true: Mapping[str, int],
                           theirs: PublishedPredictions, *, n_boot: int = N_BOOT, seed: int = 0,
                           alpha: float = ALPHA) -> dict:
-    """Our level per statement id (``ours``) against ``theirs`` on the same statements.
-
-    Returns ``n``, ``n_unparsed`` (their answers that named no level), ``ours_accuracy``,
+    """Our level per statement id (``ours``) against ``theirs`` on the same statements:
+    ``n``, ``n_unparsed`` (their answers that named no level), ``ours_accuracy``,
     ``theirs_accuracy``, ``difference`` (ours - theirs) with ``lo`` / ``hi`` / ``ci_counts``
     (statements resampled, both scored on each resample), ``ours_slope`` / ``ours_bias`` and
     ``theirs_slope`` / ``theirs_bias`` (:func:`slope_bias`, on these statements)."""

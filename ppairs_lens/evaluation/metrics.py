@@ -1,21 +1,15 @@
 """Scores of pairwise predictions with bootstrap confidence intervals.
 
 Every metric comes as ``{"value", "lo", "hi"}``: the value on all the data and a percentile
-bootstrap interval. Comparisons that share a context are not independent, so the bootstrap can
-resample whole groups (contexts) instead of single comparisons, which widens the interval
-honestly. Resamples where a metric is undefined (a single-class resample for AUROC, a context
-with constant gold scores) are skipped rather than counted as 0.
+bootstrap interval over whole groups (comparisons that share a context are not independent).
+Resamples where a metric is undefined (a single-class resample for AUROC, a context with
+constant gold scores) are skipped rather than counted as 0.
 
-Conventions: ``y_true`` are labels 1 (item 1 preferred) / 2 (item 2 preferred), as in the
-store; ties (0) must be dropped first (passing 0/1 targets is refused because 0 would be
-ambiguous). ``proba`` is P(item 1 preferred): a vector ``[n]`` or a ``predict_proba`` matrix
-``[n, 2]`` (column 1 is used). A pair is predicted "item 1" when ``proba >= 0.5``.
-
-F1 is macro (the mean of F1 with item 1 and with item 2 as the positive class), so it does not
-depend on the order the items of a pair are listed in; :func:`f1_item1` is the one-sided form.
-:func:`evaluate` scores all bootstrap resamples at once (:mod:`ppairs_lens.evaluation.resampled`);
-the resamples and the interval rules are :mod:`ppairs_lens.evaluation.bootstrap`'s.
-:func:`context_rhos` is the within-context Spearman of many predictions (a sweep's every layer).
+Conventions: ``y_true`` are labels 1 (item 1 preferred) / 2, as in the store; ties (0) must be
+dropped first (0/1 targets are refused because 0 would be ambiguous). ``proba`` is P(item 1
+preferred): ``[n]`` or a ``predict_proba`` matrix ``[n, 2]`` (column 1 is used). A pair is
+predicted "item 1" when ``proba >= 0.5``. F1 is macro (the mean over item 1 and item 2 as the
+positive class), so it does not depend on the order the items of a pair are listed in.
 """
 
 from __future__ import annotations
@@ -60,15 +54,13 @@ def targets(y_true: Any) -> np.ndarray:
 # zero_division=0) / roc_auc_score, checked in the tests) because the bootstrap calls them
 # thousands of times and sklearn's input validation costs ~1 ms a call.
 def accuracy(y: np.ndarray, p: np.ndarray) -> float:
-    """Share of pairs on the gold side of 0.5; an exact 0.5 (no answer: e.g. a baseline that
-    has never seen either item) counts half, so saying nothing scores chance, not the share
-    of label-1 pairs."""
+    """Share of pairs on the gold side of 0.5; an exact 0.5 (no answer) counts half, so saying
+    nothing scores chance, not the share of label-1 pairs."""
     return float(np.mean(np.where(p == 0.5, 0.5, (p > 0.5) == (y == 1))))
 
 
 def f1_item1(y: np.ndarray, p: np.ndarray) -> float:
-    """Binary F1 with "item 1 preferred" as the positive class; 0 when undefined. Depends on
-    the order items are listed in, so the reported F1 is :func:`f1` (macro)."""
+    """Binary F1 with "item 1 preferred" as the positive class (order-dependent); 0 undefined."""
     pos, pred = y == 1, p >= 0.5
     tp = np.count_nonzero(pos & pred)
     denom = np.count_nonzero(pos) + np.count_nonzero(pred)
@@ -76,9 +68,8 @@ def f1_item1(y: np.ndarray, p: np.ndarray) -> float:
 
 
 def f1(y: np.ndarray, p: np.ndarray) -> float:
-    """Macro F1: the mean of F1 with item 1 and with item 2 as the positive class, so swapping
-    every pair's items leaves it unchanged. A class that is neither true nor predicted anywhere
-    is left out of the mean (as sklearn's ``f1_score(average="macro")``)."""
+    """Macro F1; a class neither true nor predicted anywhere is left out of the mean (as
+    sklearn's ``f1_score(average="macro")``)."""
     out = []
     for pos, pred in ((y == 1, p >= 0.5), (y != 1, p < 0.5)):
         denom = np.count_nonzero(pos) + np.count_nonzero(pred)
@@ -102,10 +93,9 @@ def _safe(metric_fn: Callable[..., float], *args: Any) -> float:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            v = float(metric_fn(*args))
+            return float(metric_fn(*args))
     except ValueError:
         return float("nan")
-    return v
 
 
 #: The pairwise metrics every table reports, by name (value of ``metric`` arguments).
@@ -115,9 +105,8 @@ METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 
 def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
              n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int = 0) -> dict[str, Interval]:
-    """Accuracy, F1 (macro over both item orders, :func:`f1`) and AUROC, each with a CI
-    (:mod:`ppairs_lens.evaluation.bootstrap`: ``groups``, e.g. leak groups, resampled whole;
-    the three metrics on the same resamples). ``y_true``: labels 1 / 2 as in a store."""
+    """Accuracy, macro F1 and AUROC, each with a CI (``groups`` resampled whole; the three on
+    the same resamples). ``y_true``: labels 1 / 2 as in a store."""
     return evaluate_targets(targets(y_true), proba, groups, n_boot=n_boot, alpha=alpha,
                             seed=seed)
 
@@ -125,8 +114,7 @@ def evaluate(y_true: Any, proba: Any, groups: Sequence[Hashable] | None = None,
 def evaluate_targets(y: np.ndarray, proba: Any, groups: Sequence[Hashable] | None = None,
                      n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int = 0
                      ) -> dict[str, Interval]:
-    """:func:`evaluate` on 0/1 targets (1 where item 1 is gold, as the metrics and the
-    interventions read them): :func:`evaluate_batch` of one column."""
+    """:func:`evaluate` on 0/1 targets (1 where item 1 is gold)."""
     p = proba_vector(proba)
     return evaluate_batch(y, p[:, None], groups, n_boot=n_boot, alpha=alpha, seed=seed)[0]
 
@@ -134,9 +122,8 @@ def evaluate_targets(y: np.ndarray, proba: Any, groups: Sequence[Hashable] | Non
 def evaluate_batch(y: np.ndarray, proba: Float[np.ndarray, "n k"],
                    groups: Sequence[Hashable] | None = None, n_boot: int = N_BOOT,
                    alpha: float = ALPHA, seed: int = 0) -> list[dict[str, Interval]]:
-    """:func:`evaluate_targets` of every column of ``proba`` (P(item 1) of ``k`` predictors
-    on the same records: a sweep's layers and kinds), all on one draw of the resamples, as
-    the batched metrics of :mod:`ppairs_lens.evaluation.resampled`; each column's numbers
+    """:func:`evaluate_targets` of every column of ``proba`` (``k`` predictors on the same
+    records: a sweep's layers and kinds) on one draw of the resamples; each column's numbers
     are those of its own :func:`evaluate_targets` call."""
     y = np.asarray(y)
     p = np.asarray(proba, dtype=np.float64)
@@ -162,18 +149,12 @@ def spearman(order_or_scores: Sequence[Any] | Mapping[Hashable, float],
              gold: Sequence[float] | Mapping[Hashable, float]) -> float:
     """Spearman rank correlation between a predicted ranking or scores and gold scores.
 
-    Why one helper for three shapes: analyses hold either a ranked list from a sort, a dict of
-    scores, or two aligned arrays, and should all agree on the sign convention:
-
-    * ``gold`` a mapping item -> gold score, ``order_or_scores`` a sequence of items ordered
-      most-preferred first (as :func:`ppairs_lens.ranking.merge_sort.merge_sort` returns with
-      ``descending=True``): position 0 counts as the highest prediction, so a perfect
-      descending order gives +1. Items missing from ``gold`` are an error.
-    * ``gold`` a mapping, ``order_or_scores`` a mapping item -> predicted score: compared on the
-      items of ``order_or_scores``.
-    * both sequences of numbers of equal length: aligned scores.
-
-    Ties get average ranks. Returns ``nan`` for fewer than two items or a constant side.
+    One helper for three shapes (a ranked list from a sort, a dict of scores, two aligned
+    arrays), so all agree on the sign convention: with ``gold`` a mapping, ``order_or_scores``
+    is either items ordered most-preferred first (a perfect descending order gives +1) or a
+    mapping item -> predicted score, compared on the items of ``order_or_scores``; else both
+    are aligned scores. Items missing from ``gold`` are an error. Ties get average ranks;
+    ``nan`` for fewer than two items or a constant side.
     """
     if isinstance(gold, Mapping):
         keys = list(order_or_scores)
@@ -206,12 +187,10 @@ def within_context_spearman(pairs: Sequence[tuple[Hashable, Hashable, Hashable]]
                             alpha: float = ALPHA, seed: int = 0) -> dict[str, float]:
     """Mean over contexts of Spearman(win rate, gold score), with a bootstrap over contexts.
 
-    ``pairs[i] = (context_id, item1_id, item2_id)`` and ``proba[i]`` = P(item 1 preferred).
-    Within a context each item's win rate is the mean probability of it winning over its
-    comparisons (``p`` as item 1, ``1 - p`` as item 2); contexts without a rank correlation
-    are skipped (:func:`context_rhos`); ``n_contexts`` says how many counted. Use
-    ``context_id=None`` for all pairs when items do not share contexts (one global ranking;
-    then the interval is NaN). :func:`within_context_spearman_batch` of one column.
+    ``pairs[i] = (context_id, item1_id, item2_id)``. An item's win rate is its mean probability
+    of winning over its comparisons; contexts without a rank correlation are skipped
+    (``n_contexts`` counts the rest). ``context_id=None`` for all pairs when items do not
+    share contexts (one global ranking; then the interval is NaN).
     """
     p = proba_vector(proba)
     (out,) = within_context_spearman_batch(pairs, p[:, None], gold_scores, n_boot=n_boot,
@@ -227,8 +206,7 @@ def within_context_spearman_batch(pairs: Sequence[tuple[Hashable, Hashable, Hash
                                   gold_scores: Mapping[Hashable, float], n_boot: int = N_BOOT,
                                   alpha: float = ALPHA, seed: int = 0
                                   ) -> list[dict[str, float] | None]:
-    """:func:`within_context_spearman` of every column of ``proba`` (None for a column that
-    ranks no context); the contexts' resamples are drawn once per number of contexts."""
+    """:func:`within_context_spearman` of every column of ``proba`` (None: no context ranked)."""
     p = np.asarray(proba, dtype=np.float64)
     pairs = [tuple(t) for t in pairs]
     if p.ndim != 2:
@@ -255,9 +233,8 @@ def within_context_spearman_batch(pairs: Sequence[tuple[Hashable, Hashable, Hash
 
 def _layout(pairs: Sequence[tuple[Hashable, Hashable, Hashable]], gold: Mapping[Hashable, float]
             ) -> tuple[list[Hashable], list[list[list[int]]], list[np.ndarray]]:
-    """Contexts with two or more items and varied gold scores (first-appearance order), each
-    item's comparisons (pair index ``i`` as item 1, ``~i`` as item 2, in pair order), and the
-    items' gold scores."""
+    """Contexts with 2+ items and varied gold scores, each item's comparisons (pair index ``i``
+    as item 1, ``~i`` as item 2), and the items' gold scores."""
     per: dict[Hashable, dict[Hashable, list[int]]] = {}
     for i, (ctx, a, b) in enumerate(pairs):
         items = per.setdefault(ctx, {})
@@ -323,20 +300,16 @@ def context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]],
                  p: Float[np.ndarray, "n k"], gold: Mapping[Hashable, float]
                  ) -> list[tuple[list[Hashable], Float[np.ndarray, " c"]]]:
     """Per column of ``p``: the contexts that have a rank correlation and their Spearman rho
-    of win rate vs gold score (``pairs[i] = (context_id, item1_id, item2_id)``, ``p[i]`` =
-    P(item 1 preferred)). Contexts with fewer than two items, constant gold scores or
-    constant win rates are left out.
+    of win rate vs gold score (contexts with fewer than two items, constant gold scores or
+    constant win rates are left out).
 
-    The layout (contexts, items, their comparisons, the gold ranks) is built once; win rates
-    and ranks are array operations over contexts of equal size. The numbers are
-    :func:`spearman`'s ``spearman(gold, win_rate)`` per context bit for bit
-    (``tests/test_sweep_scores_batch.py``): each win rate is a mean along a contiguous row
-    (numpy's pairwise sum, as the mean of a list), ranks are exact halves, so their centred
-    sums of products are exact, and the one rounding step of ``np.corrcoef`` (the scaling by
+    Array operations over contexts of equal size, equal to :func:`spearman`'s per context bit
+    for bit (``tests/test_sweep_scores_batch.py``): each win rate is a mean along a contiguous
+    row (numpy's pairwise sum, as the mean of a list), ranks are exact halves, so their centred
+    sums of products are exact, and ``np.corrcoef``'s one rounding step (the scaling by
     ``1 / (m - 1)`` and the two square roots) is repeated in its order."""
     ctxs, comps, golds = _layout(pairs, gold)
-    k = p.shape[1]
-    rho = np.full((k, len(ctxs)), np.nan)
+    rho = np.full((p.shape[1], len(ctxs)), np.nan)
     rates = _win_rates(comps, np.asarray(p, dtype=np.float64)) if ctxs else []
     by_size: dict[int, list[int]] = {}
     for c, g in enumerate(golds):
@@ -344,8 +317,5 @@ def context_rhos(pairs: Sequence[tuple[Hashable, Hashable, Hashable]],
     for _, cs in by_size.items():
         rho[:, cs] = _rhos(np.stack([golds[c] for c in cs]),
                            np.stack([rates[c] for c in cs], axis=1))
-    out = []
-    for j in range(k):
-        keep = np.flatnonzero(np.isfinite(rho[j]))
-        out.append(([ctxs[c] for c in keep], rho[j, keep]))
-    return out
+    keeps = [np.flatnonzero(np.isfinite(row)) for row in rho]
+    return [([ctxs[c] for c in keep], rho[j, keep]) for j, keep in enumerate(keeps)]

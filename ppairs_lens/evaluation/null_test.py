@@ -6,15 +6,13 @@ on the same records as the unablated baseline ``z_base``:
 
 * ``effect`` = mean ``|z_cond - z_base|``: how far the judgement moves, gold aside;
 * ``margin`` = mean ``s * (z_cond - z_base)`` with ``s = +1`` where item 1 is the gold item and
-  ``-1`` where item 2 is: negative = the judgement got worse;
-* ``sign_accuracy``: share of records where ``sign(z)`` names the gold item (no answer, ``|z|``
-  within a tolerance of 0, counts half).
+  ``-1`` where item 2 is: negative = the judgement got worse.
 
-:func:`null_test` places a probe's effect among the effects of null directions (random, or
-variance-matched) measured on the same records (so the comparison is paired): its rank (how
-many null directions it exceeds) and the permutation p-value ``(1 + #{null >= effect}) /
-(1 + n_null)``. That p-value is the test; there is no bootstrap "excess over the null median"
-here (one that held the null directions fixed gave CIs excluding 0 where p was 0.3-0.4).
+:func:`null_test` places a probe's effect among those of null directions (random, or
+variance-matched) on the same records (paired): its rank and the permutation p-value
+``(1 + #{null >= effect}) / (1 + n_null)``. That p-value is the test; there is no bootstrap
+"excess over the null median" (one that held the null directions fixed gave CIs excluding 0
+where p was 0.3-0.4).
 """
 
 from __future__ import annotations
@@ -55,8 +53,7 @@ def sign_accuracy(z: Float[np.ndarray, "n"], y: Float[np.ndarray, "n"], tol: flo
 
 
 def null_test(effect: float, null_effects: Float[np.ndarray, "n_null"]) -> dict[str, float]:
-    """``{rank, n_null, quantile, p}``: how many null effects ``effect`` exceeds, that as a
-    share, and the one-sided permutation p-value (NaN without a null)."""
+    """``{rank, n_null, quantile, p}`` of ``effect`` among the null effects (NaN without any)."""
     null = np.asarray(null_effects, dtype=float)
     null = null[np.isfinite(null)]
     n = len(null)

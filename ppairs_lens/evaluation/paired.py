@@ -1,10 +1,9 @@
 """Paired comparison of two predictors on the same records: the difference of a metric, a - b.
 
 Two predictors scored on the same pairs are correlated (easy pairs are easy for both), so
-their difference has a much narrower interval than two separate CIs suggest, and separate CIs
-that overlap say nothing about whether a beats b. The bootstrap here draws one resample of
-the groups (leak units: contexts, items, templates) and scores both predictors on it, so the
-interval is the one of the difference itself.
+their difference has a much narrower interval than two separate CIs suggest, and overlapping
+separate CIs say nothing about whether a beats b. Each resample of the groups scores both
+predictors, so the interval is the one of the difference itself.
 """
 
 from __future__ import annotations
@@ -35,15 +34,11 @@ def paired_difference(y: Any, p_a: Float[np.ndarray, " n"] | Sequence[float],
                       p_b: Float[np.ndarray, " n"] | Sequence[float],
                       groups: Sequence[Hashable] | None, *, metric: str = "accuracy",
                       n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> dict:
-    """``{"value", "lo", "hi", "a", "b", "n", "n_groups", "n_boot_used", "ci_counts",
-    "group_diffs"}``:
-    metric(a) - metric(b) on labels ``y`` (1 / 2, as in a store), with a percentile interval.
-
-    ``p_a`` / ``p_b`` are P(item 1) of the two predictors on the same records; ``groups``
-    (one id per record; None: records) are resampled jointly for both (the same resamples,
-    :func:`ppairs_lens.evaluation.bootstrap.draw_resamples`). ``a`` / ``b`` are the two values on
-    all records. Identical predictors give 0 with a zero-width interval.
-    """
+    """metric(a) - metric(b) on labels ``y`` (1 / 2, as in a store) with a percentile interval
+    (``value``, ``lo``, ``hi``, ``n``, ``n_groups``, ``n_boot_used``, ``ci_counts``), ``a`` /
+    ``b`` (the two values on all records) and ``group_diffs``. ``p_a`` / ``p_b``: P(item 1) of
+    the two predictors on the same records; ``groups`` (None: records) are resampled jointly
+    for both."""
     return paired_target_difference(targets(y), p_a, p_b, groups, metric=metric,
                                     n_boot=n_boot, seed=seed, alpha=alpha)
 
@@ -78,9 +73,8 @@ def paired_target_difference(t: Any, p_a: Float[np.ndarray, " n"] | Sequence[flo
 
 def group_differences(fn, t: np.ndarray, a: np.ndarray, b: np.ndarray,
                       groups: Sequence[Hashable] | None) -> list[float]:
-    """metric(a) - metric(b) inside each group (first-appearance order; NaN where the metric
-    is undefined on a group): what a sign-flip test reads when there are too few groups for
-    a bootstrap interval (:mod:`ppairs_lens.evaluation.sign_flip`)."""
+    """metric(a) - metric(b) inside each group (first-appearance order; NaN where undefined):
+    what a sign-flip test reads when there are too few groups for a bootstrap interval."""
     keys = list(range(len(t))) if groups is None else list(groups)
     where: dict[Hashable, list[int]] = {}
     for i, g in enumerate(keys):
@@ -91,10 +85,9 @@ def group_differences(fn, t: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def chance_differences(y: Any, p: Float[np.ndarray, " n"] | Sequence[float],
                        groups: Sequence[Hashable] | None) -> dict:
-    """``{"n_groups", "group_diffs"}``: accuracy minus chance (a predictor that says 0.5
-    everywhere) inside each group, first-appearance order, so that rows scored on the same
-    records (e.g. probes from several sources on one target) line up group by group for a
-    sign-flip test (:mod:`ppairs_lens.evaluation.sign_flip`)."""
+    """``{"n_groups", "group_diffs"}``: accuracy minus chance (0.5) inside each group, in
+    first-appearance order, so that rows scored on the same records line up group by group for
+    a sign-flip test."""
     t, a = targets(y), proba_vector(p)
     d = group_differences(METRICS["accuracy"], t, a, np.full(len(a), 0.5), groups)
     return {"n_groups": len(d), "group_diffs": d}

@@ -1,11 +1,9 @@
-"""Every predictor's one name: the probe kinds, the prompted judge forms and the no-model
-baselines, each with the label tables and legends print, a short form for tick labels, one
-colour and one line saying what it is.
+"""Every predictor's one name (probe kinds, prompted judge forms, no-model baselines), so a
+predictor is called one thing in every table, figure and report.
 
-The key is what JSON, CSV and the command line use (``length``, ``lexical``, ``g_eval``);
-:func:`label`, :func:`short` and :func:`colour` are how every table, figure and report
-names it, so a predictor is called one thing everywhere. Probe kinds come from their
-registry (:data:`ppairs_lens.probes.estimators.KINDS`): a new kind is named there.
+The key is what JSON, CSV and the command line use (``length``, ``g_eval``); :func:`label`,
+:func:`short` and :func:`colour` name it. Probe kinds come from their registry
+(:data:`ppairs_lens.probes.estimators.KINDS`): a new kind is named there.
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ __all__ = ["BASELINE_NAMES", "JUDGE_NAMES", "PREDICTORS", "Predictor", "colour",
 
 @dataclass(frozen=True)
 class Predictor:
-    """One predictor: its key, the label tables and legends print, a short tick label, its
-    colour, its family (probe, judge or baseline) and what it is."""
+    """One predictor; ``family``: probe, judge or baseline; ``about``: what it is."""
 
     key: str
     label: str
@@ -88,7 +85,7 @@ def _get(key: str) -> Predictor | None:
 
 
 def label(key: str) -> str:
-    """The predictor's label in tables and legends (a key it does not know: itself)."""
+    """The predictor's label in tables and legends (an unknown key: itself)."""
     p = _get(key)
     return p.label if p else key
 
@@ -99,8 +96,7 @@ def short(key: str) -> str:
     return p.short if p else key
 
 
-#: What figures draw beside the predictors: the null directions.
-_REFERENCE_COLOURS = {"random": "#aec7e8"}
+_REFERENCE_COLOURS = {"random": "#aec7e8"}   # the null directions figures draw beside them
 
 
 def colour(key: str) -> str:

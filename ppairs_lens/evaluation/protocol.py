@@ -1,11 +1,8 @@
 """The evaluation protocol every experiment shares: one frozen record (:class:`EvalSettings`).
 
-Seed, bootstrap resamples, test share, split mode and the preview flag are written here once.
-Each experiment's config holds one of these as its ``settings`` field (never copies of its
-fields), and the main job (on the seed experiments' data or the built-ins) builds ONE record
-and hands the same object to every sub-config, so that no step can split or resample
-differently from another.
-Results are never written back into a config: the record is frozen.
+Each experiment's config holds one as its ``settings`` field (never copies of its fields), and
+the main job builds ONE record and hands the same object to every sub-config, so that no step
+can split or resample differently from another. Results are never written back into it.
 """
 
 from __future__ import annotations
@@ -25,10 +22,9 @@ PAPER_TEST_SIZE: float = 0.5
 @dataclass(frozen=True)
 class EvalSettings:
     """How every experiment splits, resamples and seeds: ``seed`` (splits, subsets, resamples),
-    ``n_boot`` (bootstrap resamples of every CI), ``test_size`` (held-out share of the leak
-    groups), ``split_by`` (``SPLIT_MODES``: auto, context, item, pair) and ``quick`` (the
-    protocol of a preview, set by a preview preset, :data:`ppairs_lens.presets.PREVIEWS`: its
-    figures are PNG only)."""
+    ``n_boot`` (resamples of every CI), ``test_size`` (held-out share of the leak groups),
+    ``split_by`` (``SPLIT_MODES``) and ``quick`` (a preview preset's protocol, figures PNG only;
+    :data:`ppairs_lens.presets.PREVIEWS`)."""
 
     seed: int = 0
     n_boot: int = N_BOOT
@@ -46,13 +42,11 @@ class EvalSettings:
             raise PPairsError(f"n_boot must be at least 1, got {self.n_boot}")
 
     def split_kwargs(self) -> dict:
-        """The keywords of a held-out split (``split_store``, ``held_out_datasets``,
-        ``judge_held_out``...): ``test_size``, ``split_by``, ``seed``."""
+        """The keywords of a held-out split (``split_store``, ``judge_held_out``...)."""
         return {"test_size": self.test_size, "split_by": self.split_by, "seed": self.seed}
 
     def boot_kwargs(self) -> dict:
-        """The keywords of a bootstrap interval (``mean_ci``, ``evaluate``...): ``n_boot``,
-        ``seed``."""
+        """The keywords of a bootstrap interval (``mean_ci``, ``evaluate``...)."""
         return {"n_boot": self.n_boot, "seed": self.seed}
 
     def but(self, **changes) -> EvalSettings:

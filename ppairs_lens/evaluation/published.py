@@ -1,15 +1,13 @@
 """The numbers the thesis, the paper and the ClimateX paper published, as typed records.
 
-Transcribed from ``../shared/notes/seed-experiments.md`` (every table there, every cell that
-holds a number; "-" cells are left out). A table of ours prints these beside our numbers,
-always with the model they came from: the papers ran 7B-70B models, so the comparison is of
-shape, not of level. :func:`citation` is the label to print.
+Transcribed from ``../shared/notes/seed-experiments.md`` (every cell that holds a number). A
+table of ours prints these beside our numbers, always with the model they came from
+(:func:`citation`): the papers ran 7B-70B models, so the comparison is of shape, not of level.
 
 Documents (``source``): ``"thesis"`` (Maiya, Cambridge 2024: PPAIRS), ``"paper"`` (Maiya, Liu,
 Debnath, Korhonen: probes as LLM judges), ``"climatex"`` (Lacombe, Wu, Dilworth: the ClimateX
 data and its GPT baselines). Figure claims with no exact number carry their words in
-``note``; their ``value`` is the number the claim names (e.g. ~0.8 F1), or NaN where it names
-none.
+``note``; their ``value`` is the number the claim names (e.g. ~0.8 F1), or NaN.
 """
 
 from __future__ import annotations
@@ -84,16 +82,13 @@ _FROM_PAIRS = {(m, k) for m in (_MISTRAL, _LLAMA2, _GPT4T) for k in ("direct", "
 
 
 def _thesis_tables() -> list[Published]:
-    out = []
-    for table, metric, rows in (("Table 4.1", "pairwise accuracy", _TABLE_4_1),
-                                ("Table 4.2", "spearman", _TABLE_4_2)):
-        for (model, method), values in rows.items():
-            note = ("taken by the thesis from the PAIRS paper"
-                    if table == "Table 4.2" and (model, method) in _FROM_PAIRS else None)
-            for k, v in enumerate(values):
-                out.append(Published("thesis", table, model, ("NEWSROOM", "SummEval")[k // 4],
-                                     method, metric, v, aspect=ASPECTS[k % 4], note=note))
-    return out
+    return [Published("thesis", table, model, ("NEWSROOM", "SummEval")[k // 4], method, metric,
+                      v, aspect=ASPECTS[k % 4],
+                      note=("taken by the thesis from the PAIRS paper"
+                            if table == "Table 4.2" and (model, method) in _FROM_PAIRS else None))
+            for table, metric, rows in (("Table 4.1", "pairwise accuracy", _TABLE_4_1),
+                                        ("Table 4.2", "spearman", _TABLE_4_2))
+            for (model, method), values in rows.items() for k, v in enumerate(values)]
 
 
 def _thesis_climatex() -> list[Published]:
@@ -173,19 +168,16 @@ _TABLE_2 = {"Gemma 2 2B": (-0.00, -0.01), "Gemma 2 9B": (0.01, 0.01), "Gemma 2 2
 
 
 def _paper_tables() -> list[Published]:
-    out = []
-    for evaluated, row in _TABLE_1.items():
-        for trained, pair in row.items():
-            for method, v in zip(("supervised", "unsupervised"), pair):
-                out.append(Published("paper", "Table 1", _LLAMA31_70B, evaluated, method, "F1", v,
-                                     train_dataset=trained))
+    methods = ("supervised", "unsupervised")
     ablation = ("the last token's state orthogonalised against the probe direction after "
                 "every block and after the final norm while the model judges")
-    for model, pair in _TABLE_2.items():
-        for method, v in zip(("supervised", "unsupervised"), pair):
-            out.append(Published("paper", "Table 2", model, "MT-Bench", method, "delta F1", v,
-                                 note=ablation))
-    return out
+    return ([Published("paper", "Table 1", _LLAMA31_70B, evaluated, method, "F1", v,
+                       train_dataset=trained)
+             for evaluated, row in _TABLE_1.items() for trained, pair in row.items()
+             for method, v in zip(methods, pair)]
+            + [Published("paper", "Table 2", model, "MT-Bench", method, "delta F1", v,
+                         note=ablation)
+               for model, pair in _TABLE_2.items() for method, v in zip(methods, pair)])
 
 
 _NAN = float("nan")
@@ -242,6 +234,5 @@ def published(**match) -> list[Published]:
 
 
 def citation(p: Published) -> str:
-    """Where a number comes from and on which model, e.g.
-    ``"thesis Table 4.1 (Mistral-7B-Instruct-v0.1)"``."""
+    """Where a number comes from, e.g. ``"thesis Table 4.1 (Mistral-7B-Instruct-v0.1)"``."""
     return f"{p.source} {p.table} ({p.model})"

@@ -2,27 +2,21 @@
 
 A sweep scores 30-odd read-outs; the maximum of 30 noisy test scores is biased upwards, so
 the read-out is chosen on a *validation* split of the training pairs, made exactly as the
-test split was (``by=split.split_used``, whole leak groups on one side), by probes fitted on
-the rest. The rule, written once here and used by every analysis (sweep, transfer, ablation,
-ranking, insertion):
+test split was (whole leak groups on one side), by probes fitted on the rest. The rule,
+written once here and used by every analysis:
 
-* ``layer=None`` (choose on validation): every probe kind is fitted on the fit part of
-  ``VAL_REPEATS`` validation splits (seeds ``seed``, ``seed + 1``, ...) at every read-out in
-  one :func:`fit_sweep`, and each kind takes the read-out with the best validation accuracy,
-  weighted by validation pairs; ties go to the first maximum; degenerate read-outs (NaN) are
-  never chosen.
+* ``layer=None``: every probe kind is fitted on the fit part of ``VAL_REPEATS`` validation
+  splits (seeds ``seed``, ``seed + 1``, ...) at every read-out, and each kind takes the
+  read-out with the best validation accuracy, weighted by validation pairs; ties go to the
+  first maximum; degenerate read-outs (NaN) are never chosen.
 * One fallback when no validation split is possible (too few groups, one class): the paper's
   read-out, the last block's ``resid_post``; ``selected_by`` says so and why.
 * ``layer=<int>``: that read-out, forced (negative counts from the end).
 
-Scores are computed for all kinds at once and memoised per training data, so the sweep, the
-transfer and a probe judge on the same split fit once and read the same numbers.
-:func:`common_readout` is the one read-out for views that compare several stores (the
-cross-dataset cosines): the best validation accuracy averaged over stores and kinds.
-CCS (gradient descent) costs more: it is validated at every read-out only when asked for
-(the layer sweep's ``kinds``); :func:`add_kinds_at` fits it at one read-out chosen for the
-other kinds instead, forced through :func:`choose_readouts` (``layer=li``; the transfer).
-:func:`best_layers` reads the choice back off a layer sweep's table.
+Scores are memoised per training data, so the sweep, the transfer and a probe judge on the
+same split fit once and read the same numbers. CCS (gradient descent) costs more: it is
+validated at every read-out only when asked for; :func:`add_kinds_at` fits it at one read-out
+chosen for the other kinds instead.
 """
 
 from __future__ import annotations
@@ -58,9 +52,9 @@ _MEMO_SIZE = 16
 
 @dataclass(frozen=True)
 class ReadoutChoice:
-    """The read-out a probe kind is used at, and how it was chosen (``selected_by``:
-    ``"validation"``, ``"given (layer=N)"`` or the fallback with its reason); ``val_scores``:
-    validation accuracy per read-out (empty when none was computed)."""
+    """The read-out a probe kind is used at; ``selected_by``: ``"validation"``,
+    ``"given (layer=N)"`` or the fallback with its reason; ``val_scores``: validation accuracy
+    per read-out (empty when none was computed)."""
 
     index: int
     hook: str
@@ -70,32 +64,28 @@ class ReadoutChoice:
 
     @property
     def val_value(self) -> float:
-        """Validation accuracy at the chosen read-out (NaN without validation scores)."""
         return self.val_scores[self.index] if self.val_scores else float("nan")
 
     @property
     def reason(self) -> str:
-        """How the read-out was chosen, as a table or a log line says it."""
         return (f"best {self.kind} validation accuracy ({self.val_value:.3f})"
                 if self.selected_by == "validation" else self.selected_by)
 
 
 def layer_rule(layer: int | None) -> str:
-    """The label a table writes for a layer setting: ``"val"`` (None, the one spelling in code
-    of "chosen on validation": the command line's ``val`` becomes None in
-    :func:`layer_setting`) or ``"fixed"`` (an int read-out index)."""
+    """A table's label for a layer setting: ``"val"`` (None: chosen on validation, the one
+    spelling in code) or ``"fixed"`` (an int read-out index)."""
     return "val" if layer is None else "fixed"
 
 
 def layer_setting(text: str) -> int | None:
-    """A layer setting from text (a command-line option), the one place ``val`` is read:
-    None (chosen on validation) or an int read-out index; ValueError otherwise (argparse
-    reports it as an invalid value)."""
+    """A layer setting from text, the one place ``val`` is read: None or an int read-out index;
+    ValueError otherwise (argparse reports it as an invalid value)."""
     return None if text == "val" else int(text)
 
 
 def check_layer_setting(layer: Any) -> None:
-    """Refuse a ``layer`` that is neither a read-out index nor None (chosen on validation)."""
+    """Refuse a ``layer`` that is neither a read-out index nor None."""
     if isinstance(layer, bool) or not (isinstance(layer, (int, np.integer)) or layer is None):
         raise ProbeError(f"layer must be None (chosen on a validation split of each source's "
                          f"training pairs) or an int read-out index, got {layer!r}")
@@ -107,12 +97,6 @@ def _argmax(scores: Float[np.ndarray, " layer"]) -> int:
     if v.ndim != 1 or not len(v) or np.isnan(v).all():
         raise ProbeError("every read-out's validation score is NaN: none can be chosen")
     return int(np.nanargmax(v))                   # nanargmax returns the first maximum
-
-
-def _hooks(split: StoreSplit) -> list[str]:
-    n = split.acts_train.shape[2]
-    names = list(split.hook_names)
-    return names if len(names) == n else [f"read-out {i}" for i in range(n)]
 
 
 def fallback_index(hook_names: Sequence[str]) -> int:
@@ -136,9 +120,9 @@ def _memo_key(split: StoreSplit, seed: int, val_size: float, repeats: int, fit_k
 def validation_scores(split: StoreSplit, *, kinds: Sequence[str] = PROBE_KINDS, seed: int = 0,
                       val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
                       ) -> dict[str, np.ndarray]:
-    """``{kind: [read-out]}`` validation accuracy of each of ``kinds`` (module doc; the test
-    pairs are never read; each kind is fitted on its own, so its scores do not depend on
-    which others are asked for). :class:`ProbeError` when no validation split is usable."""
+    """``{kind: [read-out]}`` validation accuracy (module doc; the test pairs are never read;
+    each kind is fitted on its own, so its scores do not depend on which others are asked
+    for). :class:`ProbeError` when no validation split is usable."""
     if repeats < 1:
         raise ProbeError(f"repeats must be at least 1, got {repeats}")
     kinds = tuple(kinds)
@@ -183,11 +167,13 @@ def validation_scores(split: StoreSplit, *, kinds: Sequence[str] = PROBE_KINDS, 
 def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
                     layer: int | None = None, seed: int = 0, val_size: float = VAL_SIZE,
                     repeats: int = VAL_REPEATS, **fit_kw: Any) -> dict[str, ReadoutChoice]:
-    """``{kind: ReadoutChoice}`` for several kinds from one validation fit (module doc).
+    """``{kind: ReadoutChoice}`` for several kinds from one validation fit (module doc);
     ``fit_kw`` go to :func:`fit_sweep` (``C``, ``standardize``)."""
     check_layer_setting(layer)
-    hooks = _hooks(split)
-    n = len(hooks)
+    n = split.acts_train.shape[2]
+    hooks = list(split.hook_names)
+    if len(hooks) != n:
+        hooks = [f"read-out {i}" for i in range(n)]
     if layer_rule(layer) == "fixed":
         if not -n <= int(layer) < n:
             raise ProbeError(f"read-outs are 0..{n - 1} (or -{n}..-1); layer {layer} is out "
@@ -221,7 +207,7 @@ def choose_readouts(split: StoreSplit, kinds: Sequence[str] = PROBE_KINDS, *,
 def choose_readout(split: StoreSplit, kind: str, *, layer: int | None = None, seed: int = 0,
                    val_size: float = VAL_SIZE, repeats: int = VAL_REPEATS, **fit_kw: Any
                    ) -> ReadoutChoice:
-    """:func:`choose_readouts` for one kind (from the same all-kinds validation fit)."""
+    """:func:`choose_readouts` for one kind."""
     return choose_readouts(split, (kind,), layer=layer, seed=seed, val_size=val_size,
                            repeats=repeats, **fit_kw)[kind]
 
@@ -229,18 +215,18 @@ def choose_readout(split: StoreSplit, kind: str, *, layer: int | None = None, se
 def choose_readout_index(split: StoreSplit, kind: str, *, layer: int | None = None,
                          seed: int = 0, val_size: float = VAL_SIZE, **fit_kw: Any
                          ) -> tuple[int, str]:
-    """``(index, reason)`` of :func:`choose_readout`, for an experiment that reads one kind's
-    directions at one read-out (ablation, steering)."""
+    """``(index, reason)`` of :func:`choose_readout`."""
     c = choose_readout(split, kind, layer=layer, seed=seed, val_size=val_size, **fit_kw)
     return c.index, c.reason
 
 
 def common_readout(choices: Sequence[dict[str, ReadoutChoice]], hook_names: Sequence[str],
                    *, layer: int | None = None) -> ReadoutChoice:
-    """One read-out for views that compare several stores (``choices``: each store's
-    :func:`choose_readouts`, read-outs ``hook_names``): the forced ``layer``, else the best
-    validation accuracy averaged over stores and kinds (first maximum), else (a store without
-    validation scores) the fallback. ``kind`` is the kinds joined by "+"."""
+    """One read-out for views that compare several stores (the cross-dataset cosines;
+    ``choices``: each store's :func:`choose_readouts`, read-outs ``hook_names``): the forced
+    ``layer``, else the best validation accuracy averaged over stores and kinds (first
+    maximum), else (a store without validation scores) the fallback. ``kind`` is the kinds
+    joined by "+"."""
     flat = [c for per in choices for c in per.values()]
     if not flat:
         raise ProbeError("common_readout needs every store's read-out choices")
@@ -258,10 +244,9 @@ def common_readout(choices: Sequence[dict[str, ReadoutChoice]], hook_names: Sequ
 
 def split_half_directions(sp: StoreSplit, li: int, kinds: tuple[str, ...], *, seed: int,
                           **fit_kw: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Directions fitted on two disjoint halves of the held-in pairs at read-out ``li``, split
-    as the test split was. Their cosine is how well one probe kind agrees with *itself* on the
-    same task given half the data: the ceiling to read cross-dataset cosines against. Empty
-    when the halves cannot be split or fitted."""
+    """Directions fitted on two disjoint halves of the held-in pairs at read-out ``li``: their
+    cosine is how well one probe kind agrees with *itself* given half the data, the ceiling to
+    read cross-dataset cosines against. Empty when the halves cannot be split or fitted."""
     try:
         h1, h2 = validation_split(sp.groups_train, pair_items(sp.pairs_train), val_size=0.5,
                                   seed=seed + 1, by=sp.split_used)
@@ -279,10 +264,8 @@ def split_half_directions(sp: StoreSplit, li: int, kinds: tuple[str, ...], *, se
 
 def add_kinds_at(split: StoreSplit, sweep: SweepProbes, kinds: Sequence[str], li: int, *,
                  seed: int = 0, why: str = "") -> tuple[SweepProbes, dict[str, ReadoutChoice]]:
-    """``kinds`` (e.g. CCS) fitted on ``split``'s training pairs at read-out ``li`` only and
-    added to ``sweep`` (:func:`ppairs_lens.probes.sweep.with_kinds_at`), with their
-    :class:`ReadoutChoice`: the one read-out choice forced to ``li``, ``why`` appended to
-    its ``selected_by``."""
+    """``kinds`` (e.g. CCS) fitted at read-out ``li`` only and added to ``sweep``, with their
+    choice forced to ``li`` (``why`` appended to its ``selected_by``)."""
     kinds = tuple(k for k in kinds if k not in sweep.kinds)
     if not kinds:
         return sweep, {}
@@ -302,10 +285,8 @@ def _chosen(r: dict) -> bool:
 
 def best_layers(rows: list[dict], metric: str = "accuracy") -> list[dict]:
     """One row per (dataset, kind) of a layer sweep's table: the ``metric`` row at the
-    read-out :func:`choose_readouts` chose (the sweep marks it ``chosen``, with
-    ``selected_by``), read, not chosen again, so a table and every other view show one
-    read-out; baseline rows (``layer < 0``) are left out. A (dataset, kind) whose rows carry
-    no choice is refused (a table from before the choice was recorded: re-run the sweep)."""
+    read-out the sweep marked ``chosen``, read, not chosen again, so every view shows one
+    read-out; baseline rows (``layer < 0``) are left out."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r["metric"] != metric or int(r["layer"]) < 0:

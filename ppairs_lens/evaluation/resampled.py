@@ -1,9 +1,8 @@
 """Accuracy, macro F1 and AUROC on every bootstrap resample at once.
 
-A bootstrap resample (drawn by :mod:`ppairs_lens.evaluation.bootstrap`) is a vector
-of multiplicities (how often each record was drawn); each metric here is a weighted count, so
-all resamples are one matrix product instead of a Python loop of metric calls. Values equal
-the metrics of :mod:`ppairs_lens.evaluation.metrics` on the resampled records.
+Each metric here is a count weighted by the records' multiplicities, so all resamples are one
+matrix product instead of a Python loop of metric calls; values equal the metrics of
+:mod:`ppairs_lens.evaluation.metrics` on the resampled records.
 
 Two forms, one formula each: ``weighted_*`` take a dense weights matrix ``[b, n]`` and one
 prediction ``[n]``; ``resampled_*`` take :class:`~ppairs_lens.evaluation.bootstrap.Resamples`
@@ -26,8 +25,7 @@ __all__ = ["weighted_accuracy", "weighted_auroc", "weighted_f1", "WEIGHTED",
            "resampled_accuracy", "resampled_auroc", "resampled_f1", "RESAMPLED",
            "AUROC_GROUP_FACTOR"]
 
-#: Weighted sums: ``x [n, *k]`` -> ``[b, *k]`` (a weights matrix's product, or a
-#: :class:`Resamples`' group sums).
+#: Weighted sums: ``x [n, *k]`` -> ``[b, *k]``.
 WSum = Callable[[np.ndarray], np.ndarray]
 #: The AUROC goes through the ``[g, g]`` matrix of group-pair counts while ``g * g`` is at
 #: most this many times the records (past it, e.g. one group per pair, through the weights).
@@ -123,8 +121,8 @@ def _group_pairs(codes: np.ndarray, n_groups: int, is_pos: np.ndarray, s: np.nda
 
 def resampled_auroc(r: Resamples, y: np.ndarray, p: Float[np.ndarray, "n k"]
                     ) -> Float[np.ndarray, "b k"]:
-    """:func:`weighted_auroc` of every column of ``p`` on every resample of ``r``: through
-    the groups' pair counts (``c M c``) where groups are few, else through the weights."""
+    """:func:`weighted_auroc` of every column of ``p``: through the groups' pair counts
+    (``c M c``) where groups are few, else through the weights."""
     is_pos = np.asarray(y) == 1
     k = p.shape[1]
     out = np.empty((r.counts.shape[0], k))
@@ -146,8 +144,6 @@ def resampled_auroc(r: Resamples, y: np.ndarray, p: Float[np.ndarray, "n k"]
     return out
 
 
-#: The weighted form of each metric of :data:`ppairs_lens.evaluation.metrics.METRICS`.
+#: The weighted and the batched form of each metric of ``metrics.METRICS``.
 WEIGHTED = {"accuracy": weighted_accuracy, "f1": weighted_f1, "auroc": weighted_auroc}
-#: Their batched forms on :class:`Resamples`
-#: (:func:`ppairs_lens.evaluation.metrics.evaluate_batch`).
 RESAMPLED = {"accuracy": resampled_accuracy, "f1": resampled_f1, "auroc": resampled_auroc}

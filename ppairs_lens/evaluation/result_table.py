@@ -1,15 +1,11 @@
 """The compact console table a command ends with: one block per dataset.
 
-Each block says how the dataset was split (mode, held-out share, test pairs and groups), then
-every predictor scored on its held-out pairs with its accuracy and 95% CI: each probe kind at
-its validation-chosen read-out, each no-model baseline (``n/a`` with the reason where it
-cannot be built, never a constant 0.5) and each prompted judge; then each probe's paired
-difference against every other predictor with its verdict
-(:func:`ppairs_lens.evaluation.verdicts.interval_verdict`). A read-out chosen on validation
-whose validation accuracy is no better than chance is flagged: its test score means little.
-
-It reads a layer sweep's rows (baselines and judges at ``layer = -1``) and summary entries,
-so every command that scores probes beside baselines and judges prints the same table.
+Each block says how the dataset was split, then every predictor's held-out accuracy and 95%
+CI (each probe kind at its chosen read-out, each no-model baseline, ``n/a`` with the reason
+where it cannot be built, never a constant 0.5, and each prompted judge), with the first
+probe's paired difference against each and its verdict. A read-out whose validation accuracy
+is no better than chance is flagged: its test score means little. It reads a layer sweep's
+rows (baselines and judges at ``layer = -1``), so every command prints the same table.
 """
 
 from __future__ import annotations
@@ -50,15 +46,13 @@ def _ci(d: Mapping, signed: bool = False) -> str:
 
 
 def _short(verdict: Verdict) -> str:
-    """The outcome alone, with the size that would test it where the run could not."""
+    """The outcome, with the size that would test it where the run could not."""
     return str(verdict.outcome) + (f" (needs {verdict.needed})" if verdict.needed else "")
 
 
 def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping], *,
                   test_size: float | None = None) -> list[str]:
-    """The block of one dataset (see the module's doc). The last column is the first probe
-    kind's paired difference against each other predictor, with its verdict ("the probe
-    beats it": holds / fails / undecided)."""
+    """The block of one dataset (module doc)."""
     acc = [r for r in rows if r["dataset"] == name and r["metric"] == "accuracy"]
     mine = [e for e in entries if e["dataset"] == name]
     first = mine[0] if mine else (acc[0] if acc else {})
@@ -107,9 +101,7 @@ def dataset_table(name: str, rows: Sequence[Mapping], entries: Sequence[Mapping]
 
 #: The no-model baselines every probe is scored beside (the rest at ``layer = -1`` are judges).
 BASELINE_KINDS = ("memorisation", "length", "lexical", "embedding")
-#: Prompted judges a command is handed per-pair probabilities for: kind -> the key of its
-#: ``{pair_id: P(item 1)}`` in a dataset's entry (as :mod:`ppairs_lens.judges.held_out` and
-#: the judge study write them).
+#: Prompted judges: kind -> the key of its ``{pair_id: P(item 1)}`` in a dataset's entry.
 JUDGE_KEYS: dict[str, str] = {"zero_shot": "p_by_pair", "few_shot": "few_shot_p_by_pair",
                               "zero_shot_threshold": "threshold_p_by_pair",
                               "allure": "allure_p_by_pair", "direct": "direct_p_by_pair",
@@ -121,7 +113,7 @@ TEXT_BASELINE_KEYS: dict[str, str] = {"lexical": "lexical_p_by_pair",
 
 def result_tables(rows: Sequence[Mapping], entries: Sequence[Mapping], *,
                   test_size: float | None = None) -> list[str]:
-    """:func:`dataset_table` for every dataset of ``rows``, in their order, blank-separated."""
+    """:func:`dataset_table` for every dataset, in order, blank-separated."""
     names = list(dict.fromkeys([*(r["dataset"] for r in rows),
                                 *(e["dataset"] for e in entries)]))
     out: list[str] = []

@@ -1,9 +1,8 @@
 """A store's probes fitted on its training split and saved (``--save-probes DIR``).
 
-The store is split leak-free as every analysis splits it; the saved sweep's model card
-(:mod:`ppairs_lens.probes.hub`) carries each kind's held-out accuracy and AUROC with
-bootstrap CIs, at the read-out the one read-out choice picks on a validation split of the
-training pairs (:func:`ppairs_lens.evaluation.readout_choice.choose_readouts`; never on test).
+The store is split leak-free as every analysis splits it; the model card carries each kind's
+held-out accuracy and AUROC with bootstrap CIs, at the read-out chosen on a validation split
+of the training pairs (:func:`~ppairs_lens.evaluation.readout_choice.choose_readouts`).
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ __all__ = ["held_out_metrics", "save_store_probes"]
 
 def held_out_metrics(sp: StoreSplit, sweep: SweepProbes, *, n_boot: int = N_BOOT,
                      seed: int = 0, **fit_kw) -> list[dict]:
-    """Rows for a model card: each kind's accuracy and AUROC on ``sp``'s test pairs, with
-    bootstrap CIs, at the read-out chosen on validation (``fit_kw``: ``C``, ``standardize``)."""
+    """Model card rows: each kind's test accuracy and AUROC with CIs at its chosen read-out."""
     choice = choose_readouts(sp, tuple(sweep.kinds), seed=seed, **fit_kw)
     groups, caption = bootstrap_groups(sp)
     scores = score_sweep_logits(sweep, sp.acts_test, sp.labels_test, groups, n_boot=n_boot,
@@ -53,10 +51,9 @@ def save_store_probes(store, out: str | Path, *, kinds: Sequence[str] = PROBE_KI
                       C: float = 1.0, standardize: bool = True, split_by: str = "auto",
                       test_size: float = BUILTIN_TEST_SIZE, seed: int = 0,
                       n_boot: int = N_BOOT) -> Path:
-    """Fit ``kinds`` on every read-out of ``store``'s training split and save the sweep into
-    ``out/<dataset>``, its model card with the held-out metrics (:func:`held_out_metrics`);
-    returns that folder (load it with :func:`ppairs_lens.probes.persistence.load_sweep`);
-    ``out`` that is a file or cannot be written is refused before the fit."""
+    """Fit ``kinds`` on every read-out of ``store``'s training split and save the sweep and its
+    model card into ``out/<dataset>`` (returned); an unwritable ``out`` is refused before the
+    fit."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", store.meta.dataset)
     check_output_folder(Path(out) / name, "save folder", ProbeError)
     sp = split_store(store, test_size=test_size, split_by=split_by, seed=seed)

@@ -1,13 +1,10 @@
 """Predictors under distribution shift, on any datasets: trained on some, scored on the
 held-out pairs of those (in distribution) and on every pair of others (shifted).
 
-The generic core of a shift test (the paper's Figure 4 is one instance): :func:`pooled_split`
-pools the training stores' splits into one (leak groups prefixed by their dataset, so none
-spans two), :func:`every_pair` reads a shifted store whole (nothing of it was trained on), and
-:func:`shift_rows` scores every predictor on every set (accuracy, 95% CI over leak groups) and
-each method's drop (in distribution minus shifted, both sets resampled at once), and for each
-probe kind each judge's drop minus the probe's on the pairs the judge answered, with its
-verdict (:func:`gap_verdict`).
+The generic core of a shift test (the paper's Figure 4 is one instance): training splits are
+pooled with leak groups prefixed by their dataset (so none spans two), a shifted store is
+scored whole, and :func:`shift_rows` scores every predictor on every set and each method's
+drop (in distribution minus shifted, both sets resampled at once).
 """
 
 from __future__ import annotations
@@ -41,8 +38,8 @@ SHIFTED = "shifted"
 
 @dataclass(frozen=True)
 class ScoredSet:
-    """One set a shift test scores: its targets (1.0 where item 1 is preferred), leak groups
-    (prefixed by the set's name) and each method's P(item 1) on every one of its pairs."""
+    """One set a shift test scores: targets (1.0 where item 1 is preferred, else 0), leak
+    groups (prefixed by the set's name) and each method's P(item 1) on every one of its pairs."""
 
     name: str
     role: str                                  # IN_DISTRIBUTION or SHIFTED
@@ -52,8 +49,7 @@ class ScoredSet:
 
 
 def pooled_split(splits: Sequence[StoreSplit], name: str) -> StoreSplit:
-    """Several stores' splits as one: training sides together, held-out sides together, each
-    pair's leak group prefixed by its dataset (so a validation split keeps it whole)."""
+    """Several stores' splits as one, each leak group prefixed by its dataset."""
     if len(splits) == 1:
         return splits[0]
     used = sorted({s.split_used for s in splits})
@@ -73,8 +69,7 @@ def pooled_split(splits: Sequence[StoreSplit], name: str) -> StoreSplit:
 
 def every_pair(store: ActivationStore
                ) -> tuple[Float[Tensor, "n 2 layer d_model"], np.ndarray, list[PairInfo]]:
-    """``(acts, labels, pairs)`` of every untied pair of ``store``: a shifted set is scored
-    whole, as nothing of it was trained on."""
+    """``(acts, labels, pairs)`` of every untied pair of ``store`` (nothing of it trained on)."""
     pairs = store.pairs()
     keep = [i for i, p in enumerate(pairs) if p.label != TIE]
     acts = store.load()
@@ -94,8 +89,7 @@ def scored_set(name: str, role: str, labels: np.ndarray, pairs: Sequence[PairInf
 def gap_verdict(d: dict, in_dist: dict[str, float], kind: str, judge: str = "zero_shot"
                 ) -> Verdict:
     """"``kind`` probes lose less than prompting" from the CI of (judge's drop - probe's drop);
-    a drop is a loss only for a method above chance in distribution (its CI's lower end). The
-    reason names the claim (a row's ``verdict`` column is the record's ``text``)."""
+    a drop is a loss only for a method above chance in distribution (its CI's lower end)."""
     claim = f" (claim: {kind} probes lose less than prompting)"
     at_chance = [m for m in (kind, judge) if not in_dist.get(m, float("nan")) > 0.5]
     if at_chance:
@@ -109,10 +103,9 @@ def gap_verdict(d: dict, in_dist: dict[str, float], kind: str, judge: str = "zer
 
 def _drop_ci(src: ScoredSet, s: ScoredSet, terms: Sequence[tuple[str, float]],
              ms: np.ndarray, mt: np.ndarray, boot: dict) -> tuple[dict, int]:
-    """``(interval, n_groups)`` of ``sum(sign * drop(method))`` over ``terms`` on the pairs
-    ``ms`` of ``src`` and ``mt`` of ``s``, both sets' leak groups resampled at once. The
-    interval is as good as the smaller side's groups (no group-level differences exist
-    across two sets, so no sign-flip test either)."""
+    """``(interval, n_groups)`` of ``sum(sign * drop(method))`` over ``terms``, both sets' leak
+    groups resampled at once. The interval is as good as the smaller side's groups (no
+    group-level differences exist across two sets, so no sign-flip test either)."""
     n1 = int(ms.sum())
     tt = np.concatenate([src.targets[ms], s.targets[mt]])
     g1 = [g for g, k in zip(src.groups, ms) if k]
@@ -133,12 +126,10 @@ def _drop_ci(src: ScoredSet, s: ScoredSet, terms: Sequence[tuple[str, float]],
 def shift_rows(sets: Sequence[ScoredSet], settings: EvalSettings, *,
                kinds: Sequence[str], judge: str | Sequence[str] | None = "zero_shot"
                ) -> tuple[list[dict], list[dict]]:
-    """``(rows, drops)``: each method's accuracy on each set (95% CI over its leak groups),
-    and against the first in-distribution set each method's drop on every shifted set and,
-    for each probe kind in ``kinds``, each judge's drop minus the probe's (``judge``: one
-    name or several), with its verdict. A method that answered only part of a set (a judge
-    limited to some pairs: NaN elsewhere) is scored on the pairs it answered, and a judge's
-    drop is set against each probe's on those same pairs."""
+    """``(rows, drops)``: each method's accuracy on each set, and against the first
+    in-distribution set each method's drop on every shifted set and, for each probe kind, each
+    judge's drop minus the probe's, with its verdict. A method that answered only part of a set
+    (NaN elsewhere) is scored on the pairs it answered, and so are the probes it is set against."""
     boot = settings.boot_kwargs()
     judges = [judge] if isinstance(judge, str) else list(judge or ())
     rows = []

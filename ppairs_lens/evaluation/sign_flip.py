@@ -4,24 +4,21 @@ A group bootstrap's percentile interval is too narrow with few groups (at 10 gro
 pairs a simulated 5% test rejects 7% of the time), so a claim resting on fewer than
 :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` groups is tested here instead.
 
-*The sign-flip test* (:func:`sign_flip_test`). Under the null "the difference is ``shift``
-and symmetric about it", each group's ``d_g - shift`` is as likely negative as positive, so
-the mean of the group differences is compared with its value under every sign vector: exactly
-over all ``2^k`` when ``k`` is at most :data:`EXACT_MAX_GROUPS`, else over
-:data:`N_MONTE_CARLO` seeded random sign vectors (``p = (1 + #) / (1 + n)``). The smallest p
-the test can give at this size (``smallest_p``: all groups' signs agreeing; groups of
-difference exactly ``shift`` do not change sign, so they raise it) is reported with every p,
-so that a claim no data could pass is said to be untestable at this size rather than
-inconclusive.
+*The sign-flip test*. Under the null "the difference is ``shift`` and symmetric about it",
+each group's ``d_g - shift`` is as likely negative as positive, so the mean of the group
+differences is compared with its value under every sign vector (all ``2^k`` up to
+:data:`EXACT_MAX_GROUPS` groups, else :data:`N_MONTE_CARLO` seeded ones). The smallest p the
+test can give at this size (all signs agreeing; groups of difference exactly ``shift`` do not
+change sign, so they raise it) is reported with every p, so that a claim no data could pass
+is said to be untestable at this size rather than inconclusive.
 
-*The margin test* (:func:`margin_test`, ``shift = ±δ``, many ties). The symmetry holds at
-``shift = 0`` (the paired design's own null: the two methods are exchangeable within a group)
-but not at ``shift = δ``: with many tied groups (difference 0) every tie lies below δ and
-counts as evidence against it, so a claim whose true effect is exactly δ is called "fails" far
-more often than the nominal level. Here, at a margin:
+*The margin test* (``shift = ±δ``). The symmetry holds at ``shift = 0`` (the paired design's
+own null: the two methods are exchangeable within a group) but not at ``shift = δ``: with
+many tied groups (difference 0) every tie lies below δ and counts as evidence against it, so
+a claim whose true effect is exactly δ is called "fails" far more often than the nominal
+level. Here, at a margin:
 
-* with at least :data:`MIN_INFORMATIVE` groups whose difference is not 0, Student's one-sample
-  t-test (``scipy.stats.ttest_1samp``, ``k - 1`` degrees of freedom) on the group differences;
+* with at least :data:`MIN_INFORMATIVE` untied groups, Student's one-sample t-test;
 * otherwise a betting test that is valid for *any* distribution of differences within
   ``[-bound, bound]`` whose mean lies at the margin: the wealth of constant bets
   ``prod_g (1 + lam * y_g)`` (``y_g`` the difference's distance from the margin, in the
@@ -64,9 +61,8 @@ _BET_CAP = 0.95
 
 @dataclass(frozen=True)
 class SignFlip:
-    """One one-sided sign-flip test: ``p`` of the alternative ``mean > shift`` (``"greater"``)
-    or ``mean < shift`` (``"less"``), the smallest p reachable at this size, and how it was
-    computed (``"exact over 2^k sign vectors"`` or ``"Monte Carlo, n sign vectors"``)."""
+    """One one-sided sign-flip test: ``p``, the smallest p reachable at this size, and how it
+    was computed (exact or Monte Carlo)."""
 
     p: float
     smallest_p: float
@@ -85,7 +81,7 @@ def _signs(k: int, n_mc: int, seed: int) -> tuple[np.ndarray, bool]:
 def group_differences_checked(diffs: Sequence[float], alternative: str, test: str
                               ) -> np.ndarray:
     """The finite group differences a one-sided ``test`` reads (NaN: a group where the metric
-    is undefined, dropped), refused in one line with fewer than 2 or another alternative."""
+    is undefined, dropped); fewer than 2 are refused."""
     if alternative not in ("greater", "less"):
         raise ProbeError(f"alternative must be 'greater' or 'less', got {alternative!r}")
     d = np.asarray(diffs, dtype=float)
@@ -98,9 +94,7 @@ def group_differences_checked(diffs: Sequence[float], alternative: str, test: st
 def sign_flip_test(diffs: Sequence[float], *, shift: float = 0.0,
                    alternative: str = "greater", n_mc: int = N_MONTE_CARLO,
                    seed: int = 0) -> SignFlip:
-    """One-sided sign-flip test of the mean of ``diffs`` (one difference per group) against
-    ``shift`` (module doc). NaN differences (a group where the metric is undefined) are
-    dropped; fewer than 2 groups left is refused."""
+    """One-sided sign-flip test of the mean of ``diffs`` (one per group) against ``shift``."""
     d = group_differences_checked(diffs, alternative, "a sign-flip test")
     k = len(d)
     x = (d - shift) * (1.0 if alternative == "greater" else -1.0)
@@ -124,15 +118,13 @@ def sign_flip_test(diffs: Sequence[float], *, shift: float = 0.0,
 
 
 def groups_for_p(alpha: float) -> int:
-    """Fewest groups whose exact sign-flip test can reach ``p <= alpha`` at all
-    (``2^-k <= alpha``)."""
+    """Fewest groups whose exact sign-flip test can reach ``p <= alpha`` (``2^-k <= alpha``)."""
     return int(np.ceil(np.log2(1.0 / alpha)))
 
 
 @dataclass(frozen=True)
 class MarginTest:
-    """One one-sided test at a margin: ``p``, the smallest p this many groups could give, and
-    the method's name."""
+    """One one-sided test at a margin: ``p`` and the smallest p this many groups could give."""
 
     p: float
     smallest_p: float
@@ -141,8 +133,7 @@ class MarginTest:
 
 
 def betting_p(diffs: Sequence[float], shift: float, alternative: str, bound: float) -> float:
-    """The betting test's p (module doc) of ``mean > shift`` (``"greater"``) or
-    ``mean < shift`` (``"less"``) for differences known to lie in ``[-bound, bound]``."""
+    """The betting test's p (module doc) for differences known to lie in ``[-bound, bound]``."""
     d = np.asarray(diffs, dtype=float)
     if np.any(np.abs(d) > bound * (1 + 1e-9)):
         raise ProbeError(f"a group difference of {np.abs(d).max():.3g} lies outside the "
@@ -161,7 +152,7 @@ def betting_p(diffs: Sequence[float], shift: float, alternative: str, bound: flo
 def margin_test(diffs: Sequence[float], *, shift: float, alternative: str,
                 bound: float) -> MarginTest:
     """One-sided test of the mean of ``diffs`` (one per group, each in ``[-bound, bound]``)
-    against ``shift`` (module doc). NaN differences are dropped; fewer than 2 refused."""
+    against the margin ``shift`` (module doc)."""
     d = group_differences_checked(diffs, alternative, "a test at the margin")
     k, informative = len(d), int(np.sum(d != 0))
     if informative >= MIN_INFORMATIVE and float(np.std(d)) > 0:

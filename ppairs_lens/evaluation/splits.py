@@ -4,27 +4,21 @@ A probe fitted on comparisons about an article and tested on other comparisons a
 article is partly tested on what it saw: the article's own representation is in every pair.
 Likewise a probe tested on pairs of words it saw in training can score by memorising each
 word's win rate. So comparisons are split by *group* (the records' ``group_id``: a context, a
-block of items, a template pool, a statement's subject; see ``Dataset.group_ids``):
+block of items, a template pool, a statement's subject):
 
-* ``by="context"``: whole groups go to one side. What ``"auto"`` picks when some group holds
-  more than one pair.
-* ``by="item"``: when no group is shared but items recur across pairs (all pairs among
-  100 statements), the *items* are split and a pair is kept only when both its items fall on
-  the same side; cross pairs (one train item, one test item) are dropped, so
-  ``len(train) + len(test) < n``.
+* ``by="context"``: whole groups go to one side (``"auto"`` when some group holds 2+ pairs).
+* ``by="item"``: when no group is shared but items recur across pairs, the *items* are split
+  and a pair is kept only when both its items fall on the same side; cross pairs are dropped,
+  so ``len(train) + len(test) < n``.
 * ``by="pair"``: plain random split of pairs (each pair independent).
-* ``by="auto"`` (the default everywhere): the first of these that the ids call for
+* ``by="auto"`` (the default everywhere): the first of these the ids call for
   (:func:`resolve_split_by`).
 
-Every split holds out a prefix of one seeded order of the groups (:func:`group_order`):
-:func:`train_test_split_pairs` a share of them, :func:`split_groups_to_count` as many as it
-takes to hold a number of eligible elements (the ranking's evaluation contexts).
+:func:`labelled_items_split` is the paper's low-label setting (a handful of labelled items).
 
-:func:`labelled_items_split` is the paper's low-label setting: a handful of labelled items,
-probes trained on the comparisons among them, tested on the rest.
-
-Every function takes a ``seed`` and uses its own ``numpy.random.Generator``; none touches the
-global RNG. Indices come back sorted, as int64 arrays.
+Every split holds out a prefix of one seeded order of the groups (:func:`group_order`). Every
+function uses its own seeded ``numpy.random.Generator``, never the global RNG; indices come
+back sorted, as int64 arrays.
 """
 
 from __future__ import annotations
@@ -75,18 +69,16 @@ def _check_item_pairs(item_ids: Sequence[tuple[Hashable, Hashable]]) -> list[tup
 
 
 def group_order(groups: Sequence[Hashable], rng: np.random.Generator) -> list:
-    """The distinct ``groups`` (first-seen order, so reproducible) permuted by ``rng``: every
-    split holds out a prefix of this order."""
+    """The distinct ``groups`` (first-seen order, so reproducible) permuted by ``rng``."""
     distinct = list(dict.fromkeys(groups))
     return [distinct[i] for i in rng.permutation(len(distinct))]
 
 
 def split_groups_to_count(groups: Sequence[Hashable], eligible: Sequence[bool], n_test: int,
                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(train, test)`` of elements (``groups[i]``: element ``i``'s leak group):
-    whole groups, in :func:`group_order`, go to test until they hold ``n_test`` elements
-    with ``eligible[i]``; a group with no eligible element is skipped (it trains), and the
-    last group in the order always trains."""
+    """Indices ``(train, test)``: whole groups, in :func:`group_order`, go to test until they
+    hold ``n_test`` eligible elements (the ranking's evaluation contexts); a group with none is
+    skipped (it trains), and the last group in the order always trains."""
     if len(eligible) != len(groups):
         raise ProbeError(f"{len(groups)} groups but {len(eligible)} eligibility flags")
     if n_test < 1:
@@ -107,9 +99,9 @@ def split_groups_to_count(groups: Sequence[Hashable], eligible: Sequence[bool], 
 
 def resolve_split_by(context_ids: Sequence[Hashable] | None,
                      item_ids: Sequence[tuple[Hashable, Hashable]] | None) -> str:
-    """What ``by="auto"`` means for these ids: ``"context"`` if some group (``context_ids``:
-    the group ids) holds more than one pair, else ``"item"`` if some item occurs in more than
-    one pair, else ``"pair"``."""
+    """What ``by="auto"`` means: ``"context"`` if some group (``context_ids``: the group ids)
+    holds more than one pair, else ``"item"`` if some item occurs in more than one pair, else
+    ``"pair"``."""
     if context_ids is not None and any(c > 1 for c in Counter(context_ids).values()):
         return "context"
     if item_ids is not None:
@@ -124,11 +116,9 @@ def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
                            test_size: float = BUILTIN_TEST_SIZE, seed: int = 0,
                            by: SplitBy = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(train, test)`` of comparisons, split so nothing leaks between the sides
-    (``by``: module doc). ``context_ids[i]`` is the group of comparison ``i``
-    (``Dataset.group_ids()``, or a store pair's ``"group_id"``; plain context ids where there
-    are no groups); ``item_ids[i] = (item1_id, item2_id)``. ``test_size`` is the fraction of
-    the units put in the test set: groups, items (with 30% test items about 9% of an
-    all-pairs design is test and 49% train, cross pairs dropped) or pairs."""
+    (``by``: module doc; ``context_ids[i]``: comparison ``i``'s group). ``test_size`` is the
+    fraction of the units put in the test set: groups, items (with 30% test items about 9% of
+    an all-pairs design is test and 49% train, cross pairs dropped) or pairs."""
     if context_ids is None and item_ids is None:
         raise ProbeError("give context_ids or item_ids to split")
     n = len(context_ids) if context_ids is not None else len(item_ids)
@@ -168,7 +158,7 @@ def train_test_split_pairs(context_ids: Sequence[Hashable] | None,
 
 def leaked_items(item_ids: Sequence[tuple[Hashable, Hashable]], train: Sequence[int],
                  test: Sequence[int]) -> set:
-    """Items that occur in a ``train`` pair and in a ``test`` pair (empty: no item leaks)."""
+    """Items that occur in a ``train`` pair and in a ``test`` pair."""
     pairs = _check_item_pairs(item_ids)
     seen = {i for k in train for i in pairs[k]}
     return {i for k in test for i in pairs[k]} & seen

@@ -1,9 +1,7 @@
 """The held-in / held-out split of an activation store that every analysis scores on.
 
-:func:`split_store` loads a store, drops tied pairs and splits the rest with
-:func:`ppairs_lens.evaluation.splits.train_test_split_pairs` by the pairs' leak groups
-(``"group_id"``); the same arguments always give the same split, so separate analyses see
-the same held-out pairs.
+:func:`split_store` drops tied pairs and splits the rest by the pairs' leak groups; the same
+arguments always give the same split, so separate analyses see the same held-out pairs.
 :func:`validation_split` splits the training pairs again, the same leak-free way, for choices
 (the read-out layer) that must not read the test set.
 """
@@ -33,10 +31,9 @@ __all__ = ["StoreSplit", "bootstrap_groups", "covered_test_pairs", "held_out_ci_
 
 @dataclass
 class StoreSplit:
-    """Held-in / held-out pairs of one store, ties dropped. ``groups_train`` / ``groups_test``
-    are the pairs' leak groups, the unit a bootstrap resamples and a validation split keeps
-    whole; ``split_used`` is the mode the split resolved to ("context", "item" or "pair";
-    "context" means by group)."""
+    """Held-in / held-out pairs of one store, ties dropped, with their leak groups (the unit a
+    bootstrap resamples and a validation split keeps whole); ``split_used``: the mode the
+    split resolved to ("context" means by group)."""
 
     name: str
     acts_train: Float[Tensor, "n_train 2 layer d_model"]
@@ -48,7 +45,7 @@ class StoreSplit:
     groups_train: list[str]
     groups_test: list[str]
     split_used: str
-    #: the store's read-out names, one per layer of ``acts_*`` (what a read-out choice names)
+    #: the store's read-out names, one per layer of ``acts_*``
     hook_names: list[str] = field(default_factory=list)
 
 
@@ -58,8 +55,7 @@ def pair_groups(pairs: Sequence[PairInfo]) -> list[str]:
 
 
 def pair_items(pairs: Sequence[PairInfo]) -> list[tuple[str, str]] | None:
-    """Each store pair's ``(item1_id, item2_id)``; None when some pair has no item ids
-    (statements), so no split by item is possible."""
+    """Each store pair's ``(item1_id, item2_id)``; None when some pair has none (statements)."""
     items = [(p.item1_id, p.item2_id) for p in pairs]
     if not items or any(a is None or b is None for a, b in items):
         return None
@@ -69,8 +65,7 @@ def pair_items(pairs: Sequence[PairInfo]) -> list[tuple[str, str]] | None:
 def split_pairs(pairs: Sequence[PairInfo], *, test_size: float, split_by: str = "auto",
                 seed: int = 0) -> tuple[Int[np.ndarray, " n_train"], Int[np.ndarray, " n_test"],
                                         str]:
-    """``(train, test, split_used)`` for a store's pairs (``store.pairs()``): what
-    :func:`split_store` does, without the activations."""
+    """``(train, test, split_used)`` for a store's pairs, without the activations."""
     groups, items = pair_groups(pairs), pair_items(pairs)
     used = resolve_split_by(groups, items) if split_by == "auto" else split_by
     train, test = train_test_split_pairs(groups, item_ids=items, test_size=test_size, seed=seed,
@@ -83,9 +78,9 @@ def untied_split(pairs: Sequence[PairInfo], *, test_size: float, split_by: str =
                                          Int[np.ndarray, " n_train"],
                                          Int[np.ndarray, " n_test"], str]:
     """``(untied, keep, train, test, split_used)``: the pairs every analysis scores (ties
-    dropped; ``keep`` indexes them in ``pairs``) and their split, ``train`` / ``test``
-    indexing ``untied``. The one rule :func:`split_store` and the judges' held-out datasets
-    share; it reads no activations, so a caller needing only labels or ids stays cheap."""
+    dropped; ``keep`` indexes them in ``pairs``) and their split, ``train`` / ``test`` indexing
+    ``untied``. The one rule :func:`split_store` and the
+    judges' held-out datasets share; it reads no activations, so it stays cheap."""
     keep = np.flatnonzero(np.array([p.label for p in pairs], dtype=int) != TIE)
     untied = [pairs[i] for i in keep]
     train, test, used = split_pairs(untied, test_size=test_size, split_by=split_by, seed=seed)
@@ -95,9 +90,8 @@ def untied_split(pairs: Sequence[PairInfo], *, test_size: float, split_by: str =
 def split_records(pairs: Sequence[PairInfo], dataset: Dataset, *, test_size: float,
                   split_by: str = "auto", seed: int = 0) -> tuple[Dataset, Dataset, str]:
     """``(train, test, split_used)``: ``dataset``'s records on each side of the split of
-    ``pairs`` (a store's, or ``pair_info(dataset)`` before any harvest: the same split), ties
-    dropped as every analysis drops them; what re-reads the texts (judges, text baselines)
-    gets exactly the pairs a probe is scored on."""
+    ``pairs`` (a store's, or ``pair_info(dataset)`` before any harvest), so what re-reads the
+    texts (judges, text baselines) gets exactly the pairs a probe is scored on."""
     untied, _, train, test, used = untied_split(pairs, test_size=test_size, split_by=split_by,
                                                 seed=seed)
     by_id = {r.pair_id: r for r in dataset.records}
@@ -115,9 +109,8 @@ def split_records(pairs: Sequence[PairInfo], dataset: Dataset, *, test_size: flo
 
 def held_out_records(dataset: Dataset, pair_ids: Sequence[str], max_pairs: int | None,
                      seed: int) -> Dataset:
-    """The records of ``pair_ids`` in ``dataset``'s order (named ``<name>:test``), cut to at
-    most ``max_pairs`` whole contexts (seeded): what an intervention study's judge answers,
-    and what its plan counts before the store exists."""
+    """The records of ``pair_ids`` (named ``<name>:test``), cut to at most ``max_pairs`` in
+    whole contexts: what an intervention study's judge answers and its plan counts."""
     from ppairs_lens.data.specs import subsample_by_context
 
     keep = set(pair_ids)
@@ -128,8 +121,7 @@ def held_out_records(dataset: Dataset, pair_ids: Sequence[str], max_pairs: int |
 
 def split_store(store: ActivationStore, *, test_size: float, split_by: str = "auto",
                 seed: int, layers: Sequence[int] | None = None) -> StoreSplit:
-    """Load a store (``layers``: only those read-outs), drop ties and split it by
-    ``split_by`` (a mode of :func:`~ppairs_lens.evaluation.splits.train_test_split_pairs`)."""
+    """Load a store (``layers``: only those read-outs), drop ties and split it."""
     pairs, keep, train, test, used = untied_split(store.pairs(), test_size=test_size,
                                                   split_by=split_by, seed=seed)
     acts = store.load(layers)
@@ -147,9 +139,8 @@ def split_store(store: ActivationStore, *, test_size: float, split_by: str = "au
 def training_split(name: str, acts: Float[Tensor, "n 2 layer d_model"], labels: np.ndarray,
                    groups: Sequence[Hashable], item_ids: Sequence[tuple] | None,
                    hook_names: Sequence[str]) -> StoreSplit:
-    """Training pairs with no test side (a probe judge's harvest: its evaluated items are
-    elsewhere), as a :class:`StoreSplit` so that the read-out is chosen as every store's is;
-    ``split_used`` is what ``"auto"`` resolves to on these ids."""
+    """Training pairs with no test side (a probe judge's harvest), as a :class:`StoreSplit` so
+    that the read-out is chosen as every store's is."""
     if item_ids is not None and any(a is None or b is None for a, b in item_ids):
         item_ids = None
     used = resolve_split_by(list(groups), item_ids)
@@ -165,11 +156,9 @@ def validation_split(groups: Sequence[Hashable],
                      item_ids: Sequence[tuple[Hashable, Hashable]] | None, *,
                      val_size: float = 0.25, seed: int, by: str = "auto",
                      ) -> tuple[Int[np.ndarray, " n_fit"], Int[np.ndarray, " n_val"]]:
-    """Indices ``(fit, val)`` into the *training* pairs, split as the test split was
-    (``by``: pass ``StoreSplit.split_used`` to force the test split's mode; ``"auto"``
-    resolves on these ids). A probe fitted on ``fit`` and scored on ``val`` chooses the layer
-    without reading the test set. :class:`ProbeError` when the training pairs cannot be split
-    that way (one group)."""
+    """Indices ``(fit, val)`` into the *training* pairs, split as the test split was (``by``:
+    ``StoreSplit.split_used``), so the layer is chosen without reading the test set.
+    :class:`ProbeError` when the training pairs cannot be split that way (one group)."""
     if item_ids is not None and len(item_ids) != len(groups):
         raise ProbeError(f"{len(groups)} groups but {len(item_ids)} item-id pairs")
     if by == "item" and item_ids is None:
@@ -183,11 +172,10 @@ def validation_split(groups: Sequence[Hashable],
 
 
 def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
-    """The unit a held-out CI resamples, and how to say it in a caption: the split's leak
-    groups when the test side holds at least
-    :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` (with fewer, e.g. 2
-    template pools, a resample of groups says nothing); else contexts (each pair its own
-    where there is none), which is optimistic because items recur inside the few groups."""
+    """The unit a held-out CI resamples, and its caption: the split's leak groups when the
+    test side holds at least ``MIN_BOOTSTRAP_GROUPS`` (with fewer, e.g. 2 template pools, a
+    resample of groups says nothing); else contexts, which is optimistic because items recur
+    inside the few groups."""
     n_groups = len(set(sp.groups_test))
     if n_groups >= MIN_BOOTSTRAP_GROUPS:
         return list(sp.groups_test), f"by {sp.split_used} group ({n_groups} test groups)"
@@ -198,15 +186,14 @@ def bootstrap_groups(sp: StoreSplit) -> tuple[list[str], str]:
 
 def held_out_ci_counts(sp: StoreSplit, ci: dict) -> bool:
     """Whether a CI on ``sp``'s test pairs may count toward a claim: the bootstrap's own flag
-    (enough resampled units) and at least ``MIN_BOOTSTRAP_GROUPS`` leak groups on the test
-    side (contexts resampled inside fewer groups, :func:`bootstrap_groups`' fallback, do not
-    count)."""
+    and at least ``MIN_BOOTSTRAP_GROUPS`` leak groups on the test side (contexts resampled
+    inside fewer groups do not count)."""
     return bool(ci.get("ci_counts", False)) and len(set(sp.groups_test)) >= MIN_BOOTSTRAP_GROUPS
 
 
 def store_fits(store: ActivationStore, split: dict, log) -> bool:
-    """Whether a store is complete and its split leaves both classes on both sides (else it
-    is left out of every experiment, with the reason given to ``log``)."""
+    """Whether a store is complete and its split leaves both classes on both sides (else it is
+    left out of every experiment, the reason going to ``log``)."""
     missing = store.missing_shards()
     if missing:
         log(f"{store.meta.dataset} left out: its store misses shards {missing[:10]} of "
@@ -231,8 +218,7 @@ def store_fits(store: ActivationStore, split: dict, log) -> bool:
 def covered_test_pairs(sp: StoreSplit, by_pair: Mapping[str, float] | None
                        ) -> tuple[np.ndarray, np.ndarray] | None:
     """(positions of ``sp``'s test pairs that ``by_pair`` scores, its P(item 1) there), or
-    None where it scores none of them: a judge or baseline run on some of the pairs is
-    scored on those."""
+    None where it scores none of them."""
     by_pair = by_pair or {}
     idx = np.array([i for i, p in enumerate(sp.pairs_test) if p.pair_id in by_pair], np.int64)
     if not len(idx):
@@ -244,13 +230,10 @@ def undecidable_at_size(parts: Sequence[Sequence[PairInfo]], name: str, *,
                         test_size: float | None, split_by: str = "auto", seed: int = 0,
                         alpha: float = 0.05) -> str | None:
     """Before any work: why no comparison on ``name``'s held-out pairs can be decided at this
-    size, with the size that could; None when it can. ``parts``: the pairs of each file
-    pooled into ``name`` (each split on its own, as ``shift`` pools its training files);
-    ``test_size`` None: all their pairs (a shifted set). A comparison is decided on one
-    difference per test leak group; with ``k`` groups the exact sign-flip test's smallest
-    two-sided p is ``2 * 2^-k``, so fewer than
-    :func:`~ppairs_lens.evaluation.sign_flip.groups_for_p` ``(alpha / 2)`` groups cannot
-    decide anything however large the effect."""
+    size, with the size that could; None when it can. ``parts``: the pairs of each file pooled
+    into ``name``, each split on its own (``test_size`` None: all their pairs, a shifted set).
+    With ``k`` test groups the exact sign-flip test's smallest two-sided p is ``2 * 2^-k``, so
+    fewer than ``groups_for_p(alpha / 2)`` cannot decide anything however large the effect."""
     k = n = 0
     for pairs in parts:
         if test_size is None:

@@ -1,12 +1,10 @@
 """Held-out scores of a sweep's predictions, with bootstrap CIs over leak groups.
 
-:func:`score_pairs` scores any P(item 1) on a store's test pairs (a probe at one layer, a
-no-model baseline, a prompted judge) the same way: accuracy, macro F1, AUROC, and a
-within-context Spearman only where it means something (gold scores, and contexts of at least
+:func:`score_pairs` scores any P(item 1) on a store's test pairs (a probe, a no-model
+baseline, a prompted judge) the same way: accuracy, macro F1, AUROC, and a within-context
+Spearman only where it means something (gold scores, and contexts of at least
 :data:`MIN_RANK_ITEMS` items: where a context is one pair, Spearman is just 2 * accuracy - 1).
-:func:`score_sweep_logits` scores a whole sweep on its logits.
-
-Scoring on the logits rather than the probabilities keeps the scores meaningful when the
+:func:`score_sweep_logits` scores a sweep on its logits, which stay meaningful when the
 activations move far from where the probes were fitted (under an intervention, say): a
 shifted logit can round every probability to 0 or 1, which would make every pair a tie.
 """
@@ -35,9 +33,8 @@ MIN_RANK_ITEMS: int = 3
 
 
 def rank_contexts(pairs: Sequence[PairInfo]) -> list[Hashable]:
-    """Contexts of ``pairs`` (a store's pairs) that have gold scores and at least
-    :data:`MIN_RANK_ITEMS` items; empty unless there are two or more such contexts (a mean
-    over one context has no interval)."""
+    """Contexts that have gold scores and at least :data:`MIN_RANK_ITEMS` items; empty unless
+    there are two or more (a mean over one context has no interval)."""
     items: dict[Hashable, set] = {}
     for p in pairs:
         if p.score1 is None or p.score2 is None or p.item1_id is None:
@@ -49,14 +46,9 @@ def rank_contexts(pairs: Sequence[PairInfo]) -> list[Hashable]:
 
 def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[PairInfo],
                 groups: Sequence[Hashable], *, n_boot: int, seed: int) -> dict[str, Interval]:
-    """``{"accuracy", "f1", "auroc"[, "spearman"]}`` of P(item 1) ``p`` on ``pairs`` (a
-    store's pairs, labels ``labels``), bootstrapping whole ``groups`` (one per pair).
-
-    ``spearman`` (mean within-context Spearman of win rates against gold scores, bootstrap
-    over contexts) is added only for the contexts :func:`rank_contexts` keeps; NaN where the
-    predictions rank no context (constant within each). :func:`score_pairs_batch` of one
-    column.
-    """
+    """``{"accuracy", "f1", "auroc"[, "spearman"]}`` of P(item 1) ``p`` on ``pairs``,
+    bootstrapping whole ``groups``; ``spearman`` (bootstrap over contexts) only for the
+    contexts :func:`rank_contexts` keeps, NaN where the predictions rank none."""
     return score_pairs_batch(labels, np.asarray(p, dtype=np.float64)[:, None], pairs, groups,
                              n_boot=n_boot, seed=seed)[0]
 
@@ -64,17 +56,14 @@ def score_pairs(labels: np.ndarray, p: np.ndarray, pairs: Sequence[PairInfo],
 def score_pairs_batch(labels: np.ndarray, p: Float[np.ndarray, "n k"],
                       pairs: Sequence[PairInfo], groups: Sequence[Hashable], *, n_boot: int,
                       seed: int) -> list[dict[str, Interval]]:
-    """:func:`score_pairs` of every column of ``p`` (P(item 1) of ``k`` predictors on the same
-    pairs: a sweep's every layer and kind): the resamples drawn once, every metric of every
-    column as array operations; each column's numbers are those of its own
-    :func:`score_pairs` call."""
+    """:func:`score_pairs` of every column of ``p`` (a sweep's every layer and kind) on one
+    draw of the resamples; each column's numbers are those of its own :func:`score_pairs`."""
     scores = evaluate_batch(targets(labels), p, groups=groups, n_boot=n_boot, seed=seed)
     ctxs = set(rank_contexts(pairs))
     if ctxs:
         keep = [i for i, q in enumerate(pairs) if q.context_id in ctxs]
         # Item ids may recur across contexts (SummEval's S0..S15): key gold by context too.
-        gold = {}
-        trip = []
+        gold, trip = {}, []
         for i in keep:
             q = pairs[i]
             a, b = (q.context_id, q.item1_id), (q.context_id, q.item2_id)
@@ -93,11 +82,8 @@ def score_pairs_batch(labels: np.ndarray, p: Float[np.ndarray, "n k"],
 def score_sweep_logits(sweep: SweepProbes, acts: Float[Tensor, "n 2 layer d_model"],
                        labels: np.ndarray, groups: Sequence[Hashable], *, n_boot: int,
                        seed: int) -> dict[tuple[str, int], dict[str, Interval]]:
-    """``{(kind, read-out position): {"accuracy", "auroc"}}`` of every probe of ``sweep``.
-
-    Accuracy is ``logit >= 0``; AUROC is computed on the logits. Bootstrap resamples whole
-    ``groups`` (contexts). Degenerate read-outs (non-finite logits) are left out.
-    """
+    """``{(kind, read-out position): {"accuracy", "auroc"}}`` of every probe of ``sweep`` on
+    its logits (accuracy: ``logit >= 0``); degenerate read-outs are left out."""
     logits = sweep.decision_function(acts)
     y = (np.asarray(labels) == 1).astype(float)
     out = {}

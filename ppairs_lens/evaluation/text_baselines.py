@@ -1,12 +1,12 @@
 """No-model baselines that read the items' texts, fitted on the training split only.
 
 A probe on the model's residual stream means something only if it beats what can be read off
-the words themselves. Two such readers, each returning a :class:`Baseline` (P(item 1) per test
-record) so that it is scored by the code that scores a probe:
+the words themselves. Two such readers, each a :class:`Baseline` scored by the code that
+scores a probe:
 
-* :func:`lexical_baseline`: a unigram bag of words (word counts over every word of the
-  training texts: the vocabulary is kept whole, no document-frequency pruning, which on ~56
-  training texts removed most of it), item 1 minus item 2, logistic regression.
+* :func:`lexical_baseline`: a unigram bag of words (every word of the training texts kept: no
+  document-frequency pruning, which on ~56 training texts removed most of the vocabulary),
+  item 1 minus item 2, logistic regression.
 * :func:`embedding_baseline`: the model's input embedding ``W_E`` mean-pooled over each item's
   tokens, item 1 minus item 2, logistic regression. This stands for "the read-out before
   block 0": at the contrast token that read-out is the embedding of the choice token itself,
@@ -15,11 +15,11 @@ record) so that it is scored by the code that scores a probe:
 
 Comparisons are fitted without intercept on the training pairs in both orders, ``(x, y)`` and
 ``(-x, 1 - y)`` (solved as the equivalent one-order fit with ``2 C``), so that swapping the two
-items gives exactly ``1 - p``: the baseline cannot win
-by learning that item 1 tends to be the better one. Statements (true/false) get an intercept
-and the features of the statement alone. ``C`` is chosen from :data:`C_GRID` by cross-validation
-on the training records, folds by leak group (``group_id``, else ``context_id``, else
-``pair_id``), so a group never informs its own score; ``train_accuracy`` is that CV accuracy.
+items gives exactly ``1 - p``: the baseline cannot win by learning that item 1 tends to be the
+better one. Statements get an intercept. ``C`` is chosen from :data:`C_GRID` by
+cross-validation on the training records, folds by leak group (``group_id``, else
+``context_id``, else ``pair_id``), so a group never informs its own score; ``train_accuracy``
+is that CV accuracy.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _kind(records: Sequence[Record], what: str) -> str:
 
 
 def _targets(records: Sequence[Record], y: Sequence[int], kind: str) -> np.ndarray:
-    """0/1 targets: 1 = item 1 better (comparisons), 1 = true (statements)."""
+    """0/1 targets: 1 = item 1 better, or true."""
     y = list(y)
     if len(y) != len(records):
         raise ProbeError(f"{len(records)} training records but {len(y)} labels")
@@ -115,8 +115,7 @@ def _logistic(C: float, antisymmetric: bool, seed: int) -> LogisticRegression:
 
 def _choose_C(X: Features, t: np.ndarray, groups: np.ndarray, antisymmetric: bool,
               seed: int) -> tuple[float, float, int]:
-    """``(C, CV accuracy, folds)`` by grouped CV on the training records (NaN: too few
-    groups to cross-validate, C = 1)."""
+    """``(C, CV accuracy, folds)`` by grouped CV (NaN: too few groups to cross-validate, C = 1)."""
     k = min(MAX_FOLDS, len(set(groups)))
     if k < 2:
         return 1.0, float("nan"), 0
@@ -174,10 +173,10 @@ def _setup(train: Sequence[Record], y_train: Sequence[int],
 
 def lexical_baseline(train: Sequence[Record], y_train: Sequence[int],
                      test: Sequence[Record], *, seed: int = 0) -> Baseline:
-    """The bag of words (module doc); P(item 1) (or P(true)) per test record. ``y_train``:
-    1 / 2 per comparison (ties refused), 1 true / 2 false per statement. Test words the
-    training texts lack are ignored. Counts, not TF-IDF, so that item 1 minus item 2 also
-    carries the length difference a plain bag of words sees."""
+    """The bag of words (module doc): P(item 1), or P(true), per test record. ``y_train``: 1 / 2
+    per comparison (ties refused); for statements 1 = true, 2 = false. Test words the training
+    texts lack are ignored. Counts, not TF-IDF, so that item 1 minus item 2 also carries the
+    length difference a plain bag of words sees."""
     kind, t, tx_tr, tx_te = _setup(train, y_train, test)
     uniq_tr = sorted({s for tx in tx_tr for s in tx})
     try:
@@ -197,14 +196,10 @@ def lexical_baseline(train: Sequence[Record], y_train: Sequence[int],
                          seed, describe)
 
 
-def _token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
-    return list(tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else []
-
-
 def _mean_embeddings(embedding: Embedding,
                      ids: list[list[int]]) -> Float[np.ndarray, " n d_model"]:
-    """Mean of the embedding rows of each text's tokens (zeros for a text with none); only
-    the rows used are gathered, so a GPU ``W_E`` is not copied whole."""
+    """Mean of the embedding rows of each text's tokens (zeros for none); only the rows used
+    are gathered, so a GPU ``W_E`` is not copied whole."""
     vocab, d = int(embedding.shape[0]), int(embedding.shape[1])
     used = sorted({i for seq in ids for i in seq})
     if used and (used[0] < 0 or used[-1] >= vocab):
@@ -227,14 +222,15 @@ def _mean_embeddings(embedding: Embedding,
 def embedding_baseline(embedding: Embedding, tokenizer, train: Sequence[Record],
                        y_train: Sequence[int], test: Sequence[Record], *,
                        seed: int = 0) -> Baseline:
-    """The input-embedding baseline (module doc). ``embedding``: ``W_E`` ``[vocab, d_model]``
-    (``model.W_E`` of a TransformerBridge or a HookedTransformer; a tensor or an array);
-    ``tokenizer(text, add_special_tokens=False)`` gives each item's tokens. Features are
-    scaled by their training RMS (one number) so that :data:`C_GRID` means the same for
-    every model."""
+    """The input-embedding baseline (module doc); ``embedding``: ``W_E`` ``[vocab, d_model]``
+    (``model.W_E`` of a TransformerBridge or a HookedTransformer), a tensor or an array;
+    ``tokenizer(texts, add_special_tokens=False)["input_ids"]`` gives each item's tokens.
+    Features are scaled by their training RMS (one number) so that :data:`C_GRID` means the
+    same for every model."""
     kind, t, tx_tr, tx_te = _setup(train, y_train, test)
     uniq = sorted({s for tx in (*tx_tr, *tx_te) for s in tx})
-    rows = _mean_embeddings(embedding, _token_ids(tokenizer, uniq))
+    ids = list(tokenizer(uniq, add_special_tokens=False)["input_ids"]) if uniq else []
+    rows = _mean_embeddings(embedding, ids)
     index = {s: i for i, s in enumerate(uniq)}
     X_tr = _pair_features(rows, index, tx_tr, kind)
     X_te = _pair_features(rows, index, tx_te, kind) if tx_te else rows[:0]
@@ -254,11 +250,8 @@ def _no_ties(ds: Dataset) -> tuple[list[Record], list[int]]:
 
 def text_baselines(train: Dataset, test: Dataset, *, embedding: Embedding | None = None,
                    tokenizer=None, seed: int = 0) -> list[Baseline]:
-    """The lexical baseline, and the embedding baseline when ``embedding`` (``W_E``) is given.
-
-    Ties (label 0) are dropped from both datasets first, so each baseline's ``p`` aligns with
-    ``test``'s non-tie records, in their order (statements have no ties: every record).
-    """
+    """The lexical baseline, and the embedding baseline when ``embedding`` is given; ties are
+    dropped first, so each ``p`` aligns with ``test``'s non-tie records, in their order."""
     if embedding is not None and tokenizer is None:
         raise ProbeError("the embedding baseline needs the tokenizer of the embedding's model")
     if train.kind != test.kind:
@@ -288,10 +281,8 @@ def held_out_text_baselines(pairs: Sequence, dataset: Dataset, *,
                             embedding: Embedding | None = None, tokenizer=None,
                             test_size: float, split_by: str = "auto", seed: int = 0
                             ) -> HeldOutTextBaselines:
-    """The text baselines fitted on the training side of ``pairs``' split (a store's pairs,
-    :func:`ppairs_lens.evaluation.store_split.split_records`) and their P(item 1) on each
-    held-out pair (a baseline that cannot be built is None). The one place every command
-    computes them."""
+    """The text baselines fitted on the training side of ``pairs``' split and their P(item 1)
+    on each held-out pair: the one place every command computes them."""
     train, test, _ = split_records(pairs, dataset, test_size=test_size, split_by=split_by,
                                    seed=seed)
     ids = [r.pair_id for r in test.records]

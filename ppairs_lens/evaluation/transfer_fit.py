@@ -1,32 +1,18 @@
 """A cross-dataset transfer study: its probes, and what each transferred probe is compared with.
 
-Probes: one store's split, every probe kind at every read-out, each kind's read-out chosen on
-the source's validation split, and a probe of one store applied to another store's held-out
-pairs (:func:`transfer_proba`).
+Every probe kind is fitted at every read-out of each store and its read-out chosen on the
+source's validation split; CCS (gradient descent, too slow at every read-out) is fitted at the
+common (cosine) read-out only.
 
-:class:`TransferConfig` is what such a study runs with (``analyses.cross_dataset`` saves it
-beside its results); :func:`fit_stores` fits every store of a study; CCS (gradient descent,
-too slow at every read-out) is fitted at the common (cosine) read-out only.
-
-A probe fitted on dataset A and scored on B's held-out pairs (a cell of the transfer matrix,
-``A -> B``) means something only beside what else could be fitted on A, or asked of the model,
-for the same pairs. For every cell, on B's held-out pairs:
-
-* the no-model baselines fitted on A's training pairs, as the sweep fits them on a dataset's
-  own (:mod:`ppairs_lens.evaluation.baselines`: length and memorisation, system identity
-  where ids recur, across datasets only where ids name systems in both;
-  :mod:`ppairs_lens.evaluation.text_baselines`: bag of words and input embeddings, when the
-  datasets' texts are given), ``n/a`` with the reason where one cannot be built;
-* the prompted judges (no training on A) on the part of B's held-out pairs each answered
-  (per-pair probabilities the caller measured, as the sweep is handed them:
-  :data:`~ppairs_lens.evaluation.result_table.JUDGE_KEYS`);
-* and each probe of A at its validation-chosen read-out (headline centring), with its paired
-  difference against every one of them (:func:`ppairs_lens.evaluation.paired.paired_difference`,
-  bootstrap over B's leak groups).
-
-:func:`transfer_comparisons` returns the rows and entries
-:func:`ppairs_lens.evaluation.result_table.result_tables` prints (one block per cell) and the
-comparators' rows of ``transfer.csv``.
+A probe fitted on dataset A and scored on B's held-out pairs (a cell ``A -> B``) means
+something only beside what else could be fitted on A, or asked of the model, for the same
+pairs. For every cell, on B's held-out pairs: the no-model baselines fitted on A's training
+pairs (memorisation across datasets only where ids name systems in both; the text baselines
+when the datasets' texts are given; ``n/a`` with the reason where one cannot be built), the
+prompted judges on the part of B's pairs each answered, and each probe of A at its chosen
+read-out with its paired difference against every one of them (bootstrap over B's leak
+groups). :func:`transfer_comparisons` returns the result table's rows (one block per cell)
+and the comparators' rows of ``transfer.csv``.
 """
 
 from __future__ import annotations
@@ -84,9 +70,8 @@ class TransferConfig:
     """What a transfer / cosine analysis ran on; saved beside its results."""
 
     stores: list[str] = field(default_factory=list)
-    #: None: per (source, kind) the read-out with the best accuracy on a validation split
-    #: of the source's training pairs (cosines: best mean over sources and kinds); an int
-    #: forces that read-out index (-2 last block's resid_post, -1 final norm)
+    #: None: chosen on validation per (source, kind) (cosines: best mean over sources and
+    #: kinds); an int forces that read-out index (-2 last block's resid_post, -1 final norm)
     layer: int | None = None
     kinds: tuple[str, ...] = ALL_PROBE_KINDS  # "ccs": at the cosine read-out only
     settings: EvalSettings = EvalSettings()  # seed, n_boot, test share, split_by
@@ -141,10 +126,8 @@ class FittedStore:
 
 def fit_store(store: ActivationStore, cfg: TransferConfig, name: str | None = None
               ) -> FittedStore:
-    """Split ``store`` (ties dropped, by ``cfg.settings.split_by``), fit every kind at every
-    read-out and choose each kind's read-out (on validation, or ``cfg.layer``); CCS at this
-    store's own common read-out (several stores: :func:`fit_stores`, at their cosine
-    read-out)."""
+    """Split ``store``, fit every kind at every read-out and choose each kind's read-out; CCS
+    at this store's own common read-out (several stores: :func:`fit_stores`)."""
     sp = split_store(store, **cfg.settings.split_kwargs())
     fit_kw = {"C": cfg.C, "standardize": cfg.standardize}
     with warnings.catch_warnings():
@@ -174,8 +157,7 @@ def fit_stores(stores: list[ActivationStore], cfg: TransferConfig,
 
 
 def add_single_readout_kinds(f: FittedStore, cfg: TransferConfig, li: int) -> None:
-    """CCS (``cfg.kinds`` among :data:`SINGLE_READOUT_KINDS`) fitted at read-out ``li`` only
-    (:func:`ppairs_lens.evaluation.readout_choice.add_kinds_at`)."""
+    """CCS (``cfg.kinds`` among :data:`SINGLE_READOUT_KINDS`) fitted at read-out ``li`` only."""
     f.sweep, choices = add_kinds_at(f.split, f.sweep, [k for k in cfg.kinds if k in
                                                        SINGLE_READOUT_KINDS], li,
                                     seed=cfg.settings.seed,
@@ -186,8 +168,7 @@ def add_single_readout_kinds(f: FittedStore, cfg: TransferConfig, li: int) -> No
 
 def cosine_readout(fitted: list[FittedStore], cfg: TransferConfig) -> int:
     """The one read-out of the cosine views: ``cfg.layer``, or the best validation accuracy
-    averaged over sources and the kinds swept at every read-out
-    (:func:`ppairs_lens.evaluation.readout_choice.common_readout`)."""
+    averaged over sources and the kinds swept at every read-out."""
     return common_readout([{k: c for k, c in f.choices.items() if k not in SINGLE_READOUT_KINDS}
                            for f in fitted], fitted[0].hook_names, layer=cfg.layer).index
 
@@ -205,18 +186,15 @@ def transfer_proba(src: FittedStore, dst: FittedStore, kind: str, li: int, cente
     (None where that probe is degenerate).
 
     *Centring.* A probe sees ``(x0 - mu_pos) - (x1 - mu_neg)``; the side means remove what
-    only says "this prompt ends in Choice 1 / 2". Those offsets differ between datasets (other
-    template text, other item lengths), so a probe applied to B with A's means adds the
-    constant ``(mu_pos_B - mu_neg_B) - (mu_pos_A - mu_neg_A)`` to every difference, a bias that
-    can push every pair to one side. ``center``:
+    only says "this prompt ends in Choice 1 / 2". Those offsets differ between datasets, so a
+    probe applied to B with A's means adds a constant to every difference, a bias that can
+    push every pair to one side. ``center``:
 
-    * ``"target"`` (the default headline, ``TransferConfig.center_target``): B's pairs are
-      centred by *B's own* side means, as CCS and PPairS do. The means come from B's held-in
-      part (never from the test pairs being scored) and use no labels, so this is what a user
-      with unlabelled data from the target task can do. On the diagonal it is exactly the
-      in-distribution probe (training means = B's held-in means).
-    * ``"train"``: the probe as fitted, training means and all (the honest "ship the probe
-      unchanged" default of :mod:`ppairs_lens.probes.features`)."""
+    * ``"target"`` (the headline): B's pairs are centred by *B's own* side means, as CCS and
+      PPairS do. The means come from B's held-in part and use no labels, so this is what a
+      user with unlabelled data from the target task can do; on the diagonal it is exactly the
+      in-distribution probe.
+    * ``"train"``: the probe as fitted, training means and all ("ship the probe unchanged")."""
     if bool(src.sweep.degenerate[kind][li]):
         return None
     probe = src.sweep.to_probe(kind, li)
@@ -238,8 +216,7 @@ def cell_name(src: str, dst: str) -> str:
 @dataclass
 class Comparisons:
     """Everything :func:`transfer_comparisons` found: ``table_rows`` / ``entries`` in the
-    layer sweep's shape (what the result table reads, one ``dataset`` per cell), ``csv_rows``
-    (the comparators' rows of ``transfer.csv``) and ``refused`` cells with the reason."""
+    layer sweep's shape (one ``dataset`` per cell), ``csv_rows`` and ``refused`` cells."""
 
     table_rows: list[dict] = field(default_factory=list)
     entries: list[dict] = field(default_factory=list)
@@ -255,8 +232,7 @@ def _records(dataset: Dataset, pairs) -> Dataset:
 
 def _baselines(src: FittedStore, dst: FittedStore, texts: Mapping[str, Dataset] | None,
                embedding, tokenizer, seed: int) -> list[Baseline]:
-    """Every no-model baseline fitted on ``src``'s training pairs, P(item 1) on ``dst``'s
-    held-out pairs."""
+    """Every no-model baseline fitted on ``src``'s training pairs, on ``dst``'s test pairs."""
     a, b = src.split, dst.split
     memo = memorisation_baseline if src is dst else cross_dataset_memorisation
     out = [memo(a.pairs_train, a.labels_train, b.pairs_test),
@@ -280,10 +256,9 @@ def transfer_comparisons(fitted: list[FittedStore], cfg: TransferConfig, *,
                          tokenizer=None,
                          judges: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
                          ) -> Comparisons:
-    """Every cell's probes, baselines and judges on its held-out pairs (see the module's doc).
-    ``texts``: each fitted store's dataset by name (the text baselines need them; without,
-    they are ``n/a``); ``embedding`` / ``tokenizer``: the model's ``W_E`` and tokenizer (the
-    input-embedding baseline); ``judges``: per scored dataset, key -> {pair_id: P(item 1)}."""
+    """Every cell's probes, baselines and judges on its held-out pairs (module doc).
+    ``texts``: each store's dataset by name (without, the text baselines are ``n/a``);
+    ``judges``: per scored dataset, key -> {pair_id: P(item 1)}."""
     boot = cfg.settings.boot_kwargs()
     res = Comparisons()
     for src in fitted:

@@ -1,42 +1,33 @@
 """Verdicts on the published claims: typed outcomes, rules that can go either way.
 
-An outcome (:class:`Outcome`) is *holds*, *fails*, *inconclusive* (the data could have decided
-but did not) or *not tested at this size* (no result this run could produce would decide it:
-too few groups, a judge that never changes its answer; the size that would test it is given).
-A :class:`Verdict` carries the outcome, why, the rule, which interval or test was used and
-the numbers. The functions are pure: they take numbers and decide.
+An :class:`Outcome` is *holds*, *fails*, *inconclusive* (the data could have decided but did
+not) or *not tested at this size* (no result this run could produce would decide it: too few
+groups, a judge that never changes its answer; the size that would test it is given). The
+functions are pure: they take numbers and decide.
 
 Rules, by the kind of claim (each with a smallest effect of interest ``delta``):
 
-* **beats** ("A beats B", the difference ``A - B``): holds when the difference is shown above 0
-  (the 95% CI's lower end above 0); fails when it is shown below ``+delta`` (A is not better
-  by the smallest effect worth reporting: the upper end below ``delta``); else inconclusive.
+* **beats** (the difference ``A - B``): holds when shown above 0 (the 95% CI's lower end above
+  0); fails when shown below ``+delta`` (not better by the smallest effect worth reporting);
+  both is its own outcome, *beats, by less than δ*; else inconclusive.
 * **unchanged** ("removing the direction leaves the judgement unchanged"): holds by
-  equivalence within ``±delta`` (two one-sided tests, TOST, at 5%: the 90% CI inside);
-  fails when a change is shown (the difference's 95% CI excludes 0 and equivalence is not
-  shown); else inconclusive.
+  equivalence within ``±delta`` (TOST at 5%: the 90% CI inside); fails when a change is shown
+  and equivalence is not; else inconclusive.
 * **changes** (ablation, steering, agreement of directions): holds when significant; fails
   only when equivalence within ``±delta`` is shown; non-significance alone is inconclusive.
 
-A "beats" claim whose difference is shown above 0 *and* below ``+delta`` is its own outcome,
-*beats, by less than δ* (neither holds nor fails).
-
-Each test is two one-sided p-values (:class:`ClaimTest`: one for "holds", one for "fails"),
-and :func:`decide_family` applies Holm's step-down correction to each over the claims of one
-family that could reach it. The p-values come from the recorded group differences wherever
-a run recorded them: at 0 the sign-flip test
-(:func:`~ppairs_lens.evaluation.sign_flip.sign_flip_test`; exact under the paired design's
-null that the two methods are exchangeable within a group); at a margin ``±delta``
-:func:`~ppairs_lens.evaluation.sign_flip.margin_test` (Student's t with enough untied groups,
-else a betting test valid for any bounded differences), since the sign-flip test's symmetry
-does not hold there when groups tie. Where only an interval is recorded (statements of
-ClimateX, the shift's drops), its normal approximation over at least
+Each test is two one-sided p-values (:class:`ClaimTest`), and :func:`decide_family` applies
+Holm's step-down correction to each over the claims of one family that could reach it. The
+p-values come from the recorded group differences wherever a run recorded them: at 0 the
+sign-flip test (exact under the paired design's null that the two methods are exchangeable
+within a group); at ``±delta`` :func:`~ppairs_lens.evaluation.sign_flip.margin_test`, since
+the sign-flip test's symmetry does not hold there when groups tie. Where only an interval is
+recorded (statements of ClimateX, the shift's drops), its normal approximation over at least
 :data:`~ppairs_lens.evaluation.bootstrap.MIN_BOOTSTRAP_GROUPS` groups (``SE = width / 3.92``).
 ``tests/test_margin_test.py`` simulates each rule at its boundary.
 
-A claim made for other models than the run's (:class:`Scope`) is reported with our statistic
-and the verdict *outside the claim's scope*; a step the run's preset does not include is *not
-run in this preset*. Neither counts in Holm's ``m``.
+A claim made for other models than the run's is reported *outside the claim's scope*; a step
+the run's preset does not include is *not run in this preset*. Neither counts in Holm's ``m``.
 """
 
 from __future__ import annotations
@@ -94,8 +85,8 @@ NOT_RUN, OUTSIDE_SCOPE = Outcome.NOT_RUN, Outcome.OUTSIDE_SCOPE
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim's outcome, why, the rule applied, the interval or test used (``method``), the
-    numbers it rests on, and (not tested) the size that would test it (``needed``)."""
+    """A claim's outcome, why, the rule, the test used, its numbers, and (not tested) the size
+    that would test it."""
 
     outcome: Outcome
     reason: str
@@ -109,7 +100,6 @@ class Verdict:
 
     @property
     def text(self) -> str:
-        """``"holds: reason"`` etc., for a caption or the README."""
         return f"{self.outcome}: {self.reason}"
 
     def __str__(self) -> str:
@@ -132,9 +122,8 @@ def finite_float(x) -> float | None:
 
 @dataclass(frozen=True)
 class Difference:
-    """A claim's statistic on this run: the difference, its 95% bootstrap interval, the
-    groups that interval resampled, the pairs, and (where recorded) one difference per group
-    for the sign-flip test."""
+    """A claim's statistic on this run, its 95% bootstrap interval, and (where recorded) one
+    difference per group for the sign-flip test."""
 
     value: float | None
     lo: float | None = None
@@ -142,13 +131,12 @@ class Difference:
     n_groups: int | None = None
     n_pairs: int | None = None
     group_diffs: tuple[float, ...] | None = None
-    #: what the interval is where it is not a group bootstrap (a pooled one: how it is made)
-    interval: str | None = None
+    interval: str | None = None    # how the interval is made where not a group bootstrap
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], value_key: str = "value") -> "Difference":
         """From a paired-difference dict (``value``/``lo``/``hi``/``n_groups``/``n``/
-        ``group_diffs``; ``value_key`` names the value where a row calls it otherwise)."""
+        ``group_diffs``)."""
         gd = row.get("group_diffs")
         n_groups = row.get("n_groups")
         return cls(finite_float(row.get(value_key)), finite_float(row.get("lo")),
@@ -160,12 +148,11 @@ class Difference:
 
 @dataclass(frozen=True)
 class ClaimTest:
-    """The two one-sided tests of one claim, each as a p comparable with :data:`ALPHA`
+    """The two one-sided tests of one claim, each a p comparable with :data:`ALPHA`
     (``p_holds``: against "the claim is false in its own direction"; ``p_fails``: against
-    "it is not false by the margin"), the smallest p reachable at this size, the method, and
-    what the power table needs (the observed value and group-level SD). A test against
-    ``n_null`` null draws (a permutation test, ``n_tests`` of them pooled in the claim by
-    Bonferroni) says so: its size is counted in null draws, not groups."""
+    "it is not false by the margin"), the smallest p reachable at this size, and what the power
+    table needs (value, group-level SD). A test against ``n_null`` null draws (a permutation
+    test, ``n_tests`` of them pooled by Bonferroni) is sized in null draws, not groups."""
 
     kind: str
     delta: float
@@ -183,16 +170,15 @@ class ClaimTest:
     smallest_p_fails: float | None = None
 
     def smallest(self, side: str) -> float:
-        """The smallest p the ``side`` ("holds" or "fails") can reach at this size."""
+        """The smallest p ``side`` ("holds" or "fails") can reach at this size."""
         got = self.smallest_p_holds if side == "holds" else self.smallest_p_fails
         return self.smallest_p if got is None else got
 
 
 def interval_p(value: float, lo: float, hi: float, shift: float, greater: bool,
                level: float = 1 - ALPHA) -> float:
-    """One-sided p of ``mean > shift`` (``greater``) or ``mean < shift`` from a ``level``
-    interval ``[lo, hi]`` around ``value``, by its normal approximation
-    (``SE = (hi - lo) / (2 z_{(1 + level) / 2})``): the p every interval-based claim uses."""
+    """One-sided p of ``mean > shift`` (``greater``) or ``< shift`` from a ``level`` interval
+    around ``value``, by its normal approximation (``SE = (hi - lo) / (2 z_{(1 + level) / 2})``)."""
     se = (hi - lo) / (2 * norm.ppf(0.5 + level / 2))
     if se <= 0:
         return 0.0 if (value > shift if greater else value < shift) else 1.0
@@ -203,8 +189,7 @@ def interval_p(value: float, lo: float, hi: float, shift: float, greater: bool,
 def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool,
                bound: float) -> tuple[float, float, str]:
     """(p, smallest reachable p, method) of one one-sided test at ``shift``: the interval's
-    normal approximation where ``claim_test`` chose it (no group differences recorded), else
-    on the group differences: the sign-flip test at 0, the margin test at ``±delta``."""
+    normal approximation (``boot``), else the sign-flip test at 0, the margin test elsewhere."""
     alt = "greater" if greater else "less"
     if boot:
         return interval_p(d.value, d.lo, d.hi, shift, greater), 0.0, "interval"
@@ -217,11 +202,10 @@ def _one_sided(d: Difference, shift: float, greater: bool, seed: int, boot: bool
 
 def claim_test(d: Difference, kind: str, delta: float, *, seed: int = 0, bound: float = 1.0
                ) -> ClaimTest | Verdict:
-    """The :class:`ClaimTest` of a claim of ``kind`` (:data:`CLAIM_KINDS`) with margin
-    ``delta`` on ``d``, or a *not tested* :class:`Verdict` when no valid test exists here
-    (no value; no group differences and fewer than the bootstrap's minimum groups).
-    ``bound``: the largest absolute group difference the statistic allows (1 for a
-    difference of accuracies, 2 for one of correlations), which the margin test needs."""
+    """The :class:`ClaimTest` of a claim of ``kind`` with margin ``delta`` on ``d``, or a *not
+    tested* :class:`Verdict` when no valid test exists (no value; no group differences and
+    fewer than the bootstrap's minimum groups). ``bound``: the largest absolute group
+    difference the statistic allows (1 for accuracies, 2 for correlations; the margin test's)."""
     if kind not in CLAIM_KINDS:
         raise ValueError(f"unknown claim kind {kind!r}; use one of {CLAIM_KINDS}")
     if delta is None or not delta > 0:
@@ -281,12 +265,10 @@ def _value_or_inf(x) -> float:
 
 
 def intersection_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdict:
-    """"A beats each of B_1..B_m" (e.g. every no-model baseline: the strongest with no choice
-    of which, so nothing is chosen on test pairs) from one claim test per comparator: holds
-    only when each holds (intersection-union test: ``p`` the largest, no correction needed);
-    fails when any one fails (Bonferroni: ``m`` times the smallest). A comparator that could
-    not be tested keeps the claim from holding. The value, SD and sizes are those of the
-    comparator closest to the probe (smallest difference)."""
+    """"A beats each of B_1..B_m" (e.g. every no-model baseline, so no strongest one is chosen
+    on test pairs): holds only when each holds (intersection-union test: ``p`` the largest);
+    fails when any one fails (Bonferroni: ``m`` times the smallest). An untested comparator
+    keeps the claim from holding. Value, SD and sizes are the closest comparator's."""
     ok = [t for t in tests if isinstance(t, ClaimTest)]
     if not tests:
         raise ValueError("an intersection test needs at least one comparison")
@@ -308,9 +290,8 @@ def all_but_one_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdic
     """"A beats B on all but at most one of m sets" (paper Figure 4). Holds when all but one
     set hold at ``alpha / 2`` each (the second largest "holds" p, doubled: were two sets null,
     one of their p-values would have to fall below the cut, at most twice its level); fails
-    when two or more sets fail (Holm over the m sets' "fails" p-values rejecting twice:
-    ``max(m p_(1), (m - 1) p_(2))``). With fewer than 2 sets, or more than one untested, it is
-    not tested: one set alone cannot show "all but one"."""
+    when Holm over the "fails" p-values rejects twice (``max(m p_(1), (m - 1) p_(2))``). Not
+    tested with fewer than 2 sets or more than one untested."""
     ok = [t for t in tests if isinstance(t, ClaimTest)]
     m = len(tests)
     if m < 2 or len(ok) < m - 1:
@@ -334,13 +315,11 @@ def all_but_one_test(tests: Sequence[ClaimTest | Verdict]) -> ClaimTest | Verdic
 def at_least_test(holds: Sequence[ClaimTest | Verdict], fails: Sequence[ClaimTest | Verdict],
                   k: int) -> ClaimTest | Verdict:
     """"A reaches a level in at least ``k`` of ``m`` cells" (paper Table 1's "several cases",
-    read as 2 or more), from each cell's test of "above the level" (``holds[i].p_holds``) and
-    of "below it" (``fails[i].p_fails``). Holds when Holm over the m "above" p-values rejects
-    ``k`` times (``max_{j<k} (m - j) p_(j+1)``: were fewer than ``k`` cells truly above, one
-    of those rejections would be false, which Holm keeps under its level); fails when Holm
-    over the "below" p-values rejects ``m - k + 1`` times (then fewer than ``k`` cells can be
-    above). A cell that could not be tested counts as p = 1 on both sides. The value is the
-    ``k``-th best cell's."""
+    read as 2 or more), from each cell's "above" (``holds[i].p_holds``) and "below"
+    (``fails[i].p_fails``) test. Holds when Holm over the "above" p-values rejects ``k`` times
+    (were fewer than ``k`` cells truly above, one of those rejections would be false, which
+    Holm keeps under its level); fails when Holm over the "below" p-values rejects
+    ``m - k + 1`` times. An untested cell counts as p = 1; the value is the ``k``-th best's."""
     m = len(holds)
     if m != len(fails):
         raise ValueError(f"{m} 'above' tests for {len(fails)} 'below' tests")
@@ -354,13 +333,10 @@ def at_least_test(holds: Sequence[ClaimTest | Verdict], fails: Sequence[ClaimTes
         ps = sorted(ps)
         return min(1.0, max((m - j) * ps[j] for j in range(r)))
 
-    def side(tests, attr, smallest):
-        got = [getattr(t, attr) if isinstance(t, ClaimTest) else 1.0 for t in tests]
-        low = [t.smallest(smallest) if isinstance(t, ClaimTest) else 1.0 for t in tests]
-        return got, low
-
-    ph, sh = side(holds, "p_holds", "holds")
-    pf, sf = side(fails, "p_fails", "fails")
+    ph = [t.p_holds if isinstance(t, ClaimTest) else 1.0 for t in holds]
+    sh = [t.smallest("holds") if isinstance(t, ClaimTest) else 1.0 for t in holds]
+    pf = [t.p_fails if isinstance(t, ClaimTest) else 1.0 for t in fails]
+    sf = [t.smallest("fails") if isinstance(t, ClaimTest) else 1.0 for t in fails]
     p_h, s_h = holm_k(ph, k), holm_k(sh, k)
     p_f, s_f = holm_k(pf, m - k + 1), holm_k(sf, m - k + 1)
     ranked = sorted(ok_h, key=lambda t: t.value, reverse=True)
@@ -373,19 +349,15 @@ def at_least_test(holds: Sequence[ClaimTest | Verdict], fails: Sequence[ClaimTes
 
 # ------------------------------------------------------------------ power
 # How many groups would decide an effect: a normal approximation from the group-level SD (it
-# ignores the t correction at small ``k``). A one-sided test at ``alpha`` on the mean of ``k``
-# group differences of SD ``sd`` detects a true mean ``effect`` away from its boundary with
-# ``power`` at ``k = ((z_{1-alpha} + z_{power}) sd / effect)^2``. An equivalence claim (TOST
-# within ``±delta``) must pass *both* one-sided tests, each at ``alpha``: its power at a true
-# mean ``v`` is ``Phi((delta - v) / se - z) + Phi((delta + v) / se - z) - 1`` with
-# ``se = sd / sqrt(k)`` and ``z = z_{1-alpha}``; at ``v = 0`` that is
-# ``((z_{1-alpha} + z_{1-(1-power)/2}) sd / delta)^2``, more than the single nearer margin's
-# ``((z_{1-alpha} + z_{power}) sd / (delta - |v|))^2`` suggests. The group-level SD is the one
-# observed in this run: of the group differences where they were recorded, else read back
-# from the width of the 95% bootstrap interval (``sd = sqrt(k) (hi - lo) / 3.92``).
+# ignores the t correction at small ``k``). A one-sided test at ``alpha`` detects a true mean
+# ``effect`` away from its boundary with ``power`` at ``k = ((z_{1-alpha} + z_{power}) sd /
+# effect)^2``. An equivalence claim (TOST within ``±delta``) must pass *both* one-sided tests:
+# its power at a true mean ``v`` is ``Phi((delta - v) / se - z) + Phi((delta + v) / se - z) - 1``
+# (``se = sd / sqrt(k)``, ``z = z_{1-alpha}``), at ``v = 0`` more groups than the single nearer
+# margin suggests. The SD is this run's: of the group differences where recorded, else read
+# back from the 95% interval's width (``sd = sqrt(k) (hi - lo) / 3.92``).
 
-#: The power a size is chosen for.
-POWER = 0.8
+POWER = 0.8    # the power a size is chosen for
 
 
 def sd_from_interval(lo: float, hi: float, n_groups: int, level: float = 0.95) -> float:
@@ -396,9 +368,8 @@ def sd_from_interval(lo: float, hi: float, n_groups: int, level: float = 0.95) -
 
 def groups_needed(effect: float, sd: float, *, alpha: float = 0.025,
                   power: float = POWER) -> int | None:
-    """Groups for a one-sided test at ``alpha`` to detect ``effect`` (> 0: the distance from
-    the observed mean to the boundary it must clear) with ``power``; None when the effect is
-    not in the direction the test looks (``effect <= 0``) or ``sd`` is unknown."""
+    """Groups for a one-sided test at ``alpha`` to detect ``effect`` (the distance from the
+    mean to the boundary it must clear) with ``power``; None for ``effect <= 0`` or no ``sd``."""
     if not (math.isfinite(effect) and math.isfinite(sd)) or effect <= 0 or sd < 0:
         return None
     if sd == 0:
@@ -415,10 +386,9 @@ def _tost_power(value: float, delta: float, sd: float, k: int, alpha: float) -> 
 
 def equivalence_groups_needed(value: float, delta: float, sd: float, *, alpha: float = 0.05,
                               power: float = POWER, most: int = 10**8) -> int | None:
-    """Fewest groups at which two one-sided tests, each at ``alpha``, show equivalence within
-    ``±delta`` with ``power`` when the true mean is ``value`` (see the comment above); None when
-    ``|value| >= delta`` (equivalence is false there), ``sd`` is unknown, or more than
-    ``most`` groups would be needed."""
+    """Fewest groups at which TOST, each side at ``alpha``, shows equivalence within ``±delta``
+    with ``power`` at true mean ``value`` (comment above); None when ``|value| >= delta``,
+    ``sd`` is unknown, or more than ``most`` groups would be needed."""
     if not (math.isfinite(value) and math.isfinite(sd) and delta and math.isfinite(delta)) \
             or abs(value) >= delta or sd < 0:
         return None
@@ -438,10 +408,8 @@ def equivalence_groups_needed(value: float, delta: float, sd: float, *, alpha: f
 
 def _groups_for(kind: str, delta: float, sd: float, power: float, m: int = 1) -> int | None:
     """Groups that would decide a true effect at the planning value with ``power`` at Holm's
-    strictest threshold ``ALPHA / m``: a "beats" claim by its difference from 0 when the true
-    difference is ``delta`` (and from ``delta`` when it is 0: the same distance); an
-    equivalence (TOST) by the power of both one-sided tests when the true difference is 0;
-    never less than the sign-flip test's floor for that threshold."""
+    strictest threshold ``ALPHA / m``: "beats" at a true difference ``delta`` (or 0: the same
+    distance), equivalence at 0; never less than the sign-flip test's floor there."""
     a = ALPHA / max(m, 1)
     if not (math.isfinite(delta) and math.isfinite(sd)):
         return None
@@ -454,17 +422,15 @@ def _groups_for(kind: str, delta: float, sd: float, power: float, m: int = 1) ->
 
 
 def groups_to_decide(t: ClaimTest, power: float = 0.8, m: int = 1) -> int | None:
-    """Groups that would decide the claim with ``power`` in a family of ``m`` tests, planned
-    at the claim's margin (not at the observed effect: :func:`_groups_for`), from the observed
-    group-level SD; None for a test counted in null draws."""
+    """Groups that would decide the claim with ``power`` in a family of ``m`` tests, planned at
+    the margin (not at the observed effect) from the observed SD; None for null-draw tests."""
     if t.n_null is not None or not (t.delta and math.isfinite(t.delta)):
         return None
     return _groups_for(t.kind, t.delta, t.sd, power, m)
 
 
 def holm(p: Sequence[float]) -> Float[np.ndarray, "m"]:
-    """Holm-adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN and is not
-    counted among the tests."""
+    """Holm-adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN, uncounted."""
     p = np.asarray(p, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(np.isfinite(p))
@@ -489,13 +455,11 @@ def _rule(kind: str, delta: float, m: int) -> str:
 
 
 def decide_family(tests: Sequence[ClaimTest | Verdict], alpha: float = ALPHA) -> list[Verdict]:
-    """Verdicts of one family of claims: Holm over the family's "holds" p-values and,
-    separately, over its "fails" p-values, each over the claims whose side could reach
-    ``alpha`` at all (a side whose smallest attainable p is not below ``alpha`` passes none
-    of Holm's thresholds, so it is not counted in ``m``); a claim neither of whose sides
-    could is *not tested at this size*, with the groups that a test planned at the margin
-    would need. For a "beats" claim, both sides significant is *beats, by less than δ*.
-    Verdicts passed in (not tested, not run, outside scope) stay and are not counted."""
+    """Verdicts of one family: Holm over its "holds" p-values and, separately, its "fails"
+    p-values, each over the claims whose side could reach ``alpha`` at all (a side whose
+    smallest attainable p is not below ``alpha`` passes none of Holm's thresholds, so it is not
+    counted in ``m``); a claim neither of whose sides could is *not tested at this size*.
+    Verdicts passed in stay and are not counted."""
     idx = [i for i, t in enumerate(tests) if isinstance(t, ClaimTest)]
     sides = {side: [i for i in idx if tests[i].smallest(side) < alpha]
              for side in ("holds", "fails")}
@@ -553,16 +517,14 @@ def _f3(p: float) -> str:
 
 
 def interval_verdict(diff: Mapping[str, Any], delta: float, kind: str = "beats") -> Verdict:
-    """One claim alone (a family of one) from a paired-difference dict
-    (:meth:`Difference.from_row`)."""
+    """One claim alone (a family of one) from a paired-difference dict."""
     return decide_family([claim_test(Difference.from_row(diff), kind, delta)])[0]
 
 
 # ------------------------------------------------------------------ shared checks
 
 def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> str | None:
-    """Why an interval is not an ordinary 95% CI (None: it is): a zero-width one, or one over
-    fewer groups than a bootstrap interval counts toward a claim."""
+    """Why an interval is not an ordinary 95% CI (None: it is)."""
     if lo is None or hi is None:
         return None
     if n_groups is not None and n_groups <= 1:
@@ -577,15 +539,14 @@ def interval_note(lo: float | None, hi: float | None, n_groups: int | None) -> s
 def beats_chance(acc_lo: float | None, chance: float = 0.5, *, n_groups: int | None = None
                  ) -> bool:
     """A probe or judge works: its held-out accuracy CI's lower end is above chance, over 2+
-    test groups where the caller knows their number (``n_groups``): one group's interval,
-    every resample the same, shows no skill."""
+    test groups where known (one group's interval, every resample the same, shows no skill)."""
     if acc_lo is None or not np.isfinite(acc_lo) or acc_lo <= chance:
         return False
     return n_groups is None or n_groups >= 2
 
 
 def no_skill(acc_lo: float | None, n_groups: int | None, chance: float = 0.5) -> str:
-    """Why :func:`beats_chance` refused: the words a precondition's reason uses."""
+    """Why :func:`beats_chance` refused, in a precondition's words."""
     if n_groups is not None and n_groups < 2:
         return f"it rests on {n_groups} test group{'s' if n_groups != 1 else ''}"
     lo = "n/a" if acc_lo is None else f"{acc_lo:.3f}"
@@ -595,12 +556,9 @@ def no_skill(acc_lo: float | None, n_groups: int | None, chance: float = 0.5) ->
 # ------------------------------------------------------------------ transfer
 
 def transfer_refusal(kind_a: str | None, kind_b: str | None) -> str | None:
-    """Why a probe of one prompt kind is not scored on another (None: same kind, or unknown).
-
-    A comparison prompt ends in "Choice 1/2", a statement prompt in "True/False": which of one
-    maps onto which of the other is arbitrary, so a below-chance cell would only reflect that
-    mapping, not a failed transfer.
-    """
+    """Why a probe of one prompt kind is not scored on another (None: same kind, or unknown):
+    which of "Choice 1/2" maps onto which of "True/False" is arbitrary, so a below-chance cell
+    would only reflect that mapping, not a failed transfer."""
     if kind_a and kind_b and kind_a != kind_b:
         return (f"{kind_a} -> {kind_b}: prompt kinds differ, so the answer mapping between them "
                 "is arbitrary")

@@ -1,17 +1,14 @@
 """What a method costs: wall time and peak memory of one block of work.
 
-Memory is read the way the device allows:
+Memory above the start, read the way the device allows:
 
-* CUDA: torch's allocator, ``max_memory_allocated`` above what was allocated at the start
-  (``memory_kind="cuda_allocated"``);
-* CPU: the process's resident memory (``/proc/self/statm``), sampled every
-  ``interval`` seconds by a background thread, peak minus the value at the start
-  (``"cpu_rss"``); freed heap is handed back to the OS first (glibc ``malloc_trim``), so
-  memory a previous method freed is not counted as free headroom. Torch's CPU allocator keeps
-  no statistics, and ``tracemalloc`` does not see tensors, hence the sampling: a peak shorter
-  than ``interval`` can be missed;
-* elsewhere: ``resource.getrusage``'s lifetime peak (``"cpu_maxrss"``), which only grows, so
-  a block that stays under an earlier peak reads 0.
+* CUDA: torch's ``max_memory_allocated`` (``memory_kind="cuda_allocated"``);
+* CPU: resident memory (``/proc/self/statm``) sampled every ``interval`` seconds by a thread
+  (``"cpu_rss"``), after handing freed heap back to the OS (``malloc_trim``) so memory a
+  previous method freed is not counted as headroom. Torch's CPU allocator keeps no statistics
+  and ``tracemalloc`` does not see tensors, hence the sampling: a shorter peak can be missed;
+* elsewhere: ``getrusage``'s lifetime peak (``"cpu_maxrss"``), which only grows, so a block
+  under an earlier peak reads 0.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ MB = 1024 ** 2
 
 @dataclass(frozen=True)
 class Cost:
-    """``seconds`` of wall time, ``peak_mb`` of memory above the start (see the module), and
-    ``cpu_seconds``: this process's CPU time (all threads), steadier than wall time on a
-    shared machine."""
+    """Wall ``seconds``, ``peak_mb`` above the start, and ``cpu_seconds`` of this process (all
+    threads), steadier than wall time on a shared machine."""
 
     seconds: float
     peak_mb: float

@@ -1,24 +1,16 @@
-"""Training examples of a finetuned judge: each comparison's prompt prefix and its correct
-choice token, in both item orders, and their batches.
+"""Training examples of a finetuned judge and their batches.
 
-A comparison gives two examples: the prompt with the items as given and the prompt with the
-items swapped (:func:`ppairs_lens.judges.zero_shot.swapped_dataset`), each the prompted
-judge's own prefix (:func:`ppairs_lens.activations.prompts.build_contrast_pairs`, so the
-same template, chat rendering and tokens) with the choice token that names the preferred item
-as the target. Training on both orders keeps the judge from learning a position. Ties are left
-out (they have no correct choice).
+A comparison gives two examples, the items as given and swapped, each the prompted judge's own
+prefix (same template, chat rendering and tokens) with the choice token naming the preferred
+item as target: training on both orders keeps the judge from learning a position. Ties have
+no correct choice and are left out.
 
-Batches are left-padded with the tokenizer's attention mask and explicit position ids, so the
-last column is every row's last prompt token and padding changes nothing (the pad token is the
-end-of-turn token in SmolLM2's tokenizer: the mask is built from the lengths, never from ids).
-
-:func:`collate_shared` batches the two orders of a comparison together: their common prompt
-prefix (the instructions and the shared context, about half of a Story Cloze or MC-TACO
-prompt) is one row of a prefix pass, and each order's remainder a row of a suffix pass that
-attends to it (:func:`ppairs_lens.finetuning.train.choice_logits`). The same attention, the
-same positions: the logits equal the padded batch's up to float rounding, with fewer tokens
-(without dropout: in training, LoRA's dropout then draws one mask for the shared prefix of
-both orders, where padded rows drew two).
+Batches are left-padded with explicit position ids, so the last column is every row's last
+prompt token; the mask is built from the lengths, never from ids (SmolLM2's pad token is its
+end-of-turn token). :func:`collate_shared` puts a comparison's common prompt prefix (about
+half of a Story Cloze or MC-TACO prompt) in one row of a prefix pass and each order's rest in
+a suffix pass attending to it: the logits equal the padded batch's up to float rounding, with
+fewer tokens (in training, LoRA's dropout then draws one mask for the shared prefix, not two).
 """
 
 from __future__ import annotations
@@ -41,8 +33,8 @@ __all__ = ["ChoiceExample", "ChoiceBatch", "SharedBatch", "choice_examples", "co
 
 @dataclass(frozen=True)
 class ChoiceExample:
-    """One training prompt: ``input_ids`` up to the choice, the correct choice token
-    ``target``, and where it came from (``pair_id``, ``order``: "original" / "swapped")."""
+    """A prompt up to the choice, its correct choice token, its ``order`` ("original" /
+    "swapped")."""
 
     pair_id: str
     order: str
@@ -64,8 +56,7 @@ class ChoiceBatch:
 
 def choice_examples(tokenizer, dataset: Dataset, template: Template | None = None
                     ) -> list[ChoiceExample]:
-    """Both orders of every non-tied comparison of ``dataset`` as training examples (the
-    original order first, then the swapped one, record by record)."""
+    """Both orders (original first) of every untied comparison, record by record."""
     if dataset.kind != "comparison":
         raise DataError(f"{dataset.name}: a finetuned judge is trained on comparisons, not "
                         f"{dataset.kind}s")
@@ -97,8 +88,7 @@ def prompt_examples(tokenizer, dataset: Dataset, template: Template | None = Non
 
 
 def comparison_groups(examples: Sequence[ChoiceExample]) -> list[list[int]]:
-    """Positions of ``examples`` grouped by comparison: consecutive examples of one
-    ``pair_id`` (both orders, as :func:`choice_examples` lists them) form a group."""
+    """Positions of ``examples`` grouped by runs of one ``pair_id`` (a comparison's orders)."""
     groups: list[list[int]] = []
     for i, e in enumerate(examples):
         if groups and examples[groups[-1][0]].pair_id == e.pair_id:
@@ -110,9 +100,8 @@ def comparison_groups(examples: Sequence[ChoiceExample]) -> list[list[int]]:
 
 @dataclass(frozen=True)
 class SharedBatch:
-    """Examples in groups that share a prompt prefix: ``prefix_*`` one left-padded row per
-    group, ``suffix_*`` one left-padded row per example (``group``: its prefix row), whose
-    attention mask is its prefix row's mask followed by its own."""
+    """``prefix_*``: one left-padded row per group; ``suffix_*``: one per example, attending
+    to its prefix row ``group``."""
 
     prefix_ids: Int[Tensor, "group p"]
     prefix_mask: Int[Tensor, "group p"]
@@ -146,8 +135,8 @@ def _left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tenso
 
 def collate_shared(examples: Sequence[ChoiceExample], pad_id: int,
                    device: str | torch.device = "cpu") -> SharedBatch:
-    """``examples`` batched with each comparison's common prefix once (groups: consecutive
-    examples of one ``pair_id``); every suffix keeps at least its last token."""
+    """``examples`` batched with each comparison's common prefix once; every suffix keeps at
+    least its last token."""
     groups = comparison_groups(examples)
     prefixes, suffixes, group = [], [], []
     for g, idx in enumerate(groups):

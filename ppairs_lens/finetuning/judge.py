@@ -1,26 +1,17 @@
 """A judge finetuned on labelled comparisons, read exactly like the prompted judge.
 
-:func:`finetune_judge` trains a *copy* of the model's weights (LoRA or full,
-:mod:`ppairs_lens.finetuning.train`) on both item orders of every training comparison, then
-wraps the trained copy (LoRA merged into its weights) in a TransformerBridge of its own. The
-user's model is never changed in place: its weights are copied first, and the copy alone is
-trained. A run that is interrupted (Ctrl-C, an error) returns nothing and leaves nothing
-applied; only a finished run returns a :class:`FinetunedJudge`.
+:func:`finetune_judge` trains a *copy* of the model's weights on both item orders of every
+training comparison and wraps it (LoRA merged) in a TransformerBridge of its own; the user's
+model is never changed, and an interrupted run returns nothing and leaves nothing applied. It
+answers the prompted judge's question the same way (swap-calibrated log-odds of the two choice
+tokens), so any difference to the prompted judge is the training and nothing else.
 
-The finetuned judge answers the prompted judge's question: its log-odds of the two choice
-tokens at the prompt's last position, both item orders, swap-calibrated in log-odds
-(:func:`ppairs_lens.judges.zero_shot.zero_shot` on the trained bridge), so any difference to
-the prompted judge is the training and nothing else.
-
-:func:`finetune_curve` trains one copy through nested label sets (blocks,
-:func:`ppairs_lens.finetuning.train.train_model`) and reads the test pairs after each block
-with :func:`read_choices`: the same prompts and the same two choice logits as the prompted
-judge, read from the Hugging Face model directly (both orders of a comparison share their
-prefix; no bridge is booted, LoRA is read unmerged), equal to the bridge's answers up to float
-rounding. Its cost per point is the training alone, up to that block. The label curve of
-:mod:`analyses.finetuning` (paper Section 5.2) takes nested, stratified label sets
-(:func:`nested_order`) and its rows put a CI over leak groups on the accuracy averaged over
-seeds (:func:`curve_rows`).
+:func:`finetune_curve` trains one copy through nested label sets and reads the test pairs
+after each block with :func:`read_choices` (the same prompts and choice logits, read from the
+Hugging Face model directly, LoRA unmerged, equal to the bridge's up to float rounding), so a
+point costs the training alone. The label curve of :mod:`analyses.finetuning` (paper Section
+5.2) takes nested, stratified label sets (:func:`nested_order`), and :func:`curve_rows` puts a
+CI over leak groups on the accuracy averaged over seeds.
 """
 
 from __future__ import annotations
@@ -60,9 +51,8 @@ __all__ = ["CurvePoint", "FinetunedJudge", "curve_rows", "finetune_curve", "fine
 class FinetunedJudge:
     """A finetuned copy of a model, as a TransformerBridge, with how it was trained.
 
-    ``cost`` covers copying the weights, adding adapters and training (wall time, peak
-    memory: :mod:`ppairs_lens.finetuning.cost`); ``trainable_params`` are the parameters the
-    optimiser updated (LoRA: the adapters only), ``total_params`` the model's.
+    ``cost`` covers copying the weights, adding adapters and training; ``trainable_params``
+    are those the optimiser updated (LoRA: the adapters only).
     """
 
     bridge: Any
@@ -111,12 +101,8 @@ def pad_token_id(tokenizer) -> int:
 def finetune_judge(bridge, train: Dataset, template: Template | None = None,
                    cfg: TrainingConfig = TrainingConfig(), *, progress: bool = True
                    ) -> FinetunedJudge:
-    """Finetune a copy of ``bridge``'s weights on ``train`` (both orders of every untied
-    comparison) and return it as a judge. ``bridge`` itself is not changed.
-
-    ``template``: the prompt the judge is asked (default: the dataset kind's), the same one
-    the prompted judge and the probe's store use.
-    """
+    """A copy of ``bridge``'s weights finetuned on ``train`` as a judge; ``template``: the
+    prompt (default: the dataset kind's), the same as the prompted judge's and the store's."""
     from transformer_lens.model_bridge import TransformerBridge
 
     examples = choice_examples(bridge.tokenizer, train, template)
@@ -144,10 +130,9 @@ def finetune_judge(bridge, train: Dataset, template: Template | None = None,
 @torch.no_grad()
 def read_choices(model, tokenizer, dataset: Dataset, template: Template | None = None, *,
                  batch_size: int = 8) -> ZeroShotResult:
-    """The swap-calibrated answers of a Hugging Face ``model`` (a finetuned copy, LoRA merged
-    or not) on ``dataset``: logit(choice 1) - logit(choice 2) after each order's prompt, as
-    :func:`ppairs_lens.judges.zero_shot.zero_shot` reads them on a bridge. ``batch_size``
-    comparisons a pass (both orders of each, their common prefix once)."""
+    """The swap-calibrated answers of a Hugging Face ``model`` (LoRA merged or not) on
+    ``dataset``, as :func:`ppairs_lens.judges.zero_shot.zero_shot` reads a bridge's;
+    ``batch_size`` comparisons a pass."""
     was = model.training
     model.eval()
     ex = prompt_examples(tokenizer, dataset, template)
@@ -166,9 +151,8 @@ def read_choices(model, tokenizer, dataset: Dataset, template: Template | None =
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """The finetuned judge after ``n_train`` comparisons of a curve run: its answers on the
-    test set, the training log so far, and the cost of training up to here (copying the
-    weights, adapters, steps; the test reads of earlier points left out)."""
+    """The finetuned judge after ``n_train`` comparisons of a curve run: test answers, log so
+    far, and the cost of training up to here (earlier points' test reads left out)."""
 
     n_train: int
     result: ZeroShotResult
@@ -185,13 +169,10 @@ class CurvePoint:
 def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
                    template: Template | None = None, cfg: TrainingConfig = TrainingConfig(),
                    *, progress: bool = True) -> list[CurvePoint]:
-    """One copy of ``bridge``'s weights trained on ``train``'s comparisons in order, read on
-    ``test`` after the first ``n`` of them for every ``n`` in ``sizes`` (and all of them):
-    each point is the judge a run on those ``n`` gives when it has blocks at the same smaller
-    sizes (:func:`ppairs_lens.finetuning.train.train_model`; blocks change which comparisons
-    share a batch, so a run without them differs by a reshuffle). ``train``'s order is the
-    nesting, so draw it seeded and stratified (each prefix a fair subset). ``bridge`` is not
-    changed."""
+    """A copy of ``bridge``'s weights trained on ``train`` in order, read on ``test`` after
+    the first ``n`` records for every ``n`` in ``sizes`` (and all): each point is the judge a
+    run on those ``n`` gives with blocks at the same smaller sizes (without them, a reshuffle).
+    ``train``'s order is the nesting, so draw it seeded and stratified."""
     examples = choice_examples(bridge.tokenizer, train, template)
     # untied comparisons before each record position: a size counts records, blocks count
     # the comparisons trained on
@@ -225,9 +206,9 @@ def finetune_curve(bridge, train: Dataset, test: Dataset, sizes: Sequence[int],
 
 
 def nested_order(labels: np.ndarray, sizes, seed: int) -> np.ndarray:
-    """A seeded order of the training pairs whose first ``n`` are a stratified draw for every
-    ``n`` in ``sizes`` (each class in its share, at least 2 of each where there are; each size
-    keeps the smaller sizes' pairs); ties and the rest come last, each block sorted."""
+    """A seeded order of the training pairs whose first ``n`` are a stratified draw (at least
+    2 of each class where there are) for every ``n`` in ``sizes``, each keeping the smaller
+    sizes' pairs; ties and the rest last, each block sorted."""
     y = np.asarray(labels)
     rng = np.random.default_rng(seed)
     pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in (1, 2)}

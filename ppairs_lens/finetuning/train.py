@@ -1,27 +1,19 @@
 """Finetuning a copy of a model's weights on choice examples: LoRA (``peft``) or full.
 
-The model the user passed is never trained: :func:`hf_model_copy` builds a fresh Hugging Face
-model from the weights the bridge runs on now (``bridge.original_model``'s, whose parameter
-names carry TransformerBridge's ``_original_component`` wrappers, stripped here), so booting,
-hooks and the bridge's own modules are untouched. Training runs on that copy; the global RNG
-is left as it was (every draw is seeded from :attr:`TrainingConfig.seed` inside
-``torch.random.fork_rng``).
+The user's model is never trained: :func:`hf_model_copy` builds a fresh Hugging Face model
+from the weights the bridge runs on now, so the bridge and its hooks are untouched; the global
+RNG is left as it was (every draw seeded from :attr:`TrainingConfig.seed` in ``fork_rng``).
 
 The objective is the cross-entropy of the correct choice token over the full vocabulary at the
-prompt's last position (:func:`choice_loss`), on both item orders of each training comparison
-(:mod:`ppairs_lens.finetuning.data`). Only that position is projected onto the vocabulary
-(``logits_to_keep=1``: 8 rows of 49152 logits, ~0.1% of a step's compute on SmolLM2).
+prompt's last position, on both item orders of each comparison; only that position is
+projected onto the vocabulary (``logits_to_keep=1``: ~0.1% of a step's compute on SmolLM2).
 
-A step's batch holds whole comparisons, both orders together, and their common prompt prefix
-runs once (:func:`choice_logits`: a prefix pass whose key-value cache, with its gradient, is
-shared by the two orders' suffixes). Comparisons are visited in a seeded order in *blocks*
-(:func:`train_model`'s ``blocks``): block ``k`` holds comparisons ``blocks[k-1]:blocks[k]``,
-is shuffled on its own, and no batch crosses its end, so the model after block ``k`` is
-exactly the model a run on the first ``blocks[k]`` comparisons with the same earlier block
-ends finishes with (same batches, same optimiser state, same dropout draws); a run without
-those ends shuffles its comparisons across them, a different draw of the same schedule. One
-run through nested label sets gives every point of a label curve (``on_block``); the clocks
-of its :class:`TrainingLog` stop while ``on_block`` runs (a curve point's test read).
+A step's batch holds whole comparisons, both orders together, their common prefix run once.
+Comparisons are visited in a seeded order in *blocks* (:func:`train_model`'s ``blocks``):
+each block is shuffled on its own and no batch crosses its end, so the model after block
+``k`` is exactly what a run on the first ``blocks[k]`` comparisons with the same earlier block
+ends gives (same batches, optimiser state and dropout draws). One run through nested label
+sets thus gives every point of a label curve (``on_block``, during which the clocks stop).
 """
 
 from __future__ import annotations
@@ -62,11 +54,10 @@ DEFAULT_LR = {"lora": 2e-4, "full": 2e-5}
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """How a judge is finetuned (saved with every result).
+    """How a judge is finetuned (saved with every result): AdamW, constant learning rate.
 
     LoRA defaults are the paper's (rank 64, alpha 64, every linear module, one epoch);
-    dropout, learning rates, batch size and gradient clipping are ours. ``lr`` None:
-    :data:`DEFAULT_LR` of the method. AdamW, constant learning rate.
+    dropout, learning rates, batch size and gradient clipping are ours.
     """
 
     method: str = "lora"
@@ -94,8 +85,7 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class TrainingLog:
-    """One finished training run: the loss of every step, examples seen, wall time and this
-    process's CPU time."""
+    """A training run: every step's loss, examples seen, wall and this process's CPU time."""
 
     losses: tuple[float, ...]
     n_examples: int
@@ -118,12 +108,8 @@ def _no_init_weights():
 
 
 def hf_model_copy(bridge):
-    """A fresh Hugging Face model holding a copy of the weights ``bridge`` runs on now.
-
-    Built from the bridge's HF config (weights left uninitialised, then every one loaded
-    from the bridge's state dict), on the device of the bridge's weights; the bridge
-    and its HF model are not changed. A HookedTransformer has no HF model: refused.
-    """
+    """A fresh Hugging Face model, on the bridge's device, holding a copy of the weights
+    ``bridge`` runs on now (their ``_original_component`` wrappers stripped)."""
     if backend_of(bridge) != "bridge":
         raise ModelLoadError("finetuning needs a TransformerBridge (load_model(), the default "
                              "backend); a HookedTransformer has no Hugging Face model to copy")
@@ -158,8 +144,7 @@ def hf_model_copy(bridge):
 
 
 def prepare_model(model, cfg: TrainingConfig):
-    """``model`` made trainable for ``cfg.method``: LoRA adapters (``peft``) on
-    ``cfg.target_modules``, or every parameter (full). Seeded adapter init."""
+    """``model`` made trainable: seeded LoRA adapters on ``cfg.target_modules``, or all (full)."""
     if cfg.method == "full":
         for p in model.parameters():
             p.requires_grad_(True)
@@ -180,9 +165,8 @@ def trainable_parameters(model) -> int:
 
 
 def choice_logits(model, batch: ChoiceBatch | SharedBatch) -> Tensor:
-    """Next-token logits (full vocabulary, float32) after each row's prompt. A
-    :class:`SharedBatch` runs each group's common prefix once (its key-value cache, gradient
-    included, selected for every row of the group), then the suffixes attending to it."""
+    """Next-token logits (float32) after each row's prompt. A :class:`SharedBatch` runs each
+    group's prefix once, its key-value cache (gradient included) shared by the suffixes."""
     if isinstance(batch, ChoiceBatch):
         out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                     position_ids=batch.position_ids, use_cache=False, logits_to_keep=1)
@@ -199,8 +183,7 @@ def choice_logits(model, batch: ChoiceBatch | SharedBatch) -> Tensor:
 
 
 def choice_loss(model, batch: ChoiceBatch | SharedBatch) -> tuple[Tensor, Tensor]:
-    """``(loss, log-odds)``: mean cross-entropy of the correct choice token (full vocabulary)
-    after each prompt, and logit(correct) - logit(other choice) per row (detached)."""
+    """``(mean cross-entropy of the correct choice, detached logit(correct) - logit(other))``."""
     logits = choice_logits(model, batch)
     loss = F.cross_entropy(logits, batch.targets)
     rows = torch.arange(len(batch.targets), device=logits.device)
@@ -229,14 +212,12 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: TrainingConfig, p
                 on_step: Callable[[int, float], None] | None = None,
                 blocks: Sequence[int] | None = None,
                 on_block: Callable[[int, TrainingLog], None] | None = None) -> TrainingLog:
-    """Train ``model`` (from :func:`prepare_model`) in place on ``examples``: ``cfg.epochs``
-    passes, AdamW, gradients clipped at ``cfg.max_grad_norm``.
+    """Train ``model`` (from :func:`prepare_model`) in place on ``examples``.
 
-    Each step takes ``max(1, cfg.batch_size // 2)`` comparisons (both orders of each: about
-    ``cfg.batch_size`` examples) in a seeded order, their shared prefixes run once. ``blocks``:
-    comparison counts that end a block (see the module; more than one block needs one epoch);
-    after each block ``on_block(comparisons so far, log so far)`` is called, the model in
-    training mode (its eval-mode reads are the caller's; they draw no random numbers)."""
+    Each step takes ``max(1, cfg.batch_size // 2)`` comparisons (both orders: about
+    ``cfg.batch_size`` examples). ``blocks``: comparison counts that end a block (module doc;
+    several need one epoch); after each, ``on_block(comparisons so far, log so far)``, the
+    model in training mode (its eval-mode reads draw no random numbers)."""
     if not examples:
         raise PPairsError("no training examples")
     params = [p for p in model.parameters() if p.requires_grad]

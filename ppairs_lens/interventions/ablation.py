@@ -1,21 +1,12 @@
 """Directional ablation: remove one or a few directions from the residual stream while the
-model runs, with TransformerLens forward hooks.
+model runs, with TransformerLens forward hooks (``bridge.hooks``, never patched modules,
+removed when the ``with`` block exits, exceptions included).
 
-Why these hook points (see ``shared/notes/transformerlens-4.md``):
-
-- ``"paper"`` rejects at every block's ``hook_resid_post`` and after the final norm
-  (``ln_final.hook_out``), as in the paper. Each block's input is then free of r, but inside a
-  block the MLP still reads what its attention has just written along r, so r can leak into
-  the MLP output before the next rejection.
-- ``"full"`` rejects at the embedding and at every attention and MLP output (plus after the
-  final norm). Every residual-stream state (resid_pre, resid_mid, resid_post) is then a sum of
-  r-free terms, so no component reads r anywhere.
-
-The final norm's gain re-introduces a component along r, which is why both presets also
-reject after ``ln_final``.
-
-Hooks are installed with ``bridge.hooks(...)`` (never by patching modules) and removed when the
-``with`` block exits, exceptions included.
+Hook points (``shared/notes/transformerlens-4.md``): ``"paper"`` rejects at every
+``hook_resid_post``, as in the paper, but inside a block the MLP still reads what its
+attention just wrote along r. ``"full"`` rejects at the embedding and every attention and MLP
+output, so every residual-stream state is a sum of r-free terms. The final norm's gain
+re-introduces a component along r, so both also reject after ``ln_final``.
 """
 
 from __future__ import annotations
@@ -51,12 +42,10 @@ def direction_rows(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, "k 
 
 
 def orthonormal_basis(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, "k d_model"]:
-    """Rows spanning the same space as ``directions``, orthonormal (float32 or wider).
+    """Orthonormal rows (float32 or wider, by QR for several) spanning ``directions``' space.
 
-    One direction is just normalised; several are orthonormalised with a QR decomposition, so
-    removing the span does not depend on how the directions overlap. Linearly dependent
-    directions raise: QR would then return an orthonormal basis of a *larger* space (it fills
-    the missing rank with arbitrary directions), silently ablating more than asked.
+    Linearly dependent directions raise: QR would fill the missing rank with arbitrary
+    directions, silently ablating a larger space than asked.
     """
     r = direction_rows(directions)
     norms = r.norm(dim=-1)
@@ -77,11 +66,8 @@ def orthonormal_basis(directions: Float[Tensor, "*k d_model"]) -> Float[Tensor, 
 
 def _project_out(x: Float[Tensor, "... d_model"], basis: Float[Tensor, "k d_model"]
                  ) -> Float[Tensor, "... d_model"]:
-    """x minus its projection on the span of the orthonormal rows of ``basis``.
-
-    Half-precision activations are rejected in float32 and cast back, so the projection is
-    not computed from rounded dot products.
-    """
+    """x minus its projection on the orthonormal rows of ``basis``, in float32 or wider (no
+    projection from rounded half-precision dot products)."""
     work = torch.promote_types(x.dtype, torch.float32)
     b = basis.to(device=x.device, dtype=work)
     xw = x.to(work)
@@ -90,11 +76,8 @@ def _project_out(x: Float[Tensor, "... d_model"], basis: Float[Tensor, "k d_mode
 
 def reject(x: Float[Tensor, "... d_model"], r: Float[Tensor, "*k d_model"]
            ) -> Float[Tensor, "... d_model"]:
-    """Vector rejection ``x - (x . r) r``: the part of ``x`` orthogonal to ``r``.
-
-    ``r`` is one direction ``[d_model]`` or several ``[k, d_model]`` (their whole span is
-    removed). Directions are normalised / orthonormalised here, so any non-zero ``r`` works.
-    """
+    """Vector rejection ``x - (x . r) r`` of one direction or the span of ``[k, d_model]``
+    (any non-zero ``r``: orthonormalised here)."""
     if x.shape[-1] != r.shape[-1]:
         raise ValueError(f"x has last dimension {x.shape[-1]} but r has {r.shape[-1]}")
     return _project_out(x, orthonormal_basis(r))
@@ -103,9 +86,8 @@ def reject(x: Float[Tensor, "... d_model"], r: Float[Tensor, "*k d_model"]
 def apply_at_positions(x: Float[Tensor, "batch pos d_model"], fn: Callable[[Tensor], Tensor],
                        positions: Positions, last_positions: Int[Tensor, "batch"] | None,
                        name: str) -> Tensor:
-    """``fn`` applied to every position of ``x`` (``positions="all"``), or only to each row's
-    last real position (``"last"``: position -1, or ``last_positions`` per row, which left or
-    right padding needs): the one place both ablation and steering hooks choose positions."""
+    """``fn`` applied to every position of ``x`` (``"all"``), or each row's last real position
+    (``"last"``: -1, or ``last_positions`` per row for padding); for ablation and steering."""
     if positions == "all":
         return fn(x)
     if x.ndim != 3:
@@ -153,14 +135,11 @@ def ablation_hooks(
 ) -> list[Hook]:
     """TransformerLens forward hooks ``[(name, fn)]`` that reject ``directions``.
 
-    ``directions`` is one direction ``[d_model]``, several ``[k, d_model]`` (their span is
-    removed), or a dict ``{hook_name: direction(s)}`` for per-layer directions; with a dict the
-    hooked points are exactly its keys and ``preset`` is not used. Each direction is moved to
-    the activation's device and dtype inside the hook, so layers spread over devices work.
-
-    ``positions="all"`` rejects at every position. ``positions="last"`` only at the last real
-    token of each row: ``last_positions[b]`` (from the tokenizer's attention mask for a
-    right-padded batch; default -1, right for unpadded or left-padded rows).
+    ``directions``: ``[d_model]``, ``[k, d_model]`` (their span), or ``{hook_name:
+    direction(s)}`` (exactly those points; ``preset`` unused). Directions move to the
+    activation's device inside the hook, so layers spread over devices work.
+    ``positions="last"``: only each row's last real token, ``last_positions[b]`` (from the
+    attention mask of a right-padded batch; default -1, right for unpadded or left-padded).
     """
     if positions not in ("all", "last"):
         raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
@@ -190,11 +169,8 @@ def ablate(
     positions: Positions = "all",
     last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
 ) -> Iterator:
-    """``with ablate(bridge, r): ...`` runs the model with ``r`` rejected (see
-    :func:`ablation_hooks`); the hooks are removed on exit, exceptions included.
-
-    Other hooks added inside the block (``run_with_cache``, ``bridge.hooks``) run after the
-    ablation on the same point, so they see the ablated values.
+    """``with ablate(bridge, r): ...`` runs the model with ``r`` rejected
+    (:func:`ablation_hooks`); hooks added inside the block run after it, seeing ablated values.
     """
     hooks = ablation_hooks(bridge, directions, preset, positions, last_positions)
     with bridge.hooks(fwd_hooks=hooks):
@@ -207,13 +183,9 @@ def ablation_hook_sets(
     preset: Preset | Sequence[str] = "paper",
     positions: Positions = "all",
 ) -> tuple[list[Hook], list[Hook]]:
-    """``(hooks, final_hooks)`` for :func:`ppairs_lens.activations.runner.run_branches` /
-    ``harvest_pairs``.
-
-    ``positions="all"``: every forward pass (shared context, each pair's own part, the branch
-    tokens) is ablated, so everything goes in ``hooks``. ``positions="last"``: only the branch
-    step, whose sequence holds nothing but read-out tokens (one per branch), so all of its
-    positions are ablated, through ``final_hooks``.
+    """``(hooks, final_hooks)`` for ``run_branches`` / ``harvest_pairs``: ``"all"`` ablates
+    every forward pass; ``"last"`` only the branch step (``final_hooks``), whose sequence is
+    the read-out tokens alone, so all its positions are ablated.
     """
     if positions == "all":
         return ablation_hooks(bridge, directions, preset, "all"), []
@@ -223,11 +195,9 @@ def ablation_hook_sets(
 
 
 def unembedding_direction(bridge, id_a: int, id_b: int) -> Float[Tensor, "d_model"]:
-    """``W_U[:, a] - W_U[:, b]``, normalised (float32, CPU): the positive control.
-
-    After the final norm, logit(a) - logit(b) is exactly the projection on this direction (plus
-    ``b_U[a] - b_U[b]`` where the unembedding has a bias), so rejecting it at
-    ``ln_final.hook_out`` makes the two logits equal.
+    """``W_U[:, a] - W_U[:, b]``, normalised (float32, CPU): the positive control. After the
+    final norm logit(a) - logit(b) is the projection on it (plus any ``b_U[a] - b_U[b]``), so
+    rejecting it at ``ln_final.hook_out`` makes the two logits equal.
     """
     if id_a == id_b:
         raise ValueError("the two token ids must differ")

@@ -1,21 +1,15 @@
 """Many ablations in one pass: a different direction at each read-out position.
 
-:func:`ppairs_lens.activations.runner.run_branches` runs each prompt's prefix once and then
-reads the model at ``D`` branch tokens appended to it, each alone (it sees the prefix and
-itself, not the other branches). With ``final_hooks`` those branch tokens are the whole
-sequence of their forward pass, one per position. :func:`batched_rejection_hooks` rejects
-direction ``r_j`` at branch position ``j`` (``x[:, j] -= (x[:, j] . r_j) r_j``) at every hook
-point of a preset, so one pass evaluates ``D`` ablations that share the prefix's cache; a
-zero direction means "no ablation", so the baseline rides in the same pass.
+:func:`ppairs_lens.activations.runner.run_branches` runs each prompt's prefix once, then reads
+``D`` branch tokens appended to it, each seeing the prefix and itself only; with
+``final_hooks`` they are the whole sequence of their pass. :func:`batched_rejection_hooks`
+rejects ``r_j`` at branch position ``j`` at every hook point of a preset, so one pass
+evaluates ``D`` ablations sharing the prefix's cache (a zero direction is the baseline).
 
-What is ablated: **the read-out token only** (the prompt's last token, where the judge's
-answer is read), at every hook point of the preset (``"paper"``: every ``resid_post`` and
-after the final norm). The prefix stays clean, which is what lets ``D`` directions share it;
-this is ``positions="last"`` of :func:`ppairs_lens.interventions.ablation.ablate`, not the
-every-position ablation of ``positions="all"`` (which needs a full forward per direction).
-
-:func:`judge_under_directions` turns this into the calibrated zero-shot judge's log-odds per
-record and direction.
+Only **the read-out token** is ablated (``positions="last"`` of
+:func:`ppairs_lens.interventions.ablation.ablate`): the prefix stays clean, which is what lets
+``D`` directions share it; ``positions="all"`` needs a full forward per direction.
+:func:`judge_under_directions` gives the calibrated zero-shot judge's log-odds under them.
 """
 
 from __future__ import annotations
@@ -66,11 +60,8 @@ def _position_hook(basis: Float[Tensor, "D d_model"], name: str) -> Callable:
 
 def batched_rejection_hooks(bridge, directions: Float[Tensor, "D d_model"],
                             preset: Preset | Sequence[str] = "paper") -> list[Hook]:
-    """Hooks rejecting ``directions[j]`` at position ``j`` at every hook point of ``preset``.
-
-    Meant as ``final_hooks`` of :func:`run_branches` with ``D`` branch tokens per row (the
-    branch step's sequence is those tokens alone). A zero row leaves its position untouched.
-    """
+    """Hooks rejecting ``directions[j]`` at position ``j`` at every hook point of ``preset``,
+    as ``final_hooks`` of :func:`run_branches` with ``D`` branches (a zero row: untouched)."""
     basis = unit_rows(directions)
     if basis.shape[1] != bridge.cfg.d_model:
         raise PPairsError(f"directions have dimension {basis.shape[1]}, the model's d_model is "
@@ -84,9 +75,8 @@ def logodds_per_branch(bridge, pairs, rows: Tensor, make_hooks: Callable[[Tensor
                        settings, chunk: int, desc: str = "prompted judge"
                        ) -> Float[np.ndarray, "pair D"]:
     """logit(choice 1) - logit(choice 2) per pair and row of ``rows`` (a direction to remove,
-    a vector to add): ``chunk`` rows per call, each row a branch of the read-out token that
-    ``make_hooks(block)`` treats (ablation and steering share this). ``desc`` names the
-    progress bar (with the branch count: a prompt's rate falls as its branches grow)."""
+    a vector to add), ``chunk`` rows a call, row ``j`` a branch ``make_hooks(block)`` treats.
+    The progress bar shows the branch count: a prompt's rate falls as its branches grow."""
     out = []
     for start in range(0, rows.shape[0], chunk):
         block = rows[start:start + chunk]
@@ -105,13 +95,11 @@ def judge_under_directions(
 ) -> dict[str, np.ndarray | None]:
     """The zero-shot judge's log-odds per record under each direction's ablation.
 
-    Returns ``{"z": [record, D], "ld_original": [record, D], "ld_swapped": [record, D] | None}``.
-    ``ld`` = logit(choice 1) - logit(choice 2) at the read-out token; for comparisons both
-    item orders run and ``z = (ld_original - ld_swapped) / 2`` (the swap-calibrated log-odds
-    that item 1 is preferred; :func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`);
-    for statements ``z`` is the raw ``ld``. Direction ``j`` is rejected at the read-out token
-    only, at every hook point of ``preset`` (module doc); a zero row is the unablated judge.
-    ``directions_per_pass``: directions per :func:`run_branches` call (None: all at once).
+    ``{"z", "ld_original", "ld_swapped"}``, each ``[record, D]`` (swapped None for
+    statements): ``ld`` = logit(choice 1) - logit(choice 2) at the read-out token; for
+    comparisons ``z = (ld_original - ld_swapped) / 2``, the swap-calibrated log-odds, for
+    statements the raw ``ld``. A zero row is the unablated judge; ``directions_per_pass``:
+    directions per :func:`run_branches` call (None: all at once).
     """
     r = unit_rows(directions)
     return judge_under_branches(bridge, dataset, template, r,
@@ -127,9 +115,8 @@ def judge_under_direction_sets(
     desc: str = "ablated judge",
 ) -> dict[str, np.ndarray | None]:
     """:func:`judge_under_directions` for several ``(directions, preset)`` sets in one pass
-    over the prompts: the columns are the sets' directions in order, each rejected at the
-    read-out token at its own set's hook points only (a control at one hook beside the
-    preset's directions: the prompts' prefixes, the costly part, run once, not once a set)."""
+    (the costly prefixes run once, not once a set): columns are the sets' directions in
+    order, each rejected only at its own set's hook points."""
     if not sets:
         raise PPairsError("judge_under_direction_sets needs at least one set of directions")
     per_set = [(unit_rows(r), hook_points(p, bridge.cfg.n_layers)) for r, p in sets]
@@ -160,9 +147,9 @@ def judge_under_branches(bridge, dataset: Dataset, template: Template | None, ro
                          settings: HarvestSettings = HarvestSettings(),
                          per_pass: int | None = None, desc: str = "prompted judge"
                          ) -> dict[str, np.ndarray | None]:
-    """The calibrated judge of :func:`judge_under_directions` with any per-branch intervention:
-    ``rows[j]`` (axis 0: one per branch) treated by ``make_hooks(block)`` at branch ``j``, the
-    same rows in both item orders (a rejection, an erasure: sign-free)."""
+    """The calibrated judge of :func:`judge_under_directions` with ``rows[j]`` treated by
+    ``make_hooks(block)`` at branch ``j``, the same in both orders (a rejection, an erasure:
+    sign-free)."""
     chunk = int(per_pass or rows.shape[0])
     pairs = build_contrast_pairs(bridge.tokenizer, dataset, template)
     n = len(pairs)

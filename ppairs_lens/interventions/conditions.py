@@ -1,8 +1,5 @@
-"""The condition names of an intervention study on a judge's answers.
-
-How far the answers move under each condition, and whether a probe direction moves them more
-than null directions, is measured in log-odds by :mod:`ppairs_lens.evaluation.null_test`.
-"""
+"""The condition names of an intervention study on a judge's answers (measured in log-odds
+by :mod:`ppairs_lens.evaluation.null_test`)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """The directions an intervention study runs: the probes' own, the two nulls, a positive control.
 
-Ablation and steering both ask the same question of a probe direction (does the judge respond
-to it more than to directions that are not the probe's?), so both build the same table
-(:func:`probe_directions`, :func:`null_directions`): each probe kind fitted on the training
-pairs at one read-out (degenerate kinds skipped with a warning), then isotropic random and
-variance-matched directions.
-
-Removing *any* direction from the residual stream changes a model a little; ablating
-``n`` directions drawn uniformly on the sphere (:func:`random_directions`) gives the null
-distribution a probe direction's effect is read against. Removing the unembedding difference
-of a prompt's two choice tokens after the final norm (:func:`choice_unembedding_direction`)
-makes the two choice logits equal: an ablation that must move the model's answer to 0.5.
-Uniform directions mostly point where the residual stream hardly varies, unlike a probe's;
-:func:`variance_matched_directions` draws them from the training features' covariance instead.
+Ablation and steering both ask whether the judge responds to a probe direction more than to
+directions that are not the probe's, so both build the same table: each probe kind fitted at
+one read-out (degenerate kinds skipped with a warning), then the nulls. Removing *any*
+direction changes a model a little; uniform random directions give the null distribution, and
+variance-matched ones the null for directions that, like a probe's, live where the residual
+stream varies. Removing the choice tokens' unembedding difference after the final norm makes
+their logits equal: an ablation that must move the answer to 0.5.
 """
 
 from __future__ import annotations
@@ -58,10 +52,8 @@ def variance_matched_directions(features: Float[Tensor, "n d"], n: int, seed: in
     """``n`` unit directions ``Sigma^{1/2} g`` (normalised), ``Sigma`` the covariance of
     ``features`` (e.g. the training contrast differences at the probes' read-out).
 
-    A null for directions that, like a probe's, live where the residual stream varies: uniform
-    directions mostly point where it hardly varies. ``g' X_c`` with ``g' ~ N(0, I_n)`` over the
-    centred rows ``X_c`` has covariance ``X_c^T X_c`` (proportional to ``Sigma``), so no
-    ``d x d`` square root is formed.
+    ``g' X_c`` with ``g' ~ N(0, I_n)`` over the centred rows ``X_c`` has covariance
+    ``X_c^T X_c`` (proportional to ``Sigma``), so no ``d x d`` square root is formed.
     """
     x = torch.as_tensor(features).detach().to(torch.float64)
     if x.ndim != 2 or x.shape[0] < 2:

@@ -1,39 +1,23 @@
 """LEACE concept erasure (Belrose et al. 2023) as an intervention beside vector rejection, and
 its matching null: the same eraser fitted on permuted labels.
 
-Rejection (:mod:`ppairs_lens.interventions.ablation`) removes one chosen direction
-orthogonally. LEACE removes *all* linearly available information about the labels with the
-least-squares smallest change (an oblique projection, whitened by the features' covariance);
-the eraser comes from the ``concept-erasure`` package (``pip install ppairs-lens[erasure]``).
+Rejection removes one chosen direction orthogonally; LEACE removes *all* linearly available
+information about the labels with the least-squares smallest change (an oblique projection
+whitened by the features' covariance; ``pip install ppairs-lens[erasure]``). Fitted on a
+layer's contrast differences with the pair labels as the concept, the affine eraser
+``x -> x - P (x - b)`` applied to each side of a pair removes ``P (x0 - x1)`` from their
+difference, so no linear probe of the differences can beat chance afterwards.
 
-:func:`fit_leace` fits it on a layer's contrast differences (the features every probe reads)
-with the pair labels as the concept. The eraser is affine, ``x -> x - P (x - b)``; applied to
-each side of a pair it removes ``P (x0 - x1)`` from their difference, so no linear probe of the
-differences can beat chance afterwards. :func:`leace_hooks` / :func:`erase` apply it while the
-model runs, with the presets, hook names and positions of
-:func:`~ppairs_lens.interventions.ablation.ablate`.
+Its null is LEACE fitted on the *same* features with the labels permuted: the same erasure,
+in the same covariance geometry, of a concept that is the labels only by chance. Every null is
+a different eraser and none the real one; asking for more than exist is refused rather than
+filled with repeats that would fake the p-value's resolution.
 
-The matching null of a LEACE eraser (as random and variance-matched directions are a rejected
-probe direction's, :mod:`ppairs_lens.interventions.directions`) is LEACE fitted on the *same*
-features with the labels permuted: the same kind of erasure, in the same covariance geometry,
-of a concept that is the labels only by chance. :func:`permuted_erasers` draws ``K`` of them
-(seeded), every one a different eraser and none the real one: a relabelling and its complement
-give the same eraser, and with few pairs few relabellings exist (:func:`n_distinct_nulls`), so
-``K`` more than exist is refused rather than filled with repeats that would fake the p-value's
-resolution.
-
-:func:`judge_under_erasers` runs the calibrated judge with eraser ``j`` at branch ``j`` of the
-read-out token, at every hook point of a preset, all erasers in one pass, as the batched
-rejection does (``None``, the identity, is the unablated baseline in the same pass).
-:func:`eraser_null_test` compares the real eraser's change of any log-odds (the judge's, a
-probe's) with the permuted erasers', as the ablation compares a probe direction with its nulls
-(:mod:`ppairs_lens.evaluation.null_test`): effect = mean ``|Δz|``, its rank and permutation
-p-value ``(1 + #{null >= real}) / (1 + K)`` (resolution ``1 / (K + 1)``), Δaccuracy and
-Δlog-odds margin with paired CIs over leak groups
-(:func:`ppairs_lens.evaluation.judge_change.judge_change`), and the verdict "the erasure
-changes the judgement more than the null"
+:func:`eraser_null_test` compares the real eraser's change of the log-odds with the permuted
+erasers', as the ablation compares a probe direction with its nulls: effect = mean ``|Δz|``,
+its rank and permutation p-value ``(1 + #{null >= real}) / (1 + K)`` (resolution
+``1 / (K + 1)``), Δaccuracy and Δmargin with paired CIs over leak groups, and the verdict
 (:func:`ppairs_lens.evaluation.intervention_tests.ablation_changes_verdict`).
-:func:`leace_null_study` is all of it for one store split and dataset.
 """
 
 from __future__ import annotations
@@ -78,8 +62,8 @@ def _eraser_class():
 
 
 def fit_leace(acts: Float[Tensor, "n 2 d"], labels: Any):
-    """A ``concept_erasure.LeaceEraser`` fitted on one layer's contrast differences (centred
-    by the side means) with the labels 1 / 2 as the concept (float64 fit)."""
+    """A ``LeaceEraser`` fitted (float64) on one layer's contrast differences, centred by the
+    side means, with the labels 1 / 2 as the concept."""
     x = as_acts(acts, dtype=torch.float64).cpu()
     if x.ndim != 3:
         raise DirectionError(f"fit_leace takes one layer's activations [n, 2, d], got shape "
@@ -90,7 +74,7 @@ def fit_leace(acts: Float[Tensor, "n 2 d"], labels: Any):
 
 
 def apply_eraser(eraser, x: Float[Tensor, "... d"]) -> Float[Tensor, "... d"]:
-    """``eraser(x)`` computed in float32 or wider on ``x``'s device, cast back to its dtype."""
+    """``eraser(x)`` in float32 or wider on ``x``'s device, cast back to its dtype."""
     work = torch.promote_types(x.dtype, torch.float32)
     right = eraser.proj_right.to(device=x.device, dtype=work)
     left = eraser.proj_left.to(device=x.device, dtype=work)
@@ -115,8 +99,8 @@ def _hook_fn(eraser, name: str, positions: Positions) -> Callable:
 
 def leace_hooks(bridge, eraser, preset: Preset | str | Sequence[str] = "paper",
                 positions: Positions = "all") -> list[Hook]:
-    """Forward hooks applying ``eraser`` at every hook point of ``preset`` (a preset, a list of
-    hook names or one name); ``positions="last"``: the last position of each row only."""
+    """Forward hooks applying ``eraser`` at every hook point of ``preset`` (a preset, hook names
+    or one name), at all positions or each row's last."""
     if positions not in ("all", "last"):
         raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
     points = [preset] if isinstance(preset, str) and preset not in PRESETS else preset
@@ -150,9 +134,8 @@ def _two_classes(labels: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def n_distinct_nulls(labels: Any) -> int:
-    """How many distinct permuted-label erasers exist for ``labels``: the relabellings with
-    the same class counts, a relabelling and its complement counted once (they give the same
-    eraser; only a balanced one has its complement among them), the real labels left out."""
+    """How many distinct permuted-label erasers exist: relabellings with the same class
+    counts, a balanced one and its complement counted once (one eraser), the real left out."""
     y, mask = _two_classes(labels)
     n, k = len(y), int(mask.sum())
     return math.comb(n, k) // (2 if 2 * k == n else 1) - 1
@@ -164,10 +147,8 @@ def _key(mask: np.ndarray, balanced: bool) -> bytes:
 
 
 def distinct_relabellings(labels: Any, n_perm: int, seed: int = 0) -> list[np.ndarray]:
-    """``n_perm`` permutations of ``labels``, each giving a different eraser and none the real
-    one (:func:`n_distinct_nulls`); refused (:class:`~ppairs_lens.errors.SettingError`) when
-    fewer than ``n_perm`` exist, rather than repeating erasers: a p-value over repeats would
-    claim a resolution ``1 / (n_perm + 1)`` it does not have."""
+    """``n_perm`` permutations of ``labels``, each a different eraser and none the real one;
+    refused when fewer exist: a p-value over repeats would claim a resolution it lacks."""
     if n_perm < 1:
         raise DirectionError(f"n_perm must be at least 1, got {n_perm}")
     y, mask = _two_classes(labels)
@@ -203,10 +184,8 @@ def distinct_relabellings(labels: Any, n_perm: int, seed: int = 0) -> list[np.nd
 
 def permuted_erasers(acts: Float[Tensor, "n 2 d"], labels: Any, n_perm: int, seed: int = 0
                      ) -> list:
-    """``n_perm`` LEACE erasers fitted on ``acts`` (one layer, ``[n, 2, d]``) with the labels
-    permuted (seeded; the class counts stay those of ``labels``), each a different eraser and
-    none the real one (:func:`distinct_relabellings`; too few pairs for ``n_perm`` distinct
-    ones: refused)."""
+    """``n_perm`` LEACE erasers fitted on one layer's ``acts`` with the labels permuted
+    (seeded, :func:`distinct_relabellings`)."""
     return [fit_leace(acts, yp) for yp in distinct_relabellings(labels, n_perm, seed)]
 
 
@@ -244,9 +223,8 @@ def _position_hook(rows: Tensor, name: str) -> Callable:
 
 def batched_eraser_hooks(bridge, rows: Float[Tensor, "D 3 d"],
                          preset: Preset | Sequence[str] = "paper") -> list[Hook]:
-    """Hooks applying eraser row ``j`` (:func:`eraser_rows`) at branch position ``j`` at every
-    hook point of ``preset`` (a preset, hook names or one name): ``final_hooks`` of a branch
-    pass, as the batched rejection's."""
+    """``final_hooks`` applying eraser row ``j`` (:func:`eraser_rows`) at branch position ``j``
+    at every hook point of ``preset`` (a preset, hook names or one name)."""
     if rows.shape[-1] != bridge.cfg.d_model:
         raise DirectionError(f"erasers have dimension {rows.shape[-1]}, the model's d_model is "
                              f"{bridge.cfg.d_model}")
@@ -260,10 +238,8 @@ def judge_under_erasers(bridge, dataset: Dataset, template: Template | None, era
                         preset: Preset | Sequence[str] = "paper", *,
                         settings: HarvestSettings = HarvestSettings(),
                         per_pass: int | None = None) -> dict[str, np.ndarray | None]:
-    """``{"z", "ld_original", "ld_swapped"}`` per record and eraser (``[record, D]``), each
-    eraser at the read-out token only at every hook point of ``preset``; ``None`` in
-    ``erasers`` is the unablated judge (as :func:`ppairs_lens.interventions.batched.
-    judge_under_directions`)."""
+    """:func:`ppairs_lens.interventions.batched.judge_under_directions` with eraser ``j`` at
+    branch ``j``, all in one pass; ``None`` in ``erasers`` is the unablated judge."""
     rows = eraser_rows(erasers, bridge.cfg.d_model)
     return judge_under_branches(bridge, dataset, template, rows,
                                 lambda blk: batched_eraser_hooks(bridge, blk, preset),
@@ -273,10 +249,8 @@ def judge_under_erasers(bridge, dataset: Dataset, template: Template | None, era
 def eraser_null_test(z: Float[np.ndarray, "n D"], y: Float[np.ndarray, "n"],
                      groups: Sequence[Hashable], *, n_boot: int, seed: int = 0,
                      tol: float = 0.0, alpha: float = 0.05) -> dict[str, Any]:
-    """The real eraser against the permuted-label ones, in log-odds (module doc).
-
-    ``z``: columns baseline (no erasure), the real eraser, then the ``K`` permuted erasers;
-    ``y``: 1 where item 1 is gold, else 0; ``groups``: leak groups of the records."""
+    """The real eraser against the permuted-label ones (module doc). ``z``'s columns: no
+    erasure, the real eraser, the ``K`` permuted ones; ``y``: 1 where item 1 is gold."""
     z = np.asarray(z, dtype=float)
     if z.ndim != 2 or z.shape[1] < 3:
         raise ValueError(f"z must be [n, 2 + K] (baseline, real, K >= 1 nulls), got {z.shape}")
@@ -302,11 +276,9 @@ def leace_null_study(bridge, dataset: Dataset, template: Template | None,
                      preset: Preset | Sequence[str] = "paper", n_perm: int = 39, seed: int = 0,
                      n_boot: int, tol: float = 0.0,
                      settings: HarvestSettings = HarvestSettings()) -> dict[str, Any]:
-    """LEACE fitted on one read-out's training pairs, and ``n_perm`` permuted-label erasers,
-    each applied while the judge answers ``dataset`` (its held-out records): the judge's
-    change under the real eraser against the permuted ones (:func:`eraser_null_test`), with
-    ``z`` (``[record, 2 + n_perm]``) for further use. ``n_perm=39``: the smallest p, 1/40,
-    is below the verdict's 0.05 (with 19 it could only equal it)."""
+    """:func:`eraser_null_test` of LEACE fitted on one read-out's training pairs against
+    ``n_perm`` permuted-label erasers, the judge answering ``dataset``'s held-out records, with
+    ``z``. ``n_perm=39``: the smallest p, 1/40, is below 0.05 (with 19 it could only equal it)."""
     erasers = [None, fit_leace(acts_train, labels_train),
                *permuted_erasers(acts_train, labels_train, n_perm, seed)]
     # ties have no right answer: dropped, as every analysis drops them

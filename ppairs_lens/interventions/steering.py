@@ -1,34 +1,25 @@
 """Steering: add ``alpha`` times a unit direction to the residual stream while the model runs.
 
-The complement of :mod:`ppairs_lens.interventions.ablation` (which removes a direction), with
-the same hook machinery: presets or hook names (:mod:`ppairs_lens.models.hook_points`), or a
-dict ``{hook_name: direction}``; ``positions="all"`` or ``"last"``; on a HookedTransformer a
-hook on ``ln_final.hook_out`` acts after the final norm's gain, as on a bridge
-(:func:`ppairs_lens.models.backend.resolve_hooks`). The hooks are removed when the ``with``
-block exits, exceptions included.
+The complement of :mod:`ppairs_lens.interventions.ablation`, with its hook machinery (presets,
+hook names or ``{hook_name: direction}``; ``positions="all"`` or ``"last"``; hooks removed when
+the ``with`` block exits).
 
-While generating (``with steer(model, r, alpha, [hook]): model.generate(...)``) the same hooks
-run on every pass: ``positions="all"`` adds at every prompt position, then at each new token,
-so a key-value cache gives the tokens that generating without one gives. ``positions=p`` (an
-int) adds only at positions ``p`` and after, counted in the whole sequence (prompt from 0,
-then each new token): with a cache each pass's first position is read from block 0's attention
-(:class:`PassOffset`), so the hook point must come after it (any
-``blocks.{l}.hook_resid_post``, not ``hook_embed``). ``p`` = the prompt's length
-steers the generated tokens only (the first of them is then read from an unsteered pass).
-``"last"`` steers each pass's last position only, which differs with and without a cache.
+While generating the same hooks run on every pass: ``positions="all"`` adds at every prompt
+position, then at each new token, so a key-value cache gives the tokens generating without one
+gives. ``positions=p`` (an int) adds at positions ``p`` and after in the whole sequence: with a
+cache each pass's first position is read from block 0's attention (:class:`PassOffset`), so
+the hook point must come after it (``blocks.{l}.hook_resid_post``, not ``hook_embed``);
+``p`` = the prompt's length steers the generated tokens only (the first is read from an
+unsteered pass). ``"last"`` steers each pass's last position, which differs with a cache.
 
-Adding at every hook point of a preset compounds along the residual stream (what is added at
-block ``l``'s output is carried into every later block); to steer once, name one hook.
+Adding at every hook point of a preset compounds along the residual stream; to steer once,
+name one hook.
 
 :func:`batched_steering_hooks` adds a different vector at each branch position of the read-out
-step (as :func:`ppairs_lens.interventions.batched.batched_rejection_hooks` rejects one), so
-many directions share one pass of :func:`ppairs_lens.activations.runner.run_branches`, and
-:func:`judge_under_steering` reads the calibrated zero-shot judge under them, as the batched
-ablation does (:func:`ppairs_lens.interventions.batched.judge_under_directions`). For
-comparisons the judge is swap-calibrated, ``z = (ld_original - ld_swapped) / 2``. A vector
-that says "item 1 is better" in the original order says "item 2 is better" in the swapped one,
-so the swapped prompts get ``-v``: adding the same ``v`` to both orders would only move the
-position bias, which the calibration cancels.
+step, so :func:`judge_under_steering` reads the swap-calibrated judge under many in one pass.
+A vector that says "item 1 is better" in the original order says "item 2" in the swapped one,
+so the swapped prompts get ``-v``: the same ``v`` in both orders would only move the position
+bias, which the calibration cancels.
 """
 
 from __future__ import annotations
@@ -78,10 +69,9 @@ MAX_ALPHA: float = 1e4
 
 
 def check_alpha(alpha: float, what: str = "alpha", bound: float | None = MAX_ALPHA) -> float:
-    """``alpha`` as a float, refused unless a finite number (NaN or inf would reach the model
-    and come back as NaN log-odds blamed on the directions or the dtype) of at most ``bound``
-    in size (None: any finite size; the model's own activations then say whether it
-    overflowed, :func:`check_finite_activations`)."""
+    """``alpha`` as a float, refused unless finite (NaN or inf would come back as NaN log-odds
+    blamed on the directions or the dtype) and at most ``bound`` in size (None: any; the
+    activations then say whether it overflowed)."""
     try:
         a = float(alpha)
     except (TypeError, ValueError):
@@ -97,8 +87,8 @@ def check_alpha(alpha: float, what: str = "alpha", bound: float | None = MAX_ALP
 
 
 def check_finite_activations(x: Tensor, where: str) -> None:
-    """Refuse activations holding NaN or inf (a steering vector too large for the dtype, which
-    would otherwise come back as empty continuations or NaN log-odds with no error)."""
+    """Refuse NaN or inf activations (a vector too large for the dtype would otherwise come
+    back as empty continuations or NaN log-odds, with no error)."""
     if not bool(torch.isfinite(x).all()):
         raise SettingError(f"{where}: the steered activations hold inf or NaN; the steering "
                            "strength overflows the model's dtype, use a smaller alpha")
@@ -121,9 +111,8 @@ def steering_vector(direction: Float[Tensor, "d_model"], alpha: float
 
 
 def _watch(bridge) -> list[Hook]:
-    """A read-only hook at the model's last state (after the final norm where it has one)
-    that refuses inf or NaN: a strength that fits at its hook point can still overflow a later
-    norm's variance, and the model would then decode NaN logits as empty text."""
+    """A read-only hook refusing inf or NaN at the model's last state: a strength that fits at
+    its hook point can still overflow a later norm's variance (NaN logits decode as empty)."""
     names = hook_names(bridge)
     last = FINAL_NORM_HOOK if FINAL_NORM_HOOK in names \
         else f"blocks.{bridge.cfg.n_layers - 1}.hook_resid_post"
@@ -155,11 +144,9 @@ class PassOffset:
     block 0's attention): with a key-value cache, each new token's pass sees only that token.
 
     Block 0's attention scores have one key per cached or new position and one query per new
-    one, so ``keys - queries`` is the pass's first position, on a TransformerBridge and a
-    HookedTransformer alike, read through hook points only (no attribute of the model or its
-    cache). ``hook_embed`` clears it, so a hook point that fires before block 0's attention
-    gets ``None``, never the previous pass's offset. Add :meth:`hooks` to the same
-    ``model.hooks(...)`` as the hooks that read :attr:`value`.
+    one, so ``keys - queries`` is it, on either backend, through hook points only.
+    ``hook_embed`` clears it, so a hook point before block 0's attention never gets the
+    previous pass's offset. Add :meth:`hooks` to the same ``model.hooks(...)`` as its readers.
     """
 
     def __init__(self) -> None:
@@ -229,13 +216,9 @@ def steering_hooks(
 ) -> list[Hook]:
     """Forward hooks ``[(name, fn)]`` adding ``alpha`` times the unit ``direction``.
 
-    ``direction``: ``[d_model]`` (added at every hook point of ``preset``, a preset name or a
-    list of hook names) or ``{hook_name: direction}`` (each point its own; ``preset`` unused).
-    ``positions`` / ``last_positions``: as in
-    :func:`ppairs_lens.interventions.ablation.ablation_hooks`, or an int ``p``: every position
-    from ``p`` on, counted in the whole sequence also when a key-value cache holds its start
-    (two more hooks read where each pass starts: :class:`PassOffset`).
-    """
+    ``direction``: ``[d_model]`` (at every hook point of ``preset``) or ``{hook_name:
+    direction}``. ``positions``: as in :func:`~ppairs_lens.interventions.ablation.
+    ablation_hooks`, or an int ``p``: from ``p`` on, also with a cache (:class:`PassOffset`)."""
     _check_positions(positions, last_positions)
     lp = (None if last_positions is None
           else torch.as_tensor(last_positions, dtype=torch.long).reshape(-1))
@@ -259,10 +242,8 @@ def steer(
     preset: Preset | Sequence[str] = "paper", positions: Positions | int = "all",
     last_positions: Int[Tensor, "batch"] | Sequence[int] | None = None,
 ) -> Iterator:
-    """``with steer(bridge, r, alpha, ["blocks.6.hook_resid_post"]): ...`` runs the model with
-    ``alpha * r / |r|`` added (see :func:`steering_hooks`); hooks removed on exit. Inside,
-    ``bridge.generate(...)`` is steered at every pass, with or without a key-value cache
-    (``positions=p``: from sequence position ``p`` on)."""
+    """``with steer(bridge, r, alpha, ["blocks.6.hook_resid_post"]): ...`` runs the model (and
+    ``generate``, every pass) with ``alpha * r / |r|`` added (:func:`steering_hooks`)."""
     hooks = steering_hooks(bridge, direction, alpha, preset, positions, last_positions)
     with bridge.hooks(fwd_hooks=hooks):
         yield bridge
@@ -300,10 +281,8 @@ def judge_under_steering(
     hooks: Preset | Sequence[str], *, settings: HarvestSettings = HarvestSettings(),
     vectors_per_pass: int | None = None, desc: str = "steered judge",
 ) -> dict[str, np.ndarray | None]:
-    """``{"z", "ld_original", "ld_swapped"}`` per record and vector (``[record, D]``; the
-    swapped one None for statements), each vector added as given (not normalised) at branch
-    position ``j`` of the read-out token at every hook point of ``hooks`` (module doc); a zero
-    row is the unsteered judge."""
+    """:func:`ppairs_lens.interventions.batched.judge_under_directions`, with vector ``j`` added
+    as given (not normalised) at branch ``j``, ``-v`` in the swapped order; zero: unsteered."""
     v = torch.as_tensor(vectors).detach().float()
     if not torch.isfinite(v).all():  # before any prompt is built or run
         raise DirectionError("steering vectors hold NaN or inf (a non-finite coefficient "

@@ -10,7 +10,6 @@ from ppairs_lens.errors import PPairsError
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -31,8 +30,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = None
                         ) -> None:
-    """``safetensors.torch.save_file`` to a temporary name in ``path``'s folder, synced, then
-    renamed: an interrupted save leaves the old file (or none), never a truncated one."""
+    """``safetensors.torch.save_file``, atomically."""
     from safetensors.torch import save_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,10 +50,9 @@ def atomic_save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | No
 def check_output_folder(path: str | Path, what: str,
                         error: type[PPairsError] = PPairsError, *,
                         may_be_read_only: bool = False) -> Path:
-    """Refuse ``path`` as a folder to write into, before any work: an existing file, a path
-    under a file, or a folder (or the nearest existing parent) that cannot be written.
-    ``what`` names it in the error (e.g. ``"--save-probes"``). ``may_be_read_only``: an
-    existing folder need not be writable (a root of finished stores that are only read)."""
+    """Refuse ``path`` as a folder to write into, before any work: a file, a path under a
+    file, or an unwritable folder (or nearest existing parent); ``what`` names it in the error.
+    ``may_be_read_only``: an existing folder need not be writable (stores only read)."""
     path = Path(path)
     near = path
     while not near.exists() and near != near.parent:

@@ -1,6 +1,4 @@
-"""Checksums of saved tensors (one sha256 per tensor, over its raw bytes) and of output files:
-store shards and saved probes record one per tensor when they write and compare it when they
-read, so a flipped byte is refused instead of loaded."""
+"""Checksums of saved tensors and output files, so a flipped byte is refused instead of loaded."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ def tensor_sha256(t: Tensor) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """The sha256 (hex) of a file's bytes: a run records its outputs' so that a re-decision
-    from them refuses one edited since (a spreadsheet's re-save, deleted rows)."""
+    """The sha256 (hex) of a file's bytes: a re-decision from a run's outputs refuses one
+    edited since (a spreadsheet's re-save, deleted rows)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

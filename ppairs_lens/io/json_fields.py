@@ -1,8 +1,6 @@
-"""Reading back a JSON file the package wrote (saved probes' ``metadata.json``, configs, step
-records), which may have been edited or damaged by hand: :func:`read_json_object` and
-:func:`check_fields` refuse the wrong JSON type in one :class:`~ppairs_lens.errors.PPairsError`
-naming the file and the field, never an ``AttributeError`` or ``KeyError`` deep inside whoever
-reads it next.
+"""Reading back a JSON file the package wrote, which may have been edited or damaged by hand:
+the wrong JSON type is refused in one error naming the file and the field, never an
+``AttributeError`` or ``KeyError`` deep inside whoever reads it next.
 """
 
 from __future__ import annotations
@@ -46,8 +44,7 @@ def array_of(check: Callable[[Any], bool], what: str) -> FieldType:
 
 def json_object(text: str, source: str | Path, error: type[PPairsError] = PPairsError
                 ) -> dict[str, Any]:
-    """``text`` parsed as a JSON object; not JSON, or another JSON type, is refused naming
-    ``source``."""
+    """``text`` parsed as a JSON object, else refused naming ``source``."""
     try:
         raw = json.loads(text)
     except ValueError as e:
@@ -60,8 +57,7 @@ def json_object(text: str, source: str | Path, error: type[PPairsError] = PPairs
 def check_fields(raw: Mapping[str, Any], types: Mapping[str, FieldType], source: str | Path,
                  error: type[PPairsError] = PPairsError, required: tuple[str, ...] = ()
                  ) -> None:
-    """Refuse the first field of ``raw`` whose value fails its type in ``types`` (fields not
-    in ``types`` are not checked), or a ``required`` field that is missing."""
+    """Refuse a missing ``required`` field, or the first whose value fails its ``types``."""
     for key in required:
         if key not in raw:
             raise error(f"{source}: field {key!r} is missing")
@@ -73,8 +69,7 @@ def check_fields(raw: Mapping[str, Any], types: Mapping[str, FieldType], source:
 
 def read_json_object(path: str | Path, error: type[PPairsError] = PPairsError
                      ) -> dict[str, Any]:
-    """The JSON object in file ``path``; missing, unreadable, not JSON or another JSON type:
-    refused naming the file."""
+    """The JSON object in file ``path``, else refused naming the file."""
     try:
         text = Path(path).read_text("utf-8")
     except (OSError, UnicodeDecodeError) as e:

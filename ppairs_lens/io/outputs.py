@@ -22,10 +22,8 @@ from ppairs_lens.io.atomic import atomic_write_bytes, atomic_write_text
 
 
 def jsonable(obj: Any, *, keep_nan: bool = False) -> Any:
-    """``obj`` as JSON data: dataclasses and dicts to dicts (string keys), tuples to lists,
-    paths to strings, numpy / torch scalars to Python numbers. A float NaN becomes ``None``
-    (strict JSON has no NaN), unless ``keep_nan``: then ``json`` writes ``NaN``, which Python
-    reads back (for records only this package reads, where a missing value must stay NaN)."""
+    """``obj`` as JSON data. A float NaN becomes ``None`` (strict JSON has no NaN), unless
+    ``keep_nan`` (records only this package reads, where a missing value must stay NaN)."""
     if is_dataclass(obj) and not isinstance(obj, type):
         obj = asdict(obj)
     if isinstance(obj, dict):
@@ -53,9 +51,7 @@ def config_record(config: Any) -> dict:
 
 
 def load_config(cls, path: str | Path):
-    """Rebuild a config dataclass from a saved ``*.config.json``: nested config records (e.g.
-    ``settings``) rebuilt as their own dataclasses; a field the dataclass lacks is refused
-    naming the file."""
+    """Rebuild a config dataclass (nested ones too) from a saved ``*.config.json``."""
     from ppairs_lens.io.json_fields import check_fields, json_object
 
     try:
@@ -74,8 +70,7 @@ def load_config(cls, path: str | Path):
 
 
 def config_from_data(cls, data: dict):
-    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples); a key that is
-    no field of ``cls`` is a TypeError naming it."""
+    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples)."""
     hints = typing.get_type_hints(cls)  # an unresolvable annotation is an error, not a dict
     unknown = sorted(set(data) - {f.name for f in fields(cls)})
     if unknown:
@@ -102,9 +97,8 @@ def _record_type(hint) -> type | None:
 
 
 def run_environment() -> dict[str, Any]:
-    """What a run's numbers depend on beyond its config: package versions, the thread count
-    and the CPU's kernels (a judge's ties are settled by a stated rule, the rest of a float's
-    last bits are not)."""
+    """What a run's numbers depend on beyond its config (a judge's ties are settled by a
+    stated rule, the rest of a float's last bits are not)."""
     from importlib.metadata import PackageNotFoundError, version
 
     import torch
@@ -126,8 +120,7 @@ def run_environment() -> dict[str, Any]:
 
 
 def _cpu() -> dict[str, Any]:
-    """The processor as Linux names it (None without /proc/cpuinfo) and its core count: two
-    hosts whose numbers differ at float noise are told apart by it."""
+    """The processor and its core count: tells apart hosts whose numbers differ at float noise."""
     try:
         text = Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
     except OSError:
@@ -147,13 +140,10 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 
 def write_csv(path: str | Path, rows: list[dict]) -> Path:
-    """Rows of dicts as CSV (columns in first-seen order), written atomically."""
+    """Rows of dicts as CSV (columns in first-seen order)."""
     path = Path(path)
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
     w.writeheader()
     for r in rows:
         w.writerow({k: jsonable(v) for k, v in r.items()})
@@ -166,12 +156,10 @@ def save_config(out_dir: str | Path, name: str, config: Any) -> Path:
 
 
 def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -> list[Path]:
-    """Save a matplotlib figure as PNG (README) and SVG (papers), each atomically, and its
-    caption (``ppairs_lens.io.plotting.caption``) as ``<name>.md`` beside them. A ``preview``
-    (``--quick``) saves the PNG only (an SVG costs ~0.5-1.5 s a figure, and a preview's numbers
-    go into no paper) and removes an SVG of that name left by an earlier run. SVG text stays
-    text (``svg.fonttype``: editable, ~1.4x faster to save than glyphs drawn as paths on a
-    1,000-label heatmap; a viewer without DejaVu Sans substitutes a font)."""
+    """Save a figure as PNG (README) and SVG (papers), and its caption as ``<name>.md``. A
+    ``preview`` (``--quick``) saves the PNG only (an SVG costs ~0.5-1.5 s, and a preview goes
+    into no paper), removing an older SVG. SVG text stays text (editable, ~1.4x faster to save
+    than paths on a 1,000-label heatmap)."""
     from matplotlib import rc_context
 
     from ppairs_lens.io.plotting import STYLE, figure_caption

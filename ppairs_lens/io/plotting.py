@@ -35,20 +35,18 @@ CAPTION_ATTR = "ppairs_caption"
 
 
 def caption(fig, text: str) -> None:
-    """A figure's caption: model, data and settings, so a figure stands alone. Kept with the
-    figure and written beside it as ``<name>.md`` by ``save_figure``, never drawn into the
-    image (a journal sets its own caption; text inside the image cannot be edited)."""
+    """A figure's caption (model, data, settings), written beside it as ``<name>.md``, never
+    drawn into the image (a journal sets its own; text inside an image cannot be edited)."""
     setattr(fig, CAPTION_ATTR, " ".join(text.split()))
 
 
 def figure_caption(fig) -> str | None:
-    """The caption :func:`caption` gave ``fig`` (None: none)."""
     return getattr(fig, CAPTION_ATTR, None)
 
 
 def wrapped(text: str, width: int) -> str:
-    """``text`` broken into lines of at most ``width`` characters (at spaces, ``-``, ``_``
-    and ``/`` too: file-derived names have no spaces), so a subplot's title fits its axes."""
+    """``text`` in lines of at most ``width`` characters, broken at ``-``, ``_`` and ``/`` too
+    (file-derived names have no spaces)."""
     import re
 
     lines, line = [], ""
@@ -63,9 +61,8 @@ def wrapped(text: str, width: int) -> str:
 
 
 def legend_outside(fig, axes, *, ncol: int | None = None) -> None:
-    """One legend for the whole figure, below every axes (handles deduplicated by label), so
-    no legend covers data. Call after the axes are drawn, before saving; the figure is laid
-    out with the legend's room (``bbox_inches="tight"`` keeps it in the saved file)."""
+    """One legend for the whole figure, below every axes, so no legend covers data. Call
+    after the axes are drawn, before saving."""
     seen: dict[str, object] = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):

@@ -1,23 +1,17 @@
 """Frozen records as JSON data and back: what a study step hands the next.
 
-A study's steps pass records (frozen dataclasses), never loose dicts or strings. Each step's
-result is remembered as JSON (:class:`~ppairs_lens.io.step_cache.StepCache`):
-:func:`record_data` writes a record as JSON data, and :func:`record_from_data` rebuilds it
-from the type the step declares (its return annotation), so a reused step hands on the same
-record type, with the same numbers, as a fresh one. Both directions are one `cattrs
-<https://catt.rs>`_ converter (:data:`CONVERTER`); ours is only what JSON lacks:
+A study's steps pass frozen dataclasses, remembered as JSON
+(:class:`~ppairs_lens.io.step_cache.StepCache`) and rebuilt from the type the step declares, so a
+reused step hands on the same record, with the same numbers, as a fresh one. Both directions
+are one `cattrs <https://catt.rs>`_ converter (:data:`CONVERTER`); ours is only what JSON lacks:
 
 * a table row's field that this row does not have holds :data:`ABSENT`, left out of the row's
   data and restored from the field's default;
 * a field whose JSON key cannot be a Python name (``frac_abs_cos_above_0.7``) declares that
   key as ``field(metadata={JSON_KEY: "..."})``;
-* JSON's own values are kept as they are (an int where a float is declared becomes one, a NaN
-  stays a NaN, a null where a float is declared is the NaN ``summary.json`` wrote as null);
-  a value of another type is refused, never coerced; numpy arrays are lists; a mapping's int
-  keys, strings in JSON, are ints again.
-
-:class:`StepRows` is a step's table as such rows; its ``table()`` is the step's CSV. Data
-that does not fit is refused in one line naming the field.
+* JSON's own values are kept (an int where a float is declared becomes one, a null there is
+  the NaN ``summary.json`` wrote as null); another type is refused, never coerced; numpy arrays
+  are lists; a mapping's int keys, strings in JSON, are ints again.
 """
 
 from __future__ import annotations
@@ -91,10 +85,6 @@ def _own_union(hint: Any) -> bool:
     return Absent in args or all(a in _PRIMITIVES for a in args)
 
 
-def _record(cls: type) -> bool:
-    return isinstance(cls, type) and is_dataclass(cls)
-
-
 def _object(v: Any, what: str = "an object") -> Mapping:
     if not isinstance(v, Mapping):
         raise TypeError(f"expected {what}, got {type(v).__name__}")
@@ -113,9 +103,8 @@ def _int_key(k: Any) -> int:
 
 
 def _primitive(v: Any, types_: tuple[type, ...]) -> Any:
-    """``v`` where it is one of ``types_`` (JSON's own values; an int read as a float where
-    a float is declared; a numpy scalar as the Python value it holds), else refused naming
-    what it is."""
+    """``v`` where it is one of ``types_`` (an int as a float where a float is declared, a
+    numpy scalar as its Python value), else refused."""
     if isinstance(v, np.generic):
         v = v.item()
     if type(v) is int and float in types_ and int not in types_:
@@ -150,7 +139,8 @@ def _converter() -> cattrs.Converter:
             f.name: override(rename=_key(f)) for f in fields(cls) if JSON_KEY in f.metadata})
 
         return lambda v, t: build(_object(v, f"an object of {cls.__name__}'s fields"), t)
-    c.register_structure_hook_factory(_record, structure_record)
+    c.register_structure_hook_factory(lambda t: isinstance(t, type) and is_dataclass(t),
+                                      structure_record)
 
     def mapping(hint: Any):
         """A mapping with int keys: JSON wrote them as strings."""
@@ -175,26 +165,22 @@ def _converter() -> cattrs.Converter:
     return c
 
 
-#: The one converter between records and JSON data.
 CONVERTER = _converter()
 
 
 def record_data(obj: Any) -> Any:
-    """``obj`` as JSON data: a record's fields by JSON key (those holding :data:`ABSENT` left
-    out), arrays and tuples as lists, mapping keys as strings; a NaN stays a NaN."""
+    """``obj`` as JSON data (fields holding :data:`ABSENT` left out; a NaN stays a NaN)."""
     return CONVERTER.unstructure(obj)
 
 
 def is_record_type(hint: Any) -> bool:
-    """Whether ``hint`` is a frozen dataclass."""
     params = getattr(hint, "__dataclass_params__", None)
     return isinstance(hint, type) and is_dataclass(hint) and bool(params and params.frozen)
 
 
 def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
-    """The value of type ``hint`` that :func:`record_data` wrote as ``data`` (lists back to
-    tuples or arrays where declared, a missing field at its default); data that does not fit
-    is refused in one line naming the field (``where``)."""
+    """The value of type ``hint`` that :func:`record_data` wrote as ``data``; data that does
+    not fit is refused in one line naming the field (``where``)."""
     if hint is None or hint is Any or hint is object:
         return data
     try:
@@ -209,10 +195,9 @@ def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
 
 
 def _cell(text: str, hint: Any) -> Any:
-    """A CSV cell as the field ``hint`` declares it: an empty cell is None where the field
-    may be None, else :data:`ABSENT` where the row may lack it, else a NaN where it is a float
-    (each is written empty, so a NaN or an empty text in a field the row may lack reads back
-    as ABSENT); else the text read as the field's type."""
+    """A CSV cell as ``hint`` declares it. An empty cell is None, else :data:`ABSENT`, else a
+    NaN, as the field allows (each is written empty, so a NaN or empty text in a field the row
+    may lack reads back as ABSENT)."""
     args = set(typing.get_args(hint)) if _is_union(hint) else {hint}
     if text == "":
         if type(None) in args:
@@ -232,9 +217,7 @@ def _cell(text: str, hint: Any) -> Any:
 
 def rows_from_csv(row_type: type, path) -> list[dict]:
     """A CSV table written from ``row_type`` records, as their data for
-    :func:`record_from_data` (each cell read by :func:`_cell`; a column no row had, or an
-    empty cell in a field the row may lack, left out: ABSENT there). A file that cannot be
-    read, a column missing or a cell that does not fit is refused naming file, row and field."""
+    :func:`record_from_data`; what does not fit is refused naming file, row and field."""
     import csv
 
     hints = typing.get_type_hints(row_type)
@@ -261,8 +244,7 @@ def rows_from_csv(row_type: type, path) -> list[dict]:
 
 
 def _said(exc: BaseException, hint: Any) -> str:
-    """What was wrong with one value: our own messages and cattrs' as they are written
-    (a tuple of the wrong length says so), cattrs' wording for the rest."""
+    """What was wrong with one value: our own messages as written, else cattrs' wording."""
     if isinstance(exc, (TypeError, ValueError)) and exc.args and isinstance(exc.args[0], str):
         return exc.args[0]
     return cattrs.v.format_exception(exc, hint)
@@ -280,26 +262,22 @@ class StepRows:
 
     @classmethod
     def from_data(cls, data: list):
-        """The record :meth:`data` wrote (``summary.json``'s section)."""
         return record_from_data(cls, {"rows": data}, cls.__name__)
 
     @classmethod
     def read_csv(cls, path):
-        """The record whose :meth:`table` was written to the CSV file ``path`` (by this
-        version), as :func:`rows_from_csv` reads it; a table of one row record only (which
-        record a row of several kinds was cannot be told from its cells)."""
+        """The record whose :meth:`table` was written to ``path``; one row record only (which
+        kind a row of several was cannot be told from its cells)."""
         if _is_union(cls.row_type()):
             raise PPairsError(f"{cls.__name__} holds rows of several kinds: its CSV cannot be "
                               "read back into them")
         return cls.from_data(rows_from_csv(cls.row_type(), path))
 
     def data(self) -> list[dict]:
-        """The rows as the summary writes them: each with the columns it has, in order."""
         return [record_data(r) for r in self.rows]
 
     def table(self) -> list[dict]:
-        """The rows as one table (the step's CSV): every column some row has, in its row
-        record's order, empty where a row does not have it."""
+        """The step's CSV: every column some row has, in row-record order."""
         rows = self.data()
         have = {k for r in rows for k in r}
         cols = [c for t in typing.get_args(self.row_type()) or (self.row_type(),)

@@ -1,9 +1,8 @@
 """Where finished analysis steps are remembered, so a rerun or an interrupted run skips them.
 
-A step's record holds its JSON result and a key: a digest of everything the step depends on
-(its inputs, the fingerprints of the stores it reads, the source code of the packages the
-caller names). A later run with the same key, whose output files are all still there, takes
-the result; any change (a config field, a store's data, a line of code) recomputes the step.
+A step's record holds its JSON result and a key: a digest of its inputs (store fingerprints
+included) and the named packages' source. A later run with the same key, whose output files
+are all still there, takes the result; any change recomputes the step.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from ppairs_lens.io.atomic import atomic_write_text
 
 @cache
 def code_digest(*packages: str) -> str:
-    """Digest of the Python sources of the named importable packages (a code change must
-    invalidate remembered results)."""
+    """Digest of the named packages' Python sources (a code change invalidates results)."""
     h = hashlib.sha256()
     for name in packages:
         root = Path(importlib.import_module(name).__file__).resolve().parent
@@ -42,8 +40,7 @@ class StepCache:
         self.code_packages = tuple(code_packages)
 
     def key(self, name: str, **inputs: Any) -> str:
-        """A digest of ``name``, ``inputs`` and the source of ``code_packages`` (none named:
-        the inputs alone, for a step keyed by everything its result depends on)."""
+        """A digest of ``name``, ``inputs`` and the source of ``code_packages`` (if any)."""
         code = code_digest(*self.code_packages) if self.code_packages else None
         blob = json.dumps({"step": name, "inputs": jsonable(inputs, keep_nan=True),
                            "code": code},
@@ -62,8 +59,7 @@ class StepCache:
         return rec if isinstance(rec, dict) and "result" in rec else {}
 
     def has(self, name: str, key: str) -> bool:
-        """Whether :meth:`run` would reuse step ``name`` under ``key`` (its output files
-        aside): a run's plan can leave it out of its cost."""
+        """Whether :meth:`run` would reuse step ``name`` (its output files aside)."""
         return self._record(name).get("key") == key
 
     def run(self, name: str, key: str, fn: Callable[[], Any],

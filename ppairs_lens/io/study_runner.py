@@ -1,11 +1,9 @@
 """The runner of a study's steps: one output folder, timings, progress, reuse of finished steps.
 
-A study (the main job, ``analyses.replication.run``) is a list of steps, each remembered in
-the output folder (:class:`ppairs_lens.io.step_cache.StepCache`) under a key of its inputs
-and the code, so an interrupted or repeated study redoes only what changed. Each step prints
-a line with its time and, where it says what it counts (``units``: pairs, prompts), its rate;
-:meth:`StudyRunner.close` prints every step's share, so the log of a long run shows where its
-time went even when the run is cut off.
+Each step is remembered in the output folder (:class:`ppairs_lens.io.step_cache.StepCache`)
+under a key of its inputs and the code, so an interrupted or repeated study redoes only what
+changed. Each step prints its time and rate; :meth:`StudyRunner.close` prints every step's
+share, so the log of a long run shows where its time went even when it is cut off.
 """
 
 from __future__ import annotations
@@ -23,15 +21,13 @@ from ppairs_lens.io.step_cache import StepCache
 
 __all__ = ["StudyRunner", "Units", "declared_result"]
 
-#: What a step did, for its rate: ``(count, "pairs")``, or a function of the step's result
-#: giving that (a count known only afterwards, e.g. the prompts a judge study ran); None or a
-#: count of 0 prints no rate (a step reused from the cache did no work).
+#: What a step did, for its rate: ``(count, "pairs")``, or a function of its result giving that;
+#: None or a count of 0 prints no rate.
 Units = Union[tuple[float, str], Callable[[Any], Union[tuple[float, str], None]], None]
 
 
 def declared_result(fn: Callable[[], Any]) -> Any:
-    """The result type ``fn``'s return annotation declares (resolved in its module), or None
-    where it declares none (a lambda)."""
+    """The result type ``fn``'s return annotation declares, or None (a lambda)."""
     return typing.get_type_hints(fn).get("return") if callable(fn) else None
 
 
@@ -67,8 +63,7 @@ class StudyRunner:
                 + (f", {self.rates[name]}" if name in self.rates else "")
                 + f", {100 * share:.0f}% of the run so far")
         self.bar.set_postfix_str(said)
-        # A line per step too: the bar shows only the last, and a log (a long run on a
-        # lent machine, CI) keeps every step's time even when the run is cut off.
+        # A line per step too: the bar shows only the last.
         tqdm.write(f"[{self.desc}] {said}")
         self.bar.update(1)
 
@@ -82,10 +77,9 @@ class StudyRunner:
     def step(self, name: str, fn: Callable[[], Any], outputs: tuple[str, ...] = (),
              units: Units = None, result_type: Any = None, **inputs: Any) -> Any:
         """``fn()``'s result, or the remembered one when ``inputs``, the code and every file
-        of ``outputs`` (names inside ``out``) are as when it last finished. A step that
-        declares its result (``def fn() -> Record``, or ``result_type`` for a ``fn`` that
-        cannot, a ``functools.partial``) is handed on rebuilt as that type, fresh or reused
-        alike; an undeclared one as its JSON data."""
+        of ``outputs`` are as when it last finished. A declared result (``def fn() -> Record``,
+        or ``result_type`` for a ``functools.partial``) is rebuilt as that type, fresh or
+        reused alike; an undeclared one is its JSON data."""
         t0 = time.perf_counter()
         hint = result_type if result_type is not None else declared_result(fn)
         run = fn if hint is None else (lambda: record_data(fn()))

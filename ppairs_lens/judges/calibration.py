@@ -1,22 +1,15 @@
 """From a judge's two choice logits to P(item 1 preferred): log-odds and swap calibration.
 
-A prompted judge answers "... is Choice " with a next-token distribution. Its answer is read as
-the log-odds ``ld = logit(choice 1) - logit(choice 2)``
-(:func:`ppairs_lens.activations.few_logits.choice_logodds`, float64: it lives with the logits
-it reads, so that a harvest computes the judge's answer too); P(choice 1) is ``sigmoid(ld)``,
-the softmax over the two choice logits alone (:func:`choice_probability`).
+A prompted judge's answer is the float64 log-odds ``ld = logit(choice 1) - logit(choice 2)``
+(:func:`ppairs_lens.activations.few_logits.choice_logodds`, beside the logits it reads so that
+a harvest computes it too); P(choice 1) = ``sigmoid(ld)``, the softmax over those two alone.
 
-LLM judges favour one position, so a comparison is also asked with its items swapped. The two
-answers are combined in log-odds (:func:`swap_calibrated_logodds`):
-``z = (ld_original - ld_swapped) / 2`` and P(item 1 preferred) = ``sigmoid(z)``. A constant
-position bias ``b`` (``ld = s + b`` in one order, ``-s + b`` in the other) cancels exactly and
-the item difference ``s`` is kept at full scale. (Averaging probabilities instead shrinks every
-answer of a judge that is sure of one position towards 0.5, and the shrinkage changes whenever
-the bias does, e.g. under an ablation.) :func:`swap_calibrate` (probabilities in, via clipped
-logits) and :func:`swap_calibrated` (wrapping a comparator) apply the same rule; every judge,
-comparator and ranking comparison calibrates through this module only.
-:func:`judge_diagnostics` reports how far a judge decides: its position bias and how often its
-raw answer is the same position in both orders.
+LLM judges favour one position, so a comparison is also asked with its items swapped, and the
+answers combine in log-odds: ``z = (ld_original - ld_swapped) / 2``, P(item 1) =
+``sigmoid(z)``. A constant position bias ``b`` (``ld = s + b``, then ``-s + b``) cancels
+exactly and ``s`` keeps its full scale. (Averaging probabilities instead shrinks every answer
+of a judge sure of one position towards 0.5, by an amount that changes with the bias, e.g.
+under an ablation.) Every judge, comparator and ranking comparison calibrates through here.
 """
 
 from __future__ import annotations
@@ -67,31 +60,23 @@ def sigmoid(z: P) -> P:
 
 
 def swap_calibrated_logodds(ld_original: P, ld_swapped: P) -> P:
-    """Calibrated log-odds of item 1 preferred: ``z = (ld_original - ld_swapped) / 2``.
-
-    ``ld_original`` is logit(choice 1) - logit(choice 2) with the items as given,
-    ``ld_swapped`` the same with the items swapped. ``z(a, b) = -z(b, a)`` and ``z(a, a) = 0``;
-    P(item 1 preferred) = ``sigmoid(z)``; ``|z| <`` :data:`TIE_LOGODDS` is a tie, ``z = 0``.
-    """
+    """Calibrated log-odds of item 1 preferred, ``z = (ld_original - ld_swapped) / 2``:
+    ``z(a, b) = -z(b, a)``, ``z(a, a) = 0``; ``|z| <`` :data:`TIE_LOGODDS` is a tie, ``z = 0``."""
     z = (np.asarray(ld_original, dtype=np.float64) - np.asarray(ld_swapped, dtype=np.float64)) / 2
     z = np.where(np.abs(z) < TIE_LOGODDS, 0.0, z)      # a tie by rule (TIE_LOGODDS)
     return float(z) if np.ndim(z) == 0 else z
 
 
 def swap_calibrate(p_original: P, p_swapped: P) -> P:
-    """P(item 1 preferred) from both presentation orders' P(first position preferred):
-    ``sigmoid(swap_calibrated_logodds(logit(p_original), logit(p_swapped)))``.
-
-    Antisymmetric (``p'(a, b) + p'(b, a) = 1``, ``p'(a, a) = 0.5``); a constant position bias
-    in log-odds cancels exactly. Probabilities go through clipped logits (:data:`LOGIT_EPS`);
-    callers that have the logits should use :func:`swap_calibrated_logodds` on them.
-    """
+    """P(item 1 preferred) from both orders' P(first position preferred), through clipped
+    logits (:data:`LOGIT_EPS`): callers that have the logits should use
+    :func:`swap_calibrated_logodds` on them."""
     return sigmoid(swap_calibrated_logodds(logit(p_original), logit(p_swapped)))
 
 
 def swap_calibrated(fn: Comparator) -> Comparator:
-    """The comparator ``p'(a, b) = swap_calibrate(fn(a, b), fn(b, a))`` (position-swap
-    calibration of any comparator, in log-odds; asks ``fn(a, b)`` first)."""
+    """The comparator ``p'(a, b) = swap_calibrate(fn(a, b), fn(b, a))`` (asks ``fn(a, b)``
+    first)."""
 
     def calibrated(a: Hashable, b: Hashable) -> float:
         return float(swap_calibrate(float(fn(a, b)), float(fn(b, a))))
@@ -101,24 +86,22 @@ def swap_calibrated(fn: Comparator) -> Comparator:
 
 def choice_probability(logits: Float[Tensor, "pair n_ids"], columns: Int[Tensor, "pair 2"]
                        ) -> Float[np.ndarray, "pair"]:
-    """P(first choice) per prompt: softmax (in float64) over its two choice logits only."""
+    """P(first choice) per prompt: float64 softmax over its two choice logits only."""
     return sigmoid(choice_logodds(logits, columns))
 
 
 def judge_diagnostics(res: Any, labels: Sequence[int] | None = None) -> dict[str, Any]:
-    """How far a prompted judge decides, from a result with ``ld_original`` / ``ld_swapped``
-    (:class:`ppairs_lens.judges.zero_shot.ZeroShotResult`).
+    """How far a prompted judge decides, from a
+    :class:`~ppairs_lens.judges.zero_shot.ZeroShotResult`.
 
-    * ``position_bias_logodds``: mean of ``(ld_original + ld_swapped) / 2``, the log-odds the
-      judge gives choice 1 whatever the items (0: no bias; statements: mean raw log-odds of
-      " True");
-    * ``p_first_choice``: mean P(choice 1) over all prompts run (both orders);
-    * ``same_raw_answer_share``: share of records whose raw answer (sign of ``ld``) names the
-      same position in both orders, i.e. the items did not decide it (None for statements);
-    * ``first_answer_share``: share of prompts answered "choice 1";
-    * ``z_abs_mean``: mean ``|z|``, how strongly the calibrated judge decides;
-    * with ``labels`` (1 / 2 / 0 tie, records' own order): uncalibrated accuracy per order
-      (``accuracy_original``, ``accuracy_swapped``) and ``accuracy_calibrated``, ties left out.
+    ``position_bias_logodds``: mean ``(ld_original + ld_swapped) / 2``, the log-odds given
+    choice 1 whatever the items (statements: mean raw log-odds of " True"); ``p_first_choice``:
+    mean P(choice 1) over all prompts run (both orders); ``same_raw_answer_share``: records
+    whose raw answer names the same position in both orders, i.e. the items did not decide it
+    (None for statements); ``first_answer_share``: prompts answered "choice 1"; ``z_abs_mean``:
+    how strongly the calibrated judge decides; with ``labels`` (1 / 2 / 0 tie, in the records'
+    order): ``accuracy_original`` / ``accuracy_swapped`` (uncalibrated, per order) and
+    ``accuracy_calibrated``, ties left out.
     """
     ld_o = np.asarray(res.ld_original, dtype=np.float64)
     ld_s = None if res.ld_swapped is None else np.asarray(res.ld_swapped, dtype=np.float64)

@@ -1,31 +1,21 @@
 """Preferences on demand: comparators that run the model only for the pairs a sort asks about.
 
-A PAIRS merge sort of ``n`` items asks about ``n log n`` pairs, one at a time, and which pairs
-it asks depends on earlier answers. So instead of harvesting every pair of a context up front
-(``n^2``), a comparator builds and runs a pair's prompt when it is first asked for, and caches
-the answer per *ordered* pair (``(a, b)`` and ``(b, a)`` are different prompts):
-:class:`ProbeComparator` applies a fitted probe to the pair's harvested read-out (PPairS),
-:class:`ZeroShotComparator` reads the model's own answer (the prompted baseline). Both are
-callables ``compare(a, b) -> P(a preferred over b)`` on item ids, so they plug into
-:func:`ppairs_lens.ranking.merge_sort.merge_sort`, ``beam_merge_sort`` and
-:func:`ppairs_lens.ranking.insertion.insertion_score` unchanged. ``calibrate=True`` asks both
-orders of each pair, in one batch, and combines them in log-odds
-(:func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`).
+A merge sort of ``n`` items asks about ``n log n`` pairs, which ones depending on earlier
+answers; so instead of harvesting all ``n^2`` up front, a comparator runs a pair's prompt when
+first asked and caches the answer per *ordered* pair (``(a, b)`` and ``(b, a)`` are different
+prompts): :class:`ProbeComparator` applies a fitted probe to the pair's read-out (PPairS),
+:class:`ZeroShotComparator` reads the model's own answer. Both are ``compare(a, b) -> P(a
+preferred over b)`` on item ids, as the sorts of :mod:`ppairs_lens.ranking` take. ``n_rows``
+counts prompts run (one per ordered pair), ``n_tokens`` the tokens fed through the model, a
+context shared through the :class:`~ppairs_lens.judges.context_cache.ContextKV` counted once.
 
-Cost (what analyses report): ``n_rows`` counts prompts run through the model, one per ordered
-pair (a harvest reads the prompt's two final tokens, "1" and "2", from one run of its prefix);
-``n_tokens`` counts the tokens actually fed through the model, shared context included once.
-Speed: ``prefetch(pairs)`` evaluates any list of pairs in one batch, and the prompts run
-through a :class:`ppairs_lens.judges.context_cache.ContextKV`, which keeps each context's
-key-value cache across calls. :func:`run_lockstep` runs many tasks (one sort per context, or one
-insertion per test item), each the unchanged function of :mod:`ppairs_lens.ranking`, in
-threads that block on the comparator; whenever every unfinished task is waiting for a
-comparison, all their pairs are evaluated in one batch. A round holds one pair per unfinished
-task, or the several pairs a task announces at once (``compare.prefetch(pairs)``: an insertion
-step's ``k`` references, known before any of them is compared, whose prompts then share the
-item's part in the batch); results are exactly those of running the tasks one by one. Not
-done: speculative prefetching of the comparisons a merge *might* ask next; within one merge
-the comparisons are inherently sequential.
+:func:`run_lockstep` runs many tasks (one sort per context, or one insertion per test item),
+each the unchanged ranking function, in threads that block on the comparator; whenever every
+unfinished task waits, all their pairs run in one batch: one pair per task, or the several a
+task announces (``compare.prefetch(pairs)``: an insertion step's ``k`` references, whose
+prompts then share the item's part). Results are exactly those of running the tasks one by
+one. Comparisons within one merge are inherently sequential, so none is prefetched on
+speculation.
 """
 
 from __future__ import annotations
@@ -82,12 +72,11 @@ def dataset_meta(meta: Dataset | Mapping[str, Any]) -> Dataset:
 class BatchComparator:
     """``compare(a, b) -> P(a preferred over b)`` evaluated in batches, cached per ordered pair.
 
-    Subclasses implement :meth:`_evaluate` (P(first item preferred) for a list of ordered
-    pairs, as presented), or :meth:`_evaluate_both` where they read log-odds directly.
-
-    Cost counters: ``n_rows`` prompts run (ordered pairs evaluated), ``n_batches`` model calls,
-    ``n_calls`` comparisons asked, ``seconds`` spent evaluating. ``raw`` maps each evaluated
-    ordered pair to its uncalibrated probability, ``logodds`` to its log-odds.
+    Subclasses implement :meth:`_evaluate` (P(first item preferred) per ordered pair), or
+    :meth:`_evaluate_both` where they read log-odds directly. Cost counters: ``n_rows``
+    prompts run, ``n_batches`` model calls, ``n_calls`` comparisons asked, ``seconds`` spent
+    evaluating. ``raw`` / ``logodds``: each evaluated ordered pair's uncalibrated probability
+    and log-odds.
     """
 
     def __init__(self, items: Mapping[Hashable, ScoredItem | str], *, calibrate: bool = False):
@@ -107,8 +96,8 @@ class BatchComparator:
 
     def _evaluate_both(self, pairs: list[tuple[Hashable, Hashable]]
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """P(first item preferred) and its log-odds per ordered pair: by default
-        :meth:`_evaluate`'s probabilities (checked) and their (clipped) logits."""
+        """P(first item preferred) and its log-odds per ordered pair (default: from
+        :meth:`_evaluate`, checked, via clipped logits)."""
         p = np.asarray(self._evaluate(pairs), dtype=np.float64)
         if p.shape != (len(pairs),) or not np.all((p >= 0) & (p <= 1)):
             raise PPairsError(f"{type(self).__name__} produced invalid probabilities "
@@ -236,16 +225,11 @@ class _PromptComparator(BatchComparator):
 class ProbeComparator(_PromptComparator):
     """PPairS preferences on demand: a fitted probe applied to freshly harvested pairs.
 
-    ``probe`` is a fitted single-layer probe (:func:`ppairs_lens.probes.estimators.make_probe`)
-    or anything with ``predict_proba(acts [n, 2, d]) -> [n, 2]``; ``layer`` indexes the
-    harvest's read-outs (:func:`ppairs_lens.models.hook_points.hook_points` ``"paper"``: blocks
-    ``0..L-1``, then the final norm), i.e. the same index as ``harvest_pairs(...)[:, :, layer]``
-    the probe was fitted on.
-    ``items`` maps item ids to :class:`ScoredItem` (text, context) or plain text (no
-    context); two compared items must share their context. ``dataset_meta`` gives the
-    question (:func:`dataset_meta`). Only the probe's read-out is computed and kept:
-    ``acts[(a, b)]`` is the ``[2, d]`` activation of the ordered pair; the passes stop after
-    its block (the runner's ``stop_after_reads``, a :class:`ContextKV`'s default).
+    ``probe``: anything with ``predict_proba(acts [n, 2, d]) -> [n, 2]``; ``layer``: the
+    index into the harvest's read-outs it was fitted on (``harvest_pairs(...)[:, :, layer]``).
+    ``items`` maps item ids to :class:`ScoredItem` or plain text; two compared items must
+    share their context. Only the probe's read-out is computed (the passes stop after its
+    block) and kept: ``acts[(a, b)]`` is the ordered pair's ``[2, d]`` activation.
     """
 
     def __init__(self, bridge, probe, layer: int, items: Mapping[Hashable, ScoredItem | str],
@@ -282,11 +266,8 @@ class ProbeComparator(_PromptComparator):
 
 
 class ZeroShotComparator(_PromptComparator):
-    """The prompted judge on demand: softmax of the two choice logits after "... is Choice ".
-
-    Same prompts as :class:`ProbeComparator` and as :func:`ppairs_lens.judges.zero_shot.zero_shot`
-    (whose numbers it reproduces); position-calibrated by default (two rows per comparison).
-    """
+    """The prompted judge on demand, :func:`ppairs_lens.judges.zero_shot.zero_shot`'s numbers;
+    position-calibrated by default (two rows per comparison)."""
 
     def __init__(self, bridge, items: Mapping[Hashable, ScoredItem | str],
                  dataset_meta: Dataset | Mapping[str, Any],
@@ -335,9 +316,8 @@ class _TaskCompare:
 
 def run_lockstep(tasks: Mapping[K, Callable[[Callable[[Hashable, Hashable], float]], T]],
                  comparator: BatchComparator) -> dict[K, T]:
-    """Run ``tasks`` (each ``task(compare) -> result``) in lockstep, their comparisons batched
-    in ``comparator.prefetch``; returns ``{key: result}``. The first exception of a task (or
-    of a batch) is re-raised after all threads have stopped."""
+    """``{key: task(compare)}`` of ``tasks`` run in lockstep; the first exception of a task
+    or a batch is re-raised after all threads have stopped."""
     cond = threading.Condition()
     pending: dict[K, list[tuple[Hashable, Hashable]]] = {}
     results: dict[K, T] = {}

@@ -54,21 +54,14 @@ def context_anchor(tokenizer, prompt_text: str, block: str | None) -> tuple[int,
 class ContextKV:
     """Run prompts from a cache of their shared context prefixes (key-value caches).
 
-    ``run`` reads, like :func:`ppairs_lens.activations.runner.run_branches`, the hook points
-    ``names`` and/or the next-token ``logit_ids`` at each branch token appended to each row's
-    prefix. Each row may name an *anchor*: token ids its prefix starts with (the context
-    part of its prompt). An anchor's key-value cache is computed once and kept for later
-    calls (the ``max_contexts`` most recently used), so later rows only run their own tokens.
-    Rows without an anchor, or whose prefix does not start with it, run through
-    ``run_branches`` (sharing within the call only). Numbers equal an unbatched run of each
-    full prompt (up to float error).
-
-    ``stop_after_reads`` (default): a run that reads only hook points of the first blocks (a
-    probe's read-out) runs those blocks alone (:func:`ppairs_lens.activations.runner.read_depth`:
-    the same numbers, in a fraction of the time); each kept context cache is keyed by its
-    depth too, so a deeper read never continues a shallower cache.
-
-    ``n_tokens`` counts tokens fed through the model; ``n_context_builds`` the anchors run.
+    ``run`` reads what :func:`ppairs_lens.activations.runner.run_branches` reads. A row may
+    name an *anchor*, the token ids its prefix starts with (its prompt's context): its cache
+    is computed once and kept (the ``max_contexts`` most recently used), so later rows run
+    only their own tokens; other rows run through ``run_branches``. Numbers equal an unbatched
+    run of each full prompt (up to float error). ``stop_after_reads``: a read of the first
+    blocks only runs those blocks (the same numbers, in a fraction of the time); caches are
+    keyed by depth too, so a deeper read never continues a shallower cache. ``n_tokens``
+    counts tokens fed through the model; ``n_context_builds`` the anchors run.
     """
 
     def __init__(self, bridge, *, max_contexts: int = 32,
@@ -105,7 +98,7 @@ class ContextKV:
             anchors: Sequence[tuple[int, ...] | None], *, names: Sequence[str] = (),
             logit_ids: Sequence[int] | None = None,
             progress: Callable[[int], None] | None = None) -> BranchOutputs:
-        """Rows read as described above; ``progress(n)`` after each ``n`` rows done."""
+        """The rows' reads; ``progress(n)`` after each ``n`` rows done."""
         n = len(prefixes)
         if n == 0:
             raise ValueError("no rows to run")

@@ -1,20 +1,15 @@
 """A few-shot prompted judge: solved demonstrations as earlier chat turns, then the question.
 
-The zero-shot judge of a small model may barely decide (it answers one position whatever the
-items). The few-shot judge shows ``k`` solved comparisons first, each as a user turn (the same
-comparison prompt) and an assistant turn (the template's answer, "... is Choice 1" or
-"... is Choice 2"; statements: "... is True" / "False"), then asks the test comparison. The
-read-out and the calibration are the zero-shot judge's: the two choice logits after the
-assistant prefix, and both orders of the *test* pair combined in log-odds (the demonstrations
-keep their order). Demonstrations are:
+A small model's zero-shot judge may answer one position whatever the items. The few-shot judge
+first shows ``k`` solved comparisons (a user turn, and the template's answer as the assistant
+turn), then asks the test comparison, read and calibrated as the zero-shot judge is (both
+orders of the *test* pair; the demonstrations keep theirs). Demonstrations are:
 
-* drawn (seeded) from the training records only, never from the evaluated ones, and none
-  shares a leak group (``group_id``, else context, else the pair) or an item (text or id) with
-  an evaluated record;
-* balanced: half answer the first choice (comparisons are presented in the order that gives the
-  wanted answer; statements are drawn half true, half false), in a seeded random order;
-* one prefix for every row: all rows carry the same group key, so prefix sharing
-  (:mod:`ppairs_lens.activations.prefix_sharing`) runs the demonstrations once.
+* drawn (seeded) from the training records only, none sharing a leak group or an item (text
+  or id) with an evaluated record;
+* balanced: half answer the first choice (a comparison is presented in the order that gives
+  the wanted answer; statements are drawn half true), in a seeded random order;
+* one prefix for every row (one group key), so prefix sharing runs them once.
 """
 
 from __future__ import annotations
@@ -84,18 +79,9 @@ def _answer(rec: Comparison | Statement) -> int:
     return 0 if rec.label == ITEM1 else 1
 
 
-def _first_answers(k: int, rng: np.random.Generator) -> int:
-    """How many of ``k`` demonstrations answer the first choice: half (odd ``k``: a coin
-    decides the extra one)."""
-    return k // 2 + (int(rng.integers(2)) if k % 2 else 0)
-
-
 def select_demos(train: Dataset, evaluated: Dataset, *, k: int = 4, seed: int = 0) -> list[Demo]:
-    """``k`` balanced demonstrations from ``train`` that share no leak group and no item with
-    any record of ``evaluated`` (ties never used), in a seeded random order.
-
-    Raises :class:`DataError` when ``train`` is of another kind or too few records are left.
-    """
+    """``k`` balanced demonstrations from ``train`` sharing no leak group and no item with
+    ``evaluated`` (ties never used); :class:`DataError` when too few are left."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     if train.kind != evaluated.kind:
@@ -106,7 +92,7 @@ def select_demos(train: Dataset, evaluated: Dataset, *, k: int = 4, seed: int = 
     pool = [r for r, y in zip(train.records, train.labels())
             if y != TIE and record_group(r) not in groups and not (_items(r) & items)]
     rng = np.random.default_rng(seed)
-    n_first = _first_answers(k, rng)
+    n_first = k // 2 + (int(rng.integers(2)) if k % 2 else 0)  # odd k: a coin for the extra one
     if train.kind == "statement":
         by_answer = [[r for r in pool if _answer(r) == a] for a in (0, 1)]
         want = (n_first, k - n_first)
@@ -130,9 +116,8 @@ def select_demos(train: Dataset, evaluated: Dataset, *, k: int = 4, seed: int = 
 
 def build_few_shot_pairs(tokenizer, dataset: Dataset, demos: Sequence[Demo],
                          template: Template | None = None) -> list[ContrastPair]:
-    """Contrast pairs of ``dataset``'s records, each after the same demonstration turns (one
-    prefix-sharing group, :data:`DEMO_GROUP`). Demonstrations are asked with ``dataset``'s
-    question and answered in the template's answer format (assistant prefix + choice)."""
+    """Contrast pairs of ``dataset``'s records, each after the same demonstration turns (asked
+    with ``dataset``'s question, answered as assistant prefix + choice)."""
     template = template or default_template(dataset)
     if (dataset.kind == "statement") != isinstance(template, StatementTemplate):
         raise TemplateError(f"{type(template).__name__} does not fit a {dataset.kind} dataset "
@@ -155,8 +140,8 @@ def build_few_shot_pairs(tokenizer, dataset: Dataset, demos: Sequence[Demo],
 def few_shot_prompts(tokenizer, dataset: Dataset, demos: Sequence[Demo],
                      template: Template | None = None, *, calibrate: bool = True
                      ) -> list[ContrastPair]:
-    """The prompts :func:`few_shot` runs: each record after the demonstrations, then
-    (comparisons, ``calibrate``) each record swapped (the demonstrations unchanged)."""
+    """The prompts :func:`few_shot` runs: each record, then each swapped (comparisons,
+    ``calibrate``)."""
     pairs = build_few_shot_pairs(tokenizer, dataset, demos, template)
     if calibrate and dataset.kind == "comparison":
         pairs += build_few_shot_pairs(tokenizer, swapped_dataset(dataset), demos, template)
@@ -168,14 +153,9 @@ def few_shot(bridge, dataset: Dataset, train_dataset: Dataset, template: Templat
              calibrate: bool = True, hooks: Sequence[Hook] = (),
              final_hooks: Sequence[Hook] = (), settings: HarvestSettings = HarvestSettings()
              ) -> ZeroShotResult:
-    """P(item 1 preferred) per record of ``dataset`` from the few-shot prompted judge.
-
-    ``k`` demonstrations are drawn from ``train_dataset`` (:func:`select_demos`, ``seed``)
-    unless ``demos`` are given. Comparisons are calibrated as the zero-shot judge's: the test
-    pair in both orders (the demonstrations unchanged), ``z = (ld_original - ld_swapped) / 2``.
-    ``hooks`` / ``final_hooks`` / ``settings`` as in
-    :func:`ppairs_lens.judges.zero_shot.zero_shot`.
-    """
+    """P(item 1 preferred) per record of ``dataset`` from the few-shot judge, its ``k``
+    demonstrations drawn from ``train_dataset`` unless ``demos`` are given; other options as
+    in :func:`ppairs_lens.judges.zero_shot.zero_shot`."""
     backend_of(bridge)
     if demos is None:
         demos = select_demos(train_dataset, dataset, k=k, seed=seed)
@@ -190,10 +170,8 @@ def few_shot(bridge, dataset: Dataset, train_dataset: Dataset, template: Templat
 def evaluate_few_shot(bridge, dataset: Dataset, train_dataset: Dataset,
                       template: Template | None = None, *, k: int = 4, seed: int = 0,
                       calibrate: bool = True, **options: Any) -> dict:
-    """Score the few-shot judge on ``dataset`` as
-    :func:`ppairs_lens.judges.zero_shot.evaluate_zero_shot` scores the zero-shot one (metrics,
-    ``p_by_pair``, diagnostics, ``n_rows``), plus ``few_shot``: ``k``, ``seed`` and the
-    demonstrations used (pair ids and answers, 1 = first choice)."""
+    """:func:`ppairs_lens.judges.zero_shot.judge_report` of the few-shot judge, plus
+    ``few_shot``: ``k``, ``seed`` and the demonstrations (pair ids, answers 1 = first choice)."""
     demos = select_demos(train_dataset, dataset, k=k, seed=seed)
     res = few_shot(bridge, dataset, train_dataset, template, demos=demos, calibrate=calibrate,
                    **options)

@@ -1,28 +1,15 @@
 """The judges on the held-out pairs a probe is scored on: prompted, and rating each item.
 
-A probe and a judge are compared *paired*: on the same test pairs of the same split.
-:func:`judge_held_out` rebuilds a store's split from the dataset it was harvested from (ties
-dropped, the ``split_by`` / ``seed`` / ``test_size`` of
-:func:`ppairs_lens.evaluation.store_split.split_store`) and runs on its test pairs each prompted
-judge form asked for (:data:`JUDGE_FORMS`):
+A probe and a judge are compared *paired*, on the same test pairs of the same split:
+:func:`judge_held_out` rebuilds a store's split from its dataset and runs each prompted judge
+form (:data:`JUDGE_FORMS`; the few-shot demonstrations from the training pairs only,
+``few_shot_k=0``: skipped) on its test pairs, or on a seeded subset of whole test contexts. A
+finished form is remembered in ``cache_dir`` under :func:`judge_cache_key` (what the model is
+asked, never the code), so a cut run redoes no finished judge. Each report keeps
+``p_by_pair`` (calibrated P(item 1) per pair id) for the layer sweep.
 
-* ``zero_shot``: the calibrated zero-shot judge
-  (:func:`ppairs_lens.judges.zero_shot.evaluate_zero_shot`);
-* ``few_shot``: the few-shot judge (:func:`ppairs_lens.judges.few_shot.evaluate_few_shot`),
-  whose demonstrations come from the training pairs only (``few_shot_k=0``: skipped).
-
-Each form may be limited to a seeded subset of whole test contexts (``max_pairs``), and each
-finished form is remembered in ``cache_dir`` (a :class:`~ppairs_lens.io.step_cache.StepCache`
-keyed by :func:`judge_cache_key`: the model, the exact prompts the form runs, the judged pair
-ids and the form's settings; not the code, so an unrelated change keeps finished judges), so a
-cut run redoes no finished judge. Each report keeps ``p_by_pair`` (calibrated P(item 1) per
-pair id), which the layer sweep pairs with the probe's answers.
-
-Direct scoring and G-Eval (:func:`score_held_out_sets`) rate each held-out item (a summary
-within its article) once (:func:`ppairs_lens.judges.scoring.score_item_sets`: items of one
-context share its prefix, across a corpus's aspects too, and the contexts of many articles run
-in one pass); a comparison's answer is then the higher score (direct: the most likely score,
-equal scores count half; G-Eval: the probability-weighted score). Items are keyed
+Direct scoring and G-Eval (:func:`score_held_out_sets`) rate each held-out item once; a
+comparison's answer is the higher score (equal scores count half). Items are keyed
 ``context_id/item_id``, so a ranking can read the scores of every item of a context.
 """
 
@@ -65,7 +52,7 @@ JUDGE_FORMS = ("zero_shot", "few_shot")
 def held_out_datasets(store: ActivationStore, dataset: Dataset, *, test_size: float,
                       split_by: str, seed: int) -> tuple[Dataset, Dataset, str]:
     """``(train, test, split_used)``: ``dataset``'s records on each side of the store's split
-    (ties dropped, as every analysis drops them)."""
+    (ties dropped)."""
     return split_records(store.pairs(), dataset, test_size=test_size, split_by=split_by,
                          seed=seed)
 
@@ -82,15 +69,13 @@ JUDGE_CACHE_VERSION = 2  # 2: calibrated answers within TIE_LOGODDS of a tie are
 
 
 def judge_cache(folder: str | Path) -> StepCache:
-    """The step cache of finished judges, keyed by :func:`judge_cache_key` alone (no code
-    digest)."""
+    """The step cache of finished judges (no code digest in its keys)."""
     return StepCache(folder, code_packages=())
 
 
 def prompts_digest(prompts: Sequence[ContrastPair]) -> str:
-    """A digest of exactly what a judge run asks the model: every prompt's token ids (the
-    template's and the demonstrations' text, the records' text, the tokenizer), both choice
-    tokens, pair id and label, in order."""
+    """A digest of exactly what a judge run asks the model: every prompt's token ids (so the
+    template, demonstrations, records and tokenizer), choice tokens, pair id, label and group."""
     h = hashlib.sha256()
     for p in prompts:
         h.update(json.dumps([p.pair_id, list(p.prefix_ids), list(p.final_ids), p.label,
@@ -101,9 +86,8 @@ def prompts_digest(prompts: Sequence[ContrastPair]) -> str:
 def judge_cache_key(cache: StepCache, form: str, *, model: str,
                     prompts: Sequence[ContrastPair], records: Dataset,
                     max_pairs: int | None, k: int, seed: int) -> str:
-    """The key a finished judge form is remembered under: the model, the prompts it runs
-    (:func:`prompts_digest`), the form, the judged pair ids, its settings (limit,
-    demonstrations' number, seed) and :data:`JUDGE_CACHE_VERSION`; not the code."""
+    """The key a finished judge form is remembered under: model, prompts, form, judged pair
+    ids, settings and :data:`JUDGE_CACHE_VERSION`; not the code."""
     return cache.key(form, model=model, prompts=prompts_digest(prompts),
                      pair_ids=[r.pair_id for r in records.records], max_pairs=max_pairs,
                      k=k if form == "few_shot" else None, seed=seed,
@@ -112,9 +96,8 @@ def judge_cache_key(cache: StepCache, form: str, *, model: str,
 
 def form_prompts(tokenizer, form: str, train: Dataset, test: Dataset, template: Template, *,
                  max_pairs: int | None, k: int, seed: int) -> tuple[Dataset, list[ContrastPair]]:
-    """``(records judged, prompts run)`` of one judge form on the held-out side ``test``: the
-    seeded subset of whole contexts it is limited to, and exactly the prompts its run builds
-    (both orders), so its cost can be planned before it runs."""
+    """``(records judged, prompts run)`` of one judge form on ``test``, so its cost can be
+    planned before it runs."""
     part = subsample_by_context(test, max_pairs, seed)
     if form == "zero_shot":
         return part, judge_prompts(tokenizer, part, template)
@@ -126,10 +109,8 @@ def form_prompts(tokenizer, form: str, train: Dataset, test: Dataset, template: 
 
 @dataclass(frozen=True)
 class HeldOutJudgeRun:
-    """The judge forms :func:`judge_held_out` ran on one store's held-out pairs: each form's
-    report (as :func:`ppairs_lens.judges.zero_shot.judge_report`, with ``p_by_pair``; None
-    where it did not run), why the few-shot judge was skipped, which forms came from the
-    cache."""
+    """Each form's :func:`~ppairs_lens.judges.zero_shot.judge_report` (None where it did not
+    run), why the few-shot judge was skipped, and the forms that came from the cache."""
 
     split_used: str
     n_test: int
@@ -147,11 +128,9 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
                    cache_dir: str | Path | None = None,
                    on_done: Callable[[str, HeldOutJudgeRun], None] | None = None
                    ) -> HeldOutJudgeRun:
-    """The judges on the held-out pairs of ``store`` (:class:`HeldOutJudgeRun`).
-    ``forms``: which of :data:`JUDGE_FORMS` run (the others are None); ``max_pairs``: per
-    form, a seeded subset of whole contexts of the test pairs (the judge is paired with the
-    probe on those); ``cache_dir``: finished forms remembered there and reused;
-    ``on_done(form, result)``: called as each form finishes with the result so far."""
+    """The judges on the held-out pairs of ``store``. ``forms``: which of :data:`JUDGE_FORMS`
+    run (the others are None); ``max_pairs``: per form, the size of a seeded subset of whole
+    test contexts; ``on_done(form, result so far)``: as each form finishes."""
     unknown = [f for f in forms if f not in JUDGE_FORMS]
     if unknown:
         raise ValueError(f"unknown judge form(s) {unknown}; known: {', '.join(JUDGE_FORMS)}")
@@ -183,9 +162,8 @@ def judge_held_out(bridge, store: ActivationStore, dataset: Dataset, *,
 def _cached_form(bridge, store: ActivationStore, name: str, form: str, train: Dataset,
                  test: Dataset, template: Template, cache: StepCache | None, kw: dict
                  ) -> tuple[dict, bool]:
-    """``(report, reused)`` of one judge form on ``test``, remembered in ``cache`` under
-    ``name`` and :func:`judge_cache_key` (its prompts built first: a few-shot judge without
-    usable demonstrations raises :class:`DataError` before any model call)."""
+    """``(report, reused)`` of one judge form on ``test``, remembered in ``cache`` (its prompts
+    built first: a few-shot judge without usable demonstrations raises before any model call)."""
     def run() -> dict:
         part = subsample_by_context(test, kw["max_pairs"], kw["seed"])
         if form == "zero_shot":
@@ -205,12 +183,10 @@ def judge_every_pair(bridge, store: ActivationStore, dataset: Dataset, *,
                      forms: Sequence[str] = ("zero_shot",), train: Dataset | None = None,
                      max_pairs: Mapping[str, int | None] | None = None, k: int = 4,
                      seed: int = 0, cache_dir: str | Path | None = None) -> dict:
-    """``{form: report}`` of each judge form of ``forms`` on every untied pair of ``store`` (a
-    shifted set, scored whole, in the store's order; each form limited by ``max_pairs`` to a
-    seeded subset of whole contexts), the few-shot judge's demonstrations drawn from
-    ``train`` (the training files' training records); remembered in ``cache_dir`` as
-    :func:`judge_held_out`'s (as ``<form>_every_pair``). A few-shot judge without usable
-    demonstrations is left out with a warning."""
+    """``{form: report}`` on every untied pair of ``store`` (a shifted set, in the store's
+    order), the few-shot demonstrations drawn from ``train``; otherwise as
+    :func:`judge_held_out` (remembered as ``<form>_every_pair``). A few-shot judge without
+    usable demonstrations is left out with a warning."""
     check_store_matches(bridge, store, dataset)
     template = store_template(store)
     by_id = {r.pair_id: r for r in dataset.records}
@@ -235,11 +211,9 @@ def judge_every_pair(bridge, store: ActivationStore, dataset: Dataset, *,
 
 
 def judge_entry(result: HeldOutJudgeRun) -> dict:
-    """One dataset's :func:`judge_held_out` result as a study keeps it (the layer sweep's
-    ``analyses.layer_sweep.pair_scores`` picks its per-pair probabilities): the zero-shot
-    report (where it ran), ``split_used``, and the few-shot judge's ``few_shot_p_by_pair`` /
-    ``few_shot_metrics`` / ``few_shot_diagnostics`` / ``few_shot`` (its demonstrations) where
-    it ran."""
+    """One dataset's :func:`judge_held_out` result as a study keeps it: the zero-shot report,
+    ``split_used``, and where the few-shot judge ran ``few_shot_p_by_pair`` /
+    ``few_shot_metrics`` / ``few_shot_diagnostics`` / ``few_shot`` (its demonstrations)."""
     entry = {**(result.zero_shot or {}), "split_used": result.split_used}
     fs = result.few_shot
     if fs is not None:
@@ -252,10 +226,9 @@ def held_out_judge_scores(bridge, store: ActivationStore, dataset: Dataset, *, s
                           forms: tuple[str, ...] = JUDGE_FORMS,
                           max_pairs: Mapping[str, int | None] | None = None
                           ) -> dict[str, dict[str, float]]:
-    """The judge forms of :func:`judge_held_out` on ``store``'s held-out pairs (remembered
-    beside the store, :func:`judge_cache_dir`, so a sweep's finished judges are reused), as
-    the per-pair probabilities a command scores beside its probes: ``{key: {pair_id: P(item
-    1)}}`` under :data:`~ppairs_lens.evaluation.result_table.JUDGE_KEYS`' keys."""
+    """:func:`judge_held_out` (remembered beside the store, so a sweep's finished judges are
+    reused) as ``{key: {pair_id: P(item 1)}}`` under
+    :data:`~ppairs_lens.evaluation.result_table.JUDGE_KEYS`' keys."""
     if not forms:
         return {}
     res = judge_held_out(bridge, store, dataset, **dict(split), forms=forms,

@@ -1,12 +1,6 @@
-"""Training one probe to judge items: harvest comparisons, choose the read-out, fit.
-
-Ranking and insertion scoring pit a trained probe against the model's own prompted
-judgement. :func:`train_probe` harvests a training set of comparisons at every read-out,
-picks the read-out as every analysis does
-(:func:`ppairs_lens.evaluation.readout_choice.choose_readout` on the training pairs; never on
-the pairs a run evaluates) unless one is given, and fits the probe there;
-:class:`ProbeJudgeConfig` holds the settings every such run shares.
-"""
+"""Training one probe to judge items (ranking, insertion scoring): harvest comparisons at
+every read-out, choose the read-out as every analysis does (on the training pairs, never on
+those a run evaluates), fit the probe there."""
 
 from __future__ import annotations
 
@@ -91,8 +85,8 @@ def choose_probe_readout(acts: Float[Tensor, "n 2 layer d_model"], labels: np.nd
                          groups: Sequence[Hashable], items: Sequence[tuple] | None,
                          hook_names: Sequence[str], *, kind: str, layer: int | None, seed: int,
                          name: str = "train") -> ReadoutChoice:
-    """The read-out of a probe judge trained on these pairs: the one read-out choice on them
-    (validation split made as ``"auto"`` resolves on ``groups`` / ``items``), or ``layer``."""
+    """The read-out choice on these training pairs (validation split as ``"auto"`` resolves on
+    ``groups`` / ``items``), or ``layer``."""
     return choose_readout(training_split(name, acts, labels, groups, items, hook_names), kind,
                           layer=layer, seed=seed)
 
@@ -100,9 +94,8 @@ def choose_probe_readout(acts: Float[Tensor, "n 2 layer d_model"], labels: np.nd
 def train_probe(bridge, train: Dataset, *, kind: str, layer: int | None, seed: int,
                 settings: HarvestSettings, groups: Sequence[Hashable] | None = None
                 ) -> TrainedProbe:
-    """Harvest ``train``'s comparisons (all read-outs), pick the layer on a validation split
-    of them (unless ``layer`` is given), fit the probe on all of them. ``groups``: each
-    record's leak group (default: ``train.group_ids()``)."""
+    """Harvest ``train``'s comparisons, pick the layer on a validation split of them (unless
+    given), fit the probe on all of them; ``groups``: default ``train.group_ids()``."""
     t0 = time.perf_counter()
     pairs = build_contrast_pairs(bridge.tokenizer, train)
     acts = harvest_pairs(bridge, pairs, settings)

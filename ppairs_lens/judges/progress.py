@@ -19,10 +19,9 @@ MIN_ROWS = 16
 @contextmanager
 def judge_bar(total: int, desc: str, show: bool = True, branches: int = 1
               ) -> Iterator[Callable[[int], None]]:
-    """``update(n)`` of a bar over ``total`` prompts, closed on exit (and left on screen).
-    ``branches``: read-outs per prompt (an intervened judge's conditions), counted as the
-    work that decides whether a bar is worth showing: 14 prompts of 115 read-outs each run
-    for minutes."""
+    """``update(n)`` of a bar over ``total`` prompts, closed on exit. ``branches``: read-outs
+    per prompt, counted in the work that decides whether a bar is worth showing (14 prompts
+    of 115 read-outs each run for minutes)."""
     bar = tqdm(total=total, desc=desc, unit="prompt",
                disable=not show or total * branches < MIN_ROWS)
     try:

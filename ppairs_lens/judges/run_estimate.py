@@ -1,21 +1,12 @@
 """How long a run's model passes will take, said before they start.
 
-A run's cost is the token positions the runner's prefix-sharing plan computes
-(:func:`ppairs_lens.activations.prefix_sharing.tokens_computed` of the very prompts each step
-builds: a harvest's pairs read at both final tokens, a judge form's prompts in both orders),
-times a time per token *measured* on this machine and model: a few of each step kind's own
-prompts are run and timed after one untimed warm-up pass (the zero-shot judge takes the
-harvest's time, its prompts being the harvest's), and what the timing cost is said. After each
-step, :meth:`RunEstimate.remaining` rescales what is left by how far the finished steps were
-off (a shared machine's load moves a time measured on a few prompts). Steps whose results are
-on disk (a complete store, a remembered judge) cost nothing. Fitting probes and no-model
-baselines is not a model pass and is not in the estimate.
-
-A judge under an intervention (each direction a branch of the read-out token,
-:func:`ppairs_lens.interventions.batched.logodds_per_branch`) is timed on its own prompts,
-branch count and hooks (``final_hooks``: the same arithmetic). A pass that cannot be timed this
-way (a training step of a finetuned copy, a sort whose comparisons depend on the answers) is
-planned with its count and named as left out (:meth:`PlannedStep.untimed`).
+A step's cost is the token positions the prefix-sharing plan computes for the very prompts it
+builds, times a time per token *measured* on this machine and model (a few of the kind's own
+prompts, after one untimed warm-up pass; the cost of timing is said). Steps whose results are
+on disk cost nothing; fitting probes and no-model baselines are not in the estimate. A judge
+under an intervention is timed on its own prompts, branches and hooks. A pass that cannot be
+timed so (a finetuning step, a sort whose comparisons depend on the answers) is planned with
+its count and named as left out (:meth:`PlannedStep.untimed`).
 """
 
 from __future__ import annotations
@@ -59,9 +50,8 @@ SAMPLE_PROMPTS = 4
 @dataclass(frozen=True)
 class PlannedStep:
     """One model step of a run: ``kind`` "harvest", a judge form or a judge under an
-    intervention (``branches`` read-out branches per prompt, treated by the hooks
-    ``final_hooks(model)`` makes), its prompts, whether its result is already on disk.
-    ``count`` / ``unit``: the size of a pass that is not timed (:meth:`untimed`)."""
+    intervention (``branches`` per prompt, treated by the hooks ``final_hooks(model)``
+    makes); ``count`` / ``unit``: the size of a pass that is not timed."""
 
     dataset: str
     kind: str
@@ -74,8 +64,8 @@ class PlannedStep:
 
     @classmethod
     def untimed(cls, dataset: str, kind: str, count: int, unit: str) -> PlannedStep:
-        """A model pass planned by its size only: no rate of its kind can be measured on a few
-        of its prompts, so the estimate leaves it out and names it."""
+        """A model pass planned by its size only (no rate of its kind can be measured on a
+        few of its prompts), left out of the estimate and named."""
         return cls(dataset, kind, count=count, unit=unit)
 
     @property
@@ -90,10 +80,8 @@ class PlannedStep:
 
 def planned_tokens(prompts: Sequence[ContrastPair], *, harvest: bool = False,
                    branches: int = 1) -> int:
-    """Token positions the runner computes for ``prompts``: a harvest reads each pair's two
-    final tokens after its whole prefix; a judge reads the logits after the prefix's last
-    token (:func:`ppairs_lens.judges.zero_shot.choice_logodds_of`), ``branches`` times under
-    an intervention."""
+    """Token positions the runner computes for ``prompts``: a harvest reads two final tokens
+    after the whole prefix, a judge ``branches`` after the prefix minus its last token."""
     if not prompts:
         return 0
     prefixes = [p.prefix_ids if harvest else p.prefix_ids[:-1] for p in prompts]
@@ -156,9 +144,9 @@ class RunEstimate:
         return out
 
     def remaining(self, took: dict[tuple[str, str], float]) -> str:
-        """The model time left after the steps in ``took`` (measured seconds), the estimate
-        of the others scaled by how far the finished ones were off (load on a shared machine
-        changes a per-token time measured on a few prompts)."""
+        """The model time left after the steps in ``took`` (seconds), the others scaled by how
+        far the finished ones were off (a shared machine's load moves a time measured on a
+        few prompts)."""
         ran = [s for s in self.steps if (s.dataset, s.kind) in took and not s.done]
         est = sum(self.step_seconds(s) for s in ran)
         scale = sum(took[s.dataset, s.kind] for s in ran) / est if est > 0 else 1.0
@@ -167,8 +155,7 @@ class RunEstimate:
                 "their estimate)")
 
     def compared(self, took: dict[tuple[str, str], float]) -> list[str]:
-        """Each planned step's measured time (``took[(dataset, kind)]``, seconds) beside its
-        estimate: how far to trust the next estimate on this machine."""
+        """Each step's measured time beside its estimate: how far to trust the next one."""
         out = ["model steps, measured vs estimated:"]
         for s in self.steps:
             if (s.dataset, s.kind) in took:
@@ -184,7 +171,7 @@ TIMED_AS = {"zero_shot": "harvest"}
 
 
 def remembered_rates() -> Path:
-    """Where the commands remember measured rates: the user cache's ``rates.json`` (checked
+    """The user cache's ``rates.json``, where commands remember measured rates (checked
     writable before any timing)."""
     from ppairs_lens.cache import writable_cache_root
 
@@ -199,8 +186,7 @@ def rate_key(bridge, kind: str) -> str:
 
 
 def _known_rates(path: Path | None) -> dict[str, float]:
-    """The rates an earlier run remembered in ``path`` (a value that is no positive finite
-    number is measured again)."""
+    """The rates remembered in ``path`` (not a positive finite number: measured again)."""
     if path is None or not Path(path).is_file():
         return {}
     return {k: float(v) for k, v in read_json_object(path).items()
@@ -210,13 +196,11 @@ def _known_rates(path: Path | None) -> dict[str, float]:
 def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
                  sample: int = SAMPLE_PROMPTS, remembered: str | Path | None = None,
                  measure: bool = True) -> RunEstimate:
-    """Measure each step kind's time per token on ``sample`` of its first pending step's own
-    prompts (one warm-up pass of one prompt first; a kind in :data:`TIMED_AS` takes the
-    other's time where that was measured) and return the run's estimate, with the seconds
-    the timing itself took (``timing_seconds``). ``names``: the harvest's read-outs.
-    ``remembered``: a JSON file of rates by :func:`rate_key`: a rate found there is reused
-    (no timing), one measured here is added; ``measure`` False: nothing is timed, a kind
-    without a remembered rate is left out of the estimate (and said to be)."""
+    """The run's estimate, each step kind's time per token measured on ``sample`` of its first
+    pending step's prompts (a kind in :data:`TIMED_AS` takes the other's), with the seconds the
+    timing itself took (``timing_seconds``). ``names``: the harvest's read-outs.
+    ``remembered``: a JSON file of rates by :func:`rate_key`, reused and added to; ``measure``
+    False: nothing is timed, a kind without a remembered rate is left out (and said to be)."""
     start = time.perf_counter()
     pending = [s for s in steps if not s.done and s.prompts and s.timed]
     known = _known_rates(remembered)
@@ -256,9 +240,8 @@ def estimate_run(bridge, steps: Sequence[PlannedStep], *, names=None,
 
 def announce(bridge, steps: Sequence[PlannedStep], *, names=None, measure: bool = True,
              log=None) -> RunEstimate:
-    """:func:`estimate_run` with the remembered rates (:func:`remembered_rates`), its plan
-    printed (``log``, default stdout, flushed: the work follows at once) before the work
-    starts; ``measure`` False: ``--no-calibration``."""
+    """:func:`estimate_run` with the remembered rates, its plan printed (``log``, default
+    stdout, flushed: the work follows at once); ``measure`` False: ``--no-calibration``."""
     estimate = estimate_run(bridge, steps, names=names, remembered=remembered_rates(),
                             measure=measure)
     text = "\n".join(["plan:", *estimate.lines()])
@@ -280,8 +263,7 @@ def planned_template(bridge, dataset: Dataset, root, *, template=None, names=Non
 def held_out_part(bridge, dataset: Dataset, root, *, template=None, split: dict,
                   max_pairs: int | None, seed: int) -> tuple:
     """``(template, test records)``: the held-out records an intervention study's judge will
-    answer (:func:`ppairs_lens.evaluation.store_split.held_out_records` of the split made from
-    the records' own pair information, as the store's), known before the harvest."""
+    answer, from the split of the records' own pair information (as the store's)."""
     from ppairs_lens.evaluation.store_split import held_out_records
 
     test = split_records(pair_info(dataset), dataset, **split)[1]
@@ -293,10 +275,8 @@ def plan_held_out_run(bridge, datasets: Sequence[Dataset], root, *, template=Non
                       split: dict | None, forms: Sequence[str],
                       max_pairs: dict | None = None, k: int = 4,
                       train: Dataset | None = None, seed: int = 0) -> list[PlannedStep]:
-    """Per dataset: its harvest (done when its store is complete) and each judge form on the
-    held-out side of the split (done when remembered under the key
-    :func:`ppairs_lens.judges.held_out.judge_held_out` will look for), with the prompts each
-    will run. The split is made from the records' own pair information, as the store's.
+    """Per dataset: its harvest and each judge form on the held-out side of the split (made
+    from the records' own pair information, as the store's), each done when on disk.
     ``split`` None: every pair is judged (``shift``'s shifted sets), the few-shot
     demonstrations drawn from ``train``."""
     steps: list[PlannedStep] = []

@@ -1,10 +1,8 @@
 """Scoring baselines on the same model and prompts: direct scoring and G-Eval.
 
-Both ask the model to rate one item at a time on a 1-5 scale for the aspect. The prompt is a
-chat user turn with the context and the single item, and an assistant turn pre-filled up to
-"... I would rate it " so that the next token is the score. We read the next-token logits of
-the five score tokens "1" .. "5" (each checked to be a single token that starts right where
-the prompt ends, so the logits are the probabilities of the whole answer):
+Both rate one item at a time on a 1-5 scale: the assistant turn is pre-filled up to "... I
+would rate it ", and the next-token logits of "1" .. "5" are read (each checked to be one token
+starting right where the prompt ends, so they are the probabilities of the whole answer):
 
 * **direct scoring** - the answer is the most likely score (``argmax``), as a model answering
   greedily would; many items tie, which is what makes it a weak ranker.
@@ -13,16 +11,9 @@ the prompt ends, so the logits are the probabilities of the whole answer):
 
 Both are read with a tie rule (:data:`SCORE_TIE`; G-Eval's :func:`chained_ties`), so that the
 last bits of a float32 logit decide neither: two copies of one summary in an article (SummEval
-has them) then tie on every host.
-
-The third baseline, the calibrated zero-shot *comparison* inside the PAIRS merge sort, is
-:class:`ppairs_lens.judges.comparators.ZeroShotComparator`.
-
-Prompts run with :func:`ppairs_lens.activations.runner.run_branches` (prefix = prompt minus its
-last token, branch = that token, ``logit_ids`` = the score tokens), so items of one context share
-its prefix, across several sets of items too (:func:`score_item_sets`: a corpus's aspects); or
-through a :class:`ppairs_lens.judges.context_cache.ContextKV` to keep the context across calls.
-``n_rows`` = items scored (one prompt each).
+has them) then tie on every host. Items of one context share its prefix, across several sets
+of items too (:func:`score_item_sets`), or across calls through a
+:class:`~ppairs_lens.judges.context_cache.ContextKV`.
 """
 
 from __future__ import annotations
@@ -60,10 +51,9 @@ SCORE_TIE: float = TIE_LOGODDS
 def chained_ties(values: Float[np.ndarray, "n"], groups: Sequence[Hashable],
                  band: float = SCORE_TIE) -> Float[np.ndarray, "n"]:
     """``values`` with each group's chains tied: sorted within its group, a value within
-    ``band`` of the one before joins its chain, and every value of a chain becomes the
-    chain's smallest. Exact ties stay ties whatever noise below ``band`` moved them; a chain
-    has no width of its own (values each within ``band`` of the next tie end to end), which
-    near-equal scores of distinct items make rare. NaN stays NaN and joins no chain."""
+    ``band`` of the one before joins its chain, and all take the chain's smallest. Exact ties
+    stay ties whatever noise below ``band`` moved them; a chain has no width of its own, which
+    near-equal scores of distinct items make rare. NaN joins no chain."""
     v = np.asarray(values, dtype=np.float64)
     out = v.copy()
     by_group: dict[Hashable, list[int]] = {}
@@ -83,12 +73,8 @@ def chained_ties(values: Float[np.ndarray, "n"], groups: Sequence[Hashable],
 
 @dataclass(frozen=True)
 class ScoreTemplate(TemplateBase):
-    """The single-item rating prompt: a chat user turn plus an assistant prefix.
-
-    Fields in braces are filled from the dataset question (aspect, item, context name, the
-    aspect's description) and the item. The assistant prefix must end where the score token
-    starts (checked with the tokenizer).
-    """
+    """The single-item rating prompt: a chat user turn plus an assistant prefix, which must end
+    where the score token starts (checked with the tokenizer)."""
 
     user: str = ("{context_block}{Item}:\n{item_text}\n\n"
                  "How {aspect} is this {item}?{description} Rate it on a scale from 1 (not "
@@ -117,8 +103,8 @@ class ScorePrompt:
 
 def score_prompt(tokenizer, meta: Dataset | Mapping[str, Any], item_id: Hashable,
                  item: ScoredItem | str, template: ScoreTemplate | None = None) -> ScorePrompt:
-    """The rating prompt of one item; raises :class:`TemplateError` unless every score string
-    is one token that the tokenizer keeps separate from the prompt before it."""
+    """The rating prompt of one item; :class:`TemplateError` unless every score string is one
+    token kept separate from the prompt before it."""
     template = template or ScoreTemplate()
     meta = dataset_meta(meta)
     text, context, ctx_id = ((item.text, item.context, item.context_id)
@@ -144,12 +130,9 @@ def score_prompt(tokenizer, meta: Dataset | Mapping[str, Any], item_id: Hashable
 
 @dataclass(frozen=True)
 class ItemScores:
-    """Scores of items read from one forward per item.
-
-    ``logits[i]`` are the next-token logits of the score tokens; ``probs`` their softmax over
-    those tokens only; ``direct`` the most likely score, ``geval`` the probability-weighted
-    mean, both with the tie rule of :data:`SCORE_TIE`.
-    """
+    """Scores of items read from one forward per item: ``logits[i]``, the score tokens'
+    next-token logits; ``probs``, their softmax over those tokens only; ``n_rows``, items
+    scored (one prompt each)."""
 
     item_ids: tuple[str, ...]
     score_values: tuple[float, ...]
@@ -183,7 +166,6 @@ class ItemScores:
         return chained_ties(raw, self.groups or ("__all__",) * len(raw))
 
     def as_dict(self, which: str) -> dict[str, float]:
-        """``{item_id: score}`` for ``which`` = "direct" or "geval"."""
         vals = {"direct": self.direct, "geval": self.geval}[which]
         return {k: float(v) for k, v in zip(self.item_ids, vals)}
 
@@ -192,11 +174,8 @@ def score_items(bridge, items: Mapping[Hashable, ScoredItem | str],
                 meta: Dataset | Mapping[str, Any], template: ScoreTemplate | None = None, *,
                 runner: ContextKV | None = None,
                 settings: HarvestSettings = HarvestSettings()) -> ItemScores:
-    """Direct and G-Eval scores of ``items`` (``{item_id: ScoredItem or text}``).
-
-    Items of one context share its prefix within this call (:func:`score_item_sets`), or
-    across calls when a ``runner`` is given.
-    """
+    """Direct and G-Eval scores of ``items``, a context's prefix shared across calls when a
+    ``runner`` is given."""
     if runner is None:
         return score_item_sets(bridge, [(items, meta)], template, settings=settings)[0]
     template = template or ScoreTemplate()
@@ -215,15 +194,13 @@ def score_item_sets(bridge, sets: Sequence[tuple[Mapping[Hashable, ScoredItem | 
                                                  Dataset | Mapping[str, Any]]],
                     template: ScoreTemplate | None = None, *,
                     settings: HarvestSettings = HarvestSettings()) -> list[ItemScores]:
-    """Direct and G-Eval scores of several ``(items, meta)`` sets in one pass, one
-    :class:`ItemScores` per set.
+    """Direct and G-Eval scores of several ``(items, meta)`` sets in one pass.
 
-    A context's prompts share its prefix across the sets: one corpus's summaries rated on
-    four aspects run each article once and each summary once, each aspect's question alone
-    (the prefix tree's shared middles); rated aspect by aspect, an article's three summaries
-    are too few rows to share it at all (:data:`ppairs_lens.activations.prefix_sharing.
-    MIN_GROUP_ROWS`). Each set's ``n_tokens`` is its rows' share of the pass's tokens (a
-    shared prefix belongs to no one set); the sets' add up to the pass's.
+    A context's prompts share its prefix across the sets: a corpus's summaries rated on four
+    aspects run each article and summary once; rated aspect by aspect, an article's three
+    summaries are too few rows to share it at all (:data:`ppairs_lens.activations.
+    prefix_sharing.MIN_GROUP_ROWS`). Each set's ``n_tokens`` is its rows' share of the pass's
+    (a shared prefix belongs to no one set); they add up to the pass's.
     """
     template = template or ScoreTemplate()
     tok = bridge.tokenizer
@@ -257,8 +234,7 @@ def _prompts(tok, items: Mapping[Hashable, ScoredItem | str], meta, template: Sc
 
 def _split(bridge, prompts: Sequence[ScorePrompt]
            ) -> tuple[list[tuple[int, ...]], list[tuple[int]]]:
-    """``(prefixes, branches)``: each prompt but its last token, and that token, checked to
-    fit the model and to end before the same score tokens."""
+    """``(prefixes, branches)``: each prompt but its last token, and that token, checked."""
     if any(p.score_ids != prompts[0].score_ids for p in prompts):
         raise TemplateError("score tokens differ between prompts")
     prefixes = [p.prefix_ids[:-1] for p in prompts]

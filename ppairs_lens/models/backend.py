@@ -3,17 +3,13 @@
 - ``TransformerBridge`` (TransformerLens 3.x and 4.x) wraps the HF model: HF's key-value cache,
   explicit positions, 4-D attention masks, ``logits_to_keep``;
 - ``HookedTransformer`` (TransformerLens < 4, and subclasses such as SAELens'
-  ``HookedSAETransformer``): its own key-value cache, positions derived from the 2-D attention
-  mask, logits for every position of a pass (its harvest steps:
-  :mod:`ppairs_lens.activations.hooked_steps`).
+  ``HookedSAETransformer``): its own cache, positions from the 2-D attention mask, logits at
+  every position (:mod:`ppairs_lens.activations.hooked_steps`).
 
-Both are reached through hook names and ``hooks(fwd_hooks=...)``; what differs is said here:
-the kind, where token ids go, the hook names, and the read-out after the final norm. The
-bridge's ``ln_final.hook_out`` is the state after the final norm's gain (HF's last hidden
+The bridge's ``ln_final.hook_out`` is the state after the final norm's gain (HF's last hidden
 state); HookedTransformer has only ``ln_final.hook_normalized``, before the gain. Stores and
-probes record hook names, so both backends store, read and ablate the after-gain state under
-the one name ``ln_final.hook_out``: on a HookedTransformer a hook on ``hook_normalized``
-serves it, working in after-gain space.
+probes record hook names, so both backends store, read and ablate the after-gain state as
+``ln_final.hook_out``: on a HookedTransformer a hook on ``hook_normalized`` serves it.
 """
 
 from __future__ import annotations
@@ -75,16 +71,14 @@ def hooked_device(model) -> torch.device:
 
 
 def model_dtype(model) -> str:
-    """The dtype the model computes in ("float32", "bfloat16", ...): its first floating
-    parameter's (a disk-offloaded one on 'meta' keeps its dtype)."""
+    """The dtype the model computes in ("float32", ...): its first floating parameter's."""
     p = next((p for p in model.parameters() if p.is_floating_point()), None)
     return str(p.dtype if p is not None else torch.float32).removeprefix("torch.")
 
 
 def has_forward_hooks(model) -> bool:
-    """Whether a forward hook is on any of ``model``'s hook points now (a caller's ablation or
-    steering context, a permanent hook): the model's answer is then not its plain one. (The
-    bridge's own torch hooks on the wrapped modules are not hook points' and do not count.)"""
+    """Whether a forward hook is on any hook point now (an ablation, steering, a permanent
+    hook): the model's answer is then not its plain one."""
     from transformer_lens.hook_points import HookPoint
 
     return any(m.fwd_hooks for m in model.modules() if isinstance(m, HookPoint))
@@ -110,8 +104,7 @@ def hook_names(model) -> list[str]:
 
 
 def to_after_gain(model) -> Callable[[Tensor], Tensor]:
-    """Maps a HookedTransformer's ``hook_normalized`` value to the after-gain state (itself
-    where the gain is folded into the unembedding, ``fold_ln``)."""
+    """Maps a HookedTransformer's ``hook_normalized`` value to the after-gain state."""
     w, b = final_norm_affine(model)
 
     def after(x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
@@ -122,10 +115,8 @@ def to_after_gain(model) -> Callable[[Tensor], Tensor]:
 
 
 def after_gain_hook(model, fn: Callable) -> Callable:
-    """A hook on ``hook_normalized`` that runs ``fn`` on the after-gain state ``x * w (+ b)``
-    and maps what it returns back (``(y - b) / w``), so the final norm's output is exactly
-    ``fn``'s. One that returns None or its input reads only; one that writes needs a gain
-    without zeros (the map back divides by it)."""
+    """A hook on ``hook_normalized`` running ``fn`` on the after-gain state ``x * w (+ b)`` and
+    mapping its result back (``(y - b) / w``); one that writes needs a gain without zeros."""
     w, b = final_norm_affine(model)
     after = to_after_gain(model)
     zeros = 0 if w is None else int((w == 0).sum())
@@ -148,9 +139,8 @@ def after_gain_hook(model, fn: Callable) -> Callable:
 
 
 def resolve_hooks(model, hooks: Sequence[tuple[str, Callable]]) -> list[tuple[str, Callable]]:
-    """``hooks`` as ``model.hooks(fwd_hooks=...)`` takes them: on a HookedTransformer, one on
-    ``ln_final.hook_out`` becomes its after-gain hook on ``hook_normalized``; other names, and
-    every hook of a bridge, are left as they are."""
+    """``hooks`` for ``model.hooks``: on a HookedTransformer one on ``ln_final.hook_out`` becomes
+    an after-gain hook on ``hook_normalized``."""
     if not is_hooked(model) or FINAL_NORM_HOOK in model.hook_dict:
         return list(hooks)
     return [(HOOKED_FINAL_NORM_SOURCE, after_gain_hook(model, fn)) if name == FINAL_NORM_HOOK

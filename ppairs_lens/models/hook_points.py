@@ -1,6 +1,5 @@
-"""Hook points: which residual-stream points make up a read-out or an ablation preset, what a
-hook is (a ``(name, fn)`` pair as TransformerLens' ``hooks=`` takes it), and how an unknown
-name is refused (with the model's near-miss names, so a typo is fixed at once)."""
+"""Hook points: the read-out and ablation presets, what a hook is, and how an unknown name is
+refused (with near misses, so a typo is fixed at once)."""
 
 from __future__ import annotations
 
@@ -23,12 +22,9 @@ READOUT_PRESET: Preset = "paper"
 
 
 def hook_points(preset: Preset | Sequence[str], n_layers: int) -> list[str]:
-    """The hook names of a preset, in forward order: ``"paper"``, every
-    ``blocks.{l}.hook_resid_post`` and ``ln_final.hook_out`` (the stored read-outs, and where
-    the paper ablates); ``"full"``, ``hook_embed``, every ``blocks.{l}.hook_attn_out`` and
-    ``hook_mlp_out``, and ``ln_final.hook_out`` (every write into the residual stream). An
-    explicit list of names is returned as given, duplicates dropped (not checked against a
-    model: :func:`check_hook_names`)."""
+    """The hook names of a preset, in forward order: ``"paper"`` (the stored read-outs, and
+    where the paper ablates), ``"full"`` (every write into the residual stream). An explicit
+    list is returned as given, duplicates dropped, unchecked."""
     if isinstance(preset, str):
         if preset == "paper":
             return [f"blocks.{l}.hook_resid_post" for l in range(n_layers)] + [FINAL_NORM_HOOK]

@@ -1,12 +1,10 @@
 """Loading a model as a classic TransformerLens ``HookedTransformer`` (TransformerLens 2.16-3.x).
 
-TransformerLens 4 keeps only ``TransformerBridge``; users of SAELens and other
-HookedTransformer-based tooling stay on 3.x, where ``HookedTransformer`` loads only names from
-its own official list. Here a ``HookedTransformerConfig`` is built from any HF config of a
-supported architecture and filled by TransformerLens' own weight conversion, so a local folder
-(the embedded SmolLM2 included) or an in-memory HF model loads offline. Weights are raw (no
-norm folding, no centering), as the bridge's by default, so directions carry over between the
-backends. On TransformerLens 4 every entry point raises :class:`ModelLoadError`.
+On 3.x (kept by SAELens users) ``HookedTransformer`` loads only its official names. Here a
+``HookedTransformerConfig`` is built from any HF config of a supported architecture and filled
+by TransformerLens' own weight conversion, so a local folder or an in-memory HF model loads
+offline. Weights are raw (no folding, no centering), as the bridge's, so directions carry over
+between the backends. On TransformerLens 4 every entry point raises :class:`ModelLoadError`.
 """
 
 from __future__ import annotations
@@ -74,9 +72,9 @@ def check_supported(hf_config: Any, architecture: str | None = None) -> str:
 
 
 def rope_fields(hf_config: Any) -> dict[str, Any]:
-    """Rotary fields of the config: the base, and Llama 3's NTK-by-parts scaling (transformers
-    5 keeps them in ``rope_parameters``, 4.x in ``rope_theta`` and ``rope_scaling``). Other
-    scalings (linear, yarn, dynamic) have no HookedTransformer twin: refused, not dropped."""
+    """The rotary base and Llama 3's NTK-by-parts scaling (transformers 5: ``rope_parameters``,
+    4.x: ``rope_theta``/``rope_scaling``). Other scalings have no HookedTransformer twin:
+    refused, not dropped."""
     params = getattr(hf_config, "rope_parameters", None) or getattr(hf_config, "rope_scaling",
                                                                      None) or {}
     theta = getattr(hf_config, "rope_theta", None) or params.get("rope_theta", 10000.0)
@@ -98,9 +96,8 @@ def rope_fields(hf_config: Any) -> dict[str, Any]:
 def hooked_config_from_hf(hf_config: Any, *, dtype: torch.dtype = torch.float32,
                           device: str | torch.device | None = None,
                           model_name: str = "custom", architecture: str | None = None):
-    """A ``HookedTransformerConfig`` equivalent to ``hf_config`` (Llama, Mistral or Qwen2), as
-    TransformerLens' own ``convert_hf_model_config`` (official names or folders only) would
-    make it. ``architecture`` overrides the config's (a model built in memory records none)."""
+    """A ``HookedTransformerConfig`` as TransformerLens' ``convert_hf_model_config`` would make
+    it; ``architecture`` overrides the config's (a model built in memory records none)."""
     hooked_transformer_class()  # the TransformerLens 4 message, before any other import
     from transformer_lens import HookedTransformerConfig
 
@@ -140,9 +137,8 @@ def load_hooked(folder_or_hf_model: Any = None, tokenizer: Any = None, *,
                 dtype: torch.dtype = torch.float32, device: str | torch.device | None = None,
                 name: str | None = None):
     """An eval-mode ``HookedTransformer`` with the weights of ``folder_or_hf_model``: None for
-    the embedded SmolLM2, a local folder (or an HF id where a hub is reachable), or a loaded
-    ``*ForCausalLM`` object, which needs its ``tokenizer`` (a folder's is its own). ``name`` is
-    recorded as ``ppairs_model_name`` (default: the folder, or the object's ``name_or_path``)."""
+    the embedded SmolLM2, a folder (or HF id), or a loaded ``*ForCausalLM`` with its
+    ``tokenizer``. ``name`` is recorded as ``ppairs_model_name``."""
     hooked_transformer = hooked_transformer_class()
     source = folder_or_hf_model
     if source is None:

@@ -1,7 +1,6 @@
-"""Loading a model (the embedded SmolLM2 default, or any HF id or local folder) as a
-TransformerLens ``TransformerBridge``, or with ``backend="hooked"`` a ``HookedTransformer``
-(:mod:`ppairs_lens.models.hooked`); the rest of the package touches either only through hook
-names, ``run_with_cache`` and ``hooks`` (:mod:`ppairs_lens.models.backend` says what differs).
+"""Loading a model (the embedded SmolLM2, an HF id or a folder) as a ``TransformerBridge``, or
+with ``backend="hooked"`` a ``HookedTransformer``; the rest of the package touches either only
+through hook names, ``run_with_cache`` and ``hooks``.
 """
 
 from __future__ import annotations
@@ -32,16 +31,12 @@ def load_model(
     backend: str | None = None,
     fused_attention: bool = True,
 ):
-    """The model a :class:`ModelSpec` describes; or, in the keyword form, ``name`` (None: the
-    embedded SmolLM2, else an HF id or folder) with the spec's fields as keywords (``dtype``
-    float32 and ``backend="bridge"`` by default).
+    """The model a :class:`ModelSpec` describes, or ``name`` with the spec's fields as keywords.
 
     Multi-device placement (``device_map``, ``n_devices``, ``max_memory``, ``offload_folder``)
-    passes through to TransformerBridge's accelerate-based loader. ``backend="hooked"`` gives
-    a HookedTransformer (Llama, Mistral and Qwen2 architectures; transformer-lens<4; one
-    device), with raw weights like the bridge's, so read-outs and directions carry over.
-    ``fused_attention``: the bridge's attention blocks use the fused kernel while no hook reads
-    their scores or pattern (:mod:`ppairs_lens.models.fused_attention`; equal to float error).
+    goes to TransformerBridge's accelerate-based loader. ``backend="hooked"``: Llama, Mistral
+    and Qwen2 on one device, transformer-lens<4. ``fused_attention``: see
+    :mod:`ppairs_lens.models.fused_attention`.
     """
     keywords = {"dtype": dtype, "device": device, "device_map": device_map,
                 "max_memory": max_memory, "offload_folder": offload_folder, "backend": backend}
@@ -101,10 +96,9 @@ def _load(spec: ModelSpec, *, n_devices: int | None, fused_attention: bool):
 
 
 def _point_cfg_device_at_execution_device(bridge) -> None:
-    """Make ``cfg.device`` a real device when the embedding is offloaded to disk: the bridge
-    records the embedding weight's device there, accelerate leaves a disk-offloaded weight on
-    ``meta`` (no data: token tensors built there cannot be copied anywhere) and runs that
-    module on its hook's execution device, where the inputs belong."""
+    """Make ``cfg.device`` a real device when the embedding is offloaded to disk: accelerate
+    leaves it on ``meta`` (no data) and runs it on its hook's execution device, where the
+    inputs belong."""
     if str(getattr(bridge.cfg, "device", "")) != "meta":
         return
     hf = bridge.original_model

@@ -1,8 +1,7 @@
 """``ModelSpec``: which model to load and how, as one frozen record.
 
 The CLI's model options, an experiment config's ``model`` field and each Ray worker's job all
-describe a model this way, and :func:`ppairs_lens.models.loading.load_model` takes it, so a
-model is loaded one way wherever it is used (from Python, on a GPU, without the CLI:
+describe a model this way, so a model is loaded one way wherever it is used (e.g.
 ``run_replication(ReplicationConfig(model=ModelSpec(..., device="cuda")))``).
 """
 
@@ -21,14 +20,10 @@ BACKENDS: tuple[str, ...] = ("bridge", "hooked")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model to load: ``name`` (None: the embedded SmolLM2; an HF id or a folder), ``dtype``
-    (a torch dtype's name, e.g. ``"bfloat16"``; a ``torch.dtype`` is accepted and kept by
-    name, so a spec saves as JSON), ``device`` (one device), ``device_map`` (e.g. ``"auto"``:
-    TransformerBridge layers placed by accelerate, with ``max_memory`` and
-    ``offload_folder``), and ``backend`` (``"bridge"`` or ``"hooked"``, a HookedTransformer).
-
-    A name for Ray workers must be readable by every worker (an absolute path on a shared
-    file system); it is recorded in stores as the model's name.
+    """A model to load: ``name`` (None: the embedded SmolLM2), ``dtype`` (a torch dtype's name;
+    a ``torch.dtype`` is kept by name, so a spec saves as JSON), ``device`` or ``device_map``
+    (e.g. ``"auto"``: placed by accelerate, with ``max_memory`` and ``offload_folder``), and
+    ``backend``. A name for Ray workers must be readable by every worker; stores record it.
     """
 
     name: str | None = None
@@ -56,8 +51,7 @@ class ModelSpec:
 
     @classmethod
     def from_args(cls, args: Any) -> ModelSpec:
-        """The spec the command line's model options give (``--model``, ``--dtype``,
-        ``--device``, ``--device-map``, ``--backend``; any absent attribute its default)."""
+        """The spec of the command line's model options (an absent one: its default)."""
         return cls(name=getattr(args, "model", None), dtype=getattr(args, "dtype", "float32"),
                    device=getattr(args, "device", None),
                    device_map=getattr(args, "device_map", None),

@@ -11,8 +11,7 @@ TINY_MODEL_NAME = "tiny-random-llama"
 
 
 def tiny_hf_model(tokenizer, seed: int = 0, *, n_layers: int = 2, d_model: int = 64):
-    """A randomly initialised Llama-shaped HF model for ``tokenizer`` (seeded, no global RNG
-    change); :func:`tiny_model` wraps it in a bridge, tests also save it as a folder."""
+    """A randomly initialised Llama-shaped HF model (seeded, no global RNG change)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(
@@ -28,8 +27,8 @@ def tiny_hf_model(tokenizer, seed: int = 0, *, n_layers: int = 2, d_model: int =
 
 
 def tiny_model(seed: int = 0, *, n_layers: int = 2, d_model: int = 64, tokenizer=None):
-    """A randomly initialised (seeded) Llama-shaped bridge, built in well under a second, with
-    the default model's tokenizer and chat template, so prompts and contrast pairs are real."""
+    """A seeded tiny bridge with the default model's tokenizer and chat template, so prompts
+    and contrast pairs are real."""
     from transformer_lens.model_bridge import TransformerBridge
 
     tok = tokenizer if tokenizer is not None else load_tokenizer()

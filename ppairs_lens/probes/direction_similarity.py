@@ -1,12 +1,10 @@
 """How alike two probe directions are: their cosine, and the cosine of random directions.
 
-Two unit directions fitted on different data agree by ``|cos|``; whether a value means
-anything depends on the dimension, so :func:`random_reference` gives the null of
-independent uniformly random unit vectors in the same space. Caveat: the residual stream is
-anisotropic, so two *unrelated* probe directions can agree more than isotropic random vectors
-do; the null says whether a cosine is distinguishable from "no relation in an isotropic
-space", not more. :func:`cosine_pair_rows` and :func:`layer_cosine_table` tabulate the cosines
-of many directions (the cross-dataset analysis' ``cosine.csv`` and ``layer_cosine.csv``).
+What a ``|cos|`` means depends on the dimension, so :func:`random_reference` gives the null of
+independent uniformly random unit vectors. Caveat: the residual stream is anisotropic, so two
+*unrelated* probe directions can agree more than that; the null only says whether a cosine is
+distinguishable from "no relation in an isotropic space". The tables are the cross-dataset
+analysis' ``cosine.csv`` and ``layer_cosine.csv``.
 """
 
 from __future__ import annotations
@@ -45,11 +43,11 @@ def random_reference(d: int, n: int = 10_000, seed: int = 0) -> dict:
 def cosine_pair_rows(directions: dict[tuple[str, str], np.ndarray],
                      halves: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] | None = None,
                      *, layer: int, hook: str) -> list[dict]:
-    """One row per unordered pair of ``(dataset, kind)`` directions (self-pairs excluded):
-    ``relation`` "between_datasets" (same kind), "between_kinds" (same dataset) or "other";
+    """One row per unordered pair of ``(dataset, kind)`` directions (self-pairs excluded;
+    ``relation`` "between_datasets" (same kind), "between_kinds" (same dataset) or "other"),
     and one "split_half" row per ``halves`` entry (one kind fitted on two halves of one
-    dataset). Directions oriented by their training labels make the sign meaningful: -1 is
-    the same axis read the other way."""
+    dataset). Directions oriented by their training labels make the sign meaningful: -1 is the
+    same axis read the other way."""
     keys = list(directions)
     rows = []
     for (da, ka), (db, kb) in combinations(keys, 2):

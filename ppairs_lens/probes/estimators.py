@@ -1,32 +1,21 @@
 """Linear probes on contrast pairs, as scikit-learn-style estimators.
 
-Every probe sees one layer's activations ``[n, 2, d]`` (side 0 = prompt ending "... is Choice
-1", side 1 = "... is Choice 2"), centres each side by the *training* side means and works on
-the differences ``(x0 - mu_pos) - (x1 - mu_neg)`` (:mod:`ppairs_lens.probes.features`). A probe
-is a direction in the residual-stream basis plus a scalar map to a probability:
+A probe sees one layer's activations ``[n, 2, d]`` (side 0: the prompt ending "... is Choice
+1", side 1: "... is Choice 2"), works on the differences centred by the *training* side means
+(:mod:`ppairs_lens.probes.features`), and is a direction plus a scale:
 
     P(item 1 preferred) = sigmoid(scale_ * <diff, direction_> + intercept_)
 
-``coef_ = scale_ * direction_``. Three ways to get the direction:
+with ``coef_ = scale_ * direction_``. :class:`SupervisedProbe` is the paper's L2 logistic
+regression (no intercept, balanced class weights). :class:`PCAProbe` and :class:`CCSProbe` find
+a direction without the labels, which only pick its sign (:func:`orient_to_targets`, with a
+``sign_confidence_``); :class:`MassMeanProbe`'s direction is the difference of the class means,
+so it uses them. All three get a calibrated 1-D logistic scale (:func:`fit_logistic_scale`).
 
-* :class:`SupervisedProbe` - L2 logistic regression, as in the paper (no intercept, balanced
-  class weights), solved by the sweep's Newton solver (:mod:`ppairs_lens.probes.logistic`).
-* :class:`PCAProbe` - top principal component of the differences (unsupervised direction).
-* :class:`MassMeanProbe` - difference of the class means of the differences.
-
-For PCA and mass-mean (PCA without a sign, too) :func:`orient_to_targets` flips the direction
-so that training projections correlate positively with "item 1 preferred", and the scale is a
-1-D logistic regression of the training labels on the training projections
-(:func:`fit_logistic_scale`), so their probabilities are calibrated like the supervised
-probe's. Their ``sign_confidence_`` says how firmly the training
-labels choose the direction's sign (:mod:`ppairs_lens.probes.sign_confidence`).
-
-Conventions (sklearn): the constructor only stores parameters; ``fit`` returns ``self``;
-fitted attributes end in ``_``; ``predict_proba`` columns follow ``classes_ = [2, 1]``, i.e.
-column 1 is P(item 1 preferred); ``predict`` returns labels 1 / 2; ``score`` is accuracy.
-Every direction is computed by batched functions (leading axes = layers) that
-:mod:`ppairs_lens.probes.sweep` calls on all layers at once: a probe fitted alone equals the
-sweep's at that layer.
+sklearn conventions: ``fit`` returns ``self``, fitted attributes end in ``_``, ``classes_ =
+[2, 1]`` (column 1 of ``predict_proba`` is P(item 1 preferred)). Every direction comes from
+batched functions (leading axis = layers) that :mod:`ppairs_lens.probes.sweep` calls on all
+layers at once: a probe fitted alone equals the sweep's at that layer.
 """
 
 from __future__ import annotations
@@ -70,11 +59,8 @@ DEGENERATE_RTOL: float = 1e-9
 
 def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"] | float
                   ) -> Tensor:
-    """True where every contrast difference is (numerically) zero: nothing to probe.
-
-    ``acts_scale`` is the largest absolute activation of the same layer; differences are zero
-    when they are below ``DEGENERATE_RTOL`` times it (exactly zero for all-zero activations).
-    """
+    """True where every contrast difference is below ``DEGENERATE_RTOL`` times ``acts_scale``
+    (the layer's largest absolute activation): nothing to probe."""
     peak = torch.maximum(diffs.amax(dim=(-2, -1)), -diffs.amin(dim=(-2, -1)))
     scale = torch.as_tensor(acts_scale, dtype=peak.dtype, device=peak.device)
     return peak <= DEGENERATE_RTOL * scale
@@ -82,13 +68,9 @@ def is_degenerate(diffs: Float[Tensor, "*b n d"], acts_scale: Float[Tensor, "*b"
 
 def class_mean_difference(diffs: Float[Tensor, "l n d"], y: Int[Tensor, "n"]
                           ) -> Float[Tensor, "l d"]:
-    """``mean(diff | item 1 preferred) - mean(diff | item 2 preferred)`` per layer (not
-    normalised), as one product with weights ``1 / n1`` and ``-1 / n0``: no masked copies.
-
-    The weights are float32 reciprocals (as the sweep has always had them): on training
-    differences, which sum to zero, their rounding only rescales the result, and the mass-mean
-    direction is normalised.
-    """
+    """``mean(diff | item 1) - mean(diff | item 2)`` per layer (not normalised), as one product
+    with weights ``1 / n1`` and ``-1 / n0``. The weights are float32 reciprocals: on training
+    differences, which sum to zero, their rounding only rescales the (normalised) result."""
     pos = y.to(diffs.device).bool()
     weights = torch.where(pos, 1 / pos.sum(), -1 / (~pos).sum()).to(diffs.dtype)
     return bmv_t(diffs, weights.expand(diffs.shape[0], -1))
@@ -96,10 +78,8 @@ def class_mean_difference(diffs: Float[Tensor, "l n d"], y: Int[Tensor, "n"]
 
 def orient_to_targets(direction: Float[Tensor, "*b d"], diffs: Float[Tensor, "*b n d"],
                       y: Float[Tensor, "n"]) -> tuple[Float[Tensor, "*b d"], Float[Tensor, "*b n"]]:
-    """Flip ``direction`` so the projections correlate positively with ``y`` (1 = item 1).
-
-    Returns the oriented direction and the training projections on it.
-    """
+    """``(direction, projections)``, flipped so the projections correlate positively with
+    ``y`` (1 = item 1)."""
     proj = (diffs @ direction.unsqueeze(-1)).squeeze(-1)
     y = y.to(proj)
     sign = torch.sign((proj * (y - y.mean())).sum(dim=-1))
@@ -111,13 +91,11 @@ def fit_logistic_scale(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"], *, la
                        n_iter: int = 90) -> Float[Tensor, "*b"]:
     """Scale ``s`` of a 1-D logistic regression ``P(y=1) = sigmoid(s * proj)``, batched.
 
-    No intercept (the centred differences have mean zero, and swapping the two items negates
-    a difference, so a zero projection should mean 0.5) and no class weights (plain maximum
-    likelihood, so probabilities are calibrated). The projections are standardised first and
-    a weak ridge ``lam / 2 * s_std**2`` keeps ``s`` finite on separable data; it is negligible
-    against the n log-losses. The 1-D problem is convex, so the root of its derivative is found
-    by bisection: robust and identical for one layer or all. NaN where the projections are
-    constant (nothing to scale).
+    No intercept (swapping the two items negates a difference, so a zero projection should
+    mean 0.5) and no class weights (plain maximum likelihood: calibrated). On standardised
+    projections a weak ridge ``lam / 2 * s_std**2`` keeps ``s`` finite on separable data. The
+    problem is convex: bisection on its derivative is robust and identical for one layer or
+    all. NaN where the projections are constant.
     """
     y = y.to(proj)
     std = proj.std(dim=-1, correction=0)
@@ -136,8 +114,7 @@ def fit_logistic_scale(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"], *, la
 
 
 def ccs_loss(p0: Tensor, p1: Tensor) -> Tensor:
-    """The CCS loss over the last axis (pairs): consistency plus confidence,
-    ``mean[(p0 - (1 - p1))^2] + mean[min(p0, p1)^2]``."""
+    """CCS loss over the last axis: ``mean[(p0 - (1 - p1))^2] + mean[min(p0, p1)^2]``."""
     return ((p0 - (1 - p1)) ** 2).mean(-1) + (torch.minimum(p0, p1) ** 2).mean(-1)
 
 
@@ -146,7 +123,7 @@ def fit_ccs_directions(x0: Float[Tensor, "l n d"], x1: Float[Tensor, "l n d"], *
                        weight_decay: float = 0.0, seed: int = 0
                        ) -> tuple[Float[Tensor, "l d"], Float[Tensor, "l"]]:
     """``(w [l, d], loss [l])``: the best of ``n_tries`` CCS probes per layer on the centred
-    sides ``x0``, ``x1`` (``w`` not normalised, in the raw basis; float64)."""
+    sides (``w`` not normalised, raw basis, float64)."""
     with torch.inference_mode(False), torch.enable_grad():
         x0 = x0.detach().clone().double()
         x1 = x1.detach().clone().double()
@@ -207,10 +184,9 @@ def check_classes(y: Int[Tensor, "n"], min_per_class: int = MIN_PER_CLASS) -> No
 
 @dataclass(frozen=True)
 class DirectionBatch:
-    """What a kind's :meth:`ScaledDirectionProbe.directions` reads, for ``l`` layers at once
-    (the sweep) or one (a probe fitted alone): the centred contrast differences, the targets
-    (1: item 1 preferred), their Gram matrix where it was formed once for several kinds, the
-    centred sides (label-free kinds that read them, as CCS), and the seed."""
+    """What :meth:`ScaledDirectionProbe.directions` reads for ``l`` layers (one for a probe
+    fitted alone); ``y``: 1 = item 1 preferred, else 0; ``gram``: formed once for several kinds;
+    ``sides``: for kinds that read the centred sides (CCS)."""
 
     diffs: Float[Tensor, "l n d"]
     y: Int[Tensor, "n"]
@@ -220,12 +196,10 @@ class DirectionBatch:
 
 
 class PairProbe(BaseEstimator):
-    """Shared fit / apply logic; subclasses only say how to find the weight vector.
-
-    A kind is one subclass registered with :func:`register`: its ``kind`` name, its
-    ``label`` and ``colour`` (tables, legends) and whether the default sweep fits it
-    (``in_default_sweep``); a direction kind also its batched :meth:`directions`, which the
-    sweep calls on all layers and a probe fitted alone on one."""
+    """Shared fit / apply logic; subclasses only say how to find the weight vector. A kind is
+    a subclass registered with :func:`register`: its ``kind`` name, ``label`` / ``colour``
+    (tables, legends), ``in_default_sweep``; a direction kind also its batched
+    :meth:`~ScaledDirectionProbe.directions` (all layers in the sweep, one fitted alone)."""
 
     kind: ClassVar[str] = ""
     label: ClassVar[str] = ""
@@ -245,12 +219,11 @@ class PairProbe(BaseEstimator):
     def fit(self, acts: Float[Tensor, "n 2 d"] | np.ndarray, labels: Any, *,
             layer: int | None = None, model_name: str | None = None,
             groups: Any = None) -> PairProbe:
-        """Fit on one layer's activations and labels 1 / 2 (no ties); returns ``self``.
+        """Fit on one layer's activations and labels 1 / 2 (no ties).
 
-        ``layer`` / ``model_name`` are stored as ``layer_`` / ``model_name_`` and checked
-        whenever the caller passes them again when applying the probe. ``groups`` (one per
-        pair: pairs sharing items or a template) are the units the PCA / mass-mean sign
-        confidence resamples; pairs when None.
+        ``layer`` / ``model_name`` are kept and checked whenever they are passed when applying
+        the probe. ``groups`` (one per pair) are the units the sign confidence resamples; pairs
+        when None.
         """
         x = _finite_acts(acts, "training")
         y = labels_to_targets(labels)
@@ -282,11 +255,11 @@ class PairProbe(BaseEstimator):
         return self
 
     # -- applying -----------------------------------------------------------------------------
-    def _check_fitted(self) -> None:
+    def transform(self, acts: Float[Tensor, "n 2 d"] | np.ndarray, *, layer: int | None = None,
+                  model_name: str | None = None) -> np.ndarray:
+        """Contrast features ``[n, d]`` of ``acts``, centred by the *training* side means."""
         if not hasattr(self, "direction_"):
             raise ProbeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
-
-    def _check_meta(self, layer: int | None, model_name: str | None) -> None:
         if layer is not None and self.layer_ is not None and layer != self.layer_:
             raise ProbeError(f"probe was fitted on layer {self.layer_}, asked to apply it to "
                              f"layer {layer}")
@@ -294,12 +267,6 @@ class PairProbe(BaseEstimator):
                 and model_name != self.model_name_):
             raise ProbeError(f"probe was fitted on model {self.model_name_!r}, asked to apply "
                              f"it to activations of model {model_name!r}")
-
-    def transform(self, acts: Float[Tensor, "n 2 d"] | np.ndarray, *, layer: int | None = None,
-                  model_name: str | None = None) -> np.ndarray:
-        """Contrast features ``[n, d]`` of ``acts``, centred by the *training* side means."""
-        self._check_fitted()
-        self._check_meta(layer, model_name)
         x = _finite_acts(acts, "input")
         if x.shape[-1] != self.n_features_in_:
             raise ProbeError(
@@ -350,16 +317,15 @@ def register(cls: type[PairProbe]) -> type[PairProbe]:
 class SupervisedProbe(PairProbe):
     """L2 logistic regression on the centred differences.
 
-    The objective of scikit-learn's ``LogisticRegression(C, fit_intercept=False,
-    class_weight)``, solved to ``tol`` (relative gradient norm) by
-    :func:`ppairs_lens.probes.logistic.batched_logistic_regression`, the sweep's solver: with
-    the same settings a probe fitted alone equals the sweep's at that layer, and scikit-learn
-    run to convergence. Defaults follow the paper: no intercept (the centred differences are
-    symmetric around 0; not supported) and balanced class weights. ``n_iter_``: the Newton
-    steps taken; ``solver`` / ``direct_max``: how each step is solved. ``standardize``
-    (default True): fit on the features divided by their training root mean square, so that
-    ``C`` means the same at every layer (``coef_`` / ``direction_`` are for the raw features
-    either way); ``standardize=False`` is scikit-learn's estimator on the raw differences.
+    scikit-learn's ``LogisticRegression(C, fit_intercept=False, class_weight)`` objective,
+    solved to ``tol`` (relative gradient norm) by the sweep's solver
+    (:func:`ppairs_lens.probes.logistic.batched_logistic_regression`), so it equals the sweep's
+    probe and scikit-learn run to convergence. Paper defaults: no intercept (the differences
+    are symmetric around 0; an intercept is not supported) and balanced class weights.
+    ``n_iter_``: the Newton steps taken; ``solver`` / ``direct_max``: how each step is solved.
+    ``standardize``: fit on the features divided by their training root mean square, so ``C``
+    means the same at every layer (``coef_`` is for the raw features either way); False is
+    scikit-learn's raw estimator.
     """
 
     kind = "supervised"
@@ -396,12 +362,8 @@ class SupervisedProbe(PairProbe):
 
 
 class ScaledDirectionProbe(PairProbe):
-    """A direction from ``_direction`` plus a calibrated 1-D logistic scale.
-
-    ``sign_confidence_``: share of ``n_sign_boot`` bootstrap resamples (by ``groups`` when
-    ``fit`` is given them; seeded by ``seed``) of the training pairs in which the projections
-    correlate with the labels with the chosen sign (:mod:`ppairs_lens.probes.sign_confidence`).
-    """
+    """A direction from ``_direction`` plus a calibrated 1-D logistic scale; ``sign_confidence_``
+    as in :mod:`ppairs_lens.probes.sign_confidence` (``n_sign_boot`` resamples, ``seed``)."""
 
     def __init__(self, n_sign_boot: int = N_SIGN_BOOT, seed: int = 0):
         self.n_sign_boot = n_sign_boot
@@ -410,9 +372,8 @@ class ScaledDirectionProbe(PairProbe):
     @classmethod
     def directions(cls, batch: DirectionBatch, **params: Any
                    ) -> tuple[Float[Tensor, "l d"], dict[str, Tensor]]:
-        """The kind's unit direction at every layer of ``batch`` (any sign: the labels orient
-        it after), and per-layer extras a fitted probe keeps as ``<name>_`` attributes;
-        ``params`` are the probe's own (its constructor's)."""
+        """The kind's unit direction at every layer of ``batch`` (any sign) and per-layer
+        extras a fitted probe keeps as ``<name>_``; ``params``: the constructor's."""
         raise NotImplementedError
 
     def _direction(self, diffs, y) -> Float[Tensor, "d"]:
@@ -454,17 +415,10 @@ class ScaledDirectionProbe(PairProbe):
 
 @register
 class PCAProbe(ScaledDirectionProbe):
-    """Top principal component of the centred differences (unsupervised direction).
-
-    The differences are not centred again (they have mean zero exactly: see
-    :func:`~ppairs_lens.probes.principal.top_principal_direction`). The component is only
-    defined up to sign; the training labels pick the sign (projections correlate positively
-    with "item 1 preferred"). So the probe's *direction* is label-free but its *accuracy* is
-    not: without labels you would not know which end of the axis is "more". Probabilities are
-    ``sigmoid(scale_ * projection)`` with ``scale_`` from a 1-D logistic regression on the
-    training projections (calibrated); that fit is monotone, so it never changes which side a
-    pair is put on.
-    """
+    """Top principal component of the centred differences (not centred again: their mean is
+    zero exactly). The *direction* is label-free, its *accuracy* is not: the labels pick the
+    sign, i.e. which end of the axis is "more". The monotone scale fit never moves a pair
+    across 0.5."""
 
     kind = "pca"
     label = "unsupervised (PCA)"
@@ -477,11 +431,8 @@ class PCAProbe(ScaledDirectionProbe):
 
 @register
 class MassMeanProbe(ScaledDirectionProbe):
-    """Difference of class means of the centred differences, normalised.
-
-    ``direction = mean(diff | item 1 preferred) - mean(diff | item 2 preferred)``; the
-    probability scale is fitted as for :class:`PCAProbe`.
-    """
+    """Difference of the class means of the centred differences, normalised (it uses the
+    labels); the probability scale is fitted as for :class:`PCAProbe`."""
 
     kind = "mass_mean"
     label = "mass-mean"
@@ -503,16 +454,13 @@ class MassMeanProbe(ScaledDirectionProbe):
 @register
 class CCSProbe(ScaledDirectionProbe):
     """Contrast-consistent search (CCS; Burns et al. 2023): a label-free direction from the
-    centred sides; as for PCA the labels only pick its sign and scale.
+    centred sides; the labels only pick its sign and scale.
 
-    A linear probe ``p(x) = sigmoid(<x, w> + b)`` is trained so that the two sides of a pair
-    get complementary probabilities, ``p(x0) ~ 1 - p(x1)`` (consistency), without the
-    degenerate answer ``p = 0.5`` (confidence) (:func:`ccs_loss`, kept as ``ccs_loss_``). Each
-    side is centred by its training mean and the layer's features divided by their root mean
-    square, so one learning rate fits every layer (``w`` is returned in the raw basis);
-    ``n_tries`` seeded starts are trained with full-batch Adam for ``n_epochs`` steps and the
-    lowest loss kept (:func:`fit_ccs_directions`, layers a batch axis). Gradient descent, so
-    not in the default sweep (``fit_sweep`` takes it by name)."""
+    ``p(x) = sigmoid(<x, w> + b)`` is trained for complementary sides, ``p(x0) ~ 1 - p(x1)``,
+    without the degenerate ``p = 0.5`` (:func:`ccs_loss`, kept as ``ccs_loss_``). Features are
+    divided by their root mean square so one learning rate fits every layer; the lowest loss
+    of ``n_tries`` seeded full-batch Adam runs of ``n_epochs`` steps is kept. Gradient
+    descent, so not in the default sweep (``fit_sweep`` takes it by name)."""
 
     kind = "ccs"
     label = "CCS (label-free)"
@@ -534,15 +482,14 @@ class CCSProbe(ScaledDirectionProbe):
         return w / w.norm(dim=-1, keepdim=True), {"ccs_loss": loss}
 
 
-#: Probe kinds the sweep fits by default, and every built-in kind, as registered when this
-#: module was imported (a kind registered later is fitted when named: ``fit_sweep(kinds=...)``,
-#: ``make_probe``).
+#: Probe kinds the sweep fits by default, and every built-in kind (a kind registered later
+#: is fitted when named).
 PROBE_KINDS: tuple[str, ...] = tuple(k for k, c in KINDS.items() if c.in_default_sweep)
 ALL_PROBE_KINDS: tuple[str, ...] = tuple(KINDS)
 
 
 def make_probe(kind: str, **kw: Any) -> PairProbe:
-    """An unfitted probe of ``kind`` (one of :data:`ALL_PROBE_KINDS`) with parameters ``kw``."""
+    """An unfitted probe of ``kind`` with parameters ``kw``."""
     if kind not in KINDS:
         raise ProbeError(f"unknown probe kind {kind!r}; choose one of {ALL_PROBE_KINDS}")
     try:

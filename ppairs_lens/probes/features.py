@@ -1,18 +1,14 @@
 """Contrast-pair features: what a probe sees of one comparison.
 
-A comparison is run through the model twice, once with the prompt ending "... is Choice 1"
-(side 0) and once ending "... is Choice 2" (side 1). Both sides carry a large component that
-only says *which prompt* it is (the token "1" vs "2", its position, ...), identical for every
-pair. Centering each side by its own mean removes it, so the difference
+Side 0 is the prompt ending "... is Choice 1", side 1 the one ending "... is Choice 2". Both
+carry a large component that only says *which prompt* it is, the same for every pair;
+centring each side by its own mean removes it, so the difference
 
     feature = (x0 - mu_pos) - (x1 - mu_neg)
 
-keeps only what varies between pairs. The means come from the data a probe is fitted on and
-are reused, unchanged, on any data it is applied to (test data is never re-centred by its own
-means, which would leak test statistics and change the probe between data sets).
-
-Shapes: one layer ``[n, 2, d]``, all layers ``[n, 2, layer, d]``; every function here works on
-both (the trailing axes after the side axis are carried through).
+keeps only what varies between pairs. The means are the training data's and are reused
+unchanged on any data the probe is applied to (re-centring test data by its own means would
+leak test statistics). Shapes: one layer ``[n, 2, d]`` or all layers ``[n, 2, layer, d]``.
 """
 
 from __future__ import annotations
@@ -34,13 +30,10 @@ ArrayLike = Any  # torch.Tensor | np.ndarray | Sequence
 
 
 def as_acts(acts: ArrayLike, *, dtype: torch.dtype | None = None) -> Tensor:
-    """``acts`` as a float tensor with a side axis of size 2 (shape ``[n, 2, ...]``).
-
-    numpy arrays are wrapped without a copy. Half precision is upcast to float32 (means of
-    float16 values lose digits), or everything to ``dtype`` when given.
-    """
+    """``acts`` as a float tensor ``[n, 2, ...]`` (numpy wrapped without a copy). Half
+    precision is upcast to float32 (means of float16 values lose digits), or all to ``dtype``."""
     t = acts if isinstance(acts, Tensor) else torch.as_tensor(np.asarray(acts))
-    if not (t.is_floating_point()):
+    if not t.is_floating_point():
         t = t.to(torch.float32)
     if dtype is not None:
         t = t.to(dtype)
@@ -55,7 +48,7 @@ def as_acts(acts: ArrayLike, *, dtype: torch.dtype | None = None) -> Tensor:
 
 def side_means(acts: Float[Tensor, "n 2 *rest"]) -> tuple[Float[Tensor, "*rest"],
                                                           Float[Tensor, "*rest"]]:
-    """Per-side means ``(mu_pos, mu_neg)`` over pairs: side 0 ("Choice 1") and side 1."""
+    """Per-side means ``(mu_pos, mu_neg)`` over pairs."""
     t = as_acts(acts)
     if t.shape[0] == 0:
         raise ProbeError("cannot compute side means of zero pairs")
@@ -64,10 +57,7 @@ def side_means(acts: Float[Tensor, "n 2 *rest"]) -> tuple[Float[Tensor, "*rest"]
 
 def contrast_features(acts: Float[Tensor, "n 2 *rest"], mu_pos: Float[Tensor, "*rest"],
                       mu_neg: Float[Tensor, "*rest"]) -> Float[Tensor, "n *rest"]:
-    """Centred differences ``(x0 - mu_pos) - (x1 - mu_neg)``: ``[n, d]`` or ``[n, layer, d]``.
-
-    ``mu_pos`` / ``mu_neg`` must be the means of the data the probe was *fitted* on.
-    """
+    """Centred differences ``(x0 - mu_pos) - (x1 - mu_neg)``, the means the *training* data's."""
     t = as_acts(acts)
     mu_pos = torch.as_tensor(mu_pos)
     mu_neg = torch.as_tensor(mu_neg)
@@ -84,10 +74,7 @@ def contrast_features(acts: Float[Tensor, "n 2 *rest"], mu_pos: Float[Tensor, "*
 
 def _labels_array(labels: ArrayLike) -> np.ndarray:
     """Labels as an int64 numpy vector, refusing anything that is not 0 / 1 / 2."""
-    if isinstance(labels, Tensor):
-        arr = labels.detach().cpu().numpy()
-    else:
-        arr = np.asarray(labels)
+    arr = labels.detach().cpu().numpy() if isinstance(labels, Tensor) else np.asarray(labels)
     if arr.dtype == bool:
         raise ProbeError("labels are booleans; use 1 (item 1 preferred) / 2 (item 2) / 0 (tie)")
     arr = arr.reshape(-1) if arr.ndim == 0 else arr
@@ -106,10 +93,7 @@ def _labels_array(labels: ArrayLike) -> np.ndarray:
 
 
 def labels_to_targets(labels: ArrayLike) -> Int[Tensor, "n"]:
-    """Probe targets: 1 where item 1 is preferred (label 1), 0 where item 2 is (label 2).
-
-    Ties have no target; drop them first with :func:`drop_ties`.
-    """
+    """Probe targets: 1 where item 1 is preferred (label 1), 0 where item 2 is; ties refused."""
     arr = _labels_array(labels)
     ties = np.flatnonzero(arr == TIE)
     if ties.size:
@@ -132,10 +116,8 @@ def _take(x: Any, idx: np.ndarray) -> Any:
 
 
 def drop_ties(acts: ArrayLike, labels: ArrayLike, *others: Any) -> tuple[Any, ...]:
-    """``(acts, labels, *others)`` without the pairs labelled tie (0), each keeping its type.
-
-    ``others`` are any per-pair sequences (context ids, item ids, pair ids) to keep aligned.
-    """
+    """``(acts, labels, *others)`` without the tie pairs, each keeping its type; ``others``:
+    any per-pair sequences to keep aligned."""
     arr = _labels_array(labels)
     n = len(arr)
     for name, x in (("acts", acts), *((f"others[{i}]", o) for i, o in enumerate(others))):

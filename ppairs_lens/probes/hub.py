@@ -1,26 +1,17 @@
-"""Saved probes, sweeps and directions on the Hugging Face Hub: their model card, a folder
-found, one uploaded.
+"""Saved probes, sweeps and directions on the Hugging Face Hub: model card, download, upload.
 
-The Hub shows a repository's ``README.md`` as its model card and reads the YAML front matter
-between the two ``---`` lines as its metadata. The card written here (:func:`render_card`)
-holds there the base model, the license, tags, and a ``ppairs_lens`` block with what the
-object was fitted on (read-outs, the dataset with its fingerprint, the template's hash, the
-split, the training size), the held-out metrics with their confidence intervals where the
-caller has them (:func:`ppairs_lens.evaluation.saved_probes.save_store_probes` does), and the
-package version; the text below says the same for a reader, with a snippet that loads the
-object. The metadata is a :class:`~ppairs_lens.probes.persistence.ProbeMetadata` (any
-dataclass with its fields; this module does not import the one that saves, which calls it).
+The Hub shows ``README.md`` as the model card and reads its YAML front matter as metadata.
+:func:`render_card` puts there the base model, license, tags and a ``ppairs_lens`` block
+(what the object was fitted on, held-out metrics with their intervals where the caller has
+them, the package version), then the same in prose with a loading snippet. The metadata is
+any dataclass with :class:`~ppairs_lens.probes.persistence.ProbeMetadata`'s fields (this
+module does not import the one that saves, which calls it).
 
-:func:`resolve_saved` turns what a ``load_*`` function was given into a local folder: a
-folder that exists is used as it is; otherwise an ``owner/name`` (or ``owner/name@revision``)
-Hub repo id is fetched with ``huggingface_hub.snapshot_download`` into the Hub's cache. With
-``HF_HUB_OFFLINE=1`` (read when called, as is ``HF_HUB_CACHE``) nothing is fetched: the
-snapshot comes from the local cache or the load fails with one line saying so.
-
-:func:`commit_operations` is the commit an upload sends (one ``CommitOperationAdd`` per file
-of the folder), built without any network so that it can be checked; :func:`push_folder`
-creates the repository if needed and sends that commit with ``HfApi.create_commit``.
-``huggingface_hub`` (a dependency of ``transformers``) is imported only when used.
+:func:`resolve_saved` uses a folder that exists as it is, else fetches an
+``owner/name[@revision]`` repo id into the Hub's cache; with ``HF_HUB_OFFLINE=1`` (read when
+called) only the local cache is used. :func:`commit_operations` builds an upload's commit
+without any network, so it can be checked; :func:`push_folder` sends it.
+``huggingface_hub`` is imported only when used.
 """
 
 from __future__ import annotations
@@ -66,11 +57,8 @@ def _plain(value: Any) -> Any:
 
 def card_metadata(meta: Any, *, metrics: Sequence[Mapping[str, Any]] | None = None,
                   license: str = DEFAULT_LICENSE) -> dict[str, Any]:
-    """The card's YAML front matter for ``meta`` (a ``ProbeMetadata``).
-
-    ``metrics``: held-out scores, each a mapping such as ``{"kind", "hook", "metric", "value",
-    "ci_low", "ci_high", ...}``; kept as given (plain types).
-    """
+    """The card's YAML front matter for ``meta``; ``metrics``: held-out scores (mappings such
+    as ``{"kind", "hook", "metric", "value", "ci_low", "ci_high", ...}``), kept as given."""
     m = dataclasses.asdict(meta)
     block = {k: _plain(m.get(k)) for k in _FIELDS}
     block["datasets"] = ([{"name": m.get("dataset"), "fingerprint": m.get("dataset_fingerprint")}]
@@ -174,8 +162,8 @@ def read_model_card(path: str | Path) -> dict[str, Any]:
 
 
 def _check_card(front: dict, card: Path) -> None:
-    """The fields this package reads back, each of its shape (a card edited by hand is refused
-    here, by field, not deep inside ``generate`` or ``push_to_hub``)."""
+    """Refuse a read-back field of the wrong shape here, by field (a card edited by hand), not
+    deep inside ``generate`` or ``push_to_hub``."""
     def bad(field: str, want: str, got: Any) -> ProbeError:
         return ProbeError(f"{card}: field {field!r} must be {want}, got "
                           f"{type(got).__name__} {got!r}")
@@ -215,11 +203,8 @@ def offline() -> bool:
 
 
 def resolve_saved(source: str | Path) -> Path:
-    """The local folder of ``source``: a folder here, else a Hub repo id's snapshot.
-
-    A path that is neither an existing folder nor a repo id, or whose parent folder exists
-    here, is returned as it is (the loader then says that it is not a saved object).
-    """
+    """The local folder of ``source``: a folder here, else a Hub repo id's snapshot; anything
+    else is returned as it is (the loader then says that it is not a saved object)."""
     local = Path(source)
     # "owner/name" where a folder "owner" exists here is a mistyped local path, not a repo id.
     if local.exists() or local.parent.is_dir() or not is_repo_id(str(source)):
@@ -269,9 +254,8 @@ def commit_operations(folder: str | Path, replace: Mapping[str, bytes] | None = 
 def push_folder(folder: str | Path, repo_id: str, *, operations: list | None = None,
                 commit_message: str | None = None, private: bool | None = None,
                 revision: str | None = None, token: str | None = None, api=None):
-    """Upload ``folder`` to the Hub model repository ``repo_id`` (created if absent) in one
-    commit (:func:`commit_operations`, or ``operations``); returns ``create_commit``'s
-    ``CommitInfo``."""
+    """Upload ``folder`` to model repo ``repo_id`` (created if absent) in one commit
+    (``operations``, default :func:`commit_operations`); returns the ``CommitInfo``."""
     if not is_repo_id(repo_id) or "@" in repo_id:
         raise ProbeError(f"{repo_id!r} is not a Hub repo id (owner/name)")
     if offline():

@@ -6,29 +6,21 @@ class_weight)`` objective, per layer
     min_w  C * sum_i c_i * logloss(y_i, <w, x_i>) + 0.5 * ||w||^2,   c_i = n / (2 * n_{y_i}),
 
 (``c_i = 1`` without class weights). :func:`batched_logistic_regression` solves it for a stack
-of layers at once by a damped Newton method in float64 (a strongly convex problem: Newton with
-backtracking converges globally and quadratically, to a far tighter tolerance than lbfgs's
-default). Each step solves ``(I + X^T diag(h) X) s = -g``:
+of layers at once by damped Newton in float64 (strongly convex: Newton with backtracking
+converges globally and quadratically, far tighter than lbfgs's default). Each step solves
+``(I + X^T diag(h) X) s = -g``: by Cholesky of the ``d x d`` Hessian (``d <= n``), by
+Woodbury with the ``n x n`` kernel ``X X^T`` (``n < d``, the dual form), or by PCG on
+Hessian-vector products (``newton-cg``, ``min(n, d) > direct_max``). A single-layer probe is a
+batch of one, so it and a sweep fit the same optimum.
 
-* ``d <= n``: the ``d x d`` Hessian per layer, Cholesky (``newton`` solver);
-* ``n < d``: Woodbury with the ``n x n`` kernel ``X X^T``, computed once (the dual form);
-* ``min(n, d) > direct_max``: preconditioned conjugate gradients on Hessian-vector products
-  (``newton-cg``), which needs no ``d x d`` or ``n x n`` matrix.
-
-A single-layer probe is a batch of one, so it and a sweep fit the same optimum. Its batched
-linear algebra (axis 0 = layers, each independent) is here too: products, a Cholesky that adds
-jitter only when round-off breaks it, and PCG in which every layer stops at its own tolerance.
-
-*Standardisation* (``standardize=True``, the probes' default): each layer's features are
-divided by one number, their root mean square over pairs and features (on the training
-data), before the fit, and the weights are mapped back to the raw features. Without it the
-penalty ``||w||^2 / 2`` weighs against a log-loss whose inputs grow by orders of magnitude
-with depth, so a fixed ``C`` is a weak penalty at one layer and a strong one at another; with
-it ``C`` means the same at every layer (the fit is the raw fit with ``C / rms^2``). One scale
-per layer rather than one per feature keeps the L2 geometry of the raw residual basis (the
-fitted direction is still the raw problem's, only the strength of the penalty changes; cosines
-with the PCA and mass-mean directions compare like with like), does not blow up near-constant
-coordinates to unit variance with n ~ d, and keeps the dual kernel shared with the PCA.
+*Standardisation* (the probes' default): each layer's features are divided by one number,
+their training root mean square, and the weights mapped back. Without it the penalty weighs
+against a log-loss whose inputs grow by orders of magnitude with depth, so a fixed ``C`` is
+weak at one layer and strong at another; with it ``C`` means the same at every layer (the raw
+fit with ``C / rms^2``). One scale per layer, not per feature, keeps the raw basis' L2
+geometry (cosines with the PCA and mass-mean directions compare like with like), does not blow
+near-constant coordinates up to unit variance with n ~ d, and keeps the dual kernel shared
+with the PCA.
 """
 
 from __future__ import annotations
@@ -79,11 +71,8 @@ def chol_apply(factor: Float[Tensor, "l m m"], r: Float[Tensor, "l m"]) -> Float
 
 def pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max_iter: int
          ) -> tuple[Float[Tensor, "l d"], Bool[Tensor, "l"]]:
-    """Batched preconditioned CG for ``H x = b``, each layer stopping at its own tolerance.
-
-    ``apply_pinv(r)`` applies the inverse preconditioner. Returns ``(x, reached)``; CG
-    iterates from 0 are descent directions, so an unfinished ``x`` is still usable.
-    """
+    """Batched preconditioned CG for ``H x = b``, each layer stopping at its own tolerance;
+    ``(x, reached)``. CG iterates from 0 are descent directions: an unfinished ``x`` is usable."""
     x = torch.zeros_like(b)
     r = b.clone()
     z = apply_pinv(r)
@@ -112,8 +101,7 @@ def pcg(hvp, b: Float[Tensor, "l d"], apply_pinv, rtol: Float[Tensor, "l"], max_
 
 class _ActiveLayers:
     """Bookkeeping of a batched Newton solve: per-layer state ``st`` (rows = layers still
-    iterating), iteration counts and convergence flags; layers leave the batch together
-    when they converge or stall."""
+    iterating), iteration counts and convergence flags."""
 
     def __init__(self, n_layers: int, device: torch.device, **state: Tensor):
         self.st = {"idx": torch.arange(n_layers, device=device), **state}
@@ -123,11 +111,8 @@ class _ActiveLayers:
 
     def check(self, it: int, tol: float, last: bool, gn: Float[Tensor, "la"],
               **rows: Tensor) -> dict[str, Tensor] | None:
-        """Record iteration ``it`` with gradient norms ``gn``; drop the converged layers.
-
-        Returns ``gn``, ``rows`` (per-layer tensors of this iteration) and ``g0a`` (the
-        initial gradient norms) for the layers left, or None when the solve is over.
-        """
+        """Record iteration ``it``, drop the converged layers; ``rows`` with ``gn`` and ``g0a``
+        (initial gradient norms) for the layers left, or None when the solve is over."""
         if self.g0 is None:
             self.g0 = gn.clone()
         idx = self.st["idx"]
@@ -161,15 +146,13 @@ class _ActiveLayers:
 def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
                    cw: Float[Tensor, "n"], tol: float, max_iter: int
                    ) -> tuple[Float[Tensor, "l n"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
-    """The ``n < d`` case of :func:`batched_logistic_regression`, in the span of the data.
+    """The ``n < d`` case of :func:`batched_logistic_regression`; ``(a, n_iter, converged)``.
 
-    Newton from ``w = 0`` stays in the row space of ``X`` (each Woodbury step is ``X^T`` of
-    something), so ``w = X^T a`` and every quantity is a product with the kernel
-    ``K = X X^T``: ``z = K a``, ``g = X^T v`` with ``v = cw (p - y) + a`` and
-    ``||g||^2 = v^T K v``; the step is ``a += t d``, ``d = -v + S (I + S K S)^{-1} S K v``,
-    ``S = diag(sqrt(h))``. Iterations then read the ``n x n`` kernel only, never the
-    ``n x d`` data (half the memory traffic at d = 2n), and the line search is ``O(n)`` per
-    trial. Returns ``(a, n_iter, converged)``; the caller forms ``w = X^T a`` once.
+    Newton from ``w = 0`` stays in the row space of ``X``, so ``w = X^T a`` and everything is
+    a product with ``K = X X^T``: ``z = K a``, ``g = X^T v`` with ``v = cw (p - y) + a``,
+    ``||g||^2 = v^T K v``; the step is ``d = -v + S (I + S K S)^{-1} S K v``, ``S =
+    diag(sqrt(h))``. Iterations read only the kernel (half the memory traffic at d = 2n) and
+    the line search is ``O(n)`` per trial.
     """
     n_layers, n, _ = kernel.shape
     sign = 2 * y - 1
@@ -253,9 +236,8 @@ def _kernel_newton(kernel: Float[Tensor, "l n n"], y: Float[Tensor, "n"],
 
 def feature_rms(x: Float[Tensor, "l n d"], kernel: Float[Tensor, "l n n"] | None = None
                 ) -> Float[Tensor, "l"]:
-    """Root mean square of each layer's features over pairs and features (1 where it is 0:
-    all-zero features have nothing to rescale). From the kernel ``x @ x^T`` when given (its
-    trace is the sum of squares), which saves a pass over ``x``."""
+    """Root mean square of each layer's features (1 where it is 0), from the trace of the
+    kernel ``x @ x^T`` when given (saves a pass over ``x``)."""
     n, d = x.shape[-2:]
     if kernel is not None:
         ms = kernel.diagonal(dim1=-2, dim2=-1).sum(-1) / (n * d)
@@ -274,22 +256,14 @@ def batched_logistic_regression(
 ) -> tuple[Float[Tensor, "l d"], Int[Tensor, "l"], Bool[Tensor, "l"]]:
     """sklearn's ``LogisticRegression(C, fit_intercept=False, class_weight)`` for a batch.
 
-    Minimises ``C * sum_i c_i logloss_i + ||w||^2 / 2`` independently for every leading index
-    of ``x`` with damped Newton steps (Armijo backtracking) until ``||grad|| <= tol *
-    ||grad at 0||``; a layer leaves the batch when it converges. Returns ``(w, n_iter,
-    converged)``. Computes in ``x``'s dtype and device (use float64).
-
-    Solvers as in the module notes (``newton-cg``: PCG with a Jacobi preconditioner);
-    ``auto`` picks ``newton`` when ``min(n, d) <= direct_max``. In the ``d <= n`` case a
-    factorised Hessian is reused as the preconditioner of a few CG steps on later iterations
-    (the weights ``p(1-p)`` change less and less), and refreshed when ``reuse_cg_iter`` CG
-    steps no longer suffice: forming the Hessian costs ``2 n d^2`` per layer, a CG step
-    ``4 n d``. ``kernel`` (``x @ x^T`` of the raw ``x``, the dual case) may be passed when
-    the caller has it already.
-
-    ``standardize``: fit on ``x / feature_rms(x)`` per layer (see the module notes) and return
-    the weights for the raw ``x`` (``w_std / rms``); the tolerance applies to the standardised
-    problem. The dual case rescales the kernel instead of copying ``x``.
+    Damped Newton (Armijo backtracking) per leading index of ``x`` until ``||grad|| <= tol *
+    ||grad at 0||``, in ``x``'s dtype and device (use float64); ``(w, n_iter, converged)``.
+    ``auto`` picks ``newton`` when ``min(n, d) <= direct_max``, else ``newton-cg`` (Jacobi
+    preconditioner). With ``d <= n`` a factorised Hessian preconditions a few CG steps on
+    later iterations, refreshed when ``reuse_cg_iter`` steps no longer suffice: forming it
+    costs ``2 n d^2`` per layer, a CG step ``4 n d``. ``kernel``: the raw ``x @ x^T``, if the
+    caller has it. ``standardize``: fit ``x / feature_rms(x)`` and return raw weights (the
+    tolerance applies to the standardised problem; the dual case rescales the kernel).
     """
     n_layers, n, d = x.shape
     if standardize:

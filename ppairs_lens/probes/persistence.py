@@ -1,28 +1,16 @@
-"""Saving, loading and pushing to the Hub fitted probes, sweeps and directions: safetensors
-plus JSON metadata.
+"""Saving, loading and pushing to the Hub fitted probes, sweeps and directions.
 
-Each object is a folder with two files:
+Each object is a folder: ``tensors.safetensors`` (the arrays), written atomically and first,
+then ``metadata.json`` (a :class:`ProbeMetadata`) with a sha256 of every tensor, so a folder
+counts only once it is whole, and a flipped byte, a truncated file or a field of the wrong
+JSON type is refused naming the file and the field. Another ``format_version`` is refused: no
+released version wrote one, and a folder without checksums could not be verified.
 
-* ``tensors.safetensors``: the arrays (training side means, directions, weights, ...);
-* ``metadata.json``: a :class:`ProbeMetadata` (model, hook names, template and dataset
-  fingerprints, split, ``C``, standardisation, package version, estimator parameters).
-
-The tensors file is written atomically and first; ``metadata.json`` last, with a sha256 of
-every tensor (``sha256``, as activation store shards keep theirs), so a folder counts only once
-it is whole and a flipped byte, a truncated file or a metadata field of the wrong JSON type is
-refused with a :class:`~ppairs_lens.errors.ProbeError` naming the file and the field. A
-folder of any other format (``format_version``) is refused naming it: no released version wrote
-another, and a folder without checksums could not be verified.
-
-Loading checks what the caller expects: ``load_probe(path, model=..., hook=...)`` refuses a
-probe fitted for another model or read-out, naming every field that differs (as an activation
-store refuses another harvest, :mod:`ppairs_lens.activations.store`). A loaded probe or sweep
-scores new activations with no refit; a loaded direction drives
-:func:`ppairs_lens.interventions.ablation.ablate` and
-:func:`ppairs_lens.interventions.steering.steer`.
-
-:func:`push_to_hub` uploads a saved folder, or an object saved now; the uploaded model card is
-the folder's, its metrics and license kept, with the loading snippet naming the repo id.
+Loading refuses an object fitted for another model or read-out than the caller expects,
+naming every field that differs (as an activation store refuses another harvest). A loaded
+direction drives :func:`ppairs_lens.interventions.ablation.ablate` and
+:func:`ppairs_lens.interventions.steering.steer`. :func:`push_to_hub` uploads the folder's
+model card, its metrics and license kept, with the loading snippet naming the repo id.
 """
 
 from __future__ import annotations
@@ -96,8 +84,7 @@ class ProbeMetadata:
 
     @classmethod
     def from_json(cls, text: str, source: str | Path = METADATA) -> ProbeMetadata:
-        """Parse ``metadata.json``; a value of the wrong JSON type is refused naming
-        ``source`` and the field (:class:`~ppairs_lens.errors.ProbeError`)."""
+        """Parse ``metadata.json``, refusing a value of the wrong JSON type by field."""
         raw = json_object(text, source, ProbeError)
         check_fields(raw, _FIELD_TYPES, source, ProbeError, required=("object",))
         kw = {k: v for k, v in raw.items() if k in {f.name for f in fields(cls)}}
@@ -142,11 +129,9 @@ def metadata_from_store(store) -> dict[str, Any]:
 
 
 def check_metadata(meta: ProbeMetadata, path: str | Path = "", **expected: Any) -> None:
-    """Refuse ``meta`` where it differs from ``expected`` (None values are not checked).
-
-    ``hook`` (one name) must be among ``meta.hook_names``; ``hook_names`` must equal them.
-    The error names every field that differs, with the saved and the expected value.
-    """
+    """Refuse ``meta`` where it differs from ``expected`` (None: not checked), naming every
+    field that differs; ``hook`` (one name) must be among ``meta.hook_names``, and
+    ``hook_names`` must equal them."""
     diffs = []
     for key, want in expected.items():
         if want is None:
@@ -242,11 +227,8 @@ _PROBE_SCALARS = ("scale_", "intercept_", "n_iter_", "sign_confidence_", "layer_
 
 def save_probe(probe: PairProbe, path: str | Path, *, hook: str | None = None,
                split: str | None = None, n_train: int | None = None, **meta: Any) -> Path:
-    """Save a fitted estimator of :mod:`ppairs_lens.probes.estimators` into folder ``path``.
-
-    ``hook``: the read-out it was fitted at; ``meta``: other :class:`ProbeMetadata` fields
-    (``**metadata_from_store(store)`` fills model, template and dataset fingerprints).
-    """
+    """Save a fitted estimator into folder ``path``; ``hook``: the read-out it was fitted at;
+    ``meta``: other :class:`ProbeMetadata` fields (e.g. ``**metadata_from_store(store)``)."""
     if not hasattr(probe, "direction_"):
         raise ProbeError(f"this {type(probe).__name__} is not fitted; nothing to save")
     params = probe.get_params()
@@ -266,12 +248,9 @@ def save_probe(probe: PairProbe, path: str | Path, *, hook: str | None = None,
 
 def load_probe(path: str | Path, *, model: str | None = None, hook: str | None = None,
                **expected: Any) -> PairProbe:
-    """The estimator saved in ``path``, fitted attributes restored (no refit).
-
-    ``model`` / ``hook`` / ``template_hash`` / ``dataset_fingerprint`` / ``d_model``: refuse a
-    probe saved for anything else (:func:`check_metadata`). ``probe.metadata_`` holds the
-    :class:`ProbeMetadata`.
-    """
+    """The estimator saved in ``path`` (no refit), refusing one saved for another ``model``,
+    ``hook``, ``template_hash``, ``dataset_fingerprint`` or ``d_model`` (:func:`check_metadata`);
+    ``probe.metadata_`` holds its metadata."""
     tensors, meta = _read(path, "probe", {"model": model, "hook": hook, **expected})
     if len(meta.kinds) != 1:
         raise ProbeError(f"{Path(path) / METADATA}: field 'kinds' of a probe holds one kind, "
@@ -363,9 +342,8 @@ def load_direction(path: str | Path, *, model: str | None = None, hook: str | No
 # -- the Hub -----------------------------------------------------------------------------------
 
 def hub_operations(folder: str | Path, repo_id: str, license: str | None = None) -> list:
-    """The commit :func:`push_to_hub` sends for saved ``folder`` to ``repo_id``: its files,
-    the model card re-rendered so that its snippet loads ``repo_id`` (``license``: instead of
-    the card's)."""
+    """The commit :func:`push_to_hub` sends: ``folder``'s files, the model card re-rendered to
+    load ``repo_id`` (``license``: instead of the card's)."""
     folder = Path(folder)
     meta = read_metadata(folder)
     front = read_model_card(folder) if (folder / CARD).is_file() else {}
@@ -390,21 +368,19 @@ def push_to_hub(folder_or_object: Any, repo_id: str, *, license: str | None = No
                 commit_message: str | None = None,
                 private: bool | None = None, revision: str | None = None,
                 token: str | None = None, api=None, **save_kw: Any):
-    """Upload a saved folder (or ``folder_or_object`` saved now, with ``save_kw``) to the Hub
-    model repository ``repo_id``; returns the ``CommitInfo``. ``license``: the card's license
-    field (default: the folder card's, else "other"). Load it back with
-    ``pl.load_probe(repo_id, ...)`` (or ``load_sweep`` / ``load_direction``)."""
+    """Upload a saved folder (or an object saved now with ``save_kw``) to model repo
+    ``repo_id``; returns the ``CommitInfo``. ``license``: default the folder card's, else
+    "other"."""
+    def push(folder: Path):
+        ops = hub_operations(folder, repo_id, license)
+        return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
+                           private=private, revision=revision, token=token, api=api)
+
     if isinstance(folder_or_object, (str, Path)):
         if save_kw:
             raise ProbeError(f"{folder_or_object} is already saved; save keywords "
                              f"{sorted(save_kw)} apply only to an object")
-        folder = Path(folder_or_object)
-        ops = hub_operations(folder, repo_id, license)
-        return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
-                           private=private, revision=revision, token=token, api=api)
+        return push(Path(folder_or_object))
     with tempfile.TemporaryDirectory(prefix="ppairs-push-") as tmp:
-        folder = _save(folder_or_object, Path(tmp) / repo_id.split("/")[-1], save_kw)
-        ops = hub_operations(folder, repo_id, license)
         # The operations read files by path: send them before the folder goes.
-        return push_folder(folder, repo_id, operations=ops, commit_message=commit_message,
-                           private=private, revision=revision, token=token, api=api)
+        return push(_save(folder_or_object, Path(tmp) / repo_id.split("/")[-1], save_kw))

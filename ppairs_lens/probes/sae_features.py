@@ -1,10 +1,8 @@
 """A probe direction read in an SAE's features: which decoder rows it points along, and how
-the encoder responds to the two classes' mean activations.
-
-``sae`` is duck-typed (a SAELens ``SAE``, or anything with ``W_dec [d_sae, d_in]`` and
-``encode(x)``), so this module imports no SAE library. The direction lives in the SAE's input
-space (the residual stream at the SAE's hook, where the probe was fitted).
-"""
+the encoder responds to the two classes' mean activations. ``sae`` is duck-typed (anything
+with ``W_dec [d_sae, d_in]`` and ``encode(x)``, e.g. a SAELens ``SAE``): no SAE library is
+imported. The direction lives in the SAE's input space (the residual stream at the SAE's hook,
+where the probe was fitted)."""
 
 from __future__ import annotations
 
@@ -23,13 +21,9 @@ __all__ = ["SAEAttribution", "sae_attribution", "class_side_means"]
 
 @dataclass(frozen=True)
 class SAEAttribution:
-    """The top-``k`` SAE latents for a direction (by |cosine| of their decoder rows).
-
-    ``cosines``: signed cosine of each latent's decoder row with the direction;
-    ``response_preferred`` / ``response_other``: the encoder's activation of each latent at
-    the mean activation of the preferred / the other side of the pairs (None without
-    activations); ``response_difference`` their difference.
-    """
+    """The top-``k`` SAE latents for a direction (by |cosine| of their decoder rows), the
+    signed ``cosines``, and the encoder's activation of each at the mean preferred / other
+    side of the pairs (None without activations)."""
 
     latents: tuple[int, ...]
     cosines: tuple[float, ...]
@@ -61,9 +55,8 @@ def class_side_means(acts: Float[Tensor, "n 2 d"], labels: Any
 def sae_attribution(direction: Float[Tensor, "d_in"] | Any, sae, k: int = 10,
                     acts: Float[Tensor, "n 2 d_in"] | None = None, labels: Any = None
                     ) -> SAEAttribution:
-    """The ``k`` latents whose decoder rows have the largest |cosine| with ``direction``, and,
-    with ``acts`` (one layer, ``[n, 2, d_in]``) and ``labels``, the encoder's response to the
-    mean preferred and other sides (:func:`class_side_means`)."""
+    """:class:`SAEAttribution` of ``direction``; the responses need ``acts`` (one layer) and
+    ``labels``."""
     w_dec = sae.W_dec.detach()
     r = torch.as_tensor(direction).detach().to(device=w_dec.device, dtype=torch.float64)
     if r.ndim != 1 or r.shape[0] != w_dec.shape[1]:

@@ -1,18 +1,15 @@
 """How sure is the sign of a label-free direction: a bootstrap of the training pairs.
 
-The PCA probe's direction comes without labels; only its *sign* is chosen from them, by the
-sign of the training correlation between projections and "item 1 preferred"
-(:func:`ppairs_lens.probes.estimators.orient_to_targets`). Where that correlation is near zero
-the sign is a coin flip, and a PCA curve can jump between ``acc`` and ``1 - acc`` from one
-layer to the next. :func:`sign_confidence` reports, per direction, the share of ``n_boot``
-bootstrap resamples of the training pairs (whole groups at a time when ``groups`` are given,
-so recurring items do not count as independent evidence) in which that correlation has the
-chosen sign: ~1 = a sign the data decide, ~0.5 = a sign they do not. The direction is held
-fixed: the labels choose only its sign, so only that choice is resampled.
+The labels choose only the sign of a PCA direction
+(:func:`~ppairs_lens.probes.estimators.orient_to_targets`); where the training correlation is
+near zero that is a coin flip, and a PCA curve can jump between ``acc`` and ``1 - acc`` from
+one layer to the next.
+:func:`sign_confidence` is the share of bootstrap resamples (whole groups when given, so
+recurring items are not independent evidence) in which the correlation keeps the chosen sign:
+~1 = decided by the data, ~0.5 = not. The direction is held fixed: only the sign is resampled.
 
-Fewer than :data:`MIN_SIGN_GROUPS` resampling units (groups, or pairs without groups) give NaN:
-one group has a single resample, and a handful have so few distinct ones that "1.0" would
-claim a sign decided by evidence that is not there (the same floor as the intervals'
+Fewer than :data:`MIN_SIGN_GROUPS` resampling units give NaN: a handful of groups have so few
+distinct resamples that "1.0" would claim evidence that is not there (the same floor as
 ``MIN_BOOTSTRAP_GROUPS`` in :mod:`ppairs_lens.evaluation.bootstrap`, which this lower layer
 cannot import).
 """
@@ -59,13 +56,10 @@ def bootstrap_weights(n: int, groups: Sequence | None, n_boot: int, seed: int
 def sign_confidence(proj: Float[Tensor, "*b n"], y: Float[Tensor, "n"],
                     groups: Sequence | None = None, *, n_boot: int = N_SIGN_BOOT, seed: int = 0
                     ) -> Float[Tensor, "*b"]:
-    """Share of bootstrap resamples whose projection-label covariance is positive.
-
-    ``proj`` are the training projections on the *oriented* direction (positive covariance
-    with ``y`` on the full training set, by construction); ``y`` is 1 where item 1 is
-    preferred. A resample whose covariance is exactly zero counts one half. NaN with fewer
-    than :data:`MIN_SIGN_GROUPS` groups (or pairs, without groups): not resolved.
-    """
+    """Share of bootstrap resamples whose projection-label covariance is positive (exactly
+    zero counts one half); ``proj``: training projections on the *oriented* direction (on the
+    full training set their covariance with ``y`` is positive by construction); ``y``: 1 where
+    item 1 is preferred, else 0."""
     w = torch.from_numpy(bootstrap_weights(proj.shape[-1], groups, n_boot, seed)).to(proj)
     n_units = proj.shape[-1] if groups is None else len({str(g) for g in groups})
     if n_units < MIN_SIGN_GROUPS:

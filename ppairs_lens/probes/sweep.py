@@ -1,24 +1,14 @@
 """Fit every probe kind on every layer at once, batched in torch.
 
-A layer sweep fits one probe per layer; with ~30 layers, three kinds and a few seeds or
-splits, a Python loop over single-layer estimators dominates an analysis. Here the layer axis
-is a batch axis, worked through in chunks (:func:`layers_per_chunk`: a sweep never holds
-float64 copies of every layer at once; :func:`chunk_diffs` builds one chunk's differences),
-and every kind uses the maths of its single-layer estimator: the supervised probe is solved by
-:func:`ppairs_lens.probes.logistic.batched_logistic_regression` (as
-:class:`~ppairs_lens.probes.estimators.SupervisedProbe`), PCA and mass-mean by the batched
-helpers of :mod:`ppairs_lens.probes.principal` and :mod:`ppairs_lens.probes.estimators`, so
-``SweepProbes.to_probe(kind, layer)`` returns the estimator that module fits.
+With ~30 layers, several kinds and a few seeds or splits, a Python loop over single-layer
+estimators dominates an analysis. Here the layer axis is a batch axis, worked through in
+chunks (:func:`layers_per_chunk`: never float64 copies of every layer at once), and every kind
+uses the batched maths of its single-layer estimator, so ``SweepProbes.to_probe(kind, layer)``
+is the estimator :mod:`ppairs_lens.probes.estimators` fits.
 
-Layers whose contrast differences are all zero (an embedding layer at the answer token is the
-same for every pair) cannot be probed: they are marked in ``degenerate[kind]`` with a warning,
-and their probabilities are NaN, rather than failing the whole sweep.
-
-The supervised probes are fitted on standardised features by default (``standardize=True``,
-see :mod:`ppairs_lens.probes.logistic`), so ``C`` means the same at every layer; PCA and
-mass-mean directions do not depend on the features' scale. For those two,
-``sign_confidence[kind][layer]`` says how firmly the training labels choose the direction's
-sign (:mod:`ppairs_lens.probes.sign_confidence`).
+Layers whose contrast differences are all zero (an embedding layer at the answer token) cannot
+be probed: they are marked in ``degenerate[kind]`` with a warning and give NaN, rather than
+failing the whole sweep.
 """
 
 from __future__ import annotations
@@ -59,14 +49,12 @@ __all__ = ["CPU_CHUNK_BYTES", "SweepProbes", "chunk_diffs", "fit_sweep", "layers
 class SweepProbes:
     """Probes of every kind for every layer, as stacked parameters (CPU, float64).
 
-    ``P(item 1 preferred)`` for layer ``l`` and kind ``k`` is
-    ``sigmoid(scales[k][l] * <diff_l, directions[k][l]> + intercepts[k][l])`` where ``diff_l``
-    is the contrast difference centred by the training means ``mu_pos[l]``, ``mu_neg[l]``.
-    Axis 0 of every tensor is the layer axis of the training activations; ``layers`` holds
-    the label of each position (the model's layer numbers, by default ``0..L-1``).
+    ``P(item 1 preferred) = sigmoid(scales[k][l] * <diff_l, directions[k][l]> +
+    intercepts[k][l])``, ``diff_l`` centred by ``mu_pos[l]``, ``mu_neg[l]``. Axis 0 of every
+    tensor is the layer axis; ``layers`` labels each position (default ``0..L-1``).
     ``standardize``: whether the supervised probes were fitted on standardised features.
-    ``sign_confidence[kind]`` (``pca`` / ``mass_mean``): per layer, the share of bootstrap
-    resamples of the training pairs that pick the same sign (NaN on degenerate layers).
+    ``sign_confidence[kind]`` (direction kinds): per layer, the share of bootstrap resamples of
+    the training pairs that pick the same sign; NaN on degenerate layers.
     """
 
     kinds: tuple[str, ...]
@@ -94,7 +82,7 @@ class SweepProbes:
         return int(self.mu_pos.shape[1])
 
     def coef(self, kind: str) -> Float[Tensor, "layer d"]:
-        """Weight vectors ``scale * direction`` of ``kind``, ``[layer, d]``."""
+        """Weight vectors ``scale * direction`` of ``kind``."""
         self._check_kind(kind)
         return self.directions[kind] * self.scales[kind][:, None]
 
@@ -121,8 +109,7 @@ class SweepProbes:
         step = layer_batch or layers_per_chunk(n, d, x_all.element_size(), cpu)
         for l0 in range(0, n_layers, step):
             sl = slice(l0, min(l0 + step, n_layers))
-            diffs = chunk_diffs(x_all, sl, cpu, self.mu_pos[sl],
-                                 self.mu_neg[sl])[0]
+            diffs = chunk_diffs(x_all, sl, cpu, self.mu_pos[sl], self.mu_neg[sl])[0]
             for k in self.kinds:
                 logit = bmv(diffs, self.coef(k)[sl]) + self.intercepts[k][sl, None]
                 out[k][sl] = logit.numpy()
@@ -152,12 +139,8 @@ class SweepProbes:
         return out
 
     def to_probe(self, kind: str, layer: int):
-        """The single-layer estimator (:mod:`ppairs_lens.probes.estimators`) of ``kind`` at
-        position ``layer`` of the layer axis, fitted attributes filled in from the sweep (no
-        refit).
-
-        Its ``layer_`` is ``self.layers[layer]``, the label of that position.
-        """
+        """The single-layer estimator of ``kind`` at position ``layer`` of the layer axis,
+        filled in from the sweep (no refit); its ``layer_`` is ``self.layers[layer]``."""
         self._check_kind(kind)
         if not -self.n_layers <= layer < self.n_layers:
             raise ProbeError(f"layer index {layer} out of range for {self.n_layers} layers")
@@ -186,11 +169,9 @@ class SweepProbes:
 
 
 def with_kinds_at(sweep: SweepProbes, part: SweepProbes, index: int) -> SweepProbes:
-    """``sweep`` plus ``part``'s kinds, fitted at read-out ``index`` only.
-
-    ``part`` is a one-read-out sweep fitted on the same training pairs at ``index`` (e.g. CCS,
-    too slow to fit at every read-out); at every other read-out its kinds are NaN and marked
-    ``degenerate`` (not fitted there: not usable)."""
+    """``sweep`` plus the kinds of ``part``, a one-read-out sweep of the same training pairs
+    at ``index`` (e.g. CCS, too slow for every read-out); elsewhere they are NaN and marked
+    ``degenerate``."""
     if part.n_layers != 1 or part.d_model != sweep.d_model or part.n_train != sweep.n_train:
         raise ProbeError(f"with_kinds_at takes a one-read-out sweep of the same {sweep.n_train} "
                          f"training pairs and d_model={sweep.d_model}, got {part.n_layers} "
@@ -228,13 +209,9 @@ def _check_sweep_acts(acts: Any) -> Float[Tensor, "n 2 layer d"]:
 
 def chunk_diffs(x_all: Float[Tensor, "n 2 layer d"], sl: slice, dev: torch.device,
                 mu_pos: Tensor | None = None, mu_neg: Tensor | None = None):
-    """Contrast differences ``[l, n, d]`` (float64, on ``dev``) of the layers ``sl``.
-
-    The same quantity as :func:`ppairs_lens.probes.features.contrast_features`, written as
-    ``(x0 - x1) - (mu_pos - mu_neg)`` in float64 (as the single-layer probes compute it).
-    Side means are computed here when not given (fitting). Returns
-    ``(diffs, mu_pos, mu_neg, peak)``, ``peak`` the largest absolute activation per layer.
-    """
+    """``(diffs [l, n, d], mu_pos, mu_neg, peak)`` of the layers ``sl`` in float64 on ``dev``:
+    :func:`ppairs_lens.probes.features.contrast_features` as ``(x0 - x1) - (mu_pos - mu_neg)``,
+    side means computed when not given, ``peak`` the largest absolute activation per layer."""
     work = torch.promote_types(x_all.dtype, torch.float32)  # half precision: upcast first
     a0, a1 = x_all[:, 0, sl].to(dev, work), x_all[:, 1, sl].to(dev, work)   # [n, l, d]
     n = a0.shape[0]
@@ -260,20 +237,17 @@ def chunk_diffs(x_all: Float[Tensor, "n 2 layer d"], sl: slice, dev: torch.devic
     return diffs, mu_pos, mu_neg, peak
 
 
-#: On the CPU, the largest float64 buffer of a chunk of layers stays below this. glibc maps
-#: every allocation over 32 MiB afresh (and large ones below that too until its threshold
-#: adapts), so each such buffer is page-faulted in again: that was most of the time of
-#: building the differences. Measured on a SmolLM2 sweep (280 pairs, 31 layers, fit and
-#: score): all layers at once 52,000 faults per run; 16 MiB 16,000; 8 MiB and 4 MiB none,
-#: and 20-25% faster.
+#: On the CPU, the largest float64 buffer of a chunk stays below this: glibc maps large
+#: allocations afresh, so each is page-faulted in again, most of the time of building the
+#: differences. A SmolLM2 sweep (280 pairs, 31 layers): 52,000 faults per run at once, 16,000
+#: at 16 MiB, none at 8 MiB and 4 MiB, and 20-25% faster.
 CPU_CHUNK_BYTES = 8 << 20
 
 
 def layers_per_chunk(n: int, d: int, itemsize: int, device: torch.device | None = None,
                 budget: int = 1 << 30) -> int:
-    """Layers per chunk: on the CPU, so that its largest float64 buffer (the differences or
-    an ``m x m`` matrix per layer) stays below ``CPU_CHUNK_BYTES``; elsewhere (a GPU wants
-    large batches), so that the whole float64 working set stays near ``budget``."""
+    """Layers per chunk: on the CPU, its largest float64 buffer below ``CPU_CHUNK_BYTES``;
+    elsewhere (a GPU wants large batches), the whole float64 working set near ``budget``."""
     m = min(n, d)
     if device is None or device.type == "cpu":
         return max(1, CPU_CHUNK_BYTES // (8 * max(n * d, m * m)))
@@ -290,17 +264,14 @@ def fit_sweep(
     standardize: bool = True, groups: Sequence | None = None, n_sign_boot: int = N_SIGN_BOOT,
     seed: int = 0,
 ) -> SweepProbes:
-    """Fit ``kinds`` probes on every layer of ``acts`` (``[n, 2, layer, d]``) at once.
+    """Fit ``kinds`` probes on every layer of ``acts`` at once (labels 1 / 2, no ties).
 
-    ``labels`` are 1 / 2 (no ties; see :func:`ppairs_lens.probes.features.drop_ties`). ``C`` is
-    the supervised probe's inverse regularisation, as in scikit-learn. Work runs in float64 on
-    ``device`` (default: where ``acts`` are), ``layer_batch`` layers at a time (default:
-    :func:`layers_per_chunk`), so half-precision activations are never copied whole.
-    ``layers`` labels the layer axis (default ``range(L)``); ``solver`` / ``tol`` /
-    ``max_iter`` / ``direct_max`` / ``standardize`` are those of
-    :class:`~ppairs_lens.probes.estimators.SupervisedProbe`. ``groups`` (one per pair) are the
-    units of the sign-confidence bootstrap (``n_sign_boot`` resamples, seeded by ``seed``);
-    pairs when None.
+    Works in float64 on ``device`` (default: where ``acts`` are), ``layer_batch`` layers at a
+    time, so half-precision activations are never copied whole. ``C`` / ``solver`` / ``tol`` /
+    ``max_iter`` / ``direct_max`` / ``standardize``: as for
+    :class:`~ppairs_lens.probes.estimators.SupervisedProbe`; ``layers`` labels the layer axis
+    (default ``range(L)``); ``groups``: the units of the sign-confidence bootstrap (pairs when
+    None).
     """
     kinds = tuple(kinds)
     for k in kinds:

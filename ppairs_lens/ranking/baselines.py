@@ -1,10 +1,7 @@
-"""No-model rankings that a probe's ranking must beat: item length and memorised win rates.
+"""No-model rankings a probe's ranking must beat: item length and memorised win rates.
 
-A probe that only reads how long an item is, or only remembers which items (or which system's
-items) won in training, ranks as well as these do. Both are fitted on the training contexts
-only: :func:`length_sign` picks whether longer ranks higher there, :func:`win_rates` records
-each training item's win rate by id and by text. Both return scores per item, which
-:func:`ppairs_lens.evaluation.metrics.spearman` ranks like any other method's scores.
+A probe that only reads how long an item is, or only remembers which items won in training,
+ranks as well as these do. Both are fitted on the training contexts only.
 """
 
 from __future__ import annotations
@@ -21,10 +18,8 @@ __all__ = ["WinRates", "length_scores", "length_sign", "memorised_scores", "win_
 
 
 def length_sign(contexts: Mapping[str, Mapping[str, ScoredItem]]) -> tuple[int, float]:
-    """``(sign, rho)``: ``rho`` the mean within-context Spearman of character length with the
-    gold score over ``contexts`` (the training ones), ``sign`` +1 when it is >= 0 (longer
-    ranks higher), else -1. Contexts where either side is constant are left out; with none
-    left, ``(+1, nan)``."""
+    """``(sign, rho)``: ``rho`` the mean within-context Spearman of length with gold score
+    (constant contexts left out; none left: ``(+1, nan)``), ``sign`` +1 when ``rho >= 0``."""
     rhos = [spearman({i: float(len(it.text)) for i, it in g.items()},
                      {i: it.score for i, it in g.items()}) for g in contexts.values()]
     finite = [r for r in rhos if math.isfinite(r)]
@@ -35,7 +30,7 @@ def length_sign(contexts: Mapping[str, Mapping[str, ScoredItem]]) -> tuple[int, 
 
 
 def length_scores(items: Mapping[str, ScoredItem], sign: int) -> dict[str, float]:
-    """Each item's score for the length ranking: ``sign`` times its length in characters."""
+    """``sign`` times each item's length in characters."""
     return {k: float(sign * len(it.text)) for k, it in items.items()}
 
 
@@ -53,8 +48,7 @@ class WinRates:
 
 
 def win_rates(train: Dataset) -> WinRates:
-    """Win rates over ``train``'s comparisons (a tie counts half to each side), by item id
-    and by item text."""
+    """Win rates over ``train``'s comparisons by item id and text (a tie: half to each)."""
     tallies: dict[str, dict[str, list[float]]] = {"id": {}, "text": {}}
     for r in train.records:
         w1 = 1.0 if r.label == ITEM1 else 0.0 if r.label == ITEM2 else 0.5
@@ -68,8 +62,7 @@ def win_rates(train: Dataset) -> WinRates:
 
 def memorised_scores(items: Mapping[str, ScoredItem], rates: WinRates
                      ) -> tuple[dict[str, float], int]:
-    """``(scores, n_seen)``: each item's training win rate, 0.5 (a tie) when unseen, and how
-    many items were seen in training."""
+    """``(scores, n_seen)``: each item's training win rate (0.5 when unseen)."""
     scores, seen = {}, 0
     for k, it in items.items():
         r = rates.lookup(it)

@@ -1,15 +1,12 @@
 """Which contexts train a ranking judge and which evaluate it, with no leak group on both sides.
 
-A ranking run trains a probe on the comparisons of some contexts and ranks the items of
-others. Contexts generated from one template (``story_sentiment``'s template pools) or sharing
-an item share its words: a probe tested on a context whose template it saw is partly tested on
-what it memorised. So contexts are split by their records' ``group_id`` (contract: records with
-one ``group_id`` stay on one side of every split): :func:`context_groups` joins contexts that
-share a group into one unit (a context is ranked whole, so a group spanning contexts must not
-straddle the split), and :func:`split_contexts` hands the units to the one split,
-:func:`ppairs_lens.evaluation.splits.split_groups_to_count`: whole units to evaluation until
-it has enough contexts, the rest to training. Data without groups (or with a single one)
-falls back to splitting by context id, and the split says so.
+Contexts generated from one template or sharing an item share its words, so a probe tested
+on a context whose template it saw is partly tested on what it memorised. Contexts are
+therefore split by their records' ``group_id``: :func:`context_groups` joins contexts sharing
+a group into one unit (a context is ranked whole, so a group spanning contexts must not
+straddle the split), and :func:`split_contexts` gives whole units to evaluation until it has
+enough contexts, the rest to training. Data without groups (or with one) falls back to
+splitting by context id, and the split says so.
 """
 
 from __future__ import annotations
@@ -60,9 +57,8 @@ class ContextSplit:
 
 
 def context_groups(dataset: Dataset) -> dict[str, str]:
-    """Each context's leak unit (keys as in ``items_by_context``: ``str(context_id)``, or
-    ``"__all__"`` for records without one). Contexts whose records share any group get one
-    unit, named by the smallest group id among them."""
+    """Each context's leak unit (keys as in ``items_by_context``); contexts whose records share
+    any group get one unit, named by its smallest group id."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -92,11 +88,9 @@ def split_contexts(groups: Mapping[str, str], train_ok: Sequence[str], eval_ok: 
                    *, n_train: int, n_eval: int, seed: int, unit: str = "group_id"
                    ) -> ContextSplit:
     """Whole units to evaluation (:func:`split_groups_to_count`) until they hold ``n_eval``
-    contexts of ``eval_ok``, keeping at least one unit for training; ``n_train`` contexts of
-    ``train_ok`` from the other units (each side subsampled in a seeded order). With fewer
-    than two units, each context is its own unit. ``unit`` names what ``groups`` are
-    ("group_id", or "context_id" where the data names no groups and each context is its own).
-    """
+    contexts of ``eval_ok``, keeping one unit for training; ``n_train`` contexts of
+    ``train_ok`` from the others (each side subsampled, seeded). With fewer than two units each
+    context is its own. ``unit``: what ``groups`` are (a :data:`UNITS` key)."""
     if n_train < 1 or n_eval < 1:
         raise DataError(f"need at least one training and one evaluation context, asked for "
                         f"{n_train} and {n_eval}", field="n_train_contexts/n_eval_contexts")
@@ -126,10 +120,8 @@ def split_contexts(groups: Mapping[str, str], train_ok: Sequence[str], eval_ok: 
 def split_for_ranking(dataset: Dataset, items: Mapping[str, Mapping[str, ScoredItem]], *,
                       n_train: int, n_eval: int, seed: int, max_items: int | None = None
                       ) -> ContextSplit:
-    """The ranking split of ``dataset`` (``items``: its scored items per context, as
-    :func:`ppairs_lens.data.item_sampling.items_by_context` gives them). Contexts of 2+ items
-    may train; only contexts of ``MIN_RANK_ITEMS``+ items with different gold scores are
-    ranked (``n_too_small`` counts those left out for size)."""
+    """The ranking split of ``dataset`` (``items``: from ``items_by_context``): contexts of 2+
+    items may train; only those of ``MIN_RANK_ITEMS``+ items with different gold scores rank."""
     if max_items is not None and max_items < MIN_RANK_ITEMS:
         raise DataError(f"max_items_per_context={max_items}: within-context Spearman is only "
                         f"reported for contexts of {MIN_RANK_ITEMS}+ items",

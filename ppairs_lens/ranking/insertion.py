@@ -1,14 +1,10 @@
 """Scoring an item on an ordered label scale by binary-search insertion (PPAIRS_INSERT).
 
-Where :mod:`ppairs_lens.ranking.merge_sort` ranks a set of items against each other, insertion
-places one new item on a fixed, labelled reference scale (e.g. ClimateX confidence ``low <
-medium < high < very high``) with ``O(k log(#labels))`` comparisons, and :func:`slope_bias`
-measures how such predicted levels spread against the true ones. The comparator is any
-``compare(a, b) -> P(a preferred over b)``; the reference subsets are drawn from a seeded
-``random.Random``, so results are reproducible. A comparator that evaluates pairs in batches
-may offer ``compare.prefetch(pairs)``: each step announces its ``k`` pairs there before asking
-them one by one, so they run together (the same numbers; a comparator without it is asked one
-pair at a time).
+Insertion places one new item on a fixed, labelled reference scale (e.g. ClimateX confidence
+``low < medium < high < very high``) with ``O(k log(#labels))`` comparisons; :func:`slope_bias`
+measures how such predicted levels spread against the true ones. A batching comparator may
+offer ``compare.prefetch(pairs)``: each step announces its ``k`` pairs there before asking them
+one by one, so they run together (the same numbers).
 """
 
 from __future__ import annotations
@@ -71,18 +67,13 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
                     references: Mapping[L, Sequence[Hashable]], compare: Comparator, k: int = 5,
                     seed: int = 0,
                     return_trace: bool = False) -> L | tuple[L, InsertionTrace]:
-    """Give ``item`` a label by binary search over ordered labels (PPAIRS_INSERT, Appendix D):
-    ``O(k log(#labels))`` comparisons instead of re-ranking everything.
+    """Give ``item`` a label by binary search over ordered labels (PPAIRS_INSERT, Appendix D).
 
-    ``labels_ordered`` runs from lowest to highest. Each step takes the middle label of the
-    remaining range ``[lo, hi]`` (``mid = (lo + hi) // 2``), compares ``item`` with a random
-    subset of ``k`` of that label's references (all of them if there are fewer than ``k``), and
-    if the mean of ``compare(item, ref)`` is ``> 0.5`` continues above ``mid``, else at or below
-    it; it ends when one label is left. So an item exactly as preferred as the middle label's
-    references (mean 0.5) stays at that label. References equal to ``item`` are skipped (for
-    leave-one-out scoring of labelled items). The subsets are drawn from ``random.Random(seed)``.
-
-    Returns the label, or ``(label, InsertionTrace)`` when ``return_trace=True``.
+    ``labels_ordered`` runs from lowest to highest. Each step compares ``item`` with a seeded
+    subset of ``k`` references of the middle label ``(lo + hi) // 2`` and goes above it if the
+    mean ``compare(item, ref)`` is ``> 0.5``, else stays at or below it, so an item as preferred
+    as the middle label's references stays there. References equal to ``item`` are skipped
+    (leave-one-out scoring). ``return_trace=True`` also returns the :class:`InsertionTrace`.
     """
     labels = list(labels_ordered)
     if not labels:
@@ -105,9 +96,6 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
         mean_p = float(np.mean([float(compare(item, r)) for r in refs]))
         went_up = mean_p > 0.5
         steps.append(InsertionStep(label, tuple(refs), mean_p, went_up))
-        if went_up:
-            lo = mid + 1
-        else:
-            hi = mid
+        lo, hi = (mid + 1, hi) if went_up else (lo, mid)
     result = labels[lo]
     return (result, InsertionTrace(tuple(steps))) if return_trace else result

@@ -3,16 +3,9 @@
 PAIRS (Liu et al. 2024, "Aligning with Human Judgement: The Role of Pairwise Preference in Large
 Language Model Evaluators") ranks ``n`` items with a merge sort whose comparisons are preference
 probabilities ``P(a preferred over b)``. PPairS reads those probabilities from a linear probe
-instead of the LLM's stated preference; this module does not care where they come from.
-
-A *comparator* is any callable ``compare(a, b) -> float`` on hashable item keys, returning the
-probability that ``a`` is preferred ("more X") over ``b``. Everything here is deterministic given
-the comparator; nothing keeps global state. :class:`CountingComparator` counts and caches the
-comparisons a sort asks for (their number is the cost to report).
-
-Orientation convention used throughout: ``descending=True`` lists the most-preferred item first
-(``a`` goes before ``b`` iff ``compare(a, b) > 0.5``); ``descending=False`` returns exactly the
-reverse of that list, from the same comparisons.
+instead of the LLM's stated preference; this module does not care where they come from. A
+*comparator* is any ``compare(a, b) -> P(a preferred over b)`` on hashable item keys;
+everything here is deterministic given it.
 
 Defaults of the beam search (``beam_size=100``, ``uncertainty=0.15``) follow the public PairS
 reference code (its command-line defaults ``--beam_size 100`` and ``--prob_gap 0.15``): a
@@ -54,19 +47,13 @@ _LOG_FLOOR: float = 1e-12
 K = TypeVar("K", bound=Hashable)
 
 
-# -- Comparators -----------------------------------------------------------------------------
-
-
 class CountingComparator:
     """Wrap a comparator to count its use and cache its answers per ordered pair.
 
-    Why: comparisons are the expensive part (an LLM call or a forward pass plus probe), so the
-    number of *distinct* comparisons is the cost to report, and repeated questions about the
-    same ordered pair (beam search asks them) should not be paid twice.
-
-    ``calls`` counts every request made to this wrapper; ``unique_calls`` counts the distinct
-    ordered pairs, which equals how often the wrapped function actually ran. ``(a, b)`` and
-    ``(b, a)`` are different pairs (a probe, like an LLM, may have a position bias).
+    Comparisons are the expensive part, so the number of *distinct* ones is the cost to report,
+    and repeated questions (beam search asks them) should not be paid twice. ``calls`` counts
+    every request; ``(a, b)`` and ``(b, a)`` are different pairs (a probe may have a position
+    bias).
     """
 
     def __init__(self, fn: Comparator):
@@ -76,7 +63,7 @@ class CountingComparator:
 
     @property
     def unique_calls(self) -> int:
-        """Number of distinct ordered pairs evaluated (= calls of the wrapped function)."""
+        """Distinct ordered pairs evaluated (= calls of the wrapped function)."""
         return len(self.cache)
 
     def __call__(self, a: Hashable, b: Hashable) -> float:
@@ -85,9 +72,6 @@ class CountingComparator:
         if key not in self.cache:
             self.cache[key] = float(self.fn(a, b))
         return self.cache[key]
-
-
-# -- Greedy merge sort -----------------------------------------------------------------------
 
 
 def _prob(compare: Comparator, a: Hashable, b: Hashable) -> float:
@@ -106,14 +90,10 @@ def _finish(order: list[Any], descending: bool) -> list[Any]:
 def merge_sort(items: Sequence[K], compare: Comparator, descending: bool = True) -> list[K]:
     """Rank ``items`` by a top-down merge sort driven by ``compare`` (greedy PAIRS).
 
-    Why merge sort: it needs at most ``n * ceil(log2 n)`` comparisons (exactly, fewer in
-    practice) and each merge only ever compares the current heads of two sorted runs, which is
-    what the PAIRS beam search extends.
-
-    In the most-preferred-first order, ``a`` goes before ``b`` iff ``compare(a, b) > 0.5``
-    (``a`` from the left run, ``b`` from the right run; at exactly 0.5 the right one goes first).
-    ``descending=True`` returns the most-preferred item first; ``descending=False`` returns the
-    reverse of that same list. The input is not modified.
+    Merge sort needs at most ``n * ceil(log2 n)`` comparisons, and each merge only compares the
+    heads of two sorted runs, which is what the PAIRS beam search extends. ``a`` (left run)
+    goes before ``b`` (right run) iff ``compare(a, b) > 0.5``. ``descending=True``: the
+    most-preferred first; ``False``: the reverse of that same list.
     """
     return _finish(_sort(list(items), lambda left, right: _greedy_merge(left, right, compare)),
                    descending)
@@ -132,16 +112,10 @@ def _greedy_merge(left: list[K], right: list[K], compare: Comparator) -> list[K]
     return _interleave(left, right, moves)
 
 
-# -- Beam-search merge sort (PAIRS-beam) -----------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Hyp:
-    """A partial merge: ``i`` items taken from the left run, ``j`` from the right.
-
-    ``moves`` records the decisions (True = took the left head); ``logp`` is the PAIRS path
-    score, the sum of the log-probabilities of those decisions.
-    """
+    """A partial merge: ``i`` items taken from the left run, ``j`` from the right; ``moves``
+    (True = took the left head), ``logp`` their summed log-probabilities (the path score)."""
 
     i: int
     j: int
@@ -154,17 +128,14 @@ def beam_merge_sort(items: Sequence[K], compare: Comparator, beam_size: int = DE
                     descending: bool = True) -> list[K]:
     """Rank ``items`` by merge sort with the PAIRS uncertainty-guided beam search in each merge.
 
-    Why: a greedy merge commits to every comparison, so one wrong but unsure comparison
-    misplaces a whole block. PAIRS instead keeps several interleavings of the two sorted runs
-    alive and picks the most likely one.
+    A greedy merge commits to every comparison, so one wrong but unsure comparison misplaces
+    a whole block; PAIRS keeps several interleavings of the two runs alive instead.
 
-    Search (as in PAIRS): at a hypothesis whose run heads are ``a`` (left) and ``b`` (right),
-    ``p = compare(a, b)``; taking ``a`` has probability ``p``, taking ``b`` has ``1 - p``. When
-    ``|p - 0.5| > uncertainty`` only the preferred branch is followed (the comparison is
-    trusted); otherwise both are. Hypotheses are scored by the sum of the log-probabilities of
-    their decisions and the ``beam_size`` best are kept at each step. All hypotheses alive at a
-    step have made the same number of decisions, so this ranking is the same as PAIRS' mean
-    log-probability.
+    Search (as in PAIRS): with run heads ``a``, ``b`` and ``p = compare(a, b)``, taking ``a``
+    has probability ``p``. When ``|p - 0.5| > uncertainty`` only the preferred branch is
+    followed; otherwise both are. The ``beam_size`` hypotheses with the best summed
+    log-probability are kept each step (all have made the same number of decisions, so this
+    is PAIRS' mean log-probability ranking).
 
     Selection (our choice, differs from the reference code): the finished interleavings, plus
     the greedy one, are compared on the *same* evidence, the log-likelihood of every comparison
@@ -185,14 +156,10 @@ def beam_merge_sort(items: Sequence[K], compare: Comparator, beam_size: int = DE
 
     Cost: a merge of runs of sizes ``l`` and ``r`` asks for at most
     ``min(l * r, (beam_size + 1) * (l + r - 1))`` distinct comparisons (one per ``(i, j)`` state
-    in the beam, each state at most once per step, plus the greedy path, which mostly reuses
-    them), so the whole sort needs at most ``min(n (n - 1) / 2, (beam_size + 1) n ceil(log2 n))``;
-    in practice little more than greedy when few comparisons are uncertain. Bookkeeping is
-    ``O(beam_size * (l + r)^2)`` per merge in the worst case (copying move tuples), and
-    selection ``O((l + r) * r * log)``. Wrap ``compare`` in :class:`CountingComparator` to count
-    comparisons (and cache them across calls).
-
-    ``descending`` has the same meaning as in :func:`merge_sort`.
+    in the beam per step, plus the greedy path), so the sort needs at most
+    ``min(n (n - 1) / 2, (beam_size + 1) n ceil(log2 n))``; in practice little more than greedy
+    when few comparisons are uncertain. Bookkeeping is ``O(beam_size * (l + r)^2)`` per merge
+    at worst, selection ``O((l + r) * r * log)``.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
@@ -268,10 +235,9 @@ def _interleave(left: list[K], right: list[K], moves: Sequence[bool]) -> list[K]
 class _Evidence:
     """Log-likelihood of an interleaving under a fixed set of observed cross comparisons.
 
-    Stored per right-run column ``j``: the sorted left rows ``i`` compared with ``right[j]`` and
-    prefix sums of ``log p`` and ``log(1 - p)``, so the column's contribution for "``right[j]``
-    comes after the first ``h`` left items" is one bisect: rows ``< h`` were preferred (``log p``),
-    rows ``>= h`` were not (``log(1 - p)``).
+    Per right-run column ``j``: the sorted left rows compared with ``right[j]`` and prefix sums
+    of ``log p`` and ``log(1 - p)``, so "``right[j]`` after the first ``h`` left items" costs
+    one bisect (rows ``< h`` preferred: ``log p``; the others ``log(1 - p)``).
     """
 
     def __init__(self, seen: Mapping[tuple[int, int], float], n_right: int):
