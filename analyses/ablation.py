@@ -3,14 +3,15 @@
 A probe direction that predicts the judgement does not show that the model uses it; removing it
 should move the model's own prompted judgement more than removing a direction that is not
 special. Per dataset, probe directions (every kind, at the read-out chosen on a validation split
-of the training data, never the test split) are removed while the swap-calibrated zero-shot judge answers the test records,
-**at the judge's read-out token only** (``positions="last"``; the probes are read at the
-contrast token, the judge decides at the token before: ``ablate(positions="all")`` is the
-check), all directions in one pass. Against: isotropic and variance-matched random directions
-(the nulls), and the choice tokens' unembedding difference as positive control, in the same
-preset and at the probes' read-out hook only. Effect = mean |z - z_base| in the judge's
-calibrated log-odds, permutation p-values against each null (Holm over the run's probe tests),
-and paired CIs over leak groups. ``refit`` rescores the probes on re-harvested activations.
+of the training data, never the test split) are removed while the swap-calibrated zero-shot
+judge answers the test records, **at the judge's read-out token only** (``positions="last"``;
+the probes are read at the contrast token, the judge decides at the token before:
+``ablate(positions="all")`` is the check), all directions in one pass. Against: isotropic and
+variance-matched random directions (the nulls), and the choice tokens' unembedding difference
+as positive control, in the same preset and at the probes' read-out hook only. Effect = mean
+|z - z_base| in the judge's calibrated log-odds, permutation p-values against each null (Holm
+over the run's probe tests), and paired CIs over leak groups. ``refit`` rescores the probes on
+re-harvested activations.
 
 Outputs: ``ablation.csv`` (dataset x preset x condition), ``ablation_null.csv`` (every null
 direction's effect), ``ablation_z.csv`` (per-record log-odds), ``ablation_probe_refit.csv``

@@ -59,6 +59,7 @@ class Preset:
     changes: Mapping[str, Any] = field(default_factory=dict)
 
     def apply(self, cfg):
+        """``cfg`` with this preset's changes (a copy; ``cfg`` is left as it is)."""
         names = {f.name for f in fields(cfg)}
         unknown = sorted(set(self.changes) - names)
         if unknown:

@@ -90,9 +90,9 @@ class ReplicationConfig:
     # predictions (the claims' power is in statements). Probe training (~36 s) plus placement,
     # whose tokens grow with k (~51 shared, ~97 per comparison; 2 rounds of 4 levels): k=4
     # takes ~265 s for 300, k=2 ~165 s. So the demo compares with 2 references a step (the
-    # thesis and --full 10), to place all 300 within its 20 minutes, trains on 60 labelled statements (balanced) and 120 of their
-    # pairs, runs the probe alone (zero_shot doubles the time), and shows its skill first on
-    # 60 disjoint held-out pairs of test statements
+    # thesis and --full 10), to place all 300 within its 20 minutes, trains on 60 labelled
+    # statements (balanced) and 120 of their pairs, runs the probe alone (zero_shot doubles
+    # the time), and shows its skill first on 60 disjoint held-out pairs of test statements
     insertion: InsertionConfig = field(default_factory=lambda: InsertionConfig(
         max_test=300, k=2, n_train=60, max_train_pairs=120, pairwise_pairs=60,
         methods=("probe",)))

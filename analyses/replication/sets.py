@@ -3,11 +3,11 @@
 The thesis and the paper judge text against human ratings: SummEval and NEWSROOM (four
 aspects each), HANNA, ROCStories (Story Cloze), MC-TACO, MT-Bench, LLMBar (Natural + Normal,
 and the four Adversarial subsets of the paper's Figure 4), CaTeRS and ClimateX (read by the
-insertion step, not here). :func:`replication_datasets` loads each other dataset present at the sizes of a
-:class:`ReplicationSizes` (seeded, leak groups kept whole) and says why any is skipped.
-Scored-items sets (SummEval, NEWSROOM, HANNA) are drawn as ``items_per_context`` items of each
-of ``n_contexts`` contexts with *every* pair among them, so a held-out context can be sorted
-(merge sort) from the pairs already scored, with no extra model call.
+insertion step, not here). :func:`replication_datasets` loads each other dataset present at
+the sizes of a :class:`ReplicationSizes` (seeded, leak groups kept whole) and says why any is
+skipped. Scored-items sets (SummEval, NEWSROOM, HANNA) are drawn as ``items_per_context``
+items of each of ``n_contexts`` contexts with *every* pair among them, so a held-out context
+can be sorted (merge sort) from the pairs already scored, with no extra model call.
 """
 
 from __future__ import annotations

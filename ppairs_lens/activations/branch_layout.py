@@ -4,7 +4,8 @@
 :func:`ppairs_lens.activations.prefix_sharing.read_branches` (ids, a 4-D mask, explicit
 positions) so every real token sees exactly what it would unpadded, and each branch token not
 its siblings. With ``logits_at_end`` tails are left-padded, so each row's last prompt token sits
-just before its branches; :func:`split_end` separates that column's logits.
+just before its branches and its next-token logits (the prompted judge's answer) are read in
+the same pass; :func:`split_end` separates that column's logits.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ def fused_inputs(tails: Sequence[Sequence[int]], tokens: Sequence[Sequence[int]]
     ``tokens[r]`` after row ``r``'s cached prefix (``prev``: its 2-D mask, ``pos0``: its next
     position).
 
-    Each branch token sees the prefix, the real tail and itself, at the position after the
-    tail. No real query sees a padding key, and no padding query sees nothing (right padding:
-    the tail before it; left padding: itself). ``logits_at_end``: the left-padded block is at
-    least one column wide (padding where a tail is empty: its last token is in the cache).
+    Each tail token sees the row's prefix and the real tail up to itself; each branch token
+    the prefix, the real tail and itself, at the position after the tail. No real query sees a
+    padding key, and no padding query sees nothing (right padding: the tail before it; left
+    padding: itself). ``logits_at_end``: the left-padded block is at least one column wide
+    (padding where a tail is empty: its last token is in the cache).
     """
     dev = prev.device
     nb = len(tokens[0])
@@ -59,8 +61,9 @@ def fused_inputs(tails: Sequence[Sequence[int]], tokens: Sequence[Sequence[int]]
 
 def split_end(acts: Tensor | None, logits: Tensor | None, lens: Int[Tensor, " row"]
               ) -> tuple[Tensor | None, Tensor | None]:
-    """A ``logits_at_end`` pass's reads -> the branches' activations and the end column's
-    logits ``[row, n_ids]``, NaN where a tail is empty (its last token ran earlier)."""
+    """A ``logits_at_end`` pass's reads (rows x (end column, branches) first) -> the branches'
+    activations (rows x branches first) and the end column's logits ``[row, n_ids]``, NaN
+    where a tail is empty (its last token ran earlier)."""
     n = len(lens)
     if acts is not None:
         acts = acts.unflatten(0, (n, -1))[:, 1:].flatten(0, 1)

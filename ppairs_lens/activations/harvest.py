@@ -4,7 +4,8 @@ The two prompts of a contrast pair differ only in their final token:
 :func:`ppairs_lens.activations.runner.run_branches` runs each shared prefix once and reads both
 final tokens in one pass, equal to an unbatched run of each full prompt
 (:func:`reference_activations`, tested against). A pair's prompt up to its final token is also
-the prompted judge's: :func:`harvest_with_judge` reads that answer in the same passes.
+the prompted judge's: :func:`harvest_with_judge` reads that answer in the same passes, for the
+store to keep (the judges then run only the swapped order).
 
 A read-out is any hook point giving one vector per token (``[batch, position, width]``: the
 residual stream, attention and MLP outputs, an SAE's latents on a ``HookedSAETransformer``), named
@@ -159,8 +160,9 @@ def harvest_pairs(
     names: str | Sequence[str] | None = None,
 ) -> Float[Tensor, "pair side readout d_model"]:
     """Residual stream at the final token of both prompts of each pair, for every layer:
-    ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU (index ``n_layers``: the final norm's
-    output), or the read-outs ``names`` in forward order. ``hooks``/``final_hooks`` act as in
+    ``[n_pairs, 2, n_layers + 1, d_model]`` on CPU in ``settings.out_dtype`` (index
+    ``n_layers``: the final norm's output), or the read-outs ``names`` in forward order.
+    ``progress`` takes the number of pairs just finished; ``hooks``/``final_hooks`` act as in
     :func:`ppairs_lens.activations.runner.run_branches`.
     """
     return _harvest(bridge, pairs, settings, progress, hooks, final_hooks, names, False).acts

@@ -50,7 +50,8 @@ class KVLayer:
 class HookedKV:
     """A HookedTransformer key-value cache in the form prefix sharing handles. Like HF's
     ``DynamicCache`` layers, the layers rebind (never write into) their tensors, so shallow
-    copies, then ``batch_select_indices``, are an independent cache."""
+    copies, then ``batch_select_indices``, are an independent cache. The attention mask is not
+    kept here: each pass is given it."""
 
     def __init__(self, layers: list[KVLayer]):
         self.layers = layers
@@ -69,7 +70,8 @@ class HookedKV:
 
 
 def tl_cache(model, cache: HookedKV | None, seen: Tensor, *, frozen: bool):
-    """TransformerLens' cache holding ``cache`` (None: an empty one), columns masked ``seen``."""
+    """TransformerLens' cache holding ``cache`` (None: an empty one), columns masked ``seen``
+    (``[row, cached]``)."""
     from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
     from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
 
@@ -108,7 +110,7 @@ def branch_fusable(model) -> bool:
 
 def branch_mask_hooks(model, n_branch: int) -> list[Hook]:
     """Hooks that hide the last ``n_branch`` columns of a pass from each other (the 2-D mask
-    keeps the first of them and masks the rest)."""
+    must keep the first of them and mask the rest)."""
     if n_branch < 2:
         return []
     hooks: list[Hook] = []
@@ -170,8 +172,9 @@ def project_hooked_logits(model, x: Float[Tensor, "*rows d_model"],
 def hooked_steps(model, names: Sequence[str] = (), logit_ids: Sequence[int] | None = None,
                  final_hooks: Sequence[tuple[str, Callable]] = ()) -> tuple[Forward, Read]:
     """A HookedTransformer's steps, with the contract of
-    :func:`ppairs_lens.activations.runner.bridge_steps` (``ln_final.hook_out`` is the
-    after-gain state)."""
+    :func:`ppairs_lens.activations.runner.bridge_steps`: read-outs ``names``
+    (``ln_final.hook_out`` is the after-gain state) and next-token ``logit_ids`` at the branch
+    tokens, with ``final_hooks`` on the branch passes only."""
     names = list(names)
     points = [readout_point(model, n) for n in names]
     final_hooks = resolve_hooks(model, final_hooks)

@@ -1,10 +1,12 @@
 """One :class:`PairInfo` per line of a store's ``pairs.jsonl``: what analyses read without the
-model (split ids and leak groups, the baselines' item ids and lengths, gold scores).
+model (split ids and leak groups, the baselines' item ids and lengths, gold scores). Typed, so
+that a misspelt field fails where it is written, not as a ``KeyError`` deep in an analysis.
 
 The JSON keys are those the harvest writes, in its order (a store's fingerprint digests the
 file's bytes): ``pair_id, label, context_id, group_id, item1_id, item2_id, score1, score2,
 len1, len2``; a statement has no item or score keys, and ``len2`` null. A store's line without
-``group_id`` or the lengths is refused; a record built in code writes None there as null.
+``group_id`` or the lengths is refused; a record built in code writes None there as null (so
+that its store reads back).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class PairInfo:
     pair_id: str
     label: int  # 1, 2, or 0 for a tie
     # Pairs sharing a context share a prompt prefix; a group stays on one side of every split.
+    # ``group_id`` None: the context, as :meth:`~ppairs_lens.data.records.Dataset.group_ids`
+    # falls back.
     context_id: str | None = None
     group_id: str | None = None
     # Comparisons only: item ids (memorisation baseline, item splits), gold scores.

@@ -8,7 +8,8 @@ too, and a pair's two sides share all but the final token. Each shared part runs
   tokens (same first item) form a subgroup whose middle runs once;
 * **tail** — each row's remaining tokens;
 * **branches** — the tokens read out, each alone, in the same pass as the row's tail (on
-  request also the logits at the row's last prompt token: ``logits_at_end``).
+  request also the logits at the row's last prompt token, the prompted judge's answer:
+  ``logits_at_end``).
 
 :func:`plan` builds that tree from token ids alone and :func:`run_rows` executes it over any
 model through two callables, so the harvester and the benchmarks' bare HF limit run the same
@@ -297,11 +298,12 @@ def run_rows(
 ) -> None:
     """Run ``subs`` (continuing row ``roots[k]`` of ``start``, else row 0) and their branches.
 
-    ``emit(rows, acts, logits)`` gets each finished part, ``len(rows) * n_branch`` rows. Work
-    is depth-first (a chunk's shared middles, then its tails in parts of about
-    ``token_budget`` cached tokens), so memory does not grow with the rows. Without ``fuse``
-    the tails run in a pass of their own and ``read`` sees only the branch tokens (for hooks
-    meant for those alone). ``logits_at_end`` (fused only): see :func:`read_branches`.
+    ``emit(rows, acts, logits)`` gets each finished part, ``len(rows) * n_branch`` rows, each
+    row's branches together. Work is depth-first (a chunk's shared middles, then its tails in
+    parts of about ``token_budget`` cached tokens), so memory does not grow with the rows.
+    Without ``fuse`` the tails run in a pass of their own and ``read`` sees only the branch
+    tokens (for hooks meant for those alone). ``logits_at_end`` (fused only): ``logits`` are
+    read at each row's last prompt token instead, one row each (:func:`read_branches`).
     """
     if logits_at_end and not fuse:
         raise ValueError("logits at the prompts' end are read in the fused pass only")

@@ -14,10 +14,15 @@ A shard counts only once its sidecar exists (both files written atomically), so 
 leaves a half shard and a restarted harvest redoes only the missing ones. Per-tensor checksums
 let a reader verify exactly the layers it reads.
 
-A store of a seeded order of a dataset (:func:`ppairs_lens.data.specs.subsample_by_context`) is
-harvested only as far as the largest pair limit asked of it (a larger one extends the last
-shard); each limit reads it as a *view* (:meth:`ActivationStore.view`), so no pair is computed
-twice. ``judge_logodds`` spares the judges running the prompt again.
+Shard ``k`` holds pairs ``k * shard_size`` up to the next shard's first, or fewer: a store of a
+seeded order of a dataset (:func:`ppairs_lens.data.specs.subsample_by_context`) is harvested
+only as far as the largest pair limit asked of it, and a larger one later extends the last
+shard (rewritten whole: it stops counting until the new one is written). Each limit reads it as
+a *view* (:meth:`ActivationStore.view`), so no pair is computed twice.
+
+``judge_logodds`` is the zero-shot judge's log-odds on each pair's prompt (items in their
+order), read at the prompt's last token, so the judges need not run that prompt again; a store
+harvested by a HookedTransformer lacks it (:meth:`ActivationStore.judge_logodds` is None).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = ["ActivationStore", "IDENTITY_FIELDS", "check_comparable", "readout_in
            "unique_names"]
 
 
+#: The shard tensor holding the judge's log-odds per pair (float64).
 JUDGE_KEY = "judge_logodds"
 
 _WHOLE = (lambda v: is_int(v) and v >= 0, "a whole number >= 0")
@@ -303,7 +309,8 @@ class ActivationStore:
     def write_shard(self, i: int, acts: Float[Tensor, "pair side layer d_model"],
                     judge_logodds: Float[np.ndarray, " pair"] | None = None, *,
                     start: int | None = None) -> None:
-        """Shard ``i`` from stored pair ``start`` on; a later ``start`` extends the shard."""
+        """Shard ``i`` from stored pair ``start`` on; a later ``start`` extends the shard (it
+        must hold the pairs before)."""
         first, last = self.shard_range(i)
         start = first if start is None else start
         stop = start + len(acts)

@@ -10,10 +10,12 @@ projected onto the vocabulary (``logits_to_keep=1``: ~0.1% of a step's compute o
 
 A step's batch holds whole comparisons, both orders together, their common prefix run once.
 Comparisons are visited in a seeded order in *blocks* (:func:`train_model`'s ``blocks``):
-each block is shuffled on its own and no batch crosses its end, so the model after block
-``k`` is exactly what a run on the first ``blocks[k]`` comparisons with the same earlier block
-ends gives (same batches, optimiser state and dropout draws). One run through nested label
-sets thus gives every point of a label curve (``on_block``, during which the clocks stop).
+block ``k`` holds comparisons ``blocks[k-1]:blocks[k]``, is shuffled on its own and no batch
+crosses its end, so the model after block ``k`` is exactly what a run on the first
+``blocks[k]`` comparisons with the same earlier block ends gives (same batches, optimiser state
+and dropout draws); a run without those ends shuffles its comparisons across them, a different
+draw of the same schedule. One run through nested label sets thus gives every point of a label
+curve (``on_block``, during which the clocks stop).
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class TrainingConfig:
     """How a judge is finetuned (saved with every result): AdamW, constant learning rate.
 
     LoRA defaults are the paper's (rank 64, alpha 64, every linear module, one epoch);
-    dropout, learning rates, batch size and gradient clipping are ours.
+    dropout, learning rates, batch size and gradient clipping are ours. ``lr`` None:
+    :data:`DEFAULT_LR` of the method.
     """
 
     method: str = "lora"
@@ -217,7 +220,8 @@ def train_model(model, examples: Sequence[ChoiceExample], cfg: TrainingConfig, p
     Each step takes ``max(1, cfg.batch_size // 2)`` comparisons (both orders: about
     ``cfg.batch_size`` examples). ``blocks``: comparison counts that end a block (module doc;
     several need one epoch); after each, ``on_block(comparisons so far, log so far)``, the
-    model in training mode (its eval-mode reads draw no random numbers)."""
+    model in training mode (its eval-mode reads are the caller's; they draw no random
+    numbers)."""
     if not examples:
         raise PPairsError("no training examples")
     params = [p for p in model.parameters() if p.requires_grad]

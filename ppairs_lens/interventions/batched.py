@@ -97,7 +97,8 @@ def judge_under_directions(
 
     ``{"z", "ld_original", "ld_swapped"}``, each ``[record, D]`` (swapped None for
     statements): ``ld`` = logit(choice 1) - logit(choice 2) at the read-out token; for
-    comparisons ``z = (ld_original - ld_swapped) / 2``, the swap-calibrated log-odds, for
+    comparisons ``z = (ld_original - ld_swapped) / 2``, the swap-calibrated log-odds that item 1
+    is preferred (:func:`ppairs_lens.judges.calibration.swap_calibrated_logodds`), for
     statements the raw ``ld``. A zero row is the unablated judge; ``directions_per_pass``:
     directions per :func:`run_branches` call (None: all at once).
     """

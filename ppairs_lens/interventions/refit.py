@@ -2,9 +2,11 @@
 
 Probes are scored on pairs re-harvested under an ablation, as fitted on clean activations
 (``mode="original"``) and refitted on the ablated ones (``mode="refit"``): a refit that
-recovers means the judgement is still linearly readable in other directions. A clean probe's
-*accuracy* also drops when an ablation merely shifts every contrast by one vector (its side
-means no longer centre the data; random directions do this); its AUROC ignores such a shift.
+recovers means the judgement is still linearly readable in other directions; one that falls to
+chance means the information is gone. A clean probe's *accuracy* also drops when an ablation
+merely shifts every contrast by one vector (its training side means no longer centre the data,
+so the threshold moves; random directions do this); its AUROC, computed on the logits, ignores
+such a shift.
 Slow (one harvest per condition), so run only when asked.
 """
 

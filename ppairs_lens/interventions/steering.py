@@ -2,7 +2,8 @@
 
 The complement of :mod:`ppairs_lens.interventions.ablation`, with its hook machinery (presets,
 hook names or ``{hook_name: direction}``; ``positions="all"`` or ``"last"``; hooks removed when
-the ``with`` block exits).
+the ``with`` block exits). On a HookedTransformer a hook on ``ln_final.hook_out`` acts after the
+final norm's gain, as on a bridge (:func:`ppairs_lens.models.backend.resolve_hooks`).
 
 While generating the same hooks run on every pass: ``positions="all"`` adds at every prompt
 position, then at each new token, so a key-value cache gives the tokens generating without one

@@ -51,7 +51,8 @@ def config_record(config: Any) -> dict:
 
 
 def load_config(cls, path: str | Path):
-    """Rebuild a config dataclass (nested ones too) from a saved ``*.config.json``."""
+    """Rebuild a config dataclass (nested ones too) from a saved ``*.config.json``; a field the
+    dataclass lacks is refused naming the file."""
     from ppairs_lens.io.json_fields import check_fields, json_object
 
     try:
@@ -70,7 +71,8 @@ def load_config(cls, path: str | Path):
 
 
 def config_from_data(cls, data: dict):
-    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples)."""
+    """``cls`` from the JSON data of :func:`jsonable` (lists back to tuples); a key that is no
+    field of ``cls`` is a TypeError naming it."""
     hints = typing.get_type_hints(cls)  # an unresolvable annotation is an error, not a dict
     unknown = sorted(set(data) - {f.name for f in fields(cls)})
     if unknown:
@@ -140,7 +142,7 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 
 def write_csv(path: str | Path, rows: list[dict]) -> Path:
-    """Rows of dicts as CSV (columns in first-seen order)."""
+    """Rows of dicts as CSV (columns in first-seen order), written atomically."""
     path = Path(path)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
@@ -159,7 +161,7 @@ def save_figure(fig, out_dir: str | Path, name: str, *, preview: bool = False) -
     """Save a figure as PNG (README) and SVG (papers), and its caption as ``<name>.md``. A
     ``preview`` (``--quick``) saves the PNG only (an SVG costs ~0.5-1.5 s, and a preview goes
     into no paper), removing an older SVG. SVG text stays text (editable, ~1.4x faster to save
-    than paths on a 1,000-label heatmap)."""
+    than paths on a 1,000-label heatmap; a viewer without DejaVu Sans substitutes a font)."""
     from matplotlib import rc_context
 
     from ppairs_lens.io.plotting import STYLE, figure_caption

@@ -179,8 +179,8 @@ def is_record_type(hint: Any) -> bool:
 
 
 def record_from_data(hint: Any, data: Any, where: str = "result") -> Any:
-    """The value of type ``hint`` that :func:`record_data` wrote as ``data``; data that does
-    not fit is refused in one line naming the field (``where``)."""
+    """The value of type ``hint`` that :func:`record_data` wrote as ``data`` (a missing field at
+    its default); data that does not fit is refused in one line naming the field (``where``)."""
     if hint is None or hint is Any or hint is object:
         return data
     try:

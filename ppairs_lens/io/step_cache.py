@@ -59,7 +59,8 @@ class StepCache:
         return rec if isinstance(rec, dict) and "result" in rec else {}
 
     def has(self, name: str, key: str) -> bool:
-        """Whether :meth:`run` would reuse step ``name`` (its output files aside)."""
+        """Whether :meth:`run` would reuse step ``name`` under ``key`` (its output files aside):
+        a run's plan can leave it out of its cost."""
         return self._record(name).get("key") == key
 
     def run(self, name: str, key: str, fn: Callable[[], Any],

@@ -77,9 +77,9 @@ class StudyRunner:
     def step(self, name: str, fn: Callable[[], Any], outputs: tuple[str, ...] = (),
              units: Units = None, result_type: Any = None, **inputs: Any) -> Any:
         """``fn()``'s result, or the remembered one when ``inputs``, the code and every file
-        of ``outputs`` are as when it last finished. A declared result (``def fn() -> Record``,
-        or ``result_type`` for a ``functools.partial``) is rebuilt as that type, fresh or
-        reused alike; an undeclared one is its JSON data."""
+        of ``outputs`` (names inside ``out``) are as when it last finished. A declared result
+        (``def fn() -> Record``, or ``result_type`` for a ``functools.partial``) is rebuilt as
+        that type, fresh or reused alike; an undeclared one is its JSON data."""
         t0 = time.perf_counter()
         hint = result_type if result_type is not None else declared_result(fn)
         run = fn if hint is None else (lambda: record_data(fn()))

@@ -78,7 +78,8 @@ def model_dtype(model) -> str:
 
 def has_forward_hooks(model) -> bool:
     """Whether a forward hook is on any hook point now (an ablation, steering, a permanent
-    hook): the model's answer is then not its plain one."""
+    hook): the model's answer is then not its plain one. The bridge's own torch hooks on the
+    wrapped modules are not hook points' and do not count."""
     from transformer_lens.hook_points import HookPoint
 
     return any(m.fwd_hooks for m in model.modules() if isinstance(m, HookPoint))
@@ -104,7 +105,8 @@ def hook_names(model) -> list[str]:
 
 
 def to_after_gain(model) -> Callable[[Tensor], Tensor]:
-    """Maps a HookedTransformer's ``hook_normalized`` value to the after-gain state."""
+    """Maps a HookedTransformer's ``hook_normalized`` value to the after-gain state (itself
+    where the gain is folded into the unembedding, ``fold_ln``)."""
     w, b = final_norm_affine(model)
 
     def after(x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:

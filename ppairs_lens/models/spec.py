@@ -23,7 +23,8 @@ class ModelSpec:
     """A model to load: ``name`` (None: the embedded SmolLM2), ``dtype`` (a torch dtype's name;
     a ``torch.dtype`` is kept by name, so a spec saves as JSON), ``device`` or ``device_map``
     (e.g. ``"auto"``: placed by accelerate, with ``max_memory`` and ``offload_folder``), and
-    ``backend``. A name for Ray workers must be readable by every worker; stores record it.
+    ``backend``. A name for Ray workers must be readable by every worker (an absolute path on a
+    shared file system); stores record it.
     """
 
     name: str | None = None

@@ -57,8 +57,9 @@ class ContextSplit:
 
 
 def context_groups(dataset: Dataset) -> dict[str, str]:
-    """Each context's leak unit (keys as in ``items_by_context``); contexts whose records share
-    any group get one unit, named by its smallest group id."""
+    """Each context's leak unit (keys as in ``items_by_context``: ``str(context_id)``, or
+    ``"__all__"`` for records without one); contexts whose records share any group get one
+    unit, named by its smallest group id."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -88,7 +89,7 @@ def split_contexts(groups: Mapping[str, str], train_ok: Sequence[str], eval_ok: 
                    *, n_train: int, n_eval: int, seed: int, unit: str = "group_id"
                    ) -> ContextSplit:
     """Whole units to evaluation (:func:`split_groups_to_count`) until they hold ``n_eval``
-    contexts of ``eval_ok``, keeping one unit for training; ``n_train`` contexts of
+    contexts of ``eval_ok``, keeping at least one unit for training; ``n_train`` contexts of
     ``train_ok`` from the others (each side subsampled, seeded). With fewer than two units each
     context is its own. ``unit``: what ``groups`` are (a :data:`UNITS` key)."""
     if n_train < 1 or n_eval < 1:
@@ -121,7 +122,8 @@ def split_for_ranking(dataset: Dataset, items: Mapping[str, Mapping[str, ScoredI
                       n_train: int, n_eval: int, seed: int, max_items: int | None = None
                       ) -> ContextSplit:
     """The ranking split of ``dataset`` (``items``: from ``items_by_context``): contexts of 2+
-    items may train; only those of ``MIN_RANK_ITEMS``+ items with different gold scores rank."""
+    items may train; only those of ``MIN_RANK_ITEMS``+ items with different gold scores rank
+    (``n_too_small`` counts those left out for size)."""
     if max_items is not None and max_items < MIN_RANK_ITEMS:
         raise DataError(f"max_items_per_context={max_items}: within-context Spearman is only "
                         f"reported for contexts of {MIN_RANK_ITEMS}+ items",

@@ -70,10 +70,11 @@ def insertion_score(item: Hashable, labels_ordered: Sequence[L],
     """Give ``item`` a label by binary search over ordered labels (PPAIRS_INSERT, Appendix D).
 
     ``labels_ordered`` runs from lowest to highest. Each step compares ``item`` with a seeded
-    subset of ``k`` references of the middle label ``(lo + hi) // 2`` and goes above it if the
-    mean ``compare(item, ref)`` is ``> 0.5``, else stays at or below it, so an item as preferred
-    as the middle label's references stays there. References equal to ``item`` are skipped
-    (leave-one-out scoring). ``return_trace=True`` also returns the :class:`InsertionTrace`.
+    subset of ``k`` references of the middle label ``(lo + hi) // 2`` (all of them if there are
+    fewer than ``k``) and goes above it if the mean ``compare(item, ref)`` is ``> 0.5``, else
+    stays at or below it, so an item as preferred as the middle label's references stays there.
+    References equal to ``item`` are skipped (leave-one-out scoring). ``return_trace=True`` also
+    returns the :class:`InsertionTrace`.
     """
     labels = list(labels_ordered)
     if not labels:

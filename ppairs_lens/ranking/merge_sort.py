@@ -92,8 +92,9 @@ def merge_sort(items: Sequence[K], compare: Comparator, descending: bool = True)
 
     Merge sort needs at most ``n * ceil(log2 n)`` comparisons, and each merge only compares the
     heads of two sorted runs, which is what the PAIRS beam search extends. ``a`` (left run)
-    goes before ``b`` (right run) iff ``compare(a, b) > 0.5``. ``descending=True``: the
-    most-preferred first; ``False``: the reverse of that same list.
+    goes before ``b`` (right run) iff ``compare(a, b) > 0.5`` (at exactly 0.5 the right one goes
+    first). ``descending=True``: the most-preferred first; ``False``: the reverse of that same
+    list. The input is not modified.
     """
     return _finish(_sort(list(items), lambda left, right: _greedy_merge(left, right, compare)),
                    descending)
@@ -159,7 +160,10 @@ def beam_merge_sort(items: Sequence[K], compare: Comparator, beam_size: int = DE
     in the beam per step, plus the greedy path), so the sort needs at most
     ``min(n (n - 1) / 2, (beam_size + 1) n ceil(log2 n))``; in practice little more than greedy
     when few comparisons are uncertain. Bookkeeping is ``O(beam_size * (l + r)^2)`` per merge
-    at worst, selection ``O((l + r) * r * log)``.
+    at worst, selection ``O((l + r) * r * log)``. Wrap ``compare`` in
+    :class:`CountingComparator` to count comparisons (and cache them across calls).
+
+    ``descending`` has the same meaning as in :func:`merge_sort`; the input is not modified.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
